@@ -1,0 +1,227 @@
+"""The exceptions esmapper raises.
+
+Every error the library raises on purpose derives from :class:`EsmapperError`::
+
+    EsmapperError
+     +-- DocumentError                 a write or read of one or more documents failed
+     |    +-- DocumentNotFoundError    the document does not exist (patch, strict reads)
+     |    +-- DuplicateDocumentError   ``add`` of an id that already exists (409 on create)
+     |    +-- VersionConflictError     a stale ``version`` (409 on if_seq_no/if_primary_term)
+     |    +-- DocumentValidationError  a value cannot be mapped or a validator refused it
+     +-- BulkWriteError                some items of a bulk write failed (see ``.failures``)
+     +-- QueryValidationError          a filter/sort/aggregation expression is invalid (also ValueError)
+     +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
+     +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
+     +-- IndexConfigurationError       an index or alias cannot be configured as declared
+     +-- MigrationError                a migration failed or cannot run
+     +-- LockError                     a lock could not be acquired, renewed or released
+
+Errors carry what is known about the failure: ``index``, ``ids``, and the server's
+``error_type`` and ``reason`` (e.g. ``version_conflict_engine_exception``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "BulkItemFailure",
+    "BulkWriteError",
+    "DocumentError",
+    "DocumentNotFoundError",
+    "DocumentValidationError",
+    "DuplicateDocumentError",
+    "EsmapperError",
+    "IdTooLongError",
+    "IndexConfigurationError",
+    "InvalidIdTermError",
+    "LockError",
+    "MigrationError",
+    "QueryValidationError",
+    "VersionConflictError",
+]
+
+
+class EsmapperError(Exception):
+    """Root of every error esmapper raises on purpose.
+
+    ``index`` is the index or alias involved, ``ids`` the document ids, ``error_type`` and
+    ``reason`` the server's error (``None`` when the error was detected client-side).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: str | None = None,
+        ids: Iterable[str | None] = (),
+        error_type: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.index = index
+        self.ids: tuple[str | None, ...] = tuple(ids)
+        self.error_type = error_type
+        self.reason = reason
+
+    @property
+    def id(self) -> str | None:
+        """The first (usually only) document id involved, if any."""
+        return self.ids[0] if self.ids else None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DocumentError(EsmapperError):
+    """A document operation failed (the server's error type and reason are attached)."""
+
+
+class DocumentNotFoundError(DocumentError):
+    """The document does not exist. ``str(err)`` is ``Document "<id>" could not be found``."""
+
+    def __init__(self, id: str, *, index: str | None = None, **kwargs: Any) -> None:
+        super().__init__(
+            f'Document "{id}" could not be found', index=index, ids=[id], **kwargs
+        )
+
+
+class DuplicateDocumentError(DocumentError):
+    """``add`` met an existing id: the stored document was left unchanged."""
+
+
+class VersionConflictError(DocumentError):
+    """The document changed since it was read (its ``version`` is stale); never retried."""
+
+
+class DocumentValidationError(DocumentError, ValueError):
+    """A document failed validation: ``field`` names the attribute, when one is to blame."""
+
+    def __init__(self, message: str, *, field: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.field = field
+
+
+@attrs.define(frozen=True, slots=True)
+class BulkItemFailure:
+    """One failed item of a bulk write.
+
+    ``document`` is the model instance when the failure belongs to one (``None`` for raw
+    actions); ``status`` is the HTTP status of the item (409 for conflicts and duplicates).
+    """
+
+    id: str | None
+    index: str | None
+    op: str
+    status: int
+    error_type: str | None
+    reason: str | None
+    document: Any = None
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.status == 409
+
+
+class BulkWriteError(EsmapperError):
+    """Some items of a bulk write failed; the others were applied.
+
+    ``failures`` lists every failed item (:class:`BulkItemFailure`), ``succeeded`` the
+    documents (or ids) the server confirmed, ``conflicts`` the 409 failures among them.
+    """
+
+    def __init__(
+        self,
+        failures: Sequence[BulkItemFailure],
+        succeeded: Sequence[Any] = (),
+        *,
+        message: str | None = None,
+    ) -> None:
+        self.failures = list(failures)
+        self.succeeded = list(succeeded)
+        self.conflicts = [f for f in self.failures if f.is_conflict]
+        first = self.failures[0] if self.failures else None
+        if message is None:
+            message = f"{len(self.failures)} of {len(self.failures) + len(self.succeeded)} bulk items failed"
+            if first is not None:
+                message += (
+                    f"; first: id={first.id!r} index={first.index!r} status={first.status} "
+                    f"{first.error_type}: {first.reason}"
+                )
+        super().__init__(
+            message,
+            index=first.index if first else None,
+            ids=[f.id for f in self.failures],
+            error_type=first.error_type if first else None,
+            reason=first.reason if first else None,
+        )
+
+
+class QueryValidationError(EsmapperError, ValueError):
+    """A filter, sort or aggregation expression is invalid; raised before any request.
+
+    ``field`` names the offending field and ``position`` the 0-based character offset in
+    the expression, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        position: int | None = None,
+        expression: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.field = field
+        self.position = position
+        self.expression = expression
+
+
+class IdTooLongError(EsmapperError, ValueError):
+    """An id exceeds Elasticsearch's 512-byte ``_id`` limit (counted in encoded UTF-8 bytes).
+
+    ``limit`` is 512, ``actual`` the encoded size, ``terms`` the encoded byte length of each
+    term and ``longest_term`` the index of the longest one (the one to shorten).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int,
+        actual: int,
+        terms: Sequence[int] = (),
+        longest_term: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.limit = limit
+        self.actual = actual
+        self.terms = tuple(terms)
+        self.longest_term = longest_term
+
+
+class InvalidIdTermError(EsmapperError, ValueError):
+    """An id term contains an unpaired surrogate (a string was cut mid-character upstream)."""
+
+    def __init__(self, message: str, *, term_index: int | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.term_index = term_index
+
+
+class IndexConfigurationError(EsmapperError):
+    """An index, alias or mapping cannot be configured as the model declares it."""
+
+
+class MigrationError(EsmapperError):
+    """A migration failed, or the migration plan cannot run."""
+
+
+class LockError(EsmapperError):
+    """A lock could not be acquired, renewed or released."""

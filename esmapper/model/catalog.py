@@ -1,0 +1,163 @@
+"""The field catalog: what the query layer knows about a model's fields.
+
+A :class:`FieldCatalog` is built from an Elasticsearch mapping (``{"properties": {...}}``)
+and answers, for a dotted field name as users write it in expressions (``age``,
+``name.keyword``, ``address.city``, ``reviews.rating``), its type, the nested paths that
+enclose it and the exact-match / sortable subfield of a text field.
+
+Attribute names are Elasticsearch field names (snake_case everywhere), so no renaming happens
+here; ``aliases`` lets an index accept friendly names for real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["FieldCatalog", "FieldInfo"]
+
+#: Field types that hold exact values (usable in term, range, terms-aggregation and sort).
+EXACT_TYPES = frozenset(
+    {
+        "keyword", "constant_keyword", "wildcard", "long", "integer", "short", "byte",
+        "double", "float", "half_float", "scaled_float", "unsigned_long", "date",
+        "date_nanos", "boolean", "ip", "version",
+    }
+)
+NUMERIC_TYPES = frozenset(
+    {"long", "integer", "short", "byte", "double", "float", "half_float", "scaled_float",
+     "unsigned_long"}
+)
+INTEGER_TYPES = frozenset({"long", "integer", "short", "byte", "unsigned_long"})
+DATE_TYPES = frozenset({"date", "date_nanos"})
+TEXT_TYPES = frozenset({"text", "match_only_text", "search_as_you_type"})
+CONTAINER_TYPES = frozenset({"object", "nested"})
+
+
+@attrs.frozen(slots=True)
+class FieldInfo:
+    """One field of a mapping.
+
+    ``path`` is the full dotted Elasticsearch path; ``type`` its mapping type (``object``
+    for objects without an explicit type); ``nested_paths`` the enclosing ``nested`` paths,
+    outermost first (empty for root fields); ``keyword`` the dotted path of an exact-match
+    subfield of a text field (``name.keyword``), ``sort`` the path to sort on (the field
+    itself for exact types, else its ``sort`` or ``keyword`` subfield, else ``None``).
+    """
+
+    path: str
+    type: str
+    nested_paths: tuple[str, ...] = ()
+    keyword: str | None = None
+    sort: str | None = None
+    properties: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+
+    @property
+    def nested_path(self) -> str | None:
+        """The innermost enclosing nested path (``None`` at the root)."""
+        return self.nested_paths[-1] if self.nested_paths else None
+
+    @property
+    def is_text(self) -> bool:
+        return self.type in TEXT_TYPES
+
+    @property
+    def is_exact(self) -> bool:
+        return self.type in EXACT_TYPES
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in NUMERIC_TYPES
+
+    @property
+    def is_date(self) -> bool:
+        return self.type in DATE_TYPES
+
+    @property
+    def is_container(self) -> bool:
+        return self.type in CONTAINER_TYPES
+
+    @property
+    def exact_path(self) -> str | None:
+        """The path to use for exact matching: the field itself or its keyword subfield."""
+        if self.is_exact:
+            return self.path
+        return self.keyword
+
+
+class FieldCatalog:
+    """Resolves user-facing dotted field names against a mapping.
+
+    ``resolve`` raises ``KeyError`` for an unknown name; callers turn that into a
+    :class:`~esmapper.errors.QueryValidationError` naming the field.
+    """
+
+    __slots__ = ("_aliases", "_fields")
+
+    def __init__(
+        self, mapping: Mapping[str, Any], *, aliases: Mapping[str, str] | None = None
+    ) -> None:
+        self._fields: dict[str, FieldInfo] = {}
+        self._aliases: dict[str, str] = dict(aliases or {})
+        self._walk(mapping.get("properties", {}), prefix="", nested=())
+
+    def _walk(
+        self, properties: Mapping[str, Any], *, prefix: str, nested: tuple[str, ...]
+    ) -> None:
+        for name, spec in properties.items():
+            path = f"{prefix}{name}"
+            ftype = spec.get("type", "object" if "properties" in spec else "object")
+            subfields: Mapping[str, Any] = spec.get("fields", {})
+            keyword = sort = None
+            for sub_name, sub in subfields.items():
+                if sub.get("type") in EXACT_TYPES and keyword is None and sub_name != "sort":
+                    keyword = f"{path}.{sub_name}"
+                if sub_name == "sort" and sub.get("type") in EXACT_TYPES:
+                    sort = f"{path}.sort"
+            if ftype in EXACT_TYPES:
+                sort = path
+            elif sort is None:
+                sort = keyword
+            inner_nested = (*nested, path) if ftype == "nested" else nested
+            self._fields[path] = FieldInfo(
+                path=path,
+                type=ftype,
+                nested_paths=nested,
+                keyword=keyword,
+                sort=sort,
+                properties=spec.get("properties", {}),
+            )
+            for sub_name, sub in subfields.items():
+                sub_path = f"{path}.{sub_name}"
+                sub_type = sub.get("type", "keyword")
+                self._fields[sub_path] = FieldInfo(
+                    path=sub_path,
+                    type=sub_type,
+                    nested_paths=nested,
+                    sort=sub_path if sub_type in EXACT_TYPES else None,
+                )
+            if "properties" in spec:
+                self._walk(spec["properties"], prefix=f"{path}.", nested=inner_nested)
+
+    def resolve(self, name: str) -> FieldInfo:
+        """The field called ``name`` (an alias is followed first); ``KeyError`` if unknown."""
+        name = self._aliases.get(name, name)
+        return self._fields[name]
+
+    def get(self, name: str) -> FieldInfo | None:
+        try:
+            return self.resolve(name)
+        except KeyError:
+            return None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[FieldInfo]:
+        return iter(self._fields.values())
+
+    def names(self) -> list[str]:
+        """Every resolvable dotted path, sorted (for "did you mean" messages)."""
+        return sorted(self._fields)

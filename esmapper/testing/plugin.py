@@ -1,0 +1,1 @@
+"""pytest plugin: fixtures for an Elasticsearch server (being built)."""
