@@ -1,1 +1,25 @@
-"""esmapper.testing: the Elasticsearch the tests use, and a pytest plugin for users."""
+"""esmapper.testing: the Elasticsearch the tests use, and a pytest plugin for users.
+
+``start_test_server()`` picks the server from the environment: ``ESMAPPER_TEST_URL`` (use that
+cluster), else ``ESMAPPER_TEST_DOCKER=1`` (:class:`DockerServer`), else :class:`LocalServer`
+(the noida-db binary). The pytest plugin (:mod:`esmapper.testing.plugin`) wraps it in fixtures.
+"""
+
+from esmapper.testing.base import ExternalServer, ServerHandle, ServerKind, ServerStartError
+from esmapper.testing.cleanup import delete_prefixed
+from esmapper.testing.docker import DockerServer
+from esmapper.testing.selection import real_es_skip_reason, server_kind, start_test_server
+from esmapper.testing.server import LocalServer
+
+__all__ = [
+    "DockerServer",
+    "ExternalServer",
+    "LocalServer",
+    "ServerHandle",
+    "ServerKind",
+    "ServerStartError",
+    "delete_prefixed",
+    "real_es_skip_reason",
+    "server_kind",
+    "start_test_server",
+]

@@ -1,1 +1,80 @@
-"""pytest plugin: fixtures for an Elasticsearch server (being built)."""
+"""pytest plugin (entry point ``esmapper``): fixtures for an Elasticsearch test server.
+
+Session fixtures ``es_server`` / ``es_url`` / ``es_client`` start the server lazily, the
+first time a test asks for one, and stop it at the end of the session (also on failures and
+Ctrl-C; the servers register themselves with atexit too). ``index_prefix`` gives each test
+its own name prefix and deletes what the test created under it. Tests marked ``real_es`` are
+skipped when the server is the local noida-db one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from esmapper.testing.base import ServerHandle, ServerKind
+from esmapper.testing.cleanup import delete_prefixed
+from esmapper.testing.selection import real_es_skip_reason, server_kind, start_test_server
+
+_MARKER = "real_es: behaviour the local test server does not reproduce (skipped there)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``real_es`` marker (unless the project's ini already does)."""
+    if not any(line.startswith("real_es") for line in config.getini("markers")):
+        config.addinivalue_line("markers", _MARKER)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``real_es`` tests, with the reason, when the local noida-db server is used."""
+    reason = real_es_skip_reason()
+    if reason is None:
+        return
+    for item in items:
+        if item.get_closest_marker("real_es") is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def es_server_kind() -> ServerKind:
+    """``"local"``, ``"url"`` or ``"docker"``: which server the session uses (starts nothing)."""
+    return server_kind()
+
+
+@pytest.fixture(scope="session")
+def es_server() -> Iterator[ServerHandle]:
+    """The started test server (see ``esmapper.testing.start_test_server``); stopped at the end."""
+    server = start_test_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def es_url(es_server: ServerHandle) -> str:
+    """Base URL of the test server, e.g. ``http://127.0.0.1:40123``."""
+    return es_server.url
+
+
+@pytest.fixture(scope="session")
+def es_client(es_url: str) -> Iterator[Elasticsearch]:
+    """An ``elasticsearch.Elasticsearch`` client for ``es_url``, closed at the end."""
+    client = Elasticsearch(es_url, request_timeout=60)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def index_prefix(es_client: Elasticsearch) -> Iterator[str]:
+    """A unique lowercase prefix (``t-<8 hex>-``) for this test's indexes, aliases and
+    templates; everything named with it is deleted after the test.
+    """
+    prefix = f"t-{uuid.uuid4().hex[:8]}-"
+    yield prefix
+    delete_prefixed(es_client, prefix)

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The project's two set-up commands (see README.md), runnable with only python3 present.
+
+    python3 dev.py demo    # the main job: a demo of esmapper on the local server
+    python3 dev.py test    # the whole test suite
+
+Each creates ./.venv on first use and installs the package with its test extras into it
+(again whenever setup.cfg changes), then runs inside it. Extra arguments are passed on
+(``python3 dev.py test -k ids``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".esmapper-installed"
+
+
+def _requirements_digest() -> str:
+    digest = hashlib.sha256()
+    for name in ("setup.cfg", "pyproject.toml"):
+        digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()
+
+
+def ensure_venv() -> None:
+    if not PYTHON.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = _requirements_digest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    print("installing esmapper[test] into .venv (first run only)", flush=True)
+    subprocess.run(
+        [str(PYTHON), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True
+    )
+    subprocess.run(
+        [str(PYTHON), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test,dev]"],
+        check=True,
+    )
+    STAMP.write_text(wanted)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test"):
+        print(__doc__)
+        return 2
+    ensure_venv()
+    command, rest = argv[0], argv[1:]
+    if command == "demo":
+        return subprocess.call([str(PYTHON), "-m", "esmapper.demo", *rest], cwd=ROOT)
+    return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)

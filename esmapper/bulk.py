@@ -1,0 +1,489 @@
+"""The bulk writer: the single path by which esmapper writes documents to Elasticsearch.
+
+What it sends
+    Each :class:`BulkAction` becomes its NDJSON lines (an action line such as
+    ``{"index":{"_index":"employees","_id":"1","if_seq_no":3,"if_primary_term":1}}`` and,
+    except for ``delete``, a source line) exactly once, with :mod:`esmapper._json` (orjson
+    when installed). Every action is serialized and checked *before* the first request, so
+    an action that cannot be serialized raises and nothing is written. The lines are cut
+    into chunks of at most ``chunk_size`` actions and ``max_bytes`` bytes (an action larger
+    than ``max_bytes`` on its own is sent alone rather than refused), and each chunk is one
+    ``POST /_bulk`` whose body is the already encoded bytes (the client passes bytes through
+    its NDJSON serializer untouched). ``refresh`` is sent on every chunk. (No ``filter_path``:
+    trimming the response cost the server more time than it saved the client.)
+
+What comes back
+    :meth:`BulkWriter.write` returns one :class:`BulkOutcome` per action, in input order:
+    the status, the id the server used (auto-generated ids included), the result and the
+    new ``_seq_no``/``_primary_term``, or the server's error type and reason. It does not
+    raise for item failures: the caller decides what a 404 delete or a 409 means.
+
+Retries
+    Items answered with 429 or 503 are sent again, alone (the other items of the chunk are
+    done), after ``min(max_backoff, initial_backoff * 2**attempt)`` seconds, up to
+    ``max_retries`` times; items still 429/503 after that are returned as failures with that
+    status. A whole ``_bulk`` request answered 429 or 503 is retried the same way. 409 and
+    every other status are never retried. A chunk that gets no response (connection error,
+    timeout, unreadable response) is *not* retried either, because its index/create/update
+    items may have been applied and a resend would duplicate auto-id documents, turn a
+    successful create into a 409, or apply a script twice: its items are returned as
+    failures with status 0 and ``error_type`` ``"connection_error"`` (``"transport_error"``
+    for an unreadable response), and the later chunks are still sent. For the same reason
+    the writer switches off the client's own transport retries (``max_retries=0``,
+    ``retry_on_status=()``) for its requests, so a dropped connection is not resent blindly
+    (with several nodes, this also means a refused connection is not tried on another node).
+
+What it raises
+    ``ValueError`` / ``TypeError`` for invalid actions (programming errors, before anything
+    is sent), and :class:`BulkRequestError` (a :class:`~esmapper.errors.DocumentError`) when
+    a whole request is rejected with a status other than 429/503 (e.g. 400, 401, 403, 413),
+    or answered with the wrong number of items. That error carries the status, the server's
+    ``error_type`` and ``reason``, the ``ids`` of the rejected request, and ``outcomes``:
+    every outcome known when it was raised (the earlier chunks, and items of the current
+    chunk answered before a retry was rejected), in input order, to be processed like any
+    other write. Actions without an outcome there were not applied (unless ``status`` is
+    0, the wrong-number-of-items case); later chunks are not sent (a rejected request is a
+    configuration or programming error, not a transient one).
+
+What it never does
+    It never drops a later chunk because an earlier one had item failures, never retries
+    409 or connection failures, never re-serializes an action for a retry, never builds
+    intermediate document objects, and never changes the caller's actions or bodies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args
+
+import attrs
+from elastic_transport import ConnectionError as TransportConnectionError
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, Elasticsearch
+
+from esmapper import _json
+from esmapper.errors import BulkItemFailure, DocumentError
+
+__all__ = [
+    "BulkAction",
+    "BulkOp",
+    "BulkOutcome",
+    "BulkRequestError",
+    "BulkStats",
+    "BulkWriter",
+    "RETRYABLE_STATUSES",
+]
+
+BulkOp = Literal["index", "create", "delete", "update"]
+_OPS: frozenset[str] = frozenset(get_args(BulkOp))
+
+#: Item and request statuses the writer retries with backoff.
+RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
+
+_HEADERS = {"accept": "application/json", "content-type": "application/x-ndjson"}
+
+
+@attrs.define(slots=True)
+class BulkAction:
+    """One write in a bulk request.
+
+    ``body`` is the ``_source`` for ``index``/``create``, the update body (``{"doc": ...}``,
+    ``{"script": ...}``, with ``upsert``/``doc_as_upsert`` as needed) for ``update``, and
+    ``None`` for ``delete``. ``id`` may be ``None`` for ``index``/``create`` (the server
+    generates one). ``if_seq_no``/``if_primary_term`` go together and make the write
+    conditional; ``retry_on_conflict`` is only valid for ``update``. ``ref`` is any object
+    of the caller's (e.g. the model instance), handed back untouched in the outcome.
+    """
+
+    op: BulkOp
+    index: str
+    id: str | None = None
+    body: Mapping[str, Any] | None = None
+    if_seq_no: int | None = None
+    if_primary_term: int | None = None
+    routing: str | None = None
+    retry_on_conflict: int | None = None
+    ref: Any = None
+
+
+@attrs.define(slots=True)
+class BulkOutcome:
+    """The server's answer for one :class:`BulkAction`.
+
+    ``ok`` is true for a 2xx item status (a delete of a missing document is 404 with
+    ``result == "not_found"``, so not ok). ``status`` is 0 when the chunk got no response
+    (``error_type`` ``"connection_error"``/``"transport_error"``). ``id`` and ``index`` are
+    what the server used (the generated id for auto-id writes, the concrete index behind an
+    alias), falling back to the action's when the server did not say.
+    """
+
+    action: BulkAction
+    ok: bool
+    status: int
+    id: str | None
+    index: str | None
+    result: str | None = None
+    seq_no: int | None = None
+    primary_term: int | None = None
+    error_type: str | None = None
+    reason: str | None = None
+
+    @property
+    def version(self) -> str | None:
+        """``"<primary_term>:<seq_no>"`` after a write that has both, else ``None``."""
+        if self.seq_no is None or self.primary_term is None:
+            return None
+        return f"{self.primary_term}:{self.seq_no}"
+
+    def to_failure(self) -> BulkItemFailure:
+        """This outcome as an :class:`~esmapper.errors.BulkItemFailure` (``document=ref``)."""
+        error_type, reason = self.error_type, self.reason
+        if error_type is None and self.result == "not_found":
+            error_type = "not_found"
+            reason = reason or f'Document "{self.id}" could not be found'
+        return BulkItemFailure(
+            id=self.id,
+            index=self.index,
+            op=self.action.op,
+            status=self.status,
+            error_type=error_type,
+            reason=reason,
+            document=self.action.ref,
+        )
+
+
+@attrs.define(slots=True)
+class BulkStats:
+    """Counters of one :meth:`BulkWriter.write` call.
+
+    ``requests`` counts every ``_bulk`` request sent (retries included), ``retries`` the
+    retry requests among them, ``retried_items`` the items those carried, ``bytes_sent`` the
+    request bodies, ``backoffs`` the sleeps in order, ``chunks`` the initial chunks.
+    """
+
+    requests: int = 0
+    retries: int = 0
+    retried_items: int = 0
+    bytes_sent: int = 0
+    chunks: int = 0
+    backoffs: list[float] = attrs.Factory(list)
+
+
+class BulkRequestError(DocumentError):
+    """A whole ``_bulk`` request was rejected (a status other than 429/503) or garbled.
+
+    ``status`` is the HTTP status (0 when the response was unusable), ``ids`` the ids of
+    the rejected request's actions. ``outcomes`` holds every outcome known when the error
+    was raised, in input order (the earlier chunks, plus items of the current chunk that
+    were answered before a retry of the others was rejected): process them like any other
+    write's outcomes. Actions without an outcome were not applied, except that with
+    ``status`` 0 (a response with the wrong number of items) the rejected request's
+    actions may have been.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        outcomes: Sequence[BulkOutcome] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.status = status
+        self.outcomes = list(outcomes)
+
+
+def _encode(position: int, action: BulkAction) -> bytes:
+    """The NDJSON lines (with trailing newlines) of one action; raises on invalid actions."""
+    op = action.op
+    if op not in _OPS:
+        raise ValueError(f"bulk action {position}: unknown op {op!r}")
+    if not isinstance(action.index, str) or not action.index:
+        raise ValueError(f"bulk action {position}: index must be a non-empty string")
+    meta: dict[str, Any] = {"_index": action.index}
+    if action.id is not None:
+        meta["_id"] = action.id
+    elif op in ("update", "delete"):
+        raise ValueError(f"bulk action {position}: {op} needs an id")
+    if action.routing is not None:
+        meta["routing"] = action.routing
+    if action.if_seq_no is not None or action.if_primary_term is not None:
+        if action.if_seq_no is None or action.if_primary_term is None:
+            raise ValueError(
+                f"bulk action {position} ({action.id!r}): if_seq_no and if_primary_term "
+                "must be given together"
+            )
+        meta["if_seq_no"] = action.if_seq_no
+        meta["if_primary_term"] = action.if_primary_term
+    if action.retry_on_conflict is not None:
+        if op != "update":
+            raise ValueError(f"bulk action {position}: retry_on_conflict is only for update")
+        meta["retry_on_conflict"] = action.retry_on_conflict
+    head = _json.dumps({op: meta})
+    if op == "delete":
+        if action.body is not None:
+            raise ValueError(f"bulk action {position}: delete takes no body")
+        return head + b"\n"
+    if action.body is None:
+        raise ValueError(f"bulk action {position} ({action.id!r}): {op} needs a body")
+    try:
+        body = _json.dumps(action.body)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"bulk action {position} ({op} {action.index}/{action.id}): "
+            f"body is not JSON serializable: {e}"
+        ) from e
+    return b"%b\n%b\n" % (head, body)
+
+
+def _chunks(blobs: Sequence[bytes], chunk_size: int, max_bytes: int) -> list[list[int]]:
+    """Positions of ``blobs`` cut into runs of at most ``chunk_size`` items and
+    ``max_bytes`` bytes; an item larger than ``max_bytes`` forms a run of its own."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for i, blob in enumerate(blobs):
+        n = len(blob)
+        if current and (len(current) >= chunk_size or size + n > max_bytes):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(i)
+        size += n
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _error_fields(error: Any) -> tuple[str | None, str | None]:
+    """``(type, reason)`` of an Elasticsearch error object (or a plain string)."""
+    if isinstance(error, Mapping):
+        etype = error.get("type")
+        reason = error.get("reason")
+        cause = error.get("caused_by")
+        if isinstance(cause, Mapping) and (cause.get("type") or cause.get("reason")):
+            reason = f"{reason} (caused by {cause.get('type')}: {cause.get('reason')})"
+        return (str(etype) if etype is not None else None), (
+            str(reason) if reason is not None else None
+        )
+    if error is None:
+        return None, None
+    return None, str(error)
+
+
+def _api_error_fields(e: ApiError) -> tuple[str | None, str | None]:
+    body = e.body
+    if isinstance(body, Mapping) and "error" in body:
+        etype, reason = _error_fields(body["error"])
+        return etype, reason or e.message
+    return None, str(body) if body else e.message
+
+
+class BulkWriter:
+    """Writes :class:`BulkAction` s through the ``_bulk`` API (see the module docstring).
+
+    ``chunk_size`` and ``max_bytes`` bound each request; ``max_retries``,
+    ``initial_backoff`` and ``max_backoff`` shape the 429/503 retries; ``sleep`` is called
+    with each backoff in seconds (inject a recorder in tests). A writer holds no per-call
+    state except :attr:`last_stats`, so one writer can serve several threads (``last_stats``
+    is then the stats of whichever call finished last).
+    """
+
+    def __init__(
+        self,
+        client: Elasticsearch,
+        *,
+        chunk_size: int = 500,
+        max_bytes: int = 10 * 1024 * 1024,
+        max_retries: int = 3,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if initial_backoff < 0 or max_backoff < 0:
+            raise ValueError("backoff times must be >= 0")
+        self.client = client
+        # The writer owns the retry policy: no blind resend of a bulk body by the transport.
+        self._client = client.options(max_retries=0, retry_on_status=())
+        self.chunk_size = chunk_size
+        self.max_bytes = max_bytes
+        self.max_retries = max_retries
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.sleep = sleep
+        self.last_stats: BulkStats | None = None
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
+        return float(min(self.max_backoff, self.initial_backoff * 2**attempt))
+
+    def write(
+        self,
+        actions: Iterable[BulkAction],
+        *,
+        refresh: bool | Literal["wait_for"] | None = None,
+    ) -> list[BulkOutcome]:
+        """Send ``actions`` and return one outcome per action, in input order.
+
+        ``refresh`` (``True``, ``False``, ``"wait_for"`` or ``None`` to leave it out) is
+        passed to every chunk's request.
+        """
+        params: dict[str, str] = {}
+        if refresh is not None:
+            if refresh == "wait_for":
+                params["refresh"] = "wait_for"
+            elif isinstance(refresh, bool):
+                params["refresh"] = "true" if refresh else "false"
+            else:
+                raise ValueError(f"refresh must be a bool, 'wait_for' or None, not {refresh!r}")
+        actions = list(actions)
+        blobs = [_encode(i, a) for i, a in enumerate(actions)]
+        outcomes: list[BulkOutcome | None] = [None] * len(actions)
+        stats = BulkStats()
+        try:
+            chunks = _chunks(blobs, self.chunk_size, self.max_bytes)
+            stats.chunks = len(chunks)
+            for chunk in chunks:
+                self._send_chunk(chunk, actions, blobs, outcomes, params=params, stats=stats)
+        finally:
+            self.last_stats = stats
+        return [o for o in outcomes if o is not None]
+
+    def _send_chunk(
+        self,
+        chunk: list[int],
+        actions: list[BulkAction],
+        blobs: list[bytes],
+        outcomes: list[BulkOutcome | None],
+        *,
+        params: Mapping[str, str],
+        stats: BulkStats,
+    ) -> None:
+        """Send one chunk and its 429/503 retries; fills ``outcomes`` at the chunk's positions."""
+        pending = chunk
+        attempt = 0
+        while True:
+            body = b"".join([blobs[i] for i in pending])
+            stats.requests += 1
+            stats.bytes_sent += len(body)
+            if attempt:
+                stats.retries += 1
+                stats.retried_items += len(pending)
+            try:
+                resp = self._client.perform_request(
+                    "POST",
+                    "/_bulk",
+                    params=params,
+                    headers=_HEADERS,
+                    body=body,
+                    endpoint_id="bulk",
+                    path_parts={},
+                )
+            except ApiError as e:
+                status = int(e.meta.status)
+                etype, reason = _api_error_fields(e)
+                if status not in RETRYABLE_STATUSES:
+                    raise BulkRequestError(
+                        f"the _bulk request for {len(pending)} actions was rejected with "
+                        f"status {status}: {etype}: {reason}",
+                        status=status,
+                        outcomes=[o for o in outcomes if o is not None],
+                        index=actions[pending[0]].index,
+                        ids=[actions[i].id for i in pending],
+                        error_type=etype,
+                        reason=reason,
+                    ) from e
+                if attempt < self.max_retries:
+                    attempt = self._backoff(attempt, stats)
+                    continue
+                for i in pending:
+                    outcomes[i] = _failed(actions[i], status, etype, reason)
+                return
+            except TransportError as e:
+                # No usable response: the items may or may not have been applied.
+                kind = (
+                    "connection_error"
+                    if isinstance(e, (TransportConnectionError, ConnectionTimeout))
+                    else "transport_error"
+                )
+                for i in pending:
+                    outcomes[i] = _failed(actions[i], 0, kind, f"{type(e).__name__}: {e}")
+                return
+
+            items = resp.body.get("items") if isinstance(resp.body, Mapping) else None
+            if not isinstance(items, list) or len(items) != len(pending):
+                got = len(items) if isinstance(items, list) else "no"
+                raise BulkRequestError(
+                    f"the _bulk response has {got} items for {len(pending)} actions",
+                    status=0,
+                    outcomes=[o for o in outcomes if o is not None],
+                    index=actions[pending[0]].index,
+                    ids=[actions[i].id for i in pending],
+                )
+            retry: list[int] = []
+            can_retry = attempt < self.max_retries
+            for i, item in zip(pending, items, strict=True):
+                # Each item is {op: {...}}.
+                result: Mapping[str, Any] = next(iter(item.values()))
+                status = result.get("status", 0)
+                if can_retry and status in RETRYABLE_STATUSES:
+                    retry.append(i)
+                    continue
+                outcomes[i] = _outcome(actions[i], status, result)
+            if not retry:
+                return
+            attempt = self._backoff(attempt, stats)
+            pending = retry
+
+    def _backoff(self, attempt: int, stats: BulkStats) -> int:
+        delay = self.backoff(attempt)
+        stats.backoffs.append(delay)
+        self.sleep(delay)
+        return attempt + 1
+
+
+def _outcome(action: BulkAction, status: int, r: Mapping[str, Any]) -> BulkOutcome:
+    error = r.get("error")
+    if error is None:  # the common case, kept cheap
+        return BulkOutcome(
+            action,
+            200 <= status < 300,
+            status,
+            r.get("_id", action.id),
+            r.get("_index", action.index),
+            r.get("result"),
+            r.get("_seq_no"),
+            r.get("_primary_term"),
+        )
+    etype, reason = _error_fields(error)
+    return BulkOutcome(
+        action=action,
+        ok=False,
+        status=status,
+        id=r.get("_id", action.id),
+        index=r.get("_index", action.index),
+        result=r.get("result"),
+        seq_no=r.get("_seq_no"),
+        primary_term=r.get("_primary_term"),
+        error_type=etype,
+        reason=reason,
+    )
+
+
+def _failed(action: BulkAction, status: int, etype: str | None, reason: str | None) -> BulkOutcome:
+    return BulkOutcome(
+        action=action,
+        ok=False,
+        status=status,
+        id=action.id,
+        index=action.index,
+        error_type=etype,
+        reason=reason,
+    )

@@ -1,0 +1,564 @@
+"""A fault-injecting HTTP proxy for testing retry and partial-failure handling.
+
+:class:`FaultProxy` listens on 127.0.0.1, forwards every request to an upstream
+Elasticsearch (or ES-compatible) URL and can be scripted to misbehave for the next N
+matching requests::
+
+    from esmapper.testing.faults import FaultProxy
+
+    with FaultProxy("http://127.0.0.1:9200") as proxy:
+        client = Elasticsearch(proxy.url)
+        proxy.reply_status(429, times=2, path=r"/_bulk$")  # whole request rejected, not forwarded
+        proxy.fail_bulk_items(3, times=1)       # first 3 items of the next bulk -> item 429
+        proxy.drop_connection(times=1)          # close the socket without answering
+        proxy.drop_connection(after_forwarding=True)  # forward, then drop the response
+        proxy.delay(5.0)                        # hold the next request (client timeouts)
+        ...
+        assert proxy.count(r"/_bulk$") == 4
+
+Injected bulk item failures are real: the chosen items are removed from the request before
+it is forwarded, so they are *not* applied, and a synthetic item error (``status`` 429 with
+``es_rejected_execution_exception``, or 503 with ``unavailable_shards_exception``) is put
+in the response at the item's position. Faults are consumed in the order they were
+scripted; each request takes the first pending fault that matches it. Every scripting
+method takes ``skip=N`` to let the first N matching requests through before the fault
+starts. ``path`` filters are regular expressions searched in the request path (without the
+query string), ``method`` filters are exact (``"POST"``).
+
+The proxy uses only the standard library (``http.server`` threads, ``http.client``
+upstream connections, no keep-alive upstream). It is bounded: it stops by itself after
+``lifetime`` seconds, request bodies over ``max_body`` bytes are refused with 413, idle
+client connections time out, and :meth:`FaultProxy.stop` (also the context manager exit)
+closes open connections, interrupts delays and joins every thread it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import http.client
+import json
+import re
+import socket
+import threading
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Collection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+__all__ = ["FaultProxy", "RequestRecord"]
+
+ItemSelector: TypeAlias = int | Collection[int] | Callable[[int, dict[str, Any]], bool]
+FaultKind: TypeAlias = Literal["status", "items", "drop", "delay"]
+
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
+_ITEM_ERRORS = {
+    429: "es_rejected_execution_exception",
+    503: "unavailable_shards_exception",
+}
+
+
+@attrs.define(slots=True)
+class RequestRecord:
+    """One request the proxy received.
+
+    ``bulk_items`` is the number of actions in a ``_bulk`` body (``None`` for other
+    requests); ``fault`` the kind of fault injected into it, if any.
+    """
+
+    method: str
+    path: str
+    query: str
+    body_bytes: int
+    bulk_items: int | None = None
+    fault: FaultKind | None = None
+
+
+@attrs.define(slots=True)
+class _Fault:
+    kind: FaultKind
+    remaining: int
+    method: str | None
+    path: re.Pattern[str] | None
+    status: int = 0
+    body: bytes | None = None
+    items: ItemSelector = 0
+    after_forwarding: bool = False
+    seconds: float = 0.0
+    skip: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.remaining <= 0:
+            return False
+        if self.method is not None and self.method != method:
+            return False
+        return self.path is None or self.path.search(path) is not None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False
+    block_on_close = True
+    proxy: FaultProxy
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30.0  # idle keep-alive connections end by themselves
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.proxy._register(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.proxy._unregister(self.connection)
+
+    def _handle(self) -> None:
+        self.server.proxy._handle(self)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _handle
+
+
+class FaultProxy:
+    """A scripted, fault-injecting HTTP proxy in front of ``upstream`` (see the module doc).
+
+    The proxy starts listening when constructed; use it as a context manager or call
+    :meth:`stop`. ``url`` is its address (``http://127.0.0.1:<port>``).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        port: int = 0,
+        lifetime: float = 600.0,
+        upstream_timeout: float = 60.0,
+        max_body: int = 256 * 1024 * 1024,
+    ) -> None:
+        parsed = urllib.parse.urlsplit(upstream)
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise ValueError(f"FaultProxy forwards to http:// URLs only, not {upstream!r}")
+        self.upstream = upstream
+        self._up_host = parsed.hostname
+        self._up_port = parsed.port or 80
+        self._up_prefix = parsed.path.rstrip("/")
+        self.upstream_timeout = upstream_timeout
+        self.max_body = max_body
+        self._lock = threading.Lock()
+        self._faults: list[_Fault] = []
+        self._records: list[RequestRecord] = []
+        self._conns: set[socket.socket] = set()
+        self._stopping = threading.Event()
+        self._stopped = False
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.proxy = self
+        host, bound_port = self._server.server_address[:2]
+        self.url = f"http://{host!s}:{bound_port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"FaultProxy:{bound_port}",
+            daemon=True,
+        )
+        self._thread.start()
+        self._timer = threading.Timer(lifetime, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop listening, close open connections and join all threads (idempotent)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            conns = list(self._conns)
+        self._stopping.set()
+        self._timer.cancel()
+        self._server.shutdown()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self._server.server_close()  # joins the handler threads
+        self._thread.join()
+        if self._timer is not threading.current_thread():
+            self._timer.join()
+
+    @property
+    def running(self) -> bool:
+        """Whether the proxy still accepts requests."""
+        return not self._stopped
+
+    # -- scripting ----------------------------------------------------------------------
+
+    def reply_status(
+        self,
+        status: int = 429,
+        *,
+        times: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        body: Any = None,
+        skip: int = 0,
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``status`` without forwarding.
+
+        ``body`` (JSON-serializable) defaults to an Elasticsearch error object.
+        """
+        if body is None:
+            etype = _ITEM_ERRORS.get(status, "injected_exception")
+            err = {"type": etype, "reason": f"injected by FaultProxy (status {status})"}
+            body = {"error": {"root_cause": [err], **err}, "status": status}
+        self._add(
+            _Fault(
+                "status",
+                times,
+                method,
+                _compile(path),
+                status=status,
+                body=json.dumps(body).encode(),
+                skip=skip,
+            )
+        )
+
+    def fail_bulk_items(
+        self,
+        items: ItemSelector = 1,
+        *,
+        status: int = 429,
+        times: int = 1,
+        path: str | None = r"/_bulk$",
+        skip: int = 0,
+    ) -> None:
+        """Fail chosen items of the next ``times`` bulk requests with an item ``status``.
+
+        ``items`` is a count (the first K items), a collection of 0-based positions, or a
+        predicate ``(position, action_line_dict) -> bool``. The chosen items are removed
+        from the forwarded request (so not applied) and answered with a synthetic error.
+        """
+        self._add(
+            _Fault("items", times, "POST", _compile(path), status=status, items=items, skip=skip)
+        )
+
+    def drop_connection(
+        self,
+        *,
+        times: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        after_forwarding: bool = False,
+        skip: int = 0,
+    ) -> None:
+        """Close the connection without a response for the next ``times`` matching requests.
+
+        With ``after_forwarding`` the request is forwarded (and applied) first and the
+        response thrown away: the client cannot tell whether its writes happened.
+        """
+        self._add(
+            _Fault(
+                "drop", times, method, _compile(path), after_forwarding=after_forwarding, skip=skip
+            )
+        )
+
+    def delay(
+        self,
+        seconds: float,
+        *,
+        times: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        skip: int = 0,
+    ) -> None:
+        """Hold the next ``times`` matching requests for ``seconds`` before forwarding."""
+        self._add(_Fault("delay", times, method, _compile(path), seconds=seconds, skip=skip))
+
+    def clear_faults(self) -> None:
+        """Forget every fault not yet consumed."""
+        with self._lock:
+            self._faults.clear()
+
+    @property
+    def pending_faults(self) -> int:
+        """How many injections are still scripted (the sum of their remaining ``times``)."""
+        with self._lock:
+            return sum(f.remaining for f in self._faults)
+
+    # -- observation --------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """Every request received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Number of requests seen per path (without the query string)."""
+        with self._lock:
+            return Counter(r.path for r in self._records)
+
+    def count(self, path: str | None = None, method: str | None = None) -> int:
+        """Number of requests whose path matches the regex ``path`` (and ``method``)."""
+        pattern = _compile(path)
+        with self._lock:
+            return sum(
+                1
+                for r in self._records
+                if (method is None or r.method == method)
+                and (pattern is None or pattern.search(r.path) is not None)
+            )
+
+    def reset_counts(self) -> None:
+        """Forget the requests seen so far."""
+        with self._lock:
+            self._records.clear()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _add(self, fault: _Fault) -> None:
+        if fault.remaining < 1:
+            raise ValueError("times must be at least 1")
+        with self._lock:
+            self._faults.append(fault)
+
+    def _register(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._conns.add(conn)
+
+    def _unregister(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._conns.discard(conn)
+
+    def _take(self, method: str, path: str) -> _Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, path):
+                    if fault.skip > 0:
+                        fault.skip -= 1
+                        continue
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def _handle(self, h: _Handler) -> None:
+        method = h.command
+        path, _, query = h.path.partition("?")
+        length = int(h.headers.get("Content-Length") or 0)
+        if length > self.max_body or "chunked" in h.headers.get("Transfer-Encoding", ""):
+            h.close_connection = True
+            self._reply(h, 413, b'{"error":"request body too large or chunked","status":413}')
+            return
+        body = h.rfile.read(length) if length else b""
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
+        if h.headers.get("Content-Encoding", "").lower() == "gzip" and body:
+            body = gzip.decompress(body)
+            headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
+        is_bulk = path.endswith("/_bulk")
+        lines = _parse_bulk(body) if is_bulk else None
+        fault = self._take(method, path)
+        record = RequestRecord(
+            method,
+            path,
+            query,
+            len(body),
+            len(lines) if lines is not None else None,
+            fault.kind if fault else None,
+        )
+        with self._lock:
+            self._records.append(record)
+
+        if fault is not None and fault.kind == "delay" and self._stopping.wait(fault.seconds):
+            h.close_connection = True  # stopped while holding the request
+            return
+        if fault is not None and fault.kind == "status":
+            self._reply(h, fault.status, fault.body or b"")
+            return
+        if fault is not None and fault.kind == "drop" and not fault.after_forwarding:
+            self._drop(h)
+            return
+
+        failed: dict[int, dict[str, Any]] = {}
+        if fault is not None and fault.kind == "items" and lines is not None:
+            chosen = _select(fault.items, lines)
+            default_index = path.rsplit("/_bulk", 1)[0].strip("/") or None
+            for pos in chosen:
+                failed[pos] = _item_error(lines[pos][0], fault.status, default_index)
+            body = b"".join(
+                b"".join(raw) for pos, (_, raw) in enumerate(lines) if pos not in failed
+            )
+            if lines and len(failed) == len(lines):
+                items = [failed[p] for p in range(len(lines))]
+                self._reply(h, 200, json.dumps({"took": 0, "errors": True, "items": items}))
+                return
+
+        try:
+            status, resp_headers, resp_body = self._forward(method, h.path, headers, body)
+        except OSError as e:
+            self._reply(h, 502, json.dumps({"error": f"upstream: {e}", "status": 502}))
+            return
+        if fault is not None and fault.kind == "drop":
+            self._drop(h)
+            return
+        if failed and status == 200:
+            resp_body = _merge_items(resp_body, failed)
+        self._reply(h, status, resp_body, resp_headers, head=method == "HEAD")
+
+    def _forward(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        conn = http.client.HTTPConnection(
+            self._up_host, self._up_port, timeout=self.upstream_timeout
+        )
+        try:
+            headers = dict(headers)
+            headers["Accept-Encoding"] = "identity"
+            conn.request(
+                method,
+                self._up_prefix + target,
+                body=body if body or method not in ("GET", "HEAD") else None,
+                headers=headers,
+            )
+            resp = conn.getresponse()
+            data = resp.read()
+            out = [
+                (k, v)
+                for k, v in resp.getheaders()
+                if k.lower() not in _HOP_BY_HOP and k.lower() != "content-encoding"
+            ]
+            if method == "HEAD":
+                cl = resp.getheader("Content-Length")
+                if cl is not None:
+                    out.append(("Content-Length", cl))
+            return resp.status, out, data
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _reply(
+        h: _Handler,
+        status: int,
+        body: bytes | str,
+        headers: list[tuple[str, str]] | None = None,
+        *,
+        head: bool = False,
+    ) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        h.send_response(status)
+        if headers is None:
+            headers = [
+                ("Content-Type", "application/json; charset=UTF-8"),
+                ("X-Elastic-Product", "Elasticsearch"),
+            ]
+        for k, v in headers:
+            h.send_header(k, v)
+        if not head:
+            h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if not head and data:
+            h.wfile.write(data)
+
+    @staticmethod
+    def _drop(h: _Handler) -> None:
+        h.close_connection = True
+        with contextlib.suppress(OSError):
+            h.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _compile(path: str | None) -> re.Pattern[str] | None:
+    return re.compile(path) if path is not None else None
+
+
+def _parse_bulk(body: bytes) -> list[tuple[dict[str, Any], list[bytes]]]:
+    """Split a bulk body into ``(action_line_dict, raw_lines)`` per action."""
+    raw = [line for line in body.splitlines(keepends=True) if line.strip()]
+    out: list[tuple[dict[str, Any], list[bytes]]] = []
+    i = 0
+    while i < len(raw):
+        try:
+            meta = json.loads(raw[i])
+        except ValueError:
+            meta = {}
+        op = next(iter(meta), "") if isinstance(meta, dict) else ""
+        lines = [raw[i] if raw[i].endswith(b"\n") else raw[i] + b"\n"]
+        if op != "delete" and i + 1 < len(raw):
+            src = raw[i + 1]
+            lines.append(src if src.endswith(b"\n") else src + b"\n")
+            i += 1
+        out.append((meta if isinstance(meta, dict) else {}, lines))
+        i += 1
+    return out
+
+
+def _select(selector: ItemSelector, lines: list[tuple[dict[str, Any], list[bytes]]]) -> list[int]:
+    if isinstance(selector, int):
+        return list(range(min(selector, len(lines))))
+    if callable(selector):
+        return [pos for pos, (meta, _) in enumerate(lines) if selector(pos, meta)]
+    return sorted(p for p in set(selector) if 0 <= p < len(lines))
+
+
+def _item_error(meta: dict[str, Any], status: int, default_index: str | None) -> dict[str, Any]:
+    op = next(iter(meta), "index")
+    params = meta.get(op) if isinstance(meta.get(op), dict) else {}
+    assert isinstance(params, dict)
+    etype = _ITEM_ERRORS.get(status, "injected_exception")
+    return {
+        op: {
+            "_index": params.get("_index", default_index),
+            "_id": params.get("_id"),
+            "status": status,
+            "error": {"type": etype, "reason": f"injected by FaultProxy (status {status})"},
+        }
+    }
+
+
+def _merge_items(resp_body: bytes, failed: dict[int, dict[str, Any]]) -> bytes:
+    try:
+        doc = json.loads(resp_body)
+    except ValueError:
+        return resp_body
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        return resp_body
+    upstream_items = iter(doc["items"])
+    total = len(doc["items"]) + len(failed)
+    doc["items"] = [failed[p] if p in failed else next(upstream_items) for p in range(total)]
+    doc["errors"] = True
+    return json.dumps(doc).encode()

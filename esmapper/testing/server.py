@@ -1,0 +1,231 @@
+"""LocalServer: the noida-db binary as a throwaway Elasticsearch on 127.0.0.1."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from esmapper.testing.base import ServerKind, ServerStartError, wait_for_health
+
+_PORT_IN_USE = "already in use"
+_PR_SET_PDEATHSIG = 1
+
+
+def noida_binary() -> Path:
+    """Path of the ``noida-db`` binary shipped inside the installed ``noida_db`` package.
+
+    The binary is used directly: the package's Python wrapper does not stop the server when it
+    is itself killed.
+    """
+    try:
+        import noida_db
+    except ImportError as exc:
+        raise ServerStartError(
+            "the local test server needs the noida-db package (pip install 'esmapper[test]'); "
+            "or set ESMAPPER_TEST_URL, or ESMAPPER_TEST_DOCKER=1"
+        ) from exc
+    path = Path(noida_db.__file__).parent / "noida-db"
+    if not path.is_file():
+        raise ServerStartError(f"noida-db binary not found at {path}")
+    if not os.access(path, os.X_OK):  # wheels may lose the bit; the wrapper sets it too
+        path.chmod(path.stat().st_mode | 0o111)
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _parent_death_hook() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook that makes the child get SIGTERM when its parent dies.
+
+    This covers a test run killed with SIGKILL/SIGTERM, where neither fixture teardown nor
+    atexit runs. libc is loaded here, in the parent, not after the fork.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return hook
+
+
+class LocalServer:
+    """A noida-db server (Elasticsearch API only) on a free port with its own temp data dir.
+
+    ``start()`` launches ``noida-db start`` in its own process group (so a Ctrl-C in the
+    terminal does not reach it), logs to ``<tmpdir>/noida-db.log`` and waits until
+    ``GET /_cluster/health`` answers. ``stop()`` sends SIGTERM, then SIGKILL after
+    ``stop_timeout``, and removes the temp dir; it is registered with atexit and may be called
+    any number of times. Also a context manager. With ``die_with_parent`` (Linux), the server
+    also gets SIGTERM when the thread that started it exits, so start it from a thread that
+    lives as long as the server should.
+    """
+
+    def __init__(
+        self,
+        *,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+        attempts: int = 3,
+        binary: Path | None = None,
+        die_with_parent: bool = True,
+    ) -> None:
+        """Configure the server; nothing starts until :meth:`start`."""
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.attempts = max(1, attempts)
+        self._binary = binary
+        self._die_with_parent = die_with_parent
+        self._tmpdir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._url: str | None = None
+
+    @property
+    def kind(self) -> ServerKind:
+        """Always ``"local"``."""
+        return "local"
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``; raises RuntimeError when the server is not running."""
+        if self._url is None:
+            raise RuntimeError("LocalServer is not running; call start() first")
+        return self._url
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the noida-db process, or None when not running."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def log_path(self) -> Path | None:
+        """Where the server writes stdout and stderr (inside the temp dir), if started."""
+        return None if self._tmpdir is None else self._tmpdir / "noida-db.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server log ("" when there is none)."""
+        path = self.log_path
+        if path is None or not path.is_file():
+            return ""
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def start(self) -> LocalServer:
+        """Start the server and wait until it is healthy; no-op when already running.
+
+        A port taken between choosing it and the server binding it is retried on a new port
+        (``attempts`` times in all). Raises :class:`ServerStartError`, with the tail of the
+        server log, when the server exits or does not answer within ``startup_timeout``.
+        """
+        if self._url is not None:
+            return self
+        binary = self._binary or noida_binary()
+        self._tmpdir = Path(tempfile.mkdtemp(prefix="esmapper-noida-"))
+        atexit.register(self.stop)
+        try:
+            for attempt in range(self.attempts):
+                port = free_port()
+                if self._launch(binary, self._tmpdir / f"data{attempt}", port):
+                    self._url = f"http://127.0.0.1:{port}"
+                    return self
+                if _PORT_IN_USE not in self.log_tail():
+                    break
+            raise ServerStartError(
+                f"noida-db ({binary}) did not answer GET /_cluster/health within "
+                f"{self.startup_timeout:g} s; last lines of its log:\n{self.log_tail()}"
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self, binary: Path, data_dir: Path, port: int) -> bool:
+        """Run one start attempt on ``port``; True when healthy, else the process is reaped."""
+        assert self._tmpdir is not None
+        self._close_log()
+        self._log = (self._tmpdir / "noida-db.log").open("wb")
+        command = [str(binary), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1"]
+        command += ["--only", "elasticsearch", "--elasticsearch-port", str(port)]
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own session and process group: pgid == pid
+            preexec_fn=_parent_death_hook() if self._die_with_parent else None,  # noqa: PLW1509
+        )
+        self._proc = proc
+        url = f"http://127.0.0.1:{port}"
+        if wait_for_health(url, self.startup_timeout, alive=lambda: proc.poll() is None):
+            return True
+        self._terminate()
+        return False
+
+    def _terminate(self) -> None:
+        """Stop the process: SIGTERM to its group, SIGKILL after ``stop_timeout``; reap it."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:  # not reaped yet, so its pid cannot have been reused
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(self.stop_timeout)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        proc.wait()
+
+    def _close_log(self) -> None:
+        """Close the log file handle if open."""
+        log, self._log = self._log, None
+        if log is not None:
+            log.close()
+
+    def stop(self) -> None:
+        """Kill the server, remove its temp dir; safe to call twice (also runs at exit)."""
+        self._url = None
+        self._terminate()
+        self._close_log()
+        tmpdir, self._tmpdir = self._tmpdir, None
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        atexit.unregister(self.stop)
+
+    def __enter__(self) -> LocalServer:
+        """Start the server (see :meth:`start`)."""
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the server (see :meth:`stop`)."""
+        self.stop()
