@@ -1,5 +1,9 @@
-"""esmapper: a synchronous, ORM-style document mapper for Elasticsearch."""
+"""esmapper: a synchronous, ORM-style document mapper for Elasticsearch.
 
+``import esmapper as em`` gives the whole public surface (API.md).
+"""
+
+from esmapper import signals
 from esmapper._version import __version__
 from esmapper.errors import (
     BulkItemFailure,
@@ -17,21 +21,107 @@ from esmapper.errors import (
     QueryValidationError,
     VersionConflictError,
 )
+from esmapper.ids import ObjectId, check_id, compose_id, decompose_id
+from esmapper.mapper import Mapper
+from esmapper.model import (
+    Document,
+    HasCustomFields,
+    HasDates,
+    InnerDoc,
+    SoftDeletes,
+    Versioned,
+    field,
+)
+from esmapper.model.fields import (
+    Binary,
+    Boolean,
+    Byte,
+    Date,
+    DateNanos,
+    Double,
+    Float,
+    GeoPoint,
+    HalfFloat,
+    Integer,
+    Ip,
+    Keyword,
+    Long,
+    MatchOnlyText,
+    Nested,
+    Object,
+    ScaledFloat,
+    SearchAsYouType,
+    Short,
+    Text,
+    UnsignedLong,
+    Wildcard,
+)
+from esmapper.options import Options
+from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+from esmapper.repository import Repository
+from esmapper.results import FindHit, FindResults
+from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument
 
 __all__ = [
+    "ActionPatch",
+    "Binary",
+    "Boolean",
     "BulkItemFailure",
     "BulkWriteError",
+    "Byte",
+    "ChangeType",
+    "Date",
+    "DateNanos",
+    "Document",
     "DocumentError",
     "DocumentNotFoundError",
     "DocumentValidationError",
+    "Double",
     "DuplicateDocumentError",
+    "EntityChanged",
     "EsmapperError",
+    "FindHit",
+    "FindResults",
+    "Float",
+    "GeoPoint",
+    "HalfFloat",
+    "HasCustomFields",
+    "HasDates",
     "IdTooLongError",
     "IndexConfigurationError",
+    "InnerDoc",
+    "Integer",
     "InvalidIdTermError",
+    "Ip",
+    "JsonPatch",
+    "Keyword",
     "LockError",
+    "Long",
+    "Mapper",
+    "MatchOnlyText",
     "MigrationError",
+    "ModifiedDocument",
+    "Nested",
+    "Object",
+    "ObjectId",
+    "Options",
+    "PartialPatch",
     "QueryValidationError",
+    "Repository",
+    "ScaledFloat",
+    "ScriptPatch",
+    "SearchAsYouType",
+    "Short",
+    "SoftDeletes",
+    "Text",
+    "UnsignedLong",
     "VersionConflictError",
+    "Versioned",
+    "Wildcard",
     "__version__",
+    "check_id",
+    "compose_id",
+    "decompose_id",
+    "field",
+    "signals",
 ]

@@ -9,7 +9,7 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- VersionConflictError     a stale ``version`` (409 on if_seq_no/if_primary_term)
      |    +-- DocumentValidationError  a value cannot be mapped or a validator refused it
      +-- BulkWriteError                some items of a bulk write failed (see ``.failures``)
-     +-- QueryValidationError          a filter/sort/aggregation expression is invalid (also ValueError)
+     +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
      +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
      +-- IndexConfigurationError       an index or alias cannot be configured as declared
@@ -78,16 +78,32 @@ class EsmapperError(Exception):
 
 
 class DocumentError(EsmapperError):
-    """A document operation failed (the server's error type and reason are attached)."""
+    """A document operation failed (the server's error type and reason are attached).
+
+    When raised by a multi-document write, ``failures`` lists the failed items
+    (:class:`BulkItemFailure`), ``succeeded`` the documents that were written (and fully
+    processed) before the error was raised, and ``conflicts`` the 409 failures.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failures: Sequence[BulkItemFailure] = (),
+        succeeded: Sequence[Any] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.failures = list(failures)
+        self.succeeded = list(succeeded)
+        self.conflicts = [f for f in self.failures if f.is_conflict]
 
 
 class DocumentNotFoundError(DocumentError):
     """The document does not exist. ``str(err)`` is ``Document "<id>" could not be found``."""
 
     def __init__(self, id: str, *, index: str | None = None, **kwargs: Any) -> None:
-        super().__init__(
-            f'Document "{id}" could not be found', index=index, ids=[id], **kwargs
-        )
+        super().__init__(f'Document "{id}" could not be found', index=index, ids=[id], **kwargs)
 
 
 class DuplicateDocumentError(DocumentError):
@@ -146,7 +162,8 @@ class BulkWriteError(EsmapperError):
         self.conflicts = [f for f in self.failures if f.is_conflict]
         first = self.failures[0] if self.failures else None
         if message is None:
-            message = f"{len(self.failures)} of {len(self.failures) + len(self.succeeded)} bulk items failed"
+            total = len(self.failures) + len(self.succeeded)
+            message = f"{len(self.failures)} of {total} bulk items failed"
             if first is not None:
                 message += (
                     f"; first: id={first.id!r} index={first.index!r} status={first.status} "

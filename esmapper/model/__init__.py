@@ -1,0 +1,27 @@
+"""Declarative models: documents, embedded objects, traits, fields and their mappings."""
+
+from esmapper.model.catalog import FieldCatalog, FieldInfo
+from esmapper.model.document import (
+    Document,
+    HasCustomFields,
+    HasDates,
+    InnerDoc,
+    SoftDeletes,
+    Versioned,
+)
+from esmapper.model.fields import field
+from esmapper.model.info import IndexOptions, ModelInfo
+
+__all__ = [
+    "Document",
+    "FieldCatalog",
+    "FieldInfo",
+    "HasCustomFields",
+    "HasDates",
+    "IndexOptions",
+    "InnerDoc",
+    "ModelInfo",
+    "SoftDeletes",
+    "Versioned",
+    "field",
+]

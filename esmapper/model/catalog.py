@@ -21,14 +21,37 @@ __all__ = ["FieldCatalog", "FieldInfo"]
 #: Field types that hold exact values (usable in term, range, terms-aggregation and sort).
 EXACT_TYPES = frozenset(
     {
-        "keyword", "constant_keyword", "wildcard", "long", "integer", "short", "byte",
-        "double", "float", "half_float", "scaled_float", "unsigned_long", "date",
-        "date_nanos", "boolean", "ip", "version",
+        "keyword",
+        "constant_keyword",
+        "wildcard",
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "double",
+        "float",
+        "half_float",
+        "scaled_float",
+        "unsigned_long",
+        "date",
+        "date_nanos",
+        "boolean",
+        "ip",
+        "version",
     }
 )
 NUMERIC_TYPES = frozenset(
-    {"long", "integer", "short", "byte", "double", "float", "half_float", "scaled_float",
-     "unsigned_long"}
+    {
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "double",
+        "float",
+        "half_float",
+        "scaled_float",
+        "unsigned_long",
+    }
 )
 INTEGER_TYPES = frozenset({"long", "integer", "short", "byte", "unsigned_long"})
 DATE_TYPES = frozenset({"date", "date_nanos"})
@@ -103,12 +126,10 @@ class FieldCatalog:
         self._aliases: dict[str, str] = dict(aliases or {})
         self._walk(mapping.get("properties", {}), prefix="", nested=())
 
-    def _walk(
-        self, properties: Mapping[str, Any], *, prefix: str, nested: tuple[str, ...]
-    ) -> None:
+    def _walk(self, properties: Mapping[str, Any], *, prefix: str, nested: tuple[str, ...]) -> None:
         for name, spec in properties.items():
             path = f"{prefix}{name}"
-            ftype = spec.get("type", "object" if "properties" in spec else "object")
+            ftype = spec.get("type", "object")
             subfields: Mapping[str, Any] = spec.get("fields", {})
             keyword = sort = None
             for sub_name, sub in subfields.items():

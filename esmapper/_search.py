@@ -1,0 +1,280 @@
+"""Building and running searches for one model: the only place the soft-delete filter,
+paging limits, source filtering and version retrieval are applied to reads."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import NotFoundError
+from elasticsearch.dsl.query import Query
+
+from esmapper import signals
+from esmapper.errors import QueryValidationError
+from esmapper.options import Options
+from esmapper.query import (
+    compile_aggregations,
+    compile_filter,
+    compile_sort,
+    merge_source_filter,
+    parse_aggregations,
+)
+from esmapper.results import FindHit, FindResults, decode_token
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["MAX_LIMIT", "SearchRequest", "is_index_missing", "soft_delete_clause"]
+
+log = logging.getLogger("esmapper.query")
+
+MAX_LIMIT = 10_000
+DEFAULT_LIMIT = 10
+
+
+def soft_delete_clause(info: ModelInfo, mode: str) -> dict[str, Any] | None:
+    """The filter clause for soft-delete ``mode`` (``None`` when nothing is filtered)."""
+    if not info.soft_deletes or mode == "all":
+        return None
+    return {"term": {"is_deleted": mode == "deleted"}}
+
+
+def is_index_missing(exc: NotFoundError) -> bool:
+    return exc.error == "index_not_found_exception"
+
+
+class SearchRequest:
+    """A compiled search: validated before anything is sent (QueryValidationError)."""
+
+    def __init__(
+        self,
+        mapper: Mapper,
+        info: ModelInfo,
+        options: Options,
+        *,
+        filter: str | Query | None = None,
+        sort: str | Sequence[str] | None = None,
+        aggregations: str | None = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: bool = False,
+    ) -> None:
+        self.mapper = mapper
+        self.info = info
+        self.options = options
+        catalog = info.catalog
+        index = info.index
+        assert index is not None
+        compiled = compile_filter(filter, catalog, default_fields=index.default_search_fields)
+        if (
+            "is_deleted" in compiled.fields
+            and options.soft_deletes == "active"
+            and (info.soft_deletes)
+        ):
+            raise QueryValidationError(
+                "the filter names is_deleted while soft_deletes='active' hides deleted "
+                "documents; pass soft_deletes='all' or 'deleted' instead",
+                field="is_deleted",
+            )
+        self.query = compiled.query
+        self.sort = compile_sort(sort, catalog)
+        self.aggs = compile_aggregations(aggregations, catalog) if aggregations else {}
+        self.limit = DEFAULT_LIMIT if limit is None else limit
+        if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
+            raise QueryValidationError(
+                f"limit={limit!r} is out of range: 0 to {MAX_LIMIT} (use search_after for "
+                "deeper paging)"
+            )
+        self.page = 1 if page is None else page
+        if not isinstance(self.page, int) or self.page < 1:
+            raise QueryValidationError(f"page={page!r} must be an integer >= 1")
+        self.snapshot = snapshot
+        self.search_after_mode = search_after is not None or snapshot
+        self.search_after = (
+            None if search_after is None or search_after is True else decode_token(search_after)
+        )
+        if self.search_after_mode and page not in (None, 1):
+            raise QueryValidationError("page cannot be combined with search_after paging")
+        if not self.search_after_mode and self.page * self.limit > MAX_LIMIT:
+            raise QueryValidationError(
+                f"page {self.page} of {self.limit} goes past {MAX_LIMIT} results; use "
+                "search_after paging"
+            )
+        if self.search_after_mode and not snapshot:
+            self.sort = [*self.sort, {"id": {"order": "asc"}}]
+        inc, exc = merge_source_filter(includes, excludes, catalog=catalog)
+        self.includes, self.excludes = inc, exc
+
+    def query_body(self) -> dict[str, Any]:
+        """The ``query`` part: the filter plus the soft-delete clause."""
+        clauses: list[dict[str, Any]] = []
+        if self.query is not None:
+            clauses.append(self.query.to_dict())
+        clause = soft_delete_clause(self.info, self.options.soft_deletes)
+        if clause is not None:
+            clauses.append(clause)
+        if not clauses:
+            return {"match_all": {}}
+        if len(clauses) == 1 and clause is None:
+            return clauses[0]
+        return {"bool": {"filter": clauses}}
+
+    def body(self, *, size: int | None = None, page: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "query": self.query_body(),
+            "size": self.limit if size is None else size,
+            "track_total_hits": True,
+            "seq_no_primary_term": True,
+        }
+        if self.sort:
+            body["sort"] = self.sort
+        if self.aggs:
+            body["aggs"] = self.aggs
+        page = self.page if page is None else page
+        if not self.search_after_mode and page > 1:
+            body["from"] = (page - 1) * self.limit
+        if self.includes is not None or self.excludes is not None:
+            source: dict[str, Any] = {}
+            if self.includes is not None:
+                source["includes"] = self.includes
+            if self.excludes is not None:
+                source["excludes"] = self.excludes
+            body["_source"] = source
+        return body
+
+    # -- running ---------------------------------------------------------------------
+
+    def _refresh_for_consistency(self) -> None:
+        if self.options.consistency in ("immediate", "wait"):
+            with contextlib.suppress(NotFoundError):
+                self.mapper.client.indices.refresh(index=self.mapper.spec(self.info.cls).alias)
+
+    def _send(self, body: dict[str, Any], pit_id: str | None) -> dict[str, Any] | None:
+        alias = self.mapper.spec(self.info.cls).read_target
+        if signals.has_receivers(signals.before_query, self.info.cls):
+            signals.before_query.send(self.info.cls, query=body, options=self.options)
+        log.debug("search %s %s", alias, body)
+        try:
+            if pit_id is not None:
+                response = self.mapper.client.search(
+                    body={**body, "pit": {"id": pit_id, "keep_alive": "1m"}}
+                )
+            else:
+                response = self.mapper.client.search(index=alias, body=body)
+        except NotFoundError as exc:
+            if is_index_missing(exc):
+                return None
+            raise
+        result: dict[str, Any] = response.body
+        if signals.has_receivers(signals.after_query, self.info.cls):
+            signals.after_query.send(self.info.cls, query=body, result=result, options=self.options)
+        return result
+
+    def count(self) -> int:
+        self._refresh_for_consistency()
+        response = self._send(self.body(size=0), None)
+        return 0 if response is None else int(response["hits"]["total"]["value"])
+
+    def aggregate_only(self) -> Any:
+        self._refresh_for_consistency()
+        response = self._send(self.body(size=0), None)
+        return parse_aggregations(None if response is None else response.get("aggregations"))
+
+    def find(self) -> FindResults[Any]:
+        self._refresh_for_consistency()
+        pit_id = None
+        if self.snapshot:
+            try:
+                pit = self.mapper.client.open_point_in_time(
+                    index=self.mapper.spec(self.info.cls).read_target, keep_alive="1m"
+                )
+            except NotFoundError as exc:
+                if is_index_missing(exc):
+                    return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
+                raise
+            pit_id = pit["id"]
+        return self._page(self.page, self.search_after, pit_id)
+
+    def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
+        body = self.body(page=page)
+        if self.search_after_mode:
+            if self.snapshot and not self.sort:
+                body["sort"] = ["_shard_doc"]
+            if after is not None:
+                body["search_after"] = after
+        response = self._send(body, pit_id)
+        if response is None:
+            return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
+        pit_id = response.get("pit_id", pit_id)
+        from_source = self.info.from_source
+        hits: list[FindHit[Any]] = []
+        for raw in response["hits"]["hits"]:
+            seq_no = raw.get("_seq_no")
+            version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
+            document = from_source(raw.get("_source") or {}, raw["_id"], version)
+            _remember(document, raw)
+            hits.append(
+                FindHit(
+                    raw["_id"],
+                    version,
+                    raw.get("_score"),
+                    document,
+                    raw.get("sort"),
+                    raw.get("_index"),
+                )
+            )
+        total = int(response["hits"]["total"]["value"])
+        if self.search_after_mode:
+            has_more = len(hits) == self.limit and self.limit > 0
+        else:
+            has_more = (page - 1) * self.limit + len(hits) < total
+        aggregations = (
+            parse_aggregations(response.get("aggregations"), hydrate_hit=self._hydrate_hit)
+            if self.aggs
+            else None
+        )
+        if not has_more and pit_id is not None:
+            self._close_pit(pit_id)
+            pit_id = None
+        return FindResults(
+            hits=hits,
+            total=total,
+            page=page,
+            has_more=has_more,
+            aggregations=aggregations,
+            limit=self.limit,
+            fetch_next=self._next,
+            pit_id=pit_id,
+        )
+
+    def _next(self, current: FindResults[Any]) -> FindResults[Any] | None:
+        if self.search_after_mode:
+            if not current.hits or current.hits[-1].sort is None:
+                return None
+            return self._page(current.page + 1, current.hits[-1].sort, current.pit_id)
+        if current.page * self.limit >= MAX_LIMIT:
+            return None
+        return self._page(current.page + 1, None, None)
+
+    def _hydrate_hit(self, raw: dict[str, Any]) -> Any:
+        seq_no = raw.get("_seq_no")
+        version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
+        return self.info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
+
+    def _close_pit(self, pit_id: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.mapper.client.close_point_in_time(id=pit_id)
+
+
+def _remember(document: Any, raw: dict[str, Any]) -> None:
+    from esmapper.model.state import DocState
+
+    source = raw.get("_source")
+    if source is not None:
+        object.__setattr__(document, "_esm_state", DocState(source, raw.get("_index")))

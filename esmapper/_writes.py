@@ -1,0 +1,322 @@
+"""The write pipeline shared by repositories and sessions.
+
+One call of :func:`write_documents` is one unit of work: for each pending operation it
+runs, in this order (FEATURES EV-9, decision Q16):
+
+1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
+   when valid; ``add``/``save``: ``updated_utc = now``);
+2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
+   modify documents or raise to veto: then nothing at all is written);
+3. validation (``Document.validate``, the 512-byte id check) unless ``validate=False``;
+4. ``documents_changing``;
+5. one pass through the bulk writer (create for add, index with
+   ``if_seq_no``/``if_primary_term`` for saves of versioned documents, delete for remove);
+6. for confirmed items: version and stored state written back onto the documents, then
+   ``documents_added``/``saved``/``removed``, ``documents_changed``,
+   ``before_publish_entity_changed`` and ``entity_changed``;
+7. failures raise after the successes were applied (FEATURES ER-2): a single kind of 409
+   raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, anything else
+   :class:`BulkWriteError`; every error carries ``failures`` and ``succeeded``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from esmapper import signals
+from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.errors import (
+    BulkWriteError,
+    DocumentError,
+    DocumentValidationError,
+    DuplicateDocumentError,
+    EsmapperError,
+    VersionConflictError,
+)
+from esmapper.ids import ObjectId, check_id, compose_id
+from esmapper.model.state import DocState, state_of
+from esmapper.options import Options, refresh_param
+from esmapper.signals import ChangeType, ModifiedDocument
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["PendingWrite", "publish_changes", "write_documents"]
+
+_BEFORE = {
+    "add": signals.documents_adding,
+    "save": signals.documents_saving,
+    "remove": signals.documents_removing,
+}
+_AFTER = {
+    "add": signals.documents_added,
+    "save": signals.documents_saved,
+    "remove": signals.documents_removed,
+}
+_CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
+
+
+@attrs.define(slots=True)
+class PendingWrite:
+    """One document write: ``kind`` is ``add``, ``save`` or ``remove``."""
+
+    kind: str
+    doc: Any
+    info: ModelInfo
+    #: the stored ``_source`` before this write (captured when the pipeline starts)
+    original_source: dict[str, Any] | None = None
+
+
+def _needs_fixing(created: _dt.datetime | None, now: _dt.datetime) -> bool:
+    return created is None or created.year < 1971 or created > now + _dt.timedelta(minutes=1)
+
+
+def _assign_id(pending: PendingWrite) -> None:
+    doc, info = pending.doc, pending.info
+    if doc.id is not None:
+        return
+    assert info.index is not None
+    if info.index.id_fields:
+        terms = []
+        for name in info.index.id_fields:
+            value = getattr(doc, name)
+            if value is None or value == "":
+                raise DocumentValidationError(
+                    f"{info.name}.{name} is empty, but the id is composed from "
+                    f"{', '.join(info.index.id_fields)}",
+                    field=name,
+                )
+            terms.append(value if isinstance(value, str) else str(value))
+        doc.id = compose_id(*terms, names=info.index.id_fields)
+    else:
+        at = doc.created_utc if info.has_dates and info.index.kind in ("daily", "monthly") else None
+        doc.id = str(ObjectId.new(at))
+
+
+def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
+    doc, info = pending.doc, pending.info
+    state = state_of(doc)
+    pending.original_source = state.original if state is not None else None
+    if pending.kind == "remove":
+        if doc.id is None:
+            raise DocumentError(f"cannot remove a {info.name} that has no id")
+        return
+    if pending.kind == "save" and doc.id is None:
+        raise DocumentError(f"cannot save a {info.name} without an id; add() it first")
+    if info.has_dates:
+        if _needs_fixing(doc.created_utc, now):
+            doc.created_utc = now
+        doc.updated_utc = now
+    if pending.kind == "add":
+        _assign_id(pending)
+
+
+def _hydrate_original(pending: PendingWrite) -> Any:
+    source = pending.original_source
+    if source is None:
+        return None
+    return pending.info.from_source(source, pending.doc.id, None)
+
+
+def _modified(pendings: Sequence[PendingWrite]) -> list[ModifiedDocument]:
+    return [ModifiedDocument(p.doc, _hydrate_original(p)) for p in pendings]
+
+
+def _fire(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
+    if pendings and signals.has_receivers(signal, sender):
+        signal.send(sender, documents=_modified(pendings), **kwargs)
+
+
+def _action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
+    doc, info = pending.doc, pending.info
+    if pending.kind == "remove":
+        return BulkAction(op="delete", index=index, id=doc.id, ref=pending)
+    body = info.to_source(doc)
+    if pending.kind == "add":
+        return BulkAction(op="create", index=index, id=doc.id, body=body, ref=pending)
+    seq_no = primary_term = None
+    if info.versioned and options.version_check and doc.version:
+        try:
+            term_text, seq_text = doc.version.split(":", 1)
+            primary_term, seq_no = int(term_text), int(seq_text)
+        except ValueError:
+            raise DocumentValidationError(
+                f"{info.name} {doc.id!r}: version {doc.version!r} is not '<primary_term>:<seq_no>'",
+                field="version",
+                ids=[doc.id],
+            ) from None
+    return BulkAction(
+        op="index",
+        index=index,
+        id=doc.id,
+        body=body,
+        if_seq_no=seq_no,
+        if_primary_term=primary_term,
+        ref=pending,
+    )
+
+
+def _change_type(pending: PendingWrite) -> ChangeType:
+    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+        original = pending.original_source
+        if original is not None and not original.get("is_deleted"):
+            return ChangeType.REMOVED
+    return _CHANGE[pending.kind]
+
+
+def publish_changes(
+    mapper: Mapper,
+    info: ModelInfo,
+    changes: Sequence[tuple[str | None, ChangeType]],
+    options: Options,
+) -> None:
+    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation."""
+    if not options.notifications:
+        return
+    before = signals.before_publish_entity_changed
+    for doc_id, change_type in changes:
+        message = signals.EntityChanged(type=info.name, id=doc_id, change_type=change_type)
+        if signals.has_receivers(before, info.cls):
+            before.send(info.cls, message=message, options=options)
+            if message.cancel:
+                continue
+        mapper.publish(info.cls, message, options)
+
+
+def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkAction) -> None:
+    doc = pending.doc
+    if pending.kind == "remove":
+        object.__setattr__(doc, "_esm_state", None)
+        return
+    if pending.info.versioned:
+        doc.version = outcome.version
+    assert isinstance(action.body, dict)
+    object.__setattr__(doc, "_esm_state", DocState(action.body, outcome.index))
+
+
+def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) -> EsmapperError:
+    failures = [o.to_failure() for o in failed]
+    kinds = {(o.action.op, o.status) for o in failed}
+    error: EsmapperError
+    if total == 1 or len(kinds) == 1:
+        first = failed[0]
+        ids = [o.id for o in failed]
+        where = f"index={first.index!r} {first.error_type}: {first.reason}"
+        if kinds == {("create", 409)}:
+            error = DuplicateDocumentError(
+                f"document(s) {', '.join(map(repr, ids))} already exist ({where})",
+                index=first.index,
+                ids=ids,
+                error_type=first.error_type,
+                reason=first.reason,
+            )
+        elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
+            error = VersionConflictError(
+                f"version conflict on {', '.join(map(repr, ids))}: the stored document "
+                f"changed since it was read ({where})",
+                index=first.index,
+                ids=ids,
+                error_type=first.error_type,
+                reason=first.reason,
+            )
+        elif total == 1:
+            error = DocumentError(
+                f"{first.action.op} of {first.id!r} failed with status {first.status} ({where})",
+                index=first.index,
+                ids=ids,
+                error_type=first.error_type,
+                reason=first.reason,
+            )
+        else:
+            error = BulkWriteError(failures, succeeded)
+    else:
+        error = BulkWriteError(failures, succeeded)
+    if isinstance(error, DocumentError):
+        error.failures = failures
+        error.succeeded = succeeded
+        error.conflicts = [f for f in failures if f.is_conflict]
+    return error
+
+
+def write_documents(
+    mapper: Mapper,
+    pendings: Sequence[PendingWrite],
+    options: Options,
+    *,
+    on_success: Callable[[PendingWrite], None] | None = None,
+) -> list[PendingWrite]:
+    """Run the pipeline of the module docstring; returns the confirmed writes.
+
+    Raises (after applying every success) the typed error of the failed items; ``on_success``
+    is called for each confirmed write before the "-ed" signals (sessions use it to update
+    their bookkeeping).
+    """
+    if not pendings:
+        return []
+    now = mapper.clock()
+    for pending in pendings:
+        _prepare(pending, now)
+
+    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    for pending in pendings:
+        groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
+    for (cls, kind), group in groups.items():
+        _fire(_BEFORE[kind], cls, group, change_type=_CHANGE[kind], options=options)
+    if options.validate:
+        for pending in pendings:
+            if pending.kind != "remove":
+                pending.doc.validate()
+    for pending in pendings:
+        check_id(pending.doc.id, index=mapper.spec(pending.info.cls).write_target)
+    for (cls, kind), group in groups.items():
+        _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
+
+    actions = [_action(p, mapper.spec(p.info.cls).write_target, options) for p in pendings]
+    try:
+        outcomes = mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+    except BulkRequestError as exc:
+        outcomes = list(exc.outcomes)
+        _after_write(mapper, outcomes, options, on_success)
+        raise
+    return _after_write(mapper, outcomes, options, on_success, raise_failures=True)
+
+
+def _after_write(
+    mapper: Mapper,
+    outcomes: Sequence[BulkOutcome],
+    options: Options,
+    on_success: Callable[[PendingWrite], None] | None,
+    *,
+    raise_failures: bool = False,
+) -> list[PendingWrite]:
+    confirmed: list[PendingWrite] = []
+    changes: dict[int, ChangeType] = {}
+    failed: list[BulkOutcome] = []
+    for outcome in outcomes:
+        pending: PendingWrite = outcome.action.ref
+        if outcome.ok:
+            changes[id(pending)] = _change_type(pending)  # before the originals move on
+            _apply_success(pending, outcome, outcome.action)
+            confirmed.append(pending)
+        elif pending.kind == "remove" and outcome.status == 404:
+            object.__setattr__(pending.doc, "_esm_state", None)  # already gone: a no-op (Q4)
+        else:
+            failed.append(outcome)
+    mapper.invalidate_cache(confirmed)
+    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    for pending in confirmed:
+        if on_success is not None:
+            on_success(pending)
+        groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
+    for (cls, kind), group in groups.items():
+        _fire(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
+        _fire(signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options)
+        publish_changes(mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options)
+    if failed and raise_failures:
+        raise _failure_error(failed, [p.doc for p in confirmed], len(outcomes))
+    return confirmed

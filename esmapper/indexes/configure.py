@@ -1,0 +1,140 @@
+"""``configure_indexes``: create what is missing, update mappings, report what needs a reindex.
+
+Idempotent and safe to call at every start. For each model it sends:
+
+- ``GET /_alias/<alias>`` to learn which physical index the alias points at;
+- ``PUT /<physical>`` (with the alias for versioned indexes) when the index is missing;
+- ``PUT /<physical>/_mapping`` with the model's properties when it exists, so new fields
+  are added in place.
+
+A mapping change Elasticsearch refuses in place (a changed field type) raises
+:class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
+that points at an older version is reported as ``outdated``: moving it needs a reindex.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import attrs
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
+
+from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.spec import IndexSpec
+
+__all__ = ["IndexState", "configure_indexes", "index_state"]
+
+log = logging.getLogger("esmapper.indexes")
+
+
+@attrs.frozen(slots=True)
+class IndexState:
+    """What ``configure_indexes`` found or did for one model.
+
+    ``action`` is ``created``, ``mapping_updated``, ``unchanged`` or ``outdated`` (the alias
+    points at ``current_index``, an older version than ``expected_index``).
+    """
+
+    model: str
+    alias: str
+    expected_index: str
+    current_index: str | None
+    action: str
+
+
+def _alias_targets(client: Elasticsearch, alias: str) -> list[str]:
+    try:
+        response = client.indices.get_alias(name=alias)
+    except NotFoundError:
+        return []
+    return sorted(response.body)
+
+
+def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, bool]:
+    """``(physical index the alias resolves to, whether the expected index exists)``."""
+    expected = spec.physical_name()
+    if spec.kind == "plain":
+        exists = bool(client.indices.exists(index=expected))
+        return (expected if exists else None), exists
+    targets = _alias_targets(client, spec.alias)
+    current = targets[-1] if targets else None
+    exists = expected in targets or bool(client.indices.exists(index=expected))
+    return current, exists
+
+
+def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None:
+    name = spec.physical_name()
+    try:
+        client.indices.create(index=name, **spec.body(with_alias=with_alias))
+    except BadRequestError as exc:
+        if exc.error == "resource_already_exists_exception":
+            return  # created concurrently by another process
+        raise IndexConfigurationError(
+            f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
+            index=name,
+            error_type=str(exc.error),
+            reason=_reason(exc),
+        ) from exc
+
+
+def _reason(exc: ApiError) -> str:
+    info = exc.info if isinstance(exc.info, dict) else {}
+    error = info.get("error", {})
+    if isinstance(error, dict):
+        return str(error.get("reason", exc.message))
+    return str(error or exc.message)
+
+
+def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> None:
+    try:
+        client.indices.put_mapping(index=index, **spec.info.mapping)
+    except BadRequestError as exc:
+        raise IndexConfigurationError(
+            f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "
+            f"{index!r} in place ({exc.error}: {_reason(exc)}); bump {spec.info.name}.Index."
+            f"version to {spec.version + 1} and reindex",
+            index=index,
+            error_type=str(exc.error),
+            reason=_reason(exc),
+        ) from exc
+
+
+def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list[IndexState]:
+    """Create missing indexes and aliases and update mappings; see the module docstring."""
+    states: list[IndexState] = []
+    for spec in specs:
+        if spec.kind in ("daily", "monthly"):
+            raise IndexConfigurationError(
+                f"{spec.info.name}: time-series indexes ({spec.kind}) are not supported yet",
+                index=spec.alias,
+            )
+        expected = spec.physical_name()
+        current, exists = index_state(client, spec)
+        if spec.kind == "versioned" and current is None and client.indices.exists(index=spec.alias):
+            raise IndexConfigurationError(
+                f"{spec.info.name}: {spec.alias!r} is a concrete index, but a versioned index "
+                f"needs it as an alias of {expected!r}; reindex it or declare kind='plain'",
+                index=spec.alias,
+            )
+        if not exists:
+            _create(client, spec, with_alias=current is None)
+            action = "created" if current is None else "outdated"
+            log.info("created index %s for %s", expected, spec.info.name)
+        else:
+            _put_mapping(client, spec, expected)
+            action = "mapping_updated"
+            if spec.kind == "versioned" and current not in (None, expected):
+                action = "outdated"
+            elif spec.kind == "versioned" and current is None:
+                client.indices.put_alias(index=expected, name=spec.alias)
+        states.append(
+            IndexState(
+                model=spec.info.name,
+                alias=spec.alias,
+                expected_index=expected,
+                current_index=current if current is not None else expected,
+                action=action,
+            )
+        )
+    return states

@@ -1,0 +1,181 @@
+"""The mapper: one per application; owns the client, the index specs and the bulk writer."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from elasticsearch import Elasticsearch
+
+from esmapper import signals
+from esmapper.bulk import BulkWriter
+from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.configure import IndexState, configure_indexes
+from esmapper.indexes.spec import IndexSpec
+from esmapper.model.info import ModelInfo
+from esmapper.options import Options
+from esmapper.repository import Repository
+
+if TYPE_CHECKING:
+    from esmapper._writes import PendingWrite
+
+__all__ = ["Mapper"]
+
+T = TypeVar("T")
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _client_from(
+    url_or_client: str | Sequence[str] | Elasticsearch, client_options: dict[str, Any]
+) -> tuple[Elasticsearch, bool]:
+    if isinstance(url_or_client, Elasticsearch):
+        return url_or_client, False
+    if isinstance(url_or_client, str):
+        hosts = [h.strip() for h in url_or_client.split(",") if h.strip()]
+    else:
+        hosts = list(url_or_client)
+    if not hosts:
+        raise ValueError("Mapper needs an Elasticsearch URL or client")
+    client_options.setdefault("request_timeout", 30)
+    if "serializer" not in client_options and "serializers" not in client_options:
+        try:
+            from elasticsearch.serializer import OrjsonSerializer
+
+            client_options["serializer"] = OrjsonSerializer()
+        except ImportError:  # orjson not installed: the client's stdlib json
+            pass
+    return Elasticsearch(hosts, **client_options), True
+
+
+class Mapper:
+    """The entry point: ``Mapper(url_or_client, models=[...], index_prefix="")``.
+
+    ``url_or_client`` is a URL (several comma-separated for a static node pool) or an
+    ``elasticsearch.Elasticsearch``; ``index_prefix`` is prepended to every index and alias
+    name. ``bulk_chunk_size``, ``bulk_max_bytes`` and ``max_retries`` configure the bulk
+    writer; ``clock`` returns the aware UTC "now" used for dates (inject it in tests).
+    Thread-safe; ``close()`` releases a client the mapper created.
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | Sequence[str] | Elasticsearch,
+        *,
+        models: Iterable[type] = (),
+        index_prefix: str = "",
+        migrations: Iterable[type] = (),
+        bulk_chunk_size: int = 500,
+        bulk_max_bytes: int = 10 * 1024 * 1024,
+        max_retries: int = 3,
+        clock: Callable[[], _dt.datetime] = _utcnow,
+        sleep: Callable[[float], object] | None = None,
+        **client_options: Any,
+    ) -> None:
+        if index_prefix and index_prefix != index_prefix.lower():
+            raise ValueError(f"index_prefix {index_prefix!r} must be lowercase")
+        self.client, self._owns_client = _client_from(url_or_client, client_options)
+        self.index_prefix = index_prefix
+        self.clock = clock
+        writer_options: dict[str, Any] = {}
+        if sleep is not None:
+            writer_options["sleep"] = sleep
+        self.writer = BulkWriter(
+            self.client,
+            chunk_size=bulk_chunk_size,
+            max_bytes=bulk_max_bytes,
+            max_retries=max_retries,
+            **writer_options,
+        )
+        self.migrations = list(migrations)
+        self._specs: dict[type, IndexSpec] = {}
+        self._repositories: dict[type, Repository[Any]] = {}
+        self._lock = threading.Lock()
+        for model in models:
+            self.register(model)
+
+    # -- models and indexes -----------------------------------------------------------
+
+    def register(self, model: type) -> IndexSpec:
+        """Register a Document class; a second model on the same alias raises
+        :class:`IndexConfigurationError`."""
+        info: ModelInfo | None = getattr(model, "__esmapper__", None)
+        if info is None or not info.is_document:
+            raise TypeError(f"{model!r} is not an esmapper Document")
+        with self._lock:
+            if model in self._specs:
+                return self._specs[model]
+            spec = IndexSpec(info, self.index_prefix)
+            for other in self._specs.values():
+                if other.alias.lower() == spec.alias.lower():
+                    raise IndexConfigurationError(
+                        f"{model.__name__} and {other.info.name} both use index {spec.alias!r}",
+                        index=spec.alias,
+                    )
+            self._specs[model] = spec
+            return spec
+
+    @property
+    def models(self) -> list[type]:
+        return list(self._specs)
+
+    def spec(self, model: type) -> IndexSpec:
+        """The :class:`IndexSpec` of a registered model (registering it on first use)."""
+        spec = self._specs.get(model)
+        return spec if spec is not None else self.register(model)
+
+    def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
+        """Create missing indexes and aliases, add new fields to existing mappings; returns
+        what was found or done per model. Idempotent; call it at every start."""
+        chosen = list(models) if models is not None else self.models
+        return configure_indexes(self.client, [self.spec(m) for m in chosen])
+
+    def repository(self, model: type[T]) -> Repository[T]:
+        """The (cached, thread-safe) repository of ``model``."""
+        repo = self._repositories.get(model)
+        if repo is None:
+            self.spec(model)
+            with self._lock:
+                repo = self._repositories.setdefault(model, Repository(self, model))
+        return repo
+
+    # -- side channels (cache and notifications) ---------------------------------------
+
+    def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
+        """Publish an ``entity_changed`` message (in-process blinker signal)."""
+        signals.entity_changed.send(model, message=message, options=options)
+
+    def is_cached(self, info: ModelInfo) -> bool:
+        return False
+
+    def cache_get(self, info: ModelInfo, id: str, options: Options) -> Any:
+        return None
+
+    def cache_put(self, info: ModelInfo, document: Any, options: Options) -> None:
+        return None
+
+    def invalidate_cache(self, pendings: Sequence[PendingWrite]) -> None:
+        return None
+
+    def invalidate_ids(self, info: ModelInfo, ids: Sequence[str]) -> None:
+        return None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the client if the mapper created it."""
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> Mapper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Mapper(models={[m.__name__ for m in self.models]}, prefix={self.index_prefix!r})"

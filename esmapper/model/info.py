@@ -1,0 +1,135 @@
+"""Per-model metadata: the ``class Index:`` options and the compiled model description."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from esmapper.errors import IndexConfigurationError
+from esmapper.model.catalog import FieldCatalog
+from esmapper.model.fields import FieldSpec
+
+__all__ = ["IndexOptions", "ModelInfo"]
+
+INDEX_KINDS = ("versioned", "plain", "daily", "monthly")
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+
+
+@attrs.frozen(slots=True)
+class IndexOptions:
+    """The options of a model's ``class Index:`` block.
+
+    ``name`` is the alias reads and writes go through (the physical index itself for
+    ``plain``); ``version`` the schema version (physical index ``<name>-v<version>``);
+    ``kind`` one of ``versioned``, ``plain``, ``daily``, ``monthly``; ``settings`` the index
+    settings; ``date_field`` picks the partition of time-series indexes; ``max_age`` their
+    retention; ``id_fields`` the attributes a new document's id is composed from;
+    ``cache`` the default cache lifetime of by-id reads (``None``: not cached);
+    ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
+    field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
+    Painless script run while reindexing into it.
+    """
+
+    name: str
+    version: int = 1
+    kind: str = "versioned"
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
+    date_field: str | None = None
+    max_age: _dt.timedelta | None = None
+    id_fields: tuple[str, ...] = ()
+    cache: _dt.timedelta | None = None
+    default_search_fields: tuple[str, ...] | None = None
+    aliases: Mapping[str, str] = attrs.field(factory=dict)
+    reindex_scripts: Mapping[int, str] = attrs.field(factory=dict)
+    dynamic: bool | str = False
+
+    @classmethod
+    def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
+        """Read a ``class Index:`` block; unknown names raise IndexConfigurationError."""
+        raw = {
+            k: v for k, v in (vars(index_cls).items() if index_cls else ()) if not k.startswith("_")
+        }
+        known = set(attrs.fields_dict(cls))
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise IndexConfigurationError(
+                f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        raw.setdefault("name", _default_name(model_name))
+        options = cls(**raw)
+        options.check(model_name)
+        return options
+
+    def check(self, model_name: str) -> None:
+        where = f"{model_name}.Index"
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise IndexConfigurationError(
+                f"{where}.name {self.name!r} is not a valid index name (lowercase letters, "
+                "digits, '_', '-', '.')"
+            )
+        if self.kind not in INDEX_KINDS:
+            raise IndexConfigurationError(
+                f"{where}.kind {self.kind!r} is not one of {', '.join(INDEX_KINDS)}"
+            )
+        if not isinstance(self.version, int) or self.version < 1:
+            raise IndexConfigurationError(f"{where}.version must be an integer >= 1")
+        if (
+            self.kind in ("daily", "monthly")
+            and self.max_age is not None
+            and (not isinstance(self.max_age, _dt.timedelta))
+        ):
+            raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
+
+
+def _default_name(model_name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", model_name).lower()
+
+
+@attrs.define(slots=True, eq=False)
+class ModelInfo:
+    """Everything the library needs to know about one model class (``Model.__esmapper__``)."""
+
+    cls: type
+    fields: tuple[FieldSpec, ...]
+    to_source: Callable[[Any], dict[str, Any]]
+    from_source: Callable[[Any, Any, Any], Any]
+    is_document: bool
+    index: IndexOptions | None = None
+    has_dates: bool = False
+    soft_deletes: bool = False
+    versioned: bool = False
+    custom_fields: bool = False
+    field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
+    properties: dict[str, Any] = attrs.field(init=False)
+    _catalog: FieldCatalog | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self.field_by_name = {f.name: f for f in self.fields}
+        self.properties = {
+            f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
+        }
+
+    @property
+    def name(self) -> str:
+        return self.cls.__name__
+
+    @property
+    def mapping(self) -> dict[str, Any]:
+        """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``)."""
+        body: dict[str, Any] = {"properties": self.properties}
+        if self.index is not None:
+            body = {"dynamic": self.index.dynamic, **body}
+        return body
+
+    @property
+    def catalog(self) -> FieldCatalog:
+        """The field catalog that filter, sort and aggregation expressions resolve against."""
+        if self._catalog is None:
+            aliases = dict(self.index.aliases) if self.index else {}
+            self._catalog = FieldCatalog(self.mapping, aliases=aliases)
+        return self._catalog

@@ -1,0 +1,66 @@
+"""Per-call options (API.md §5), shared by repository and session calls."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ["Options", "refresh_param"]
+
+Consistency = Literal["eventual", "immediate", "wait"]
+SoftDeleteMode = Literal["active", "deleted", "all"]
+
+_CONSISTENCY = ("eventual", "immediate", "wait")
+_SOFT_DELETES = ("active", "deleted", "all")
+
+
+def _one_of(allowed: tuple[str, ...]) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+        if value not in allowed:
+            raise ValueError(
+                f"{attribute.name}={value!r} is not one of {', '.join(map(repr, allowed))}"
+            )
+
+    return check
+
+
+@attrs.frozen(slots=True)
+class Options:
+    """Options of one operation.
+
+    ``consistency``: ``eventual`` (no refresh), ``immediate`` (``refresh=true``), ``wait``
+    (``refresh=wait_for``; by-query APIs take only a bool, so ``wait`` means ``true`` there).
+    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: ``True`` /
+    ``False`` / a cache key (``None``: the model's default). ``notifications``: publish
+    ``entity_changed``. ``validate``: run ``Document.validate``. ``version_check``: send the
+    version precondition on saves of ``Versioned`` models.
+    """
+
+    consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
+    soft_deletes: str = attrs.field(default="active", validator=_one_of(_SOFT_DELETES))
+    cache: bool | str | None = None
+    notifications: bool = True
+    validate: bool = True
+    version_check: bool = True
+
+    def merge(self, **overrides: Any) -> Options:
+        """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
+        if not overrides:
+            return self
+        unknown = set(overrides) - set(attrs.fields_dict(Options))
+        if unknown:
+            raise TypeError(
+                f"unknown option(s): {', '.join(sorted(unknown))}; known: "
+                f"{', '.join(attrs.fields_dict(Options))}"
+            )
+        return attrs.evolve(self, **overrides)
+
+
+def refresh_param(consistency: str, *, by_query: bool = False) -> bool | Literal["wait_for"] | None:
+    """The ``refresh`` parameter for ``consistency`` (``None`` means: don't send one)."""
+    if consistency == "immediate":
+        return True
+    if consistency == "wait":
+        return True if by_query else "wait_for"
+    return None

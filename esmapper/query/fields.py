@@ -1,0 +1,185 @@
+"""Field selection: ``_source`` includes/excludes, field masks and their merge (QY-23..26)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from esmapper.errors import QueryValidationError
+from esmapper.model.catalog import FieldCatalog
+from esmapper.query._resolve import ID_NAMES, unknown_field_message
+
+__all__ = ["merge_source_filter", "parse_field_mask", "validate_source_fields"]
+
+#: Deepest accepted parenthesis nesting in a field mask.
+MAX_MASK_DEPTH = 32
+_DELIMITERS = frozenset(",()")
+
+FieldSelection = str | Iterable[str] | None
+
+
+def parse_field_mask(mask: str) -> list[str]:
+    """The dotted paths a Google-FieldMask-style ``mask`` selects, in order, without repeats.
+
+    ``"id,name"`` -> ``["id", "name"]``; ``"address(street,city)"`` ->
+    ``["address.street", "address.city"]``; ``"results(id,program(name,id))"`` ->
+    ``["results.id", "results.program.name", "results.program.id"]``. Wildcards (``address.*``,
+    ``internal*``) pass through. Blank -> ``[]``. A malformed mask (empty name, unbalanced
+    parentheses, nesting deeper than 32) raises
+    :class:`~esmapper.errors.QueryValidationError` with the position.
+    """
+    return _dedupe(path for path, _ in _MaskParser(mask).parse())
+
+
+class _MaskParser:
+    """Recursive descent over ``list := item ("," item)*``, ``item := name ["(" list ")"]``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def error(self, message: str) -> QueryValidationError:
+        return QueryValidationError(
+            f"Invalid field mask: {message} at position {self.pos}",
+            position=self.pos,
+            expression=self.text,
+        )
+
+    def parse(self) -> list[tuple[str, int]]:
+        self.skip_spaces()
+        if self.pos == len(self.text):
+            return []
+        paths = self.entries("", 0)
+        if self.pos < len(self.text):
+            raise self.error(f"unexpected {self.text[self.pos]!r}")
+        return paths
+
+    def skip_spaces(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def entries(self, prefix: str, depth: int) -> list[tuple[str, int]]:
+        if depth > MAX_MASK_DEPTH:
+            raise self.error(f"nested deeper than {MAX_MASK_DEPTH} levels")
+        paths = self.item(prefix, depth)
+        while self.pos < len(self.text) and self.text[self.pos] == ",":
+            self.pos += 1
+            paths.extend(self.item(prefix, depth))
+        return paths
+
+    def item(self, prefix: str, depth: int) -> list[tuple[str, int]]:
+        self.skip_spaces()
+        start = self.pos
+        while (
+            self.pos < len(self.text)
+            and self.text[self.pos] not in _DELIMITERS
+            and not self.text[self.pos].isspace()
+        ):
+            self.pos += 1
+        name = self.text[start : self.pos]
+        if not name or "" in name.split("."):
+            self.pos = start
+            raise self.error("expected a field name")
+        self.skip_spaces()
+        if self.pos < len(self.text) and self.text[self.pos] == "(":
+            self.pos += 1
+            inner = self.entries(f"{prefix}{name}.", depth + 1)
+            if self.pos >= len(self.text) or self.text[self.pos] != ")":
+                raise self.error("expected ')'")
+            self.pos += 1
+            self.skip_spaces()
+            return inner
+        return [(f"{prefix}{name}", start)]
+
+
+def _dedupe(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _expand(selection: FieldSelection) -> list[tuple[str, int, str]]:
+    """(path, position, mask) for every entry; each string is read as a field mask."""
+    if selection is None:
+        return []
+    masks = [selection] if isinstance(selection, str) else list(selection)
+    out: list[tuple[str, int, str]] = []
+    for mask in masks:
+        if not isinstance(mask, str):
+            raise TypeError(f"field selections are strings, not {type(mask)!r}")
+        out.extend((path, pos, mask) for path, pos in _MaskParser(mask).parse())
+    return out
+
+
+def validate_source_fields(fields: FieldSelection, catalog: FieldCatalog) -> list[str]:
+    """The paths ``fields`` selects (masks expanded), each checked against ``catalog``.
+
+    A plain name must be a mapped field (or ``id``/``_id``); a wildcard pattern must match
+    at least one. Otherwise :class:`~esmapper.errors.QueryValidationError` naming the field,
+    with close names suggested.
+    """
+    entries = _expand(fields)
+    names = catalog.names()
+    for path, position, mask in entries:
+        if path in ID_NAMES:
+            continue
+        if "*" in path or "?" in path:
+            if not any(fnmatch.fnmatchcase(n, path) for n in names):
+                raise QueryValidationError(
+                    f"Field pattern {path!r} matches no field",
+                    field=path,
+                    position=position,
+                    expression=mask,
+                )
+        elif path not in catalog:
+            raise QueryValidationError(
+                unknown_field_message(path, catalog),
+                field=path,
+                position=position,
+                expression=mask,
+            )
+    return _dedupe(path for path, _, _ in entries)
+
+
+def _hides(exclude: str, field: str) -> bool:
+    """True when the exclude pattern would remove ``field`` (or part of it) from ``_source``."""
+    return (
+        exclude == field or fnmatch.fnmatchcase(field, exclude) or field.startswith(exclude + ".")
+    )
+
+
+def merge_source_filter(
+    includes: FieldSelection,
+    excludes: FieldSelection,
+    *,
+    required: Iterable[str] = ("id",),
+    default_excludes: Iterable[str] = (),
+    catalog: FieldCatalog | None = None,
+) -> tuple[list[str] | None, list[str] | None]:
+    """The ``_source`` ``(includes, excludes)`` to send; ``None`` where there is nothing.
+
+    ``includes`` and ``excludes`` are field names or field masks (a string or an iterable of
+    strings, from the query and from the options alike), validated against ``catalog`` when
+    given. The rules (QY-24..26):
+
+    1. all includes are unioned, all excludes are unioned (order kept, repeats dropped);
+    2. ``default_excludes`` apply only when the caller gave no exclude at all;
+    3. when any restriction is active, the ``required`` fields (default ``id``) are added to
+       the includes if there are includes, and removed from the excludes in every case;
+    4. an include wins over an exclude: an exclude that would hide an included (or required)
+       field, exactly, through a wildcard, or as its parent object, is dropped.
+    """
+    if catalog is not None:
+        include_list = validate_source_fields(includes, catalog)
+        exclude_list = validate_source_fields(excludes, catalog)
+    else:
+        include_list = _dedupe(path for path, _, _ in _expand(includes))
+        exclude_list = _dedupe(path for path, _, _ in _expand(excludes))
+    if not exclude_list:
+        exclude_list = _dedupe(path for path, _, _ in _expand(list(default_excludes)))
+    if not include_list and not exclude_list:
+        return None, None
+    required_list = _dedupe(required)
+    if include_list:
+        include_list = _dedupe([*include_list, *required_list])
+    kept = include_list or required_list
+    exclude_list = [e for e in exclude_list if not any(_hides(e, f) for f in kept)]
+    return include_list or None, exclude_list or None

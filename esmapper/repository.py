@@ -1,0 +1,266 @@
+"""The repository: immediate operations on one model (API.md §3).
+
+Reads use the real-time GET/mget for ids and the Search API for everything else; every
+write goes through the shared write pipeline (:mod:`esmapper._writes`) as a one-shot unit
+of work, so signals, version checks, id checks and cache invalidation are the same as in a
+session. Repositories are thread-safe; get one with ``mapper.repository(Model)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from elasticsearch import NotFoundError
+from elasticsearch.dsl.query import Query
+
+from esmapper import _patching
+from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
+from esmapper._writes import PendingWrite, write_documents
+from esmapper.errors import DocumentNotFoundError
+from esmapper.ids import check_id
+from esmapper.model.state import DocState
+from esmapper.options import Options
+from esmapper.patches import Patch
+from esmapper.results import FindResults
+
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.mapper import Mapper
+
+__all__ = ["Repository"]
+
+T = TypeVar("T")
+
+
+def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
+    if not info.soft_deletes or mode == "all" or source is None:
+        return True
+    deleted = bool(source.get("is_deleted"))
+    return deleted if mode == "deleted" else not deleted
+
+
+class Repository(Generic[T]):
+    """Immediate operations on the documents of ``model``. Options (API.md §5) are keyword
+    arguments of every call; see :class:`esmapper.options.Options`."""
+
+    def __init__(self, mapper: Mapper, model: type[T]) -> None:
+        self.mapper = mapper
+        self.model = model
+        self.info = model.__esmapper__  # type: ignore[attr-defined]
+        self.defaults = Options()
+
+    @property
+    def spec(self) -> IndexSpec:
+        return self.mapper.spec(self.model)
+
+    def options(self, **overrides: Any) -> Options:
+        return self.defaults.merge(**overrides)
+
+    # -- writes ------------------------------------------------------------------------
+
+    @overload
+    def add(self, docs: T, **options: Any) -> T: ...
+    @overload
+    def add(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def add(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+        """Create document(s): ``op_type=create``, so an existing id raises
+        :class:`DuplicateDocumentError` and leaves the stored document unchanged. Sets
+        ``id`` (composed from ``id_fields`` or a new ObjectId), dates and ``version``."""
+        return self._write("add", docs, options)  # type: ignore[no-any-return]
+
+    @overload
+    def save(self, docs: T, **options: Any) -> T: ...
+    @overload
+    def save(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def save(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+        """Replace document(s) (Index API). ``Versioned`` models send
+        ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
+        :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`."""
+        return self._write("save", docs, options)  # type: ignore[no-any-return]
+
+    def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
+        """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
+        a no-op."""
+        items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
+        targets = []
+        for item in items:
+            if isinstance(item, str):
+                doc = self.info.from_source({}, item, None)
+                targets.append(doc)
+            else:
+                targets.append(item)
+        self._run("remove", targets, self.options(**options))
+
+    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
+        single = isinstance(docs, self.model)
+        items = [docs] if single else list(docs)  # type: ignore[arg-type]
+        for item in items:
+            if not isinstance(item, self.model):
+                raise TypeError(f"{kind}() takes {self.model.__name__} documents, got {item!r}")
+        self._run(kind, items, self.options(**options))
+        return items[0] if single else items  # type: ignore[no-any-return]
+
+    def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
+        if docs:
+            write_documents(self.mapper, [PendingWrite(kind, d, self.info) for d in docs], options)
+
+    # -- reads by id --------------------------------------------------------------------
+
+    def get(self, id: str, **options: Any) -> T | None:
+        """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
+        only with ``soft_deletes="all"``/``"deleted"``."""
+        opts = self.options(**options)
+        check_id(id)
+        cached = self.mapper.cache_get(self.info, id, opts)
+        if cached is not None:
+            return cached if _visible(self.info, cached.to_source(), opts.soft_deletes) else None
+        try:
+            response = self.mapper.client.get(index=self.spec.read_target, id=id)
+        except NotFoundError:
+            return None
+        raw = response.body
+        if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
+            return None
+        document = self._hydrate(raw)
+        self.mapper.cache_put(self.info, document, opts)
+        return document
+
+    def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
+        """Documents for ``ids`` (multi-GET) in request order, missing ids omitted,
+        duplicates once."""
+        opts = self.options(**options)
+        wanted = list(dict.fromkeys(ids))
+        for id in wanted:
+            check_id(id)
+        if not wanted:
+            return []
+        try:
+            response = self.mapper.client.mget(index=self.spec.read_target, ids=wanted)
+        except NotFoundError as exc:
+            if is_index_missing(exc):
+                return []
+            raise
+        found = []
+        for raw in response.body["docs"]:
+            if raw.get("found") and _visible(self.info, raw.get("_source"), opts.soft_deletes):
+                found.append(self._hydrate(raw))
+        return found
+
+    def exists(self, id: str, **options: Any) -> bool:
+        """Whether ``id`` exists (real-time; a soft-deleted document counts only with
+        ``soft_deletes="all"``/``"deleted"``)."""
+        opts = self.options(**options)
+        check_id(id)
+        if not self.info.soft_deletes or opts.soft_deletes == "all":
+            return bool(self.mapper.client.exists(index=self.spec.read_target, id=id))
+        try:
+            response = self.mapper.client.get(
+                index=self.spec.read_target, id=id, source_includes=["is_deleted"]
+            )
+        except NotFoundError:
+            return False
+        return _visible(self.info, response.body.get("_source"), opts.soft_deletes)
+
+    def _hydrate(self, raw: dict[str, Any]) -> T:
+        version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
+        source = raw.get("_source") or {}
+        document: T = self.info.from_source(source, raw["_id"], version)
+        object.__setattr__(document, "_esm_state", DocState(source, raw.get("_index")))
+        return document
+
+    # -- search ------------------------------------------------------------------------
+
+    def search(self, filter: str | Query | None = None, **kwargs: Any) -> SearchRequest:
+        """The compiled :class:`SearchRequest` (validated; nothing is sent yet)."""
+        search_keys = {
+            "sort",
+            "aggregations",
+            "limit",
+            "page",
+            "search_after",
+            "includes",
+            "excludes",
+            "snapshot",
+        }
+        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in search_keys}
+        return SearchRequest(
+            self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
+        )
+
+    def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
+        """Search (near-real-time): ``filter`` in Lucene syntax or a ``Q`` object, ``sort``,
+        ``aggregations``, ``limit`` (default 10, max 10,000), ``page`` (1-based),
+        ``search_after`` (``True`` or a token), ``snapshot`` (a point-in-time),
+        ``includes``/``excludes``. Raises QueryValidationError before sending anything."""
+        return self.search(filter, **kwargs).find()
+
+    def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
+        """The first document :meth:`find` would return, or ``None``."""
+        kwargs["limit"] = 1
+        results = self.find(filter, **kwargs)
+        return results.hits[0].document if results.hits else None
+
+    def count(self, filter: str | Query | None = None, **options: Any) -> int:
+        """The number of matching documents (exact; soft-delete mode applies)."""
+        return self.search(filter, **options).count()
+
+    def aggregate(
+        self, aggregations: str, filter: str | Query | None = None, **options: Any
+    ) -> Any:
+        """Only the aggregations of a search (``size=0``)."""
+        return self.search(filter, aggregations=aggregations, **options).aggregate_only()
+
+    # -- by query and patches ------------------------------------------------------------
+
+    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+        """Patch document(s) by id, whatever their soft-delete state. A missing id raises
+        :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`."""
+        _patching.patch_ids(self, ids, patch, self.options(**options))
+
+    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+        """Patch every matching document; returns the number changed (update-by-query for
+        Partial/Script patches, else batches with version checks)."""
+        return _patching.patch_all(self, filter, patch, self.options(**options))
+
+    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+        """Hard-delete matching documents (soft-delete mode applies to matching); returns
+        the number removed. Uses delete-by-query when nothing listens to removals."""
+        return _patching.remove_all(self, filter, self.options(**options))
+
+    def batch_process(
+        self,
+        filter: str | Query | None,
+        fn: Callable[[list[T]], bool | None],
+        batch_size: int = 100,
+        **options: Any,
+    ) -> int:
+        """Call ``fn`` with batches of matching documents (point-in-time + search_after)
+        until they run out or ``fn`` returns ``False``; returns the number processed."""
+        if batch_size < 1 or batch_size > 10_000:
+            raise ValueError("batch_size must be between 1 and 10000")
+        processed = 0
+        results = self.find(filter, limit=batch_size, snapshot=True, **options)
+        while results.hits:
+            documents = results.documents
+            processed += len(documents)
+            if fn(documents) is False:
+                if results.pit_id:
+                    self.mapper.client.close_point_in_time(id=results.pit_id)
+                break
+            if not results.next_page():
+                break
+        return processed
+
+    def soft_delete_clause(self, mode: str) -> dict[str, Any] | None:
+        return soft_delete_clause(self.info, mode)
+
+    def require(self, id: str, **options: Any) -> T:
+        """Like :meth:`get`, but a missing document raises :class:`DocumentNotFoundError`."""
+        document = self.get(id, **options)
+        if document is None:
+            raise DocumentNotFoundError(id, index=self.spec.alias)
+        return document
+
+    def __repr__(self) -> str:
+        return f"Repository({self.model.__name__}, alias={self.spec.alias!r})"

@@ -1,0 +1,132 @@
+"""Blinker signals for document changes, queries and sessions, and their payloads.
+
+Every signal lives in one :class:`blinker.Namespace`; the sender is the model class, so
+``em.signals.documents_saved.connect(fn, sender=Employee)`` listens to one model. Receivers
+are held by strong references (a lambda keeps working) and get keyword arguments:
+
+- ``documents_adding``/``_added``, ``documents_saving``/``_saved``,
+  ``documents_removing``/``_removed``, ``documents_changing``/``_changed``:
+  ``documents=[ModifiedDocument(value, original)]``, ``change_type``, ``options``.
+  "-ing" signals fire before the write (receivers may modify documents, or raise to veto:
+  nothing is written); "-ed" signals fire only for documents Elasticsearch confirmed.
+- ``before_query`` (``query``: a mutable :class:`QueryContext`), ``after_query``
+  (``query``, ``result``).
+- ``before_publish_entity_changed`` (``message``: mutable :class:`EntityChanged`; set
+  ``message.cancel = True`` to skip publishing) and ``entity_changed`` (``message``).
+- ``before_flush``, ``after_flush``, ``after_commit``, ``after_rollback``: sender is the
+  session.
+
+Order for each write (FEATURES EV-9): adding/saving/removing -> changing -> write -> added/
+saved/removed -> changed -> before_publish_entity_changed -> entity_changed.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import blinker
+
+__all__ = [
+    "ChangeType",
+    "EntityChanged",
+    "ModifiedDocument",
+    "Signal",
+    "after_commit",
+    "after_flush",
+    "after_query",
+    "after_rollback",
+    "before_flush",
+    "before_publish_entity_changed",
+    "before_query",
+    "documents_added",
+    "documents_adding",
+    "documents_changed",
+    "documents_changing",
+    "documents_removed",
+    "documents_removing",
+    "documents_saved",
+    "documents_saving",
+    "entity_changed",
+    "namespace",
+]
+
+
+class ChangeType(enum.IntEnum):
+    """What happened to a document (the values match Foundatio's ``ChangeType``)."""
+
+    ADDED = 0
+    SAVED = 1
+    REMOVED = 2
+
+
+@attrs.define(slots=True)
+class ModifiedDocument:
+    """A document in a change: ``value`` (modifiable in "-ing" receivers) and ``original``,
+    the state loaded from the store (``None`` for new documents or when unknown)."""
+
+    value: Any
+    original: Any = None
+
+
+@attrs.define(slots=True)
+class EntityChanged:
+    """The change notification published for each changed document.
+
+    ``type`` is the model name, ``id`` the document id (``None`` for a change by query),
+    ``data`` free-form enrichment added by ``before_publish_entity_changed`` receivers.
+    """
+
+    type: str
+    id: str | None
+    change_type: ChangeType
+    data: dict[str, Any] = attrs.field(factory=dict)
+    cancel: bool = attrs.field(default=False, eq=False, repr=False)
+
+
+class Signal(blinker.NamedSignal):
+    """A blinker signal whose receivers are held strongly unless ``weak=True`` is asked for."""
+
+    def connect(self, receiver: Any, sender: Any = blinker.ANY, weak: bool = False) -> Any:
+        return super().connect(receiver, sender, weak)
+
+    def connect_via(self, sender: Any, weak: bool = False) -> Callable[[Any], Any]:
+        return super().connect_via(sender, weak)
+
+
+class _Namespace(blinker.Namespace):
+    def signal(self, name: str, doc: str | None = None) -> Signal:
+        if name not in self:
+            self[name] = Signal(name, doc)
+        return self[name]  # type: ignore[return-value]
+
+
+namespace = _Namespace()
+
+documents_adding = namespace.signal("documents_adding", "before new documents are written")
+documents_added = namespace.signal("documents_added", "after new documents were confirmed")
+documents_saving = namespace.signal("documents_saving", "before documents are replaced")
+documents_saved = namespace.signal("documents_saved", "after replaced documents were confirmed")
+documents_removing = namespace.signal("documents_removing", "before documents are deleted")
+documents_removed = namespace.signal("documents_removed", "after deletes were confirmed")
+documents_changing = namespace.signal("documents_changing", "before any document write")
+documents_changed = namespace.signal("documents_changed", "after any confirmed document write")
+before_query = namespace.signal("before_query", "before a search is sent")
+after_query = namespace.signal("after_query", "after a search answered")
+before_publish_entity_changed = namespace.signal(
+    "before_publish_entity_changed", "before an EntityChanged message is published"
+)
+entity_changed = namespace.signal("entity_changed", "an EntityChanged message")
+before_flush = namespace.signal("before_flush", "a session is about to flush")
+after_flush = namespace.signal("after_flush", "a session flushed")
+after_commit = namespace.signal("after_commit", "a session committed")
+after_rollback = namespace.signal("after_rollback", "a session rolled back")
+
+
+def has_receivers(signal: blinker.Signal, sender: Any) -> bool:
+    """Whether anything listens to ``signal`` for ``sender`` (skip building payloads if not)."""
+    if not signal.receivers:
+        return False
+    return bool(signal.has_receivers_for(sender))
