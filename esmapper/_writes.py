@@ -271,12 +271,13 @@ def write_documents(
         for pending in pendings:
             if pending.kind != "remove":
                 pending.doc.validate()
-    for pending in pendings:
-        check_id(pending.doc.id, index=mapper.spec(pending.info.cls).write_target)
+    targets = [mapper.spec(p.info.cls).write_index_for(p.doc) for p in pendings]
+    for pending, target in zip(pendings, targets, strict=True):
+        check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
         _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
 
-    actions = [_action(p, mapper.spec(p.info.cls).write_target, options) for p in pendings]
+    actions = [_action(p, target, options) for p, target in zip(pendings, targets, strict=True)]
     try:
         outcomes = mapper.writer.write(actions, refresh=refresh_param(options.consistency))
     except BulkRequestError as exc:

@@ -143,6 +143,13 @@ class Mapper:
                 repo = self._repositories.setdefault(model, Repository(self, model))
         return repo
 
+    def migrate(self, **kwargs: Any) -> Any:
+        """Configure indexes, reindex outdated versions and run pending migrations
+        (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
+        from esmapper.migrations import migrate
+
+        return migrate(self, **kwargs)
+
     # -- side channels (cache and notifications) ---------------------------------------
 
     def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:

@@ -50,6 +50,10 @@ class IndexSpec:
         """The name writes are sent to (the alias; a single-index alias is writable)."""
         return self.alias
 
+    def write_index_for(self, doc: Any) -> str:
+        """The index or alias a write of ``doc`` goes to (time-series: its partition)."""
+        return self.write_target
+
     def body(self, *, with_alias: bool) -> dict[str, Any]:
         """The create-index body: settings, mappings and (optionally) the alias."""
         body: dict[str, Any] = {"mappings": self.info.mapping}

@@ -137,6 +137,9 @@ GOLDEN: list[tuple[str, dict[str, Any]]] = [
     ("!is_deleted:true", must_not(term("is_deleted", True))),
     ("-email:x", must_not(term("email", "x"))),
     ("+email:x", term("email", "x")),
+    ("email:-x", must_not(term("email", "x"))),  # only numeric fields read "-3" as a value
+    ("!email:x", must_not(term("email", "x"))),
+    ("email:x && !age:3", {"bool": {"must": [term("email", "x")], "must_not": [term("age", 3)]}}),
     ("+email:x -age:3", {"bool": {"must": [term("email", "x")], "must_not": [term("age", 3)]}}),
     (
         "age:1 AND NOT email:x",
