@@ -5,6 +5,8 @@
 
 from esmapper import signals
 from esmapper._version import __version__
+from esmapper.bus import BlinkerMessageBus, MessageBus
+from esmapper.cache import CacheClient, InMemoryCache
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -60,15 +62,18 @@ from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.repository import Repository
 from esmapper.results import FindHit, FindResults
+from esmapper.session import Session, SessionClosedError, sessionmaker
 from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument
 
 __all__ = [
     "ActionPatch",
     "Binary",
+    "BlinkerMessageBus",
     "Boolean",
     "BulkItemFailure",
     "BulkWriteError",
     "Byte",
+    "CacheClient",
     "ChangeType",
     "Date",
     "DateNanos",
@@ -88,6 +93,7 @@ __all__ = [
     "HasCustomFields",
     "HasDates",
     "IdTooLongError",
+    "InMemoryCache",
     "IndexConfigurationError",
     "InnerDoc",
     "Integer",
@@ -99,6 +105,7 @@ __all__ = [
     "Long",
     "Mapper",
     "MatchOnlyText",
+    "MessageBus",
     "MigrationError",
     "ModifiedDocument",
     "Nested",
@@ -111,6 +118,8 @@ __all__ = [
     "ScaledFloat",
     "ScriptPatch",
     "SearchAsYouType",
+    "Session",
+    "SessionClosedError",
     "Short",
     "SoftDeletes",
     "Text",
@@ -118,10 +127,11 @@ __all__ = [
     "VersionConflictError",
     "Versioned",
     "Wildcard",
-    "__version__",
     "check_id",
     "compose_id",
     "decompose_id",
     "field",
+    "sessionmaker",
     "signals",
+    "__version__",
 ]

@@ -151,7 +151,7 @@ def patch_ids(
         return
     if len(id_list) > 1:
         ids_query = Query.get_dsl_class("ids")(values=id_list)
-        patch_all(repo, ids_query, patch, options.merge(soft_deletes="all"))
+        patch_all(repo, ids_query, patch, options.merge(soft_deletes="all"), notify_ids=id_list)
         return
     _patch_one_client_side(repo, id_list[0], patch, options)
 
@@ -245,8 +245,15 @@ def _option_kwargs(options: Options) -> dict[str, Any]:
 
 
 def patch_all(
-    repo: Repository[Any], filter: str | Query | None, patch: Patch, options: Options
+    repo: Repository[Any],
+    filter: str | Query | None,
+    patch: Patch,
+    options: Options,
+    *,
+    notify_ids: list[str] | None = None,
 ) -> int:
+    """See the module docstring. ``notify_ids``: publish one message per listed id (noop
+    ids included) once anything changed, instead of one per changed id (FEATURES MB-5)."""
     query = _compile_query(repo, filter, options)
     if isinstance(patch, PartialPatch | ScriptPatch) and not repo.mapper.is_cached(repo.info):
         try:
@@ -314,13 +321,17 @@ def patch_all(
         failures.extend(o for o in outcomes if not o.ok)
         changed += len(done)
         if done:
-            _after_patch(repo, done, options)
+            repo.mapper.invalidate_ids(repo.info, done)
+            if notify_ids is None:
+                _after_patch(repo, done, options)
         return True
 
     repo.batch_process(
         filter, process, batch_size=500, **_option_kwargs(options.merge(consistency="eventual"))
     )
     _final_refresh(repo, options)
+    if notify_ids is not None and changed:
+        _after_patch(repo, notify_ids, options)
     if failures:
         if all(o.status == 409 for o in failures):
             raise VersionConflictError(

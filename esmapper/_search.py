@@ -119,11 +119,17 @@ class SearchRequest:
         clause = soft_delete_clause(self.info, self.options.soft_deletes)
         if clause is not None:
             clauses.append(clause)
-        if not clauses:
+        hidden = (
+            self.mapper.recently_deleted(self.info) if self.options.soft_deletes == "active" else []
+        )
+        if not clauses and not hidden:
             return {"match_all": {}}
-        if len(clauses) == 1 and clause is None:
+        if len(clauses) == 1 and clause is None and not hidden:
             return clauses[0]
-        return {"bool": {"filter": clauses}}
+        query: dict[str, Any] = {"filter": clauses}
+        if hidden:  # soft-deleted moments ago, maybe not refreshed yet (SD-9)
+            query["must_not"] = [{"ids": {"values": hidden}}]
+        return {"bool": query}
 
     def body(self, *, size: int | None = None, page: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -187,6 +193,12 @@ class SearchRequest:
         return parse_aggregations(None if response is None else response.get("aggregations"))
 
     def find(self) -> FindResults[Any]:
+        key = self.options.cache if isinstance(self.options.cache, str) else None
+        cache = self.mapper.cache
+        if key is not None and cache is not None:
+            cached = cache.get(key)
+            if cached is not None:
+                return self._results(cached, self.page, None)
         self._refresh_for_consistency()
         pit_id = None
         if self.snapshot:
@@ -211,6 +223,13 @@ class SearchRequest:
         response = self._send(body, pit_id)
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
+        key = self.options.cache if isinstance(self.options.cache, str) else None
+        if key is not None and self.mapper.cache is not None and page == self.page:
+            ttl = self.mapper.cache_ttl(self.info, self.options)
+            self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)
+        return self._results(response, page, pit_id)
+
+    def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         from_source = self.info.from_source
         hits: list[FindHit[Any]] = []

@@ -38,7 +38,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id
-from esmapper.model.state import DocState, state_of
+from esmapper.model.state import remember, state_of
 from esmapper.options import Options, refresh_param
 from esmapper.signals import ChangeType, ModifiedDocument
 
@@ -196,7 +196,7 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
     if pending.info.versioned:
         doc.version = outcome.version
     assert isinstance(action.body, dict)
-    object.__setattr__(doc, "_esm_state", DocState(action.body, outcome.index))
+    remember(doc, action.body, outcome.index)
 
 
 def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) -> EsmapperError:

@@ -15,6 +15,7 @@ Locks expire on their own, so a crashed holder blocks others for at most ``ttl``
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import socket
@@ -36,8 +37,16 @@ LOCK_INDEX = "esmapper-locks"
 class Lock:
     """A held lock; use as a context manager or call :meth:`release`."""
 
-    def __init__(self, provider: LockProvider, name: str, owner: str, ttl: _dt.timedelta,
-                 seq_no: int, primary_term: int) -> None:
+    def __init__(
+        self,
+        provider: LockProvider,
+        name: str,
+        owner: str,
+        ttl: _dt.timedelta,
+        *,
+        seq_no: int,
+        primary_term: int,
+    ) -> None:
         self.provider = provider
         self.name = name
         self.owner = owner
@@ -57,13 +66,18 @@ class Lock:
         self.ttl = ttl or self.ttl
         try:
             response = self.provider.client.index(
-                index=self.provider.index, id=self.name, document=self.provider.body(self),
-                if_seq_no=self._seq_no, if_primary_term=self._primary_term, refresh=True,
+                index=self.provider.index,
+                id=self.name,
+                document=self.provider.body(self),
+                if_seq_no=self._seq_no,
+                if_primary_term=self._primary_term,
+                refresh=True,
             )
         except (ConflictError, NotFoundError) as exc:
             raise LockError(
                 f"lock {self.name!r} was lost (it expired and was taken over)",
-                index=self.provider.index, ids=[self.name],
+                index=self.provider.index,
+                ids=[self.name],
             ) from exc
         self._seq_no, self._primary_term = response["_seq_no"], response["_primary_term"]
 
@@ -72,13 +86,14 @@ class Lock:
         if self.released:
             return
         self.released = True
-        try:
+        with contextlib.suppress(ConflictError, NotFoundError):
             self.provider.client.delete(
-                index=self.provider.index, id=self.name, if_seq_no=self._seq_no,
-                if_primary_term=self._primary_term, refresh=True,
+                index=self.provider.index,
+                id=self.name,
+                if_seq_no=self._seq_no,
+                if_primary_term=self._primary_term,
+                refresh=True,
             )
-        except (ConflictError, NotFoundError):
-            pass
 
     def __enter__(self) -> Lock:
         return self
@@ -114,10 +129,13 @@ class LockProvider:
     def try_acquire(self, name: str, ttl: _dt.timedelta) -> Lock | None:
         """The lock, or ``None`` when another live holder has it (one attempt)."""
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        lock = Lock(self, name, owner, ttl, -1, -1)
+        lock = Lock(self, name, owner, ttl, seq_no=-1, primary_term=-1)
         try:
             response = self.client.index(
-                index=self.index, id=name, document=self.body(lock), op_type="create",
+                index=self.index,
+                id=name,
+                document=self.body(lock),
+                op_type="create",
                 refresh=True,
             )
         except ConflictError:
@@ -135,8 +153,11 @@ class LockProvider:
             return None
         try:
             response = self.client.index(
-                index=self.index, id=lock.name, document=self.body(lock),
-                if_seq_no=current["_seq_no"], if_primary_term=current["_primary_term"],
+                index=self.index,
+                id=lock.name,
+                document=self.body(lock),
+                if_seq_no=current["_seq_no"],
+                if_primary_term=current["_primary_term"],
                 refresh=True,
             )
         except ConflictError:
@@ -145,7 +166,11 @@ class LockProvider:
         return lock
 
     def acquire(
-        self, name: str, ttl: _dt.timedelta, *, wait: _dt.timedelta = _dt.timedelta(0),
+        self,
+        name: str,
+        ttl: _dt.timedelta,
+        *,
+        wait: _dt.timedelta = _dt.timedelta(0),
         poll: float = 0.5,
     ) -> Lock:
         """Acquire ``name``, waiting up to ``wait``; raises LockError when it stays held."""

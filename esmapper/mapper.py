@@ -11,12 +11,15 @@ from elasticsearch import Elasticsearch
 
 from esmapper import signals
 from esmapper.bulk import BulkWriter
+from esmapper.bus import BlinkerMessageBus, MessageBus
+from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.model.info import ModelInfo
 from esmapper.options import Options
 from esmapper.repository import Repository
+from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
@@ -24,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["Mapper"]
 
 T = TypeVar("T")
+
+#: Cache lifetime of an operation that asks for caching on a model without a default.
+DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
 
 
 def _utcnow() -> _dt.datetime:
@@ -74,6 +80,8 @@ class Mapper:
         max_retries: int = 3,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
+        cache: CacheClient | bool | None = None,
+        bus: MessageBus | None = None,
         **client_options: Any,
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
@@ -92,6 +100,15 @@ class Mapper:
             **writer_options,
         )
         self.migrations = list(migrations)
+        if cache is False:
+            self.cache: CacheClient | None = None
+        elif cache is None or cache is True:
+            self.cache = InMemoryCache()
+        else:
+            self.cache = cache
+        self.documents = DocumentCache(self.cache) if self.cache is not None else None
+        self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
+        self._cached_aliases: set[str] = set()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
         self._lock = threading.Lock()
@@ -143,6 +160,14 @@ class Mapper:
                 repo = self._repositories.setdefault(model, Repository(self, model))
         return repo
 
+    def session(self, **options: Any) -> Session:
+        """A new :class:`~esmapper.session.Session` (a context manager) with ``options``."""
+        return Session(self, **options)
+
+    def sessionmaker(self, **options: Any) -> sessionmaker:
+        """A factory of sessions with preset ``options`` (e.g. one per web request)."""
+        return sessionmaker(self, **options)
+
     def migrate(self, **kwargs: Any) -> Any:
         """Configure indexes, reindex outdated versions and run pending migrations
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
@@ -153,23 +178,66 @@ class Mapper:
     # -- side channels (cache and notifications) ---------------------------------------
 
     def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
-        """Publish an ``entity_changed`` message (in-process blinker signal)."""
-        signals.entity_changed.send(model, message=message, options=options)
+        """Publish an ``entity_changed`` message through the bus."""
+        self.bus.publish(model, message, options=options)
+
+    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
+        """How long a by-id read of ``info`` is cached under ``options`` (``None``: not)."""
+        if self.documents is None or options.cache is False:
+            return None
+        default = info.index.cache if info.index is not None else None
+        if options.cache is None:
+            return default
+        return default or DEFAULT_CACHE_TTL
 
     def is_cached(self, info: ModelInfo) -> bool:
-        return False
+        """Whether ``info``'s model is cached by default (``class Index: cache = ...``)."""
+        return self.documents is not None and info.index is not None and bool(info.index.cache)
 
-    def cache_get(self, info: ModelInfo, id: str, options: Options) -> Any:
-        return None
+    def cache_lookup(self, info: ModelInfo, id: str) -> tuple[dict[str, Any] | None, Any]:
+        """``(cached raw hit or None, token for cache_fill)``."""
+        assert self.documents is not None
+        alias = self.spec(info.cls).alias
+        self._cached_aliases.add(alias)
+        return self.documents.lookup(alias, id)
 
-    def cache_put(self, info: ModelInfo, document: Any, options: Options) -> None:
-        return None
+    def cache_fill(
+        self, info: ModelInfo, id: str, hit: dict[str, Any], token: Any, ttl: _dt.timedelta
+    ) -> None:
+        """Cache a fetched hit unless the document was written since the lookup."""
+        assert self.documents is not None
+        self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
+
+    def invalidate_ids(self, info: ModelInfo, ids: Sequence[str | None]) -> None:
+        """Drop cached entries of ``ids`` (tombstones, so no stale read can refill them)."""
+        if self.documents is None:
+            return
+        alias = self.spec(info.cls).alias
+        if alias in self._cached_aliases or self.is_cached(info):
+            self.documents.invalidate(alias, [i for i in ids if i is not None])
 
     def invalidate_cache(self, pendings: Sequence[PendingWrite]) -> None:
-        return None
+        """Invalidate the confirmed writes of one pipeline run, by model."""
+        by_model: dict[type, list[PendingWrite]] = {}
+        for pending in pendings:
+            by_model.setdefault(pending.info.cls, []).append(pending)
+        for model, group in by_model.items():
+            info = group[0].info
+            self.invalidate_ids(info, [p.doc.id for p in group])
+            if self.documents is not None and info.soft_deletes:
+                alias = self.spec(model).alias
+                gone = [p.doc.id for p in group if p.kind == "save" and p.doc.is_deleted]
+                back = [p.doc.id for p in group if p.kind == "remove" or not p.doc.is_deleted]
+                if gone:
+                    self.documents.remember_deleted(alias, gone)
+                if back:
+                    self.documents.forget_deleted(alias, back)
 
-    def invalidate_ids(self, info: ModelInfo, ids: Sequence[str]) -> None:
-        return None
+    def recently_deleted(self, info: ModelInfo) -> list[str]:
+        """Ids soft-deleted through this mapper in the last 30 seconds."""
+        if self.documents is None or not info.soft_deletes:
+            return []
+        return self.documents.recently_deleted(self.spec(info.cls).alias)
 
     # -- lifecycle ---------------------------------------------------------------------
 

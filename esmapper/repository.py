@@ -33,6 +33,17 @@ __all__ = ["Repository"]
 T = TypeVar("T")
 
 
+def _hit(raw: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a GET/mget answer a document is built from (what the cache keeps)."""
+    return {
+        "_id": raw["_id"],
+        "_index": raw.get("_index"),
+        "_source": raw.get("_source") or {},
+        "_seq_no": raw.get("_seq_no"),
+        "_primary_term": raw.get("_primary_term"),
+    }
+
+
 def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
     if not info.soft_deletes or mode == "all" or source is None:
         return True
@@ -112,19 +123,23 @@ class Repository(Generic[T]):
         only with ``soft_deletes="all"``/``"deleted"``."""
         opts = self.options(**options)
         check_id(id)
-        cached = self.mapper.cache_get(self.info, id, opts)
-        if cached is not None:
-            return cached if _visible(self.info, cached.to_source(), opts.soft_deletes) else None
+        ttl = self.mapper.cache_ttl(self.info, opts)
+        token = None
+        if ttl is not None:
+            cached, token = self.mapper.cache_lookup(self.info, id)
+            if cached is not None:
+                if not _visible(self.info, cached.get("_source"), opts.soft_deletes):
+                    return None
+                return self._hydrate(cached)
         try:
-            response = self.mapper.client.get(index=self.spec.read_target, id=id)
+            raw = _hit(self.mapper.client.get(index=self.spec.read_target, id=id).body)
         except NotFoundError:
             return None
-        raw = response.body
+        if ttl is not None:
+            self.mapper.cache_fill(self.info, id, raw, token, ttl)
         if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
             return None
-        document = self._hydrate(raw)
-        self.mapper.cache_put(self.info, document, opts)
-        return document
+        return self._hydrate(raw)
 
     def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
         """Documents for ``ids`` (multi-GET) in request order, missing ids omitted,
@@ -133,19 +148,35 @@ class Repository(Generic[T]):
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
-        if not wanted:
-            return []
-        try:
-            response = self.mapper.client.mget(index=self.spec.read_target, ids=wanted)
-        except NotFoundError as exc:
-            if is_index_missing(exc):
-                return []
-            raise
-        found = []
-        for raw in response.body["docs"]:
-            if raw.get("found") and _visible(self.info, raw.get("_source"), opts.soft_deletes):
-                found.append(self._hydrate(raw))
-        return found
+        ttl = self.mapper.cache_ttl(self.info, opts)
+        hits: dict[str, dict[str, Any]] = {}
+        tokens: dict[str, Any] = {}
+        if ttl is not None:
+            for id in wanted:
+                cached, tokens[id] = self.mapper.cache_lookup(self.info, id)
+                if cached is not None:
+                    hits[id] = cached
+        missing = [id for id in wanted if id not in hits]
+        if missing:
+            try:
+                response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)
+            except NotFoundError as exc:
+                if not is_index_missing(exc):
+                    raise
+            else:
+                for raw in response.body["docs"]:
+                    if raw.get("found"):
+                        hit = _hit(raw)
+                        hits[hit["_id"]] = hit
+                        if ttl is not None:
+                            self.mapper.cache_fill(
+                                self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
+                            )
+        return [
+            self._hydrate(hits[id])
+            for id in wanted
+            if id in hits and _visible(self.info, hits[id].get("_source"), opts.soft_deletes)
+        ]
 
     def exists(self, id: str, **options: Any) -> bool:
         """Whether ``id`` exists (real-time; a soft-deleted document counts only with
@@ -163,7 +194,8 @@ class Repository(Generic[T]):
         return _visible(self.info, response.body.get("_source"), opts.soft_deletes)
 
     def _hydrate(self, raw: dict[str, Any]) -> T:
-        version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
+        seq_no = raw.get("_seq_no")
+        version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
         source = raw.get("_source") or {}
         document: T = self.info.from_source(source, raw["_id"], version)
         object.__setattr__(document, "_esm_state", DocState(source, raw.get("_index")))
@@ -251,6 +283,15 @@ class Repository(Generic[T]):
             if not results.next_page():
                 break
         return processed
+
+    def invalidate_cache(self, items: T | str | Iterable[T | str]) -> None:
+        """Drop cached entries: documents or ids (by-id entries), or custom cache keys
+        (a string that is a key given as ``cache="..."`` to a find)."""
+        listed = [items] if isinstance(items, str | self.model) else list(items)  # type: ignore[arg-type]
+        ids = [i if isinstance(i, str) else i.id for i in listed]  # type: ignore[attr-defined]
+        self.mapper.invalidate_ids(self.info, ids)
+        if self.mapper.cache is not None:
+            self.mapper.cache.remove_many([i for i in ids if isinstance(i, str)])
 
     def soft_delete_clause(self, mode: str) -> dict[str, Any] | None:
         return soft_delete_clause(self.info, mode)

@@ -107,7 +107,7 @@ def _scalar_checker(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
         def check(value: Any) -> Any:
             try:
                 return parse_datetime(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise fail(value, "a datetime or an ISO-8601 string") from None
 
     elif kind == "inner":
@@ -128,9 +128,13 @@ def _scalar_checker(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
         enum_cls = spec.enum
         assert enum_cls is not None
 
+        takes_bools = any(isinstance(member.value, bool) for member in enum_cls)
+
         def check(value: Any) -> Any:
             if isinstance(value, enum_cls):
                 return value
+            if isinstance(value, bool) and not takes_bools:  # IntEnum(True) would pass
+                raise fail(value, f"a {enum_cls.__name__}")
             try:
                 return enum_cls(value)
             except ValueError:
@@ -263,7 +267,12 @@ def compile_codec(
         elif default is attrs.NOTHING:
             missing = "None"
         else:
-            ns[f"_default_{i}"] = default
+            # The value a constructed document gets: the default, converted (0 -> 0.0 for a
+            # float, a naive datetime -> aware UTC).
+            try:
+                ns[f"_default_{i}"] = make_converter(spec, cls.__name__)(default)
+            except (TypeError, ValueError):
+                ns[f"_default_{i}"] = default
             missing = f"_default_{i}"
         load_lines.append(f"    _v = get({spec.name!r}, _MISSING)")
         load_lines.append(

@@ -20,8 +20,15 @@ from typing import Any, ClassVar
 import attrs
 from typing_extensions import Self, dataclass_transform
 
+from esmapper.model import tracking
 from esmapper.model.codec import compile_codec, make_converter
-from esmapper.model.fields import FieldSpec, declared_mapping, field, spec_from_annotation
+from esmapper.model.fields import (
+    FieldSpec,
+    declared_mapping,
+    field,
+    is_mutable_default,
+    spec_from_annotation,
+)
 from esmapper.model.info import IndexOptions, ModelInfo
 
 __all__ = [
@@ -38,38 +45,68 @@ def _is_inner_doc(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, InnerDoc) and tp is not InnerDoc
 
 
-def _evaluate(annotation: Any, klass: type) -> Any:
-    """An annotation of ``klass``, evaluated in its own module (``from __future__`` safe)."""
+def _evaluate(annotation: Any, klass: type, localns: Mapping[str, Any] | None = None) -> Any:
+    """An annotation of ``klass``, evaluated in its own module (``from __future__`` safe).
+
+    Names are looked up in the class body (nested classes; not the field defaults, which
+    would shadow a type named like the field), then in ``localns`` (the namespace the class
+    statement ran in, so models defined in a function can refer to each other), then in the
+    module. Raises (``NameError``, ...) when the annotation cannot be evaluated.
+    """
     if not isinstance(annotation, str):
         return annotation
     module = sys.modules.get(klass.__module__)
     globalns = dict(vars(module)) if module else {}
+    own = vars(klass).get("__annotations__", {})
+    names = dict(localns or {})
+    names.update((k, v) for k, v in vars(klass).items() if k not in own)
+    return eval(annotation, globalns, names)
+
+
+def _caller_namespace() -> dict[str, Any]:
+    """The local namespace the class statement being executed runs in."""
     try:
-        return eval(annotation, globalns, dict(vars(klass)))
-    except Exception:
-        return Any
+        # 0: here, 1: ModelMeta.__new__, 2: the frame running the class statement.
+        return dict(sys._getframe(2).f_locals)
+    except ValueError:  # pragma: no cover - shallower stack than expected
+        return {}
 
 
-def _resolve_hints(cls: type) -> dict[str, Any]:
-    hints: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        for name, annotation in vars(klass).get("__annotations__", {}).items():
-            hints[name] = _evaluate(annotation, klass)
-    return hints
+def _trait_fields(bases: tuple[type, ...]) -> dict[str, tuple[Any, Any, bool]]:
+    """``name -> (annotation, default, stored)`` of the fields the trait bases declare.
 
-
-def _trait_fields(bases: tuple[type, ...]) -> dict[str, tuple[Any, bool]]:
-    """``name -> (default, stored)`` of the fields the trait bases declare, in base order."""
-    found: dict[str, tuple[Any, bool]] = {}
+    In base order; each annotation is evaluated in the module of its trait.
+    """
+    found: dict[str, tuple[Any, Any, bool]] = {}
     for klass in [k for b in bases for k in reversed(b.__mro__)]:
         if not vars(klass).get("__esm_trait__", False):
             continue
         unstored = vars(klass).get("__esm_unstored__", ())
-        for name in vars(klass).get("__annotations__", {}):
+        for name, annotation in vars(klass).get("__annotations__", {}).items():
             if name.startswith("_") or name in found:
                 continue
-            found[name] = (vars(klass).get(name), name not in unstored)
+            default = vars(klass).get(name)
+            found[name] = (_evaluate(annotation, klass), default, name not in unstored)
     return found
+
+
+def _compiled_specs(cls: type) -> dict[str, FieldSpec]:
+    """The field specs the model bases of ``cls`` already compiled (nearest base wins)."""
+    specs: dict[str, FieldSpec] = {}
+    for base in reversed(cls.__mro__[1:]):
+        info = vars(base).get("__esmapper__")
+        if info is not None:
+            specs.update(info.field_by_name)
+    return specs
+
+
+def _annotation_in_mro(cls: type, name: str) -> Any:
+    """The annotation of ``name`` in the nearest class of ``cls.__mro__`` declaring it."""
+    for klass in cls.__mro__:
+        annotations = vars(klass).get("__annotations__", {})
+        if name in annotations:
+            return _evaluate(annotations[name], klass)
+    return Any
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, attrs.field))
@@ -84,39 +121,57 @@ class ModelMeta(type):
             return super().__new__(mcls, name, bases, ns, **kwargs)
 
         is_document = any(isinstance(b, ModelMeta) and issubclass(b, Document) for b in bases)
+        localns = _caller_namespace()
         ns = dict(ns)
         own_annotations: dict[str, Any] = dict(ns.get("__annotations__", {}))
+        for fname in own_annotations:
+            if is_mutable_default(ns.get(fname)):
+                raise TypeError(
+                    f"{name}.{fname}: a mutable default would be shared by every instance; "
+                    "use em.field(factory=...) instead"
+                )
         inherited = {a.name for b in bases if attrs.has(b) for a in attrs.fields(b)}
         merged: dict[str, Any] = {}
-        for fname, (default, stored) in _trait_fields(bases).items():
+        for fname, (annotation, default, stored) in _trait_fields(bases).items():
             if fname in own_annotations or fname in inherited:
                 continue
-            merged[fname] = Any  # the real annotation is resolved from the trait below
+            merged[fname] = annotation
             ns[fname] = attrs.field(default=default, metadata={"esmapper_stored": stored})
-        ns["__annotations__"] = {**merged, **own_annotations}
+        ns["__annotations__"] = declared = {**merged, **own_annotations}
         index_cls = ns.pop("Index", None)
         ns.setdefault("__esm_index_class__", index_cls)
 
         plain = super().__new__(mcls, name, bases, ns, **kwargs)
-        hints = _resolve_hints(plain)
-        for base in reversed(plain.__mro__[1:]):
-            for fname, annotation in vars(base).get("__annotations__", {}).items():
-                if fname in merged:
-                    hints[fname] = _evaluate(annotation, base)
+        compiled = _compiled_specs(plain)
         specs: dict[str, FieldSpec] = {}
+
+        def resolve(fname: str) -> Any:
+            if fname not in declared:
+                return _annotation_in_mro(plain, fname)
+            try:
+                return _evaluate(declared[fname], plain, localns)
+            except Exception as exc:
+                raise TypeError(
+                    f"cannot resolve the annotation {declared[fname]!r} of {name}.{fname} "
+                    f"({type(exc).__name__}: {exc}); define the types it names before the model"
+                ) from None
 
         def transform(cls: type, attributes: list[attrs.Attribute]) -> list[attrs.Attribute]:  # type: ignore[type-arg]
             out = []
             for attribute in attributes:
-                annotation = hints.get(attribute.name, attribute.type or Any)
-                spec = spec_from_annotation(
-                    attribute.name,
-                    annotation,
-                    declared_mapping(attribute),
-                    is_inner_doc=_is_inner_doc,
-                )
-                if attribute.metadata.get("esmapper_stored") is False:
-                    spec = attrs.evolve(spec, stored=False, mapping=None)
+                if attribute.name not in declared and attribute.name in compiled:
+                    # Inherited from a model base: reuse what the base compiled (its
+                    # annotations were resolved in the base's own scope).
+                    spec = compiled[attribute.name]
+                else:
+                    spec = spec_from_annotation(
+                        attribute.name,
+                        resolve(attribute.name),
+                        declared_mapping(attribute),
+                        is_inner_doc=_is_inner_doc,
+                    )
+                    if attribute.metadata.get("esmapper_stored") is False:
+                        spec = attrs.evolve(spec, stored=False, mapping=None)
                 specs[attribute.name] = spec
                 out.append(attribute.evolve(converter=make_converter(spec, name)))
             return out
@@ -129,6 +184,7 @@ class ModelMeta(type):
             order=False,
             weakref_slot=True,
             field_transformer=transform,
+            on_setattr=[attrs.setters.convert, tracking.mark_assigned],
         )
         attributes = attrs.fields(cls)  # type: ignore[arg-type]
         ordered = (
@@ -136,6 +192,7 @@ class ModelMeta(type):
             if specs
             else tuple(_spec_of_inherited(cls, a) for a in attributes)
         )
+        tracking.install(cls, [s.name for s in ordered if s.many or s.kind in ("inner", "any")])
         info = _build_info(cls, ordered, attributes, is_document, index_cls)
         type.__setattr__(cls, "__esmapper__", info)
         return cls  # type: ignore[return-value]

@@ -143,13 +143,21 @@ def field(
     """
     if default is not attrs.NOTHING and factory is not None:
         raise TypeError("field() takes default= or factory=, not both")
-    if isinstance(default, list | dict | set):
+    if is_mutable_default(default):
         raise TypeError("mutable default: use factory=list / factory=dict instead")
     if mapping is not None and not isinstance(mapping, Field):
         raise TypeError(f"field() mapping must be an elasticsearch.dsl field, got {mapping!r}")
     if factory is not None:
         return attrs.field(factory=factory, metadata={_METADATA_KEY: _Declared(mapping)})
     return attrs.field(default=default, metadata={_METADATA_KEY: _Declared(mapping)})
+
+
+def is_mutable_default(value: Any) -> bool:
+    """Whether ``value`` as a default would be one object shared by every instance.
+
+    Lists, dicts, sets and model instances (embedded objects) are; use a ``factory``.
+    """
+    return isinstance(value, list | dict | set | bytearray) or hasattr(type(value), "__esmapper__")
 
 
 def declared_mapping(attribute: attrs.Attribute) -> Field | None:  # type: ignore[type-arg]

@@ -60,6 +60,15 @@ class IndexOptions:
                 f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
+        for key in ("id_fields", "default_search_fields"):
+            value = raw.get(key)
+            if isinstance(value, str):
+                raise IndexConfigurationError(
+                    f"{model_name}.Index.{key} must be a sequence of attribute names, "
+                    f"not the string {value!r}"
+                )
+            if value is not None:
+                raw[key] = tuple(value)
         raw.setdefault("name", _default_name(model_name))
         options = cls(**raw)
         options.check(model_name)
@@ -76,7 +85,7 @@ class IndexOptions:
             raise IndexConfigurationError(
                 f"{where}.kind {self.kind!r} is not one of {', '.join(INDEX_KINDS)}"
             )
-        if not isinstance(self.version, int) or self.version < 1:
+        if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:
             raise IndexConfigurationError(f"{where}.version must be an integer >= 1")
         if (
             self.kind in ("daily", "monthly")
@@ -87,7 +96,9 @@ class IndexOptions:
 
 
 def _default_name(model_name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", model_name).lower()
+    """``snake_case`` of a class name: ``EmployeeReview`` -> ``employee_review``,
+    ``HTTPLog`` -> ``http_log``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", model_name).lower()
 
 
 @attrs.define(slots=True, eq=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DocState", "state_of"]
+__all__ = ["DocState", "remember", "state_of"]
 
 
 class DocState:
@@ -12,14 +12,17 @@ class DocState:
 
     ``original`` is the ``_source`` as loaded or last written (the basis of change
     detection and of ``ModifiedDocument.original``), ``index`` the physical index it was
-    read from or written to.
+    read from or written to, ``session`` the session tracking the document (if any).
     """
 
-    __slots__ = ("index", "original")
+    __slots__ = ("index", "original", "session")
 
-    def __init__(self, original: dict[str, Any] | None, index: str | None = None) -> None:
+    def __init__(
+        self, original: dict[str, Any] | None, index: str | None = None, session: Any = None
+    ) -> None:
         self.original = original
         self.index = index
+        self.session = session
 
 
 def state_of(doc: Any) -> DocState | None:
@@ -28,4 +31,17 @@ def state_of(doc: Any) -> DocState | None:
         state: DocState | None = doc._esm_state
     except AttributeError:
         return None
+    return state
+
+
+def remember(doc: Any, original: dict[str, Any] | None, index: str | None) -> DocState:
+    """Record what the store confirmed for ``doc``, keeping its session link."""
+    state = state_of(doc)
+    if state is None:
+        state = DocState(original, index)
+        object.__setattr__(doc, "_esm_state", state)
+    else:
+        state.original = original
+        if index is not None:
+            state.index = index
     return state

@@ -1,0 +1,365 @@
+"""The session: a unit of work with an identity map, for one request or one job.
+
+A session remembers every document it loaded (one object per model and id), tracks the
+documents added and removed through it and the loaded documents that changed, and writes
+all of that in bulk requests when it flushes::
+
+    with mapper.session(consistency="wait") as s:
+        e = s.get(Employee, some_id)   # the same object for the same id in this session
+        e.age += 1                     # tracked: written at flush
+        s.add(Employee(name="Jane"))   # pending create
+        s.remove(other)                # pending hard delete
+    # normal exit: commit (flush, then after_commit); exception: rollback, nothing written
+
+A flush runs the same write pipeline as the repositories (:mod:`esmapper._writes`): one
+pass through the bulk writer for all models (chunked by count and bytes), version checks on
+``Versioned`` documents, versions written back. Unchanged documents send nothing. On a
+partial failure the confirmed writes are applied (their signals fire), then the error is
+raised; failed documents stay pending. Sessions are not thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from elasticsearch.dsl.query import Query
+
+from esmapper import signals
+from esmapper._writes import PendingWrite, write_documents
+from esmapper.errors import EsmapperError
+from esmapper.model.state import DocState, state_of
+from esmapper.options import Options
+from esmapper.results import FindResults
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["Session", "SessionClosedError"]
+
+T = TypeVar("T")
+
+
+class SessionClosedError(EsmapperError):
+    """The session was closed; open a new one."""
+
+
+def _is_model_doc(doc: Any) -> bool:
+    info = getattr(type(doc), "__esmapper__", None)
+    return info is not None and info.is_document
+
+
+class Session:
+    """A unit of work over a :class:`~esmapper.mapper.Mapper` (see the module docstring).
+
+    ``options`` (API.md §5: ``consistency``, ``notifications``, ``validate``, ...) apply to
+    every flush and read of the session.
+    """
+
+    def __init__(self, mapper: Mapper, **options: Any) -> None:
+        self.mapper = mapper
+        self.options = Options().merge(**options)
+        self._identity: dict[tuple[type, str], Any] = {}
+        self._new: dict[int, Any] = {}
+        self._deleted: dict[int, Any] = {}
+        self._maybe_dirty: dict[int, Any] = {}
+        self._closed = False
+        self._flushing = False
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError("this session is closed; open a new one")
+
+    def _touch(self, doc: Any) -> None:
+        if not self._flushing:
+            self._maybe_dirty[id(doc)] = doc
+
+    def _adopt(self, doc: Any) -> Any:
+        """Put a loaded document in the identity map, or return the one already there."""
+        key = (type(doc), doc.id)
+        existing = self._identity.get(key)
+        if existing is not None:
+            return existing
+        state = state_of(doc)
+        if state is None:
+            state = DocState(None)
+            object.__setattr__(doc, "_esm_state", state)
+        state.session = self
+        self._identity[key] = doc
+        return doc
+
+    def _changed(self, doc: Any) -> bool:
+        state = state_of(doc)
+        if state is None or state.original is None:
+            return True
+        info = type(doc).__esmapper__
+        current = info.to_source(doc)
+        if current == state.original:
+            return False
+        # the stored source may lack fields added to the model since, or hold extra ones:
+        # compare with what the model makes of it
+        baseline = info.to_source(info.from_source(state.original, doc.id, None))
+        return bool(current != baseline)
+
+    @property
+    def new(self) -> list[Any]:
+        """Documents added to the session and not flushed yet."""
+        return list(self._new.values())
+
+    @property
+    def deleted(self) -> list[Any]:
+        """Documents marked for removal and not flushed yet."""
+        return list(self._deleted.values())
+
+    @property
+    def dirty(self) -> list[Any]:
+        """Loaded documents whose values differ from what the store last confirmed."""
+        self._flushing = True
+        try:
+            return [
+                d
+                for k, d in self._maybe_dirty.items()
+                if k not in self._new and k not in self._deleted and self._changed(d)
+            ]
+        finally:
+            self._flushing = False
+
+    def __contains__(self, doc: object) -> bool:
+        key = id(doc)
+        if key in self._new or key in self._deleted:
+            return True
+        model_id = getattr(doc, "id", None)
+        return self._identity.get((type(doc), model_id)) is doc  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._identity.values()) + self.new)
+
+    # -- loading -------------------------------------------------------------------------
+
+    def get(self, model: type[T], id: str, **options: Any) -> T | None:
+        """The document ``id`` of ``model``: from the identity map, else a real-time GET."""
+        self._check_open()
+        found = self._identity.get((model, id))
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        doc = self.mapper.repository(model).get(id, **self._read_options(options))
+        return None if doc is None else self._adopt(doc)  # type: ignore[no-any-return]
+
+    def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
+        """Documents for ``ids`` (identity map first, then one mget), in request order."""
+        self._check_open()
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if (model, i) not in self._identity]
+        if missing:
+            repo = self.mapper.repository(model)
+            for doc in repo.get_many(missing, **self._read_options(options)):
+                self._adopt(doc)
+        return [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
+
+    def find(
+        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+    ) -> FindResults[T]:
+        """Search like ``Repository.find``; hits join the identity map (a document already
+        in the session is returned as that object, with its local changes)."""
+        self._check_open()
+        results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
+        for hit in results.hits:
+            hit.document = self._adopt(hit.document)
+        return results
+
+    def find_one(
+        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+    ) -> T | None:
+        """The first document :meth:`find` would return, or ``None``."""
+        kwargs["limit"] = 1
+        results = self.find(model, filter, **kwargs)
+        return results.hits[0].document if results.hits else None
+
+    def _read_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        merged = {"soft_deletes": self.options.soft_deletes, "cache": self.options.cache}
+        if self.options.consistency != "eventual":
+            merged["consistency"] = self.options.consistency
+        merged.update(options)
+        return merged
+
+    # -- changes -------------------------------------------------------------------------
+
+    def add(self, doc: Any) -> Any:
+        """Track ``doc``: a new document becomes a pending create; a document loaded
+        elsewhere joins the identity map and is saved at flush if it changed."""
+        self._check_open()
+        if not _is_model_doc(doc):
+            raise TypeError(f"add() takes an esmapper Document, got {doc!r}")
+        self._deleted.pop(id(doc), None)
+        state = state_of(doc)
+        if state is not None and state.original is not None and doc.id is not None:
+            existing = self._identity.get((type(doc), doc.id))
+            if existing is not None and existing is not doc:
+                raise EsmapperError(
+                    f"another {type(doc).__name__} object with id {doc.id!r} is already in "
+                    "this session",
+                    ids=[doc.id],
+                )
+            self._adopt(doc)
+            self._maybe_dirty[id(doc)] = doc
+        else:
+            self._new[id(doc)] = doc
+        return doc
+
+    def add_all(self, docs: Iterable[Any]) -> None:
+        for doc in docs:
+            self.add(doc)
+
+    def remove(self, doc: Any) -> None:
+        """Mark ``doc`` for a hard delete at flush (a pending create is just dropped)."""
+        self._check_open()
+        if self._new.pop(id(doc), None) is not None:
+            return
+        if not _is_model_doc(doc) or doc.id is None:
+            raise TypeError(f"remove() takes a stored esmapper Document, got {doc!r}")
+        self._deleted[id(doc)] = doc
+
+    def expunge(self, doc: Any) -> None:
+        """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
+        self._new.pop(id(doc), None)
+        self._deleted.pop(id(doc), None)
+        self._maybe_dirty.pop(id(doc), None)
+        if getattr(doc, "id", None) is not None:
+            key = (type(doc), doc.id)
+            if self._identity.get(key) is doc:
+                del self._identity[key]
+        state = state_of(doc)
+        if state is not None and state.session is self:
+            state.session = None
+
+    # -- unit of work --------------------------------------------------------------------
+
+    def _pending(self) -> list[PendingWrite]:
+        pendings = [PendingWrite("add", d, type(d).__esmapper__) for d in self._new.values()]
+        self._flushing = True
+        try:
+            for key, doc in list(self._maybe_dirty.items()):
+                if key in self._new or key in self._deleted:
+                    continue
+                if self._changed(doc):
+                    pendings.append(PendingWrite("save", doc, type(doc).__esmapper__))
+                else:
+                    del self._maybe_dirty[key]
+        finally:
+            self._flushing = False
+        pendings.extend(
+            PendingWrite("remove", d, type(d).__esmapper__) for d in self._deleted.values()
+        )
+        return pendings
+
+    def _confirmed(self, pending: PendingWrite) -> None:
+        doc = pending.doc
+        key = id(doc)
+        if pending.kind == "add":
+            self._new.pop(key, None)
+            self._adopt(doc)
+        elif pending.kind == "save":
+            self._maybe_dirty.pop(key, None)
+        else:
+            self._deleted.pop(key, None)
+            self._maybe_dirty.pop(key, None)
+            self._identity.pop((type(doc), doc.id), None)
+
+    def flush(self) -> None:
+        """Write every pending change in bulk requests (nothing for unchanged documents).
+
+        Fires ``before_flush``/``after_flush`` (sender: the session). Raises the pipeline's
+        error after applying the confirmed writes; failed documents stay pending.
+        """
+        self._check_open()
+        pendings = self._pending()
+        signals.before_flush.send(self, pending=pendings)
+        if pendings:
+            write_documents(self.mapper, pendings, self.options, on_success=self._confirmed)
+        signals.after_flush.send(self, written=pendings)
+
+    def commit(self) -> None:
+        """Flush, then fire ``after_commit``."""
+        self.flush()
+        signals.after_commit.send(self)
+
+    def rollback(self) -> None:
+        """Discard pending changes: new documents are dropped, removals cancelled, and
+        loaded documents get back the values the store last confirmed. Writes already
+        flushed stay (Elasticsearch has no transactions). Fires ``after_rollback``."""
+        for doc in self._new.values():
+            state = state_of(doc)
+            if state is not None:
+                state.session = None
+        self._new.clear()
+        self._deleted.clear()
+        self._flushing = True
+        try:
+            for doc in self._maybe_dirty.values():
+                _restore(doc)
+        finally:
+            self._flushing = False
+        self._maybe_dirty.clear()
+        signals.after_rollback.send(self)
+
+    def close(self) -> None:
+        """Detach every document and refuse further use (pending changes are dropped)."""
+        if self._closed:
+            return
+        for doc in list(self._identity.values()):
+            state = state_of(doc)
+            if state is not None and state.session is self:
+                state.session = None
+        self._identity.clear()
+        self._new.clear()
+        self._deleted.clear()
+        self._maybe_dirty.clear()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Session:
+        self._check_open()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                self.commit()
+            else:
+                self.rollback()
+        finally:
+            self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Session loaded={len(self._identity)} new={len(self._new)} "
+            f"deleted={len(self._deleted)}{' closed' if self._closed else ''}>"
+        )
+
+
+def _restore(doc: Any) -> None:
+    """Put the last confirmed values back into ``doc`` (in place)."""
+    state = state_of(doc)
+    if state is None or state.original is None:
+        return
+    info = type(doc).__esmapper__
+    fresh = info.from_source(state.original, doc.id, getattr(doc, "version", None))
+    for spec in info.fields:
+        if spec.stored and spec.name != "id":
+            object.__setattr__(doc, spec.name, object.__getattribute__(fresh, spec.name))
+
+
+class sessionmaker:
+    """A factory of sessions with preset options (one session per web request)."""
+
+    def __init__(self, mapper: Mapper, **options: Any) -> None:
+        self.mapper = mapper
+        self.options = options
+
+    def __call__(self, **overrides: Any) -> Session:
+        return Session(self.mapper, **{**self.options, **overrides})

@@ -1,0 +1,137 @@
+"""The document cache: hits, invalidation on every write path, the read-after-write race."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import esmapper as em
+from esmapper.cache import InMemoryCache
+
+
+class Cached(em.Document, em.SoftDeletes, em.Versioned):
+    class Index:
+        name = "cached"
+        cache = dt.timedelta(minutes=1)
+
+    name: str = ""
+    age: int = 0
+
+
+@pytest.fixture
+def cache() -> InMemoryCache:
+    return InMemoryCache()
+
+
+@pytest.fixture
+def repo(es_url: str, index_prefix: str, cache: InMemoryCache) -> Iterator[em.Repository[Cached]]:
+    with em.Mapper(es_url, models=[Cached], index_prefix=index_prefix, cache=cache) as m:
+        m.configure_indexes()
+        yield m.repository(Cached)
+
+
+def test_get_is_served_from_the_cache(repo: em.Repository[Cached], cache: InMemoryCache) -> None:
+    repo.add(Cached(id="c", name="first"))
+    assert repo.get("c").name == "first"
+    hits = cache.stats.hits
+    again = repo.get("c")
+    assert again.name == "first" and cache.stats.hits == hits + 1
+    again.name = "mutated locally"
+    assert repo.get("c").name == "first"  # each hit hydrates a fresh object
+    assert repo.get("c", cache=False).name == "first"
+
+
+@pytest.mark.parametrize(
+    "write", ["save", "remove", "patch", "patch_all", "remove_all", "soft_delete"]
+)
+def test_every_write_kind_invalidates(repo: em.Repository[Cached], write: str) -> None:
+    doc = repo.add(Cached(id="w", name="old"), consistency="wait")
+    assert repo.get("w").name == "old"  # cached now
+    if write == "save":
+        doc.name = "new"
+        repo.save(doc)
+    elif write == "remove":
+        repo.remove(doc)
+    elif write == "patch":
+        repo.patch("w", em.PartialPatch({"name": "new"}))
+    elif write == "patch_all":
+        repo.patch_all("id:w", em.PartialPatch({"name": "new"}), consistency="immediate")
+    elif write == "remove_all":
+        repo.remove_all("id:w", consistency="immediate")
+    else:
+        doc.is_deleted = True
+        repo.save(doc)
+    after = repo.get("w")
+    if write in ("remove", "remove_all", "soft_delete"):
+        assert after is None
+    else:
+        assert after.name == "new"
+
+
+def test_failed_items_leave_their_entries_alone(
+    repo: em.Repository[Cached], cache: InMemoryCache
+) -> None:
+    doc = repo.add(Cached(id="f", name="kept"))
+    repo.get("f")
+    stale = Cached(id="f", name="lost", version="1:999")
+    with pytest.raises(em.VersionConflictError):
+        repo.save(stale)
+    hits = cache.stats.hits
+    assert repo.get("f").name == "kept" and cache.stats.hits == hits + 1
+    assert doc.version is not None
+
+
+def test_a_read_that_started_before_a_write_cannot_refill_the_old_version(
+    repo: em.Repository[Cached],
+) -> None:
+    doc = repo.add(Cached(id="r", name="v1"))
+    client = repo.mapper.client
+    fetched = threading.Event()
+    release = threading.Event()
+    original_get = client.get
+
+    def slow_get(*args: Any, **kwargs: Any) -> Any:
+        response = original_get(*args, **kwargs)  # reads v1 ...
+        fetched.set()
+        release.wait(5)  # ... while a writer saves v2 and invalidates
+        return response
+
+    results: list[Any] = []
+    client.get = slow_get  # type: ignore[method-assign]
+    try:
+        reader = threading.Thread(target=lambda: results.append(repo.get("r")))
+        reader.start()
+        assert fetched.wait(5)
+        client.get = original_get  # type: ignore[method-assign]
+        doc.name = "v2"
+        repo.save(doc)
+        release.set()
+        reader.join(5)
+    finally:
+        client.get = original_get  # type: ignore[method-assign]
+    assert results[0].name == "v1"  # the slow reader saw the old version...
+    assert repo.get("r").name == "v2"  # ...but did not put it back into the cache
+
+
+def test_soft_deleted_ids_are_hidden_from_searches_before_refresh(
+    repo: em.Repository[Cached],
+) -> None:
+    docs = repo.add([Cached(id="h1"), Cached(id="h2")], consistency="wait")
+    docs[0].is_deleted = True
+    repo.save(docs[0])  # eventual: the search index has not seen it yet
+    assert [d.id for d in repo.find()] == ["h2"]
+    assert {d.id for d in repo.find(soft_deletes="all")} == {"h1", "h2"}
+
+
+def test_custom_key_caches_query_results(repo: em.Repository[Cached], cache: InMemoryCache) -> None:
+    repo.add(Cached(id="k", name="keyed"), consistency="wait")
+    first = repo.find_one("name:keyed", cache="cached:by-name:keyed")
+    repo.remove("k", consistency="wait")
+    cached = repo.find_one("name:keyed", cache="cached:by-name:keyed")
+    assert first.id == cached.id == "k"  # custom keys are not invalidated by writes (CA-5)
+    repo.invalidate_cache("cached:by-name:keyed")
+    assert repo.find_one("name:keyed", cache="cached:by-name:keyed") is None
