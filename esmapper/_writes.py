@@ -38,6 +38,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id
+from esmapper.model.codec import parse_datetime
 from esmapper.model.state import remember, state_of
 from esmapper.options import Options, refresh_param
 from esmapper.signals import ChangeType, ModifiedDocument
@@ -58,6 +59,10 @@ _AFTER = {
     "save": signals.documents_saved,
     "remove": signals.documents_removed,
 }
+#: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
+#: they skip the model's per-assignment conversion and change tracking.
+_set = object.__setattr__
+
 _CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
 
@@ -92,10 +97,10 @@ def _assign_id(pending: PendingWrite) -> None:
                     field=name,
                 )
             terms.append(value if isinstance(value, str) else str(value))
-        doc.id = compose_id(*terms, names=info.index.id_fields)
+        _set(doc, "id", compose_id(*terms, names=info.index.id_fields))
     else:
         at = doc.created_utc if info.has_dates and info.index.kind in ("daily", "monthly") else None
-        doc.id = str(ObjectId.new(at))
+        _set(doc, "id", str(ObjectId.new(at)))
 
 
 def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
@@ -110,8 +115,8 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
         raise DocumentError(f"cannot save a {info.name} without an id; add() it first")
     if info.has_dates:
         if _needs_fixing(doc.created_utc, now):
-            doc.created_utc = now
-        doc.updated_utc = now
+            _set(doc, "created_utc", now)
+        _set(doc, "updated_utc", now)
     if pending.kind == "add":
         _assign_id(pending)
 
@@ -194,7 +199,7 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
         object.__setattr__(doc, "_esm_state", None)
         return
     if pending.info.versioned:
-        doc.version = outcome.version
+        _set(doc, "version", outcome.version)
     assert isinstance(action.body, dict)
     remember(doc, action.body, outcome.index)
 
@@ -258,7 +263,7 @@ def write_documents(
     """
     if not pendings:
         return []
-    now = mapper.clock()
+    now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     for pending in pendings:
         _prepare(pending, now)
 

@@ -21,6 +21,7 @@ import attrs
 from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import tracking
+from esmapper.model.state import DocState
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -291,13 +292,16 @@ class Document(_ModelBase):
         """Build a model from a raw search hit or GET response.
 
         Reads ``_id``, ``_source`` and, for ``Versioned`` models, ``_primary_term`` and
-        ``_seq_no`` (as ``version = "<primary_term>:<seq_no>"``).
+        ``_seq_no`` (as ``version = "<primary_term>:<seq_no>"``). The document counts as
+        loaded from the store: ``session.add()`` attaches it as an existing document and its
+        ``_source`` is the original that changes are compared with.
         """
         seq_no = hit.get("_seq_no")
         version = None if seq_no is None else f"{hit['_primary_term']}:{seq_no}"
-        document: Self = cls.__esmapper__.from_source(
-            hit.get("_source") or {}, hit.get("_id"), version
-        )
+        source = hit.get("_source") or {}
+        document: Self = cls.__esmapper__.from_source(source, hit.get("_id"), version)
+        if hit.get("_id") is not None:
+            object.__setattr__(document, "_esm_state", DocState(source, hit.get("_index")))
         return document
 
     def validate(self) -> None:

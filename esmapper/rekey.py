@@ -1,0 +1,380 @@
+"""Re-key documents whose stored ``_id`` is not the id their ``Index.id_fields`` compose to.
+
+When the id composition changes (a legacy ``"_".join(terms)`` such as
+``acme_corp_42_Handler``, unescaped ``a/b:c``), stored documents keep their old ids: a
+document loaded by a query still saves under its stored id, but a point read with the newly
+composed id misses it, and "find, else add" silently creates a duplicate. There is no
+read-side fallback to the old shapes; re-keying is a one-time migration::
+
+    for plan in audit(mapper, Message):        # read only
+        print(plan.status, plan.old_id, plan.new_id)
+    rekey(mapper, Message)                     # dry run: prints what would change
+    rekey(mapper, Message, apply=True)         # rewrites
+
+**Before** ``apply=True``: quiesce every writer of the index (nothing may write while the
+documents move), and take a snapshot (``PUT _snapshot/<repo>/<name>`` covering the index).
+Re-keying is not reversible by redeploying the old code: the old code does not find the
+new ids. Restore the snapshot to roll back. Run the dry run first.
+
+Each document is classified from its own fields, never by parsing its id: the values of
+``id_fields`` are read from ``_source`` (converted as the model loads them, then ``str()``
+like ``add`` does) and composed with :func:`esmapper.ids.compose_id`, the library's only
+composer. Statuses (:class:`RekeyPlan.status`):
+
+* ``ok``: the stored id already is the composed id. Left alone, not printed.
+* ``rewrite``: the composed id differs; the document is moved to it.
+* ``blocked``: no storable new id: an id field is missing or empty, holds several values
+  or a value the model cannot read, holds an unpaired surrogate, the composed id exceeds
+  512 bytes, or the document has no ``_source`` to copy. ``reason`` says which. Never
+  touched; fix the data or the model, then rerun.
+
+What is sent to Elasticsearch:
+
+* ``audit``: ``POST /<alias>/_pit?keep_alive=5m``, then ``POST /_search`` with the point
+  in time, ``sort: [{"_shard_doc": "asc"}]``, ``search_after``, ``seq_no_primary_term:
+  true`` and ``size: batch_size`` until a short page; finally ``DELETE /_pit``. The point in
+  time is a snapshot: documents created while scanning are not seen again.
+* ``rekey(apply=True)``, per ``rewrite`` (there is no multi-document transaction):
+  1. ``PUT /<index>/_create/<new id>`` with the raw ``_source`` (not through the model, so
+     unmapped fields survive) into the physical index the old document lives in, with its
+     routing. A stored ``"id"`` key equal to the old id is set to the new id. On 409
+     ``GET /<index>/_doc/<new id>``: the same source means an earlier run got this far
+     (continue); a different source is ``FAILED 409`` and both documents are left alone.
+  2. ``DELETE /<index>/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with the values from
+     the scan. If the old document changed (409), or the delete fails otherwise, the new
+     document created in step 1 is deleted again (conditioned on its own seq_no) and the
+     line ``FAILED 409: <old> changed concurrently; rerun`` is printed.
+  Finally ``POST /<alias>/_refresh``. Nothing else is ever deleted.
+
+A rerun converges: moved documents are ``ok`` and a half-done move completes. Afterwards
+the audit reports only ``ok`` and ``blocked`` documents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import attrs
+from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
+
+from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
+from esmapper.ids import check_id, compose_id
+from esmapper.model.info import ModelInfo
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["RekeyPlan", "RekeyReport", "audit", "plan_for", "rekey"]
+
+Status = Literal["ok", "rewrite", "blocked"]
+
+KEEP_ALIVE: Final = "5m"
+"""How long the point in time stays open between two pages of the scan."""
+MAX_BATCH_SIZE: Final = 10_000
+
+
+@attrs.frozen(slots=True)
+class RekeyPlan:
+    """What re-keying does with one stored document.
+
+    ``status`` is ``ok`` (``old_id`` already is the composed id), ``rewrite`` (to be moved
+    to ``new_id``) or ``blocked`` (cannot be moved, see ``reason``; ``new_id`` is the
+    composed id when there is one, e.g. one over 512 bytes, else ``None``). ``index`` is the
+    physical index, ``seq_no``/``primary_term`` the version seen by the scan, ``routing``
+    the document's custom routing and ``source`` its raw ``_source``.
+    """
+
+    old_id: str
+    new_id: str | None
+    status: Status
+    index: str
+    seq_no: int
+    primary_term: int
+    reason: str | None = None
+    routing: str | None = None
+    source: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
+
+
+@attrs.define(slots=True)
+class RekeyReport:
+    """The outcome of :func:`rekey`.
+
+    ``to_rewrite`` counts the ``rewrite`` plans found (in both modes); ``rewritten`` the
+    documents actually moved (always 0 in a dry run); ``failed`` the moves that failed and
+    were undone or left alone; ``ok`` and ``blocked`` the other statuses. ``lines`` holds
+    every line passed to ``echo``.
+    """
+
+    applied: bool
+    ok: int = 0
+    to_rewrite: int = 0
+    rewritten: int = 0
+    blocked: int = 0
+    failed: int = 0
+    lines: list[str] = attrs.field(factory=list)
+
+    @property
+    def summary(self) -> str:
+        """One line for the end of a run (not echoed by :func:`rekey` itself)."""
+        if not self.applied:
+            return (
+                f"dry run: {self.to_rewrite} to rewrite, {self.blocked} blocked, "
+                f"{self.ok} ok; nothing was changed"
+            )
+        return (
+            f"{self.rewritten} rewritten, {self.failed} failed, {self.blocked} blocked, "
+            f"{self.ok} ok"
+        )
+
+
+def _id_info(model: type) -> ModelInfo:
+    info: ModelInfo | None = getattr(model, "__esmapper__", None)
+    if info is None or not info.is_document or info.index is None:
+        raise TypeError(f"{model!r} is not an esmapper Document")
+    if not info.index.id_fields:
+        raise MigrationError(
+            f"{info.name} has no Index.id_fields: its ids are not composed from fields, "
+            "so there is nothing to re-key"
+        )
+    return info
+
+
+def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:
+    """The id terms of a document read from its own fields, or why there are none."""
+    assert info.index is not None
+    names = info.index.id_fields
+    for name in names:
+        if name not in source:
+            return f"field {name!r} is missing"
+        value = source[name]
+        if value is None or value == "":
+            return f"field {name!r} is empty"
+        if isinstance(value, list | dict):
+            return f"field {name!r} holds a {type(value).__name__}, not a single value"
+    try:
+        # Load only the id fields, the way the model loads them (dates, enums...).
+        doc = info.from_source({name: source[name] for name in names}, None, None)
+        values = [getattr(doc, name) for name in names]
+    except Exception as exc:  # the model cannot read a value; nothing is written
+        return f"fields {', '.join(names)} cannot be read: {exc}"
+    # The same conversion as Repository.add, so the id is the one add composes.
+    return [value if isinstance(value, str) else str(value) for value in values]
+
+
+def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:
+    """Classify one raw search hit (``_id``, ``_index``, ``_source``, ``_seq_no``,
+    ``_primary_term``, optional ``_routing``) of ``model``. Sends nothing."""
+    info = _id_info(model)
+    assert info.index is not None
+    names = info.index.id_fields
+    source = hit.get("_source")
+    plan = RekeyPlan(
+        old_id=hit["_id"],
+        new_id=None,
+        status="blocked",
+        index=hit["_index"],
+        seq_no=hit["_seq_no"],
+        primary_term=hit["_primary_term"],
+        routing=hit.get("_routing"),
+        source=source,
+    )
+    if not isinstance(source, Mapping):
+        return attrs.evolve(plan, reason="the document has no _source to copy")
+    terms = _terms(info, source)
+    if isinstance(terms, str):
+        return attrs.evolve(plan, reason=terms)
+    try:
+        new_id = compose_id(*terms, names=names)
+    except IdTooLongError as exc:
+        longest = names[exc.longest_term] if exc.longest_term is not None else "a term"
+        return attrs.evolve(
+            plan,
+            new_id=exc.id,
+            reason=f"new id is {exc.actual} bytes, over the {exc.limit}-byte limit; "
+            f"shorten {longest}",
+        )
+    except InvalidIdTermError as exc:
+        name = names[exc.term_index] if exc.term_index is not None else "an id field"
+        return attrs.evolve(plan, reason=f"{name} holds an unpaired surrogate")
+    status: Status = "ok" if new_id == plan.old_id else "rewrite"
+    return attrs.evolve(plan, new_id=new_id, status=status)
+
+
+def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
+    """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Read only.
+
+    Sends a point-in-time open, ``search`` pages of ``batch_size`` raw hits (full
+    ``_source``, ``seq_no_primary_term``, ``search_after`` on ``_shard_doc``) and the
+    point-in-time close (also when the iterator is closed early). Raises
+    :class:`~esmapper.errors.MigrationError` at once when the model has no
+    ``Index.id_fields`` or its index does not exist.
+    """
+    info = _id_info(model)
+    if not 0 < batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
+    target = mapper.spec(model).read_target
+    try:
+        pit = mapper.client.open_point_in_time(index=target, keep_alive=KEEP_ALIVE)
+    except NotFoundError as exc:
+        raise MigrationError(
+            f"cannot re-key {info.name}: index {target!r} does not exist",
+            index=target,
+            error_type=str(exc.message),
+        ) from None
+    return _scan(mapper.client, model, str(pit["id"]), batch_size)
+
+
+def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> Iterator[RekeyPlan]:
+    try:
+        search_after: list[Any] | None = None
+        while True:
+            response = client.search(
+                pit={"id": pit_id, "keep_alive": KEEP_ALIVE},
+                query={"match_all": {}},
+                sort=[{"_shard_doc": "asc"}],
+                size=batch_size,
+                seq_no_primary_term=True,
+                track_total_hits=False,
+                search_after=search_after,
+            )
+            pit_id = str(response.get("pit_id") or pit_id)
+            hits = response["hits"]["hits"]
+            for hit in hits:
+                yield plan_for(model, hit)
+            if len(hits) < batch_size:
+                return
+            search_after = hits[-1]["sort"]
+    finally:
+        with contextlib.suppress(ApiError, TransportError):
+            client.close_point_in_time(id=pit_id)
+
+
+def rekey(
+    mapper: Mapper,
+    model: type,
+    *,
+    apply: bool = False,
+    echo: Callable[[str], object] = print,
+    batch_size: int = 500,
+    _before_delete: Callable[[RekeyPlan], object] | None = None,
+) -> RekeyReport:
+    """Re-key every ``rewrite`` document of ``model`` (see the module docstring).
+
+    Dry run by default: prints ``DRY RUN <old> -> <new>`` per document to move and sends
+    only the read requests of :func:`audit`. ``apply=True`` prints ``REWRITE <old> ->
+    <new>`` and moves it (create new, conditional delete of old, compensation on
+    failure), then ``FAILED <status>: ...`` if that failed; refreshes the index at the
+    end. Both modes print ``BLOCKED <old> -> <new or -> (<reason>)``. Quiesce writers and
+    take a snapshot before ``apply=True``. ``_before_delete`` is a test hook called between
+    the create and the delete.
+    """
+    plans = audit(mapper, model, batch_size=batch_size)
+    report = RekeyReport(applied=apply)
+
+    def say(line: str) -> None:
+        report.lines.append(line)
+        echo(line)
+
+    for plan in plans:
+        if plan.status == "ok":
+            report.ok += 1
+        elif plan.status == "blocked":
+            report.blocked += 1
+            say(f"BLOCKED {plan.old_id} -> {plan.new_id or '-'} ({plan.reason})")
+        else:
+            report.to_rewrite += 1
+            if not apply:
+                say(f"DRY RUN {plan.old_id} -> {plan.new_id}")
+                continue
+            say(f"REWRITE {plan.old_id} -> {plan.new_id}")
+            failure = _move(mapper.client, plan, _before_delete)
+            if failure is None:
+                report.rewritten += 1
+            else:
+                report.failed += 1
+                say(f"FAILED {failure}")
+    if apply:
+        mapper.client.indices.refresh(index=mapper.spec(model).read_target)
+    return report
+
+
+def _describe(exc: ApiError) -> tuple[int, str]:
+    """The status and ``type: reason`` of an Elasticsearch error."""
+    error = exc.body.get("error") if isinstance(exc.body, dict) else None
+    if isinstance(error, dict):
+        return exc.meta.status, f"{error.get('type')}: {error.get('reason')}"
+    return exc.meta.status, str(exc.message)
+
+
+def _move(
+    client: Elasticsearch,
+    plan: RekeyPlan,
+    before_delete: Callable[[RekeyPlan], object] | None,
+) -> str | None:
+    """Create ``plan.new_id``, then delete ``plan.old_id``; the failure text or None."""
+    old, new, index = plan.old_id, plan.new_id, plan.index
+    assert new is not None and plan.source is not None
+    source = dict(plan.source)
+    if source.get("id") == old:  # the mapper's own copy of the id
+        source["id"] = new
+    routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
+    created: tuple[int, int] | None = None
+    try:
+        response = client.create(
+            index=index, id=check_id(new, index=index), document=source, **routing
+        )
+        created = (response["_seq_no"], response["_primary_term"])
+    except ConflictError:
+        try:
+            existing = client.get(index=index, id=new, **routing)
+        except NotFoundError:
+            return f"409: {new} existed, then was deleted while re-keying {old}; rerun"
+        if existing.get("_source") != source:
+            return (
+                f"409: {new} already exists in {index} with a different source; "
+                f"{old} left in place, compare the two documents"
+            )
+        # An earlier run created it and stopped before the delete: finish that move.
+    except ApiError as exc:
+        status, text = _describe(exc)
+        return f"{status}: creating {new} failed ({text}); {old} left in place"
+
+    if before_delete is not None:
+        before_delete(plan)
+    try:
+        client.delete(
+            index=index,
+            id=old,
+            if_seq_no=plan.seq_no,
+            if_primary_term=plan.primary_term,
+            **routing,
+        )
+    except ApiError as exc:
+        concurrent = isinstance(exc, ConflictError | NotFoundError)
+        status, text = (409, "") if concurrent else _describe(exc)
+        message = (
+            f"409: {old} changed concurrently; rerun"
+            if concurrent
+            else f"{status}: deleting {old} failed ({text}); rerun"
+        )
+        if created is None:
+            return f"{message} ({new} existed before this run and is left in place)"
+        return message + _compensate(client, index, new, created, routing)
+    return None
+
+
+def _compensate(
+    client: Elasticsearch, index: str, new: str, created: tuple[int, int], routing: dict[str, Any]
+) -> str:
+    """Delete the document this run created, if still unchanged; a note if that failed."""
+    seq_no, primary_term = created
+    try:
+        client.delete(
+            index=index, id=new, if_seq_no=seq_no, if_primary_term=primary_term, **routing
+        )
+    except ApiError as exc:
+        status, text = _describe(exc)
+        return f" (and removing the new {new} failed: {status} {text}; remove it by hand)"
+    return ""

@@ -1,0 +1,257 @@
+"""esmapper.rekey against the server: audit, dry run, apply, rerun, concurrent changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.rekey import RekeyPlan, audit, rekey
+
+
+class Inbox(em.Document):
+    class Index:
+        name = "inbox"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+        id_fields = ("tenant", "message_id", "handler_type")
+
+    tenant: str = ""
+    message_id: str = ""
+    handler_type: str = ""
+    body: str = ""
+
+
+class Unkeyed(em.Document):
+    class Index:
+        name = "unkeyed"
+
+    name: str = ""
+
+
+LONG_HANDLER = "/" * 200  # 3 bytes per character once encoded: the new id is 604 bytes
+
+
+@pytest.fixture
+def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
+    with em.Mapper(es_url, models=[Inbox, Unkeyed], index_prefix=index_prefix) as m:
+        m.configure_indexes()
+        yield m
+
+
+@pytest.fixture
+def physical(mapper: em.Mapper) -> str:
+    return mapper.spec(Inbox).physical_name()
+
+
+def put(es: Elasticsearch, index: str, id_: str, **source: Any) -> None:
+    """A raw write, as the previous version (or another tool) made it."""
+    es.index(index=index, id=id_, document=source, refresh=True)
+
+
+def msg(tenant: str, message_id: str, handler_type: str, **more: Any) -> dict[str, Any]:
+    return {"tenant": tenant, "message_id": message_id, "handler_type": handler_type, **more}
+
+
+def stored(es: Elasticsearch, mapper: em.Mapper) -> dict[str, tuple[str, int, dict[str, Any]]]:
+    """Every document of the index: id -> (physical index, seq_no, source)."""
+    target = mapper.spec(Inbox).read_target
+    hits = es.search(index=target, size=1000, seq_no_primary_term=True)["hits"]["hits"]
+    return {h["_id"]: (h["_index"], h["_seq_no"], h["_source"]) for h in hits}
+
+
+LEGACY = {
+    # old id -> (its fields, the new id)
+    "acme_corp_42_Handler": (msg("acme_corp", "42", "Handler"), "acme_corp:42:Handler"),
+    "acme_x_1_H": (msg("acme", "x_1", "H"), "acme:x_1:H"),
+    "a/b:c:H": (msg("a/b", "c", "H"), "a%2Fb:c:H"),
+    "__untenanted___m1_H": (msg("__untenanted__", "m1", "H"), "__untenanted__:m1:H"),
+}
+TOO_LONG_ID = "t_m_" + LONG_HANDLER
+TOO_LONG_NEW = "t:m:" + "%2F" * 200
+
+
+@pytest.fixture
+def seeded(es_client: Elasticsearch, mapper: em.Mapper, physical: str) -> em.Mapper:
+    for old_id, (fields, _) in LEGACY.items():
+        put(es_client, physical, old_id, **fields, body=f"from {old_id}")
+    # an unmapped field (the mapping is dynamic: false) that must survive the move
+    put(
+        es_client,
+        physical,
+        "legacy_1_H",
+        **msg("legacy", "1", "H"),
+        legacy_note={"kept": True, "n": [1, 2]},
+    )
+    # already in the new form: one raw, one added through the repository
+    put(es_client, physical, "acme:corp_42:H", **msg("acme", "corp_42", "H"))
+    mapper.repository(Inbox).add(Inbox(tenant="t", message_id="new", handler_type="H"))
+    # blocked: too long once composed, and a missing id field
+    put(es_client, physical, TOO_LONG_ID, **msg("t", "m", LONG_HANDLER))
+    put(es_client, physical, "orphan_1_H", message_id="1", handler_type="H")
+    es_client.indices.refresh(index=physical)
+    return mapper
+
+
+REWRITES = {**{old: new for old, (_, new) in LEGACY.items()}, "legacy_1_H": "legacy:1:H"}
+BLOCKED_LINES = [
+    f"BLOCKED {TOO_LONG_ID} -> {TOO_LONG_NEW} (new id is 604 bytes, over the 512-byte limit; "
+    "shorten handler_type)",
+    "BLOCKED orphan_1_H -> - (field 'tenant' is missing)",
+]
+
+
+def test_audit_classifies_every_document(seeded: em.Mapper, physical: str) -> None:
+    plans = {p.old_id: p for p in audit(seeded, Inbox, batch_size=3)}
+    assert len(plans) == 9
+    summary = {old: (p.status, p.new_id) for old, p in plans.items()}
+    assert summary == {
+        **{old: ("rewrite", new) for old, new in REWRITES.items()},
+        "acme:corp_42:H": ("ok", "acme:corp_42:H"),
+        "t:new:H": ("ok", "t:new:H"),
+        TOO_LONG_ID: ("blocked", TOO_LONG_NEW),
+        "orphan_1_H": ("blocked", None),
+    }
+    assert plans["orphan_1_H"].reason == "field 'tenant' is missing"
+    assert {p.index for p in plans.values()} == {physical}
+    assert all(isinstance(p.seq_no, int) and p.primary_term >= 1 for p in plans.values())
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(
+    seeded: em.Mapper, es_client: Elasticsearch
+) -> None:
+    before = stored(es_client, seeded)
+    printed: list[str] = []
+    report = rekey(seeded, Inbox, echo=printed.append)
+    expected = [f"DRY RUN {old} -> {new}" for old, new in REWRITES.items()] + BLOCKED_LINES
+    assert sorted(printed) == sorted(expected)
+    assert report.lines == printed
+    assert (report.ok, report.to_rewrite, report.rewritten, report.blocked, report.failed) == (
+        2,
+        5,
+        0,
+        2,
+        0,
+    )
+    assert stored(es_client, seeded) == before
+
+
+def test_apply_rewrites_then_a_rerun_converges(
+    seeded: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    before = stored(es_client, seeded)
+    printed: list[str] = []
+    report = rekey(seeded, Inbox, apply=True, echo=printed.append, batch_size=2)
+    expected = [f"REWRITE {old} -> {new}" for old, new in REWRITES.items()] + BLOCKED_LINES
+    assert sorted(printed) == sorted(expected)
+    assert (report.ok, report.rewritten, report.blocked, report.failed) == (2, 5, 2, 0)
+
+    # visible at once (refreshed), readable by the new id, the old ids gone
+    after = stored(es_client, seeded)
+    repo = seeded.repository(Inbox)
+    for old, new in REWRITES.items():
+        assert old not in after
+        assert after[new][0] == physical
+        doc = repo.get(new)
+        assert doc is not None and doc.id == new
+        assert after[new][2] == before[old][2]  # the raw source, unchanged
+    assert repo.get("a%2Fb:c:H").tenant == "a/b"  # type: ignore[union-attr]
+    assert after["legacy:1:H"][2]["legacy_note"] == {"kept": True, "n": [1, 2]}
+    # ok and blocked documents untouched
+    for untouched in ("acme:corp_42:H", "t:new:H", TOO_LONG_ID, "orphan_1_H"):
+        assert after[untouched] == before[untouched]
+    assert len(after) == len(before)
+
+    again = rekey(seeded, Inbox, apply=True, echo=lambda _: None)
+    assert (again.ok, again.to_rewrite, again.rewritten, again.failed) == (7, 0, 0, 0)
+    assert sorted(again.lines) == sorted(BLOCKED_LINES)
+    assert stored(es_client, seeded) == after
+
+
+def test_a_concurrent_change_is_compensated(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    put(es_client, physical, "acme_7_H", **msg("acme", "7", "H"), body="v1")
+    seen: list[str] = []
+
+    def concurrent_writer(plan: RekeyPlan) -> None:
+        seen.append(plan.old_id)
+        assert es_client.exists(index=physical, id="acme:7:H")  # created, not yet deleted
+        es_client.update(index=physical, id=plan.old_id, doc={"body": "v2"})
+
+    report = rekey(mapper, Inbox, apply=True, echo=lambda _: None, _before_delete=concurrent_writer)
+    assert seen == ["acme_7_H"]
+    assert report.lines == [
+        "REWRITE acme_7_H -> acme:7:H",
+        "FAILED 409: acme_7_H changed concurrently; rerun",
+    ]
+    assert (report.rewritten, report.failed) == (0, 1)
+    docs = stored(es_client, mapper)
+    assert list(docs) == ["acme_7_H"]  # the new copy was deleted again
+    assert docs["acme_7_H"][2]["body"] == "v2"
+
+    rerun = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
+    assert (rerun.rewritten, rerun.failed) == (1, 0)
+    assert mapper.repository(Inbox).get("acme:7:H").body == "v2"  # type: ignore[union-attr]
+    assert list(stored(es_client, mapper)) == ["acme:7:H"]
+
+
+def test_a_move_interrupted_after_the_create_completes(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    put(es_client, physical, "acme_8_H", **msg("acme", "8", "H"), body="b")
+    put(es_client, physical, "acme:8:H", **msg("acme", "8", "H"), body="b")  # identical copy
+    report = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
+    assert report.lines == ["REWRITE acme_8_H -> acme:8:H"]
+    assert (report.rewritten, report.failed, report.ok) == (1, 0, 1)
+    assert list(stored(es_client, mapper)) == ["acme:8:H"]
+
+
+def test_a_different_document_on_the_new_id_is_left_alone(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    put(es_client, physical, "acme_9_H", **msg("acme", "9", "H"), body="old")
+    put(es_client, physical, "acme:9:H", **msg("acme", "9", "H"), body="newer")  # a duplicate
+    before = stored(es_client, mapper)
+    report = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
+    assert report.lines == [
+        "REWRITE acme_9_H -> acme:9:H",
+        f"FAILED 409: acme:9:H already exists in {physical} with a different source; "
+        "acme_9_H left in place, compare the two documents",
+    ]
+    assert (report.rewritten, report.failed) == (0, 1)
+    assert stored(es_client, mapper) == before
+
+
+@pytest.mark.real_es  # the local server leaves _routing out of search hits
+def test_routing_is_kept(mapper: em.Mapper, es_client: Elasticsearch, physical: str) -> None:
+    es_client.index(
+        index=physical, id="r_1_H", routing="shard-key", document=msg("r", "1", "H"), refresh=True
+    )
+    report = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
+    assert (report.rewritten, report.failed) == (1, 0)
+    moved = es_client.get(index=physical, id="r:1:H", routing="shard-key")
+    assert moved["_routing"] == "shard-key"
+    assert not es_client.exists(index=physical, id="r_1_H", routing="shard-key")
+
+
+def test_documents_created_during_the_scan_are_not_scanned_again(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    for n in range(7):
+        put(es_client, physical, f"t_{n}_H", **msg("t", str(n), "H"))
+    report = rekey(mapper, Inbox, apply=True, echo=lambda _: None, batch_size=2)
+    assert (report.ok, report.rewritten, report.failed) == (0, 7, 0)
+    assert sorted(stored(es_client, mapper)) == sorted(f"t:{n}:H" for n in range(7))
+
+
+def test_refusals(mapper: em.Mapper, es_url: str, index_prefix: str) -> None:
+    with pytest.raises(em.MigrationError, match=r"Unkeyed has no Index\.id_fields"):
+        rekey(mapper, Unkeyed)
+    with (
+        em.Mapper(es_url, models=[Inbox], index_prefix=index_prefix + "x-") as unconfigured,
+        pytest.raises(em.MigrationError, match="does not exist"),
+    ):
+        audit(unconfigured, Inbox)
