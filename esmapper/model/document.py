@@ -21,7 +21,6 @@ import attrs
 from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import tracking
-from esmapper.model.state import DocState
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -31,6 +30,7 @@ from esmapper.model.fields import (
     spec_from_annotation,
 )
 from esmapper.model.info import IndexOptions, ModelInfo
+from esmapper.model.state import DocState
 
 __all__ = [
     "Document",

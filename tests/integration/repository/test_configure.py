@@ -1,0 +1,84 @@
+"""configure_indexes: create, idempotence, new fields in place, changes that need a reindex."""
+
+from __future__ import annotations
+
+import pytest
+
+import esmapper as em
+
+
+def make(version: int = 1, **fields: object) -> type[em.Document]:
+    namespace: dict[str, object] = {
+        "Index": type("Index", (), {"name": "things", "version": version}),
+        "__annotations__": {name: type(value) for name, value in fields.items()},
+        **fields,
+    }
+    return type("Thing", (em.Document,), namespace)
+
+
+def test_creates_versioned_index_behind_alias_and_is_idempotent(
+    es_url: str, index_prefix: str, es_client: object
+) -> None:
+    Thing = make(name="")
+    with em.Mapper(es_url, models=[Thing], index_prefix=index_prefix) as mapper:
+        first = mapper.configure_indexes()
+        assert [(s.action, s.current_index) for s in first] == [
+            ("created", f"{index_prefix}things-v1")
+        ]
+        second = mapper.configure_indexes()
+        assert second[0].action == "mapping_updated"
+        aliases = mapper.client.indices.get_alias(name=f"{index_prefix}things").body
+        assert list(aliases) == [f"{index_prefix}things-v1"]
+        mapping = mapper.client.indices.get_mapping(index=f"{index_prefix}things-v1").body
+        props = mapping[f"{index_prefix}things-v1"]["mappings"]["properties"]
+        assert props["name"] == {"type": "keyword"}
+
+
+def test_new_fields_are_added_in_place(es_url: str, index_prefix: str) -> None:
+    with em.Mapper(es_url, models=[make(name="")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    Grown = make(name="", age=0)
+    with em.Mapper(es_url, models=[Grown], index_prefix=index_prefix) as mapper:
+        assert mapper.configure_indexes()[0].action == "mapping_updated"
+        repo = mapper.repository(Grown)
+        repo.add(Grown(age=3), consistency="wait")
+        assert repo.count("age:3") == 1
+
+
+def test_an_incompatible_change_asks_for_a_version_bump(es_url: str, index_prefix: str) -> None:
+    with em.Mapper(es_url, models=[make(code="")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    Changed = make(code=0)  # keyword -> long cannot be applied in place
+    with (
+        em.Mapper(es_url, models=[Changed], index_prefix=index_prefix) as mapper,
+        pytest.raises(em.IndexConfigurationError, match=r"bump Thing\.Index\.version to 2"),
+    ):
+        mapper.configure_indexes()
+
+
+def test_a_version_bump_is_reported_as_outdated(es_url: str, index_prefix: str) -> None:
+    with em.Mapper(es_url, models=[make(name="")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    with em.Mapper(es_url, models=[make(2, name="")], index_prefix=index_prefix) as mapper:
+        state = mapper.configure_indexes()[0]
+        assert state.action == "outdated"
+        assert state.current_index == f"{index_prefix}things-v1"
+        assert state.expected_index == f"{index_prefix}things-v2"
+
+
+def test_two_models_on_one_alias_are_refused(es_url: str, index_prefix: str) -> None:
+    with pytest.raises(em.IndexConfigurationError, match="both use index"):
+        em.Mapper(es_url, models=[make(a=""), make(b="")], index_prefix=index_prefix)
+
+
+def test_consistency_maps_to_refresh() -> None:
+    from esmapper.options import refresh_param
+
+    assert refresh_param("eventual") is None
+    assert refresh_param("immediate") is True
+    assert refresh_param("wait") == "wait_for"
+    assert refresh_param("wait", by_query=True) is True
+    with pytest.raises(ValueError, match="consistency"):
+        em.Options(consistency="sometimes")
+    with pytest.raises(TypeError, match="unknown option"):
+        em.Options().merge(consistancy="wait")
