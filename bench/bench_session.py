@@ -22,8 +22,9 @@ from elasticsearch import helpers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import esmapper as em
 from _server import server_url  # type: ignore[import-not-found]
+
+import esmapper as em
 from esmapper.testing import delete_prefixed
 
 
@@ -58,8 +59,9 @@ def bench_flush_vs_bulk(url: str, n: int = 10_000) -> tuple[float, float]:
         prefix = f"bench-{uuid.uuid4().hex[:6]}-"
         with em.Mapper(url, models=[Person], index_prefix=prefix) as mapper:
             mapper.configure_indexes()
-            docs = [Person(name=f"P {i}", email=f"p{i}@x", age=i % 90, tags=["a"])
-                    for i in range(n)]
+            docs = [
+                Person(name=f"P {i}", email=f"p{i}@x", age=i % 90, tags=["a"]) for i in range(n)
+            ]
             start = time.perf_counter()
             with mapper.session() as s:
                 s.add_all(docs)
@@ -75,10 +77,20 @@ def bench_flush_vs_bulk(url: str, n: int = 10_000) -> tuple[float, float]:
             now = "2026-12-02T00:00:00Z"
             start = time.perf_counter()
             actions = (
-                {"_op_type": "create", "_index": alias, "_id": str(em.ObjectId.new()),
-                 "_source": {"id": None, "created_utc": now, "updated_utc": now,
-                             "name": f"P {i}", "email": f"p{i}@x", "age": i % 90,
-                             "tags": ["a"]}}
+                {
+                    "_op_type": "create",
+                    "_index": alias,
+                    "_id": str(em.ObjectId.new()),
+                    "_source": {
+                        "id": None,
+                        "created_utc": now,
+                        "updated_utc": now,
+                        "name": f"P {i}",
+                        "email": f"p{i}@x",
+                        "age": i % 90,
+                        "tags": ["a"],
+                    },
+                }
                 for i in range(n)
             )
             helpers.bulk(mapper.client, actions, chunk_size=500)
@@ -101,8 +113,11 @@ def bench_dirty_flush(url: str, clean: int, changed: int = 100) -> float:
         source = Person(name="clean", tags=["x"]).to_source()
         s = mapper.session()
         for i in range(clean):  # documents "loaded" from hits, never changed
-            s.add(Person.from_hit({"_id": f"clean{i}", "_source": source,
-                                   "_seq_no": i, "_primary_term": 1}))
+            s.add(
+                Person.from_hit(
+                    {"_id": f"clean{i}", "_source": source, "_seq_no": i, "_primary_term": 1}
+                )
+            )
         s.flush()  # attaching marks them maybe-dirty once: this flush finds nothing to write
         times = []
         for round_ in range(3):
@@ -127,9 +142,7 @@ def bench_cache(url: str, n: int = 2000) -> tuple[float, float]:
         doc_id = doc.id
         repo.get(doc_id)
         cached = best(lambda: [repo.get(doc_id) for _ in range(n)]) / n
-        uncached = best(lambda: [repo.get(doc_id, cache=False) for _ in range(n // 10)]) / (
-            n // 10
-        )
+        uncached = best(lambda: [repo.get(doc_id, cache=False) for _ in range(n // 10)]) / (n // 10)
         delete_prefixed(mapper.client, prefix)
     return cached, uncached
 

@@ -63,6 +63,9 @@ _AFTER = {
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
 
+#: How far in the future a supplied created_utc may lie before it counts as invalid.
+_CLOCK_SKEW = _dt.timedelta(minutes=1)
+
 _CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
 
@@ -77,8 +80,9 @@ class PendingWrite:
     original_source: dict[str, Any] | None = None
 
 
-def _needs_fixing(created: _dt.datetime | None, now: _dt.datetime) -> bool:
-    return created is None or created.year < 1971 or created > now + _dt.timedelta(minutes=1)
+def _needs_fixing(created: _dt.datetime | None, latest: _dt.datetime) -> bool:
+    """A created date that is missing, before 1971 or later than ``latest`` is replaced."""
+    return created is None or created.year < 1971 or created > latest
 
 
 def _assign_id(pending: PendingWrite) -> None:
@@ -114,7 +118,7 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
     if pending.kind == "save" and doc.id is None:
         raise DocumentError(f"cannot save a {info.name} without an id; add() it first")
     if info.has_dates:
-        if _needs_fixing(doc.created_utc, now):
+        if _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
             _set(doc, "created_utc", now)
         _set(doc, "updated_utc", now)
     if pending.kind == "add":
@@ -181,7 +185,7 @@ def publish_changes(
     options: Options,
 ) -> None:
     """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation."""
-    if not options.notifications:
+    if not options.notifications or not mapper.has_subscribers(info.cls):
         return
     before = signals.before_publish_entity_changed
     for doc_id, change_type in changes:

@@ -181,6 +181,15 @@ class Mapper:
         """Publish an ``entity_changed`` message through the bus."""
         self.bus.publish(model, message, options=options)
 
+    def has_subscribers(self, model: type) -> bool:
+        """Whether publishing for ``model`` can reach anyone (the in-process bus without
+        receivers cannot, so no messages are built)."""
+        if not isinstance(self.bus, BlinkerMessageBus):
+            return True
+        return signals.has_receivers(signals.entity_changed, model) or signals.has_receivers(
+            signals.before_publish_entity_changed, model
+        )
+
     def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
         """How long a by-id read of ``info`` is cached under ``options`` (``None``: not)."""
         if self.documents is None or options.cache is False:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,6 +25,14 @@ from esmapper.model.fields import FieldSpec
 __all__ = ["compile_codec", "format_datetime", "make_converter", "parse_datetime"]
 
 UTC = _dt.timezone.utc
+_fromisoformat = _dt.datetime.fromisoformat
+
+try:  # orjson formats datetimes about 3x faster than isoformat() + replace()
+    from orjson import OPT_UTC_Z as _OPT_UTC_Z
+    from orjson import dumps as _orjson_dumps
+except ImportError:  # pragma: no cover - orjson is optional
+    _orjson_dumps = None  # type: ignore[assignment]
+    _OPT_UTC_Z = 0
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -32,6 +40,8 @@ def format_datetime(value: _dt.datetime) -> str:
     """ISO-8601 in UTC, as stored in ``_source`` (``2026-12-02T16:55:43.123456Z``)."""
     if value.tzinfo is not UTC:
         value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if _orjson_dumps is not None:
+        return _orjson_dumps(value, option=_OPT_UTC_Z)[1:-1].decode()
     return value.isoformat().replace("+00:00", "Z")
 
 
@@ -42,9 +52,16 @@ def parse_datetime(value: Any) -> _dt.datetime:
             return value.replace(tzinfo=UTC)
         return value if value.tzinfo is UTC else value.astimezone(UTC)
     if isinstance(value, str):
-        text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
-        parsed = _dt.datetime.fromisoformat(text)
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        try:
+            parsed = _fromisoformat(value)  # Python 3.11+ reads a trailing Z as UTC
+        except ValueError:
+            if not value.endswith(("Z", "z")):
+                raise
+            parsed = _fromisoformat(value[:-1] + "+00:00")
+        tz = parsed.tzinfo
+        if tz is UTC:
+            return parsed
+        return parsed.replace(tzinfo=UTC) if tz is None else parsed.astimezone(UTC)
     if isinstance(value, _dt.date):
         return _dt.datetime(value.year, value.month, value.day, tzinfo=UTC)
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -234,15 +251,25 @@ def compile_codec(
     *,
     has_id: bool,
     has_version: bool,
+    raw_slots: Mapping[str, Any] | None = None,
 ) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any, Any, Any], Any]]:
-    """Generate ``to_source(doc)`` and ``from_source(src, id, version)`` for ``cls``."""
+    """Generate ``to_source(doc)`` and ``from_source(src, id, version)`` for ``cls``.
+
+    ``raw_slots`` maps tracked field names to their slot descriptors: serializing reads
+    those directly, so it does not mark a document as possibly changed.
+    """
     ns: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_set": object.__setattr__}
+    raw_slots = raw_slots or {}
     attr_by_name = {a.name: a for a in attributes}
 
     dump_lines = ["def to_source(self):", "    return {"]
     for spec in specs:
         if spec.stored:
-            expression = _dump_expr(spec, f"self.{spec.name}", ns)
+            getter = f"self.{spec.name}"
+            if spec.name in raw_slots:
+                ns[f"_raw_{spec.name}"] = raw_slots[spec.name].__get__
+                getter = f"_raw_{spec.name}(self)"
+            expression = _dump_expr(spec, getter, ns)
             dump_lines.append(f"        {spec.name!r}: {expression},")
     dump_lines.append("    }")
 

@@ -193,8 +193,10 @@ class ModelMeta(type):
             if specs
             else tuple(_spec_of_inherited(cls, a) for a in attributes)
         )
-        tracking.install(cls, [s.name for s in ordered if s.many or s.kind in ("inner", "any")])
-        info = _build_info(cls, ordered, attributes, is_document, index_cls)
+        raw_slots = tracking.install(
+            cls, [s.name for s in ordered if s.many or s.kind in ("inner", "any")]
+        )
+        info = _build_info(cls, ordered, attributes, is_document, index_cls, raw_slots=raw_slots)
         type.__setattr__(cls, "__esmapper__", info)
         return cls  # type: ignore[return-value]
 
@@ -213,10 +215,17 @@ def _build_info(
     attributes: Any,
     is_document: bool,
     index_cls: type | None,
+    *,
+    raw_slots: dict[str, Any] | None = None,
 ) -> ModelInfo:
     has_version = is_document and issubclass(cls, Versioned)
     to_source, from_source = compile_codec(
-        cls, specs, attributes, has_id=is_document, has_version=has_version
+        cls,
+        specs,
+        attributes,
+        has_id=is_document,
+        has_version=has_version,
+        raw_slots=raw_slots,
     )
     index = None
     if is_document:
@@ -253,6 +262,9 @@ class _ModelBase(metaclass=ModelMeta):
     __esm_base__ = True
     __slots__ = ("_esm_state",)
     __esmapper__: ClassVar[ModelInfo]
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_esm_state", None)
 
     def to_source(self) -> dict[str, Any]:
         """The ``_source`` dict Elasticsearch stores for this object."""

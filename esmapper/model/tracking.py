@@ -61,9 +61,19 @@ class TrackedSlot:
         self.slot.__delete__(instance)
 
 
-def install(cls: type, mutable_fields: list[str]) -> None:
-    """Replace the slot descriptors of ``mutable_fields`` on ``cls`` with TrackedSlots."""
+def install(cls: type, mutable_fields: list[str]) -> dict[str, Any]:
+    """Replace the slot descriptors of ``mutable_fields`` on ``cls`` with TrackedSlots;
+    returns the raw slot descriptors by name (the codec reads through them)."""
+    raw: dict[str, Any] = {}
     for name in mutable_fields:
-        slot = cls.__dict__.get(name)
-        if slot is not None and not isinstance(slot, TrackedSlot):
+        slot = None
+        for klass in cls.__mro__:
+            slot = klass.__dict__.get(name)
+            if slot is not None:
+                break
+        if isinstance(slot, TrackedSlot):
+            raw[name] = slot.slot
+        elif slot is not None:
             type.__setattr__(cls, name, TrackedSlot(slot, name))
+            raw[name] = slot
+    return raw
