@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The project's two set-up commands (see README.md), runnable with only python3 present.
 
-    python3 dev.py demo    # the main job: a demo of esmapper on the local server
+    python3 dev.py demo    # the main job: the demo (library walkthrough, CLI, web app)
     python3 dev.py test    # the whole test suite
 
 Each creates ./.venv on first use and installs the package with its test extras into it
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     ensure_venv()
     command, rest = argv[0], argv[1:]
     if command == "demo":
-        return subprocess.call([str(PYTHON), "-m", "esmapper.demo", *rest], cwd=ROOT)
+        return subprocess.call([str(PYTHON), "-m", "examples.demo", *rest], cwd=ROOT)
     return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT)
 
 

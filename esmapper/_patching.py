@@ -32,12 +32,14 @@ from esmapper._search import is_index_missing
 from esmapper._writes import PendingWrite, publish_changes, write_documents
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.errors import (
+    BulkItemFailure,
     BulkWriteError,
     DocumentError,
     DocumentNotFoundError,
     VersionConflictError,
 )
 from esmapper.ids import check_id
+from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
 from esmapper.model.state import DocState
 from esmapper.options import Options, refresh_param
@@ -130,24 +132,40 @@ def patch_ids(
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
         body = _update_body(repo, patch)
+        targets = locate_documents(repo.mapper.client, repo.spec, id_list)
+        # time-series ids stored nowhere: not found, like a 404 of the update
+        missing = [
+            BulkItemFailure(
+                id, repo.spec.alias, "update", 404, "document_missing_exception", "document missing"
+            )
+            for id in id_list
+            if id not in targets
+        ]
         actions = [
             BulkAction(
                 op="update",
-                index=repo.spec.write_target,
+                index=targets[id],
                 id=id,
                 body=body,
                 retry_on_conflict=patch.retry_on_conflict,
             )
             for id in id_list
+            if id in targets
         ]
-        outcomes = repo.mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+        outcomes = (
+            repo.mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+            if actions
+            else []
+        )
         changed = [o.id for o in outcomes if o.ok and o.result != "noop"]
         _after_patch(repo, [str(i) for i in changed], options)
         failed = [o for o in outcomes if not o.ok]
-        if failed:
-            if len(outcomes) == 1:
+        if len(id_list) == 1 and missing:
+            raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
+        if failed or missing:
+            if len(outcomes) == 1 and not missing:
                 _raise_for(failed[0], repo)
-            raise BulkWriteError([o.to_failure() for o in failed], changed)
+            raise BulkWriteError([o.to_failure() for o in failed] + missing, changed)
         return
     if len(id_list) > 1:
         ids_query = Query.get_dsl_class("ids")(values=id_list)
@@ -159,10 +177,16 @@ def patch_ids(
 def _patch_one_client_side(
     repo: Repository[Any], id: str, patch: JsonPatch | ActionPatch, options: Options
 ) -> None:
-    try:
-        raw = repo.mapper.client.get(index=repo.spec.read_target, id=id).body
-    except NotFoundError as exc:
-        raise DocumentNotFoundError(id, index=repo.spec.alias) from exc
+    if repo.spec.is_time_series:
+        found = get_document(repo.mapper.client, repo.spec, id)
+        if found is None:
+            raise DocumentNotFoundError(id, index=repo.spec.alias)
+        raw = found
+    else:
+        try:
+            raw = repo.mapper.client.get(index=repo.spec.read_target, id=id).body
+        except NotFoundError as exc:
+            raise DocumentNotFoundError(id, index=repo.spec.alias) from exc
     outcome, document, original = _apply_client_side(repo, raw, patch, options)
     if outcome is None:
         return

@@ -89,22 +89,26 @@ class SearchRequest:
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
             raise QueryValidationError(
                 f"limit={limit!r} is out of range: 0 to {MAX_LIMIT} (use search_after for "
-                "deeper paging)"
+                "deeper paging)",
+                field="limit",
             )
         self.page = 1 if page is None else page
         if not isinstance(self.page, int) or self.page < 1:
-            raise QueryValidationError(f"page={page!r} must be an integer >= 1")
+            raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
         self.snapshot = snapshot
         self.search_after_mode = search_after is not None or snapshot
         self.search_after = (
             None if search_after is None or search_after is True else decode_token(search_after)
         )
         if self.search_after_mode and page not in (None, 1):
-            raise QueryValidationError("page cannot be combined with search_after paging")
+            raise QueryValidationError(
+                "page cannot be combined with search_after paging", field="page"
+            )
         if not self.search_after_mode and self.page * self.limit > MAX_LIMIT:
             raise QueryValidationError(
                 f"page {self.page} of {self.limit} goes past {MAX_LIMIT} results; use "
-                "search_after paging"
+                "search_after paging",
+                field="page",
             )
         if self.search_after_mode and not snapshot:
             self.sort = [*self.sort, {"id": {"order": "asc"}}]

@@ -38,6 +38,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id
+from esmapper.indexes.timeseries import new_document_time
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import remember, state_of
 from esmapper.options import Options, refresh_param
@@ -103,8 +104,7 @@ def _assign_id(pending: PendingWrite) -> None:
             terms.append(value if isinstance(value, str) else str(value))
         _set(doc, "id", compose_id(*terms, names=info.index.id_fields))
     else:
-        at = doc.created_utc if info.has_dates and info.index.kind in ("daily", "monthly") else None
-        _set(doc, "id", str(ObjectId.new(at)))
+        _set(doc, "id", str(ObjectId.new(new_document_time(info, doc))))
 
 
 def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
@@ -280,7 +280,10 @@ def write_documents(
         for pending in pendings:
             if pending.kind != "remove":
                 pending.doc.validate()
-    targets = [mapper.spec(p.info.cls).write_index_for(p.doc) for p in pendings]
+    targets = [
+        mapper.spec(p.info.cls).write_index_for(p.doc, removing=p.kind == "remove")
+        for p in pendings
+    ]
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():

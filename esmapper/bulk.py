@@ -433,7 +433,7 @@ class BulkWriter:
                 # Each item is {op: {...}}.
                 result: Mapping[str, Any] = next(iter(item.values()))
                 status = result.get("status", 0)
-                if can_retry and status in RETRYABLE_STATUSES:
+                if can_retry and (status in RETRYABLE_STATUSES or _write_blocked(result)):
                     retry.append(i)
                     continue
                 outcomes[i] = _outcome(actions[i], status, result)
@@ -447,6 +447,19 @@ class BulkWriter:
         stats.backoffs.append(delay)
         self.sleep(delay)
         return attempt + 1
+
+
+def _write_blocked(result: Mapping[str, Any]) -> bool:
+    """An item refused by an index write block (``PUT /<index>/_block/write``, which a
+    reindex sets on the old index just before its alias swap): not applied, so it is safe
+    to send again; the retry goes through the alias to the new index."""
+    error = result.get("error")
+    return (
+        result.get("status") == 403
+        and isinstance(error, Mapping)
+        and error.get("type") == "cluster_block_exception"
+        and "index write (api)" in str(error.get("reason", ""))
+    )
 
 
 def _outcome(action: BulkAction, status: int, r: Mapping[str, Any]) -> BulkOutcome:

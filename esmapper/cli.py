@@ -1,35 +1,393 @@
 """The ``esmapper`` command line (click).
 
-``esmapper --version`` prints the version. Global options name the application's mapper
-(``--app module:attribute`` or ``ESMAPPER_APP``) and override its address (``--url`` or
-``ESMAPPER_URL``); the commands that use them (``migrate``, ``status``, ``reindex``,
-``ids``) arrive with the index-lifecycle work.
+Global options name the application's mapper (``--app module:attribute`` or
+``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
+returning one, imported with the current directory on ``sys.path``) and override its address
+(``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run]``, ``status``, ``maintain``,
+``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply]``; a model NAME is its
+class name or its index name (with or without the prefix), case-insensitive.
+
+Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
+error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
+failures print one ``error: ...`` line on stderr, never a traceback (``-v`` shows the logs).
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from datetime import timedelta
+from types import ModuleType
+from typing import IO, Any
+
 import click
+from elastic_transport import ConnectionError as TransportConnectionError
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, NotFoundError
 
 from esmapper._version import __version__
+from esmapper.errors import EsmapperError, LockError
+from esmapper.mapper import Mapper
+from esmapper.migrations import MigrationResult, plan, run_migrations
+from esmapper.migrations.planning import index_version, view_index
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CliError(click.ClickException):
+    """An expected failure: shown as one ``error: ...`` line on stderr, exit code 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class LockHeld(CliError):
+    """A lock is held by another process (exit code 2)."""
+
+    exit_code = 2
+
+
+class Cancelled(CliError):
+    """The run was cancelled (exit code 3)."""
+
+    exit_code = 3
+
+
+def _connection_message(exc: TransportError, ctx: click.Context) -> str:
+    mapper = (ctx.obj or {}).get("mapper")
+    where = ""
+    if isinstance(mapper, Mapper):
+        where = " at " + ", ".join(n.base_url for n in mapper.client.transport.node_pool.all())
+    if isinstance(exc, ConnectionTimeout):
+        return f"Elasticsearch{where} did not answer in time"
+    errno = re.search(r"\[Errno -?\d+\] ([^)\]]+)", str(exc))
+    reason = errno.group(1).strip() if errno else type(exc).__name__
+    return f"cannot reach Elasticsearch{where}: {reason}"
+
+
+def _error_for(exc: Exception, ctx: click.Context) -> CliError | None:
+    if isinstance(exc, LockError):
+        return LockHeld(str(exc))
+    if isinstance(exc, EsmapperError):
+        return CliError(str(exc))
+    if isinstance(exc, TransportConnectionError | ConnectionTimeout):
+        return CliError(_connection_message(exc, ctx))
+    if isinstance(exc, ApiError):
+        return CliError(f"Elasticsearch answered {exc.meta.status}: {exc.message}")
+    if isinstance(exc, TransportError):
+        return CliError(f"Elasticsearch request failed: {exc}")
+    return None
+
+
+class _Group(click.Group):
+    """Turns expected exceptions of any command into one ``error:`` line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            error = _error_for(exc, ctx)
+            if error is None:
+                raise
+            raise error from exc
+
+
+class _EchoHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(self.format(record), err=True)
+
+
+def _setup_logging(ctx: click.Context, verbose: int) -> None:
+    quiet = logging.NullHandler()
+    for name in ("esmapper", "elastic_transport"):  # no "last resort" output on stderr
+        logging.getLogger(name).addHandler(quiet)
+        ctx.call_on_close(lambda name=name: logging.getLogger(name).removeHandler(quiet))
+    if verbose:
+        handler = _EchoHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root, transport = logging.getLogger(), logging.getLogger("elastic_transport")
+        previous = root.level, transport.level
+        root.addHandler(handler)
+        root.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+        transport.setLevel(logging.WARNING if verbose == 1 else logging.DEBUG)
+
+        ctx.call_on_close(lambda: root.removeHandler(handler))
+        ctx.call_on_close(lambda: root.setLevel(previous[0]))
+        ctx.call_on_close(lambda: transport.setLevel(previous[1]))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="esmapper")
-@click.option(
-    "--app",
-    envvar="ESMAPPER_APP",
-    metavar="MODULE:ATTR",
-    help="The Mapper to use, e.g. myapp.models:mapper.",
-)
-@click.option(
-    "--url",
-    envvar="ESMAPPER_URL",
-    metavar="URL",
-    help="Elasticsearch address (overrides the mapper's).",
-)
+@click.option("--app", envvar="ESMAPPER_APP", metavar="MODULE:ATTR",
+              help="The Mapper to use, e.g. myapp.models:mapper.")  # fmt: skip
+@click.option("--url", envvar="ESMAPPER_URL", metavar="URL",
+              help="Elasticsearch address (overrides the mapper's).")  # fmt: skip
+@click.option("-v", "--verbose", count=True, help="Show logs on stderr (-vv: debug).")
 @click.pass_context
-def main(ctx: click.Context, app: str | None, url: str | None) -> None:
+def main(ctx: click.Context, app: str | None, url: str | None, verbose: int) -> None:
     """esmapper: models, migrations and index maintenance for Elasticsearch."""
     ctx.obj = {"app": app, "url": url}
+    _setup_logging(ctx, verbose)
+
+
+def _import(module_name: str) -> ModuleType:
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module_name)
+    except Exception as exc:
+        raise CliError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def load_mapper(app: str | None, url: str | None = None) -> Mapper:
+    """The Mapper named by ``module:attribute`` (see the module docstring); ``url`` builds a
+    new one with the same models, prefix and migrations at that address (the application's
+    own mapper is left open: it is not ours to close). Raises CliError."""
+    if not app:
+        raise CliError("no application: pass --app module:attribute or set ESMAPPER_APP")
+    module_name, _, attr = app.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--app {app!r} must look like module:attribute")
+    target: Any = _import(module_name)
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise CliError(f"{module_name!r} has no attribute {attr!r} (--app {app})") from None
+    if not isinstance(target, Mapper) and callable(target):
+        try:
+            target = target()
+        except Exception as exc:
+            raise CliError(f"{app}() failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(target, Mapper):
+        raise CliError(f"{app} is a {type(target).__name__}, not an esmapper Mapper")
+    mapper: Mapper = target
+    if not url:
+        return mapper
+    return Mapper(url, models=mapper.models, index_prefix=mapper.index_prefix,
+                  migrations=mapper.migrations)  # fmt: skip
+
+
+def _mapper(ctx: click.Context) -> Mapper:
+    root = ctx.find_root()
+    obj: dict[str, Any] = root.obj
+    if obj.get("mapper") is None:
+        mapper = load_mapper(obj.get("app"), obj.get("url"))
+        obj["mapper"] = mapper
+        if obj.get("url"):  # built here: close it at the end
+            root.call_on_close(mapper.close)
+    return obj["mapper"]  # type: ignore[no-any-return]
+
+
+def find_model(mapper: Mapper, name: str) -> type:
+    """The registered model whose class name or index name (with or without the prefix)
+    is ``name``, case-insensitive; raises CliError listing the known ones."""
+    wanted = name.lower()
+    for model in mapper.models:
+        spec = mapper.spec(model)
+        if wanted in (model.__name__.lower(), spec.alias.lower(), spec.options.name.lower()):
+            return model
+    known = ", ".join(sorted(m.__name__ for m in mapper.models)) or "none"
+    raise CliError(f"unknown model {name!r} (models: {known})")
+
+
+def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
+    module: ModuleType | None = None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+    found: Callable[..., Any] | None = getattr(module, function, None)
+    if found is None:
+        raise CliError(f"{what} is unavailable in this version of esmapper")
+    return found
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--retry-failed", is_flag=True, help="Run failed versioned migrations again.")
+@click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
+@click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
+              help="How long to wait for the migrations lock.")  # fmt: skip
+@click.pass_context
+def migrate(
+    ctx: click.Context, dry_run: bool, retry_failed: bool, no_reindex: bool, lock_wait: float
+) -> None:
+    """Configure indexes, run pending migrations, reindex outdated indexes."""
+    report = run_migrations(
+        _mapper(ctx),
+        dry_run=dry_run,
+        retry_failed=retry_failed,
+        reindex=not no_reindex,
+        lock_wait=timedelta(seconds=lock_wait),
+        on_outcome=None if dry_run else lambda outcome: click.echo(str(outcome)),
+    )
+    if dry_run:
+        click.echo("plan (dry run, nothing changed):")
+        for step in report.steps:
+            click.echo(f"  {step}")
+        if not report.steps:
+            click.echo("  nothing to do")
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if report.result is not MigrationResult.SUCCESS:
+        kinds = {
+            MigrationResult.UNABLE_TO_ACQUIRE_LOCK: LockHeld,
+            MigrationResult.CANCELLED: Cancelled,
+        }
+        raise kinds.get(report.result, CliError)(report.error or report.result.value)
+    if not dry_run:
+        click.echo(f"migrations: {report.result.value}")
+
+
+def _doc_count(mapper: Mapper, alias: str) -> str:
+    try:
+        return str(mapper.client.count(index=alias)["count"])
+    except NotFoundError:
+        return "-"
+
+
+def _table(rows: list[list[str]]) -> Iterator[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+
+
+@main.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Indexes, versions, alias targets, doc counts and pending migrations (read-only)."""
+    mapper = _mapper(ctx)
+    rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
+    for model in mapper.models:
+        spec = mapper.spec(model)
+        view = view_index(mapper.client, spec)
+        index, version = view.current or "-", str(spec.version)
+        if spec.kind == "plain":
+            version = "plain"
+        elif spec.kind in ("daily", "monthly"):
+            index = f"{spec.physical_name()}-* ({view.partitions} partitions)"
+            version = f"{spec.version} ({spec.kind})"
+        else:
+            now = index_version(view.current)
+            version = f"{'-' if now is None else now}/{spec.version}"
+        state = "outdated" if view.outdated else "ok" if view.exists else "missing"
+        if view.current is None and view.exists and spec.kind == "versioned":
+            state = "no alias"
+        count = "-" if view.empty else _doc_count(mapper, spec.alias)
+        rows.append([model.__name__, spec.alias, index, version, count, state])
+    for line in _table(rows) if len(rows) > 1 else ["no models"]:
+        click.echo(line)
+    steps = [s for s in plan(mapper) if s.is_migration]
+    click.echo(f"pending migrations: {len(steps) or 'none'}")
+    for step in steps:
+        click.echo(f"  {step}")
+
+
+@main.command()
+@click.pass_context
+def maintain(ctx: click.Context) -> None:
+    """Index maintenance: time-series aliases and expired partitions."""
+    run = _optional("esmapper.indexes.maintenance", "maintain", "index maintenance")
+    report = run(_mapper(ctx))
+    deleted, expired = getattr(report, "deleted", ()), getattr(report, "expired", ())
+    actions = getattr(report, "alias_actions", ())
+    for name in deleted:
+        click.echo(f"deleted {name}")
+    for action in actions:
+        for verb, target in dict(action).items():
+            click.echo(f"alias {verb} {target.get('alias')} -> {target.get('index')}")
+    click.echo(
+        f"maintenance: {len(expired)} expired, {len(deleted)} deleted, {len(actions)} alias changes"
+    )
+
+
+@main.command()
+@click.argument("name")
+@click.pass_context
+def reindex(ctx: click.Context, name: str) -> None:
+    """Reindex NAME (a model or index name) to its current version; atomic alias swap."""
+    run = _optional("esmapper.indexes.reindex", "reindex", "reindexing")
+    mapper = _mapper(ctx)
+    model = find_model(mapper, name)
+    with ExitStack() as stack:
+        bar: Any = None
+
+        def progress(p: Any) -> None:
+            nonlocal bar
+            if bar is None:
+                label = f"reindex {model.__name__}"
+                bar = stack.enter_context(click.progressbar(length=100, label=label))
+            percent = getattr(p, "percent", None)
+            if percent is None:
+                percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
+            if int(percent) > bar.pos:
+                bar.update(min(int(percent), 100) - bar.pos)
+
+        result = run(mapper, model, progress=progress)
+    if getattr(result, "status", None) == "up_to_date":
+        click.echo(f"{model.__name__} is up to date ({result.new_index})")
+        return
+    if not hasattr(result, "new_index"):
+        click.echo(f"reindexed {model.__name__}")
+        return
+    click.echo(
+        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}, "
+        f"{result.copied} copied, {result.caught_up} caught up, old index "
+        f"{'deleted' if result.old_deleted else 'kept'} ({result.seconds:.1f}s)"
+    )
+
+
+@main.group()
+def ids() -> None:
+    """Document id checks and re-keying (id_fields)."""
+
+
+@ids.command()
+@click.argument("model_name", metavar="MODEL")
+@click.pass_context
+def audit(ctx: click.Context, model_name: str) -> None:
+    """Report documents whose id no longer matches the model's id_fields (read-only)."""
+    run = _optional("esmapper.rekey", "audit", "id auditing")
+    mapper = _mapper(ctx)
+    counts = {"ok": 0, "rewrite": 0, "blocked": 0}
+    for item in run(mapper, find_model(mapper, model_name)):
+        counts[item.status] = counts.get(item.status, 0) + 1
+        if item.status == "rewrite":
+            click.echo(f"REWRITE {item.old_id} -> {item.new_id}")
+        elif item.status != "ok":
+            click.echo(f"{item.status.upper()} {item.old_id} -> {item.new_id or '-'} "
+                       f"({item.reason})")  # fmt: skip
+    click.echo(", ".join(f"{n} {status}" for status, n in counts.items()))
+
+
+@ids.command()
+@click.argument("model_name", metavar="MODEL")
+@click.option("--apply", is_flag=True, help="Write the changes (default: report only).")
+@click.pass_context
+def rekey(ctx: click.Context, model_name: str, apply: bool) -> None:
+    """Re-key documents whose id no longer matches id_fields (dry run unless --apply)."""
+    run = _optional("esmapper.rekey", "rekey", "re-keying")
+    mapper = _mapper(ctx)
+    report = run(mapper, find_model(mapper, model_name), apply=apply, echo=click.echo)
+    summary = getattr(report, "summary", None)
+    if summary:
+        click.echo(summary)
+    if getattr(report, "failed", 0):
+        raise CliError(f"{report.failed} document(s) could not be re-keyed")
+
+
+if __name__ == "__main__":
+    main()

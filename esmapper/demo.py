@@ -74,7 +74,9 @@ def _walkthrough(mapper: em.Mapper, say: Callable[[str], None]) -> None:
     results = repo.find("age:>=25", sort="name", aggregations="terms:company_id avg:age")
     for hit in results.hits:
         say(f"{hit.document.name} ({hit.document.age}) version={hit.version}")
-    say(f"total={results.total}; aggregations: {results.aggregations!r}")
+    aggs = results.aggregations
+    companies = ", ".join(f"{b.key}={b.total}" for b in aggs["terms_company_id"].buckets)
+    say(f"total={results.total}; by company: {companies}; avg age: {aggs['avg_age'].value}")
 
     say("\n== save with a version check ==")
     jane = repo.require(str(staff[0].id))

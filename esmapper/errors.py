@@ -13,7 +13,9 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
      +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
      +-- IndexConfigurationError       an index or alias cannot be configured as declared
+     +-- IndexMaxAgeExceededError      a time-series write older than max_age (also ValueError)
      +-- MigrationError                a migration failed or cannot run
+     |    +-- ReindexError             a version reindex failed (``.result`` tells how far)
      +-- LockError                     a lock could not be acquired, renewed or released
 
 Errors carry what is known about the failure: ``index``, ``ids``, and the server's
@@ -37,10 +39,12 @@ __all__ = [
     "EsmapperError",
     "IdTooLongError",
     "IndexConfigurationError",
+    "IndexMaxAgeExceededError",
     "InvalidIdTermError",
     "LockError",
     "MigrationError",
     "QueryValidationError",
+    "ReindexError",
     "VersionConflictError",
 ]
 
@@ -236,8 +240,44 @@ class IndexConfigurationError(EsmapperError):
     """An index, alias or mapping cannot be configured as the model declares it."""
 
 
+class IndexMaxAgeExceededError(EsmapperError, ValueError):
+    """A write into a time-series partition older than the model's ``Index.max_age``.
+
+    Raised before anything is sent (FEATURES IX-9): the partition is never recreated
+    silently. The message starts with ``"Index max age exceeded"``; ``index`` is the
+    partition's dated alias and ``ids`` the document id.
+    """
+
+
 class MigrationError(EsmapperError):
     """A migration failed, or the migration plan cannot run."""
+
+
+class ReindexError(MigrationError):
+    """A reindex failed; ``result`` (an ``esmapper.indexes.ReindexResult``) tells how far
+    it got.
+
+    Before the alias swap (``result.swapped`` is false) the old index still serves behind
+    the alias and the new one was deleted (or kept with ``keep_failed_index=True``).
+    ``failures`` holds Elasticsearch's per-document failures (``index``, ``id``,
+    ``status``, ``cause``) or the error of the whole request.
+    """
+
+    def __init__(self, message: str, *, result: Any) -> None:
+        failures: tuple[dict[str, Any], ...] = tuple(result.failures)
+        first = failures[0] if failures else {}
+        cause = first.get("cause")
+        if not isinstance(cause, dict):
+            cause = {}
+        super().__init__(
+            message,
+            index=result.new_index,
+            ids=[str(f["id"]) for f in failures if f.get("id") is not None],
+            error_type=cause.get("type") or first.get("type"),
+            reason=cause.get("reason") or first.get("reason"),
+        )
+        self.result = result
+        self.failures = failures
 
 
 class LockError(EsmapperError):

@@ -126,7 +126,7 @@ class Mapper:
         with self._lock:
             if model in self._specs:
                 return self._specs[model]
-            spec = IndexSpec(info, self.index_prefix)
+            spec = IndexSpec(info, self.index_prefix, client=self.client, clock=self.clock)
             for other in self._specs.values():
                 if other.alias.lower() == spec.alias.lower():
                     raise IndexConfigurationError(

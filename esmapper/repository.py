@@ -19,6 +19,7 @@ from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
+from esmapper.indexes.reads import get_document, search_documents
 from esmapper.model.state import DocState
 from esmapper.options import Options
 from esmapper.patches import Patch
@@ -131,10 +132,16 @@ class Repository(Generic[T]):
                 if not _visible(self.info, cached.get("_source"), opts.soft_deletes):
                     return None
                 return self._hydrate(cached)
-        try:
-            raw = _hit(self.mapper.client.get(index=self.spec.read_target, id=id).body)
-        except NotFoundError:
-            return None
+        if self.spec.is_time_series:
+            found = get_document(self.mapper.client, self.spec, id)
+            if found is None:
+                return None
+            raw = _hit(found)
+        else:
+            try:
+                raw = _hit(self.mapper.client.get(index=self.spec.read_target, id=id).body)
+            except NotFoundError:
+                return None
         if ttl is not None:
             self.mapper.cache_fill(self.info, id, raw, token, ttl)
         if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
@@ -159,12 +166,19 @@ class Repository(Generic[T]):
         missing = [id for id in wanted if id not in hits]
         if missing:
             try:
-                response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)
+                if self.spec.is_time_series:  # no multi-GET through several partitions
+                    docs = [
+                        {**raw, "found": True}
+                        for raw in search_documents(self.mapper.client, self.spec, missing)
+                    ]
+                else:
+                    response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)
+                    docs = response.body["docs"]
             except NotFoundError as exc:
                 if not is_index_missing(exc):
                     raise
             else:
-                for raw in response.body["docs"]:
+                for raw in docs:
                     if raw.get("found"):
                         hit = _hit(raw)
                         hits[hit["_id"]] = hit
@@ -183,6 +197,11 @@ class Repository(Generic[T]):
         ``soft_deletes="all"``/``"deleted"``)."""
         opts = self.options(**options)
         check_id(id)
+        if self.spec.is_time_series:
+            found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
+            return found is not None and _visible(
+                self.info, found.get("_source"), opts.soft_deletes
+            )
         if not self.info.soft_deletes or opts.soft_deletes == "all":
             return bool(self.mapper.client.exists(index=self.spec.read_target, id=id))
         try:

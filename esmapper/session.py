@@ -178,9 +178,11 @@ class Session:
         return results.hits[0].document if results.hits else None
 
     def _read_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        merged = {"soft_deletes": self.options.soft_deletes, "cache": self.options.cache}
-        if self.options.consistency != "eventual":
-            merged["consistency"] = self.options.consistency
+        # the session's consistency is for its flushes; a read asks for its own
+        merged: dict[str, Any] = {
+            "soft_deletes": self.options.soft_deletes,
+            "cache": self.options.cache,
+        }
         merged.update(options)
         return merged
 

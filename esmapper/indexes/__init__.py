@@ -1,0 +1,35 @@
+"""Index management: specs, configuration, version reindexing, time-series partitions.
+
+Public entry points: :func:`configure_indexes`, :func:`reindex`, :func:`reindex_outdated`,
+:func:`maintain`, :func:`partitions_for_range`, and the errors
+:class:`IndexMaxAgeExceededError` and :class:`ReindexError`.
+"""
+
+from esmapper.indexes.configure import IndexState, configure_indexes
+from esmapper.indexes.errors import IndexMaxAgeExceededError, ReindexError
+from esmapper.indexes.maintenance import MaintenanceReport, maintain
+from esmapper.indexes.reindex import (
+    ReindexProgress,
+    ReindexResult,
+    compose_reindex_script,
+    reindex,
+    reindex_outdated,
+)
+from esmapper.indexes.spec import IndexSpec
+from esmapper.indexes.timeseries import partitions_for_range
+
+__all__ = [
+    "IndexMaxAgeExceededError",
+    "IndexSpec",
+    "IndexState",
+    "MaintenanceReport",
+    "ReindexError",
+    "ReindexProgress",
+    "ReindexResult",
+    "compose_reindex_script",
+    "configure_indexes",
+    "maintain",
+    "partitions_for_range",
+    "reindex",
+    "reindex_outdated",
+]

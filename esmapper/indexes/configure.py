@@ -9,7 +9,14 @@ Idempotent and safe to call at every start. For each model it sends:
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
-that points at an older version is reported as ``outdated``: moving it needs a reindex.
+that points at an older version is reported as ``outdated``: moving it needs a reindex,
+which ``configure_indexes`` never starts (FEATURES IM-3; see
+:func:`esmapper.indexes.reindex.reindex_outdated`).
+
+Time-series models (``daily``/``monthly``) get an index template instead
+(``PUT /_index_template/<alias>-v<N>-template``, pattern ``<alias>-v<N>-*``, the mapping,
+settings and umbrella alias); existing partitions are left alone (FEATURES IM-19) and new ones
+are created by the first write of their period.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundErro
 
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.spec import IndexSpec
+from esmapper.indexes.timeseries import template_body
 
 __all__ = ["IndexState", "configure_indexes", "index_state"]
 
@@ -33,7 +41,9 @@ class IndexState:
     """What ``configure_indexes`` found or did for one model.
 
     ``action`` is ``created``, ``mapping_updated``, ``unchanged`` or ``outdated`` (the alias
-    points at ``current_index``, an older version than ``expected_index``).
+    points at ``current_index``, an older version than ``expected_index``). For time-series
+    models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``),
+    ``current_index`` ``None`` and ``action`` ``created`` or ``template_updated``.
     """
 
     model: str
@@ -100,15 +110,36 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> None:
         ) from exc
 
 
+def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
+    name = spec.template_name
+    existed = bool(client.indices.exists_index_template(name=name))
+    try:
+        client.indices.put_index_template(name=name, **template_body(spec))
+    except BadRequestError as exc:
+        raise IndexConfigurationError(
+            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
+            index=spec.alias,
+            error_type=str(exc.error),
+            reason=_reason(exc),
+        ) from exc
+    if not existed:
+        log.info("created index template %s for %s", name, spec.info.name)
+    return IndexState(
+        model=spec.info.name,
+        alias=spec.alias,
+        expected_index=spec.index_pattern,
+        current_index=None,
+        action="template_updated" if existed else "created",
+    )
+
+
 def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list[IndexState]:
     """Create missing indexes and aliases and update mappings; see the module docstring."""
     states: list[IndexState] = []
     for spec in specs:
-        if spec.kind in ("daily", "monthly"):
-            raise IndexConfigurationError(
-                f"{spec.info.name}: time-series indexes ({spec.kind}) are not supported yet",
-                index=spec.alias,
-            )
+        if spec.is_time_series:
+            states.append(_configure_template(client, spec))
+            continue
         expected = spec.physical_name()
         current, exists = index_state(client, spec)
         if spec.kind == "versioned" and current is None and client.indices.exists(index=spec.alias):

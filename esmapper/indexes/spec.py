@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime as _dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.ids import ObjectId
+from esmapper.indexes import timeseries
 from esmapper.model.info import IndexOptions, ModelInfo
 
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
 __all__ = ["IndexSpec"]
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
 
 
 class IndexSpec:
@@ -14,18 +26,44 @@ class IndexSpec:
 
     ``alias`` is the name reads and writes go through. For ``versioned`` indexes the physical
     index is ``<alias>-v<version>`` behind the alias; for ``plain`` indexes the alias *is* the
-    physical index.
+    physical index; for ``daily``/``monthly`` indexes ``alias`` is the umbrella alias over the
+    partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
+
+    Time-series writes need the spec bound to a client and a clock (``client=``/``clock=``
+    or :meth:`bind`): they create partitions lazily and check ``max_age``.
     """
 
-    __slots__ = ("alias", "info", "options", "prefix")
+    __slots__ = ("alias", "client", "clock", "info", "options", "partitions", "prefix")
 
-    def __init__(self, info: ModelInfo, prefix: str = "") -> None:
+    def __init__(
+        self,
+        info: ModelInfo,
+        prefix: str = "",
+        *,
+        client: Elasticsearch | None = None,
+        clock: Callable[[], _dt.datetime] | None = None,
+    ) -> None:
         if info.index is None:
             raise TypeError(f"{info.name} is not a Document and has no index")
         self.info = info
         self.options: IndexOptions = info.index
         self.prefix = prefix
         self.alias = f"{prefix}{self.options.name}"
+        self.client = client
+        self.clock: Callable[[], _dt.datetime] = clock or _utcnow
+        self.partitions = timeseries.PartitionCache()
+        date_field = self.options.date_field
+        if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
+            raise IndexConfigurationError(
+                f"{info.name}.Index.date_field {date_field!r} is not a field of {info.name}",
+                index=self.alias,
+            )
+
+    def bind(self, client: Elasticsearch, clock: Callable[[], _dt.datetime] | None = None) -> None:
+        """Give the spec the client and clock time-series writes use."""
+        self.client = client
+        if clock is not None:
+            self.clock = clock
 
     @property
     def kind(self) -> str:
@@ -35,11 +73,40 @@ class IndexSpec:
     def version(self) -> int:
         return self.options.version
 
+    @property
+    def is_time_series(self) -> bool:
+        """Whether the model is ``daily`` or ``monthly``."""
+        return self.kind in timeseries.TIME_SERIES_KINDS
+
+    @property
+    def date_field(self) -> str:
+        """The attribute that dates a time-series document (``created_utc`` by default)."""
+        return self.options.date_field or "created_utc"
+
     def physical_name(self, version: int | None = None) -> str:
-        """The physical index holding ``version`` (the current version by default)."""
+        """The physical index holding ``version`` (the current version by default); for
+        time-series models the partitions' common stem ``<alias>-v<version>``."""
         if self.kind == "plain":
             return self.alias
         return f"{self.alias}-v{self.version if version is None else version}"
+
+    def partition_name(self, at: _dt.datetime, version: int | None = None) -> str:
+        """The physical partition holding ``at``: ``<alias>-v<N>-2026.12.02`` / ``-2026.12``."""
+        return f"{self.physical_name(version)}-{timeseries.suffix(self.kind, at)}"
+
+    def dated_alias(self, at: _dt.datetime) -> str:
+        """The dated alias of the period holding ``at``: ``<alias>-2026.12.02``."""
+        return f"{self.alias}-{timeseries.suffix(self.kind, at)}"
+
+    @property
+    def index_pattern(self) -> str:
+        """The pattern of the current version's partitions (``<alias>-v<N>-*``)."""
+        return f"{self.physical_name()}-*"
+
+    @property
+    def template_name(self) -> str:
+        """The index template of the current version's partitions."""
+        return f"{self.physical_name()}-template"
 
     @property
     def read_target(self) -> str:
@@ -50,9 +117,65 @@ class IndexSpec:
         """The name writes are sent to (the alias; a single-index alias is writable)."""
         return self.alias
 
-    def write_index_for(self, doc: Any) -> str:
-        """The index or alias a write of ``doc`` goes to (time-series: its partition)."""
-        return self.write_target
+    def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
+        """The index or alias a write of ``doc`` goes to.
+
+        Versioned and plain models: :attr:`write_target`, nothing sent. Time-series models:
+        the physical partition of the document's date
+        (:func:`~esmapper.indexes.timeseries.document_date`), after checking ``max_age``
+        (:class:`~esmapper.indexes.errors.IndexMaxAgeExceededError`, nothing sent) and
+        creating the partition on the first write of its period in this process (see
+        :meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`).
+
+        A document with no date (no ObjectId id, ``date_field`` empty) is looked up with
+        ``POST <alias>/_search`` by id; ``removing=True`` turns "not found" into a name the
+        delete will answer 404 for (a no-op), otherwise it raises
+        :class:`~esmapper.errors.DocumentValidationError`.
+        """
+        if not self.is_time_series:
+            return self.write_target
+        client = self._bound()
+        at = timeseries.document_date(self, doc)
+        if at is None:
+            found = self._locate(client, doc.id)
+            if found is not None:
+                return found
+            if removing:
+                return self.partition_name(self.clock())
+            raise DocumentValidationError(
+                f"{self.info.name}: cannot pick a partition for a document without an ObjectId "
+                f"id and without {self.date_field}",
+                field=self.date_field,
+            )
+        start = timeseries.period_start(self.kind, at)
+        timeseries.check_max_age(self, start, self.clock(), doc.id)
+        return self.partitions.ensure(client, self, start)
+
+    def read_index_for_id(self, id: str) -> str:
+        """Where a by-id read of ``id`` goes (FEATURES IX-10): the dated alias of an ObjectId
+        id's period for time-series models, else :attr:`read_target`. Sends nothing; a miss
+        there should fall back to an ``ids`` search on :attr:`read_target`."""
+        if self.is_time_series and ObjectId.is_valid(id):
+            return self.dated_alias(ObjectId(id).created_at)
+        return self.read_target
+
+    def _bound(self) -> Elasticsearch:
+        if self.client is None:
+            raise IndexConfigurationError(
+                f"{self.info.name}: the index spec of a time-series model needs a client "
+                "(IndexSpec(..., client=...) or spec.bind(client, clock))",
+                index=self.alias,
+            )
+        return self.client
+
+    def _locate(self, client: Elasticsearch, id: str | None) -> str | None:
+        if id is None:
+            return None
+        response = client.options(ignore_status=404).search(
+            index=self.alias, query={"ids": {"values": [id]}}, size=1, source=False
+        )
+        hits = response.body.get("hits", {}).get("hits", []) if response.meta.status == 200 else []
+        return str(hits[0]["_index"]) if hits else None
 
     def body(self, *, with_alias: bool) -> dict[str, Any]:
         """The create-index body: settings, mappings and (optionally) the alias."""

@@ -1,0 +1,109 @@
+"""By-id reads of time-series models (FEATURES IX-10, CO-1).
+
+A single-document GET cannot go through the umbrella alias once it spans several partitions
+(Elasticsearch: "alias has more than one index associated with it"). These helpers read by
+id the way the reference implementation does: an ObjectId id names its period, so its
+dated alias gets a real-time GET; a miss there, or any other id, falls back to an ``ids``
+search on the umbrella alias (near-real-time: it sees a write after the next refresh).
+
+They return raw hits (``_index``, ``_id``, ``_source``, ``_seq_no``, ``_primary_term``), the
+shape a GET answers, so the repository builds documents and versions from them as usual. A
+missing index or alias is a miss, never an error (decision Q23).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from esmapper.ids import ObjectId
+from esmapper.indexes.spec import IndexSpec
+
+__all__ = ["get_document", "locate_documents", "search_documents"]
+
+_IDS_PER_SEARCH = 1000
+
+
+def search_documents(
+    client: Elasticsearch,
+    spec: IndexSpec,
+    ids: Sequence[str],
+    *,
+    source_includes: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The stored hits among ``ids``, in no particular order (missing ids omitted).
+
+    Sends ``POST /<umbrella alias>/_search`` with ``{"ids": {"values": [...]}}`` and
+    ``seq_no_primary_term=true``, per 1000 ids. Raises the client's ``ApiError`` for an
+    answer other than 200 or 404.
+    """
+    lenient = client.options(ignore_status=404)
+    extra: dict[str, Any] = {}
+    if source_includes is not None:
+        extra["source_includes"] = list(source_includes)
+    hits: list[dict[str, Any]] = []
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), _IDS_PER_SEARCH):
+        chunk = unique[start : start + _IDS_PER_SEARCH]
+        response = lenient.search(
+            index=spec.read_target,
+            query={"ids": {"values": chunk}},
+            size=len(chunk),
+            seq_no_primary_term=True,
+            **extra,
+        )
+        if response.meta.status == 200:
+            hits += response.body.get("hits", {}).get("hits", [])
+    return hits
+
+
+def get_document(
+    client: Elasticsearch,
+    spec: IndexSpec,
+    id: str,
+    *,
+    source_includes: Sequence[str] | None = None,
+) -> dict[str, Any] | None:
+    """The stored hit of ``id``, or ``None``.
+
+    For an ObjectId id: ``GET /<dated alias>/_doc/<id>`` (real-time); on a miss, or for any
+    other id, :func:`search_documents`. For a model that is not time-series: a plain
+    ``GET /<alias>/_doc/<id>``.
+    """
+    lenient = client.options(ignore_status=404)
+    target = spec.read_index_for_id(id)
+    if target != spec.read_target or not spec.is_time_series:
+        extra: dict[str, Any] = {}
+        if source_includes is not None:
+            extra["source_includes"] = list(source_includes)
+        response = lenient.get(index=target, id=id, **extra)
+        if response.meta.status == 200 and response.body.get("found"):
+            return dict(response.body)
+        if not spec.is_time_series:
+            return None
+    found = search_documents(client, spec, [id], source_includes=source_includes)
+    return found[0] if found else None
+
+
+def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -> dict[str, str]:
+    """``id -> the index or alias a by-id write (update, delete) of it must name``.
+
+    Not time-series: every id maps to the write alias, nothing sent. Time-series: an
+    ObjectId id maps to its dated alias (nothing sent; the partition may not exist, then
+    the write answers 404); the other ids are looked up with :func:`search_documents` and
+    map to the partition holding them, unknown ones are left out.
+    """
+    if not spec.is_time_series:
+        return dict.fromkeys(ids, spec.write_target)
+    targets: dict[str, str] = {}
+    others: list[str] = []
+    for id in ids:
+        if ObjectId.is_valid(id):
+            targets[id] = spec.read_index_for_id(id)
+        else:
+            others.append(id)
+    for hit in search_documents(client, spec, others):
+        targets[str(hit["_id"])] = str(hit["_index"])
+    return targets

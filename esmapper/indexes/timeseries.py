@@ -1,0 +1,275 @@
+"""Time-series indexes (``kind = "daily" | "monthly"``): partitions, routing and retention.
+
+Names, for ``class Index: name = "logs"; version = 1; kind = "daily"`` (with the mapper's
+``index_prefix`` in front of each):
+
+- physical partition ``logs-v1-2026.12.02`` (monthly: ``logs-v1-2026.12``);
+- dated alias ``logs-2026.12.02``, which always points at the one live partition of that
+  period, whatever its version;
+- umbrella alias ``logs`` over every live partition: reads go through it;
+- index template ``logs-v1-template`` with pattern ``logs-v1-*``, priority
+  :data:`TEMPLATE_PRIORITY`, the mapping, the settings and the umbrella alias
+  (``configure_indexes`` puts it; existing partitions are never changed, FEATURES IM-19).
+
+A write's partition comes from the document's date (FEATURES IX-5): the period of the index
+a loaded document was read from, else the time encoded in an ObjectId id, else the
+``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
+``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
+is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
+
+from esmapper.errors import IndexConfigurationError
+from esmapper.ids import ObjectId
+from esmapper.indexes.errors import IndexMaxAgeExceededError
+from esmapper.model.codec import parse_datetime
+from esmapper.model.state import state_of
+
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
+
+__all__ = [
+    "TEMPLATE_PRIORITY",
+    "TIME_SERIES_KINDS",
+    "Partition",
+    "PartitionCache",
+    "check_max_age",
+    "document_date",
+    "expires_at",
+    "new_document_time",
+    "next_period",
+    "parse_partition",
+    "partition_body",
+    "partitions_for_range",
+    "period_start",
+    "suffix",
+    "template_body",
+]
+
+TIME_SERIES_KINDS: Final = ("daily", "monthly")
+TEMPLATE_PRIORITY: Final = 500
+"""Above Elasticsearch's built-in templates (``logs-*-*`` etc. use 100-200)."""
+
+_FORMATS: Final = {"daily": "%Y.%m.%d", "monthly": "%Y.%m"}
+_SUFFIX_RE: Final = {"daily": r"\d{4}\.\d{2}\.\d{2}", "monthly": r"\d{4}\.\d{2}"}
+_AVG_MONTH: Final = _dt.timedelta(days=30.436875)
+_AVG_YEAR: Final = _dt.timedelta(days=365.2425)
+_UTC: Final = _dt.timezone.utc
+
+
+def period_start(kind: str, at: _dt.datetime) -> _dt.datetime:
+    """The UTC start of the day (daily) or month (monthly) holding ``at`` (naive = UTC)."""
+    at = parse_datetime(at)
+    start = _dt.datetime(at.year, at.month, at.day, tzinfo=_UTC)
+    return start.replace(day=1) if kind == "monthly" else start
+
+
+def next_period(kind: str, start: _dt.datetime) -> _dt.datetime:
+    """The start of the period after the one starting at ``start``."""
+    if kind == "monthly":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start + _dt.timedelta(days=1)
+
+
+def suffix(kind: str, at: _dt.datetime) -> str:
+    """``2026.12.02`` (daily) or ``2026.12`` (monthly)."""
+    return period_start(kind, at).strftime(_FORMATS[kind])
+
+
+def expires_at(
+    kind: str, start: _dt.datetime, max_age: _dt.timedelta | None
+) -> _dt.datetime | None:
+    """When the period starting at ``start`` expires (``None``: never).
+
+    Daily: start + max_age; monthly: end of the month + max_age (FEATURES IM-28).
+    """
+    if max_age is None:
+        return None
+    return (next_period(kind, start) if kind == "monthly" else start) + max_age
+
+
+@attrs.frozen(slots=True)
+class Partition:
+    """A physical partition: ``index`` (e.g. ``logs-v1-2026.12.02``), its ``version`` and
+    the UTC ``start`` of its period."""
+
+    index: str
+    version: int
+    start: _dt.datetime
+
+
+def parse_partition(spec: IndexSpec, index: str) -> Partition | None:
+    """The :class:`Partition` named ``index`` if it is one of ``spec``'s, else ``None``."""
+    pattern = rf"{re.escape(spec.alias)}-v(\d+)-({_SUFFIX_RE[spec.kind]})"
+    match = re.fullmatch(pattern, index)
+    if match is None:
+        return None
+    try:
+        parsed = _dt.datetime.strptime(match.group(2), _FORMATS[spec.kind])
+    except ValueError:
+        return None
+    return Partition(index, int(match.group(1)), parsed.replace(tzinfo=_UTC))
+
+
+def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
+    """The time a new time-series document's ObjectId must encode (FEATURES IX-6): its
+    ``date_field`` (``created_utc`` by default); ``None`` for other kinds or no date."""
+    options = info.index
+    if options is None or options.kind not in TIME_SERIES_KINDS:
+        return None
+    value = getattr(doc, options.date_field or "created_utc", None)
+    return None if value is None else parse_datetime(value)
+
+
+def document_date(spec: IndexSpec, doc: Any) -> _dt.datetime | None:
+    """The date that picks ``doc``'s partition, or ``None`` when nothing tells it.
+
+    In order: the period of the partition the document was loaded from or last written to;
+    the time in an ObjectId id (it beats ``date_field``, FEATURES IX-5); ``date_field``.
+    """
+    state = state_of(doc)
+    if state is not None and state.index:
+        partition = parse_partition(spec, state.index)
+        if partition is not None:
+            return partition.start
+    if ObjectId.is_valid(doc.id):
+        return ObjectId(doc.id).created_at
+    value = getattr(doc, spec.date_field, None)
+    return None if value is None else parse_datetime(value)
+
+
+def check_max_age(spec: IndexSpec, start: _dt.datetime, now: _dt.datetime, id: Any) -> None:
+    """Raise :class:`IndexMaxAgeExceededError` if the period starting at ``start`` expired."""
+    expiry = expires_at(spec.kind, start, spec.options.max_age)
+    if expiry is not None and parse_datetime(now) > expiry:
+        dated = spec.dated_alias(start)
+        raise IndexMaxAgeExceededError(
+            f"Index max age exceeded: {spec.info.name} partition {dated!r} expired at "
+            f"{expiry.isoformat()} (max_age {spec.options.max_age}); writes into it are refused",
+            index=dated,
+            ids=[id] if isinstance(id, str) else [],
+        )
+
+
+def partition_body(spec: IndexSpec, start: _dt.datetime) -> dict[str, Any]:
+    """The create-index body of a new partition: mapping, settings, dated + umbrella alias."""
+    body = spec.body(with_alias=False)
+    body["aliases"] = {spec.dated_alias(start): {}, spec.alias: {}}
+    return body
+
+
+def template_body(spec: IndexSpec) -> dict[str, Any]:
+    """The ``PUT _index_template`` body for the current version's partitions."""
+    template = spec.body(with_alias=True)
+    return {
+        "index_patterns": [spec.index_pattern],
+        "priority": TEMPLATE_PRIORITY,
+        "template": template,
+        "meta": {"managed_by": "esmapper", "model": spec.info.name, "version": spec.version},
+    }
+
+
+class PartitionCache:
+    """The per-process set of ensured partitions of one spec (FEATURES IX-7); thread-safe.
+
+    Maps a period start to the physical index its writes go to.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[_dt.datetime, str] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, client: Elasticsearch, spec: IndexSpec, start: _dt.datetime) -> str:
+        """The physical partition for the period starting at ``start``, created if missing.
+
+        Sends, once per period and process: ``GET /_alias/<dated alias>``; if no index
+        holds it, ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the
+        dated and umbrella aliases (``resource_already_exists_exception`` from a concurrent
+        creator is tolerated: the dated alias is then added with ``PUT _alias``). Raises
+        :class:`IndexConfigurationError` if Elasticsearch refuses the index.
+        """
+        known = self._known.get(start)
+        if known is not None:
+            return known
+        with self._lock:
+            known = self._known.get(start)
+            if known is None:
+                known = self._ensure(client, spec, start)
+                self._known[start] = known
+            return known
+
+    def forget(self, starts: set[_dt.datetime] | None = None) -> None:
+        """Drop the cached periods ``starts`` (all by default), e.g. after deleting them."""
+        with self._lock:
+            if starts is None:
+                self._known.clear()
+            for start in starts or ():
+                self._known.pop(start, None)
+
+    @staticmethod
+    def _ensure(client: Elasticsearch, spec: IndexSpec, start: _dt.datetime) -> str:
+        dated = spec.dated_alias(start)
+        try:
+            holders = sorted(client.indices.get_alias(name=dated).body)
+        except NotFoundError:
+            holders = []
+        partitions = [p for p in (parse_partition(spec, h) for h in holders) if p is not None]
+        if partitions:
+            return max(partitions, key=lambda p: p.version).index
+        name = spec.partition_name(start)
+        try:
+            client.indices.create(index=name, **partition_body(spec, start))
+        except BadRequestError as exc:
+            if exc.error != "resource_already_exists_exception":
+                raise IndexConfigurationError(
+                    f"cannot create partition {name!r} for {spec.info.name}: {exc.error}",
+                    index=name,
+                    error_type=str(exc.error),
+                ) from exc
+            # Created concurrently (or by a write through the template): make sure it
+            # carries the dated alias too.
+            client.indices.put_alias(index=name, name=dated)
+        return name
+
+
+def partitions_for_range(
+    spec: IndexSpec, start: _dt.datetime | None, end: _dt.datetime | None
+) -> list[str] | None:
+    """The dated aliases a search over ``[start, end]`` needs, or ``None`` for the umbrella.
+
+    Pure (sends nothing). ``None`` when the model is not time-series, a bound is open, the
+    range exceeds ``max_age``, or it is too long to list: daily at >= 3 months, monthly at
+    > 1 year (FEATURES IX-11; months of 30.436875 days and years of 365.2425 days, as the
+    reference implementation measures them). Some of the aliases may not exist (no
+    document that day, or expired): search with ``ignore_unavailable=True,
+    allow_no_indices=True``. Raises ``ValueError`` when ``end`` is before ``start``.
+    """
+    if spec.kind not in TIME_SERIES_KINDS or start is None or end is None:
+        return None
+    start, end = parse_datetime(start), parse_datetime(end)
+    if end < start:
+        raise ValueError(f"the range ends ({end.isoformat()}) before it starts")
+    period = end - start
+    max_age = spec.options.max_age
+    if max_age is not None and period > max_age:
+        return None
+    if (spec.kind == "daily" and period >= 3 * _AVG_MONTH) or (
+        spec.kind == "monthly" and period > _AVG_YEAR
+    ):
+        return None
+    names = []
+    current = period_start(spec.kind, start)
+    while current <= end:
+        names.append(spec.dated_alias(current))
+        current = next_period(spec.kind, current)
+    return names

@@ -1,0 +1,266 @@
+"""What a ``migrate`` would do: :func:`compute_steps` (pure) and :func:`plan` (read-only).
+
+The rules (also in the package docstring):
+
+- **versioned** / **resumable** migrations run in ascending ``version`` order. One without a
+  ``completed`` record runs (also when its version is below an already completed one: it is
+  run "out of order" and the reason says so). A ``versioned`` one whose record is ``failed``
+  or ``started`` (interrupted) is **blocked** (permanent failure) unless ``retry_failed``;
+  a ``resumable`` one is resumed. A blocked step blocks every step after it.
+- On a **fresh install** every versioned and resumable migration without a record is
+  marked completed instead of run.
+- **repeatable** migrations come after: they run when they never completed, when their last
+  run failed, when their ``version`` differs from the recorded one, or always
+  (``always = True``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+from elasticsearch import NotFoundError
+
+from esmapper.indexes.configure import index_state
+from esmapper.migrations.base import Migration, load_migrations
+from esmapper.migrations.state import MigrationRecord, StateStore
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.mapper import Mapper
+
+__all__ = ["IndexView", "PlannedStep", "compute_steps", "index_steps", "plan", "view_index"]
+
+CREATE_INDEX = "create_index"
+REINDEX = "reindex"
+MARK_COMPLETED = "mark_completed"
+RUN = "run"
+BLOCKED = "blocked"
+
+_VERSION_SUFFIX = re.compile(r"-v(\d+)$")
+
+
+@attrs.frozen
+class PlannedStep:
+    """One thing ``migrate`` would do.
+
+    ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
+    ``mark_completed``, ``run`` or ``blocked`` (migration steps: ``target`` is the migration
+    id, ``migration`` the instance); ``reason`` says why.
+    """
+
+    action: str
+    target: str
+    kind: str
+    version: int | None = None
+    description: str = ""
+    reason: str = ""
+    migration: Migration | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def is_migration(self) -> bool:
+        return self.migration is not None
+
+    def __str__(self) -> str:
+        what = self.target if self.kind == "index" else f"{self.kind} {self.target}"
+        text = f"{self.action:<15} {what}"
+        if self.description and self.description != self.target:
+            text += f" ({self.description})"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+def _step(action: str, migration: Migration, reason: str) -> PlannedStep:
+    return PlannedStep(
+        action=action,
+        target=migration.migration_id,
+        kind=migration.kind,
+        version=migration.version,
+        description=migration.title,
+        reason=reason,
+        migration=migration,
+    )
+
+
+def _versioned_step(
+    migration: Migration,
+    record: MigrationRecord | None,
+    *,
+    fresh: bool,
+    retry_failed: bool,
+    highest_done: int | None,
+) -> PlannedStep | None:
+    if record is not None and record.completed:
+        return None
+    if record is None:
+        if fresh:
+            return _step(MARK_COMPLETED, migration, "fresh install: nothing to migrate")
+        version = migration.version
+        if highest_done is not None and version is not None and version < highest_done:
+            return _step(RUN, migration, f"pending (out of order: {highest_done} is done)")
+        return _step(RUN, migration, "pending")
+    state = "failed" if record.status == "failed" else "was interrupted"
+    detail = f": {record.error}" if record.error else ""
+    if migration.kind == "resumable":
+        return _step(RUN, migration, f"resuming: {state} after {record.attempts} attempt(s)")
+    if retry_failed:
+        return _step(RUN, migration, f"retrying: {state}{detail}")
+    return _step(
+        BLOCKED,
+        migration,
+        f"{state}{detail}; fix it, then migrate with retry_failed (--retry-failed)",
+    )
+
+
+def _repeatable_step(migration: Migration, record: MigrationRecord | None) -> PlannedStep | None:
+    if record is None:
+        return _step(RUN, migration, "never ran")
+    if not record.completed:
+        return _step(RUN, migration, f"last run {record.status}")
+    if record.version != migration.version:
+        return _step(RUN, migration, f"version changed {record.version} -> {migration.version}")
+    if migration.always:
+        return _step(RUN, migration, "runs on every migrate (always = True)")
+    return None
+
+
+def compute_steps(
+    migrations: Sequence[Migration],
+    records: Mapping[str, MigrationRecord],
+    *,
+    fresh: bool = False,
+    retry_failed: bool = False,
+) -> list[PlannedStep]:
+    """The migration steps for ``migrations`` given the stored ``records`` (pure).
+
+    ``fresh`` says the run is a fresh install (see the module docstring). Completed
+    migrations that need nothing produce no step.
+    """
+    versioned = sorted((m for m in migrations if m.is_versioned), key=lambda m: m.version or 0)
+    done = [
+        m.version
+        for m in versioned
+        if (r := records.get(m.migration_id)) is not None and r.completed and m.version is not None
+    ]
+    highest_done = max(done) if done else None
+    steps: list[PlannedStep] = []
+    blocker: PlannedStep | None = None
+    for migration in versioned:
+        step = _versioned_step(
+            migration,
+            records.get(migration.migration_id),
+            fresh=fresh,
+            retry_failed=retry_failed,
+            highest_done=highest_done,
+        )
+        if step is None:
+            continue
+        if blocker is not None:
+            step = _step(BLOCKED, migration, f"waits for migration {blocker.target}")
+        elif step.action == BLOCKED:
+            blocker = step
+        steps.append(step)
+    for migration in migrations:
+        if migration.kind != "repeatable":
+            continue
+        step = _repeatable_step(migration, records.get(migration.migration_id))
+        if step is not None and blocker is not None:
+            step = _step(BLOCKED, migration, f"waits for migration {blocker.target}")
+        if step is not None:
+            steps.append(step)
+    return steps
+
+
+def index_version(physical: str | None) -> int | None:
+    """The version in a physical index name (``employees-v2`` -> 2), if any."""
+    match = _VERSION_SUFFIX.search(physical or "")
+    return int(match.group(1)) if match else None
+
+
+@attrs.frozen
+class IndexView:
+    """What exists of one model's indexes (read-only; see :func:`view_index`).
+
+    ``current`` is the physical index the alias resolves to (time-series: ``None``),
+    ``exists`` whether the expected index (time-series: the template) exists, ``partitions``
+    the number of time-series partitions behind the alias, ``outdated`` whether a versioned
+    alias points at another version than the model's.
+    """
+
+    current: str | None
+    exists: bool
+    partitions: int = 0
+    outdated: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Nothing of this model exists yet (no index, alias, partition or template)."""
+        return self.current is None and not self.exists and not self.partitions
+
+
+def view_index(client: Elasticsearch, spec: IndexSpec) -> IndexView:
+    """Sends ``GET /_alias/<alias>`` and ``HEAD /<index>`` (time-series: ``HEAD
+    /_index_template/<name>``); changes nothing."""
+    if spec.kind in ("daily", "monthly"):
+        try:
+            partitions = len(client.indices.get_alias(name=spec.alias).body)
+        except NotFoundError:
+            partitions = 0
+        template = bool(
+            client.indices.exists_index_template(name=f"{spec.physical_name()}-template")
+        )
+        return IndexView(None, template, partitions)
+    current, exists = index_state(client, spec)
+    outdated = spec.kind == "versioned" and current not in (None, spec.physical_name())
+    return IndexView(current, exists, 0, outdated)
+
+
+def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], bool]:
+    """``(create steps, reindex steps, whether nothing of any model index exists)``.
+
+    Sends the requests of :func:`view_index` per model; changes nothing.
+    """
+    creates: list[PlannedStep] = []
+    reindexes: list[PlannedStep] = []
+    all_missing = bool(mapper.models)
+    for model in mapper.models:
+        spec = mapper.spec(model)
+        view = view_index(mapper.client, spec)
+        all_missing = all_missing and view.empty
+        expected = spec.physical_name()
+        if not view.exists:
+            what = "template" if spec.kind in ("daily", "monthly") else "index"
+            creates.append(
+                PlannedStep(
+                    CREATE_INDEX, spec.alias, "index", spec.version, expected, f"{what} missing"
+                )
+            )
+        if view.outdated:
+            reason = f"the alias points at {view.current}; {model.__name__} is at version "
+            reindexes.append(
+                PlannedStep(
+                    REINDEX, spec.alias, "index", spec.version, expected, reason + str(spec.version)
+                )
+            )
+    return creates, reindexes, all_missing
+
+
+def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
+    """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
+
+    Index steps (``create_index``, then after the migrations ``reindex``) come from
+    ``GET /_alias`` / ``HEAD`` requests; migration steps from ``POST
+    /<prefix>esmapper-migrations/_search``. Raises :class:`~esmapper.errors.MigrationError`
+    when the migrations are invalid (e.g. duplicate versions) and the client's errors when
+    the server cannot be reached.
+    """
+    migrations = load_migrations(mapper.migrations)
+    creates, reindexes, all_missing = index_steps(mapper)
+    store = StateStore(mapper.client, index_prefix=mapper.index_prefix)
+    fresh = all_missing and not store.exists()
+    records = {} if fresh else store.load()
+    steps = compute_steps(migrations, records, fresh=fresh, retry_failed=retry_failed)
+    return [*creates, *steps, *reindexes]

@@ -1,0 +1,362 @@
+"""Running migrations: :func:`migrate` (the result) and :func:`run_migrations` (the report).
+
+A run sends, in order:
+
+1. the ``migrations`` lock: a create-only write of ``<prefix>esmapper-locks/_doc/migrations``
+   (see :mod:`esmapper.locks`); held by someone else -> ``UNABLE_TO_ACQUIRE_LOCK``;
+2. ``HEAD /<prefix>esmapper-migrations`` and the reads of
+   :func:`~esmapper.migrations.planning.view_index` per model (did anything exist? if not,
+   it is a fresh install), then ``mapper.configure_indexes()``, then ``PUT
+   /<prefix>esmapper-migrations`` if missing and a search of its records;
+3. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
+   (``completed`` / ``failed``) and a lock renewal;
+4. when every migration succeeded, a reindex of each outdated versioned index (when
+   :mod:`esmapper.indexes.reindex` is available), then the lock is released.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from esmapper.errors import LockError
+from esmapper.indexes.configure import IndexState
+from esmapper.locks import Lock, LockProvider
+from esmapper.migrations import state as st
+from esmapper.migrations.base import (
+    Migration,
+    MigrationCancelled,
+    MigrationContext,
+    MigrationResult,
+    load_migrations,
+)
+from esmapper.migrations.planning import (
+    BLOCKED,
+    CREATE_INDEX,
+    MARK_COMPLETED,
+    REINDEX,
+    PlannedStep,
+    compute_steps,
+    index_steps,
+    plan,
+)
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["LOCK_NAME", "LOCK_TTL", "MigrationRun", "StepOutcome", "migrate", "run_migrations"]
+
+log = logging.getLogger("esmapper.migrations")
+
+LOCK_NAME = "migrations"
+LOCK_TTL = timedelta(minutes=30)
+_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress callbacks
+
+
+@attrs.define
+class StepOutcome:
+    """What happened to one step: ``status`` is ``created`` / ``reindexed`` (index steps),
+    ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
+
+    step: PlannedStep
+    status: str
+    attempts: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    def __str__(self) -> str:
+        step = self.step
+        what = step.target if step.kind == "index" else f"{step.kind} migration {step.target}"
+        if step.description and step.description != step.target:
+            what += f" ({step.description})"
+        text = f"{self.status:<10} {what}"
+        if self.attempts > 1:
+            text += f" after {self.attempts} attempts"
+        if self.seconds >= 0.01:
+            text += f" in {self.seconds:.2f}s"
+        return f"{text}: {self.error}" if self.error else text
+
+
+@attrs.define
+class MigrationRun:
+    """The report of :func:`run_migrations`; ``result`` is what :func:`migrate` returns.
+
+    ``steps`` is the plan (what a dry run would do), ``outcomes`` what was done, ``indexes``
+    what ``configure_indexes`` reported, ``error`` the reason of a non-success result.
+    """
+
+    result: MigrationResult
+    steps: list[PlannedStep] = attrs.field(factory=list)
+    outcomes: list[StepOutcome] = attrs.field(factory=list)
+    indexes: list[IndexState] = attrs.field(factory=list)
+    error: str | None = None
+    warnings: list[str] = attrs.field(factory=list)
+    dry_run: bool = False
+
+
+class _LockLost(Exception):
+    pass
+
+
+class _Runner:
+    def __init__(
+        self,
+        mapper: Mapper,
+        lock: Lock,
+        migrations: Sequence[Migration],
+        *,
+        cancel: threading.Event,
+        sleep: Callable[[float], object],
+        on_outcome: Callable[[StepOutcome], object] | None,
+    ) -> None:
+        self.mapper = mapper
+        self.lock = lock
+        self.migrations = migrations
+        self.cancel = cancel
+        self.sleep = sleep
+        self.on_outcome = on_outcome
+        self.store = st.StateStore(mapper.client, index_prefix=mapper.index_prefix)
+        self.report = MigrationRun(MigrationResult.SUCCESS)
+        self._renewed_at = time.monotonic()
+        self.cancelled = False
+
+    def emit(self, outcome: StepOutcome) -> None:
+        self.report.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    def renew(self) -> None:
+        try:
+            self.lock.renew()
+        except LockError as exc:
+            raise _LockLost(str(exc)) from exc
+        self._renewed_at = time.monotonic()
+
+    def run(self, *, retry_failed: bool, reindex: bool) -> MigrationRun:
+        existed = self.store.exists()
+        nothing_existed = index_steps(self.mapper)[2]
+        states = self.mapper.configure_indexes()
+        self.report.indexes = states
+        for s in states:
+            if s.action == "created":
+                step = PlannedStep(CREATE_INDEX, s.alias, "index", None, s.expected_index)
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "created"))
+        fresh = not existed and nothing_existed
+        if fresh:
+            log.info("fresh install: versioned migrations are marked completed, not run")
+        self.store.ensure()
+        records = self.store.load()
+        steps = compute_steps(self.migrations, records, fresh=fresh, retry_failed=retry_failed)
+        self.report.steps.extend(steps)
+        try:
+            result, error = self.run_steps(steps, records)
+            if result is MigrationResult.SUCCESS and reindex:
+                result, error = self.reindex_outdated(states)
+        except _LockLost as exc:
+            result, error = MigrationResult.FAILED, f"the migrations lock was lost: {exc}"
+        self.report.result, self.report.error = result, error
+        return self.report
+
+    def run_steps(
+        self, steps: Sequence[PlannedStep], records: Mapping[str, st.MigrationRecord]
+    ) -> tuple[MigrationResult, str | None]:
+        failure: str | None = None
+        for step in steps:
+            if self.cancel.is_set():
+                return MigrationResult.CANCELLED, "the migration run was cancelled"
+            if step.action == BLOCKED:
+                self.emit(StepOutcome(step, "blocked", error=step.reason))
+                return MigrationResult.FAILED, f"migration {step.target} {step.reason}"
+            if step.action == MARK_COMPLETED:
+                self.mark_completed(step)
+                continue
+            outcome = self.execute(step, records.get(step.target))
+            if outcome.status == "failed":
+                error = f"migration {step.target} ({step.description}) failed: {outcome.error}"
+                if self.cancelled or self.cancel.is_set():
+                    return MigrationResult.CANCELLED, error
+                if step.kind != "repeatable":
+                    return MigrationResult.FAILED, error
+                failure = failure or error
+        return (MigrationResult.FAILED, failure) if failure else (MigrationResult.SUCCESS, None)
+
+    def mark_completed(self, step: PlannedStep) -> None:
+        assert step.migration is not None
+        now = self.mapper.clock()
+        self.store.save(
+            st.MigrationRecord(
+                id=step.target,
+                kind=step.kind,
+                version=step.version,
+                status=st.COMPLETED,
+                started_utc=now,
+                completed_utc=now,
+                description=step.description,
+                skipped=True,
+            )
+        )
+        self.emit(StepOutcome(step, "marked"))
+
+    def execute(self, step: PlannedStep, record: st.MigrationRecord | None) -> StepOutcome:
+        migration = step.migration
+        assert migration is not None
+        if record is None:
+            record = st.MigrationRecord(id=step.target, kind=migration.kind)
+        retried = migration.kind != "versioned"
+        attempts = max(1, migration.max_attempts) if retried else 1
+        cls = type(migration)
+        ctx_log = logging.getLogger(f"{cls.__module__}.{cls.__qualname__}")
+        started = time.monotonic()
+        error: str | None = None
+        ran = 0
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                if self.cancel.is_set():
+                    break
+                self.sleep(max(0.0, migration.retry_delay) * 2 ** (attempt - 2))
+            if retried:
+                self.renew()  # before each attempt (Foundatio renews before every retry)
+            self._start(record, migration)
+            ran = attempt
+            log.info("running %s migration %s (attempt %d)", migration.kind, step.target, attempt)
+            ctx = MigrationContext(self.mapper, ctx_log, self.lock, self.cancel, attempt)
+            try:
+                migration.run(ctx)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                self._finish(record, st.FAILED, error)
+                log.error(
+                    "migration %s failed (attempt %d of %d): %s",
+                    step.target, attempt, attempts, error, exc_info=True,
+                )  # fmt: skip
+                if isinstance(exc, MigrationCancelled):
+                    self.cancelled = True
+                if isinstance(exc, LockError | MigrationCancelled):
+                    break
+                continue
+            self._finish(record, st.COMPLETED, None)
+            self.renew()
+            outcome = StepOutcome(step, "completed", attempt, time.monotonic() - started)
+            self.emit(outcome)
+            return outcome
+        outcome = StepOutcome(step, "failed", ran, time.monotonic() - started, error)
+        self.emit(outcome)
+        return outcome
+
+    def _start(self, record: st.MigrationRecord, migration: Migration) -> None:
+        record.kind, record.version = migration.kind, migration.version
+        record.description, record.skipped = migration.title, False
+        record.status, record.attempts = st.STARTED, record.attempts + 1
+        record.started_utc, record.completed_utc = self.mapper.clock(), None
+        self.store.save(record)
+
+    def _finish(self, record: st.MigrationRecord, status: str, error: str | None) -> None:
+        record.status, record.error = status, error
+        if status == st.COMPLETED:
+            record.completed_utc = self.mapper.clock()
+        self.store.save(record)
+
+    def reindex_outdated(self, states: Sequence[IndexState]) -> tuple[MigrationResult, str | None]:
+        outdated = [s for s in states if s.action == "outdated"]
+        if not outdated:
+            return MigrationResult.SUCCESS, None
+        try:
+            module = importlib.import_module("esmapper.indexes.reindex")
+        except ModuleNotFoundError as exc:
+            if exc.name != "esmapper.indexes.reindex":
+                raise
+            for s in outdated:
+                message = f"{s.alias} is outdated but reindexing is unavailable in this version"
+                log.warning(message)
+                self.report.warnings.append(message)
+            return MigrationResult.SUCCESS, None
+        reindex: Callable[..., Any] = module.reindex
+        by_alias = {self.mapper.spec(m).alias: m for m in self.mapper.models}
+        for s in outdated:
+            reason = f"the alias points at {s.current_index}"
+            step = PlannedStep(REINDEX, s.alias, "index", None, s.expected_index, reason)
+            self.report.steps.append(step)
+            started = time.monotonic()
+            try:
+                reindex(self.mapper, by_alias[s.alias], progress=self._progress)
+            except _LockLost:
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("reindex of %s failed: %s", s.alias, error, exc_info=True)
+                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+                return MigrationResult.FAILED, f"reindex of {s.alias} failed: {error}"
+            self.emit(StepOutcome(step, "reindexed", 1, time.monotonic() - started))
+        return MigrationResult.SUCCESS, None
+
+    def _progress(self, progress: Any) -> None:
+        log.info("reindex progress: %s/%s", progress.done, progress.total)
+        if time.monotonic() - self._renewed_at >= _RENEW_EVERY:
+            self.renew()
+
+
+def run_migrations(
+    mapper: Mapper,
+    *,
+    dry_run: bool = False,
+    lock_wait: timedelta = timedelta(0),
+    lock_ttl: timedelta = LOCK_TTL,
+    retry_failed: bool = False,
+    reindex: bool = True,
+    cancel: threading.Event | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+    on_outcome: Callable[[StepOutcome], object] | None = None,
+) -> MigrationRun:
+    """Configure indexes, run pending migrations, reindex outdated indexes; the full report.
+
+    ``dry_run`` only computes :func:`~esmapper.migrations.plan` (nothing is written, no lock
+    is taken; the result is ``FAILED`` when a step is blocked). ``lock_wait`` is how long to
+    wait for the ``migrations`` lock, ``lock_ttl`` its expiry (renewed after every migration
+    and before every retry). ``retry_failed`` runs failed versioned migrations again.
+    ``reindex=False`` leaves outdated indexes alone. ``cancel`` stops the run between steps
+    (``CANCELLED``). ``on_outcome`` is called after every step.
+
+    Raises :class:`~esmapper.errors.MigrationError` for invalid migrations (before anything
+    is sent), :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes``
+    and the client's transport errors; a failing migration is reported, not raised.
+    """
+    migrations = load_migrations(mapper.migrations)
+    if dry_run:
+        steps = plan(mapper, retry_failed=retry_failed)
+        blocked = next((s for s in steps if s.action == BLOCKED), None)
+        if blocked is None:
+            return MigrationRun(MigrationResult.SUCCESS, steps=steps, dry_run=True)
+        error = f"migration {blocked.target} {blocked.reason}"
+        return MigrationRun(MigrationResult.FAILED, steps=steps, error=error, dry_run=True)
+    provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    try:
+        lock = provider.acquire(LOCK_NAME, lock_ttl, wait=lock_wait)
+    except LockError as exc:
+        log.warning("migrations not run: %s", exc)
+        return MigrationRun(MigrationResult.UNABLE_TO_ACQUIRE_LOCK, error=str(exc))
+    with lock:
+        runner = _Runner(
+            mapper,
+            lock,
+            migrations,
+            cancel=cancel or threading.Event(),
+            sleep=sleep,
+            on_outcome=on_outcome,
+        )
+        report = runner.run(retry_failed=retry_failed, reindex=reindex)
+    log.info("migrations: %s", report.result.value)
+    return report
+
+
+def migrate(mapper: Mapper, **kwargs: Any) -> MigrationResult:
+    """Run :func:`run_migrations` and return its :class:`MigrationResult` (same arguments,
+    same requests, same exceptions)."""
+    return run_migrations(mapper, **kwargs).result

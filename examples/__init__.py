@@ -1,0 +1,1 @@
+"""Runnable examples of esmapper (not part of the installed package)."""

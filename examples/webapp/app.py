@@ -1,0 +1,497 @@
+"""The employee directory, a Flask application: ``create_app(mapper)``.
+
+Every request gets its own esmapper session (:mod:`esmapper.contrib.flask`), committed when
+the view returns a success and rolled back otherwise. Views that write call
+``session.flush()`` themselves, so validation errors and version conflicts are shown on the
+page rather than turning into a 500; the redirect that follows (POST-redirect-GET, status
+303) finds the data searchable because the session writes with ``consistency="wait"``.
+
+Pages:
+
+- ``/employees``: filter (Lucene syntax, checked by esmapper: an invalid filter is a message
+  with the field and position, status 400), sort (column headers), pages (``limit`` and
+  ``page``);
+- ``/employees/new``, ``/employees/<id>/edit``: forms; the edit form carries the
+  ``version`` it was rendered from and a save over a newer version is refused with the
+  current values (status 409), never written over;
+- ``/employees/<id>/delete``: soft delete into the recycle bin, ``/trash``: restore or purge
+  (hard delete) one employee, or empty the bin;
+- ``/teams``: the teams (ids composed from company and slug) with their head counts.
+
+This is an example: there is no authentication and no CSRF protection.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from typing import Any
+
+import attrs
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from werkzeug.wrappers import Response
+
+import esmapper as em
+from esmapper.contrib.flask import current_mapper, init_app, session
+from esmapper.query import escape_query_value
+from examples.webapp.forms import (
+    EMPLOYEE_FORM,
+    LABELS,
+    TEAM_FIELDS,
+    Errors,
+    apply_employee,
+    apply_team,
+    employee_values,
+    error_for,
+    read_form,
+)
+from examples.webapp.models import DEFAULT_COMPANY, Employee, Team
+
+__all__ = ["SORT_COLUMNS", "bp", "create_app"]
+
+#: Sortable columns of the list: (sort field, header).
+SORT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("name", "Name"),
+    ("title", "Title"),
+    ("department", "Department"),
+    ("team", "Team"),
+    ("age", "Age"),
+    ("address.city", "City"),
+    ("updated_utc", "Updated"),
+)
+DEFAULT_SORT = "name"
+MAX_PAGE_SIZE = 100
+#: Elasticsearch's default ``index.max_result_window``: page paging stops there.
+RESULT_WINDOW = 10_000
+
+bp = Blueprint("directory", __name__)
+
+
+def create_app(mapper: em.Mapper, **config: Any) -> Flask:
+    """The directory application on ``mapper`` (its indexes must exist: run
+    ``mapper.migrate()`` or ``mapper.configure_indexes()`` first).
+
+    ``config`` overrides the Flask settings: ``COMPANY_ID`` (default ``"acme"``),
+    ``PAGE_SIZE`` (default 10), ``SECRET_KEY`` (default ``$SECRET_KEY``, else random), ...
+    """
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_hex(16),
+        COMPANY_ID=DEFAULT_COMPANY,
+        PAGE_SIZE=10,
+    )
+    app.config.update(config)
+    # One session per request; writes wait for the refresh so a redirect shows them.
+    init_app(app, mapper, consistency="wait")
+    app.register_blueprint(bp)
+    app.register_error_handler(em.QueryValidationError, _query_error_page)
+    app.register_error_handler(em.VersionConflictError, _conflict_error_page)
+    return app
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _see_other(endpoint: str, **values: Any) -> Response:
+    """The redirect of POST-redirect-GET (303: the browser follows with a GET)."""
+    return redirect(url_for(endpoint, **values), code=303)
+
+
+def _load(model: type[Any], id: str, **options: Any) -> Any:
+    """``session.get``, with an id that cannot exist (too long, bad characters) as ``None``."""
+    try:
+        return session.get(model, id, **options)
+    except (em.IdTooLongError, em.InvalidIdTermError):
+        return None
+
+
+def _employee_or_404(id: str, **options: Any) -> Employee:
+    employee = _load(Employee, id, **options)
+    if employee is None:
+        abort(404)
+    return employee  # type: ignore[no-any-return]
+
+
+def _search(model: type[Any], filter: str | None, **kwargs: Any) -> em.FindResults[Any]:
+    """``session.find`` without the refresh that the session's ``consistency="wait"`` would
+    send before each search: the writes already waited for it."""
+    return session.find(model, filter, consistency="eventual", **kwargs)
+
+
+def _team_names() -> dict[str, str]:
+    company = current_app.config["COMPANY_ID"]
+    teams = _search(Team, f"company_id:{escape_query_value(company)}", sort="name", limit=100)
+    return {team.slug: team.name for team in teams}
+
+
+@attrs.frozen
+class QueryProblem:
+    """An invalid list request, as shown above the table."""
+
+    message: str
+    source: str  # "filter", "sort" or "paging"
+    field: str | None = None
+    position: int | None = None
+    expression: str | None = None
+
+    @classmethod
+    def from_error(cls, exc: em.QueryValidationError, *, sort: str = "") -> QueryProblem:
+        if exc.expression is None:
+            source = "paging"
+        elif exc.expression == sort:
+            source = "sort"
+        else:
+            source = "filter"
+        return cls(str(exc), source, exc.field, exc.position, exc.expression)
+
+
+@attrs.define
+class Listing:
+    """The list parameters of a request (``q``, ``sort``, ``page``, ``limit``) and the URLs
+    that change them."""
+
+    endpoint: str
+    q: str = ""
+    sort: str = ""
+    page: int = 1
+    limit: int = 10
+    default_sort: str = ""
+
+    @classmethod
+    def from_request(cls, endpoint: str, default_sort: str) -> Listing:
+        default_limit = int(current_app.config["PAGE_SIZE"])
+        return cls(
+            endpoint,
+            q=(request.args.get("q") or "").strip(),
+            sort=(request.args.get("sort") or "").strip() or default_sort,
+            page=_int_arg("page", 1),
+            limit=min(max(_int_arg("limit", default_limit), 1), MAX_PAGE_SIZE),
+            default_sort=default_sort,
+        )
+
+    def url(self, **changes: Any) -> str:
+        """This list's URL with ``changes`` (defaults left out)."""
+        args: dict[str, Any] = {
+            "q": self.q,
+            "sort": self.sort,
+            "page": self.page,
+            "limit": self.limit,
+        }
+        args.update(changes)
+        defaults: dict[str, Any] = {
+            "q": "",
+            "sort": self.default_sort,
+            "page": 1,
+            "limit": current_app.config["PAGE_SIZE"],
+        }
+        return url_for(self.endpoint, **{k: v for k, v in args.items() if v != defaults[k]})
+
+    def sort_url(self, field: str) -> str:
+        """Sort on ``field``: ascending first, descending when it already sorts ascending."""
+        return self.url(sort=f"-{field}" if self.sort == field else field, page=1)
+
+    def sort_mark(self, field: str) -> str:
+        if self.sort == field:
+            return "▲"
+        if self.sort == f"-{field}":
+            return "▼"
+        return ""
+
+
+def _int_arg(name: str, default: int) -> int:
+    raw = (request.args.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise em.QueryValidationError(
+            f"{name} must be a whole number, got {raw!r}", field=name
+        ) from None
+
+
+@attrs.frozen
+class Pager:
+    """Page links: ``numbers`` holds page numbers and ``None`` for a gap."""
+
+    page: int
+    last: int
+    has_more: bool
+    numbers: list[int | None]
+
+    @classmethod
+    def of(cls, results: em.FindResults[Any], limit: int) -> Pager:
+        last = max(1, math.ceil(results.total / limit))
+        last = min(last, max(1, RESULT_WINDOW // limit))
+        page = results.page
+        shown = sorted({1, last, *range(max(1, page - 2), min(last, page + 2) + 1)})
+        numbers: list[int | None] = []
+        for number in shown:
+            if numbers and number - (numbers[-1] or 0) > 1:
+                numbers.append(None)
+            numbers.append(number)
+        return cls(page, last, results.has_more, numbers)
+
+
+def _list(
+    model: type[Any],
+    listing: Listing,
+    template: str,
+    *,
+    options: dict[str, Any] | None = None,
+    **context: Any,
+) -> tuple[str, int]:
+    """Run the search of ``listing`` (with ``options``, e.g. ``soft_deletes``) and render
+    ``template`` with ``context``; 400 with the problem for an invalid request."""
+    sort = f"{listing.sort} id"  # the id breaks ties: stable pages
+    try:
+        results = _search(
+            model,
+            listing.q or None,
+            sort=sort,
+            limit=listing.limit,
+            page=listing.page,
+            **(options or {}),
+        )
+    except em.QueryValidationError as exc:
+        problem = QueryProblem.from_error(exc, sort=sort)
+        html = render_template(template, listing=listing, problem=problem, results=None, **context)
+        return html, 400
+    pager = Pager.of(results, listing.limit)
+    html = render_template(template, listing=listing, results=results, pager=pager, **context)
+    return html, 200
+
+
+# -- error pages -------------------------------------------------------------------------
+
+
+def _query_error_page(exc: em.QueryValidationError) -> tuple[str, int]:
+    problem = QueryProblem.from_error(exc)
+    return render_template("error.html", title="Invalid request", problem=problem), 400
+
+
+def _conflict_error_page(exc: em.VersionConflictError) -> tuple[str, int]:
+    message = "The document was changed by someone else in the meantime; reload and retry."
+    return render_template("error.html", title="Version conflict", message=message), 409
+
+
+# -- employees ---------------------------------------------------------------------------
+
+
+@bp.get("/")
+def index() -> Response:
+    return _see_other(".list_employees")
+
+
+@bp.get("/employees")
+def list_employees() -> tuple[str, int]:
+    """The directory: filter box, sortable columns, pages."""
+    listing = Listing.from_request(".list_employees", DEFAULT_SORT)
+    return _list(Employee, listing, "employees/list.html", columns=SORT_COLUMNS)
+
+
+@bp.route("/employees/new", methods=["GET", "POST"])
+def new_employee() -> Response | tuple[str, int]:
+    """The creation form; a valid submission adds the employee and shows it."""
+    values: dict[str, str] = {"age": "30"}
+    errors: Errors = {}
+    if request.method == "POST":
+        values = read_form(request.form, EMPLOYEE_FORM)
+        employee = Employee()
+        errors = apply_employee(employee, values)
+        if not errors:
+            session.add(employee)
+            try:
+                session.flush()  # validate() and the write happen here: show their errors
+            except (em.DocumentValidationError, em.DuplicateDocumentError) as exc:
+                session.expunge(employee)
+                errors = error_for(exc)
+        if not errors:
+            flash(f"{employee.name} was added.")
+            return _see_other(".show_employee", id=employee.id)
+    status = 400 if errors else 200
+    return _form_page(values, errors, employee=None, version=None), status
+
+
+@bp.get("/employees/<id>")
+def show_employee(id: str) -> tuple[str, int]:
+    """One employee; a soft-deleted one is shown with a banner and a restore button."""
+    employee = _load(Employee, id) or _employee_or_404(id, soft_deletes="deleted")
+    team = None
+    if employee.team:
+        team = _load(Team, em.compose_id(current_app.config["COMPANY_ID"], employee.team))
+    return render_template("employees/show.html", employee=employee, team=team), 200
+
+
+@bp.route("/employees/<id>/edit", methods=["GET", "POST"])
+def edit_employee(id: str) -> Response | tuple[str, int]:
+    """The edit form. It carries the ``version`` it shows; a save made over another version
+    is refused with the current values (409), whether the change is seen before writing or
+    by Elasticsearch's version check during the write."""
+    employee = _employee_or_404(id)
+    if request.method == "GET":
+        values = employee_values(employee)
+        return _form_page(values, {}, employee=employee, version=employee.version), 200
+
+    values = read_form(request.form, EMPLOYEE_FORM)
+    seen_version = request.form.get("version", "")
+    if seen_version != employee.version:
+        return _conflict_page(employee, values)
+    errors = apply_employee(employee, values)
+    if not errors:
+        try:
+            session.flush()
+        except em.VersionConflictError:
+            # Written by someone else between our read and our write: show their version.
+            session.rollback()
+            session.expunge(employee)
+            current = _load(Employee, id, cache=False, soft_deletes="all")
+            if current is None:
+                flash("This employee was deleted in the meantime.", "error")
+                return _see_other(".list_employees")
+            return _conflict_page(current, values)
+        except em.DocumentValidationError as exc:
+            errors = error_for(exc)
+    if errors:
+        session.rollback()
+        return _form_page(values, errors, employee=employee, version=seen_version), 400
+    flash(f"{employee.name} was saved.")
+    return _see_other(".show_employee", id=id)
+
+
+def _form_page(
+    values: dict[str, str], errors: Errors, *, employee: Employee | None, version: str | None
+) -> str:
+    return render_template(
+        "employees/form.html",
+        values=values,
+        errors=errors,
+        employee=employee,
+        version=version,
+        teams=_team_names(),
+    )
+
+
+def _conflict_page(current: Employee, submitted: dict[str, str]) -> tuple[str, int]:
+    """409: someone else saved ``current`` since the form was loaded; show both versions and
+    a form with the current values and version."""
+    current_values = employee_values(current)
+    changed = {k for k, v in submitted.items() if current_values.get(k, "") != v}
+    html = render_template(
+        "employees/conflict.html",
+        employee=current,
+        current=current_values,
+        submitted=submitted,
+        changed=changed,
+        fields=EMPLOYEE_FORM,
+        labels=LABELS,
+        values=current_values,
+        errors={},
+        version=current.version,
+        teams=_team_names(),
+    )
+    return html, 409
+
+
+@bp.post("/employees/<id>/delete")
+def delete_employee(id: str) -> Response:
+    """Soft delete: the employee moves to the recycle bin (``is_deleted = True``)."""
+    employee = _employee_or_404(id)
+    employee.is_deleted = True
+    try:
+        session.flush()
+    except em.VersionConflictError:
+        session.rollback()
+        flash(f"{employee.name} was changed in the meantime; nothing was deleted.", "error")
+        return _see_other(".show_employee", id=id)
+    flash(f"{employee.name} was moved to the recycle bin.")
+    return _see_other(".list_employees")
+
+
+# -- recycle bin -------------------------------------------------------------------------
+
+
+@bp.get("/trash")
+def trash() -> tuple[str, int]:
+    """The soft-deleted employees, most recently deleted first."""
+    listing = Listing.from_request(".trash", "-updated_utc")
+    return _list(Employee, listing, "trash.html", options={"soft_deletes": "deleted"})
+
+
+@bp.post("/trash/<id>/restore")
+def restore_employee(id: str) -> Response:
+    employee = _employee_or_404(id, soft_deletes="deleted")
+    employee.is_deleted = False
+    session.flush()
+    flash(f"{employee.name} was restored.")
+    return _see_other(".trash")
+
+
+@bp.post("/trash/<id>/purge")
+def purge_employee(id: str) -> Response:
+    """Hard delete of one employee of the recycle bin."""
+    employee = _employee_or_404(id, soft_deletes="deleted")
+    session.remove(employee)
+    session.flush()
+    flash(f"{employee.name} was deleted for good.")
+    return _see_other(".trash")
+
+
+@bp.post("/trash/empty")
+def empty_trash() -> Response:
+    """Hard delete of every soft-deleted employee (one delete-by-query, not the session)."""
+    removed = current_mapper.repository(Employee).remove_all(
+        None, soft_deletes="deleted", consistency="wait"
+    )
+    flash(f"The recycle bin was emptied ({removed} employee(s) deleted for good).")
+    return _see_other(".trash")
+
+
+# -- teams -------------------------------------------------------------------------------
+
+
+@bp.route("/teams", methods=["GET", "POST"])
+def teams() -> Response | tuple[str, int]:
+    """The company's teams with their head counts, and a form to add one."""
+    company = current_app.config["COMPANY_ID"]
+    values: dict[str, str] = {}
+    errors: Errors = {}
+    if request.method == "POST":
+        values = read_form(request.form, TEAM_FIELDS)
+        team = Team(company_id=company)
+        errors = apply_team(team, values)
+        if not errors:
+            session.add(team)  # its id is composed from (company_id, slug)
+            try:
+                session.flush()
+            except em.DuplicateDocumentError:
+                errors = {"slug": f"The team {team.slug!r} already exists."}
+            except em.DocumentValidationError as exc:
+                errors = error_for(exc)
+            except em.IdTooLongError:
+                errors = {"slug": "The slug is too long."}
+            if errors:
+                session.expunge(team)
+        if not errors:
+            flash(f"The team {team.name} was added.")
+            return _see_other(".teams")
+    found = _search(Team, f"company_id:{escape_query_value(company)}", sort="name", limit=100)
+    # Head counts: one terms aggregation over the (active) employees.
+    counts = current_mapper.repository(Employee).aggregate("terms:team~100")
+    by_team = counts.terms("terms_team")
+    head_counts = {b.key: b.total for b in by_team.buckets} if by_team else {}
+    html = render_template(
+        "teams.html", teams=found, head_counts=head_counts, values=values, errors=errors
+    )
+    return html, 400 if errors else 200

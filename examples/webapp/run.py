@@ -1,0 +1,130 @@
+"""Serve the directory: ``python -m examples.webapp`` (from the repository root).
+
+It uses the cluster at ``ESMAPPER_URL``, or starts the embedded local test server (the
+``noida-db`` package of the ``test`` extra) when that is not set; runs ``mapper.migrate()``
+(indexes and migrations); loads sample data into an empty directory; and serves the app on
+http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C.
+
+:func:`serve_in_background` starts the app on a real socket in a thread (tests, demos).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+import attrs
+from elasticsearch import ConnectionError as ESConnectionError
+from flask import Flask
+from werkzeug.serving import BaseWSGIServer, make_server
+
+import esmapper as em
+from esmapper.migrations import MigrationResult
+from examples.webapp import sample_data
+from examples.webapp.app import create_app
+from examples.webapp.models import Employee, build_mapper
+
+__all__ = ["BackgroundServer", "main", "prepare", "serve_in_background"]
+
+
+@attrs.define
+class BackgroundServer:
+    """An app served on a real socket by a thread; ``url`` is its base address."""
+
+    server: BaseWSGIServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server.host}:{self.server.port}"
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread (idempotent)."""
+        if self.thread.is_alive():
+            self.server.shutdown()
+            self.thread.join(timeout=10)
+        self.server.server_close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_in_background(app: Flask, host: str = "127.0.0.1", port: int = 0) -> BackgroundServer:
+    """Serve ``app`` on ``host:port`` (0: a free port) in a daemon thread, one thread per
+    request; stop it with ``.stop()`` or a ``with`` block."""
+    server = make_server(host, port, app, threaded=True)
+    thread = threading.Thread(
+        target=functools.partial(server.serve_forever, poll_interval=0.05),
+        name="webapp-server",
+        daemon=True,
+    )
+    thread.start()
+    return BackgroundServer(server, thread)
+
+
+def prepare(mapper: em.Mapper, *, sample: int = 40) -> MigrationResult:
+    """Configure the indexes and run the migrations; load ``sample`` employees into an empty
+    directory. Returns the migration result."""
+    result = mapper.migrate()
+    if sample and mapper.repository(Employee).count(soft_deletes="all") == 0:
+        sample_data.load(mapper, n=sample)
+    return result  # type: ignore[no-any-return]
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the embedded server is stopped too
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the directory until Ctrl-C or SIGTERM; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m examples.webapp", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 5000))
+    parser.add_argument(
+        "--sample", type=int, default=40, help="employees to load into an empty directory"
+    )
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+    url = os.environ.get("ESMAPPER_URL", "").strip()
+    local = None
+    if not url:
+        from esmapper.testing import LocalServer, ServerStartError
+
+        print("ESMAPPER_URL is not set: starting the embedded local server", flush=True)
+        try:
+            local = LocalServer().start()
+        except ServerStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        url = local.url
+    try:
+        with build_mapper(url) as mapper:
+            print(f"using Elasticsearch at {url}", flush=True)
+            try:
+                result = prepare(mapper, sample=args.sample)
+            except (ESConnectionError, em.EsmapperError) as exc:
+                print(f"error: cannot prepare the directory at {url}: {exc}", file=sys.stderr)
+                return 1
+            print(f"migrations: {result.value}", flush=True)
+            if result is not MigrationResult.SUCCESS:
+                return 1
+            server = make_server(args.host, args.port, create_app(mapper), threaded=True)
+            print(
+                f"Employee directory on http://{args.host}:{server.port}/ (Ctrl-C to stop)",
+                flush=True,
+            )
+            server.serve_forever()  # returns on Ctrl-C/SIGTERM (werkzeug closes the socket)
+            print("\nstopped", flush=True)
+    finally:
+        if local is not None:
+            local.stop()
+    return 0

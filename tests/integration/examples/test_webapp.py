@@ -1,0 +1,404 @@
+"""The example employee directory (examples/webapp), end to end over HTTP against the server.
+
+Most tests drive the app with Flask's test client; one serves it on a real socket.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+from flask import Flask
+from flask.testing import FlaskClient
+
+import esmapper as em
+from esmapper.migrations import MigrationResult
+from examples.webapp import sample_data
+from examples.webapp.migrations import DEFAULT_DEPARTMENT
+from examples.webapp.models import Employee, Team
+from examples.webapp.run import serve_in_background
+
+from .conftest import make_employee
+
+FORM = {
+    "name": "Jane Roe",
+    "email": "jane.roe@example.com",
+    "title": "Staff Engineer",
+    "department": "Engineering",
+    "team": "platform",
+    "age": "41",
+    "skills": "python, elasticsearch",
+    "address.street": "1 Rue de la Paix",
+    "address.city": "Lyon",
+    "address.postcode": "69002",
+    "address.country": "FR",
+}
+
+
+def text(response: Any) -> str:
+    return html.unescape(response.get_data(as_text=True))
+
+
+def names(page: str) -> list[str]:
+    """The employee names linked from a list page, in display order."""
+    return re.findall(r">(Person \d\d)</a>", page)
+
+
+def hidden_version(page: str) -> str:
+    match = re.search(r'name="version" value="([^"]+)"', page)
+    assert match, "the form has no version field"
+    return match.group(1)
+
+
+def created_id(response: Any) -> str:
+    assert response.status_code == 303, text(response)
+    location = response.headers["Location"]
+    assert location.startswith("/employees/")
+    return location.rsplit("/", 1)[-1]
+
+
+# -- list: filter, sort, pages -----------------------------------------------------------
+
+
+def test_list_filters_sorts_and_pages(client: FlaskClient, employees: list[Employee]) -> None:
+    first = client.get("/employees")
+    assert first.status_code == 200
+    page = text(first)
+    assert "12 employees" in page
+    assert names(page) == [f"Person {i:02d}" for i in range(1, 6)]  # PAGE_SIZE=5, by name
+    assert 'href="/employees?page=2"' in page and 'href="/employees?page=3"' in page
+
+    second = text(client.get("/employees?page=2"))
+    assert names(second) == [f"Person {i:02d}" for i in range(6, 11)]
+    last = text(client.get("/employees?page=3"))
+    assert names(last) == ["Person 11", "Person 12"]
+    assert 'rel="next"' not in last and 'rel="prev"' in last
+
+    oldest_first = text(client.get("/employees?sort=-age"))
+    assert names(oldest_first)[:2] == ["Person 12", "Person 11"]
+    assert 'href="/employees?sort=age"' in oldest_first  # the Age header flips the order
+
+    # The column header links sort ascending, then descending.
+    assert 'href="/employees?sort=-name"' in page
+
+    filtered = text(client.get("/employees", query_string={"q": "age:>=30 AND address.city:Lyon"}))
+    assert "2 employees matching" in filtered
+    assert sorted(names(filtered)) == ["Person 10", "Person 12"]
+
+    limit = text(client.get("/employees?limit=2&page=6&sort=-age"))
+    assert names(limit) == ["Person 02", "Person 01"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"q": "salary:>1000"}, ["Invalid filter", "salary", "at position 0"]),
+        ({"q": "name:(jane"}, ["Invalid filter", "at position"]),
+        ({"q": "age:>abc"}, ["Invalid filter", "age", "at position 5"]),
+        ({"sort": "-salary"}, ["Invalid sort", "salary"]),
+        ({"page": "x"}, ["Invalid paging", "page must be a whole number"]),
+        ({"page": "5000"}, ["Invalid paging", "search_after"]),
+    ],
+)
+def test_an_invalid_list_request_is_a_400_with_a_message(
+    client: FlaskClient, employees: list[Employee], args: dict[str, str], expected: list[str]
+) -> None:
+    response = client.get("/employees", query_string=args)
+    assert response.status_code == 400
+    page = text(response)
+    assert 'class="problem"' in page
+    for fragment in expected:
+        assert fragment in page
+    assert names(page) == []
+    # the filter box keeps what the user typed
+    if "q" in args:
+        assert f'value="{args["q"]}"' in page
+
+
+# -- create and edit ---------------------------------------------------------------------
+
+
+def test_create_redirects_to_the_new_employee(
+    client: FlaskClient, repo: em.Repository[Employee], team: Team
+) -> None:
+    response = client.post("/employees/new", data=FORM)
+    id = created_id(response)
+    shown = client.get(f"/employees/{id}")
+    assert shown.status_code == 200
+    page = text(shown)
+    assert "Jane Roe was added." in page and "Staff Engineer" in page
+    assert ">Platform</a>" in page  # the team, found by its composed id
+
+    stored = repo.get(id)
+    assert stored is not None
+    assert stored.age == 41 and stored.skills == ["python", "elasticsearch"]
+    assert stored.address.city == "Lyon" and stored.created_utc is not None
+    # searchable right after the redirect (the session wrote with consistency="wait")
+    assert "Jane Roe" in text(client.get("/employees", query_string={"q": "name:jane"}))
+
+
+def test_create_shows_validation_errors_on_the_form(
+    client: FlaskClient, repo: em.Repository[Employee]
+) -> None:
+    bad_age = client.post("/employees/new", data={**FORM, "age": "forty"})
+    assert bad_age.status_code == 400
+    page = text(bad_age)
+    assert 'id="error-age"' in page and "Employee.age: expected an integer" in page
+    assert 'value="forty"' in page and 'value="Jane Roe"' in page  # the input is kept
+
+    bad_email = client.post("/employees/new", data={**FORM, "email": "not-an-email"})
+    assert bad_email.status_code == 400
+    assert 'id="error-email"' in text(bad_email)  # from Employee.validate(), at flush
+
+    too_young = client.post("/employees/new", data={**FORM, "age": "12"})
+    assert too_young.status_code == 400
+    assert "between 16 and 100" in text(too_young)
+    assert repo.count(soft_deletes="all", consistency="immediate") == 0
+
+
+def test_edit_saves_and_bumps_the_version(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    form = text(client.get(f"/employees/{employee.id}/edit"))
+    version = hidden_version(form)
+    assert version == employee.version
+    assert 'value="Person 01"' in form
+
+    data = {**FORM, "name": "Person 01 Renamed", "version": version}
+    response = client.post(f"/employees/{employee.id}/edit", data=data)
+    assert response.status_code == 303
+    assert response.headers["Location"] == f"/employees/{employee.id}"
+    stored = repo.get(employee.id)
+    assert stored is not None and stored.name == "Person 01 Renamed"
+    assert stored.version != version
+    assert "Person 01 Renamed was saved." in text(client.get(response.headers["Location"]))
+
+
+def test_an_invalid_edit_writes_nothing(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    data = {**FORM, "name": "Changed", "age": "abc", "version": employee.version}
+    response = client.post(f"/employees/{employee.id}/edit", data=data)
+    assert response.status_code == 400
+    assert 'id="error-age"' in text(response)
+    assert hidden_version(text(response)) == employee.version
+    stored = repo.get(employee.id)
+    assert stored is not None and stored.name == "Person 01"
+    assert stored.version == employee.version
+
+
+def test_a_concurrent_edit_is_refused_with_the_current_version(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    seen = hidden_version(text(client.get(f"/employees/{employee.id}/edit")))
+
+    # Someone else saves in between.
+    other = repo.get(employee.id)
+    assert other is not None
+    other.title = "Changed by Bob"
+    repo.save(other, consistency="wait")
+
+    mine = {**FORM, "name": "Mine", "title": "Changed by Alice", "version": seen}
+    response = client.post(f"/employees/{employee.id}/edit", data=mine)
+    assert response.status_code == 409
+    page = text(response)
+    assert "changed by someone else" in page
+    assert "Changed by Bob" in page and "Changed by Alice" in page  # both versions shown
+    assert hidden_version(page) == other.version  # the form now edits the current version
+    stored = repo.get(employee.id)
+    assert stored is not None and stored.title == "Changed by Bob"  # not overwritten
+
+    # Resubmitting against the current version is an informed save.
+    again = client.post(f"/employees/{employee.id}/edit", data={**mine, "version": other.version})
+    assert again.status_code == 303
+    stored = repo.get(employee.id)
+    assert stored is not None and stored.title == "Changed by Alice"
+
+
+def test_a_conflict_during_the_write_is_refused_too(
+    client: FlaskClient,
+    repo: em.Repository[Employee],
+    employees: list[Employee],
+    es_client: Elasticsearch,
+) -> None:
+    """The stored version changes between the app's read and its write: Elasticsearch's
+    version check refuses the write and the app shows the current version."""
+    employee = employees[0]
+    seen = hidden_version(text(client.get(f"/employees/{employee.id}/edit")))
+    alias = repo.spec.alias
+
+    def sneak_in(sender: type, **kwargs: Any) -> None:
+        em.signals.documents_changing.disconnect(sneak_in, sender=Employee)
+        es_client.update(index=alias, id=employee.id, doc={"title": "Sneaky"}, refresh=True)
+
+    em.signals.documents_changing.connect(sneak_in, sender=Employee)
+    try:
+        mine = {**FORM, "title": "Mine", "version": seen}
+        response = client.post(f"/employees/{employee.id}/edit", data=mine)
+    finally:
+        em.signals.documents_changing.disconnect(sneak_in, sender=Employee)
+    assert response.status_code == 409
+    assert "Sneaky" in text(response)
+    stored = repo.get(employee.id, cache=False)
+    assert stored is not None and stored.title == "Sneaky"
+
+
+# -- soft delete, recycle bin ------------------------------------------------------------
+
+
+def test_soft_delete_restore_and_purge(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    deleted = client.post(f"/employees/{employee.id}/delete")
+    assert deleted.status_code == 303 and deleted.headers["Location"] == "/employees"
+    listing = text(client.get("/employees"))
+    assert "Person 01 was moved to the recycle bin." in listing
+    assert "11 employees" in listing and "Person 01" not in names(listing)
+    stored = repo.get(employee.id, soft_deletes="all")
+    assert stored is not None and stored.is_deleted
+
+    trash = text(client.get("/trash"))
+    assert "1 deleted employee." in trash and names(trash) == ["Person 01"]
+    shown = client.get(f"/employees/{employee.id}")
+    assert shown.status_code == 200 and 'id="deleted"' in text(shown)
+
+    restored = client.post(f"/trash/{employee.id}/restore")
+    assert restored.status_code == 303 and restored.headers["Location"] == "/trash"
+    assert "Person 01 was restored." in text(client.get("/trash"))
+    assert "12 employees" in text(client.get("/employees"))
+
+    client.post(f"/employees/{employee.id}/delete")
+    purged = client.post(f"/trash/{employee.id}/purge")
+    assert purged.status_code == 303
+    assert "deleted for good" in text(client.get("/trash"))
+    assert repo.get(employee.id, soft_deletes="all") is None  # a hard delete
+    assert client.get(f"/employees/{employee.id}").status_code == 404
+    assert client.post(f"/trash/{employee.id}/purge").status_code == 404
+
+
+def test_only_deleted_employees_can_be_restored_or_purged(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    active = employees[1]
+    assert client.post(f"/trash/{active.id}/purge").status_code == 404
+    assert client.post(f"/trash/{active.id}/restore").status_code == 404
+    assert repo.get(active.id) is not None
+
+
+def test_empty_the_recycle_bin(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    for employee in employees[:3]:
+        assert client.post(f"/employees/{employee.id}/delete").status_code == 303
+    assert "3 deleted employees." in text(client.get("/trash"))
+    response = client.post("/trash/empty")
+    assert response.status_code == 303
+    assert "3 employee(s) deleted for good" in text(client.get("/trash"))
+    assert repo.count(soft_deletes="all", consistency="immediate") == 9
+
+
+# -- teams: composite ids ----------------------------------------------------------------
+
+
+def test_teams_use_composite_ids(
+    client: FlaskClient, mapper: em.Mapper, employees: list[Employee]
+) -> None:
+    data = {"slug": "platform", "name": "Platform", "description": "Tools"}
+    response = client.post("/teams", data=data)
+    assert response.status_code == 303
+    team = mapper.repository(Team).get("acme:platform")
+    assert team is not None and team.name == "Platform"
+    page = text(client.get("/teams"))
+    assert "acme:platform" in page
+    assert "<td>12</td>" in page  # head count from a terms aggregation
+
+    duplicate = client.post("/teams", data=data)
+    assert duplicate.status_code == 400
+    assert "already exists" in text(duplicate)
+
+    bad_slug = client.post("/teams", data={**data, "slug": "Not A Slug"})
+    assert bad_slug.status_code == 400
+    assert 'id="error-slug"' in text(bad_slug)
+
+
+def test_an_unknown_employee_is_a_404(client: FlaskClient, employees: list[Employee]) -> None:
+    assert client.get("/employees/nope").status_code == 404
+    assert client.get("/employees/" + "x" * 600).status_code == 404
+    assert client.post("/employees/nope/edit", data=FORM).status_code == 404
+
+
+# -- migrations and sample data ----------------------------------------------------------
+
+
+def test_migrations_backfill_departments_and_normalize_emails(
+    mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    repo.add(
+        [
+            make_employee(1, department=None, email="  Person1@Example.COM "),
+            make_employee(2, department=None, is_deleted=True),
+            make_employee(3, department="Sales"),
+        ],
+        consistency="wait",
+        validate=False,  # data from before the rules
+    )
+    assert mapper.migrate() is MigrationResult.SUCCESS
+    stored = {e.name: e for e in repo.find(soft_deletes="all", sort="name", consistency="wait")}
+    assert stored["Person 01"].department == DEFAULT_DEPARTMENT
+    assert stored["Person 01"].email == "person1@example.com"
+    assert stored["Person 02"].department == DEFAULT_DEPARTMENT  # in the recycle bin too
+    assert stored["Person 03"].department == "Sales"
+
+
+def test_sample_data_loads_through_one_session(mapper: em.Mapper) -> None:
+    people = sample_data.load(mapper, n=12)
+    assert len(people) == 12 and all(p.id for p in people)
+    assert mapper.repository(Employee).count() == 12
+    assert mapper.repository(Team).count(consistency="immediate") == len(sample_data.TEAMS)
+    sample_data.load(mapper, n=3)  # existing teams are kept, not added twice
+    assert mapper.repository(Employee).count() == 15
+
+
+# -- a real socket -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(app: Flask) -> Iterator[str]:
+    with serve_in_background(app) as server:
+        yield server.url
+
+
+def test_the_app_on_a_real_socket(
+    served: str, employees: list[Employee], repo: em.Repository[Employee], team: Team
+) -> None:
+    with urllib.request.urlopen(f"{served}/employees?sort=-age", timeout=10) as response:
+        assert response.status == 200
+        assert "text/html" in response.headers["Content-Type"]
+        assert names(html.unescape(response.read().decode()))[0] == "Person 12"
+
+    # a browser: keeps the session cookie (flash messages), follows the 303 with a GET
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    body = urllib.parse.urlencode(FORM).encode()
+    request = urllib.request.Request(f"{served}/employees/new", data=body, method="POST")
+    with browser.open(request, timeout=10) as response:
+        assert response.status == 200
+        assert "/employees/" in response.url
+        assert "Jane Roe was added." in html.unescape(response.read().decode())
+    assert repo.count("name:jane") == 1
+
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(f"{served}/employees?q=salary:1", timeout=10)
+    assert caught.value.code == 400
+    assert "Invalid filter" in html.unescape(caught.value.read().decode())
+    caught.value.close()

@@ -1,0 +1,226 @@
+"""Version upgrades: reindex under load, failures, the lock, scripts, reindex_outdated."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.indexes import ReindexError, ReindexProgress, reindex, reindex_outdated
+
+from .conftest import MakeMapper
+from .models import ItemV1, ItemV2, ItemV2Broken, ItemV2Scripted, PlainV1, PlainV2
+
+
+def _targets(client: Elasticsearch, alias: str) -> list[str]:
+    return sorted(client.options(ignore_status=404).indices.get_alias(name=alias).body)
+
+
+def _seed(make_mapper: MakeMapper, model: type, count: int, **values: Any) -> list[str]:
+    mapper = make_mapper(model)
+    mapper.configure_indexes()
+    docs = mapper.repository(model).add([model(n=i, **values) for i in range(count)])
+    return [d.id for d in docs]
+
+
+def _is_blocked_write(exc: em.EsmapperError) -> bool:
+    """A write refused by the old index's write block (until the bulk writer retries them)."""
+    failures = getattr(exc, "failures", None) or []
+    types = {exc.error_type} | {getattr(f, "error_type", None) for f in failures}
+    return "cluster_block_exception" in types
+
+
+def test_writes_during_a_reindex_all_reach_the_new_index(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    ids = _seed(make_mapper, ItemV1, 2000, name="seed")
+    mapper = make_mapper(ItemV2)
+    (state,) = mapper.configure_indexes()
+    alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    assert (state.action, state.current_index) == ("outdated", v1)  # configure never reindexes
+    assert _targets(es_client, alias) == [v1]
+
+    repo = mapper.repository(ItemV2)
+    latest: dict[str, int] = {}
+    stop, errors = threading.Event(), []
+
+    def write(step: int, rnd: random.Random) -> None:
+        if step % 3 == 0:
+            doc = repo.add(ItemV2(name=f"new{step}", n=step))
+            ids.append(doc.id)
+            latest[doc.id] = step
+            return
+        id = rnd.choice(ids)
+        doc = repo.get(id)
+        if doc is not None:
+            doc.n = step
+            repo.save(doc)
+            latest[id] = step
+
+    def writer() -> None:
+        rnd, step = random.Random(7), 0
+        while not stop.is_set():
+            step += 1
+            try:
+                write(step, rnd)
+            except em.VersionConflictError:
+                pass  # read from v1, saved to v2 after the swap: re-read next time
+            except em.EsmapperError as exc:
+                if not _is_blocked_write(exc):
+                    errors.append(exc)
+                    return
+                time.sleep(0.01)
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+                return
+
+    phases: list[str] = []
+
+    def progress(report: ReindexProgress) -> None:
+        if report.phase not in phases:
+            phases.append(report.phase)
+        if report.phase in ("prepare", "copy", "catch_up") and report.message:
+            time.sleep(0.3)  # let the writer work between the phases
+        if report.phase == "final_catch_up" and report.message:
+            time.sleep(0.2)  # writes to the write-blocked old index, just before the swap
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        result = reindex(mapper, ItemV2, progress=progress)
+        time.sleep(0.2)  # writes after the swap
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors
+    assert phases == [
+        "prepare",
+        "copy",
+        "catch_up",
+        "final_catch_up",
+        "verify",
+        "swap",
+        "delete_old",
+        "done",
+    ]
+    assert result.status == "reindexed" and result.swapped and result.old_deleted
+    assert result.copied >= 2000 and result.new_count >= result.old_count >= 2000
+    assert _targets(es_client, alias) == [v2]
+    assert not es_client.indices.exists(index=v1)
+    assert len(latest) > 50, "the writer barely ran"
+
+    es_client.indices.refresh(index=v2)
+    docs = es_client.mget(index=v2, ids=sorted(latest))["docs"]
+    stored = {d["_id"]: d["_source"]["n"] for d in docs if d.get("found")}
+    assert stored == latest
+    assert es_client.count(index=v2)["count"] == len(set(ids))
+
+
+def test_a_failing_script_leaves_the_old_index_serving(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 20, name="seed")
+    mapper = make_mapper(ItemV2Broken)
+    mapper.configure_indexes()
+    alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+
+    with pytest.raises(ReindexError) as caught:
+        reindex(mapper, ItemV2Broken)
+    assert isinstance(caught.value, em.MigrationError)
+    assert caught.value.result.status == "failed" and not caught.value.result.swapped
+    assert caught.value.failures
+    assert _targets(es_client, alias) == [v1]
+    assert not es_client.indices.exists(index=v2)
+    assert es_client.count(index=v1)["count"] == 20
+    # still writable through the alias (no write block left behind)
+    repo = mapper.repository(ItemV2Broken)
+    repo.add(ItemV2Broken(name="after", n=1), consistency="immediate")
+    assert repo.count() == 21
+
+
+def test_a_second_concurrent_reindex_of_the_alias_raises_lock_error(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 20, name="seed")
+    mapper = make_mapper(ItemV2)
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(report: ReindexProgress) -> None:
+        if report.phase == "prepare":
+            entered.set()
+            assert release.wait(10)
+
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(reindex(mapper, ItemV2, progress=hold)))
+    first.start()
+    try:
+        assert entered.wait(10)
+        with pytest.raises(em.LockError):
+            reindex(mapper, ItemV2, lock_wait=dt.timedelta(0))
+    finally:
+        release.set()
+        first.join()
+    assert results[0].status == "reindexed"
+    # once the first one finished, a rerun sees the work done and writes nothing
+    again = reindex(mapper, ItemV2, lock_wait=dt.timedelta(0))
+    assert again.status == "up_to_date"
+    assert _targets(es_client, f"{index_prefix}items") == [f"{index_prefix}items-v2"]
+
+
+def test_the_reindex_script_transforms_the_documents(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 5, name="seed")
+    mapper = make_mapper(ItemV2Scripted)
+    reports: list[ReindexProgress] = []
+    result = reindex(mapper, ItemV2Scripted, progress=reports.append)
+    assert result.status == "reindexed"
+    assert reports[-1].percent == 100 and reports[-1].phase == "done"
+    assert [r.percent for r in reports] == sorted(r.percent for r in reports)
+    labels = {d.n: d.label for d in mapper.repository(ItemV2Scripted).find(limit=10)}
+    assert labels == {i: f"item-{i}" for i in range(5)}
+
+
+def test_deletes_during_the_reindex_are_applied_and_models_without_dates_work(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    ids = _seed(make_mapper, PlainV1, 30)
+    mapper = make_mapper(PlainV2)
+    repo = mapper.repository(PlainV2)
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:  # after the copy, before the block
+            repo.remove(ids[:5])
+            repo.add(PlainV2(id="late", n=99))
+
+    result = reindex(mapper, PlainV2, progress=during)
+    assert (result.status, result.removed, result.old_count, result.new_count) == (
+        "reindexed",
+        5,
+        26,
+        26,
+    )
+    v2 = f"{index_prefix}plain_items-v2"
+    assert es_client.get(index=v2, id="late")["_source"]["n"] == 99
+    assert not es_client.options(ignore_status=404).get(index=v2, id=ids[0])["found"]
+
+
+def test_reindex_outdated_reindexes_only_outdated_versioned_models(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 3, name="seed")
+    _seed(make_mapper, PlainV2, 3)  # already at its current version
+    mapper = make_mapper(ItemV2, PlainV2)
+    mapper.configure_indexes()
+    results = reindex_outdated(mapper)
+    assert [(r.model, r.old_index, r.new_index) for r in results] == [
+        ("ItemV2", f"{index_prefix}items-v1", f"{index_prefix}items-v2")
+    ]
+    assert reindex_outdated(mapper) == []
+    assert [s.action for s in mapper.configure_indexes()] == ["mapping_updated"] * 2

@@ -1,0 +1,225 @@
+"""The CLI without a server: loading the app, model lookup, error lines, optional modules."""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import esmapper as em
+from esmapper.cli import find_model, load_mapper, main
+
+from .apps import write_app
+
+UNREACHABLE = "http://127.0.0.1:1"
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return write_app(tmp_path, UNREACHABLE, "unit-")
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def assert_one_error_line(result: Result, *fragments: str, code: int = 1) -> None:
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_help_lists_the_commands() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in ("migrate", "status", "maintain", "reindex", "ids"):
+        assert command in result.output
+
+
+def test_load_mapper_accepts_an_attribute_or_a_factory(app: str) -> None:
+    mapper = load_mapper(f"{app}:mapper")
+    assert isinstance(mapper, em.Mapper) and mapper.index_prefix == "unit-"
+    assert load_mapper(f"{app}:make_mapper") is mapper
+
+
+def test_url_rebuilds_the_mapper_with_the_same_setup(app: str) -> None:
+    original = load_mapper(f"{app}:mapper")
+    moved = load_mapper(f"{app}:mapper", "http://127.0.0.1:9999")
+    assert moved is not original
+    assert (moved.models, moved.index_prefix, moved.migrations) == (
+        original.models, original.index_prefix, original.migrations,
+    )  # fmt: skip
+    nodes = [n.base_url for n in moved.client.transport.node_pool.all()]
+    assert nodes == ["http://127.0.0.1:9999"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("nocolon", "must look like module:attribute"),
+        ("no_such_module_xyz:mapper", "cannot import 'no_such_module_xyz'"),
+        ("{app}:missing", "has no attribute 'missing'"),
+        ("{app}:not_a_mapper", "is a int, not an esmapper Mapper"),
+        ("{app}:explode", "RuntimeError: no configuration"),
+    ],
+)
+def test_bad_app_is_one_error_line(app: str, spec: str, fragment: str) -> None:
+    assert_one_error_line(invoke("--app", spec.format(app=app), "status"), fragment)
+
+
+def test_missing_app_is_one_error_line() -> None:
+    result = invoke("status", env={"ESMAPPER_APP": ""})
+    assert_one_error_line(result, "pass --app module:attribute or set ESMAPPER_APP")
+
+
+def test_app_from_the_environment_and_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = write_app(tmp_path, UNREACHABLE, "unit-")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    result = invoke("status", env={"ESMAPPER_APP": f"{name}:mapper"})
+    assert_one_error_line(result, "cannot reach Elasticsearch at http://127.0.0.1:1")
+
+
+@pytest.mark.parametrize("command", [["status"], ["migrate"], ["migrate", "--dry-run"]])
+def test_unreachable_server_is_one_error_line(app: str, command: list[str]) -> None:
+    started = time.monotonic()
+    result = invoke("--app", f"{app}:mapper", "--url", UNREACHABLE, *command)
+    assert_one_error_line(result, "cannot reach Elasticsearch at http://127.0.0.1:1")
+    assert time.monotonic() - started < 10
+
+
+def test_find_model_by_class_or_index_name(app: str) -> None:
+    mapper = load_mapper(f"{app}:mapper")
+    (model,) = mapper.models
+    for name in ("Employee", "employee", "EMPLOYEES", "unit-employees"):
+        assert find_model(mapper, name) is model
+    with pytest.raises(Exception, match="unknown model 'nope' \\(models: Employee\\)"):
+        find_model(mapper, "nope")
+
+
+def test_maintain_without_the_maintenance_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "esmapper.indexes.maintenance", None)
+    result = invoke("--app", f"{app}:mapper", "maintain")
+    assert_one_error_line(result, "index maintenance is unavailable")
+
+
+def test_maintain_calls_the_maintenance_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("esmapper.indexes.maintenance")
+    report = types.SimpleNamespace(
+        expired=("logs-v1-2020.01.01",),
+        deleted=("logs-v1-2020.01.01",),
+        alias_actions=({"add": {"index": "logs-v1-2030.01.01", "alias": "logs"}},),
+    )
+    module.maintain = lambda mapper: report  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "esmapper.indexes.maintenance", module)
+    result = invoke("--app", f"{app}:mapper", "maintain")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "deleted logs-v1-2020.01.01",
+        "alias add logs -> logs-v1-2030.01.01",
+        "maintenance: 1 expired, 1 deleted, 1 alias changes",
+    ]
+
+
+def fake_reindex(monkeypatch: pytest.MonkeyPatch, result: Any) -> list[type]:
+    called: list[type] = []
+    module = types.ModuleType("esmapper.indexes.reindex")
+
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> Any:
+        called.append(model)
+        for done, total in ((0, 0), (50, 100), (100, 100)):
+            progress(types.SimpleNamespace(done=done, total=total))
+        return result
+
+    module.reindex = reindex  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    return called
+
+
+def test_reindex_shows_progress_and_finds_the_model(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = types.SimpleNamespace(
+        status="reindexed", old_index="e-v1", new_index="e-v2", copied=5, caught_up=1,
+        old_deleted=True, seconds=0.25,
+    )  # fmt: skip
+    called = fake_reindex(monkeypatch, result)
+    done = invoke("--app", f"{app}:mapper", "reindex", "employees")
+    assert done.exit_code == 0, done.output
+    assert [m.__name__ for m in called] == ["Employee"]
+    assert "reindex Employee" in done.stdout  # the progress bar's label
+    assert done.stdout.splitlines()[-1] == (
+        "reindexed Employee: e-v1 -> e-v2, 5 copied, 1 caught up, old index deleted (0.2s)"
+    )
+
+    unknown = invoke("--app", f"{app}:mapper", "reindex", "nope")
+    assert_one_error_line(unknown, "unknown model 'nope'")
+
+
+def test_reindex_up_to_date(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_reindex(monkeypatch, types.SimpleNamespace(status="up_to_date", new_index="e-v1"))
+    done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
+    assert done.stdout.splitlines()[-1] == "Employee is up to date (e-v1)"
+
+
+def test_reindex_errors_are_one_line(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("esmapper.indexes.reindex")
+
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+        raise em.LockError("lock 'reindex:employees' is held by another process")
+
+    module.reindex = reindex  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    result = invoke("--app", f"{app}:mapper", "reindex", "Employee")
+    assert_one_error_line(result, "is held by another process", code=2)
+
+
+def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, Any]] = []
+    module = types.ModuleType("esmapper.rekey")
+
+    def plan(status: str, old: str, new: str | None, reason: str | None = None) -> Any:
+        return types.SimpleNamespace(status=status, old_id=old, new_id=new, reason=reason)
+
+    def audit(mapper: em.Mapper, model: type) -> Any:
+        seen.append(("audit", model.__name__))
+        yield plan("ok", "a:b", "a:b")
+        yield plan("rewrite", "a/b", "a%2Fb")
+        yield plan("blocked", "x", None, "too long")
+
+    def rekey(mapper: em.Mapper, model: type, *, apply: bool, echo: Any) -> Any:
+        seen.append(("rekey", apply))
+        echo("REWRITE a/b -> a%2Fb" if apply else "DRY RUN a/b -> a%2Fb")
+        return types.SimpleNamespace(summary=f"applied={apply}", failed=1 if apply else 0)
+
+    module.audit, module.rekey = audit, rekey  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "esmapper.rekey", module)
+    base = ["--app", f"{app}:mapper", "ids"]
+    assert invoke(*base, "audit", "Employee").stdout.splitlines() == [
+        "REWRITE a/b -> a%2Fb",
+        "BLOCKED x -> - (too long)",
+        "1 ok, 1 rewrite, 1 blocked",
+    ]
+    assert invoke(*base, "rekey", "Employee").stdout == "DRY RUN a/b -> a%2Fb\napplied=False\n"
+    applied = invoke(*base, "rekey", "Employee", "--apply")
+    assert applied.stdout == "REWRITE a/b -> a%2Fb\napplied=True\n"
+    assert_one_error_line(applied, "1 document(s) could not be re-keyed")
+    assert seen == [("audit", "Employee"), ("rekey", False), ("rekey", True)]
+
+
+def test_ids_without_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "esmapper.rekey", None)
+    result = invoke("--app", f"{app}:mapper", "ids", "rekey", "Employee")
+    assert_one_error_line(result, "re-keying is unavailable")

@@ -1,0 +1,43 @@
+"""Which partitions maintain() deletes and which aliases it fixes (no server)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import esmapper as em
+from esmapper.indexes import IndexSpec
+from esmapper.indexes.maintenance import _plan
+from esmapper.indexes.timeseries import Partition, parse_partition
+
+UTC = dt.timezone.utc
+
+
+class Log(em.Document, em.HasDates):
+    class Index:
+        name = "logs"
+        kind = "daily"
+        version = 2
+        max_age = dt.timedelta(days=7)
+
+
+def test_plan() -> None:
+    spec = IndexSpec(Log.__esmapper__, "p-")  # type: ignore[attr-defined]
+
+    def part(name: str) -> Partition:
+        partition = parse_partition(spec, name)
+        assert partition is not None
+        return partition
+
+    partitions = {
+        part("p-logs-v1-2026.03.01"): {"p-logs", "p-logs-2026.03.01"},  # expired
+        part("p-logs-v1-2026.03.09"): {"p-logs", "p-logs-2026.03.09"},  # live (holds dated)
+        part("p-logs-v2-2026.03.09"): {"p-logs"},  # a leftover of another version
+        part("p-logs-v2-2026.03.10"): set(),  # created without aliases (e.g. by a template)
+    }
+    expired, actions = _plan(spec, partitions, dt.datetime(2026, 3, 10, 12, tzinfo=UTC))
+    assert [p.index for p in expired] == ["p-logs-v1-2026.03.01"]
+    assert actions == [
+        {"remove": {"index": "p-logs-v2-2026.03.09", "alias": "p-logs"}},
+        {"add": {"index": "p-logs-v2-2026.03.10", "alias": "p-logs"}},
+        {"add": {"index": "p-logs-v2-2026.03.10", "alias": "p-logs-2026.03.10"}},
+    ]

@@ -1,0 +1,172 @@
+"""Reindex script composition and the pass runner against a fake client (no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elasticsearch import BadRequestError, NotFoundError
+
+from esmapper.indexes import ReindexError, ReindexResult, _reindex_pass, compose_reindex_script
+from esmapper.indexes._reindex_pass import run_pass
+
+
+def test_compose_reindex_script() -> None:
+    scripts = {2: "A;", 3: "B;", 5: "C;"}
+    assert compose_reindex_script(scripts, 1, 1) is None
+    assert compose_reindex_script({}, 1, 2) is None
+    assert compose_reindex_script(scripts, 1, 2) == "A;"  # one script: sent as is
+    assert compose_reindex_script(scripts, 2, 3) == "B;"  # at or below current: skipped
+    assert compose_reindex_script(scripts, 1, 5) == (
+        "void f000(def ctx) { A; }\nvoid f001(def ctx) { B; }\nvoid f002(def ctx) { C; }\n"
+        "f000(ctx); f001(ctx); f002(ctx); "
+    )
+    assert compose_reindex_script(scripts, 3, 5) == "C;"
+
+
+def _meta(status: int) -> ApiResponseMeta:
+    return ApiResponseMeta(
+        status=status,
+        http_version="1.1",
+        headers=HttpHeaders(),
+        duration=0.0,
+        node=NodeConfig("http", "localhost", 9200),
+    )
+
+
+class Response(dict[str, Any]):
+    @property
+    def body(self) -> dict[str, Any]:
+        return self
+
+
+class FakeTasks:
+    def __init__(self, statuses: list[dict[str, Any]] | None) -> None:
+        self.statuses = statuses
+
+    def get(self, task_id: str) -> Response:
+        if self.statuses is None:
+            raise NotFoundError("no task", _meta(404), {"error": {"type": "resource_not_found"}})
+        if task_id == "probe":
+            return Response(completed=True, response=DONE)
+        return Response(self.statuses.pop(0))
+
+
+class FakeClient:
+    """Answers _reindex with a task (or synchronously) and _tasks with ``statuses``."""
+
+    def __init__(self, statuses: list[dict[str, Any]] | None, sync: Any = None) -> None:
+        self.tasks = FakeTasks(statuses)
+        self.sync = sync
+        self.calls: list[dict[str, Any]] = []
+
+    def options(self, **_: Any) -> FakeClient:
+        return self
+
+    def reindex(self, **kwargs: Any) -> Response:
+        self.calls.append(kwargs)
+        if kwargs["wait_for_completion"]:
+            if isinstance(self.sync, Exception):
+                raise self.sync
+            return Response(self.sync)
+        probe = kwargs["source"].get("query") == {"match_none": {}}
+        return Response(task="probe" if probe else "node:1")
+
+
+DONE = {"total": 3, "created": 2, "updated": 0, "version_conflicts": 1, "failures": []}
+
+
+def test_a_pass_polls_its_task_and_reports_progress() -> None:
+    statuses = [
+        {"completed": False, "task": {"status": {"total": 3, "created": 1}}},
+        {
+            "completed": True,
+            "task": {"status": {"total": 3, "created": 2, "version_conflicts": 1}},
+            "response": DONE,
+        },
+    ]
+    client = FakeClient(statuses)
+    seen: list[tuple[int, int]] = []
+    outcome = run_pass(
+        client,
+        {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
+        progress=lambda d, t: seen.append((d, t)),
+        sleep=lambda _: None,
+    )
+    assert (outcome.total, outcome.copied, outcome.version_conflicts) == (3, 2, 1)
+    assert seen == [(1, 3), (3, 3)]
+    assert client.calls[-1]["conflicts"] == "proceed"
+
+
+def test_without_tasks_a_pass_runs_synchronously() -> None:
+    client = FakeClient(None, sync=DONE)
+    seen: list[tuple[int, int]] = []
+    body = {"source": {"index": "a"}, "dest": {"index": "b"}}
+    outcome = run_pass(client, body, progress=lambda d, t: seen.append((d, t)))  # type: ignore[arg-type]
+    assert outcome.copied == 2 and seen == [(0, 0), (3, 3)]
+    assert client.calls[0]["source"]["query"] == {"match_none": {}}  # the probe
+    assert [c["wait_for_completion"] for c in client.calls] == [False, True]
+    run_pass(client, body, progress=lambda d, t: None)  # type: ignore[arg-type]
+    assert [c["wait_for_completion"] for c in client.calls] == [False, True, True]  # learned
+
+
+def test_request_errors_and_task_errors_become_failures() -> None:
+    error = BadRequestError(
+        "illegal_argument_exception",
+        _meta(400),
+        {
+            "error": {
+                "type": "illegal_argument_exception",
+                "reason": "failed to execute script",
+                "caused_by": {
+                    "type": "script_exception",
+                    "reason": "runtime error",
+                    "caused_by": {"type": "npe", "reason": "x is null"},
+                },
+            }
+        },
+    )
+    client = FakeClient(None, sync=error)
+    outcome = run_pass(
+        client,
+        {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
+        progress=lambda d, t: None,
+    )
+    assert outcome.failures == (
+        {
+            "status": 400,
+            "type": "illegal_argument_exception",
+            "reason": "failed to execute script: x is null",
+        },
+    )
+    statuses = [{"completed": True, "error": {"type": "script_exception", "reason": "boom"}}]
+    outcome = run_pass(
+        FakeClient(statuses),
+        {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
+        progress=lambda d, t: None,
+    )
+    assert outcome.failures[0]["type"] == "script_exception"
+
+
+def test_reindex_error_carries_the_result() -> None:
+    failure = {
+        "index": "x-v2",
+        "id": "7",
+        "status": 400,
+        "cause": {"type": "document_parsing_exception", "reason": "bad n"},
+    }
+    result = ReindexResult("Item", "x", "x-v1", "x-v2", "failed", failures=(failure,))
+    error = ReindexError("reindex failed", result=result)
+    assert (error.index, error.ids, error.error_type, error.reason) == (
+        "x-v2",
+        ("7",),
+        "document_parsing_exception",
+        "bad n",
+    )
+    assert error.result is result and error.failures == (failure,)
+
+
+@pytest.fixture(autouse=True)
+def _forget_task_support() -> None:
+    _reindex_pass._HAS_TASKS.clear()
