@@ -26,6 +26,14 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, decompose_id
+from esmapper.indexes import (
+    MaintenanceReport,
+    ReindexProgress,
+    ReindexResult,
+    maintain,
+    reindex,
+    reindex_outdated,
+)
 from esmapper.mapper import Mapper
 from esmapper.migrations import (
     Migration,
@@ -116,6 +124,7 @@ __all__ = [
     "Keyword",
     "LockError",
     "Long",
+    "MaintenanceReport",
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
@@ -133,6 +142,8 @@ __all__ = [
     "PlannedStep",
     "QueryValidationError",
     "ReindexError",
+    "ReindexProgress",
+    "ReindexResult",
     "Repository",
     "ScaledFloat",
     "ScriptPatch",
@@ -150,8 +161,11 @@ __all__ = [
     "compose_id",
     "decompose_id",
     "field",
+    "maintain",
     "migrate",
     "plan",
+    "reindex",
+    "reindex_outdated",
     "run_migrations",
     "sessionmaker",
     "signals",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
-from esmapper import _patching
+from esmapper import _patching, signals
 from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import DocumentNotFoundError
@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
 __all__ = ["Repository"]
+
+_REMOVE_SIGNALS = (
+    signals.documents_removing,
+    signals.documents_removed,
+    signals.documents_changing,
+    signals.documents_changed,
+)
 
 T = TypeVar("T")
 
@@ -93,15 +100,22 @@ class Repository(Generic[T]):
 
     def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
-        a no-op."""
+        a no-op. Ids are loaded first (one mget) when removal signals have receivers, so
+        those see the documents' content."""
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
+        ids = [item for item in items if isinstance(item, str)]
+        loaded: dict[str, Any] | None = None
+        if ids and any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS):
+            loaded = {d.id: d for d in self.get_many(ids, soft_deletes="all")}  # type: ignore[attr-defined]
         targets = []
         for item in items:
-            if isinstance(item, str):
-                doc = self.info.from_source({}, item, None)
-                targets.append(doc)
-            else:
+            if not isinstance(item, str):
                 targets.append(item)
+            elif loaded is not None:
+                if item in loaded:
+                    targets.append(loaded[item])
+            else:
+                targets.append(self.info.from_source({}, item, None))
         self._run("remove", targets, self.options(**options))
 
     def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 import blinker
+from blinker._utilities import make_id
 
 __all__ = [
     "ChangeType",
@@ -94,6 +95,19 @@ class Signal(blinker.NamedSignal):
 
     def connect_via(self, sender: Any, weak: bool = False) -> Callable[[Any], Any]:
         return super().connect_via(sender, weak)
+
+    def disconnect(self, receiver: Callable[..., Any], sender: Any = blinker.ANY) -> None:
+        """Disconnect; a receiver left without senders is dropped entirely, so
+        :func:`has_receivers` turns false again (blinker keeps empty per-sender entries)."""
+        super().disconnect(receiver, sender)
+        if sender is blinker.ANY:
+            return
+        sender_id, receiver_id = make_id(sender), make_id(receiver)
+        if not self._by_sender.get(sender_id):
+            self._by_sender.pop(sender_id, None)
+        if not self._by_receiver.get(receiver_id):
+            self._by_receiver.pop(receiver_id, None)
+            self.receivers.pop(receiver_id, None)
 
 
 class _Namespace(blinker.Namespace):

@@ -187,3 +187,20 @@ def test_patch_notification_ids(mapper: em.Mapper, events: list[Any]) -> None:
     assert sorted(published()) == ["n1", "n2"]  # Json/Action by ids: every id, noops too
     repo.patch_all("age:>0", em.PartialPatch({"email": "x@y"}), consistency="immediate")
     assert published() == [None]  # by query: one message without an id
+
+
+def test_removing_by_id_shows_receivers_the_document(mapper: em.Mapper) -> None:
+    repo = mapper.repository(Employee)
+    repo.add(Employee(id="v", name="Visible"))
+    seen: list[str] = []
+
+    def look(sender: Any, documents: list[em.ModifiedDocument], **kwargs: Any) -> None:
+        seen.extend(d.value.name for d in documents)
+
+    signals.documents_removing.connect(look, sender=Employee)
+    try:
+        repo.remove(["v", "missing"])
+    finally:
+        signals.documents_removing.disconnect(look, sender=Employee)
+    assert seen == ["Visible"]
+    assert not signals.has_receivers(signals.documents_removing, Employee)

@@ -1,0 +1,30 @@
+"""The README's main job runs to completion (without serving) against the test server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_demo_runs_to_completion(es_url: str, index_prefix: str) -> None:
+    env = {**os.environ, "ESMAPPER_URL": es_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.demo", "--no-serve", "--prefix", index_prefix],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "stale save refused: VersionConflictError" in out
+    assert "migrations: success" in out
+    assert f"Employee  {index_prefix}directory_employees" in out
+    assert "sample data: 40 employees" in out
+    assert "Traceback" not in done.stderr
