@@ -18,33 +18,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from elasticsearch import Elasticsearch, helpers
 
 from esmapper import _json
 from esmapper.bulk import BulkAction, BulkWriter
-
-
-@contextmanager
-def server_url() -> Iterator[str]:
-    """The URL to benchmark against, starting (and stopping) a server when needed."""
-    url = os.environ.get("ESMAPPER_URL")
-    if url:
-        yield url
-        return
-    from esmapper.testing import start_test_server
-
-    server = start_test_server()
-    try:
-        yield server.url
-    finally:
-        server.stop()
+from esmapper.testing import elasticsearch_url
 
 
 def make_docs(n: int) -> list[dict[str, Any]]:
@@ -92,7 +75,7 @@ def main() -> None:
     docs = make_docs(args.docs)
     prefix = f"bench-bulk-{uuid.uuid4().hex[:8]}-"
 
-    with server_url() as url:
+    with elasticsearch_url() as url:
         client = Elasticsearch(url, request_timeout=120)
         writer = BulkWriter(client, chunk_size=500)
         results: dict[str, list[tuple[float, float]]] = {

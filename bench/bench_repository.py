@@ -29,13 +29,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from _server import server_url
 from bench_models import Employee, build_dict, construct_esmapper, values
 from elasticsearch import Elasticsearch, helpers
 from elasticsearch.serializer import OrjsonSerializer
 
 import esmapper as em
 from esmapper import _json
+from esmapper.testing import elasticsearch_url
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -112,7 +112,7 @@ def main() -> None:
     parser.add_argument("--find-repeat", type=int, default=5)
     args = parser.parse_args()
 
-    with server_url() as url:
+    with elasticsearch_url() as url:
         client = Elasticsearch(url, request_timeout=120, serializer=OrjsonSerializer())
         bench = Bench(client, args.docs)
         add: dict[str, list[tuple[float, float]]] = {"helpers.bulk": [], "repo.add": []}

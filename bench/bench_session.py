@@ -12,20 +12,14 @@ Prints, each measured in the same run against its baseline:
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from elasticsearch import helpers
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _server import server_url  # type: ignore[import-not-found]
-
 import esmapper as em
-from esmapper.testing import delete_prefixed
+from esmapper.testing import delete_prefixed, elasticsearch_url
 
 
 class Person(em.Document, em.HasDates, em.Versioned):
@@ -148,7 +142,7 @@ def bench_cache(url: str, n: int = 2000) -> tuple[float, float]:
 
 
 def main() -> None:
-    with server_url() as url:
+    with elasticsearch_url() as url:
         flush, bulk = bench_flush_vs_bulk(url)
         print(f"flush 10,000 new docs      {flush * 1000:8.1f} ms")
         print(f"helpers.bulk same dicts    {bulk * 1000:8.1f} ms")

@@ -13,28 +13,11 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+
+from esmapper.testing import elasticsearch_url
 
 __all__ = ["elasticsearch_url", "run_main"]
-
-
-@contextmanager
-def elasticsearch_url(url: str | None = None) -> Iterator[str]:
-    """``url``, else ``$ESMAPPER_URL``, else the URL of an embedded server started here
-    and stopped when the block ends."""
-    url = url or os.environ.get("ESMAPPER_URL", "").strip()
-    if url:
-        yield url
-        return
-    from esmapper.testing import LocalServer
-
-    print("ESMAPPER_URL is not set: starting the embedded local server", flush=True)
-    server = LocalServer().start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
 
 
 def run_main(main: Callable[..., None]) -> None:

@@ -1,13 +1,14 @@
 """The README's main job: ``python3 dev.py demo`` (runs ``python -m examples.demo``).
 
 1. Uses ``ESMAPPER_URL``, or starts the embedded local Elasticsearch-compatible server.
-2. Walks through the library's getting-started flow (``esmapper.demo``).
+2. Runs the quick start and the safe-ids examples (``examples/quickstart.py``,
+   ``examples/ids.py``): the library step by step.
 3. Runs ``esmapper migrate`` and ``esmapper status`` on the web app's models, as a deploy
    pipeline would.
 4. Loads sample employees through a session and serves the web app on 127.0.0.1, printing
    its address, until Ctrl-C (which stops the app and the embedded server).
 
-``--no-serve`` stops after step 4's data load (for checks and CI).
+``--no-serve`` stops after loading the sample data (for checks and CI).
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from werkzeug.serving import make_server
-
-from esmapper import demo as library_demo
+from esmapper.testing import ServerStartError, elasticsearch_url
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "examples.webapp.models:mapper"
@@ -41,16 +40,19 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(url: str, *, serve: bool, port: int, prefix: str) -> int:
-    print("== the library, step by step ==", flush=True)
-    library_demo.run(url)
+    from examples import ids, quickstart
+
+    print("\n== quick start: the library step by step ==", flush=True)
+    quickstart.main(url, index_prefix=f"{prefix}quickstart-")
+    print("\n== safe composite ids ==", flush=True)
+    ids.main(url, index_prefix=f"{prefix}ids-")
 
     print("\n== the web app's indexes and migrations, through the CLI ==", flush=True)
     if _cli(url, prefix, "migrate") != 0 or _cli(url, prefix, "status") != 0:
         return 1
 
-    os.environ["ESMAPPER_INDEX_PREFIX"] = prefix
+    from examples.webapp import run as webapp
     from examples.webapp import sample_data
-    from examples.webapp.app import create_app
     from examples.webapp.models import Employee, build_mapper
 
     with build_mapper(url, index_prefix=prefix) as mapper:
@@ -58,19 +60,8 @@ def run(url: str, *, serve: bool, port: int, prefix: str) -> int:
         if repo.count(soft_deletes="all", consistency="immediate") == 0:
             sample_data.load(mapper, n=40)
         print(f"\nsample data: {repo.count(consistency='immediate')} employees", flush=True)
-        if not serve:
-            return 0
-        server = make_server("127.0.0.1", port, create_app(mapper), threaded=True)
-        print(
-            f"\nEmployee directory on http://127.0.0.1:{server.port}/ (Ctrl-C to stop)", flush=True
-        )
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-        print("\nstopped", flush=True)
+        if serve:
+            webapp.serve(mapper, "127.0.0.1", port)
     return 0
 
 
@@ -85,26 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
-    url = os.environ.get("ESMAPPER_URL", "").strip()
-    server = None
-    if not url:
-        from esmapper.testing import LocalServer, ServerStartError
-
-        print("ESMAPPER_URL is not set: starting the embedded local server", flush=True)
-        try:
-            server = LocalServer().start()
-        except ServerStartError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        url = server.url
-    print(f"using Elasticsearch at {url}", flush=True)
     try:
-        return run(url, serve=not args.no_serve, port=args.port, prefix=args.prefix)
+        with elasticsearch_url() as url:
+            print(f"using Elasticsearch at {url}", flush=True)
+            return run(url, serve=not args.no_serve, port=args.port, prefix=args.prefix)
+    except ServerStartError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

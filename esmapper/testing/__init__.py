@@ -8,7 +8,12 @@ cluster), else ``ESMAPPER_TEST_DOCKER=1`` (:class:`DockerServer`), else :class:`
 from esmapper.testing.base import ExternalServer, ServerHandle, ServerKind, ServerStartError
 from esmapper.testing.cleanup import delete_prefixed
 from esmapper.testing.docker import DockerServer
-from esmapper.testing.selection import real_es_skip_reason, server_kind, start_test_server
+from esmapper.testing.selection import (
+    elasticsearch_url,
+    real_es_skip_reason,
+    server_kind,
+    start_test_server,
+)
 from esmapper.testing.server import LocalServer
 
 __all__ = [
@@ -19,6 +24,7 @@ __all__ = [
     "ServerKind",
     "ServerStartError",
     "delete_prefixed",
+    "elasticsearch_url",
     "real_es_skip_reason",
     "server_kind",
     "start_test_server",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from esmapper.testing.base import ExternalServer, ServerHandle, ServerKind
 from esmapper.testing.docker import DEFAULT_IMAGE, DockerServer
@@ -53,3 +54,23 @@ def start_test_server(env: Mapping[str, str] | None = None) -> ServerHandle:
     if kind == "docker":
         return DockerServer(env.get(ENV_DOCKER_IMAGE) or DEFAULT_IMAGE).start()
     return LocalServer().start()
+
+
+@contextmanager
+def elasticsearch_url(url: str | None = None, *, announce: bool = True) -> Iterator[str]:
+    """``url``, else ``$ESMAPPER_URL``, else the URL of an embedded local server started
+    here and stopped when the block ends (demos, examples, benchmarks).
+
+    Raises :class:`ServerStartError` when the embedded server cannot start.
+    """
+    url = (url or os.environ.get("ESMAPPER_URL", "")).strip()
+    if url:
+        yield url
+        return
+    if announce:
+        print("ESMAPPER_URL is not set: starting the embedded local server", flush=True)
+    server = LocalServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -29,7 +29,7 @@ from examples.webapp import sample_data
 from examples.webapp.app import create_app
 from examples.webapp.models import Employee, build_mapper
 
-__all__ = ["BackgroundServer", "main", "prepare", "serve_in_background"]
+__all__ = ["BackgroundServer", "main", "prepare", "serve", "serve_in_background"]
 
 
 @attrs.define
@@ -79,6 +79,19 @@ def prepare(mapper: em.Mapper, *, sample: int = 40) -> MigrationResult:
     return result  # type: ignore[no-any-return]
 
 
+def serve(mapper: em.Mapper, host: str = "127.0.0.1", port: int = 5000) -> None:
+    """Serve the directory on ``host:port`` until Ctrl-C or SIGTERM, printing its address."""
+    server = make_server(host, port, create_app(mapper), threaded=True)
+    print(f"Employee directory on http://{host}:{server.port}/ (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print("\nstopped", flush=True)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the embedded server is stopped too
 
@@ -117,13 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"migrations: {result.value}", flush=True)
             if result is not MigrationResult.SUCCESS:
                 return 1
-            server = make_server(args.host, args.port, create_app(mapper), threaded=True)
-            print(
-                f"Employee directory on http://{args.host}:{server.port}/ (Ctrl-C to stop)",
-                flush=True,
-            )
-            server.serve_forever()  # returns on Ctrl-C/SIGTERM (werkzeug closes the socket)
-            print("\nstopped", flush=True)
+            serve(mapper, args.host, args.port)
     finally:
         if local is not None:
             local.stop()
