@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -40,9 +41,7 @@ def ensure_venv() -> None:
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
     print("installing esmapper[test] into .venv (first run only)", flush=True)
-    subprocess.run(
-        [str(PYTHON), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True
-    )
+    subprocess.run([str(PYTHON), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
     subprocess.run(
         [str(PYTHON), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test,dev]"],
         check=True,
@@ -56,9 +55,18 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_venv()
     command, rest = argv[0], argv[1:]
-    if command == "demo":
-        return subprocess.call([str(PYTHON), "-m", "examples.demo", *rest], cwd=ROOT)
-    return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT)
+    module = "examples.demo" if command == "demo" else "pytest"
+    return run_child([str(PYTHON), "-m", module, *rest])
+
+
+def run_child(command: list[str]) -> int:
+    """Run ``command``; Ctrl-C is left to the child (it stops its servers), not killed."""
+    child = subprocess.Popen(command, cwd=ROOT)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

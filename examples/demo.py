@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
     try:
         with elasticsearch_url() as url:
             print(f"using Elasticsearch at {url}", flush=True)

@@ -106,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
 
     url = os.environ.get("ESMAPPER_URL", "").strip()
     local = None
