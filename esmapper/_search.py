@@ -13,6 +13,7 @@ from elasticsearch.dsl.query import Query
 
 from esmapper import signals
 from esmapper.errors import QueryValidationError
+from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.options import Options
 from esmapper.query import (
     compile_aggregations,
@@ -64,6 +65,7 @@ class SearchRequest:
         includes: Sequence[str] | None = None,
         excludes: Sequence[str] | None = None,
         snapshot: bool = False,
+        partitions: tuple[Any, Any] | None = None,
     ) -> None:
         self.mapper = mapper
         self.info = info
@@ -96,6 +98,13 @@ class SearchRequest:
         if not isinstance(self.page, int) or self.page < 1:
             raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
         self.snapshot = snapshot
+        self.targets: list[str] | None = None
+        if partitions is not None:
+            start, end = partitions
+            try:
+                self.targets = partitions_for_range(mapper.spec(info.cls), start, end)
+            except ValueError as error:
+                raise QueryValidationError(str(error), field="partitions") from None
         self.search_after_mode = search_after is not None or snapshot
         self.search_after = (
             None if search_after is None or search_after is True else decode_token(search_after)
@@ -165,8 +174,16 @@ class SearchRequest:
             with contextlib.suppress(NotFoundError):
                 self.mapper.client.indices.refresh(index=self.mapper.spec(self.info.cls).alias)
 
+    @property
+    def target(self) -> str:
+        """The alias searched, or the dated partitions ``partitions=`` pruned it to."""
+        if self.targets is not None:
+            return ",".join(self.targets)
+        return self.mapper.spec(self.info.cls).read_target
+
     def _send(self, body: dict[str, Any], pit_id: str | None) -> dict[str, Any] | None:
-        alias = self.mapper.spec(self.info.cls).read_target
+        alias = self.target
+        pruned = self.targets is not None
         if signals.has_receivers(signals.before_query, self.info.cls):
             signals.before_query.send(self.info.cls, query=body, options=self.options)
         log.debug("search %s %s", alias, body)
@@ -176,7 +193,12 @@ class SearchRequest:
                     body={**body, "pit": {"id": pit_id, "keep_alive": "1m"}}
                 )
             else:
-                response = self.mapper.client.search(index=alias, body=body)
+                response = self.mapper.client.search(
+                    index=alias,
+                    body=body,
+                    ignore_unavailable=True if pruned else None,
+                    allow_no_indices=True if pruned else None,
+                )
         except NotFoundError as exc:
             if is_index_missing(exc):
                 return None
@@ -207,9 +229,7 @@ class SearchRequest:
         pit_id = None
         if self.snapshot:
             try:
-                pit = self.mapper.client.open_point_in_time(
-                    index=self.mapper.spec(self.info.cls).read_target, keep_alive="1m"
-                )
+                pit = self.mapper.client.open_point_in_time(index=self.target, keep_alive="1m")
             except NotFoundError as exc:
                 if is_index_missing(exc):
                     return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)

@@ -239,6 +239,7 @@ class Repository(Generic[T]):
     def search(self, filter: str | Query | None = None, **kwargs: Any) -> SearchRequest:
         """The compiled :class:`SearchRequest` (validated; nothing is sent yet)."""
         search_keys = {
+            "partitions",
             "sort",
             "aggregations",
             "limit",
@@ -257,7 +258,9 @@ class Repository(Generic[T]):
         """Search (near-real-time): ``filter`` in Lucene syntax or a ``Q`` object, ``sort``,
         ``aggregations``, ``limit`` (default 10, max 10,000), ``page`` (1-based),
         ``search_after`` (``True`` or a token), ``snapshot`` (a point-in-time),
-        ``includes``/``excludes``. Raises QueryValidationError before sending anything."""
+        ``includes``/``excludes``, ``partitions=(start, end)`` (time-series models: search
+        only the dated partitions of that period; FEATURES IX-11). Raises
+        QueryValidationError before sending anything."""
         return self.search(filter, **kwargs).find()
 
     def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:

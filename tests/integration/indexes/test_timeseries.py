@@ -74,6 +74,10 @@ def test_daily_documents_land_in_their_day_and_read_through_the_umbrella(
     assert ranged == [f"{p}logs-2026.03.09", f"{p}logs-2026.03.10"]
     hits = es_client.search(index=ranged, ignore_unavailable=True, allow_no_indices=True)
     assert hits["hits"]["total"]["value"] == 2
+    # the repository prunes to those partitions when asked to (IX-11)
+    recent = repo.find(partitions=(NOW - dt.timedelta(days=1), NOW), limit=10)
+    assert sorted(d.message for d in recent) == ["m1", "m2"]
+    assert repo.count(partitions=(NOW - dt.timedelta(days=20), NOW - dt.timedelta(days=19))) == 0
 
 
 def test_monthly_documents_land_in_their_month(
