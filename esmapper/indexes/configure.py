@@ -21,8 +21,10 @@ are created by the first write of their period.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
@@ -96,7 +98,26 @@ def _reason(exc: ApiError) -> str:
     return str(error or exc.message)
 
 
-def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> None:
+def _covers(current: Any, wanted: Any) -> bool:
+    """Whether the stored mapping ``current`` already holds everything in ``wanted``."""
+    if isinstance(wanted, dict):
+        return isinstance(current, dict) and all(
+            _covers(current.get(key), value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, bool) and isinstance(current, str):
+        return current == str(wanted).lower()  # the server echoes "dynamic": "false"
+    return bool(current == wanted)
+
+
+def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
+    """Send the model's mapping unless the index already has it; ``True`` if it was sent."""
+    stored: dict[str, Any] = {}
+    with contextlib.suppress(NotFoundError):
+        stored = client.indices.get_mapping(index=index).body
+    entry: dict[str, Any] = next(iter(stored.values()), {})
+    current = entry.get("mappings", {})
+    if _covers(current, spec.info.mapping):
+        return False
     try:
         client.indices.put_mapping(index=index, **spec.info.mapping)
     except BadRequestError as exc:
@@ -108,6 +129,7 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> None:
             error_type=str(exc.error),
             reason=_reason(exc),
         ) from exc
+    return True
 
 
 def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
@@ -153,8 +175,7 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             action = "created" if current is None else "outdated"
             log.info("created index %s for %s", expected, spec.info.name)
         else:
-            _put_mapping(client, spec, expected)
-            action = "mapping_updated"
+            action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current not in (None, expected):
                 action = "outdated"
             elif spec.kind == "versioned" and current is None:
