@@ -79,6 +79,18 @@ class PendingWrite:
     info: ModelInfo
     #: the stored ``_source`` before this write (captured when the pipeline starts)
     original_source: dict[str, Any] | None = None
+    #: ``(id, created_utc, updated_utc)`` before the pipeline set them (restored on a veto)
+    before: tuple[Any, Any, Any] | None = None
+
+    def undo_prepare(self) -> None:
+        """Put back the id and dates the pipeline set: nothing was written."""
+        if self.before is None:
+            return
+        doc_id, created, updated = self.before
+        _set(self.doc, "id", doc_id)
+        if self.info.has_dates:
+            _set(self.doc, "created_utc", created)
+            _set(self.doc, "updated_utc", updated)
 
 
 def _needs_fixing(created: _dt.datetime | None, latest: _dt.datetime) -> bool:
@@ -117,6 +129,11 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
         return
     if pending.kind == "save" and doc.id is None:
         raise DocumentError(f"cannot save a {info.name} without an id; add() it first")
+    pending.before = (
+        doc.id,
+        doc.created_utc if info.has_dates else None,
+        doc.updated_utc if info.has_dates else None,
+    )
     if info.has_dates:
         if _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
             _set(doc, "created_utc", now)
@@ -268,9 +285,27 @@ def write_documents(
     if not pendings:
         return []
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
-    for pending in pendings:
-        _prepare(pending, now)
+    try:
+        for pending in pendings:
+            _prepare(pending, now)
+        actions = _before_write(mapper, pendings, options)
+    except BaseException:
+        for pending in pendings:  # vetoed or invalid: nothing was sent, leave no trace
+            pending.undo_prepare()
+        raise
+    try:
+        outcomes = mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+    except BulkRequestError as exc:
+        outcomes = list(exc.outcomes)
+        _after_write(mapper, outcomes, options, on_success)
+        raise
+    return _after_write(mapper, outcomes, options, on_success, raise_failures=True)
 
+
+def _before_write(
+    mapper: Mapper, pendings: Sequence[PendingWrite], options: Options
+) -> list[BulkAction]:
+    """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions."""
     groups: dict[tuple[type, str], list[PendingWrite]] = {}
     for pending in pendings:
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
@@ -289,14 +324,7 @@ def write_documents(
     for (cls, kind), group in groups.items():
         _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
 
-    actions = [_action(p, target, options) for p, target in zip(pendings, targets, strict=True)]
-    try:
-        outcomes = mapper.writer.write(actions, refresh=refresh_param(options.consistency))
-    except BulkRequestError as exc:
-        outcomes = list(exc.outcomes)
-        _after_write(mapper, outcomes, options, on_success)
-        raise
-    return _after_write(mapper, outcomes, options, on_success, raise_failures=True)
+    return [_action(p, target, options) for p, target in zip(pendings, targets, strict=True)]
 
 
 def _after_write(

@@ -159,3 +159,23 @@ def test_validate_hook_runs_on_add_and_save_unless_disabled(
     with pytest.raises(em.DocumentValidationError, match="email"):
         repo.add(Checked())
     assert repo.add(Checked(), validate=False).id
+
+
+def test_a_refused_add_leaves_the_document_as_it_was(mapper: em.Mapper) -> None:
+    class Picky(em.Document, em.HasDates):
+        class Index:
+            name = "picky"
+
+        email: str = ""
+
+        def validate(self) -> None:
+            if not self.email:
+                raise em.DocumentValidationError("email is required", field="email")
+
+    mapper.configure_indexes([Picky])
+    doc = Picky()
+    with pytest.raises(em.DocumentValidationError):
+        mapper.repository(Picky).add(doc)
+    assert (doc.id, doc.created_utc, doc.updated_utc) == (None, None, None)
+    doc.email = "a@b"
+    assert mapper.repository(Picky).add(doc).id is not None
