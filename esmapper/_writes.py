@@ -37,7 +37,7 @@ from esmapper.errors import (
     EsmapperError,
     VersionConflictError,
 )
-from esmapper.ids import ObjectId, check_id, compose_id
+from esmapper.ids import ObjectId, check_id, compose_id, id_term
 from esmapper.indexes.timeseries import new_document_time
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import remember, state_of
@@ -98,23 +98,35 @@ def _needs_fixing(created: _dt.datetime | None, latest: _dt.datetime) -> bool:
     return created is None or created.year < 1971 or created > latest
 
 
+def composed_id(info: ModelInfo, doc: Any) -> str:
+    """The id ``add`` composes for ``doc`` from its ``Index.id_fields``.
+
+    Raises DocumentValidationError for an empty field, IdTooLongError/InvalidIdTermError
+    for an id that cannot be stored, ValueError when the model has no ``id_fields``.
+    """
+    assert info.index is not None
+    names = info.index.id_fields
+    if not names:
+        raise ValueError(f"{info.name} has no Index.id_fields to compose an id from")
+    terms = []
+    for name in names:
+        value = getattr(doc, name)
+        if value is None or value == "":
+            raise DocumentValidationError(
+                f"{info.name}.{name} is empty, but the id is composed from {', '.join(names)}",
+                field=name,
+            )
+        terms.append(id_term(value))
+    return compose_id(*terms, names=names)
+
+
 def _assign_id(pending: PendingWrite) -> None:
     doc, info = pending.doc, pending.info
     if doc.id is not None:
         return
     assert info.index is not None
     if info.index.id_fields:
-        terms = []
-        for name in info.index.id_fields:
-            value = getattr(doc, name)
-            if value is None or value == "":
-                raise DocumentValidationError(
-                    f"{info.name}.{name} is empty, but the id is composed from "
-                    f"{', '.join(info.index.id_fields)}",
-                    field=name,
-                )
-            terms.append(value if isinstance(value, str) else str(value))
-        _set(doc, "id", compose_id(*terms, names=info.index.id_fields))
+        _set(doc, "id", composed_id(info, doc))
     else:
         _set(doc, "id", str(ObjectId.new(new_document_time(info, doc))))
 

@@ -65,7 +65,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from esmapper.errors import IdTooLongError, InvalidIdTermError
 
-__all__ = ["MAX_ID_BYTES", "ObjectId", "check_id", "compose_id", "decompose_id"]
+__all__ = ["MAX_ID_BYTES", "ObjectId", "check_id", "compose_id", "decompose_id", "id_term"]
 
 MAX_ID_BYTES: Final = 512
 """Elasticsearch's limit on the size of a document ``_id``, in UTF-8 bytes."""
@@ -155,6 +155,12 @@ def _prefix_bytes(prefix: str) -> int:
         return len(prefix.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise _surrogate_error(exc, prefix, "the id prefix", None) from None
+
+
+def id_term(value: object) -> str:
+    """The id term of a field value: strings as they are, anything else through ``str()``
+    (the one rule for ``id_fields``, shared by ``add`` and the re-key tool)."""
+    return value if isinstance(value, str) else str(value)
 
 
 def compose_id(*terms: str, prefix: str | None = None, names: Sequence[str] | None = None) -> str:

@@ -60,7 +60,7 @@ import attrs
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
-from esmapper.ids import check_id, compose_id
+from esmapper.ids import check_id, compose_id, id_term
 from esmapper.model.info import ModelInfo
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:
     except Exception as exc:  # the model cannot read a value; nothing is written
         return f"fields {', '.join(names)} cannot be read: {exc}"
     # The same conversion as Repository.add, so the id is the one add composes.
-    return [value if isinstance(value, str) else str(value) for value in values]
+    return [id_term(value) for value in values]
 
 
 def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:

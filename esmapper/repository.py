@@ -16,7 +16,7 @@ from elasticsearch.dsl.query import Query
 
 from esmapper import _patching, signals
 from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
-from esmapper._writes import PendingWrite, write_documents
+from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, search_documents
@@ -319,6 +319,11 @@ class Repository(Generic[T]):
             if not results.next_page():
                 break
         return processed
+
+    def compose_id(self, doc: T) -> str:
+        """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``
+        (sends nothing; raises like ``add`` for empty fields or an id over 512 bytes)."""
+        return composed_id(self.info, doc)
 
     def invalidate_cache(self, items: T | str | Iterable[T | str]) -> None:
         """Drop cached entries: documents or ids (by-id entries), or custom cache keys

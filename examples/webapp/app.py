@@ -330,7 +330,8 @@ def show_employee(id: str) -> tuple[str, int]:
     employee = _load(Employee, id) or _employee_or_404(id, soft_deletes="deleted")
     team = None
     if employee.team:
-        team = _load(Team, em.compose_id(current_app.config["COMPANY_ID"], employee.team))
+        key = Team(company_id=current_app.config["COMPANY_ID"], slug=employee.team)
+        team = _load(Team, current_mapper.repository(Team).compose_id(key))
     return render_template("employees/show.html", employee=employee, team=team), 200
 
 

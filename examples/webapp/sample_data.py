@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 
-import esmapper as em
 from esmapper.mapper import Mapper
 from examples.webapp.models import DEFAULT_COMPANY, Address, Employee, Team
 
@@ -90,7 +89,8 @@ def load(
     wanted = teams(company_id)
     with mapper.session(consistency="wait") as session:
         # A team's id is composed from its id_fields; compute it to skip the existing ones.
-        ids = [em.compose_id(team.company_id, team.slug) for team in wanted]
+        repo = mapper.repository(Team)
+        ids = [repo.compose_id(team) for team in wanted]
         existing = {team.id for team in session.get_many(Team, ids)}
         for team, team_id in zip(wanted, ids, strict=True):
             if team_id not in existing:

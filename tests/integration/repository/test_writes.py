@@ -179,3 +179,10 @@ def test_a_refused_add_leaves_the_document_as_it_was(mapper: em.Mapper) -> None:
     assert (doc.id, doc.created_utc, doc.updated_utc) == (None, None, None)
     doc.email = "a@b"
     assert mapper.repository(Picky).add(doc).id is not None
+
+
+def test_compose_id_gives_the_id_add_will_use(messages: em.Repository[Message]) -> None:
+    msg = Message(tenant="acme", message_id="a b", handler_type="H")
+    expected = messages.compose_id(msg)
+    assert expected == "acme:a%20b:H"
+    assert messages.add(msg).id == expected
