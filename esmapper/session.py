@@ -167,6 +167,17 @@ class Session:
         results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
         for hit in results.hits:
             hit.document = self._adopt(hit.document)
+        fetch = results._fetch_next
+        if fetch is not None:  # later pages join the identity map too
+
+            def adopt_next(current: FindResults[T]) -> FindResults[T] | None:
+                following = fetch(current)
+                if following is not None:
+                    for hit in following.hits:
+                        hit.document = self._adopt(hit.document)
+                return following
+
+            results._fetch_next = adopt_next
         return results
 
     def find_one(

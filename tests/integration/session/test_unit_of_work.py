@@ -118,3 +118,15 @@ def test_sessionmaker_gives_independent_sessions(mapper: em.Mapper, seeded: list
     with factory() as a, factory() as b:
         assert a.get(Employee, "e0") is not b.get(Employee, "e0")
         assert a.options.consistency == "wait"
+
+
+def test_later_pages_join_the_identity_map(mapper: em.Mapper, seeded: list[Employee]) -> None:
+    with mapper.session() as s:
+        e4 = s.get(Employee, "e4")
+        results = s.find(Employee, sort="age", limit=2)
+        seen = list(results.documents)
+        while results.next_page():
+            seen.extend(results.documents)
+        assert [d.id for d in seen] == ["e0", "e1", "e2", "e3", "e4"]
+        assert seen[-1] is e4
+        assert s.get(Employee, "e2") is seen[2]
