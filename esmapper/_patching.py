@@ -258,10 +258,12 @@ def _compile_query(
 
 
 def _option_kwargs(options: Options) -> dict[str, Any]:
+    """``options`` as keyword arguments for the internal searches of by-query writes
+    (never cached under a caller's custom key: those keys are for the caller's reads)."""
     return {
         "consistency": options.consistency,
         "soft_deletes": options.soft_deletes,
-        "cache": options.cache,
+        "cache": False if isinstance(options.cache, str) else options.cache,
         "notifications": options.notifications,
         "validate": options.validate,
         "version_check": options.version_check,
