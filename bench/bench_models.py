@@ -110,24 +110,8 @@ def values(i: int) -> dict[str, Any]:
     }
 
 
-def build_esmapper(v: dict[str, Any]) -> dict[str, Any]:
-    doc = Employee(
-        id=v["id"],
-        name=v["name"],
-        email=v["email"],
-        age=v["age"],
-        company_id=v["company_id"],
-        hired_utc=v["hired_utc"],
-        tags=v["tags"],
-        address=Address(city=v["city"], zip_code=v["zip_code"]),
-        created_utc=v["created_utc"],
-        updated_utc=v["updated_utc"],
-    )
-    return doc.to_source()
-
-
 def construct_esmapper(v: dict[str, Any]) -> Employee:
-    """The construction half of :func:`build_esmapper` (for the breakdown)."""
+    """Construct the esmapper document (the first half of :func:`build_esmapper`)."""
     return Employee(
         id=v["id"],
         name=v["name"],
@@ -140,6 +124,10 @@ def construct_esmapper(v: dict[str, Any]) -> Employee:
         created_utc=v["created_utc"],
         updated_utc=v["updated_utc"],
     )
+
+
+def build_esmapper(v: dict[str, Any]) -> dict[str, Any]:
+    return construct_esmapper(v).to_source()
 
 
 def build_dsl(v: dict[str, Any]) -> dict[str, Any]:

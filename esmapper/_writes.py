@@ -238,47 +238,36 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
 
 
 def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) -> EsmapperError:
+    """The typed error for the failed items: one kind of 409 gets its own type, a single
+    failed write a DocumentError, anything else a BulkWriteError."""
     failures = [o.to_failure() for o in failed]
     kinds = {(o.action.op, o.status) for o in failed}
-    error: EsmapperError
-    if total == 1 or len(kinds) == 1:
-        first = failed[0]
-        ids = [o.id for o in failed]
-        where = f"index={first.index!r} {first.error_type}: {first.reason}"
-        if kinds == {("create", 409)}:
-            error = DuplicateDocumentError(
-                f"document(s) {', '.join(map(repr, ids))} already exist ({where})",
-                index=first.index,
-                ids=ids,
-                error_type=first.error_type,
-                reason=first.reason,
-            )
-        elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
-            error = VersionConflictError(
-                f"version conflict on {', '.join(map(repr, ids))}: the stored document "
-                f"changed since it was read ({where})",
-                index=first.index,
-                ids=ids,
-                error_type=first.error_type,
-                reason=first.reason,
-            )
-        elif total == 1:
-            error = DocumentError(
-                f"{first.action.op} of {first.id!r} failed with status {first.status} ({where})",
-                index=first.index,
-                ids=ids,
-                error_type=first.error_type,
-                reason=first.reason,
-            )
-        else:
-            error = BulkWriteError(failures, succeeded)
+    if total != 1 and len(kinds) != 1:
+        return BulkWriteError(failures, succeeded)
+    first = failed[0]
+    ids = [o.id for o in failed]
+    listed = ", ".join(map(repr, ids))
+    where = f"index={first.index!r} {first.error_type}: {first.reason}"
+    error_type: type[DocumentError]
+    if kinds == {("create", 409)}:
+        error_type, message = DuplicateDocumentError, f"document(s) {listed} already exist"
+    elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
+        error_type = VersionConflictError
+        message = f"version conflict on {listed}: the stored document changed since it was read"
+    elif total == 1:
+        error_type = DocumentError
+        message = f"{first.action.op} of {first.id!r} failed with status {first.status}"
     else:
-        error = BulkWriteError(failures, succeeded)
-    if isinstance(error, DocumentError):
-        error.failures = failures
-        error.succeeded = succeeded
-        error.conflicts = [f for f in failures if f.is_conflict]
-    return error
+        return BulkWriteError(failures, succeeded)
+    return error_type(
+        f"{message} ({where})",
+        index=first.index,
+        ids=ids,
+        error_type=first.error_type,
+        reason=first.reason,
+        failures=failures,
+        succeeded=succeeded,
+    )
 
 
 def write_documents(

@@ -18,41 +18,14 @@ import attrs
 
 __all__ = ["FieldCatalog", "FieldInfo"]
 
-#: Field types that hold exact values (usable in term, range, terms-aggregation and sort).
-EXACT_TYPES = frozenset(
-    {
-        "keyword",
-        "constant_keyword",
-        "wildcard",
-        "long",
-        "integer",
-        "short",
-        "byte",
-        "double",
-        "float",
-        "half_float",
-        "scaled_float",
-        "unsigned_long",
-        "date",
-        "date_nanos",
-        "boolean",
-        "ip",
-        "version",
-    }
-)
 NUMERIC_TYPES = frozenset(
-    {
-        "long",
-        "integer",
-        "short",
-        "byte",
-        "double",
-        "float",
-        "half_float",
-        "scaled_float",
-        "unsigned_long",
-    }
-)
+    {"long", "integer", "short", "byte", "double", "float", "half_float", "scaled_float",
+     "unsigned_long"}
+)  # fmt: skip
+#: Field types that hold exact values (usable in term, range, terms-aggregation and sort).
+EXACT_TYPES = NUMERIC_TYPES | {
+    "keyword", "constant_keyword", "wildcard", "date", "date_nanos", "boolean", "ip", "version"
+}  # fmt: skip
 INTEGER_TYPES = frozenset({"long", "integer", "short", "byte", "unsigned_long"})
 DATE_TYPES = frozenset({"date", "date_nanos"})
 TEXT_TYPES = frozenset({"text", "match_only_text", "search_as_you_type"})
