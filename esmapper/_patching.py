@@ -1,49 +1,78 @@
 """Patches and by-query writes of a repository (FEATURES PA-*, RI-11, MB-5, EV-13).
 
-- ``patch(id, Partial|Script)`` is one ``update`` through the bulk writer (server-side
-  merge or script, ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id.
-- ``patch(id, Json|Action)`` GETs the document, applies the patch client-side and writes it
-  back with ``if_seq_no``/``if_primary_term``; ``patch(ids, Json|Action)`` runs as
-  ``patch_all`` over those ids.
-- ``patch_all(filter, Partial|Script)`` is one ``_update_by_query`` when the model is not
-  cached; otherwise, and for Json/Action, documents are processed in point-in-time batches.
-- ``remove_all`` is ``_delete_by_query`` (re-run while version conflicts remain, at most 10
-  times) unless removal signals have receivers or the model is cached: then batches go
-  through the write pipeline, one bulk request per batch.
+Every write here goes through :func:`esmapper._writes.send` (one bulk writer, unknown
+outcomes read back, every touched id removed from the cache), except the two by-query
+requests, which are sent once (never resent by the transport) and drop the model's cache
+entries:
 
-Patches skip validation and the saving/saved signals; ``documents_changed`` fires with an
-empty list except for a single-document ActionPatch; ``updated_utc`` is set on every patch
-(a caller-supplied value wins for Partial/Script).
+- ``patch(id, Partial|Script)`` is one ``update`` (server-side merge or script,
+  ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id.
+- ``patch(id, Json|Action)`` GETs the document, applies the patch client-side and writes it
+  back with ``if_seq_no``/``if_primary_term`` (the ``_source`` fields the model does not
+  declare are kept); ``patch(ids, Json|Action)`` runs as ``patch_all`` over those ids and
+  reports the ids that do not exist.
+- ``patch_all(filter, ScriptPatch)`` on a model not cached by default is one
+  ``_update_by_query``: version conflicts (documents changed by another writer while it
+  ran) are *reported* (:class:`VersionConflictError` with the counts), never skipped
+  silently; a lost answer raises :class:`OutcomeUnknownError` (the script may have run).
+- Every other ``patch_all`` (PartialPatch always: the Update API's deep merge is the one
+  merge rule, by id or by query) scans the matches in a point in time and writes each
+  page as per-document actions conditioned on the version the scan saw. A document
+  changed meanwhile (409) is looked up again: if it still matches, it is patched at its
+  new version (up to 5 rounds), if not it is left alone; what still conflicts is
+  reported.
+- ``remove_all`` is ``_delete_by_query`` (re-run while version conflicts remain, at most 10
+  times) unless removal signals have receivers or the model is cached: then the scan's
+  pages go through the write pipeline as deletes conditioned on the scanned versions.
+
+Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
+by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the
+end. Patches skip validation and the saving/saved signals; ``documents_changed`` fires
+(with an empty list except for a single-document ActionPatch) only when something changed;
+a no-op (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch)
+writes and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied
+value wins for Partial/Script).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import jsonpatch
-from elasticsearch import NotFoundError
-from elasticsearch.dsl.query import Query
+from elastic_transport import TransportError
+from elasticsearch import ApiError, NotFoundError
+from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
 from esmapper._search import is_index_missing
-from esmapper._writes import PendingWrite, publish_changes, write_documents
+from esmapper._writes import (
+    UNKNOWN,
+    PendingWrite,
+    failure_error,
+    publish_changes,
+    send,
+    split_version,
+    with_extras,
+    write_documents,
+)
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
     DocumentNotFoundError,
+    OutcomeUnknownError,
     VersionConflictError,
 )
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
-from esmapper.model.state import DocState
 from esmapper.options import Options, refresh_param
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
+from esmapper.results import FindHit
 from esmapper.signals import ChangeType, ModifiedDocument
 
 if TYPE_CHECKING:
@@ -53,17 +82,23 @@ __all__ = ["patch_all", "patch_ids", "remove_all"]
 
 log = logging.getLogger("esmapper.repository")
 
-_PARTIAL_SCRIPT = "ctx._source.putAll(params.__esm_doc)"
 _REMOVE_SIGNALS = (
     signals.documents_removing,
     signals.documents_removed,
     signals.documents_changing,
     signals.documents_changed,
 )
+_PAGE = 500
+_CONFLICT_ROUNDS = 5
 
 
 def _now_text(repo: Repository[Any]) -> str:
     return format_datetime(repo.mapper.clock())
+
+
+def _once(repo: Repository[Any]) -> Any:
+    """The client for a request that must not be resent blindly (by-query writes)."""
+    return repo.mapper.client.options(max_retries=0, retry_on_status=(), retry_on_timeout=False)
 
 
 def _update_body(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
@@ -82,13 +117,6 @@ def _update_body(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> di
     return {"script": {"source": source, "lang": "painless", "params": params}}
 
 
-def _by_query_script(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
-    body = _update_body(repo, patch)
-    if "script" in body:
-        return dict(body["script"])
-    return {"source": _PARTIAL_SCRIPT, "lang": "painless", "params": {"__esm_doc": body["doc"]}}
-
-
 def _raise_for(outcome: BulkOutcome, repo: Repository[Any]) -> None:
     kwargs: dict[str, Any] = {
         "index": outcome.index,
@@ -103,23 +131,34 @@ def _raise_for(outcome: BulkOutcome, repo: Repository[Any]) -> None:
             ids=[outcome.id],
             **kwargs,
         )
-    raise DocumentError(
-        f"patch of {repo.info.name} {outcome.id!r} failed with status {outcome.status}: "
-        f"{outcome.error_type}: {outcome.reason}",
-        ids=[outcome.id],
-        **kwargs,
-    )
+    raise failure_error([outcome], [], 1)
 
 
-def _after_patch(
-    repo: Repository[Any], ids: list[str], options: Options, documents: list[Any] | None = None
+def _announce(
+    repo: Repository[Any],
+    ids: list[str | None],
+    options: Options,
+    documents: list[Any] | None = None,
 ) -> None:
-    repo.mapper.invalidate_ids(repo.info, ids)
+    """``documents_changed`` and one notification per id, after confirmed changes."""
+    if not ids:
+        return
     if signals.has_receivers(signals.documents_changed, repo.model):
-        signals.documents_changed.send(
-            repo.model, documents=documents or [], change_type=ChangeType.SAVED, options=options
+        signals.send_safely(
+            signals.documents_changed,
+            repo.model,
+            documents=documents or [],
+            change_type=ChangeType.SAVED,
+            options=options,
         )
     publish_changes(repo.mapper, repo.info, [(i, ChangeType.SAVED) for i in ids], options)
+
+
+def _changed(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
+    return [o.id for o in outcomes if o.ok and o.result != "noop"]
+
+
+# -- by id ---------------------------------------------------------------------------------
 
 
 def patch_ids(
@@ -134,13 +173,7 @@ def patch_ids(
         body = _update_body(repo, patch)
         targets = locate_documents(repo.mapper.client, repo.spec, id_list)
         # time-series ids stored nowhere: not found, like a 404 of the update
-        missing = [
-            BulkItemFailure(
-                id, repo.spec.alias, "update", 404, "document_missing_exception", "document missing"
-            )
-            for id in id_list
-            if id not in targets
-        ]
+        missing = [_missing(repo, id) for id in id_list if id not in targets]
         actions = [
             BulkAction(
                 op="update",
@@ -148,30 +181,44 @@ def patch_ids(
                 id=id,
                 body=body,
                 retry_on_conflict=patch.retry_on_conflict,
+                ref=PendingWrite("patch", None, repo.info, id=id),
             )
             for id in id_list
             if id in targets
         ]
         outcomes = (
-            repo.mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+            send(repo.mapper, actions, refresh=refresh_param(options.consistency))
             if actions
             else []
         )
-        changed = [o.id for o in outcomes if o.ok and o.result != "noop"]
-        _after_patch(repo, [str(i) for i in changed], options)
+        changed = _changed(outcomes)
+        _announce(repo, changed, options)
         failed = [o for o in outcomes if not o.ok]
         if len(id_list) == 1 and missing:
             raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
         if failed or missing:
             if len(outcomes) == 1 and not missing:
                 _raise_for(failed[0], repo)
-            raise BulkWriteError([o.to_failure() for o in failed] + missing, changed)
+            failures = [o.to_failure() for o in failed] + missing
+            raise BulkWriteError(failures, changed)
         return
     if len(id_list) > 1:
-        ids_query = Query.get_dsl_class("ids")(values=id_list)
-        patch_all(repo, ids_query, patch, options.merge(soft_deletes="all"), notify_ids=id_list)
+        ids_query = Ids(values=id_list)
+        seen: set[str] = set()
+        patch_all(
+            repo, ids_query, patch, options.merge(soft_deletes="all"), notify_ids=id_list, seen=seen
+        )
+        absent = [id for id in id_list if id not in seen]
+        if absent:
+            raise BulkWriteError([_missing(repo, id) for id in absent], sorted(seen))
         return
     _patch_one_client_side(repo, id_list[0], patch, options)
+
+
+def _missing(repo: Repository[Any], id: str) -> BulkItemFailure:
+    return BulkItemFailure(
+        id, repo.spec.alias, "update", 404, "document_missing_exception", "document missing"
+    )
 
 
 def _patch_one_client_side(
@@ -187,87 +234,146 @@ def _patch_one_client_side(
             raw = repo.mapper.client.get(index=repo.spec.read_target, id=id).body
         except NotFoundError as exc:
             raise DocumentNotFoundError(id, index=repo.spec.alias) from exc
-    outcome, document, original = _apply_client_side(repo, raw, patch, options)
-    if outcome is None:
+    version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
+    action = _client_side_action(
+        repo,
+        patch,
+        options,
+        id=raw["_id"],
+        index=raw.get("_index"),
+        source=raw.get("_source") or {},
+        version=version,
+    )
+    if action is None:
         return
+    outcome = send(repo.mapper, [action], refresh=refresh_param(options.consistency))[0]
     if not outcome.ok:
         _raise_for(outcome, repo)
-    documents = [ModifiedDocument(document, original)] if isinstance(patch, ActionPatch) else []
-    _after_patch(repo, [id], options, documents)
+    _confirm_client_side(repo, action, outcome)
+    pending: PendingWrite = action.ref
+    documents = (
+        [
+            ModifiedDocument(
+                pending.doc, repo.info.from_source(raw.get("_source") or {}, id, version)
+            )
+        ]
+        if isinstance(patch, ActionPatch)
+        else []
+    )
+    _announce(repo, [id], options, documents)
 
 
-def _apply_client_side(
+def _client_side_action(
     repo: Repository[Any],
-    raw: dict[str, Any],
     patch: JsonPatch | ActionPatch,
     options: Options,
     *,
-    send: bool = True,
-) -> tuple[Any, Any, Any]:
-    """Apply ``patch`` to a hit; returns ``(outcome or action, document, original)``."""
+    id: str,
+    index: str | None,
+    source: dict[str, Any],
+    version: str | None,
+) -> BulkAction | None:
+    """The conditional ``index`` action of a Json/Action patch applied to ``source``, or
+    ``None`` for a no-op (an empty JsonPatch, an ActionPatch whose callables all returned
+    False)."""
     info = repo.info
-    source = raw.get("_source") or {}
-    version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
-    original = info.from_source(source, raw["_id"], version)
     if isinstance(patch, JsonPatch):
         if not patch.operations:
-            return None, None, original
+            return None
         try:
             new_source = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
             raise DocumentError(
-                f"JsonPatch of {info.name} {raw['_id']!r} failed: {exc}",
-                ids=[raw["_id"]],
-                index=raw.get("_index"),
+                f"JsonPatch of {info.name} {id!r} failed: {exc}",
+                ids=[id],
+                index=index,
                 error_type="json_patch_failed",
                 reason=str(exc),
             ) from exc
         if info.has_dates:
             new_source["updated_utc"] = _now_text(repo)
-        document = info.from_source(new_source, raw["_id"], version)
+        document = info.from_source(new_source, id, version)
     else:
-        document = info.from_source(source, raw["_id"], version)
+        document = info.from_source(source, id, version)
         if not patch.apply(document):
-            return None, document, original
+            return None
         if info.has_dates:
             document.updated_utc = repo.mapper.clock()
-        new_source = info.to_source(document)
-    action = BulkAction(
+        new_source = with_extras(info.to_source(document), source)
+    seq_no = primary_term = None
+    if options.version_check:
+        seq_no, primary_term = split_version(version, owner=info.name, id=id)
+    return BulkAction(
         op="index",
-        index=raw.get("_index") or repo.spec.write_target,
-        id=raw["_id"],
+        index=index or repo.spec.write_target,
+        id=id,
         body=new_source,
-        if_seq_no=raw.get("_seq_no") if options.version_check else None,
-        if_primary_term=raw.get("_primary_term") if options.version_check else None,
-        ref=document,
+        if_seq_no=seq_no,
+        if_primary_term=primary_term,
+        ref=PendingWrite("patch", document, info, id=id),
     )
-    if not send:
-        return action, document, original
-    outcome = repo.mapper.writer.write([action], refresh=refresh_param(options.consistency))[0]
-    if outcome.ok:
-        if info.versioned:
-            document.version = outcome.version
-        object.__setattr__(document, "_esm_state", DocState(new_source, outcome.index))
-    return outcome, document, original
 
 
-def _compile_query(
-    repo: Repository[Any], filter: str | Query | None, options: Options
-) -> dict[str, Any]:
-    return repo.search(filter, **_option_kwargs(options)).query_body()
+def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: BulkOutcome) -> None:
+    """Record the stored state on the patched document (for signal receivers)."""
+    from esmapper.model.state import remember
+
+    document = action.ref.doc
+    if repo.info.versioned:
+        document.version = outcome.version
+    assert isinstance(action.body, dict)
+    remember(document, action.body, outcome.index, outcome.version)
 
 
-def _option_kwargs(options: Options) -> dict[str, Any]:
-    """``options`` as keyword arguments for the internal searches of by-query writes
-    (never cached under a caller's custom key: those keys are for the caller's reads)."""
+# -- by query --------------------------------------------------------------------------
+
+
+def _scan_kwargs(options: Options) -> dict[str, Any]:
+    """The options of the internal searches of by-query writes (never cached under a
+    caller's custom key: those keys are for the caller's reads)."""
     return {
         "consistency": options.consistency,
         "soft_deletes": options.soft_deletes,
         "cache": False if isinstance(options.cache, str) else options.cache,
-        "notifications": options.notifications,
-        "validate": options.validate,
-        "version_check": options.version_check,
     }
+
+
+def _refresh(repo: Repository[Any]) -> None:
+    with contextlib.suppress(NotFoundError):
+        repo.mapper.client.indices.refresh(index=repo.spec.alias)
+
+
+def _each_match(
+    repo: Repository[Any],
+    filter: str | Query | None,
+    options: Options,
+    apply: Callable[[list[FindHit[Any]]], list[str]],
+) -> list[str]:
+    """Call ``apply`` with the matching hits, page by page (a point in time, so a page
+    written meanwhile is not seen again); ``apply`` returns the ids that got a version
+    conflict. Those are searched again (after a refresh) and, if they still match, passed
+    to ``apply`` at their new version, up to 5 rounds. Returns the ids still conflicting."""
+    conflicted: list[str] = []
+    results = repo.find(filter, limit=_PAGE, snapshot=True, **_scan_kwargs(options))
+    while results.hits:
+        conflicted.extend(apply(results.hits))
+        if not results.next_page():
+            break
+    base = repo.search(filter, soft_deletes=options.soft_deletes).query
+    for _round in range(_CONFLICT_ROUNDS):
+        if not conflicted:
+            break
+        _refresh(repo)
+        retry, conflicted = conflicted, []
+        for start in range(0, len(retry), _PAGE):
+            chunk = retry[start : start + _PAGE]
+            query = Ids(values=chunk) if base is None else Ids(values=chunk) & base
+            again = repo.find(
+                query, limit=len(chunk), soft_deletes=options.soft_deletes, cache=False
+            )
+            if again.hits:
+                conflicted.extend(apply(again.hits))
+    return conflicted
 
 
 def patch_all(
@@ -277,124 +383,212 @@ def patch_all(
     options: Options,
     *,
     notify_ids: list[str] | None = None,
+    seen: set[str] | None = None,
 ) -> int:
     """See the module docstring. ``notify_ids``: publish one message per listed id (noop
-    ids included) once anything changed, instead of one per changed id (FEATURES MB-5)."""
-    query = _compile_query(repo, filter, options)
-    if isinstance(patch, PartialPatch | ScriptPatch) and not repo.mapper.is_cached(repo.info):
-        try:
-            response = repo.mapper.client.update_by_query(
-                index=repo.spec.write_target,
-                query=query,
-                script=_by_query_script(repo, patch),
-                conflicts="proceed",
-                refresh=bool(refresh_param(options.consistency, by_query=True)),
-            ).body
-        except NotFoundError as exc:
-            if is_index_missing(exc):
-                return 0
-            raise
-        if response.get("version_conflicts"):
-            log.warning(
-                "patch_all on %s: %s version conflicts were skipped",
-                repo.spec.alias,
-                response["version_conflicts"],
-            )
-        updated = int(response.get("updated", 0))
-        if updated:
-            if signals.has_receivers(signals.documents_changed, repo.model):
-                signals.documents_changed.send(
-                    repo.model, documents=[], change_type=ChangeType.SAVED, options=options
-                )
-            publish_changes(repo.mapper, repo.info, [(None, ChangeType.SAVED)], options)
-        return updated
+    ids included) once anything changed, instead of one per changed id (FEATURES MB-5);
+    ``seen`` collects the ids that matched."""
+    if (
+        isinstance(patch, ScriptPatch)
+        and notify_ids is None
+        and not repo.mapper.is_cached(repo.info)
+    ):
+        return _update_by_query(repo, filter, patch, options)
 
     changed = 0
     failures: list[BulkOutcome] = []
+    refresh = refresh_param("eventual")
 
-    def process(documents: list[Any]) -> bool:
+    def apply(hits: list[FindHit[Any]]) -> list[str]:
         nonlocal changed
         actions = []
-        for document in documents:
-            state = document._esm_state
-            raw = {
-                "_id": document.id,
-                "_source": state.original if state else {},
-                "_index": state.index if state else None,
-            }
-            if document.version:
-                term, seq = document.version.split(":")
-                raw["_primary_term"], raw["_seq_no"] = int(term), int(seq)
-            if isinstance(patch, PartialPatch | ScriptPatch):
-                actions.append(
-                    BulkAction(
-                        op="update",
-                        index=raw["_index"] or repo.spec.write_target,
-                        id=document.id,
-                        body=_update_body(repo, patch),
-                        retry_on_conflict=patch.retry_on_conflict,
-                        ref=document,
-                    )
-                )
-                continue
-            action, _, _ = _apply_client_side(repo, raw, patch, options, send=False)
+        for hit in hits:
+            if seen is not None:
+                seen.add(hit.id)
+            action = _hit_action(repo, hit, patch, options)
             if action is not None:
                 actions.append(action)
         if not actions:
-            return True
-        outcomes = repo.mapper.writer.write(actions)
-        done = [str(o.id) for o in outcomes if o.ok and o.result != "noop"]
-        failures.extend(o for o in outcomes if not o.ok)
+            return []
+        outcomes = send(repo.mapper, actions, refresh=refresh)
+        done = _changed(outcomes)
         changed += len(done)
-        if done:
-            repo.mapper.invalidate_ids(repo.info, done)
-            if notify_ids is None:
-                _after_patch(repo, done, options)
-        return True
+        if notify_ids is None:
+            _announce(repo, done, options)
+        conflicts = [str(o.id) for o in outcomes if o.status == 409]
+        failures.extend(o for o in outcomes if not o.ok and o.status != 409)
+        return conflicts
 
-    repo.batch_process(
-        filter, process, batch_size=500, **_option_kwargs(options.merge(consistency="eventual"))
-    )
-    _final_refresh(repo, options)
+    try:
+        still = _each_match(repo, filter, options, apply)
+    finally:
+        if options.consistency != "eventual":
+            _refresh(repo)
     if notify_ids is not None and changed:
-        _after_patch(repo, notify_ids, options)
+        _announce(repo, list(notify_ids), options)
+    if still:
+        raise VersionConflictError(
+            f"patch_all on {repo.info.name}: {len(still)} document(s) kept changing "
+            f"concurrently and were not patched ({changed} were)",
+            ids=still,
+            index=repo.spec.alias,
+            error_type="version_conflict_engine_exception",
+        )
     if failures:
-        if all(o.status == 409 for o in failures):
-            raise VersionConflictError(
-                f"patch_all on {repo.info.name}: {len(failures)} document(s) changed "
-                "concurrently and were not patched",
-                ids=[o.id for o in failures],
-                index=repo.spec.alias,
-                error_type=failures[0].error_type,
-                reason=failures[0].reason,
-            )
-        raise BulkWriteError([o.to_failure() for o in failures], [])
+        raise failure_error(failures, [], len(failures) + changed)
     return changed
 
 
-def _final_refresh(repo: Repository[Any], options: Options) -> None:
+def _hit_action(
+    repo: Repository[Any], hit: FindHit[Any], patch: Patch, options: Options
+) -> BulkAction | None:
+    """The write of ``patch`` for one scanned hit, conditioned on the hit's version."""
+    state = hit.document._esm_state
+    source = state.original if state is not None else {}
+    index = hit.index or repo.spec.write_target
+    if isinstance(patch, PartialPatch | ScriptPatch):
+        seq_no = primary_term = None
+        if options.version_check:
+            seq_no, primary_term = split_version(hit.version, owner=repo.info.name, id=hit.id)
+        return BulkAction(
+            op="update",
+            index=index,
+            id=hit.id,
+            body=_update_body(repo, patch),
+            if_seq_no=seq_no,
+            if_primary_term=primary_term,
+            ref=PendingWrite("patch", None, repo.info, id=hit.id),
+        )
+    return _client_side_action(
+        repo, patch, options, id=hit.id, index=index, source=source, version=hit.version
+    )
+
+
+def _update_by_query(
+    repo: Repository[Any], filter: str | Query | None, patch: ScriptPatch, options: Options
+) -> int:
+    query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
-        with contextlib.suppress(NotFoundError):
-            repo.mapper.client.indices.refresh(index=repo.spec.alias)
+        _refresh(repo)
+    try:
+        response = (
+            _once(repo)
+            .update_by_query(
+                index=repo.spec.write_target,
+                query=query,
+                script=_update_body(repo, patch)["script"],
+                conflicts="proceed",
+                refresh=bool(refresh_param(options.consistency, by_query=True)),
+            )
+            .body
+        )
+    except NotFoundError as exc:
+        if is_index_missing(exc):
+            return 0
+        raise
+    except TransportError as exc:
+        if isinstance(exc, ApiError):
+            raise
+        raise OutcomeUnknownError(
+            f"patch_all on {repo.info.name}: the update-by-query was sent but no answer came "
+            f"back ({exc}); the script may have run on some or all matches. It was not "
+            "resent: check the documents before running it again",
+            index=repo.spec.alias,
+            error_type=UNKNOWN,
+            reason=str(exc),
+        ) from exc
+    finally:
+        repo.mapper.invalidate_model(repo.info)
+    updated = int(response.get("updated", 0))
+    if updated:
+        _announce(repo, [None], options)
+    conflicts = int(response.get("version_conflicts") or 0)
+    if conflicts:
+        raise VersionConflictError(
+            f"patch_all on {repo.info.name}: {conflicts} matching document(s) changed "
+            f"concurrently and were NOT patched ({updated} were); the update-by-query cannot "
+            "say which, so re-run it with a filter that excludes the patched documents, or "
+            "patch with cache=True (per-document writes that retry conflicts)",
+            index=repo.spec.alias,
+            error_type="version_conflict_engine_exception",
+            reason=f"{conflicts} version conflicts, {updated} updated",
+        )
+    return updated
 
 
 def remove_all(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     listened = any(signals.has_receivers(s, repo.model) for s in _REMOVE_SIGNALS)
     if not listened and not repo.mapper.is_cached(repo.info):
-        query = _compile_query(repo, filter, options)
-        total = 0
+        return _delete_by_query(repo, filter, options)
+
+    removed = 0
+    inner = options.merge(consistency="eventual")
+
+    def apply(hits: list[FindHit[Any]]) -> list[str]:
+        nonlocal removed
+        pendings = [
+            PendingWrite("remove", hit.document, repo.info, guard=hit.version) for hit in hits
+        ]
+        try:
+            removed += len(write_documents(repo.mapper, pendings, inner))
+        except (BulkWriteError, DocumentError) as exc:
+            removed += len(exc.succeeded)
+            conflicts = [str(f.id) for f in exc.failures if f.status == 409]
+            if len(conflicts) != len(exc.failures):
+                raise
+            return conflicts
+        return []
+
+    try:
+        still = _each_match(repo, filter, options, apply)
+    finally:
+        if options.consistency != "eventual":
+            _refresh(repo)
+    if still:
+        raise VersionConflictError(
+            f"remove_all on {repo.info.name}: {len(still)} document(s) kept changing "
+            f"concurrently and were not removed ({removed} were)",
+            ids=still,
+            index=repo.spec.alias,
+            error_type="version_conflict_engine_exception",
+        )
+    return removed
+
+
+def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
+    query = repo.search(filter, **_scan_kwargs(options)).query_body()
+    if options.consistency != "eventual":
+        _refresh(repo)
+    total = 0
+    try:
         for _attempt in range(10):
             try:
-                response = repo.mapper.client.delete_by_query(
-                    index=repo.spec.write_target,
-                    query=query,
-                    conflicts="proceed",
-                    refresh=bool(refresh_param(options.consistency, by_query=True)),
-                ).body
+                response = (
+                    _once(repo)
+                    .delete_by_query(
+                        index=repo.spec.write_target,
+                        query=query,
+                        conflicts="proceed",
+                        refresh=bool(refresh_param(options.consistency, by_query=True)),
+                    )
+                    .body
+                )
             except NotFoundError as exc:
                 if is_index_missing(exc):
                     return total
                 raise
+            except TransportError as exc:
+                if isinstance(exc, ApiError):
+                    raise
+                # Deleting what matches is idempotent: run it again; what the lost request
+                # deleted is not counted.
+                log.warning(
+                    "remove_all on %s: no answer to the delete-by-query (%s); running it "
+                    "again (the returned count may miss what it deleted)",
+                    repo.spec.alias,
+                    exc,
+                )
+                continue
             total += int(response.get("deleted", 0))
             if not response.get("version_conflicts"):
                 break
@@ -402,22 +596,8 @@ def remove_all(repo: Repository[Any], filter: str | Query | None, options: Optio
             log.warning(
                 "remove_all on %s: version conflicts remain after 10 attempts", repo.spec.alias
             )
-        if total:
-            publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
-        return total
-
-    removed = 0
-
-    def process(documents: list[Any]) -> bool:
-        nonlocal removed
-        pendings = [PendingWrite("remove", d, repo.info) for d in documents]
-        removed += len(
-            write_documents(repo.mapper, pendings, options.merge(consistency="eventual"))
-        )
-        return True
-
-    repo.batch_process(
-        filter, process, batch_size=500, **_option_kwargs(options.merge(consistency="eventual"))
-    )
-    _final_refresh(repo, options)
-    return removed
+    finally:
+        repo.mapper.invalidate_model(repo.info)
+    if total:
+        publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
+    return total

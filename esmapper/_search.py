@@ -14,6 +14,7 @@ from elasticsearch.dsl.query import Query
 from esmapper import signals
 from esmapper.errors import QueryValidationError
 from esmapper.indexes.timeseries import partitions_for_range
+from esmapper.model.state import DocState
 from esmapper.options import Options
 from esmapper.query import (
     compile_aggregations,
@@ -256,12 +257,13 @@ class SearchRequest:
     def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         from_source = self.info.from_source
+        partial = self.includes is not None or self.excludes is not None
         hits: list[FindHit[Any]] = []
         for raw in response["hits"]["hits"]:
             seq_no = raw.get("_seq_no")
             version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
             document = from_source(raw.get("_source") or {}, raw["_id"], version)
-            _remember(document, raw)
+            _remember(document, raw, version, partial)
             hits.append(
                 FindHit(
                     raw["_id"],
@@ -315,9 +317,10 @@ class SearchRequest:
             self.mapper.client.close_point_in_time(id=pit_id)
 
 
-def _remember(document: Any, raw: dict[str, Any]) -> None:
-    from esmapper.model.state import DocState
-
+def _remember(document: Any, raw: dict[str, Any], version: str | None, partial: bool) -> None:
+    """Keep what the hit confirmed; a hit read with ``includes``/``excludes`` is partial
+    (a save then writes only the fields that changed)."""
     source = raw.get("_source")
     if source is not None:
-        object.__setattr__(document, "_esm_state", DocState(source, raw.get("_index")))
+        state = DocState(source, raw.get("_index"), partial=partial, version=version)
+        object.__setattr__(document, "_esm_state", state)

@@ -1,40 +1,79 @@
-"""The write pipeline shared by repositories and sessions.
+"""The write pipeline: the one place every document write goes through.
 
-One call of :func:`write_documents` is one unit of work: for each pending operation it
-runs, in this order (FEATURES EV-9, decision Q16):
+Every write path (``add``, ``save``, ``remove``, patches by id, by ids and by query,
+``patch_all``, ``remove_all``, session flushes) compiles its work into
+:class:`PendingWrite` s and hands them to this module. The rules, and the one function
+that owns each:
+
+========================================  ================================================
+rule                                      owner
+========================================  ================================================
+what a document write sends               :func:`document_action` (full source plus the
+(full replace, or a partial update for    ``_source`` fields the model does not declare;
+a partially loaded document; the          partial documents: only the changed fields,
+version condition)                        guarded by the version they were read at)
+resending and unknown outcomes            :func:`send` (the bulk writer never resends a
+                                          request without an answer; :func:`send` reads
+                                          the documents back and decides: applied, safe
+                                          to resend, or *unknown*, reported as a failure
+                                          with ``error_type="outcome_unknown"``)
+cache invalidation                        :func:`send`: every id a write touched is
+                                          removed from the cache whatever its outcome
+                                          (confirmed, failed, unknown), through any mapper
+"-ed" signals and notifications           :func:`settle` and :func:`publish_changes`:
+                                          receiver and subscriber failures are logged,
+                                          never turned into a failed write
+typed errors                              :func:`failure_error`
+========================================  ================================================
+
+One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
+this order (FEATURES EV-9, decision Q16):
 
 1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
-   when valid; ``add``/``save``: ``updated_utc = now``);
+   when valid; ``add``/``save``: ``updated_utc = now``; a partial document's
+   ``created_utc`` is left alone unless it was loaded);
 2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
    modify documents or raise to veto: then nothing at all is written);
 3. validation (``Document.validate``, the 512-byte id check) unless ``validate=False``;
 4. ``documents_changing``;
-5. one pass through the bulk writer (create for add, index with
-   ``if_seq_no``/``if_primary_term`` for saves of versioned documents, delete for remove);
-6. for confirmed items: version and stored state written back onto the documents, then
-   ``documents_added``/``saved``/``removed``, ``documents_changed``,
+5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
+   ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
+   changed fields for partial documents; ``delete``, conditional for a ``Versioned``
+   document, unconditional for an id), unknown outcomes resolved, the cache invalidated;
+6. :func:`settle` for confirmed items: version and stored state written back onto the
+   documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
    ``before_publish_entity_changed`` and ``entity_changed``;
 7. failures raise after the successes were applied (FEATURES ER-2): a single kind of 409
-   raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, anything else
-   :class:`BulkWriteError`; every error carries ``failures`` and ``succeeded``.
+   raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, a single write
+   of unknown outcome :class:`OutcomeUnknownError`, anything else
+   :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
+   object) and ``succeeded``.
+
+Patches (:mod:`esmapper._patching`) build their own actions but send them through
+:func:`send` and publish through :func:`publish_changes`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+from elastic_transport import TransportError
+from elasticsearch import ApiError
 
-from esmapper import signals
+from esmapper import _json, signals
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import (
+    BulkItemFailure,
     BulkWriteError,
     DocumentError,
     DocumentValidationError,
     DuplicateDocumentError,
     EsmapperError,
+    OutcomeUnknownError,
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
@@ -48,7 +87,19 @@ if TYPE_CHECKING:
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
-__all__ = ["PendingWrite", "publish_changes", "write_documents"]
+__all__ = [
+    "UNKNOWN",
+    "PendingWrite",
+    "document_action",
+    "failure_error",
+    "publish_changes",
+    "send",
+    "split_version",
+    "with_extras",
+    "write_documents",
+]
+
+log = logging.getLogger("esmapper.writes")
 
 _BEFORE = {
     "add": signals.documents_adding,
@@ -69,18 +120,39 @@ _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
 _CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
+#: ``error_type`` of a write whose outcome stayed unknown after reading it back.
+UNKNOWN = "outcome_unknown"
+#: Rounds of "read back, resend what was not applied" for writes without an answer.
+_RESOLVE_ROUNDS = 3
+
 
 @attrs.define(slots=True)
 class PendingWrite:
-    """One document write: ``kind`` is ``add``, ``save`` or ``remove``."""
+    """One write: ``kind`` is ``add``, ``save``, ``remove`` or ``patch``.
+
+    ``doc`` is the caller's document (``None`` for a patch by id that loaded nothing),
+    ``id`` the document id for writes without a document. ``conditional`` is false for
+    a removal by id (``remove("id")`` deletes whatever is stored).
+    """
 
     kind: str
     doc: Any
     info: ModelInfo
+    id: str | None = None
+    conditional: bool = True
+    #: condition the write on this version (``"<primary_term>:<seq_no>"``, e.g. what a
+    #: by-query scan saw), whatever the model's ``Versioned`` support
+    guard: str | None = None
     #: the stored ``_source`` before this write (captured when the pipeline starts)
     original_source: dict[str, Any] | None = None
     #: ``(id, created_utc, updated_utc)`` before the pipeline set them (restored on a veto)
     before: tuple[Any, Any, Any] | None = None
+    #: what the store holds after a confirmed write (the source, merged for partial saves)
+    written: dict[str, Any] | None = None
+
+    @property
+    def doc_id(self) -> str | None:
+        return self.doc.id if self.doc is not None else self.id
 
     def undo_prepare(self) -> None:
         """Put back the id and dates the pipeline set: nothing was written."""
@@ -91,6 +163,24 @@ class PendingWrite:
         if self.info.has_dates:
             _set(self.doc, "created_utc", created)
             _set(self.doc, "updated_utc", updated)
+
+
+def split_version(
+    version: str | None, *, owner: str = "", id: str | None = None
+) -> tuple[int | None, int | None]:
+    """``(seq_no, primary_term)`` of a ``"<primary_term>:<seq_no>"`` version (``None``s for
+    no version); a malformed one raises DocumentValidationError naming ``owner``."""
+    if not version:
+        return None, None
+    try:
+        term_text, seq_text = version.split(":", 1)
+        return int(seq_text), int(term_text)
+    except ValueError:
+        raise DocumentValidationError(
+            f"{owner} {id!r}: version {version!r} is not '<primary_term>:<seq_no>'",
+            field="version",
+            ids=[id],
+        ) from None
 
 
 def _needs_fixing(created: _dt.datetime | None, latest: _dt.datetime) -> bool:
@@ -147,7 +237,8 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
         doc.updated_utc if info.has_dates else None,
     )
     if info.has_dates:
-        if _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
+        loaded = state is None or not state.partial or "created_utc" in (state.original or {})
+        if loaded and _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
             _set(doc, "created_utc", now)
         _set(doc, "updated_utc", now)
     if pending.kind == "add":
@@ -158,7 +249,7 @@ def _hydrate_original(pending: PendingWrite) -> Any:
     source = pending.original_source
     if source is None:
         return None
-    return pending.info.from_source(source, pending.doc.id, None)
+    return pending.info.from_source(source, pending.doc_id, None)
 
 
 def _modified(pendings: Sequence[PendingWrite]) -> list[ModifiedDocument]:
@@ -166,28 +257,108 @@ def _modified(pendings: Sequence[PendingWrite]) -> list[ModifiedDocument]:
 
 
 def _fire(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
+    """An "-ing" signal: a raising receiver vetoes the write."""
     if pendings and signals.has_receivers(signal, sender):
         signal.send(sender, documents=_modified(pendings), **kwargs)
 
 
-def _action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
+def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
+    """An "-ed" signal: the write is stored, so a raising receiver is logged, not raised."""
+    if pendings and signals.has_receivers(signal, sender):
+        signals.send_safely(signal, sender, documents=_modified(pendings), **kwargs)
+
+
+# -- what a document write sends ---------------------------------------------------------
+
+
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``new`` whose values differ from ``old``, recursing into objects (a
+    partial update merges objects on the server; lists and scalars are replaced)."""
+    changed: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key, _ABSENT)
+        if before == value:
+            continue
+        if isinstance(value, dict) and isinstance(before, dict):
+            inner = _diff(before, value)
+            if inner:
+                changed[key] = inner
+        else:
+            changed[key] = value
+    return changed
+
+
+def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``changes`` deep-merged in (what a partial update leaves stored)."""
+    out = dict(base)
+    for key, value in changes.items():
+        current = out.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = _merged(current, value)
+        else:
+            out[key] = value
+    return out
+
+
+class _Absent:
+    __slots__ = ()
+
+
+_ABSENT = _Absent()
+
+
+def with_extras(body: dict[str, Any], original: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``body`` plus the ``_source`` fields of ``original`` the model does not declare
+    (written by a newer deploy, or by another application): a save keeps them."""
+    if original is None:
+        return body
+    extra = original.keys() - body.keys()
+    if not extra:
+        return body
+    return {**{k: original[k] for k in extra}, **body}
+
+
+def document_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
+    """The bulk action of an add/save/remove (see the module docstring)."""
     doc, info = pending.doc, pending.info
     if pending.kind == "remove":
-        return BulkAction(op="delete", index=index, id=doc.id, ref=pending)
+        seq_no = primary_term = None
+        if pending.guard is not None:
+            seq_no, primary_term = split_version(pending.guard, owner=info.name, id=doc.id)
+        elif pending.conditional and info.versioned and options.version_check:
+            seq_no, primary_term = split_version(doc.version, owner=info.name, id=doc.id)
+        return BulkAction(
+            op="delete",
+            index=index,
+            id=doc.id,
+            if_seq_no=seq_no,
+            if_primary_term=primary_term,
+            ref=pending,
+        )
     body = info.to_source(doc)
     if pending.kind == "add":
         return BulkAction(op="create", index=index, id=doc.id, body=body, ref=pending)
+    state = state_of(doc)
+    original = pending.original_source
     seq_no = primary_term = None
-    if info.versioned and options.version_check and doc.version:
-        try:
-            term_text, seq_text = doc.version.split(":", 1)
-            primary_term, seq_no = int(term_text), int(seq_text)
-        except ValueError:
-            raise DocumentValidationError(
-                f"{info.name} {doc.id!r}: version {doc.version!r} is not '<primary_term>:<seq_no>'",
-                field="version",
-                ids=[doc.id],
-            ) from None
+    if info.versioned and options.version_check:
+        seq_no, primary_term = split_version(doc.version, owner=info.name, id=doc.id)
+    if state is not None and state.partial and original is not None:
+        baseline = info.to_source(info.from_source(original, doc.id, None))
+        changes = _diff(baseline, body)
+        if seq_no is None and options.version_check:  # never merge into an unseen version
+            seq_no, primary_term = split_version(state.version, owner=info.name, id=doc.id)
+        pending.written = _merged(original, changes)
+        return BulkAction(
+            op="update",
+            index=index,
+            id=doc.id,
+            body={"doc": changes},
+            if_seq_no=seq_no,
+            if_primary_term=primary_term,
+            ref=pending,
+        )
+    body = with_extras(body, original)
     return BulkAction(
         op="index",
         index=index,
@@ -197,6 +368,185 @@ def _action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
         if_primary_term=primary_term,
         ref=pending,
     )
+
+
+# -- sending, unknown outcomes, invalidation ---------------------------------------------
+
+
+def send(
+    mapper: Mapper,
+    actions: Sequence[BulkAction],
+    *,
+    refresh: bool | Literal["wait_for"] | None,
+) -> list[BulkOutcome]:
+    """Send ``actions`` (``ref``: their :class:`PendingWrite`) through the bulk writer.
+
+    Returns one outcome per action, in order. Actions that got no answer (a dropped
+    connection, a timeout, an unreadable response) are read back (one ``_mget``): a write
+    found applied is confirmed with the stored version; one found not applied is sent again
+    (safe: a ``create`` or a conditional write cannot apply twice, an unconditional
+    ``index``/``delete``/partial ``update`` leaves the same result); a script update
+    without a version condition is never resent. What stays undecided is a failure with
+    status 0 and ``error_type="outcome_unknown"``. Every id in ``actions`` is removed
+    from the cache afterwards, whatever its outcome (also when this raises).
+    """
+    try:
+        try:
+            outcomes = mapper.writer.write(actions, refresh=refresh)
+        except BulkRequestError as exc:
+            exc.outcomes = _resolve(mapper, exc.outcomes, refresh)
+            raise
+        return _resolve(mapper, outcomes, refresh)
+    finally:
+        _invalidate(mapper, actions)
+
+
+def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+    by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
+    for action in actions:
+        pending: PendingWrite = action.ref
+        if action.id is not None:
+            by_model.setdefault(pending.info.cls, (pending.info, []))[1].append(action.id)
+    for info, ids in by_model.values():
+        mapper.invalidate_ids(info, ids)
+
+
+def _resolve(
+    mapper: Mapper, outcomes: Sequence[BulkOutcome], refresh: bool | Literal["wait_for"] | None
+) -> list[BulkOutcome]:
+    result = list(outcomes)
+    checked: set[int] = set()
+    for _round in range(_RESOLVE_ROUNDS):
+        open_ = [
+            i
+            for i, o in enumerate(result)
+            if (o.status == 0 and o.error_type != UNKNOWN)
+            or (i in checked and o.status == 409 and _rechecks(o.action))
+        ]
+        if not open_:
+            break
+        try:
+            stored = _read_back(mapper, [result[i].action for i in open_])
+        except (ApiError, TransportError) as exc:
+            for i in open_:
+                if result[i].status == 0:
+                    result[i] = _unknown(result[i], f"reading it back failed: {exc}")
+            return result
+        resend: list[int] = []
+        for i, current in zip(open_, stored, strict=True):
+            verdict = _verdict(result[i].action, current)
+            if verdict == "applied":
+                result[i] = _applied(result[i].action, current)
+            elif verdict == "resend" and result[i].status == 0:
+                resend.append(i)
+            elif result[i].status == 0:
+                result[i] = _unknown(result[i], "the script may or may not have run")
+        if not resend:
+            continue
+        checked.update(resend)
+        again = mapper.writer.write([result[i].action for i in resend], refresh=refresh)
+        for i, outcome in zip(resend, again, strict=True):
+            result[i] = outcome
+    for i, outcome in enumerate(result):
+        if outcome.status == 0 and outcome.error_type != UNKNOWN:
+            result[i] = _unknown(outcome, "no answer after resending")
+    return result
+
+
+def _rechecks(action: BulkAction) -> bool:
+    """Whether a 409 answer to a resend may hide our own first attempt (applied while the
+    read-back ran): such actions are read back once more."""
+    return action.op in ("create", "index") or (
+        action.op == "update" and action.body is not None and "doc" in action.body
+    )
+
+
+def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[dict[str, Any] | None]:
+    """The stored documents of ``actions`` (real-time ``_mget``; ``None`` when missing)."""
+    docs = []
+    for action in actions:
+        spec: dict[str, Any] = {"_index": action.index, "_id": action.id}
+        if action.routing is not None:
+            spec["routing"] = action.routing
+        docs.append(spec)
+    response = mapper.client.mget(docs=docs)
+    return [d if d.get("found") else None for d in response.body["docs"]]
+
+
+def _verdict(action: BulkAction, current: dict[str, Any] | None) -> str:
+    """``applied``, ``resend`` (not applied, and safe to send again) or ``unknown``."""
+    op = action.op
+    if op == "delete":
+        return "applied" if current is None else "resend"
+    if op in ("create", "index"):
+        if current is not None and _same(action.body, current.get("_source")):
+            return "applied"
+        return "resend"
+    body = action.body or {}
+    if "doc" in body:
+        if current is not None and _contains(current.get("_source") or {}, _normal(body["doc"])):
+            return "applied"
+        return "resend"
+    # a script: only a version condition tells whether it ran
+    if (
+        current is not None
+        and action.if_seq_no is not None
+        and current.get("_seq_no") == action.if_seq_no
+        and current.get("_primary_term") == action.if_primary_term
+    ):
+        return "resend"
+    return "unknown"
+
+
+def _normal(value: Any) -> Any:
+    """``value`` as it reads back from JSON (dates as strings, tuples as lists...)."""
+    return _json.loads(_json.dumps(value))
+
+
+def _same(body: Mapping[str, Any] | None, source: Any) -> bool:
+    return body is not None and isinstance(source, dict) and _normal(body) == source
+
+
+def _contains(source: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
+    """Whether ``source`` holds every value of the partial ``doc`` (deep)."""
+    for key, value in doc.items():
+        current = source.get(key, _ABSENT)
+        if isinstance(value, dict) and isinstance(current, dict):
+            if not _contains(current, value):
+                return False
+        elif current != value:
+            return False
+    return True
+
+
+def _applied(action: BulkAction, current: dict[str, Any] | None) -> BulkOutcome:
+    status, result = {"create": (201, "created"), "delete": (200, "deleted")}.get(
+        action.op, (200, "updated")
+    )
+    return BulkOutcome(
+        action=action,
+        ok=True,
+        status=status,
+        id=action.id,
+        index=(current or {}).get("_index", action.index),
+        result=result,
+        seq_no=None if current is None else current.get("_seq_no"),
+        primary_term=None if current is None else current.get("_primary_term"),
+    )
+
+
+def _unknown(outcome: BulkOutcome, why: str) -> BulkOutcome:
+    return attrs.evolve(
+        outcome,
+        ok=False,
+        status=0,
+        error_type=UNKNOWN,
+        reason=f"the {outcome.action.op} was sent but its outcome is unknown ({why}; "
+        f"first failure: {outcome.error_type}: {outcome.reason})",
+    )
+
+
+# -- settling: documents, signals, notifications, errors ---------------------------------
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
@@ -213,17 +563,30 @@ def publish_changes(
     changes: Sequence[tuple[str | None, ChangeType]],
     options: Options,
 ) -> None:
-    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation."""
-    if not options.notifications or not mapper.has_subscribers(info.cls):
+    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation.
+
+    Runs after the write was confirmed: a failing ``before_publish_entity_changed``
+    receiver or bus is logged (with the model and id) and the next message still goes out.
+    """
+    if not changes or not options.notifications or not mapper.has_subscribers(info.cls):
         return
     before = signals.before_publish_entity_changed
     for doc_id, change_type in changes:
         message = signals.EntityChanged(type=info.name, id=doc_id, change_type=change_type)
-        if signals.has_receivers(before, info.cls):
-            before.send(info.cls, message=message, options=options)
-            if message.cancel:
-                continue
-        mapper.publish(info.cls, message, options)
+        try:
+            if signals.has_receivers(before, info.cls):
+                before.send(info.cls, message=message, options=options)
+                if message.cancel:
+                    continue
+            mapper.publish(info.cls, message, options)
+        except Exception:
+            log.exception(
+                "publishing %s %s of %s %r failed; the write itself is stored",
+                change_type.name,
+                "change",
+                info.name,
+                doc_id,
+            )
 
 
 def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkAction) -> None:
@@ -233,14 +596,28 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
         return
     if pending.info.versioned:
         _set(doc, "version", outcome.version)
-    assert isinstance(action.body, dict)
-    remember(doc, action.body, outcome.index)
+    if pending.written is not None:
+        written = pending.written
+    else:
+        assert isinstance(action.body, dict)
+        written = action.body
+    state = remember(doc, written, outcome.index, outcome.version)
+    if pending.written is None:
+        state.partial = False
 
 
-def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) -> EsmapperError:
+def failure_error(
+    failed: Sequence[BulkOutcome],
+    succeeded: list[Any],
+    total: int,
+    *,
+    failures: Sequence[BulkItemFailure] | None = None,
+) -> EsmapperError:
     """The typed error for the failed items: one kind of 409 gets its own type, a single
-    failed write a DocumentError, anything else a BulkWriteError."""
-    failures = [o.to_failure() for o in failed]
+    failed write a DocumentError (OutcomeUnknownError when its outcome is unknown),
+    anything else a BulkWriteError."""
+    if failures is None:
+        failures = [_failure(o) for o in failed]
     kinds = {(o.action.op, o.status) for o in failed}
     if total != 1 and len(kinds) != 1:
         return BulkWriteError(failures, succeeded)
@@ -254,6 +631,13 @@ def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) 
     elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
         error_type = VersionConflictError
         message = f"version conflict on {listed}: the stored document changed since it was read"
+    elif all(o.error_type == UNKNOWN for o in failed):
+        error_type = OutcomeUnknownError
+        message = (
+            f"the outcome of the {first.action.op} of {listed} is unknown: the request was "
+            "sent but no answer came back, and reading it back could not decide; read the "
+            "document before retrying"
+        )
     elif total == 1:
         error_type = DocumentError
         message = f"{first.action.op} of {first.id!r} failed with status {first.status}"
@@ -268,6 +652,13 @@ def _failure_error(failed: list[BulkOutcome], succeeded: list[Any], total: int) 
         failures=failures,
         succeeded=succeeded,
     )
+
+
+def _failure(outcome: BulkOutcome) -> BulkItemFailure:
+    """The failure of an outcome, naming the caller's document (not the PendingWrite)."""
+    ref = outcome.action.ref
+    document = ref.doc if isinstance(ref, PendingWrite) else ref
+    return attrs.evolve(outcome.to_failure(), document=document)
 
 
 def write_documents(
@@ -295,12 +686,11 @@ def write_documents(
             pending.undo_prepare()
         raise
     try:
-        outcomes = mapper.writer.write(actions, refresh=refresh_param(options.consistency))
+        outcomes = send(mapper, actions, refresh=refresh_param(options.consistency))
     except BulkRequestError as exc:
-        outcomes = list(exc.outcomes)
-        _after_write(mapper, outcomes, options, on_success)
+        settle(mapper, exc.outcomes, options, on_success)
         raise
-    return _after_write(mapper, outcomes, options, on_success, raise_failures=True)
+    return settle(mapper, outcomes, options, on_success, raise_failures=True)
 
 
 def _before_write(
@@ -325,10 +715,10 @@ def _before_write(
     for (cls, kind), group in groups.items():
         _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
 
-    return [_action(p, target, options) for p, target in zip(pendings, targets, strict=True)]
+    return [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
 
 
-def _after_write(
+def settle(
     mapper: Mapper,
     outcomes: Sequence[BulkOutcome],
     options: Options,
@@ -336,6 +726,8 @@ def _after_write(
     *,
     raise_failures: bool = False,
 ) -> list[PendingWrite]:
+    """Step 6-7 for add/save/remove outcomes: apply confirmed writes, fire the "-ed"
+    signals and notifications (failures there are logged), raise the failures' error."""
     confirmed: list[PendingWrite] = []
     changes: dict[int, ChangeType] = {}
     failed: list[BulkOutcome] = []
@@ -349,16 +741,18 @@ def _after_write(
             object.__setattr__(pending.doc, "_esm_state", None)  # already gone: a no-op (Q4)
         else:
             failed.append(outcome)
-    mapper.invalidate_cache(confirmed)
+    mapper.track_soft_deletes(confirmed)
     groups: dict[tuple[type, str], list[PendingWrite]] = {}
     for pending in confirmed:
         if on_success is not None:
             on_success(pending)
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
     for (cls, kind), group in groups.items():
-        _fire(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
-        _fire(signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options)
+        _fire_after(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
+        _fire_after(
+            signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options
+        )
         publish_changes(mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options)
     if failed and raise_failures:
-        raise _failure_error(failed, [p.doc for p in confirmed], len(outcomes))
+        raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
     return confirmed

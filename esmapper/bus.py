@@ -24,7 +24,10 @@ class MessageBus(Protocol):
 
 
 class BlinkerMessageBus:
-    """In-process delivery: sends ``signals.entity_changed`` (sender = the model class)."""
+    """In-process delivery: sends ``signals.entity_changed`` (sender = the model class).
+
+    A subscriber that raises is logged with the model and id; the others still run.
+    """
 
     def publish(self, model: type, message: signals.EntityChanged, **context: Any) -> None:
-        signals.entity_changed.send(model, message=message, **context)
+        signals.send_safely(signals.entity_changed, model, message=message, **context)

@@ -6,17 +6,27 @@ as Redis can implement the same protocol). :class:`InMemoryCache` is built on ca
 ``TLRUCache`` (per-entry expiry, bounded size) behind a lock, with hit/miss counters.
 
 :class:`DocumentCache` keys documents by index alias and id and stores the raw hit (so
-each cache hit hydrates a fresh object nobody else can mutate). It closes the
-read-after-write race with tombstones: every invalidation writes a unique tombstone, and a
-read only stores what it fetched if the entry is still the one it saw before sending its
-request (a compare-and-set), so a read that started before a write can never put the old
-version back.
+each cache hit hydrates a fresh object nobody else can mutate). It owns the cache rules of
+every write path (see the ``esmapper._writes`` docstring):
+
+- **A read fills only what it reserved.** A read that misses puts a unique
+  :class:`ReadMarker` under the key (compare-and-set on "absent") before it sends its
+  request, and stores what it fetched only if its marker is still there (compare-and-set on
+  the marker). Every write *removes* the keys it touched, so a read that started before a
+  write can never put the old version back, and neither can one whose marker was evicted
+  under cache pressure: a missing marker refuses the fill like a removed one.
+- **Writes remove every key they touched**, confirmed, failed or of unknown outcome; by-query
+  writes that cannot name their ids remove the whole model (:meth:`invalidate_all`).
+- The recently soft-deleted ids (FEATURES SD-9) live *in the cache client* under their own
+  key, so every mapper and process sharing the client sees them; expired ids are dropped
+  whenever the list is written or read.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,7 +35,7 @@ from typing import Any, Protocol
 import attrs
 import cachetools
 
-__all__ = ["CacheClient", "CacheStats", "DocumentCache", "InMemoryCache", "Tombstone"]
+__all__ = ["CacheClient", "CacheStats", "DocumentCache", "InMemoryCache", "ReadMarker"]
 
 
 @attrs.define(slots=True)
@@ -96,11 +106,11 @@ class InMemoryCache:
     def compare_and_set(
         self, key: str, expected: Any, value: Any, ttl: float | None = None
     ) -> bool:
-        """Store ``value`` only if the current value is ``expected`` (``None``: absent)."""
+        """Store ``value`` only if the current value equals ``expected`` (``None``: absent)."""
         with self._lock:
             entry = self._cache.get(key)
             current = None if entry is None else entry[0]
-            if current is not expected:
+            if current is not expected and (current is None or current != expected):
                 return False
             self._cache[key] = (value, self._ttl(ttl))
             self.stats.sets += 1
@@ -133,82 +143,126 @@ class InMemoryCache:
 
 
 @attrs.frozen(slots=True)
-class Tombstone:
-    """Marks a key written since any read that saw another entry started."""
+class ReadMarker:
+    """Reserves a missing key for the read that is fetching it (see the module docstring).
 
-    serial: int
+    ``token`` is unique across processes (random prefix + counter), so markers of readers
+    in different mappers or processes sharing one cache client never compare equal.
+    """
+
+    token: str
+
+
+_PROCESS_TOKEN = os.urandom(6).hex()
+_serials = itertools.count(1)
+
+
+def _new_marker() -> ReadMarker:
+    return ReadMarker(f"{_PROCESS_TOKEN}-{os.getpid()}-{next(_serials)}")
+
+
+#: Key prefix of the recently soft-deleted lists (not under ``<alias>:``, so dropping a
+#: model's documents by prefix keeps them).
+_DELETED_PREFIX = "esmapper-deleted:"
 
 
 class DocumentCache:
-    """Raw hits cached by ``<alias>:<id>``; tombstones guard the read-after-write race.
+    """Raw hits cached by ``<alias>:<id>``, with the rules of the module docstring.
 
-    ``tombstone_ttl`` bounds how long a just-invalidated key refuses stale fills: longer
-    than any read request may take.
+    ``marker_ttl`` bounds how long a reservation lives: longer than any read request may
+    take (an expired marker only means that read does not fill the cache).
+    ``deleted_ttl`` is how long a soft-deleted id stays hidden from searches (SD-9).
     """
 
-    def __init__(self, client: CacheClient, *, tombstone_ttl: float = 60.0) -> None:
+    def __init__(
+        self,
+        client: CacheClient,
+        *,
+        marker_ttl: float = 60.0,
+        deleted_ttl: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.client = client
-        self.tombstone_ttl = tombstone_ttl
-        self._serials = itertools.count(1)
-        self._deleted: dict[str, dict[str, float]] = {}
-        self._deleted_lock = threading.Lock()
+        self.marker_ttl = marker_ttl
+        self.deleted_ttl = deleted_ttl
+        self.clock = clock
 
     @staticmethod
     def key(alias: str, id: str) -> str:
         return f"{alias}:{id}"
 
-    def lookup(self, alias: str, id: str) -> tuple[dict[str, Any] | None, Any]:
-        """``(cached hit or None, token)``; pass the token to :meth:`fill` after a fetch."""
-        entry = self.client.get(self.key(alias, id))
-        if entry is None or isinstance(entry, Tombstone):
-            return None, entry
-        return entry, entry
+    def lookup(self, alias: str, id: str) -> tuple[dict[str, Any] | None, ReadMarker | None]:
+        """``(cached hit, None)``, or ``(None, marker)`` after reserving the missing key for
+        this read (``marker`` is ``None`` when another read holds the reservation: read
+        through without filling). Pass the marker to :meth:`fill` after the fetch."""
+        key = self.key(alias, id)
+        entry = self.client.get(key)
+        if entry is not None and not isinstance(entry, ReadMarker):
+            return entry, None
+        if entry is not None:
+            return None, None
+        marker = _new_marker()
+        if self.client.compare_and_set(key, None, marker, self.marker_ttl):
+            return None, marker
+        return None, None
 
     def fill(
         self,
         alias: str,
         id: str,
         hit: dict[str, Any],
-        token: Any,
+        token: ReadMarker | None,
         ttl: _dt.timedelta | float | None,
     ) -> bool:
-        """Store a fetched hit unless the key was written since :meth:`lookup`."""
+        """Store a fetched hit if this read's reservation ``token`` is still in place."""
+        if token is None:
+            return False
         seconds = ttl.total_seconds() if isinstance(ttl, _dt.timedelta) else ttl
         return self.client.compare_and_set(self.key(alias, id), token, hit, seconds)
 
-    def put(
-        self, alias: str, id: str, hit: dict[str, Any], ttl: _dt.timedelta | float | None
-    ) -> None:
-        """Store a hit the store just confirmed (after a write)."""
-        seconds = ttl.total_seconds() if isinstance(ttl, _dt.timedelta) else ttl
-        self.client.set(self.key(alias, id), hit, seconds)
-
     def invalidate(self, alias: str, ids: Iterable[str]) -> None:
-        """Replace the entries of ``ids`` with fresh tombstones."""
-        for id in ids:
-            self.client.set(self.key(alias, id), Tombstone(next(self._serials)), self.tombstone_ttl)
+        """Remove the entries (and reservations) of ``ids``."""
+        self.client.remove_many([self.key(alias, id) for id in ids])
 
-    def remember_deleted(self, alias: str, ids: Iterable[str], ttl: float = 30.0) -> None:
-        """Keep soft-deleted ids for ``ttl`` seconds so searches can hide them before the
-        next refresh (FEATURES SD-9). Kept in this process."""
-        deadline = time.monotonic() + ttl
-        with self._deleted_lock:
-            bucket = self._deleted.setdefault(alias, {})
-            for id in ids:
-                bucket[id] = deadline
+    def invalidate_all(self, alias: str) -> int:
+        """Remove every entry of ``alias`` (a by-query write that cannot list its ids)."""
+        return self.client.remove_by_prefix(f"{alias}:")
 
-    def recently_deleted(self, alias: str) -> list[str]:
-        """Ids soft-deleted in the last 30 seconds (still visible to unrefreshed searches)."""
-        now = time.monotonic()
-        with self._deleted_lock:
-            bucket = self._deleted.get(alias, {})
-            for id in [i for i, deadline in bucket.items() if deadline <= now]:
-                del bucket[id]
-            return sorted(bucket)
+    # -- recently soft-deleted ids (SD-9) ------------------------------------------------
+
+    def _update_deleted(self, alias: str, add: Iterable[str], drop: Iterable[str]) -> None:
+        key = _DELETED_PREFIX + alias
+        added, dropped = list(add), set(drop)
+        for _attempt in range(50):  # compare-and-set loop: writers in other processes
+            current = self.client.get(key)
+            now = self.clock()
+            live = {
+                i: deadline
+                for i, deadline in (current or {}).items()
+                if deadline > now and i not in dropped
+            }
+            deadline = now + self.deleted_ttl
+            for id in added:
+                live[id] = deadline
+            if current is None and not live:
+                return
+            if self.client.compare_and_set(key, current, live, self.deleted_ttl):
+                return
+        raise RuntimeError(f"could not update the soft-deleted list of {alias!r}: contention")
+
+    def remember_deleted(self, alias: str, ids: Iterable[str]) -> None:
+        """Hide soft-deleted ``ids`` from searches for ``deleted_ttl`` seconds (SD-9)."""
+        self._update_deleted(alias, ids, ())
 
     def forget_deleted(self, alias: str, ids: Iterable[str]) -> None:
         """Drop ids from the soft-deleted list (they were restored or removed)."""
-        with self._deleted_lock:
-            bucket = self._deleted.get(alias, {})
-            for id in ids:
-                bucket.pop(id, None)
+        self._update_deleted(alias, (), ids)
+
+    def recently_deleted(self, alias: str) -> list[str]:
+        """Ids soft-deleted in the last ``deleted_ttl`` seconds, by any mapper or process
+        sharing the cache client (still visible to unrefreshed searches)."""
+        current = self.client.get(_DELETED_PREFIX + alias)
+        if not current:
+            return []
+        now = self.clock()
+        return sorted(i for i, deadline in current.items() if deadline > now)

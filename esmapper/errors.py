@@ -8,6 +8,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- DuplicateDocumentError   ``add`` of an id that already exists (409 on create)
      |    +-- VersionConflictError     a stale ``version`` (409 on if_seq_no/if_primary_term)
      |    +-- DocumentValidationError  a value cannot be mapped or a validator refused it
+     |    +-- OutcomeUnknownError      a write was sent, no answer came back, and reading
+     |                                 the document back could not tell whether it applied
      +-- BulkWriteError                some items of a bulk write failed (see ``.failures``)
      +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidIdTermError",
     "LockError",
     "MigrationError",
+    "OutcomeUnknownError",
     "QueryValidationError",
     "ReindexError",
     "VersionConflictError",
@@ -118,6 +121,14 @@ class VersionConflictError(DocumentError):
     """The document changed since it was read (its ``version`` is stale); never retried."""
 
 
+class OutcomeUnknownError(DocumentError):
+    """A write was sent but its answer was lost (dropped connection, timeout, unreadable
+    response), and reading the document back could not decide whether it was applied (a
+    script update without a version condition). It was not resent: read the document and
+    decide. In a multi-document write such items are failures with status 0 and
+    ``error_type == "outcome_unknown"``."""
+
+
 class DocumentValidationError(DocumentError, ValueError):
     """A document failed validation: ``field`` names the attribute, when one is to blame."""
 
@@ -145,6 +156,11 @@ class BulkItemFailure:
     @property
     def is_conflict(self) -> bool:
         return self.status == 409
+
+    @property
+    def is_unknown(self) -> bool:
+        """The write was sent but whether it was applied is unknown (status 0)."""
+        return self.status == 0
 
 
 class BulkWriteError(EsmapperError):

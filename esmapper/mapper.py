@@ -108,7 +108,6 @@ class Mapper:
             self.cache = cache
         self.documents = DocumentCache(self.cache) if self.cache is not None else None
         self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
-        self._cached_aliases: set[str] = set()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
         self._lock = threading.Lock()
@@ -206,9 +205,7 @@ class Mapper:
     def cache_lookup(self, info: ModelInfo, id: str) -> tuple[dict[str, Any] | None, Any]:
         """``(cached raw hit or None, token for cache_fill)``."""
         assert self.documents is not None
-        alias = self.spec(info.cls).alias
-        self._cached_aliases.add(alias)
-        return self.documents.lookup(alias, id)
+        return self.documents.lookup(self.spec(info.cls).alias, id)
 
     def cache_fill(
         self, info: ModelInfo, id: str, hit: dict[str, Any], token: Any, ttl: _dt.timedelta
@@ -218,32 +215,47 @@ class Mapper:
         self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
 
     def invalidate_ids(self, info: ModelInfo, ids: Sequence[str | None]) -> None:
-        """Drop cached entries of ``ids`` (tombstones, so no stale read can refill them)."""
+        """Remove the cached entries of ``ids``, whatever the model's cache setting: the
+        cache client may be shared with mappers (or processes) that did cache them."""
         if self.documents is None:
             return
-        alias = self.spec(info.cls).alias
-        if alias in self._cached_aliases or self.is_cached(info):
-            self.documents.invalidate(alias, [i for i in ids if i is not None])
+        self.documents.invalidate(self.spec(info.cls).alias, [i for i in ids if i is not None])
 
-    def invalidate_cache(self, pendings: Sequence[PendingWrite]) -> None:
-        """Invalidate the confirmed writes of one pipeline run, by model."""
+    def invalidate_model(self, info: ModelInfo) -> None:
+        """Remove every cached document of ``info``'s model (a by-query write that cannot
+        list the ids it changed)."""
+        if self.documents is not None:
+            self.documents.invalidate_all(self.spec(info.cls).alias)
+
+    def track_soft_deletes(self, confirmed: Sequence[PendingWrite]) -> None:
+        """Record confirmed soft deletes and restores in the shared recently-deleted list
+        (FEATURES SD-9), so unrefreshed searches of every process hide them."""
+        if self.documents is None:
+            return
         by_model: dict[type, list[PendingWrite]] = {}
-        for pending in pendings:
-            by_model.setdefault(pending.info.cls, []).append(pending)
+        for pending in confirmed:
+            if pending.info.soft_deletes and pending.doc is not None:
+                by_model.setdefault(pending.info.cls, []).append(pending)
         for model, group in by_model.items():
-            info = group[0].info
-            self.invalidate_ids(info, [p.doc.id for p in group])
-            if self.documents is not None and info.soft_deletes:
-                alias = self.spec(model).alias
-                gone = [p.doc.id for p in group if p.kind == "save" and p.doc.is_deleted]
-                back = [p.doc.id for p in group if p.kind == "remove" or not p.doc.is_deleted]
-                if gone:
-                    self.documents.remember_deleted(alias, gone)
-                if back:
-                    self.documents.forget_deleted(alias, back)
+            alias = self.spec(model).alias
+            gone = [p.doc.id for p in group if p.kind == "save" and p.doc.is_deleted]
+            back = [
+                p.doc.id
+                for p in group
+                if p.kind == "remove"
+                or (
+                    not p.doc.is_deleted
+                    and p.original_source is not None
+                    and p.original_source.get("is_deleted")
+                )
+            ]
+            if gone:
+                self.documents.remember_deleted(alias, gone)
+            if back:
+                self.documents.forget_deleted(alias, back)
 
     def recently_deleted(self, info: ModelInfo) -> list[str]:
-        """Ids soft-deleted through this mapper in the last 30 seconds."""
+        """Ids soft-deleted in the last 30 seconds by any mapper sharing the cache client."""
         if self.documents is None or not info.soft_deletes:
             return []
         return self.documents.recently_deleted(self.spec(info.cls).alias)

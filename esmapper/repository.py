@@ -100,23 +100,24 @@ class Repository(Generic[T]):
 
     def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
-        a no-op. Ids are loaded first (one mget) when removal signals have receivers, so
-        those see the documents' content."""
+        a no-op. A ``Versioned`` document is deleted only at the version it holds
+        (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
+        deletes whatever is stored. Ids are loaded first (one mget) when removal signals
+        have receivers, so those see the documents' content."""
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
         loaded: dict[str, Any] | None = None
         if ids and any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS):
             loaded = {d.id: d for d in self.get_many(ids, soft_deletes="all")}  # type: ignore[attr-defined]
-        targets = []
+        pendings = []
         for item in items:
             if not isinstance(item, str):
-                targets.append(item)
-            elif loaded is not None:
-                if item in loaded:
-                    targets.append(loaded[item])
-            else:
-                targets.append(self.info.from_source({}, item, None))
-        self._run("remove", targets, self.options(**options))
+                pendings.append(PendingWrite("remove", item, self.info))
+            elif loaded is None or item in loaded:
+                doc = loaded[item] if loaded else self.info.from_source({}, item, None)
+                pendings.append(PendingWrite("remove", doc, self.info, conditional=False))
+        if pendings:
+            write_documents(self.mapper, pendings, self.options(**options))
 
     def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
         single = isinstance(docs, self.model)
@@ -231,7 +232,9 @@ class Repository(Generic[T]):
         version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
         source = raw.get("_source") or {}
         document: T = self.info.from_source(source, raw["_id"], version)
-        object.__setattr__(document, "_esm_state", DocState(source, raw.get("_index")))
+        object.__setattr__(
+            document, "_esm_state", DocState(source, raw.get("_index"), version=version)
+        )
         return document
 
     # -- search ------------------------------------------------------------------------

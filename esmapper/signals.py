@@ -23,6 +23,7 @@ saved/removed -> changed -> before_publish_entity_changed -> entity_changed.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -52,7 +53,10 @@ __all__ = [
     "documents_saving",
     "entity_changed",
     "namespace",
+    "send_safely",
 ]
+
+log = logging.getLogger("esmapper.signals")
 
 
 class ChangeType(enum.IntEnum):
@@ -144,3 +148,25 @@ def has_receivers(signal: blinker.Signal, sender: Any) -> bool:
     if not signal.receivers:
         return False
     return bool(signal.has_receivers_for(sender))
+
+
+def send_safely(signal: blinker.Signal, sender: Any, **kwargs: Any) -> None:
+    """Send ``signal`` to every receiver of ``sender``; a receiver that raises is logged
+    (with the signal, the sender and the receiver) and the others still run.
+
+    Used for what happens *after* a write was stored ("-ed" signals, ``entity_changed``):
+    a failing subscriber must not turn a stored write into an error (FEATURES MB-12).
+    """
+    for receiver in list(signal.receivers_for(sender)):
+        try:
+            receiver(sender, **kwargs)
+        except Exception:
+            message = kwargs.get("message")
+            log.exception(
+                "a %s receiver %r failed for %s%s; the write is stored, the other receivers "
+                "still ran",
+                signal.name if isinstance(signal, blinker.NamedSignal) else "signal",
+                receiver,
+                getattr(sender, "__name__", sender),
+                f" (id={message.id!r})" if isinstance(message, EntityChanged) else "",
+            )

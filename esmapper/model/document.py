@@ -313,7 +313,8 @@ class Document(_ModelBase):
         source = hit.get("_source") or {}
         document: Self = cls.__esmapper__.from_source(source, hit.get("_id"), version)
         if hit.get("_id") is not None:
-            object.__setattr__(document, "_esm_state", DocState(source, hit.get("_index")))
+            state = DocState(source, hit.get("_index"), version=version)
+            object.__setattr__(document, "_esm_state", state)
         return document
 
     def validate(self) -> None:

@@ -13,16 +13,29 @@ class DocState:
     ``original`` is the ``_source`` as loaded or last written (the basis of change
     detection and of ``ModifiedDocument.original``), ``index`` the physical index it was
     read from or written to, ``session`` the session tracking the document (if any).
+    ``partial`` is true for a document read with ``includes``/``excludes``: ``original``
+    holds only what was loaded, so a save writes only the fields that changed (a partial
+    update), never the whole document. ``version`` is the ``"<primary_term>:<seq_no>"`` the
+    store confirmed (kept for every model, ``Versioned`` or not, to guard internal
+    read-modify-writes and partial saves).
     """
 
-    __slots__ = ("index", "original", "session")
+    __slots__ = ("index", "original", "partial", "session", "version")
 
     def __init__(
-        self, original: dict[str, Any] | None, index: str | None = None, session: Any = None
+        self,
+        original: dict[str, Any] | None,
+        index: str | None = None,
+        session: Any = None,
+        *,
+        partial: bool = False,
+        version: str | None = None,
     ) -> None:
         self.original = original
         self.index = index
         self.session = session
+        self.partial = partial
+        self.version = version
 
 
 def state_of(doc: Any) -> DocState | None:
@@ -34,14 +47,17 @@ def state_of(doc: Any) -> DocState | None:
     return state
 
 
-def remember(doc: Any, original: dict[str, Any] | None, index: str | None) -> DocState:
+def remember(
+    doc: Any, original: dict[str, Any] | None, index: str | None, version: str | None = None
+) -> DocState:
     """Record what the store confirmed for ``doc``, keeping its session link."""
     state = state_of(doc)
     if state is None:
-        state = DocState(original, index)
+        state = DocState(original, index, version=version)
         object.__setattr__(doc, "_esm_state", state)
     else:
         state.original = original
+        state.version = version
         if index is not None:
             state.index = index
     return state

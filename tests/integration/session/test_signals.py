@@ -185,8 +185,14 @@ def test_patch_notification_ids(mapper: em.Mapper, events: list[Any]) -> None:
     assert published() == ["n1"]  # Script/Partial by ids: only modified ids
     repo.patch(["n1", "n2"], em.ActionPatch(lambda e: e.age == 5 or False))
     assert sorted(published()) == ["n1", "n2"]  # Json/Action by ids: every id, noops too
+    repo.patch_all("age:>0", em.ScriptPatch("ctx._source.age += 1"), consistency="immediate")
+    assert published() == [None]  # ScriptPatch by query (update-by-query): one message, no id
     repo.patch_all("age:>0", em.PartialPatch({"email": "x@y"}), consistency="immediate")
-    assert published() == [None]  # by query: one message without an id
+    assert sorted(published()) == ["n1", "n2"]  # PartialPatch by query: per-document writes
+    repo.patch_all("age:>0", em.ScriptPatch("ctx.op = 'none'"), consistency="immediate")
+    assert published() == []  # a no-op script by query: nothing changed, nothing published
+    repo.patch(["n1", "n2"], em.ActionPatch(lambda e: False))
+    assert published() == []  # an ActionPatch returning False everywhere: no message
 
 
 def test_removing_by_id_shows_receivers_the_document(mapper: em.Mapper) -> None:
