@@ -10,6 +10,9 @@ applies twice. The rule everywhere in esmapper: **an unknown outcome is unknown.
 - :func:`once` gives the client to send such a request with: the transport's retries are
   off (``max_retries=0``, ``retry_on_status=()``, ``retry_on_timeout=False``), so the
   caller sees the first error.
+- :func:`send_or_read_back` sends a request whose effect can be checked (an index exists,
+  a block is set, a document holds what was sent) and settles an unknown outcome with
+  that check: applied is done, not applied is sent once more, deliberately.
 - :func:`is_unknown_outcome` tells whether an error means "sent, but whether it was applied
   is not known": a connection error or a timeout (``elastic_transport.ConnectionError``,
   ``ConnectionTimeout``) or a response that could not be read (any other
@@ -23,10 +26,18 @@ resend is harmless or whose effect it has just seen is missing.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
 from elastic_transport import ApiError, TransportError
 from elasticsearch import Elasticsearch
 
-__all__ = ["is_unknown_outcome", "once"]
+__all__ = ["is_unknown_outcome", "once", "send_or_read_back"]
+
+T = TypeVar("T")
+
+log = logging.getLogger("esmapper")
 
 
 def once(client: Elasticsearch) -> Elasticsearch:
@@ -40,3 +51,29 @@ def is_unknown_outcome(exc: BaseException) -> bool:
     outcome unknown: a transport error (connection dropped, timeout, unreadable response),
     not an API error (the server answered with a status)."""
     return isinstance(exc, TransportError) and not isinstance(exc, ApiError)
+
+
+def send_or_read_back(
+    send: Callable[[], T], applied: Callable[[], bool], *, what: str, attempts: int = 2
+) -> T | None:
+    """``send()`` (a request through :func:`once`); on an unknown outcome ask ``applied()``
+    (a read of the state): ``True`` -> return ``None`` (done, no answer to return), ``False``
+    -> send again, up to ``attempts`` sends in all, then raise the last error. Only for
+    requests whose resend is harmless once ``applied()`` said they are not there (a create
+    that answers "already exists" is handled by the caller's ``send``). ``what`` names the
+    request in the log."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return send()
+        except TransportError as exc:
+            if not is_unknown_outcome(exc):
+                raise
+            if applied():
+                log.warning("%s: the answer was lost (%s); read back: it was applied", what, exc)
+                return None
+            if attempt == attempts:
+                raise
+            log.warning(
+                "%s: the answer was lost (%s); read back: not applied, resending", what, exc
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
