@@ -385,7 +385,10 @@ def _reindex(
                     (),
                 ) from unknown
             log.warning(
-                "the alias swap's answer was lost (%s); %s points at %s", unknown, spec.alias, new
+                "the alias swap's answer was %s; read back: %s points at %s",
+                f"lost ({unknown})" if unknown is not None else "partial",
+                spec.alias,
+                new,
             )
     except BaseException:
         if rollback:
