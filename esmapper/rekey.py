@@ -46,6 +46,20 @@ What is sent to Elasticsearch:
      line ``FAILED 409: <old> changed concurrently; rerun`` is printed.
   Finally ``POST /<alias>/_refresh``. Nothing else is ever deleted.
 
+  Each write is sent once, without the transport's retries (:mod:`esmapper._transport`).
+  When its answer is lost (a dropped connection, a timeout, an unreadable response) the
+  document is read back (``GET``) instead of resending blindly:
+
+  - the create: the new id holds our source -> it was created (its ``_seq_no`` /
+    ``_primary_term`` come from the GET) and the move goes on; missing -> ``FAILED``, the
+    old document is left in place (rerun); another source -> the 409 case above;
+  - the delete of the old id: gone -> the move succeeded (no compensation); still at the
+    scanned version -> not applied, the conditional delete is sent once more; changed ->
+    the 409 case (compensated); unreadable -> ``FAILED`` without compensating (both ids
+    may exist; a rerun completes the move);
+  - the compensating delete: gone -> done; still at its created version -> sent once
+    more; else a note to check it by hand.
+
 A rerun converges: moved documents are ``ok`` and a half-done move completes. Afterwards
 the audit reports only ``ok`` and ``blocked`` documents.
 """
@@ -59,6 +73,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
 from esmapper.ids import check_id, compose_id, id_term
 from esmapper.model.info import ModelInfo
@@ -313,68 +328,154 @@ def _move(
     plan: RekeyPlan,
     before_delete: Callable[[RekeyPlan], object] | None,
 ) -> str | None:
-    """Create ``plan.new_id``, then delete ``plan.old_id``; the failure text or None."""
+    """Create ``plan.new_id``, then delete ``plan.old_id``; the failure text or None.
+
+    Both writes are sent once (:func:`esmapper._transport.once`); an unknown outcome is
+    settled by reading the document back, never by a blind resend."""
     old, new, index = plan.old_id, plan.new_id, plan.index
     assert new is not None and plan.source is not None
     source = dict(plan.source)
     if source.get("id") == old:  # the mapper's own copy of the id
         source["id"] = new
     routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
+    single = once(client)
     created: tuple[int, int] | None = None
     try:
-        response = client.create(
+        response = single.create(
             index=index, id=check_id(new, index=index), document=source, **routing
         )
         created = (response["_seq_no"], response["_primary_term"])
     except ConflictError:
-        try:
-            existing = client.get(index=index, id=new, **routing)
-        except NotFoundError:
+        found = _read(client, index, new, routing)
+        if found is None:
             return f"409: {new} existed, then was deleted while re-keying {old}; rerun"
-        if existing.get("_source") != source:
-            return (
-                f"409: {new} already exists in {index} with a different source; "
-                f"{old} left in place, compare the two documents"
-            )
+        if isinstance(found, Exception):
+            return f"409: {new} exists and could not be read ({found}); {old} left in place; rerun"
+        if found.get("_source") != source:
+            return _different(index, old, new)
         # An earlier run created it and stopped before the delete: finish that move.
     except ApiError as exc:
         status, text = _describe(exc)
         return f"{status}: creating {new} failed ({text}); {old} left in place"
+    except TransportError as exc:
+        if not is_unknown_outcome(exc):
+            raise
+        found = _read(client, index, new, routing)  # the create may or may not have happened
+        if found is None:
+            return (
+                f"creating {new} had an unknown outcome ({exc}): it is not there; "
+                f"{old} left in place; rerun"
+            )
+        if isinstance(found, Exception):
+            return (
+                f"creating {new} had an unknown outcome ({exc}) and reading it back failed "
+                f"({found}); {old} left in place; rerun"
+            )
+        if found.get("_source") != source:
+            return _different(index, old, new)
+        created = (found["_seq_no"], found["_primary_term"])  # ours: it was created
 
     if before_delete is not None:
         before_delete(plan)
+    failed = _delete_old(client, plan, routing)
+    if failed is None:
+        return None
+    message, compensate = failed
+    if not compensate:
+        return message
+    if created is None:
+        return f"{message} ({new} existed before this run and is left in place)"
+    return message + _compensate(client, index, new, created, routing)
+
+
+def _different(index: str, old: str, new: str) -> str:
+    return (
+        f"409: {new} already exists in {index} with a different source; "
+        f"{old} left in place, compare the two documents"
+    )
+
+
+def _read(
+    client: Elasticsearch, index: str, id: str, routing: dict[str, Any]
+) -> dict[str, Any] | Exception | None:
+    """``GET /<index>/_doc/<id>``: the hit, ``None`` when there is none, or the error."""
     try:
-        client.delete(
-            index=index,
-            id=old,
-            if_seq_no=plan.seq_no,
-            if_primary_term=plan.primary_term,
-            **routing,
-        )
-    except ApiError as exc:
-        concurrent = isinstance(exc, ConflictError | NotFoundError)
-        status, text = (409, "") if concurrent else _describe(exc)
-        message = (
-            f"409: {old} changed concurrently; rerun"
-            if concurrent
-            else f"{status}: deleting {old} failed ({text}); rerun"
-        )
-        if created is None:
-            return f"{message} ({new} existed before this run and is left in place)"
-        return message + _compensate(client, index, new, created, routing)
-    return None
+        return dict(client.get(index=index, id=id, **routing).body)
+    except NotFoundError:
+        return None
+    except (ApiError, TransportError) as exc:
+        return exc
+
+
+def _delete_old(
+    client: Elasticsearch, plan: RekeyPlan, routing: dict[str, Any]
+) -> tuple[str, bool] | None:
+    """Delete the old document, conditioned on the scanned version: ``None`` once it is
+    gone, else ``(why not, whether to compensate)``; never compensate when it is not known
+    whether the old document is still there."""
+    old, index = plan.old_id, plan.index
+    for attempt in (1, 2):
+        try:
+            once(client).delete(
+                index=index,
+                id=old,
+                if_seq_no=plan.seq_no,
+                if_primary_term=plan.primary_term,
+                **routing,
+            )
+            return None
+        except ApiError as exc:
+            if isinstance(exc, ConflictError | NotFoundError):
+                return f"409: {old} changed concurrently; rerun", True
+            status, text = _describe(exc)
+            return f"{status}: deleting {old} failed ({text}); rerun", True
+        except TransportError as exc:
+            if not is_unknown_outcome(exc):
+                raise
+            found = _read(client, index, old, routing)
+            if found is None:
+                return None  # the delete was applied: the move succeeded
+            if isinstance(found, Exception):
+                return (
+                    f"deleting {old} had an unknown outcome ({exc}) and reading it back failed "
+                    f"({found}): both {old} and {plan.new_id} may exist; rerun to complete",
+                    False,
+                )
+            if (found["_seq_no"], found["_primary_term"]) != (plan.seq_no, plan.primary_term):
+                return f"409: {old} changed concurrently; rerun", True
+            if attempt == 2:
+                return f"deleting {old} had an unknown outcome twice ({exc}); rerun", True
+            # Not applied (still the scanned version): send the conditional delete once more.
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _compensate(
     client: Elasticsearch, index: str, new: str, created: tuple[int, int], routing: dict[str, Any]
 ) -> str:
-    """Delete the document this run created, if still unchanged; a note if that failed."""
+    """Delete the document this run created, if still unchanged; a note if that failed. An
+    unknown outcome is read back: gone is done, unchanged is sent once more."""
     seq_no, primary_term = created
-    try:
-        client.delete(
-            index=index, id=new, if_seq_no=seq_no, if_primary_term=primary_term, **routing
-        )
-    except ApiError as exc:
-        status, text = _describe(exc)
-        return f" (and removing the new {new} failed: {status} {text}; remove it by hand)"
-    return ""
+    for attempt in (1, 2):
+        try:
+            once(client).delete(
+                index=index, id=new, if_seq_no=seq_no, if_primary_term=primary_term, **routing
+            )
+            return ""
+        except ApiError as exc:
+            status, text = _describe(exc)
+            return f" (and removing the new {new} failed: {status} {text}; remove it by hand)"
+        except TransportError as exc:
+            if not is_unknown_outcome(exc):
+                raise
+            found = _read(client, index, new, routing)
+            if found is None:
+                return ""  # the compensation was applied
+            if isinstance(found, Exception) or attempt == 2:
+                return (
+                    f" (and removing the new {new} had an unknown outcome: {exc}; check it by hand)"
+                )
+            if (found["_seq_no"], found["_primary_term"]) != created:
+                return (
+                    f" (and the new {new} changed meanwhile; it is left in place, check it by hand)"
+                )
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -5,6 +5,13 @@ Every pass writes with ``dest.version_type = "external"`` and ``conflicts = "pro
 document is copied only when its source ``_version`` is higher than the target's. A
 document already copied at its current version is skipped as a version conflict (expected,
 not a failure), so passes can be repeated: a catch-up pass rewrites only what changed.
+
+Every write here is sent once, with the transport's retries off
+(:func:`esmapper._transport.once`), and an unknown outcome (a dropped connection, a timeout,
+an unreadable response) is settled by reading the state back: a ``_reindex`` pass whose
+answer was lost is run once more, deliberately (idempotent, see above); a lost ``PUT
+/<new>`` is checked with ``HEAD /<new>``; a lost write block with ``GET /<old>/_settings``;
+a lost bulk of deletes by listing the ids again.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 
 if TYPE_CHECKING:
@@ -26,10 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PassOutcome",
-    "has_tasks",
     "alias_target",
     "count",
     "delete_extras",
+    "has_tasks",
     "prepare_target",
     "run_pass",
     "set_write_block",
@@ -42,6 +50,7 @@ log = logging.getLogger("esmapper.indexes")
 _HAS_TASKS: Final[weakref.WeakKeyDictionary[Elasticsearch, bool]] = weakref.WeakKeyDictionary()
 _SYNC_TIMEOUT: Final = 24 * 3600.0  # seconds: a synchronous reindex may run for long
 _MAX_POLL_ERRORS: Final = 6
+_ATTEMPTS: Final = 2  # a write whose outcome is unknown and not applied is sent once more
 
 
 @attrs.frozen(slots=True)
@@ -140,29 +149,49 @@ def run_pass(
     end (harmless after a lost task: external versions make a pass idempotent). Returns the
     outcome; errors of the request itself (a failing script, a refused document) become
     ``failures``.
+
+    The ``POST /_reindex`` is sent once (no transport retries). When its outcome is unknown
+    (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
+    run once more, synchronously; a second unknown outcome is raised.
     """
     request = {**body, "conflicts": "proceed"}
+    single = once(client)
     if has_tasks(client, body):
         try:
-            started = client.reindex(**request, wait_for_completion=False)
+            started = single.reindex(**request, wait_for_completion=False)
         except ApiError as exc:
             return _from_api_error(exc)
-        outcome = _poll(client, str(started["task"]), progress, poll_interval, sleep)
-        if outcome is not None:
-            return outcome
-        log.warning(
-            "reindex task %s is unknown to the server; reindexing synchronously", started["task"]
-        )
-    progress(0, 0)
-    try:
-        response = client.options(request_timeout=_SYNC_TIMEOUT).reindex(
-            **request, wait_for_completion=True
-        )
-    except ApiError as exc:
-        return _from_api_error(exc)
-    outcome = _outcome(response.body)
-    progress(outcome.total, outcome.total)
-    return outcome
+        except TransportError as exc:
+            if not is_unknown_outcome(exc):
+                raise
+            log.warning(
+                "starting a reindex task had an unknown outcome (%s); running it again", exc
+            )
+        else:
+            outcome = _poll(client, str(started["task"]), progress, poll_interval, sleep)
+            if outcome is not None:
+                return outcome
+            log.warning(
+                "reindex task %s is unknown to the server; reindexing synchronously",
+                started["task"],
+            )
+    for attempt in range(1, _ATTEMPTS + 1):
+        progress(0, 0)
+        try:
+            response = single.options(request_timeout=_SYNC_TIMEOUT).reindex(
+                **request, wait_for_completion=True
+            )
+        except ApiError as exc:
+            return _from_api_error(exc)
+        except TransportError as exc:
+            if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
+                raise
+            log.warning("a reindex pass had an unknown outcome (%s); running it again", exc)
+            continue
+        outcome = _outcome(response.body)
+        progress(outcome.total, outcome.total)
+        return outcome
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _poll(
@@ -218,15 +247,41 @@ def _ids(client: Elasticsearch, index: str) -> Iterator[str]:
 
 
 def delete_extras(client: Elasticsearch, old: str, new: str) -> int:
-    """Delete from ``new`` the documents ``old`` no longer has (deleted from it after they
-    were copied); returns how many. Scrolls the ids of both indexes (``POST _search`` with
-    ``scroll``) and sends one ``_bulk`` of deletes with ``refresh=true``."""
+    """Delete from ``new`` every document ``old`` no longer has (deleted from it after it
+    was copied); returns how many. Scrolls the ids of both indexes (``POST _search`` with
+    ``scroll``) and sends ``_bulk`` requests of deletes (1000 per request, ``refresh=true``,
+    each sent once). A bulk whose outcome is unknown is settled by listing the ids again and
+    deleting what is still there, once more; a bulk item failing with anything but 404
+    raises :class:`IndexConfigurationError`."""
     kept = set(_ids(client, old))
     extra = [i for i in _ids(client, new) if i not in kept]
-    for start in range(0, len(extra), 1000):
-        operations = [{"delete": {"_index": new, "_id": i}} for i in extra[start : start + 1000]]
-        client.bulk(operations=operations, refresh=True)
-    return len(extra)
+    removed = len(extra)
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            _delete_ids(client, new, extra)
+            return removed
+        except TransportError as exc:
+            if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
+                raise
+            log.warning("deleting extras from %s had an unknown outcome (%s); re-reading", new, exc)
+            client.indices.refresh(index=new)
+            extra = [i for i in _ids(client, new) if i not in kept]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
+    single = once(client)
+    for start in range(0, len(ids), 1000):
+        operations = [{"delete": {"_index": index, "_id": i}} for i in ids[start : start + 1000]]
+        response = single.bulk(operations=operations, refresh=True)
+        for item in response.body.get("items") or ():
+            result: dict[str, Any] = next(iter(item.values()), {})
+            if result.get("status") not in (200, 404):
+                raise IndexConfigurationError(
+                    f"deleting {result.get('_id')!r} from {index} failed: {result.get('error')}",
+                    index=index,
+                    ids=[str(result.get("_id"))],
+                )
 
 
 def count(client: Elasticsearch, index: str) -> int:
@@ -238,7 +293,9 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
     """Create ``new`` with ``spec``'s mapping and settings, no alias (``PUT /<new>``).
 
     An existing empty ``new`` (made by ``configure_indexes``) gets ``PUT _mapping`` and is
-    reused; a non-empty one (an interrupted run's leftover) is deleted and recreated.
+    reused; a non-empty one (an interrupted run's leftover) is deleted and recreated. The
+    ``PUT`` is sent once; after an unknown outcome ``HEAD /<new>`` decides (there: created;
+    missing: sent once more).
     """
     if client.indices.exists(index=new):
         client.indices.refresh(index=new)
@@ -247,7 +304,11 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
             return
         log.warning("deleting %s: a non-empty leftover of an interrupted reindex", new)
         client.indices.delete(index=new)
-    client.indices.create(index=new, **spec.body(with_alias=False))
+    send_or_read_back(
+        lambda: once(client).indices.create(index=new, **spec.body(with_alias=False)),
+        lambda: bool(client.indices.exists(index=new)),
+        what=f"PUT /{new}",
+    )
 
 
 def write_blocked(client: Elasticsearch, index: str) -> bool:
@@ -259,9 +320,15 @@ def write_blocked(client: Elasticsearch, index: str) -> bool:
 
 def set_write_block(client: Elasticsearch, index: str, blocked: bool) -> None:
     """``PUT /<index>/_block/write`` (it waits for in-flight writes), or remove the block
-    with ``PUT /<index>/_settings {"index.blocks.write": false}``."""
+    with ``PUT /<index>/_settings {"index.blocks.write": false}``. The block is sent once;
+    after an unknown outcome the settings are read back (blocked: done; not blocked: sent
+    once more)."""
     if blocked:
-        client.indices.add_block(index=index, block="write")
+        send_or_read_back(
+            lambda: once(client).indices.add_block(index=index, block="write"),
+            lambda: write_blocked(client, index),
+            what=f"PUT /{index}/_block/write",
+        )
     else:
         client.indices.put_settings(index=index, settings={"index.blocks.write": False})
 

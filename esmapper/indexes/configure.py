@@ -7,6 +7,12 @@ Idempotent and safe to call at every start. For each model it sends:
 - ``PUT /<physical>/_mapping`` with the model's properties when it exists, so new fields
   are added in place.
 
+The create and the alias are sent once, without the transport's retries
+(:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
+``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing. An index (or alias)
+that already exists, created by a concurrent process or by our own request whose answer was
+lost, is fine: the alias is checked and added when missing.
+
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
 that points at an older version is reported as ``outdated``: moving it needs a reindex,
@@ -29,6 +35,7 @@ from typing import Any
 import attrs
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
 
+from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
@@ -77,17 +84,37 @@ def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, boo
 
 def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None:
     name = spec.physical_name()
-    try:
-        client.indices.create(index=name, **spec.body(with_alias=with_alias))
-    except BadRequestError as exc:
-        if exc.error == "resource_already_exists_exception":
-            return  # created concurrently by another process
-        raise IndexConfigurationError(
-            f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
-            index=name,
-            error_type=str(exc.error),
-            reason=_reason(exc),
-        ) from exc
+
+    def create() -> bool:
+        try:
+            once(client).indices.create(index=name, **spec.body(with_alias=with_alias))
+        except BadRequestError as exc:
+            if exc.error == "resource_already_exists_exception":
+                return False  # created concurrently by another process (or by our lost try)
+            raise IndexConfigurationError(
+                f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
+                index=name,
+                error_type=str(exc.error),
+                reason=_reason(exc),
+            ) from exc
+        return True
+
+    created = send_or_read_back(
+        create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
+    )
+    if not created and with_alias:  # read back or already there: make sure of the alias
+        _put_alias(client, name, spec.alias)
+
+
+def _put_alias(client: Elasticsearch, index: str, alias: str) -> None:
+    """``PUT /<index>/_alias/<alias>`` unless it is there; a lost answer is read back."""
+    if client.indices.exists_alias(name=alias, index=index):
+        return
+    send_or_read_back(
+        lambda: once(client).indices.put_alias(index=index, name=alias),
+        lambda: bool(client.indices.exists_alias(name=alias, index=index)),
+        what=f"PUT /{index}/_alias/{alias}",
+    )
 
 
 def _reason(exc: ApiError) -> str:
@@ -179,7 +206,7 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             if spec.kind == "versioned" and current not in (None, expected):
                 action = "outdated"
             elif spec.kind == "versioned" and current is None:
-                client.indices.put_alias(index=expected, name=spec.alias)
+                _put_alias(client, expected, spec.alias)
         states.append(
             IndexState(
                 model=spec.info.name,

@@ -18,13 +18,26 @@ FEATURES IM-13), these phases (FEATURES IM-2, IM-6, IM-8, IM-9, P-15):
    the catch-up started are copied (models without dates: every document; unchanged ones
    are skipped as version conflicts). From the block on, writes through the alias fail
    with 403 ``cluster_block_exception`` until the swap (they were not applied: retry them).
-5. **verify**: refresh and count both indexes; when the new one holds more, the documents
-   deleted from the old one during the run are deleted from it too (an id scroll of both).
+5. **verify**: refresh both indexes and reconcile ids, always (whatever the counts: a
+   script that drops documents makes them equal or lower): every id the write-blocked old
+   index no longer has is deleted from the new one (an id scroll of both, ``_bulk``
+   deletes), so a document deleted during the run never comes back. Then count both.
 6. **swap**: one atomic ``POST /_aliases`` (remove the alias from ``-vK`` with
-   ``must_exist``, add it to ``-vN``). Writes now go to ``-vN``.
+   ``must_exist``, add it to ``-vN``), sent once. Writes now go to ``-vN``.
 7. **delete_old**: ``DELETE /<alias>-vK`` only when ``delete_old`` and the new count >= the
    old count (FEATURES IM-8; fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection.
+
+Unknown outcomes (a dropped connection, a timeout, an unreadable answer). Every write of a
+run is sent once, without the transport's retries (:mod:`esmapper._transport`), and a lost
+answer is settled by reading the state back, never by a blind resend: a lost ``PUT
+/<alias>-vN`` or write block is checked (``HEAD``, ``_settings``) and sent once more only if
+it is missing; a lost ``_reindex`` pass is run once more (external versions make that
+harmless); a lost bulk of deletes is settled by scrolling the ids again. A lost answer to
+the **swap** reads ``GET /_alias/<alias>`` back: on ``-vN`` the swap happened and the run
+continues as a success (the new index is never deleted); still on ``-vK`` it did not, and
+the run fails and rolls back as below; anything else (no alias, another index, the read
+fails) raises :class:`ReindexError` without deleting anything or removing the write block.
 
 Blocking the old index before the last pass (instead of catching up after the swap, as the
 reference implementation does) means no write made during the run can be lost or reverted
@@ -55,8 +68,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elasticsearch import Elasticsearch
+from elasticsearch import ApiError, Elasticsearch, TransportError
 
+from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
@@ -301,6 +315,7 @@ def _reindex(
         log.warning("removing the write block a crashed reindex left on %s", old)
         set_write_block(client, old, False)
     blocked = False
+    rollback = True  # False once the alias may already point at the new index
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)
@@ -317,8 +332,8 @@ def _reindex(
             if second.failures:
                 raise fail("the catch-up reported failures", second.failures)
             caught_up = second.copied
+        blocked = True  # before sending: a block whose answer was lost is removed too
         set_write_block(client, old, True)
-        blocked = True
         client.indices.refresh(index=old)
         last = run.copy("final_catch_up", run.since(since))
         result = attrs.evolve(result, copied=first.copied, caught_up=caught_up + last.copied)
@@ -326,33 +341,73 @@ def _reindex(
             raise fail("the final catch-up reported failures", last.failures)
         run.report("verify")
         client.indices.refresh(index=[old, new])
+        # Always, whatever the counts (a script may drop documents): a document deleted from
+        # the old index after it was copied must not come back in the new one.
+        result = attrs.evolve(result, removed=delete_extras(client, old, new))
+        client.indices.refresh(index=new)
         old_count, new_count = count(client, old), count(client, new)
-        if new_count > old_count:
-            result = attrs.evolve(result, removed=delete_extras(client, old, new))
-            new_count = count(client, new)
         result = attrs.evolve(result, old_count=old_count, new_count=new_count)
         run.report("verify", 1, 1, f"Old Docs: {old_count:,} New Docs: {new_count:,}")
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
-        swap = client.indices.update_aliases(
-            actions=[
-                {"remove": {"index": old, "alias": spec.alias, "must_exist": True}},
-                {"add": {"index": new, "alias": spec.alias}},
-            ]
-        )
-        if swap.body.get("errors"):  # a partial answer (noida-db); Elasticsearch is atomic
-            raise fail("the alias swap was refused", tuple(swap.body.get("action_results", ())))
+        try:
+            swap = once(client).indices.update_aliases(
+                actions=[
+                    {"remove": {"index": old, "alias": spec.alias, "must_exist": True}},
+                    {"add": {"index": new, "alias": spec.alias}},
+                ]
+            )
+            refused = swap.body.get("errors")  # a partial answer (noida-db); ES is atomic
+            unknown: BaseException | None = None
+        except TransportError as exc:
+            if not is_unknown_outcome(exc):
+                raise
+            refused, unknown = False, exc
+        if refused or unknown is not None:
+            # Read the alias back: never delete the index it may already point at.
+            target = _swap_target(client, spec, old, new)
+            if target is None:
+                rollback = False
+                raise fail(
+                    f"the alias swap's outcome is unknown ({unknown or 'a partial answer'}) and "
+                    f"{spec.alias!r} points neither at {old} alone nor at {new} alone; nothing "
+                    f"was deleted and {old} is still write-blocked: inspect the alias, point it "
+                    f"at the index holding the documents and remove the block by hand",
+                    tuple(swap.body.get("action_results", ())) if refused else (),
+                )
+            if target == old:
+                if refused:
+                    raise fail(
+                        "the alias swap was refused", tuple(swap.body.get("action_results", ()))
+                    )
+                raise fail(
+                    f"the alias swap's answer was lost ({unknown}) and {spec.alias!r} still "
+                    f"points at {old}: the swap did not happen; the old index still serves",
+                    (),
+                ) from unknown
+            log.warning(
+                "the alias swap's answer was %s; read back: %s points at %s",
+                f"lost ({unknown})" if unknown is not None else "partial",
+                spec.alias,
+                new,
+            )
     except BaseException:
-        if blocked:
-            set_write_block(client, old, False)
-        if not keep_failed_index:
-            client.options(ignore_status=404).indices.delete(index=new)
+        if rollback:
+            if blocked:
+                set_write_block(client, old, False)
+            if not keep_failed_index:
+                client.options(ignore_status=404).indices.delete(index=new)
         raise
     result = attrs.evolve(result, swapped=True)
     run.report("swap", 1, 1, f"Updated alias {spec.alias}: removed {old}, added {new}")
     deleted = delete_old and result.new_count >= result.old_count
     if deleted:
         run.report("delete_old", message=f"Deleting index {old}")
-        client.indices.delete(index=old)
+        try:
+            once(client).indices.delete(index=old)
+        except TransportError as exc:
+            if not is_unknown_outcome(exc) or client.indices.exists(index=old):
+                raise
+            log.warning("deleting %s had an unknown outcome (%s); it is gone", old, exc)
     elif delete_old:  # e.g. a script dropped documents (ctx.op = 'noop')
         log.warning(
             "kept %s (%d documents): %s has only %d", old, result.old_count, new, result.new_count
@@ -361,6 +416,18 @@ def _reindex(
     return attrs.evolve(
         result, status="reindexed", old_deleted=deleted, seconds=time.monotonic() - began
     )
+
+
+def _swap_target(client: Elasticsearch, spec: IndexSpec, old: str, new: str) -> str | None:
+    """After a swap whose outcome is unknown: ``new`` if the alias points at it alone (the
+    swap happened), ``old`` if it still points at it alone (it did not), else ``None``
+    (also when the alias cannot be read)."""
+    try:
+        target = alias_target(client, spec)
+    except (IndexConfigurationError, TransportError, ApiError) as exc:
+        log.error("reading alias %s back after the swap failed: %s", spec.alias, exc)
+        return None
+    return target if target in (old, new) else None
 
 
 def reindex_outdated(

@@ -16,6 +16,10 @@ a loaded document was read from, else the time encoded in an ObjectId id, else t
 ``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
 ``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
 is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9).
+
+A missing partition is created with ``PUT /<partition>`` (with its dated alias), sent once
+without the transport's retries; a lost answer is settled with ``HEAD /<partition>`` (sent
+again only if missing), and a partition that already exists gets ``PUT _alias/<dated>``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
+from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes.errors import IndexMaxAgeExceededError
@@ -227,17 +232,26 @@ class PartitionCache:
         if partitions:
             return max(partitions, key=lambda p: p.version).index
         name = spec.partition_name(start)
-        try:
-            client.indices.create(index=name, **partition_body(spec, start))
-        except BadRequestError as exc:
-            if exc.error != "resource_already_exists_exception":
-                raise IndexConfigurationError(
-                    f"cannot create partition {name!r} for {spec.info.name}: {exc.error}",
-                    index=name,
-                    error_type=str(exc.error),
-                ) from exc
-            # Created concurrently (or by a write through the template): make sure it
-            # carries the dated alias too.
+
+        def create() -> bool:
+            try:
+                once(client).indices.create(index=name, **partition_body(spec, start))
+            except BadRequestError as exc:
+                if exc.error != "resource_already_exists_exception":
+                    raise IndexConfigurationError(
+                        f"cannot create partition {name!r} for {spec.info.name}: {exc.error}",
+                        index=name,
+                        error_type=str(exc.error),
+                    ) from exc
+                return False
+            return True
+
+        # Sent once; a lost answer is settled with HEAD /<name> (sent again if missing).
+        if not send_or_read_back(
+            create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
+        ):
+            # Created concurrently (or by a write through the template, or by our request
+            # whose answer was lost): make sure it carries the dated alias too (idempotent).
             client.indices.put_alias(index=name, name=dated)
         return name
 

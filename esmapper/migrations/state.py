@@ -7,7 +7,11 @@ migrations, ``module.QualifiedName`` for repeatable ones, or the class's ``id``)
 ``description`` and ``skipped`` (marked completed by a fresh install without running).
 
 Every write is sent with ``refresh=true`` (the index is small and correctness-critical), so a
-search right after sees it.
+search right after sees it, and once, without the transport's retries
+(:mod:`esmapper._transport`): a lost answer (a dropped connection, a timeout, an unreadable
+response) is settled by reading back (the index exists, the record holds what was sent, the
+record is gone) and the write is sent once more only when it was not applied. Creating the
+index when it already exists (a lost answer, a concurrent run) does not fail.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
+from esmapper._transport import once, send_or_read_back
 from esmapper.model.codec import format_datetime, parse_datetime
 
 __all__ = ["STATE_INDEX", "MigrationRecord", "StateStore"]
@@ -109,14 +114,19 @@ class StateStore:
         return bool(self.client.indices.exists(index=self.index))
 
     def ensure(self) -> None:
-        """``PUT /<index>`` with the state mapping unless it exists (a race is tolerated)."""
+        """``PUT /<index>`` with the state mapping unless it exists (a race is tolerated;
+        a lost answer is settled with ``HEAD /<index>``)."""
         if self.exists():
             return
-        try:
-            self.client.indices.create(index=self.index, mappings=_MAPPING)
-        except BadRequestError as exc:
-            if exc.error != "resource_already_exists_exception":
-                raise
+
+        def create() -> None:
+            try:
+                once(self.client).indices.create(index=self.index, mappings=_MAPPING)
+            except BadRequestError as exc:
+                if exc.error != "resource_already_exists_exception":
+                    raise
+
+        send_or_read_back(create, self.exists, what=f"PUT /{self.index}")
 
     def load(self) -> dict[str, MigrationRecord]:
         """Every record by id (``POST /<index>/_search``; a missing index gives ``{}``)."""
@@ -129,14 +139,34 @@ class StateStore:
         hits = response["hits"]["hits"]
         return {str(hit["_id"]): MigrationRecord.from_hit(hit) for hit in hits}
 
+    def _source(self, migration_id: str) -> dict[str, Any] | None:
+        """The stored ``_source`` of a record (``GET``), ``None`` when there is none."""
+        try:
+            return dict(self.client.get(index=self.index, id=migration_id)["_source"])
+        except NotFoundError:
+            return None
+
     def save(self, record: MigrationRecord) -> None:
-        """``PUT /<index>/_doc/<id>?refresh=true`` with the record."""
-        self.client.index(index=self.index, id=record.id, document=record.to_source(), refresh=True)
+        """``PUT /<index>/_doc/<id>?refresh=true`` with the record; a lost answer is read
+        back (the stored source is the record: saved; else sent once more)."""
+        source = record.to_source()
+        send_or_read_back(
+            lambda: once(self.client).index(
+                index=self.index, id=record.id, document=source, refresh=True
+            ),
+            lambda: self._source(record.id) == source,
+            what=f"PUT /{self.index}/_doc/{record.id}",
+        )
 
     def delete(self, migration_id: str) -> bool:
-        """``DELETE /<index>/_doc/<id>?refresh=true``; False when there was no record."""
+        """``DELETE /<index>/_doc/<id>?refresh=true``; False when there was no record. A
+        lost answer is read back (gone: deleted; else sent once more)."""
         try:
-            self.client.delete(index=self.index, id=migration_id, refresh=True)
+            send_or_read_back(
+                lambda: once(self.client).delete(index=self.index, id=migration_id, refresh=True),
+                lambda: self._source(migration_id) is None,
+                what=f"DELETE /{self.index}/_doc/{migration_id}",
+            )
         except NotFoundError:
             return False
         return True

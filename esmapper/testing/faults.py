@@ -12,6 +12,7 @@ matching requests::
         proxy.fail_bulk_items(3, times=1)       # first 3 items of the next bulk -> item 429
         proxy.drop_connection(times=1)          # close the socket without answering
         proxy.drop_connection(after_forwarding=True)  # forward, then drop the response
+        proxy.truncate_response(path=r"/_aliases$")  # forward, then send half the response
         proxy.delay(5.0)                        # hold the next request (client timeouts)
         ...
         assert proxy.count(r"/_bulk$") == 4
@@ -19,11 +20,15 @@ matching requests::
 Injected bulk item failures are real: the chosen items are removed from the request before
 it is forwarded, so they are *not* applied, and a synthetic item error (``status`` 429 with
 ``es_rejected_execution_exception``, or 503 with ``unavailable_shards_exception``) is put
-in the response at the item's position. Faults are consumed in the order they were
-scripted; each request takes the first pending fault that matches it. Every scripting
-method takes ``skip=N`` to let the first N matching requests through before the fault
-starts. ``path`` filters are regular expressions searched in the request path (without the
-query string), ``method`` filters are exact (``"POST"``).
+in the response at the item's position. A truncated response
+(:meth:`FaultProxy.truncate_response`) is sent with the full ``Content-Length`` but only
+part of its body before the connection is closed: the request was applied, the client sees
+an incomplete, unreadable response (an unknown outcome, like a response dropped after
+forwarding). Faults are consumed in the order they were scripted; each request takes the
+first pending fault that matches it. Every scripting method takes ``skip=N`` to let the
+first N matching requests through before the fault starts. ``path`` filters are regular
+expressions searched in the request path (without the query string), ``method`` filters
+are exact (``"POST"``).
 
 The proxy uses only the standard library (``http.server`` threads, ``http.client``
 upstream connections, no keep-alive upstream). It is bounded: it stops by itself after
@@ -53,7 +58,7 @@ import attrs
 __all__ = ["FaultProxy", "RequestRecord"]
 
 ItemSelector: TypeAlias = int | Collection[int] | Callable[[int, dict[str, Any]], bool]
-FaultKind: TypeAlias = Literal["status", "items", "drop", "delay"]
+FaultKind: TypeAlias = Literal["status", "items", "drop", "delay", "truncate"]
 
 _HOP_BY_HOP = frozenset(
     {
@@ -296,6 +301,20 @@ class FaultProxy:
             )
         )
 
+    def truncate_response(
+        self,
+        *,
+        times: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        skip: int = 0,
+    ) -> None:
+        """Forward the next ``times`` matching requests (so they are applied), then answer
+        with the upstream's status, headers and full ``Content-Length`` but only the first
+        half of the body (nothing of a body under 2 bytes), and close the connection: the
+        client gets an incomplete response and cannot tell what happened."""
+        self._add(_Fault("truncate", times, method, _compile(path), skip=skip))
+
     def delay(
         self,
         seconds: float,
@@ -437,6 +456,9 @@ class FaultProxy:
         if fault is not None and fault.kind == "drop":
             self._drop(h)
             return
+        if fault is not None and fault.kind == "truncate":
+            self._truncate(h, status, resp_body, resp_headers)
+            return
         if failed and status == 200:
             resp_body = _merge_items(resp_body, failed)
         self._reply(h, status, resp_body, resp_headers, head=method == "HEAD")
@@ -494,6 +516,19 @@ class FaultProxy:
         h.end_headers()
         if not head and data:
             h.wfile.write(data)
+
+    @staticmethod
+    def _truncate(h: _Handler, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
+        h.close_connection = True
+        with contextlib.suppress(OSError):
+            h.send_response(status)
+            for k, v in headers:
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body[: len(body) // 2])
+            h.wfile.flush()
+            h.connection.shutdown(socket.SHUT_RDWR)
 
     @staticmethod
     def _drop(h: _Handler) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig, ObjectApiResponse
 from elasticsearch import ApiError, ConflictError, NotFoundError
 
 import esmapper as em
@@ -184,6 +184,12 @@ class FakeClient:
         self.seq_no = 100
         self.fail: dict[tuple[str, str], ApiError] = {}
         self.indices = self
+        self.options_seen: list[dict[str, Any]] = []
+
+    def options(self, **kwargs: Any) -> FakeClient:
+        """Writes are sent through ``options(max_retries=0, ...)``: the same fake."""
+        self.options_seen.append(kwargs)
+        return self
 
     def _call(self, name: str, **kwargs: Any) -> None:
         self.calls.append((name, kwargs))
@@ -213,9 +219,11 @@ class FakeClient:
         self.seq_no += 1
         return {"_seq_no": self.seq_no, "_primary_term": 1, "result": "created"}
 
-    def get(self, **kwargs: Any) -> dict[str, Any]:
+    def get(self, **kwargs: Any) -> ObjectApiResponse[Any]:
         self._call("get", **kwargs)
-        return {"_id": kwargs["id"], "_source": self.docs[kwargs["id"]]}
+        meta = ApiResponseMeta(200, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "h", 9200))
+        body = {"_id": kwargs["id"], "_source": self.docs[kwargs["id"]], "_seq_no": 1}
+        return ObjectApiResponse(body=body, meta=meta)
 
     def delete(self, **kwargs: Any) -> dict[str, Any]:
         self._call("delete", **kwargs)
@@ -327,6 +335,10 @@ def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
         ("delete", {"index": "inbox-v1", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1}),
         ("refresh", {"index": "inbox"}),
     ]
+    # the writes are not resent by the transport
+    assert {"max_retries": 0, "retry_on_status": (), "retry_on_timeout": False} in (
+        client.options_seen
+    )
 
 
 def test_routing_is_passed_to_every_write() -> None:

@@ -12,12 +12,15 @@ MakeMapper = Callable[..., em.Mapper]
 
 @pytest.fixture
 def make_mapper(es_url: str, index_prefix: str) -> Iterator[MakeMapper]:
-    """``make_mapper(*models, clock=None)``: a Mapper on this test's prefix, closed after."""
+    """``make_mapper(*models, clock=None, url=None)``: a Mapper on this test's prefix (on
+    ``url``, e.g. a FaultProxy's, instead of the test server's), closed after."""
     made: list[em.Mapper] = []
 
-    def make(*models: type, clock: Callable[[], dt.datetime] | None = None) -> em.Mapper:
+    def make(
+        *models: type, clock: Callable[[], dt.datetime] | None = None, url: str | None = None
+    ) -> em.Mapper:
         options = {} if clock is None else {"clock": clock}
-        mapper = em.Mapper(es_url, models=list(models), index_prefix=index_prefix, **options)
+        mapper = em.Mapper(url or es_url, models=list(models), index_prefix=index_prefix, **options)
         for model in mapper.models:
             spec = mapper.spec(model)
             if spec.client is None:  # until Mapper binds the specs it creates

@@ -126,3 +126,16 @@ class DailyLogV2(em.Document, em.HasDates):
 
     message: str = em.field(em.Keyword(), default="")
     level: int = em.field(em.Integer(), default=0)
+
+
+class PlainV2Dropping(em.Document):
+    """Version 2 whose reindex script drops every tenth document (``ctx.op = 'noop'``), so
+    the new index ends up with fewer documents than the old one."""
+
+    class Index:
+        name = "plain_items"
+        version = 2
+        settings = SETTINGS
+        reindex_scripts = {2: "if (ctx._source.n % 10 == 0) { ctx.op = 'noop' }"}  # noqa: RUF012
+
+    n: int = em.field(em.Long(), default=0)
