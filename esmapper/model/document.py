@@ -21,7 +21,7 @@ import attrs
 from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import tracking
-from esmapper.model.codec import compile_codec, make_converter
+from esmapper.model.codec import compile_codec, compile_normalizer, make_converter
 from esmapper.model.fields import (
     FieldSpec,
     declared_mapping,
@@ -249,6 +249,7 @@ def _build_info(
         fields=specs,
         to_source=to_source,
         from_source=from_source,
+        normalizer=compile_normalizer(cls, specs, raw_slots),
         is_document=is_document,
         index=index,
         has_dates=is_document and issubclass(cls, HasDates),
