@@ -13,9 +13,12 @@ class DocState:
     ``original`` is the ``_source`` as loaded or last written (the basis of change
     detection and of ``ModifiedDocument.original``), ``index`` the physical index it was
     read from or written to, ``session`` the session tracking the document (if any).
+    ``watched`` is set once a mutable value of the document (a list, an embedded object,
+    a dict) was handed out to the caller: a session that takes the document in keeps
+    diffing it at every flush, since the caller may mutate that value at any time.
     """
 
-    __slots__ = ("index", "original", "session")
+    __slots__ = ("index", "original", "session", "watched")
 
     def __init__(
         self, original: dict[str, Any] | None, index: str | None = None, session: Any = None
@@ -23,6 +26,7 @@ class DocState:
         self.original = original
         self.index = index
         self.session = session
+        self.watched = False
 
 
 def state_of(doc: Any) -> DocState | None:

@@ -1,5 +1,5 @@
 """``ModelInfo.normalize``: in-place mutations of lists are converted and checked like
-assignments."""
+assignments; and which reads make a document *watched* by a session."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
+from esmapper.model.state import state_of
 
 from .models import Address, Color, Everything, Review
 
@@ -139,3 +140,54 @@ def test_enum_items() -> None:
     doc.colors.append("blue")
     with pytest.raises(em.DocumentValidationError, match=r"Palette\.colors\[2\]"):
         Palette.__esmapper__.normalize(doc)
+
+
+# -- watching --------------------------------------------------------------------------------
+
+
+def test_hydration_and_scalar_reads_do_not_watch() -> None:
+    doc = Everything.from_hit({"_id": "1", "_source": {"tags": ["a"]}})
+    state = state_of(doc)
+    assert state is not None and not state.watched
+    assert doc.name == "" and doc.age == 0
+    assert not state.watched
+    assert doc.to_source()["tags"] == ["a"]  # serializing reads the raw slots
+    assert not state.watched
+    assert state_of(Everything.from_source({"tags": ["a"]})) is None
+
+
+@pytest.mark.parametrize("name", ["tags", "address", "addresses", "meta"])
+def test_reading_a_mutable_value_watches_the_document(name: str) -> None:
+    doc = Everything.from_hit(
+        {"_id": "1", "_source": {"tags": ["a"], "address": {"city": "x"}, "meta": {}}}
+    )
+    getattr(doc, name)
+    state = state_of(doc)
+    assert state is not None and state.watched
+
+
+def test_new_document_read_before_any_session_is_marked() -> None:
+    doc = Everything(tags=["a"])
+    assert state_of(doc) is None
+    doc.tags.append("b")
+    state = state_of(doc)
+    assert state is not None and state.watched and state.original is None
+
+
+def test_assigning_an_inner_doc_watches_but_assigning_a_scalar_does_not() -> None:
+    doc = Everything.from_hit({"_id": "1", "_source": {}})
+    state = state_of(doc)
+    assert state is not None
+    doc.name = "x"
+    doc.tags = ["copied"]  # the converter copies the list: nothing handed out
+    assert not state.watched
+    doc.address = Address(city="kept")
+    assert state.watched
+
+
+def test_inner_docs_get_no_state() -> None:
+    address = Address(city="x")
+    spot = Spot(tags=["a"])
+    spot.tags.append("b")
+    address.city = "y"
+    assert state_of(spot) is None and state_of(address) is None
