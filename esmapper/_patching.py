@@ -43,11 +43,12 @@ from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 from elastic_transport import TransportError
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
 from esmapper._search import is_index_missing
+from esmapper._transport import is_unknown_outcome, once
 from esmapper._writes import (
     UNKNOWN,
     PendingWrite,
@@ -98,7 +99,7 @@ def _now_text(repo: Repository[Any]) -> str:
 
 def _once(repo: Repository[Any]) -> Any:
     """The client for a request that must not be resent blindly (by-query writes)."""
-    return repo.mapper.client.options(max_retries=0, retry_on_status=(), retry_on_timeout=False)
+    return once(repo.mapper.client)
 
 
 def _update_body(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
@@ -487,7 +488,7 @@ def _update_by_query(
             return 0
         raise
     except TransportError as exc:
-        if isinstance(exc, ApiError):
+        if not is_unknown_outcome(exc):
             raise
         raise OutcomeUnknownError(
             f"patch_all on {repo.info.name}: the update-by-query was sent but no answer came "
@@ -578,7 +579,7 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                     return total
                 raise
             except TransportError as exc:
-                if isinstance(exc, ApiError):
+                if not is_unknown_outcome(exc):
                     raise
                 # Deleting what matches is idempotent: run it again; what the lost request
                 # deleted is not counted.

@@ -34,7 +34,9 @@ this order (FEATURES EV-9, decision Q16):
    ``created_utc`` is left alone unless it was loaded);
 2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
    modify documents or raise to veto: then nothing at all is written);
-3. validation (``Document.validate``, the 512-byte id check) unless ``validate=False``;
+3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
+   and checked like assignments), then validation (``Document.validate``, the 512-byte id
+   check) unless ``validate=False``;
 4. ``documents_changing``;
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
@@ -702,6 +704,9 @@ def _before_write(
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
     for (cls, kind), group in groups.items():
         _fire(_BEFORE[kind], cls, group, change_type=_CHANGE[kind], options=options)
+    for pending in pendings:  # items mutated in place are checked like assignments
+        if pending.kind != "remove":
+            pending.info.normalize(pending.doc)
     if options.validate:
         for pending in pendings:
             if pending.kind != "remove":

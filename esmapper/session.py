@@ -16,6 +16,15 @@ pass through the bulk writer for all models (chunked by count and bytes), versio
 ``Versioned`` documents, versions written back. Unchanged documents send nothing. On a
 partial failure the confirmed writes are applied (their signals fire), then the error is
 raised; failed documents stay pending. Sessions are not thread-safe.
+
+Change tracking follows the caller's references (see :mod:`esmapper.model.tracking`): a
+document whose list, embedded object or dict was handed out (read, or an embedded object
+assigned) is *watched*, diffed at every flush until it leaves the session, so
+``tags = e.tags; s.flush(); tags.append("x"); s.flush()`` writes ``"x"``. Other documents
+are diffed only at the flush after an assignment. Before diffing, a flush normalizes the
+documents it may write (:meth:`ModelInfo.normalize`: a dict appended to a
+``list[InnerDoc]`` becomes the InnerDoc, a wrongly typed list item raises
+DocumentValidationError before anything is sent).
 """
 
 from __future__ import annotations
@@ -63,6 +72,8 @@ class Session:
         self._new: dict[int, Any] = {}
         self._deleted: dict[int, Any] = {}
         self._maybe_dirty: dict[int, Any] = {}
+        # documents whose mutable values were handed out: never pruned from _maybe_dirty
+        self._watched: dict[int, Any] = {}
         self._closed = False
         self._flushing = False
 
@@ -75,6 +86,16 @@ class Session:
     def _touch(self, doc: Any) -> None:
         if not self._flushing:
             self._maybe_dirty[id(doc)] = doc
+
+    def _watch(self, doc: Any) -> None:
+        if not self._flushing:
+            key = id(doc)
+            self._maybe_dirty[key] = doc
+            self._watched[key] = doc
+
+    def _forget(self, key: int) -> None:
+        self._maybe_dirty.pop(key, None)
+        self._watched.pop(key, None)
 
     def _adopt(self, doc: Any) -> Any:
         """Put a loaded document in the identity map, or return the one already there."""
@@ -92,9 +113,10 @@ class Session:
 
     def _changed(self, doc: Any) -> bool:
         state = state_of(doc)
+        info = type(doc).__esmapper__
+        info.normalize(doc)  # a dict appended to a list[InnerDoc] has no to_source()
         if state is None or state.original is None:
             return True
-        info = type(doc).__esmapper__
         current = info.to_source(doc)
         if current == state.original:
             return False
@@ -115,7 +137,10 @@ class Session:
 
     @property
     def dirty(self) -> list[Any]:
-        """Loaded documents whose values differ from what the store last confirmed."""
+        """Loaded documents whose values differ from what the store last confirmed.
+
+        Normalizes the documents it compares (see :meth:`ModelInfo.normalize`), so a
+        wrongly typed list item raises DocumentValidationError here too."""
         self._flushing = True
         try:
             return [
@@ -217,6 +242,8 @@ class Session:
                 )
             self._adopt(doc)
             self._maybe_dirty[id(doc)] = doc
+            if state.watched:  # a mutable value was handed out before
+                self._watched[id(doc)] = doc
         else:
             self._new[id(doc)] = doc
         return doc
@@ -238,7 +265,7 @@ class Session:
         """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
         self._new.pop(id(doc), None)
         self._deleted.pop(id(doc), None)
-        self._maybe_dirty.pop(id(doc), None)
+        self._forget(id(doc))
         if getattr(doc, "id", None) is not None:
             key = (type(doc), doc.id)
             if self._identity.get(key) is doc:
@@ -250,7 +277,15 @@ class Session:
     # -- unit of work --------------------------------------------------------------------
 
     def _pending(self) -> list[PendingWrite]:
-        pendings = [PendingWrite("add", d, type(d).__esmapper__) for d in self._new.values()]
+        """What a flush writes. Documents are normalized first (one wrong item raises
+        DocumentValidationError before anything is sent); unchanged documents leave the
+        maybe-dirty set, unless they are watched."""
+        pendings = []
+        for doc in self._new.values():
+            info = type(doc).__esmapper__
+            info.normalize(doc)
+            pendings.append(PendingWrite("add", doc, info))
+        watched = self._watched
         self._flushing = True
         try:
             for key, doc in list(self._maybe_dirty.items()):
@@ -258,7 +293,7 @@ class Session:
                     continue
                 if self._changed(doc):
                     pendings.append(PendingWrite("save", doc, type(doc).__esmapper__))
-                else:
+                elif key not in watched:
                     del self._maybe_dirty[key]
         finally:
             self._flushing = False
@@ -272,12 +307,17 @@ class Session:
         key = id(doc)
         if pending.kind == "add":
             self._new.pop(key, None)
-            self._adopt(doc)
+            if self._adopt(doc) is doc:
+                state = state_of(doc)
+                if state is not None and state.watched:  # its values were handed out
+                    self._maybe_dirty[key] = doc
+                    self._watched[key] = doc
         elif pending.kind == "save":
-            self._maybe_dirty.pop(key, None)
+            if key not in self._watched:
+                self._maybe_dirty.pop(key, None)
         else:
             self._deleted.pop(key, None)
-            self._maybe_dirty.pop(key, None)
+            self._forget(key)
             self._identity.pop((type(doc), doc.id), None)
 
     def flush(self) -> None:
@@ -314,7 +354,9 @@ class Session:
                 _restore(doc)
         finally:
             self._flushing = False
+        # restored documents hold fresh values: what was handed out no longer belongs to them
         self._maybe_dirty.clear()
+        self._watched.clear()
         signals.after_rollback.send(self)
 
     def close(self) -> None:
@@ -329,6 +371,7 @@ class Session:
         self._new.clear()
         self._deleted.clear()
         self._maybe_dirty.clear()
+        self._watched.clear()
         self._closed = True
 
     @property
@@ -365,6 +408,7 @@ def _restore(doc: Any) -> None:
     for spec in info.fields:
         if spec.stored and spec.name != "id":
             object.__setattr__(doc, spec.name, object.__getattribute__(fresh, spec.name))
+    state.watched = False
 
 
 class sessionmaker:

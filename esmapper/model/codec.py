@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -22,7 +23,14 @@ import attrs
 from esmapper.errors import DocumentValidationError
 from esmapper.model.fields import FieldSpec
 
-__all__ = ["compile_codec", "format_datetime", "make_converter", "parse_datetime"]
+__all__ = [
+    "compile_codec",
+    "compile_normalizer",
+    "format_datetime",
+    "invalid_error",
+    "make_converter",
+    "parse_datetime",
+]
 
 UTC = _dt.timezone.utc
 _fromisoformat = _dt.datetime.fromisoformat
@@ -76,13 +84,19 @@ def _describe(value: Any) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def _scalar_checker(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
+def _scalar_checker(
+    spec: FieldSpec, owner: str, error: Callable[[Any, str], Exception] | None = None
+) -> Callable[[Any], Any]:
+    """The check of one value of ``spec`` (one item of a list field); ``error(value,
+    expected)`` builds the exception it raises (by default a DocumentValidationError)."""
     where = f"{owner}.{spec.name}"
 
-    def fail(value: Any, expected: str) -> DocumentValidationError:
+    def validation_error(value: Any, expected: str) -> Exception:
         return DocumentValidationError(
             f"{where}: expected {expected}, got {_describe(value)}", field=spec.name
         )
+
+    fail = error or validation_error
 
     kind = spec.kind
     if kind == "str":
@@ -313,6 +327,184 @@ def compile_codec(
     filename = f"<esmapper codec {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
     return ns["to_source"], ns["from_source"]
+
+
+class Invalid(Exception):
+    """Raised by a compiled normalizer: the value at ``path`` (relative to the object being
+    normalized, e.g. ``tags[2]`` or ``address.tags[0]``) cannot be stored, ``reason`` why.
+    :func:`invalid_error` turns it into the DocumentValidationError users see."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(path, reason)
+        self.path = path
+        self.reason = reason
+
+
+def invalid_error(model: str, doc: Any, error: Invalid) -> DocumentValidationError:
+    """The DocumentValidationError for ``error``, naming ``Model.path``."""
+    doc_id = getattr(doc, "id", None)
+    return DocumentValidationError(
+        f"{model}.{error.path}: {error.reason}",
+        field=error.path,
+        ids=[] if doc_id is None else [doc_id],
+    )
+
+
+def _mismatch(value: Any, expected: str) -> Invalid:
+    return Invalid("", f"expected {expected}, got {_describe(value)}")
+
+
+def _nested(path: str, error: Invalid) -> Invalid:
+    """``error`` raised for a part of the value at ``path``."""
+    if not error.path:
+        return Invalid(path, error.reason)
+    sep = "" if error.path.startswith("[") else "."
+    return Invalid(f"{path}{sep}{error.path}", error.reason)
+
+
+def _from_construction(inner: type, error: DocumentValidationError) -> Invalid:
+    """An Invalid for a DocumentValidationError raised while building ``inner`` from a dict."""
+    message = error.message
+    if error.field is None:
+        return Invalid("", message)
+    prefix = f"{inner.__name__}.{error.field}: "
+    reason = message[len(prefix) :] if message.startswith(prefix) else message
+    return Invalid(error.field, reason)
+
+
+def _fix_items(items: list[Any], check: Callable[[Any], Any], name: str, inner: Any) -> None:
+    """Check (and convert) every item of ``items``, replacing them in place (slice
+    assignment: the caller's references to the list stay valid) when one changed."""
+    fixed = []
+    changed = False
+    for i, item in enumerate(items):
+        try:
+            new = check(item)
+        except Invalid as exc:
+            raise _nested(f"{name}[{i}]", exc) from None
+        except DocumentValidationError as exc:  # building an embedded object from a dict
+            raise _nested(f"{name}[{i}]", _from_construction(inner, exc)) from None
+        if new is not item:
+            changed = True
+        fixed.append(new)
+    if changed:
+        items[:] = fixed
+
+
+#: The exact type an item of each kind has when it needs no conversion (datetimes are
+#: checked one by one: only an aware UTC datetime is kept as is).
+_EXACT_TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def compile_normalizer(
+    cls: type, specs: Sequence[FieldSpec], raw_slots: Mapping[str, Any] | None = None
+) -> Callable[[Any], None] | None:
+    """The in-place normalizer of ``cls``, or ``None`` when it has nothing to normalize.
+
+    Lists and embedded objects can be mutated without an assignment (``doc.tags.append``,
+    ``doc.address.tags[0] = ...``), which bypasses the attrs converters. The normalizer
+    checks what such mutations can reach: each item of a list field (converted like an
+    assignment would: a dict appended to a ``list[InnerDoc]`` becomes the InnerDoc), and,
+    recursively, the lists inside embedded objects. Lists keep their identity (items are
+    replaced by slice assignment). It raises :class:`Invalid`; the cost when nothing needs
+    converting is one type check per item. Fields of kind ``any`` (dicts) are not checked.
+    """
+    raw_slots = raw_slots or {}
+    owner = cls.__name__
+    steps: list[Callable[[Any], None]] = []
+    for spec in specs:
+        if spec.kind == "any" or not (spec.many or spec.kind == "inner"):
+            continue
+        name = spec.name
+        raw = raw_slots.get(name)
+        get: Callable[[Any], Any] = raw.__get__ if raw is not None else attrgetter(name)
+        inner = spec.inner
+        inner_normalize = None
+        if inner is not None:
+            inner_info = getattr(inner, "__esmapper__", None)
+            inner_normalize = None if inner_info is None else inner_info.normalizer
+        if not spec.many:
+            if inner_normalize is not None:
+                steps.append(_inner_step(name, get, inner_normalize))
+            continue
+        check = _scalar_checker(spec, owner, _mismatch)
+        if inner is not None:
+            steps.append(_inner_list_step(name, get, check, inner, inner_normalize))
+        else:
+            steps.append(_list_step(name, get, check, _EXACT_TYPES.get(spec.kind, spec.enum)))
+    if not steps:
+        return None
+    if len(steps) == 1:
+        return steps[0]
+    run = tuple(steps)
+
+    def normalize(doc: Any) -> None:
+        for step in run:
+            step(doc)
+
+    return normalize
+
+
+def _list_step(
+    name: str, get: Callable[[Any], Any], check: Callable[[Any], Any], exact: type | None
+) -> Callable[[Any], None]:
+    def step(doc: Any) -> None:
+        items = get(doc)
+        if items is None:
+            return
+        if type(items) is not list:
+            raise Invalid(name, f"expected a list, got {_describe(items)}")
+        if exact is not None:
+            for item in items:
+                if type(item) is not exact:
+                    break
+            else:
+                return
+        _fix_items(items, check, name, None)
+
+    return step
+
+
+def _inner_list_step(
+    name: str,
+    get: Callable[[Any], Any],
+    check: Callable[[Any], Any],
+    inner: type,
+    inner_normalize: Callable[[Any], None] | None,
+) -> Callable[[Any], None]:
+    def step(doc: Any) -> None:
+        items = get(doc)
+        if items is None:
+            return
+        if type(items) is not list:
+            raise Invalid(name, f"expected a list, got {_describe(items)}")
+        for item in items:
+            if not isinstance(item, inner):
+                _fix_items(items, check, name, inner)
+                break
+        if inner_normalize is not None:
+            for i, item in enumerate(items):
+                try:
+                    inner_normalize(item)
+                except Invalid as exc:
+                    raise _nested(f"{name}[{i}]", exc) from None
+
+    return step
+
+
+def _inner_step(
+    name: str, get: Callable[[Any], Any], inner_normalize: Callable[[Any], None]
+) -> Callable[[Any], None]:
+    def step(doc: Any) -> None:
+        value = get(doc)
+        if value is None:
+            return
+        try:
+            inner_normalize(value)
+        except Invalid as exc:
+            raise _nested(name, exc) from None
+
+    return step
 
 
 class _Missing:

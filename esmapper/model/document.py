@@ -21,7 +21,7 @@ import attrs
 from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import tracking
-from esmapper.model.codec import compile_codec, make_converter
+from esmapper.model.codec import compile_codec, compile_normalizer, make_converter
 from esmapper.model.fields import (
     FieldSpec,
     declared_mapping,
@@ -194,8 +194,17 @@ class ModelMeta(type):
             else tuple(_spec_of_inherited(cls, a) for a in attributes)
         )
         raw_slots = tracking.install(
-            cls, [s.name for s in ordered if s.many or s.kind in ("inner", "any")]
+            cls,
+            [s.name for s in ordered if s.many or s.kind in ("inner", "any")],
+            document=is_document,
         )
+        # assigning these hands the caller's object to the document (see tracking.watch)
+        watched = (
+            frozenset(s.name for s in ordered if s.kind in ("inner", "any"))
+            if is_document
+            else frozenset()
+        )
+        type.__setattr__(cls, "__esm_watched__", watched)
         info = _build_info(cls, ordered, attributes, is_document, index_cls, raw_slots=raw_slots)
         type.__setattr__(cls, "__esmapper__", info)
         return cls  # type: ignore[return-value]
@@ -249,6 +258,7 @@ def _build_info(
         fields=specs,
         to_source=to_source,
         from_source=from_source,
+        normalizer=compile_normalizer(cls, specs, raw_slots),
         is_document=is_document,
         index=index,
         has_dates=is_document and issubclass(cls, HasDates),
@@ -262,6 +272,7 @@ class _ModelBase(metaclass=ModelMeta):
     __esm_base__ = True
     __slots__ = ("_esm_state",)
     __esmapper__: ClassVar[ModelInfo]
+    __esm_watched__: ClassVar[frozenset[str]] = frozenset()
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_esm_state", None)

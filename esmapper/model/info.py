@@ -11,6 +11,7 @@ import attrs
 
 from esmapper.errors import IndexConfigurationError
 from esmapper.model.catalog import FieldCatalog
+from esmapper.model.codec import Invalid, invalid_error
 from esmapper.model.fields import FieldSpec
 
 __all__ = ["IndexOptions", "ModelInfo"]
@@ -115,6 +116,7 @@ class ModelInfo:
     soft_deletes: bool = False
     versioned: bool = False
     custom_fields: bool = False
+    normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
     properties: dict[str, Any] = attrs.field(init=False)
     _catalog: FieldCatalog | None = attrs.field(init=False, default=None)
@@ -128,6 +130,27 @@ class ModelInfo:
     @property
     def name(self) -> str:
         return self.cls.__name__
+
+    def normalize(self, doc: Any) -> None:
+        """Check and convert, in place, what ``doc``'s lists and embedded objects hold.
+
+        In-place mutations (``doc.tags.append(5)``, ``doc.skills.append({...})``,
+        ``doc.address.tags.append(...)``) bypass the checks an assignment runs. This runs
+        them: each list item is converted like an assignment would (a dict in a
+        ``list[InnerDoc]`` becomes the InnerDoc; a list keeps its identity, items are
+        replaced by slice assignment), recursing into embedded objects. Raises
+        DocumentValidationError naming the value (``field`` is its path, e.g.
+        ``skills[2]`` or ``address.tags[0]``). A model without list or embedded fields
+        returns at once; otherwise it costs a type check per list item. Every write of a
+        whole document (add, save, session flush) runs it before validation.
+        """
+        normalizer = self.normalizer
+        if normalizer is None:
+            return
+        try:
+            normalizer(doc)
+        except Invalid as exc:
+            raise invalid_error(self.cls.__name__, doc, exc) from None
 
     @property
     def mapping(self) -> dict[str, Any]:

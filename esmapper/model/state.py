@@ -17,10 +17,13 @@ class DocState:
     holds only what was loaded, so a save writes only the fields that changed (a partial
     update), never the whole document. ``version`` is the ``"<primary_term>:<seq_no>"`` the
     store confirmed (kept for every model, ``Versioned`` or not, to guard internal
-    read-modify-writes and partial saves).
+    read-modify-writes and partial saves). ``watched`` is set once a mutable value of the
+    document (a list, an embedded object, a dict) was handed out to the caller: a session
+    that takes the document in keeps diffing it at every flush, since the caller may
+    mutate that value at any time.
     """
 
-    __slots__ = ("index", "original", "partial", "session", "version")
+    __slots__ = ("index", "original", "partial", "session", "version", "watched")
 
     def __init__(
         self,
@@ -36,6 +39,7 @@ class DocState:
         self.session = session
         self.partial = partial
         self.version = version
+        self.watched = False
 
 
 def state_of(doc: Any) -> DocState | None:

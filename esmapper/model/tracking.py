@@ -4,19 +4,31 @@ Two cheap signals feed a session's "maybe dirty" set, so a flush only diffs docu
 that may have changed (its cost grows with the changed documents, not with the identity
 map):
 
-- assigning any attribute (an attrs ``on_setattr`` hook), and
-- *reading* an attribute that holds a mutable value (a list, an embedded object, a dict):
-  the caller may mutate it in place (``doc.tags.append(...)``, ``doc.address.city = ...``),
-  so the document is diffed at the next flush.
+- assigning any attribute (an attrs ``on_setattr`` hook): the document is diffed at the
+  next flush, and
+- handing out a mutable value: *reading* an attribute that holds a list, an embedded
+  object or a dict, or *assigning* an embedded object or a dict (the caller keeps that
+  object). The caller may mutate the value in place at any time, also after a flush
+  (``tags = doc.tags; s.flush(); tags.append(...)``), so the document is **watched**: a
+  session diffs it at every flush until it leaves the session (expunge, rollback, close).
+  A read outside any session (or before ``session.add``) is remembered on the document's
+  state, so the session that takes the document in watches it too.
 
-Outside a session both hooks cost one slot read and a ``None`` check.
+Documents whose mutable values were never handed out are diffed only after an
+assignment. Outside a session, an assignment costs a set lookup, one slot read and a
+``None`` check; hydration and serialization do not go through these hooks.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TrackedSlot", "mark_assigned", "touch"]
+from esmapper.model.state import DocState
+
+__all__ = ["TrackedSlot", "WatchedSlot", "mark_assigned", "touch", "watch"]
+
+_new_state = DocState
+_set = object.__setattr__
 
 
 def touch(instance: Any) -> None:
@@ -31,9 +43,29 @@ def touch(instance: Any) -> None:
             session._touch(instance)
 
 
+def watch(instance: Any) -> None:
+    """A mutable value of the document ``instance`` was handed out: remember it on its
+    state and tell its session (if any) to diff it at every flush."""
+    try:
+        state = instance._esm_state
+    except AttributeError:  # read while the document is being constructed
+        return
+    if state is None:  # a new document: the state keeps the mark until a session adds it
+        state = _new_state(None)
+        _set(instance, "_esm_state", state)
+    state.watched = True
+    session = state.session
+    if session is not None:
+        session._watch(instance)
+
+
 def mark_assigned(instance: Any, attribute: Any, value: Any) -> Any:
-    """attrs ``on_setattr`` hook: an assignment marks the document maybe-dirty."""
-    touch(instance)
+    """attrs ``on_setattr`` hook: an assignment marks the document maybe-dirty; assigning
+    an embedded object or a dict (which the caller keeps) makes it watched."""
+    if attribute.name in instance.__esm_watched__:
+        watch(instance)
+    else:
+        touch(instance)
     return value
 
 
@@ -61,9 +93,26 @@ class TrackedSlot:
         self.slot.__delete__(instance)
 
 
-def install(cls: type, mutable_fields: list[str]) -> dict[str, Any]:
-    """Replace the slot descriptors of ``mutable_fields`` on ``cls`` with TrackedSlots;
-    returns the raw slot descriptors by name (the codec reads through them)."""
+class WatchedSlot(TrackedSlot):
+    """The TrackedSlot of a stored document's mutable field: a read hands the value out,
+    so it makes the document watched (see :func:`watch`)."""
+
+    __slots__ = ()
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = self.slot.__get__(instance, owner)
+        if value is not None:
+            watch(instance)
+        return value
+
+
+def install(cls: type, mutable_fields: list[str], *, document: bool = False) -> dict[str, Any]:
+    """Replace the slot descriptors of ``mutable_fields`` on ``cls`` with TrackedSlots
+    (WatchedSlots for a stored ``document`` model); returns the raw slot descriptors by
+    name (the codec reads through them)."""
+    kind = WatchedSlot if document else TrackedSlot
     raw: dict[str, Any] = {}
     for name in mutable_fields:
         slot = None
@@ -73,7 +122,9 @@ def install(cls: type, mutable_fields: list[str]) -> dict[str, Any]:
                 break
         if isinstance(slot, TrackedSlot):
             raw[name] = slot.slot
+            if type(slot) is not kind:
+                type.__setattr__(cls, name, kind(slot.slot, name))
         elif slot is not None:
-            type.__setattr__(cls, name, TrackedSlot(slot, name))
+            type.__setattr__(cls, name, kind(slot, name))
             raw[name] = slot
     return raw
