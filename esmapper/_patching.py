@@ -329,6 +329,12 @@ def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: Bul
 # -- by query --------------------------------------------------------------------------
 
 
+def _batched(repo: Repository[Any], options: Options) -> bool:
+    """Whether by-query writes go through the per-document batch path: the model is
+    cached by default, or the call asks for ``cache=True`` (FEATURES PA-15)."""
+    return options.cache is True or repo.mapper.is_cached(repo.info)
+
+
 def _scan_kwargs(options: Options) -> dict[str, Any]:
     """The options of the internal searches of by-query writes (never cached under a
     caller's custom key: those keys are for the caller's reads)."""
@@ -389,11 +395,7 @@ def patch_all(
     """See the module docstring. ``notify_ids``: publish one message per listed id (noop
     ids included) once anything changed, instead of one per changed id (FEATURES MB-5);
     ``seen`` collects the ids that matched."""
-    if (
-        isinstance(patch, ScriptPatch)
-        and notify_ids is None
-        and not repo.mapper.is_cached(repo.info)
-    ):
+    if isinstance(patch, ScriptPatch) and notify_ids is None and not _batched(repo, options):
         return _update_by_query(repo, filter, patch, options)
 
     changed = 0
@@ -519,7 +521,7 @@ def _update_by_query(
 
 def remove_all(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     listened = any(signals.has_receivers(s, repo.model) for s in _REMOVE_SIGNALS)
-    if not listened and not repo.mapper.is_cached(repo.info):
+    if not listened and not _batched(repo, options):
         return _delete_by_query(repo, filter, options)
 
     removed = 0
