@@ -279,7 +279,7 @@ def test_a_conditional_script_patch_not_applied_is_resent(
     repo.add([Employee(id=f"c{i}", age=0) for i in range(3)], consistency="wait")
     proxy.drop_connection(path=r"/_bulk$")
     changed = repo.patch_all(None, em.ScriptPatch("ctx._source.age += 1"), cache=True)
-    assert changed == 3 and proxy.pending_faults() == 0
+    assert changed == 3 and proxy.pending_faults == 0
     assert [stored(raw, repo, f"c{i}")["age"] for i in range(3)] == [1, 1, 1]
 
 
