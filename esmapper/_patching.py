@@ -140,19 +140,36 @@ def _announce(
     ids: list[str | None],
     options: Options,
     documents: list[Any] | None = None,
+    *,
+    patch: Patch | None = None,
 ) -> None:
-    """``documents_changed`` and one notification per id, after confirmed changes."""
+    """``documents_changed`` and one notification per id, after confirmed changes. A
+    PartialPatch setting ``is_deleted`` is recorded like a save that does (soft-deleted
+    ids are hidden from unrefreshed searches, restored ones shown again); its message
+    says SAVED (FEATURES MB-7: a patch does not see the previous state)."""
     if not ids:
         return
+    change = ChangeType.SAVED
+    deleted = _sets_is_deleted(repo, patch)
+    if deleted is not None:
+        named = [i for i in ids if i is not None]
+        repo.mapper.note_soft_deletes(repo.info, named if deleted else [], [] if deleted else named)
     if signals.has_receivers(signals.documents_changed, repo.model):
         signals.send_safely(
             signals.documents_changed,
             repo.model,
             documents=documents or [],
-            change_type=ChangeType.SAVED,
+            change_type=change,
             options=options,
         )
-    publish_changes(repo.mapper, repo.info, [(i, ChangeType.SAVED) for i in ids], options)
+    publish_changes(repo.mapper, repo.info, [(i, change) for i in ids], options)
+
+
+def _sets_is_deleted(repo: Repository[Any], patch: Patch | None) -> bool | None:
+    if not repo.info.soft_deletes or not isinstance(patch, PartialPatch):
+        return None
+    value = patch.doc.get("is_deleted")
+    return value if isinstance(value, bool) else None
 
 
 def _changed(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
@@ -193,7 +210,7 @@ def patch_ids(
             else []
         )
         changed = _changed(outcomes)
-        _announce(repo, changed, options)
+        _announce(repo, changed, options, patch=patch)
         failed = [o for o in outcomes if not o.ok]
         if len(id_list) == 1 and missing:
             raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
@@ -206,8 +223,15 @@ def patch_ids(
     if len(id_list) > 1:
         ids_query = Ids(values=id_list)
         seen: set[str] = set()
+        # by id is real-time: refresh, so documents written a moment ago are found
+        consistency = "immediate" if options.consistency == "eventual" else options.consistency
         patch_all(
-            repo, ids_query, patch, options.merge(soft_deletes="all"), notify_ids=id_list, seen=seen
+            repo,
+            ids_query,
+            patch,
+            options.merge(soft_deletes="all", consistency=consistency),
+            notify_ids=id_list,
+            seen=seen,
         )
         absent = [id for id in id_list if id not in seen]
         if absent:
@@ -300,7 +324,7 @@ def _client_side_action(
             return None
         if info.has_dates:
             document.updated_utc = repo.mapper.clock()
-        new_source = with_extras(info.to_source(document), source)
+        new_source = with_extras(info.to_source(document), source, info)
     seq_no = primary_term = None
     if options.version_check:
         seq_no, primary_term = split_version(version, owner=info.name, id=id)
@@ -417,7 +441,7 @@ def patch_all(
         done = _changed(outcomes)
         changed += len(done)
         if notify_ids is None:
-            _announce(repo, done, options)
+            _announce(repo, done, options, patch=patch)
         conflicts = [str(o.id) for o in outcomes if o.status == 409]
         failures.extend(o for o in outcomes if not o.ok and o.status != 409)
         return conflicts
@@ -428,7 +452,7 @@ def patch_all(
         if options.consistency != "eventual":
             _refresh(repo)
     if notify_ids is not None and changed:
-        _announce(repo, list(notify_ids), options)
+        _announce(repo, list(notify_ids), options, patch=patch)
     if still:
         raise VersionConflictError(
             f"patch_all on {repo.info.name}: {len(still)} document(s) kept changing "
@@ -563,6 +587,7 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     if options.consistency != "eventual":
         _refresh(repo)
     total = 0
+    answered = False
     try:
         for _attempt in range(10):
             try:
@@ -592,6 +617,7 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                     exc,
                 )
                 continue
+            answered = True
             total += int(response.get("deleted", 0))
             if not response.get("version_conflicts"):
                 break
@@ -603,4 +629,11 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
         repo.mapper.invalidate_model(repo.info)
     if total:
         publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
+    if not answered:
+        raise OutcomeUnknownError(
+            f"remove_all on {repo.info.name}: none of 10 delete-by-query requests got an "
+            "answer; some or all matches may have been deleted",
+            index=repo.spec.alias,
+            error_type=UNKNOWN,
+        )
     return total

@@ -243,6 +243,8 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
         if loaded and _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
             _set(doc, "created_utc", now)
         _set(doc, "updated_utc", now)
+        if state is not None and state.partial:
+            state.assigned = (state.assigned or set()) | {"updated_utc"}
     if pending.kind == "add":
         _assign_id(pending)
 
@@ -273,21 +275,77 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 # -- what a document write sends ---------------------------------------------------------
 
 
-def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys of ``new`` whose values differ from ``old``, recursing into objects (a
-    partial update merges objects on the server; lists and scalars are replaced)."""
-    changed: dict[str, Any] = {}
-    for key, value in new.items():
-        before = old.get(key, _ABSENT)
-        if before == value:
+def _covers(loaded: Any, full: Any) -> bool:
+    """Whether ``loaded`` (a partially loaded value) holds every key of ``full`` (the
+    model's form of it), recursively: then it was loaded whole."""
+    if isinstance(full, dict):
+        return isinstance(loaded, dict) and all(
+            k in loaded and _covers(loaded[k], v) for k, v in full.items()
+        )
+    if isinstance(full, list):
+        return (
+            isinstance(loaded, list)
+            and len(loaded) == len(full)
+            and all(_covers(a, b) for a, b in zip(loaded, full, strict=True))
+        )
+    return True
+
+
+def _lost_keys(before: Any, after: Any) -> bool:
+    """Whether ``after`` lacks a key ``before`` has, at any depth (a partial update merges
+    objects, so it cannot remove keys)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return any(k not in after or _lost_keys(v, after[k]) for k, v in before.items())
+    return False
+
+
+def _partial_changes(  # noqa: PLR0917 - one recursive step, all positional
+    info: ModelInfo,
+    doc: Any,
+    loaded: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    assigned: set[str],
+    path: str = "",
+) -> dict[str, Any]:
+    """What a partially loaded document's save sends (``doc`` of an Update API call).
+
+    A field loaded whole (or assigned) is sent whole when it changed (or was assigned,
+    even to the value that stands in for an unloaded one); an object loaded in part is
+    diffed key by key. A change that would overwrite what was not loaded (an unloaded
+    field mutated in place, a list loaded in part) or remove keys (the update merges
+    objects) raises :class:`DocumentError` before anything is sent.
+    """
+    changes: dict[str, Any] = {}
+    for key, value in current.items():
+        name = f"{path}{key}"
+        base = baseline.get(key, _ABSENT)
+        whole = key in assigned or (key in loaded and _covers(loaded[key], base))
+        if whole:
+            if key in assigned or value != base:
+                if key in loaded and _lost_keys(loaded[key], value):
+                    raise _partial_error(info, doc, name, "it would remove keys of an object")
+                changes[key] = value
             continue
-        if isinstance(value, dict) and isinstance(before, dict):
-            inner = _diff(before, value)
+        if value == base:
+            continue
+        if key in loaded and isinstance(value, dict) and isinstance(base, dict):
+            inner = _partial_changes(info, doc, loaded[key], base, value, set(), f"{name}.")
             if inner:
-                changed[key] = inner
-        else:
-            changed[key] = value
-    return changed
+                changes[key] = inner
+            continue
+        raise _partial_error(info, doc, name, "it changed but was not (fully) loaded")
+    return changes
+
+
+def _partial_error(info: ModelInfo, doc: Any, name: str, why: str) -> DocumentError:
+    return DocumentError(
+        f"cannot save {info.name} {doc.id!r}, loaded with includes/excludes: field "
+        f"{name!r}: {why}, so writing it would overwrite stored data that was not read. "
+        "Load the document without includes/excludes to change it, or assign the field.",
+        ids=[doc.id],
+        error_type="partial_document",
+    )
 
 
 def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -309,15 +367,26 @@ class _Absent:
 _ABSENT = _Absent()
 
 
-def with_extras(body: dict[str, Any], original: Mapping[str, Any] | None) -> dict[str, Any]:
+def with_extras(
+    body: dict[str, Any], original: Mapping[str, Any] | None, info: ModelInfo | None = None
+) -> dict[str, Any]:
     """``body`` plus the ``_source`` fields of ``original`` the model does not declare
-    (written by a newer deploy, or by another application): a save keeps them."""
+    (written by a newer deploy, or by another application): a save keeps them, also inside
+    embedded objects (``info`` given: its non-list InnerDoc fields are followed)."""
     if original is None:
         return body
     extra = original.keys() - body.keys()
-    if not extra:
-        return body
-    return {**{k: original[k] for k in extra}, **body}
+    out = body if not extra else {**{k: original[k] for k in extra}, **body}
+    if info is None or not info.inner_fields:
+        return out
+    for name, inner in info.inner_fields:
+        value, before = out.get(name), original.get(name)
+        if isinstance(value, dict) and isinstance(before, dict):
+            merged = with_extras(value, before, inner)
+            if merged is not value:
+                out = out if out is not body else dict(body)
+                out[name] = merged
+    return out
 
 
 def document_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
@@ -347,7 +416,7 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
         seq_no, primary_term = split_version(doc.version, owner=info.name, id=doc.id)
     if state is not None and state.partial and original is not None:
         baseline = info.to_source(info.from_source(original, doc.id, None))
-        changes = _diff(baseline, body)
+        changes = _partial_changes(info, doc, original, baseline, body, state.assigned or set())
         if seq_no is None and options.version_check:  # never merge into an unseen version
             seq_no, primary_term = split_version(state.version, owner=info.name, id=doc.id)
         pending.written = _merged(original, changes)
@@ -360,7 +429,7 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             if_primary_term=primary_term,
             ref=pending,
         )
-    body = with_extras(body, original)
+    body = with_extras(body, original, info)
     return BulkAction(
         op="index",
         index=index,
@@ -434,25 +503,63 @@ def _resolve(
                 if result[i].status == 0:
                     result[i] = _unknown(result[i], f"reading it back failed: {exc}")
             return result
-        resend: list[int] = []
+        resend: list[BulkAction] = []
+        positions: list[int] = []
         for i, current in zip(open_, stored, strict=True):
-            verdict = _verdict(result[i].action, current)
-            if verdict == "applied":
-                result[i] = _applied(result[i].action, current)
-            elif verdict == "resend" and result[i].status == 0:
-                resend.append(i)
-            elif result[i].status == 0:
-                result[i] = _unknown(result[i], "the script may or may not have run")
+            action = result[i].action
+            if current is _UNREADABLE:
+                verdict: Verdict = ("unknown", None)
+            else:
+                verdict = _verdict(action, current)  # type: ignore[arg-type]
+            if verdict[0] == "applied":
+                result[i] = _applied(action, current)  # type: ignore[arg-type]
+            elif result[i].status != 0:
+                continue  # a 409 to our resend, and not ours after all: a real conflict
+            elif verdict[0] == "resend":
+                condition = verdict[1]
+                if condition is not None:  # never overwrite what was written since
+                    action = attrs.evolve(
+                        action, if_seq_no=condition[0], if_primary_term=condition[1]
+                    )
+                resend.append(action)
+                positions.append(i)
+            else:
+                result[i] = _unknown(
+                    result[i], "the stored document changed since, or a script may have run"
+                )
         if not resend:
             continue
-        checked.update(resend)
-        again = mapper.writer.write([result[i].action for i in resend], refresh=refresh)
-        for i, outcome in zip(resend, again, strict=True):
+        checked.update(positions)
+        for i, outcome in zip(positions, _write_again(mapper, resend, refresh), strict=True):
             result[i] = outcome
     for i, outcome in enumerate(result):
         if outcome.status == 0 and outcome.error_type != UNKNOWN:
             result[i] = _unknown(outcome, "no answer after resending")
     return result
+
+
+def _write_again(
+    mapper: Mapper, actions: list[BulkAction], refresh: bool | Literal["wait_for"] | None
+) -> list[BulkOutcome]:
+    """Resend ``actions``; a rejected request makes them failures (the other outcomes of
+    the write are still settled)."""
+    try:
+        return mapper.writer.write(actions, refresh=refresh)
+    except BulkRequestError as exc:
+        known = {id(o.action): o for o in exc.outcomes}
+        return [
+            known.get(id(a))
+            or BulkOutcome(
+                action=a,
+                ok=False,
+                status=exc.status,
+                id=a.id,
+                index=a.index,
+                error_type=exc.error_type,
+                reason=f"resending it was rejected: {exc.reason}",
+            )
+            for a in actions
+        ]
 
 
 def _rechecks(action: BulkAction) -> bool:
@@ -463,8 +570,21 @@ def _rechecks(action: BulkAction) -> bool:
     )
 
 
-def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[dict[str, Any] | None]:
-    """The stored documents of ``actions`` (real-time ``_mget``; ``None`` when missing)."""
+class _Unreadable:
+    __slots__ = ()
+
+
+#: a read-back entry the server answered with an error (not "missing": unknown)
+_UNREADABLE = _Unreadable()
+
+#: ``(verdict, condition)``: ``applied``, ``resend`` (with the ``(seq_no, primary_term)``
+#: to condition the resend on, or ``None``) or ``unknown``
+Verdict = tuple[str, tuple[int, int] | None]
+
+
+def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
+    """The stored documents of ``actions`` (real-time ``_mget``): the hit, ``None`` when
+    missing, ``_UNREADABLE`` when the server answered that entry with an error."""
     docs = []
     for action in actions:
         spec: dict[str, Any] = {"_index": action.index, "_id": action.id}
@@ -472,32 +592,64 @@ def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[dict[str, 
             spec["routing"] = action.routing
         docs.append(spec)
     response = mapper.client.mget(docs=docs)
-    return [d if d.get("found") else None for d in response.body["docs"]]
+    return [
+        _UNREADABLE if "error" in d else (d if d.get("found") else None)
+        for d in response.body["docs"]
+    ]
 
 
-def _verdict(action: BulkAction, current: dict[str, Any] | None) -> str:
-    """``applied``, ``resend`` (not applied, and safe to send again) or ``unknown``."""
+def _seen(action: BulkAction) -> tuple[int, int] | None:
+    """The version the written document was read at, if known (unconditional writes of
+    loaded documents): a resend is safe only while the store still holds it."""
+    ref = action.ref
+    if not isinstance(ref, PendingWrite):
+        return None
+    version = ref.guard
+    if version is None and ref.doc is not None and ref.kind != "patch":
+        state = state_of(ref.doc)
+        version = state.version if state is not None else None
+    seq_no, primary_term = split_version(version)
+    return None if seq_no is None or primary_term is None else (seq_no, primary_term)
+
+
+def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
+    """Whether a write without an answer was applied, is safe to send again (and on what
+    condition), or is unknown; see docs/architecture.md for the table."""
     op = action.op
-    if op == "delete":
-        return "applied" if current is None else "resend"
-    if op in ("create", "index"):
-        if current is not None and _same(action.body, current.get("_source")):
-            return "applied"
-        return "resend"
+    version = None if current is None else (current.get("_seq_no"), current.get("_primary_term"))
+    condition = (
+        None
+        if action.if_seq_no is None or action.if_primary_term is None
+        else (action.if_seq_no, action.if_primary_term)
+    )
     body = action.body or {}
-    if "doc" in body:
-        if current is not None and _contains(current.get("_source") or {}, _normal(body["doc"])):
-            return "applied"
-        return "resend"
-    # a script: only a version condition tells whether it ran
-    if (
-        current is not None
-        and action.if_seq_no is not None
-        and current.get("_seq_no") == action.if_seq_no
-        and current.get("_primary_term") == action.if_primary_term
+    if op == "delete" and current is None:
+        return ("applied", None)
+    if current is not None and (
+        (op in ("create", "index") and _same(action.body, current.get("_source")))
+        or (
+            op == "update"
+            and "doc" in body
+            and _contains(current.get("_source") or {}, _normal(body["doc"]))
+        )
     ):
-        return "resend"
-    return "unknown"
+        return ("applied", None)
+    if op == "create":
+        return ("resend", None)  # absent (or another's: the resend answers 409)
+    if condition is not None:  # a conditional write: applied iff the version moved
+        return ("resend", None) if version == condition else ("unknown", None)
+    if op == "update" and "doc" not in body:
+        return ("unknown", None)  # an unconditional script: it may have run
+    if op == "update":
+        return ("resend", None)  # merging the same fields again is harmless
+    seen = _seen(action)
+    if seen is not None:
+        if version == seen:
+            return ("resend", seen)
+        return ("unknown", None)
+    if current is None:  # an unconditional index of a document not stored
+        return ("resend", None)
+    return ("resend", version)  # type: ignore[return-value]  # what is stored now, only
 
 
 def _normal(value: Any) -> Any:
@@ -604,6 +756,7 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
         assert isinstance(action.body, dict)
         written = action.body
     state = remember(doc, written, outcome.index, outcome.version)
+    state.assigned = None
     if pending.written is None:
         state.partial = False
 

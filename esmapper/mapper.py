@@ -249,10 +249,21 @@ class Mapper:
                     and p.original_source.get("is_deleted")
                 )
             ]
-            if gone:
-                self.documents.remember_deleted(alias, gone)
-            if back:
-                self.documents.forget_deleted(alias, back)
+            self._note(alias, gone, back)
+
+    def note_soft_deletes(
+        self, info: ModelInfo, deleted: Sequence[str], restored: Sequence[str]
+    ) -> None:
+        """Record soft deletes / restores made by a patch (see :meth:`track_soft_deletes`)."""
+        if self.documents is not None and info.soft_deletes:
+            self._note(self.spec(info.cls).alias, deleted, restored)
+
+    def _note(self, alias: str, gone: Sequence[str], back: Sequence[str]) -> None:
+        assert self.documents is not None
+        if gone:
+            self.documents.remember_deleted(alias, gone)
+        if back:
+            self.documents.forget_deleted(alias, back)
 
     def recently_deleted(self, info: ModelInfo) -> list[str]:
         """Ids soft-deleted in the last 30 seconds by any mapper sharing the cache client."""

@@ -304,7 +304,10 @@ def rekey(
                 say(f"DRY RUN {plan.old_id} -> {plan.new_id}")
                 continue
             say(f"REWRITE {plan.old_id} -> {plan.new_id}")
-            failure = _move(mapper.client, plan, _before_delete)
+            try:
+                failure = _move(mapper.client, plan, _before_delete)
+            finally:  # both ids were written (or may have been): drop any cached copy
+                mapper.invalidate_ids(_id_info(model), [plan.old_id, plan.new_id])
             if failure is None:
                 report.rewritten += 1
             else:

@@ -331,12 +331,12 @@ class Session:
         signals.before_flush.send(self, pending=pendings)
         if pendings:
             write_documents(self.mapper, pendings, self.options, on_success=self._confirmed)
-        signals.after_flush.send(self, written=pendings)
+        signals.send_safely(signals.after_flush, self, written=pendings)  # stored: log failures
 
     def commit(self) -> None:
         """Flush, then fire ``after_commit``."""
         self.flush()
-        signals.after_commit.send(self)
+        signals.send_safely(signals.after_commit, self)
 
     def rollback(self) -> None:
         """Discard pending changes: new documents are dropped, removals cancelled, and

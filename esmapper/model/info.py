@@ -118,11 +118,19 @@ class ModelInfo:
     custom_fields: bool = False
     normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
+    #: ``(name, ModelInfo)`` of the fields holding one embedded object (saves keep the
+    #: undeclared keys found inside them)
+    inner_fields: tuple[tuple[str, ModelInfo], ...] = attrs.field(init=False)
     properties: dict[str, Any] = attrs.field(init=False)
     _catalog: FieldCatalog | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.field_by_name = {f.name: f for f in self.fields}
+        self.inner_fields = tuple(
+            (f.name, f.inner.__esmapper__)  # type: ignore[attr-defined]
+            for f in self.fields
+            if f.kind == "inner" and not f.many and f.stored and f.inner is not None
+        )
         self.properties = {
             f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
         }

@@ -20,10 +20,11 @@ class DocState:
     read-modify-writes and partial saves). ``watched`` is set once a mutable value of the
     document (a list, an embedded object, a dict) was handed out to the caller: a session
     that takes the document in keeps diffing it at every flush, since the caller may
-    mutate that value at any time.
+    mutate that value at any time. ``assigned`` names the fields assigned since a partial
+    load.
     """
 
-    __slots__ = ("index", "original", "partial", "session", "version", "watched")
+    __slots__ = ("assigned", "index", "original", "partial", "session", "version", "watched")
 
     def __init__(
         self,
@@ -40,6 +41,8 @@ class DocState:
         self.partial = partial
         self.version = version
         self.watched = False
+        #: fields assigned since a partial load (see ``partial``); ``None``: none
+        self.assigned: set[str] | None = None
 
 
 def state_of(doc: Any) -> DocState | None:

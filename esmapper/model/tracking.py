@@ -61,7 +61,14 @@ def watch(instance: Any) -> None:
 
 def mark_assigned(instance: Any, attribute: Any, value: Any) -> Any:
     """attrs ``on_setattr`` hook: an assignment marks the document maybe-dirty; assigning
-    an embedded object or a dict (which the caller keeps) makes it watched."""
+    an embedded object or a dict (which the caller keeps) makes it watched. On a partially
+    loaded document the field's name is recorded: a save writes assigned fields whole,
+    even when the new value equals the default that stands in for an unloaded one."""
+    state = getattr(instance, "_esm_state", None)
+    if state is not None and state.partial:
+        if state.assigned is None:
+            state.assigned = set()
+        state.assigned.add(attribute.name)
     if attribute.name in instance.__esm_watched__:
         watch(instance)
     else:

@@ -242,8 +242,13 @@ class FakeMapper:
     def __init__(self, client: FakeClient) -> None:
         self.client = client
 
+        self.invalidated: list[str | None] = []
+
     def spec(self, model: type) -> FakeSpec:
         return FakeSpec()
+
+    def invalidate_ids(self, info: Any, ids: list[str | None]) -> None:
+        self.invalidated.extend(ids)
 
 
 def sorted_hits(pairs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -380,7 +385,9 @@ def test_an_existing_identical_copy_completes_an_interrupted_move() -> None:
     client.fail["create", "acme:1:H"] = api_error(ConflictError, 409, "version_conflict", "x")
     client.docs["acme:1:H"] = msg("acme", "1", "H", id="acme:1:H", extra={"x": 1})
     client.fail["delete", "acme_1_H"] = api_error(ConflictError, 409, "version_conflict", "x")
-    report = rekey(FakeMapper(client), Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
+    mapper = FakeMapper(client)
+    report = rekey(mapper, Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
+    assert mapper.invalidated == ["acme_1_H", "acme:1:H"]  # both ids leave the cache
     # the copy existed before this run: it is not deleted
     assert report.lines[-1] == (
         "FAILED 409: acme_1_H changed concurrently; rerun "
