@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 from elastic_transport import TransportError
-from elasticsearch import NotFoundError
+from elasticsearch import ApiError, NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
@@ -140,40 +140,55 @@ def _announce(
     ids: list[str | None],
     options: Options,
     documents: list[Any] | None = None,
-    *,
-    patch: Patch | None = None,
 ) -> None:
-    """``documents_changed`` and one notification per id, after confirmed changes. A
-    PartialPatch setting ``is_deleted`` is recorded like a save that does (soft-deleted
-    ids are hidden from unrefreshed searches, restored ones shown again); its message
-    says SAVED (FEATURES MB-7: a patch does not see the previous state)."""
+    """``documents_changed`` and one notification per id, after confirmed changes (SAVED:
+    FEATURES MB-7, a patch does not see the previous state; a patch setting ``is_deleted``
+    updates the recently-deleted list through :func:`_track_soft_deletes`)."""
     if not ids:
         return
-    change = ChangeType.SAVED
-    deleted = _sets_is_deleted(repo, patch)
-    if deleted is not None:
-        named = [i for i in ids if i is not None]
-        repo.mapper.note_soft_deletes(repo.info, named if deleted else [], [] if deleted else named)
     if signals.has_receivers(signals.documents_changed, repo.model):
         signals.send_safely(
             signals.documents_changed,
             repo.model,
             documents=documents or [],
-            change_type=change,
+            change_type=ChangeType.SAVED,
             options=options,
         )
-    publish_changes(repo.mapper, repo.info, [(i, change) for i in ids], options)
-
-
-def _sets_is_deleted(repo: Repository[Any], patch: Patch | None) -> bool | None:
-    if not repo.info.soft_deletes or not isinstance(patch, PartialPatch):
-        return None
-    value = patch.doc.get("is_deleted")
-    return value if isinstance(value, bool) else None
+    publish_changes(repo.mapper, repo.info, [(i, ChangeType.SAVED) for i in ids], options)
 
 
 def _changed(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
     return [o.id for o in outcomes if o.ok and o.result != "noop"]
+
+
+def _soft_delete_flag(action: BulkAction) -> bool | None:
+    """The ``is_deleted`` a patch action stores (``None``: it does not say, e.g. a script)."""
+    body = action.body or {}
+    if action.op == "index":
+        return bool(body.get("is_deleted"))
+    doc = body.get("doc")
+    if isinstance(doc, dict) and "is_deleted" in doc:
+        return bool(doc["is_deleted"])
+    return None
+
+
+def _track_soft_deletes(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> None:
+    """A patch that sets ``is_deleted`` is a soft delete or a restore, like a save that does:
+    confirmed ones update the shared recently-deleted list (FEATURES SD-9), or a restored
+    document stays hidden from searches (by-query writes included) for ``deleted_ttl``."""
+    documents = repo.mapper.documents
+    if documents is None or not repo.info.soft_deletes:
+        return
+    gone: list[str] = []
+    back: list[str] = []
+    for outcome in outcomes:
+        flag = _soft_delete_flag(outcome.action) if outcome.ok and outcome.id else None
+        if flag is not None:
+            (gone if flag else back).append(str(outcome.id))
+    if gone:
+        documents.remember_deleted(repo.spec.alias, gone)
+    if back:
+        documents.forget_deleted(repo.spec.alias, back)
 
 
 # -- by id ---------------------------------------------------------------------------------
@@ -209,8 +224,9 @@ def patch_ids(
             if actions
             else []
         )
+        _track_soft_deletes(repo, outcomes)
         changed = _changed(outcomes)
-        _announce(repo, changed, options, patch=patch)
+        _announce(repo, changed, options)
         failed = [o for o in outcomes if not o.ok]
         if len(id_list) == 1 and missing:
             raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
@@ -274,6 +290,7 @@ def _patch_one_client_side(
     outcome = send(repo.mapper, [action], refresh=refresh_param(options.consistency))[0]
     if not outcome.ok:
         _raise_for(outcome, repo)
+    _track_soft_deletes(repo, [outcome])
     _confirm_client_side(repo, action, outcome)
     pending: PendingWrite = action.ref
     documents = (
@@ -394,13 +411,19 @@ def _each_match(
     for _round in range(_CONFLICT_ROUNDS):
         if not conflicted:
             break
-        _refresh(repo)
         retry, conflicted = conflicted, []
         for start in range(0, len(retry), _PAGE):
             chunk = retry[start : start + _PAGE]
             query = Ids(values=chunk) if base is None else Ids(values=chunk) & base
+            # refreshed ("immediate"): the conflicting writes are visible, and the
+            # recently-soft-deleted hint (for unrefreshed searches only) does not hide
+            # a document restored meanwhile
             again = repo.find(
-                query, limit=len(chunk), soft_deletes=options.soft_deletes, cache=False
+                query,
+                limit=len(chunk),
+                soft_deletes=options.soft_deletes,
+                cache=False,
+                consistency="immediate",
             )
             if again.hits:
                 conflicted.extend(apply(again.hits))
@@ -438,10 +461,11 @@ def patch_all(
         if not actions:
             return []
         outcomes = send(repo.mapper, actions, refresh=refresh)
+        _track_soft_deletes(repo, outcomes)
         done = _changed(outcomes)
         changed += len(done)
         if notify_ids is None:
-            _announce(repo, done, options, patch=patch)
+            _announce(repo, done, options)
         conflicts = [str(o.id) for o in outcomes if o.status == 409]
         failures.extend(o for o in outcomes if not o.ok and o.status != 409)
         return conflicts
@@ -452,7 +476,7 @@ def patch_all(
         if options.consistency != "eventual":
             _refresh(repo)
     if notify_ids is not None and changed:
-        _announce(repo, list(notify_ids), options, patch=patch)
+        _announce(repo, list(notify_ids), options)
     if still:
         raise VersionConflictError(
             f"patch_all on {repo.info.name}: {len(still)} document(s) kept changing "
@@ -587,7 +611,9 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     if options.consistency != "eventual":
         _refresh(repo)
     total = 0
-    answered = False
+    # the error of the last attempt whose answer was lost: it may have deleted documents,
+    # so a later attempt that fails does not mean "nothing was deleted"
+    lost: TransportError | None = None
     try:
         for _attempt in range(10):
             try:
@@ -601,9 +627,11 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                     )
                     .body
                 )
-            except NotFoundError as exc:
-                if is_index_missing(exc):
+            except ApiError as exc:
+                if isinstance(exc, NotFoundError) and is_index_missing(exc):
                     return total
+                if lost is not None:
+                    raise _removal_unknown(repo, lost, exc) from exc
                 raise
             except TransportError as exc:
                 if not is_unknown_outcome(exc):
@@ -616,12 +644,15 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                     repo.spec.alias,
                     exc,
                 )
+                lost = exc
                 continue
-            answered = True
+            lost = None
             total += int(response.get("deleted", 0))
             if not response.get("version_conflicts"):
                 break
         else:
+            if lost is not None:
+                raise _removal_unknown(repo, lost, None)
             log.warning(
                 "remove_all on %s: version conflicts remain after 10 attempts", repo.spec.alias
             )
@@ -629,11 +660,19 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
         repo.mapper.invalidate_model(repo.info)
     if total:
         publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
-    if not answered:
-        raise OutcomeUnknownError(
-            f"remove_all on {repo.info.name}: none of 10 delete-by-query requests got an "
-            "answer; some or all matches may have been deleted",
-            index=repo.spec.alias,
-            error_type=UNKNOWN,
-        )
     return total
+
+
+def _removal_unknown(
+    repo: Repository[Any], lost: TransportError, last: Exception | None
+) -> OutcomeUnknownError:
+    """A delete-by-query whose answer was lost and whose re-runs did not complete: some or
+    all matches may be deleted (raising the re-run's own error would say "nothing was")."""
+    then = f"; running it again failed: {last}" if last is not None else ""
+    return OutcomeUnknownError(
+        f"remove_all on {repo.info.name}: the delete-by-query was sent but no answer came "
+        f"back ({lost}){then}; some or all matching documents may have been deleted",
+        index=repo.spec.alias,
+        error_type=UNKNOWN,
+        reason=str(lost),
+    )

@@ -133,8 +133,13 @@ class SearchRequest:
         clause = soft_delete_clause(self.info, self.options.soft_deletes)
         if clause is not None:
             clauses.append(clause)
+        # the recently soft-deleted ids are a hint for searches that do not refresh; after a
+        # refresh (immediate/wait) the soft-delete clause is exact, and the hint may be stale
+        # (a restore whose outcome was unknown, or made by a process not sharing the cache)
         hidden = (
-            self.mapper.recently_deleted(self.info) if self.options.soft_deletes == "active" else []
+            self.mapper.recently_deleted(self.info)
+            if self.options.soft_deletes == "active" and self.options.consistency == "eventual"
+            else []
         )
         if not clauses and not hidden:
             return {"match_all": {}}

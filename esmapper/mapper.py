@@ -251,13 +251,6 @@ class Mapper:
             ]
             self._note(alias, gone, back)
 
-    def note_soft_deletes(
-        self, info: ModelInfo, deleted: Sequence[str], restored: Sequence[str]
-    ) -> None:
-        """Record soft deletes / restores made by a patch (see :meth:`track_soft_deletes`)."""
-        if self.documents is not None and info.soft_deletes:
-            self._note(self.spec(info.cls).alias, deleted, restored)
-
     def _note(self, alias: str, gone: Sequence[str], back: Sequence[str]) -> None:
         assert self.documents is not None
         if gone:
