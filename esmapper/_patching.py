@@ -478,13 +478,7 @@ def patch_all(
     if notify_ids is not None and changed:
         _announce(repo, list(notify_ids), options)
     if still:
-        raise VersionConflictError(
-            f"patch_all on {repo.info.name}: {len(still)} document(s) kept changing "
-            f"concurrently and were not patched ({changed} were)",
-            ids=still,
-            index=repo.spec.alias,
-            error_type="version_conflict_engine_exception",
-        )
+        raise _kept_changing(repo, "patch_all", "patched", still, changed)
     if failures:
         raise failure_error(failures, [], len(failures) + changed)
     return changed
@@ -596,14 +590,21 @@ def remove_all(repo: Repository[Any], filter: str | Query | None, options: Optio
         if options.consistency != "eventual":
             _refresh(repo)
     if still:
-        raise VersionConflictError(
-            f"remove_all on {repo.info.name}: {len(still)} document(s) kept changing "
-            f"concurrently and were not removed ({removed} were)",
-            ids=still,
-            index=repo.spec.alias,
-            error_type="version_conflict_engine_exception",
-        )
+        raise _kept_changing(repo, "remove_all", "removed", still, removed)
     return removed
+
+
+def _kept_changing(
+    repo: Repository[Any], call: str, done: str, still: list[str], count: int
+) -> VersionConflictError:
+    """The error for documents that still conflicted after every retry round."""
+    return VersionConflictError(
+        f"{call} on {repo.info.name}: {len(still)} document(s) kept changing concurrently "
+        f"and were not {done} ({count} were)",
+        ids=still,
+        index=repo.spec.alias,
+        error_type="version_conflict_engine_exception",
+    )
 
 
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:

@@ -1,0 +1,296 @@
+"""Sending writes, and settling the ones whose answer was lost.
+
+The one owner of "an unknown outcome is unknown" for document writes, and of cache
+invalidation: :func:`send` hands actions to the bulk writer (which never resends a
+request without an answer), reads back what got no answer and decides per item (applied /
+safe to resend, and on which version condition / unknown; the table is in
+docs/architecture.md), then removes every id it sent from the cache, whatever happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from elastic_transport import TransportError
+from elasticsearch import ApiError
+
+from esmapper import _json
+from esmapper._pending import PendingWrite, split_version
+from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.model.state import state_of
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["UNKNOWN", "send"]
+
+#: ``error_type`` of a write whose outcome stayed unknown after reading it back.
+UNKNOWN = "outcome_unknown"
+#: Rounds of "read back, resend what was not applied" for writes without an answer.
+_RESOLVE_ROUNDS = 3
+
+
+class _Absent:
+    __slots__ = ()
+
+
+_ABSENT = _Absent()
+
+
+def send(
+    mapper: Mapper,
+    actions: Sequence[BulkAction],
+    *,
+    refresh: bool | Literal["wait_for"] | None,
+) -> list[BulkOutcome]:
+    """Send ``actions`` (``ref``: their :class:`PendingWrite`) through the bulk writer.
+
+    Returns one outcome per action, in order. Actions that got no answer (a dropped
+    connection, a timeout, an unreadable response) are read back (one ``_mget``): a write
+    found applied is confirmed with the stored version; one found not applied is sent again
+    (safe: a ``create`` or a conditional write cannot apply twice, an unconditional
+    ``index``/``delete``/partial ``update`` leaves the same result); a script update
+    without a version condition is never resent. What stays undecided is a failure with
+    status 0 and ``error_type="outcome_unknown"``. Every id in ``actions`` is removed
+    from the cache afterwards, whatever its outcome (also when this raises).
+    """
+    try:
+        try:
+            outcomes = mapper.writer.write(actions, refresh=refresh)
+        except BulkRequestError as exc:
+            exc.outcomes = _resolve(mapper, exc.outcomes, refresh)
+            raise
+        return _resolve(mapper, outcomes, refresh)
+    finally:
+        _invalidate(mapper, actions)
+
+
+def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+    by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
+    for action in actions:
+        pending: PendingWrite = action.ref
+        if action.id is not None:
+            by_model.setdefault(pending.info.cls, (pending.info, []))[1].append(action.id)
+    for info, ids in by_model.values():
+        mapper.invalidate_ids(info, ids)
+
+
+def _resolve(
+    mapper: Mapper, outcomes: Sequence[BulkOutcome], refresh: bool | Literal["wait_for"] | None
+) -> list[BulkOutcome]:
+    result = list(outcomes)
+    checked: set[int] = set()
+    for _round in range(_RESOLVE_ROUNDS):
+        open_ = [
+            i
+            for i, o in enumerate(result)
+            if (o.status == 0 and o.error_type != UNKNOWN)
+            or (i in checked and o.status == 409 and _rechecks(o.action))
+        ]
+        if not open_:
+            break
+        try:
+            stored = _read_back(mapper, [result[i].action for i in open_])
+        except (ApiError, TransportError) as exc:
+            for i in open_:
+                if result[i].status == 0:
+                    result[i] = _unknown(result[i], f"reading it back failed: {exc}")
+            return result
+        resend: list[BulkAction] = []
+        positions: list[int] = []
+        for i, current in zip(open_, stored, strict=True):
+            action = result[i].action
+            if current is _UNREADABLE:
+                verdict: Verdict = ("unknown", None)
+            else:
+                verdict = _verdict(action, current)  # type: ignore[arg-type]
+            if verdict[0] == "applied":
+                result[i] = _applied(action, current)  # type: ignore[arg-type]
+            elif result[i].status != 0:
+                continue  # a 409 to our resend, and not ours after all: a real conflict
+            elif verdict[0] == "resend":
+                condition = verdict[1]
+                if condition is not None:  # never overwrite what was written since
+                    action = attrs.evolve(
+                        action, if_seq_no=condition[0], if_primary_term=condition[1]
+                    )
+                resend.append(action)
+                positions.append(i)
+            else:
+                result[i] = _unknown(
+                    result[i], "the stored document changed since, or a script may have run"
+                )
+        if not resend:
+            continue
+        checked.update(positions)
+        for i, outcome in zip(positions, _write_again(mapper, resend, refresh), strict=True):
+            result[i] = outcome
+    for i, outcome in enumerate(result):
+        if outcome.status == 0 and outcome.error_type != UNKNOWN:
+            result[i] = _unknown(outcome, "no answer after resending")
+    return result
+
+
+def _write_again(
+    mapper: Mapper, actions: list[BulkAction], refresh: bool | Literal["wait_for"] | None
+) -> list[BulkOutcome]:
+    """Resend ``actions``; a rejected request makes them failures (the other outcomes of
+    the write are still settled)."""
+    try:
+        return mapper.writer.write(actions, refresh=refresh)
+    except BulkRequestError as exc:
+        known = {id(o.action): o for o in exc.outcomes}
+        return [
+            known.get(id(a))
+            or BulkOutcome(
+                action=a,
+                ok=False,
+                status=exc.status,
+                id=a.id,
+                index=a.index,
+                error_type=exc.error_type,
+                reason=f"resending it was rejected: {exc.reason}",
+            )
+            for a in actions
+        ]
+
+
+def _rechecks(action: BulkAction) -> bool:
+    """Whether a 409 answer to a resend may hide our own first attempt (applied while the
+    read-back ran): such actions are read back once more."""
+    return action.op in ("create", "index") or (
+        action.op == "update" and action.body is not None and "doc" in action.body
+    )
+
+
+class _Unreadable:
+    __slots__ = ()
+
+
+#: a read-back entry the server answered with an error (not "missing": unknown)
+_UNREADABLE = _Unreadable()
+
+#: ``(verdict, condition)``: ``applied``, ``resend`` (with the ``(seq_no, primary_term)``
+#: to condition the resend on, or ``None``) or ``unknown``
+Verdict = tuple[str, tuple[int, int] | None]
+
+
+def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
+    """The stored documents of ``actions`` (real-time ``_mget``): the hit, ``None`` when
+    missing, ``_UNREADABLE`` when the server answered that entry with an error."""
+    docs = []
+    for action in actions:
+        spec: dict[str, Any] = {"_index": action.index, "_id": action.id}
+        if action.routing is not None:
+            spec["routing"] = action.routing
+        docs.append(spec)
+    response = mapper.client.mget(docs=docs)
+    return [
+        _UNREADABLE if "error" in d else (d if d.get("found") else None)
+        for d in response.body["docs"]
+    ]
+
+
+def _seen(action: BulkAction) -> tuple[int, int] | None:
+    """The version the written document was read at, if known (unconditional writes of
+    loaded documents): a resend is safe only while the store still holds it."""
+    ref = action.ref
+    if not isinstance(ref, PendingWrite):
+        return None
+    version = ref.guard
+    if version is None and ref.doc is not None and ref.kind != "patch":
+        state = state_of(ref.doc)
+        version = state.version if state is not None else None
+    seq_no, primary_term = split_version(version)
+    return None if seq_no is None or primary_term is None else (seq_no, primary_term)
+
+
+def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
+    """Whether a write without an answer was applied, is safe to send again (and on what
+    condition), or is unknown; see docs/architecture.md for the table."""
+    op = action.op
+    version = None if current is None else (current.get("_seq_no"), current.get("_primary_term"))
+    condition = (
+        None
+        if action.if_seq_no is None or action.if_primary_term is None
+        else (action.if_seq_no, action.if_primary_term)
+    )
+    body = action.body or {}
+    if op == "delete" and current is None:
+        return ("applied", None)
+    if current is not None and (
+        (op in ("create", "index") and _same(action.body, current.get("_source")))
+        or (
+            op == "update"
+            and "doc" in body
+            and _contains(current.get("_source") or {}, _normal(body["doc"]))
+        )
+    ):
+        return ("applied", None)
+    if op == "create":
+        return ("resend", None)  # absent (or another's: the resend answers 409)
+    if condition is not None:  # a conditional write: applied iff the version moved
+        return ("resend", None) if version == condition else ("unknown", None)
+    if op == "update" and "doc" not in body:
+        return ("unknown", None)  # an unconditional script: it may have run
+    if op == "update":
+        return ("resend", None)  # merging the same fields again is harmless
+    seen = _seen(action)
+    if seen is not None:
+        if version == seen:
+            return ("resend", seen)
+        return ("unknown", None)
+    if current is None:  # an unconditional index of a document not stored
+        return ("resend", None)
+    return ("resend", version)  # type: ignore[return-value]  # what is stored now, only
+
+
+def _normal(value: Any) -> Any:
+    """``value`` as it reads back from JSON (dates as strings, tuples as lists...)."""
+    return _json.loads(_json.dumps(value))
+
+
+def _same(body: Mapping[str, Any] | None, source: Any) -> bool:
+    return body is not None and isinstance(source, dict) and _normal(body) == source
+
+
+def _contains(source: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
+    """Whether ``source`` holds every value of the partial ``doc`` (deep)."""
+    for key, value in doc.items():
+        current = source.get(key, _ABSENT)
+        if isinstance(value, dict) and isinstance(current, dict):
+            if not _contains(current, value):
+                return False
+        elif current != value:
+            return False
+    return True
+
+
+def _applied(action: BulkAction, current: dict[str, Any] | None) -> BulkOutcome:
+    status, result = {"create": (201, "created"), "delete": (200, "deleted")}.get(
+        action.op, (200, "updated")
+    )
+    return BulkOutcome(
+        action=action,
+        ok=True,
+        status=status,
+        id=action.id,
+        index=(current or {}).get("_index", action.index),
+        result=result,
+        seq_no=None if current is None else current.get("_seq_no"),
+        primary_term=None if current is None else current.get("_primary_term"),
+    )
+
+
+def _unknown(outcome: BulkOutcome, why: str) -> BulkOutcome:
+    return attrs.evolve(
+        outcome,
+        ok=False,
+        status=0,
+        error_type=UNKNOWN,
+        reason=f"the {outcome.action.op} was sent but its outcome is unknown ({why}; "
+        f"first failure: {outcome.error_type}: {outcome.reason})",
+    )
