@@ -1,6 +1,6 @@
 """Patches and by-query writes of a repository (FEATURES PA-*, RI-11, MB-5, EV-13).
 
-Every write here goes through :func:`esmapper._writes.send` (one bulk writer, unknown
+Every write here goes through :func:`esmapper._outcomes.send` (one bulk writer, unknown
 outcomes read back, every touched id removed from the cache), except the two by-query
 requests, which are sent once (never resent by the transport) and drop the model's cache
 entries:
