@@ -379,6 +379,14 @@ def _before_write(
     return [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
 
 
+def _already_gone(outcome: BulkOutcome) -> bool:
+    """A delete that found nothing to delete: 404, or (conditional delete) the 409 whose
+    reason says no document was found."""
+    return outcome.status == 404 or (
+        outcome.status == 409 and "no document was found" in (outcome.reason or "")
+    )
+
+
 def settle(
     mapper: Mapper,
     outcomes: Sequence[BulkOutcome],
@@ -398,8 +406,11 @@ def settle(
             changes[id(pending)] = _change_type(pending)  # before the originals move on
             _apply_success(pending, outcome, outcome.action)
             confirmed.append(pending)
-        elif pending.kind == "remove" and outcome.status == 404:
-            object.__setattr__(pending.doc, "_esm_state", None)  # already gone: a no-op (Q4)
+        elif pending.kind == "remove" and _already_gone(outcome):
+            # already gone: a no-op (Q4), but the removal is complete for a session too
+            if on_success is not None:
+                on_success(pending)
+            object.__setattr__(pending.doc, "_esm_state", None)
         else:
             failed.append(outcome)
     mapper.track_soft_deletes(confirmed)

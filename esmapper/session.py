@@ -168,9 +168,22 @@ class Session:
         self._check_open()
         found = self._identity.get((model, id))
         if found is not None:
-            return found  # type: ignore[no-any-return]
+            return found if self._visible(found, options) else None  # type: ignore[no-any-return]
         doc = self.mapper.repository(model).get(id, **self._read_options(options))
-        return None if doc is None else self._adopt(doc)  # type: ignore[no-any-return]
+        if doc is None:
+            return None
+        adopted = self._adopt(doc)
+        return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
+
+    def _visible(self, doc: Any, options: dict[str, Any]) -> bool:
+        """Whether the soft-delete mode of a read lets ``doc`` (as held in the session,
+        with its local changes) through, like ``repo.get`` does for stored documents."""
+        info = type(doc).__esmapper__
+        mode: str = options.get("soft_deletes", self.options.soft_deletes)
+        if not info.soft_deletes or mode == "all":
+            return True
+        deleted: bool = bool(doc.is_deleted)
+        return deleted == (mode == "deleted")
 
     def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order."""
@@ -181,7 +194,8 @@ class Session:
             repo = self.mapper.repository(model)
             for doc in repo.get_many(missing, **self._read_options(options)):
                 self._adopt(doc)
-        return [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
+        held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
+        return [d for d in held if self._visible(d, options)]
 
     def find(
         self, model: type[T], filter: str | Query | None = None, **kwargs: Any
@@ -280,7 +294,8 @@ class Session:
         """What a flush writes. Documents are normalized first (one wrong item raises
         DocumentValidationError before anything is sent); unchanged documents leave the
         maybe-dirty set, unless they are watched."""
-        pendings = []
+        # removals first: remove(a) + add(b) of one id in a unit of work replaces a by b
+        pendings = [PendingWrite("remove", d, type(d).__esmapper__) for d in self._deleted.values()]
         for doc in self._new.values():
             info = type(doc).__esmapper__
             info.normalize(doc)
@@ -297,9 +312,6 @@ class Session:
                     del self._maybe_dirty[key]
         finally:
             self._flushing = False
-        pendings.extend(
-            PendingWrite("remove", d, type(d).__esmapper__) for d in self._deleted.values()
-        )
         return pendings
 
     def _confirmed(self, pending: PendingWrite) -> None:
@@ -307,6 +319,10 @@ class Session:
         key = id(doc)
         if pending.kind == "add":
             self._new.pop(key, None)
+            existing = self._identity.get((type(doc), doc.id))
+            if existing is not None and existing is not doc:
+                # the store now holds this object's content: it replaces the stale one
+                self.expunge(existing)
             if self._adopt(doc) is doc:
                 state = state_of(doc)
                 if state is not None and state.watched:  # its values were handed out
