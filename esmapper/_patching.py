@@ -22,8 +22,9 @@ entries:
   new version (up to 5 rounds), if not it is left alone; what still conflicts is
   reported.
 - ``remove_all`` is ``_delete_by_query`` (re-run while version conflicts remain, at most 10
-  times) unless removal signals have receivers or the model is cached: then the scan's
-  pages go through the write pipeline as deletes conditioned on the scanned versions.
+  times, then :class:`VersionConflictError` says how many matches were left) unless
+  removal signals have receivers or the model is cached: then the scan's pages go through
+  the write pipeline as deletes conditioned on the scanned versions.
 
 Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
 by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the
@@ -654,8 +655,14 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
         else:
             if lost is not None:
                 raise _removal_unknown(repo, lost, None)
-            log.warning(
-                "remove_all on %s: version conflicts remain after 10 attempts", repo.spec.alias
+            left = int(response.get("version_conflicts") or 0)
+            raise VersionConflictError(
+                f"remove_all on {repo.info.name}: {left} matching document(s) were still "
+                f"changing concurrently after 10 delete-by-query rounds and were NOT removed "
+                f"({total} were); run it again",
+                index=repo.spec.alias,
+                error_type="version_conflict_engine_exception",
+                reason=f"{left} version conflicts, {total} deleted",
             )
     finally:
         repo.mapper.invalidate_model(repo.info)

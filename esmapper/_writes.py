@@ -72,7 +72,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
-from esmapper.indexes.timeseries import new_document_time
+from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import remember, state_of
 from esmapper.options import Options, refresh_param
@@ -143,18 +143,30 @@ def composed_id(info: ModelInfo, doc: Any) -> str:
     return compose_id(*terms, names=names)
 
 
-def _assign_id(pending: PendingWrite) -> None:
+def _assign_id(pending: PendingWrite, mapper: Mapper, now: _dt.datetime) -> None:
     doc, info = pending.doc, pending.info
     if doc.id is not None:
         return
     assert info.index is not None
     if info.index.id_fields:
         _set(doc, "id", composed_id(info, doc))
-    else:
-        _set(doc, "id", str(ObjectId.new(new_document_time(info, doc))))
+        return
+    at = new_document_time(info, doc)
+    if at is not None:  # time-series: an expired period is refused first (IX-9)
+        spec = mapper.spec(info.cls)
+        check_max_age(spec, period_start(spec.kind, at), now, None)
+    try:
+        _set(doc, "id", str(ObjectId.new(at)))
+    except ValueError as exc:
+        field = info.index.date_field or "created_utc"
+        raise DocumentValidationError(
+            f"{info.name}.{field} = {at}: a new {info.name}'s id encodes this date, and "
+            f"{exc}; give the document an id, or a date in that range",
+            field=field,
+        ) from None
 
 
-def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
+def _prepare(pending: PendingWrite, now: _dt.datetime, mapper: Mapper) -> None:
     doc, info = pending.doc, pending.info
     state = state_of(doc)
     pending.original_source = state.original if state is not None else None
@@ -177,7 +189,7 @@ def _prepare(pending: PendingWrite, now: _dt.datetime) -> None:
         if state is not None and state.partial:
             state.assigned = (state.assigned or set()) | {"updated_utc"}
     if pending.kind == "add":
-        _assign_id(pending)
+        _assign_id(pending, mapper, now)
 
 
 def _hydrate_original(pending: PendingWrite) -> Any:
@@ -337,7 +349,7 @@ def write_documents(
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     try:
         for pending in pendings:
-            _prepare(pending, now)
+            _prepare(pending, now, mapper)
         actions = _before_write(mapper, pendings, options)
     except BaseException:
         for pending in pendings:  # vetoed or invalid: nothing was sent, leave no trace

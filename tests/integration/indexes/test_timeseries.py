@@ -299,3 +299,25 @@ def test_repository_by_id_calls_on_time_series(make_mapper: MakeMapper) -> None:
         repo.patch(["missing", "plain"], em.PartialPatch({"kind": "y"}), consistency="immediate")
     assert [f.id for f in caught.value.failures] == ["missing"]
     assert repo.count("kind:y") == 1
+
+
+class Reading(em.Document):
+    class Index:
+        name = "readings"
+        kind = "daily"
+        date_field = "taken"
+        max_age = dt.timedelta(days=7)
+
+    taken: dt.datetime | None = None
+
+
+def test_dates_an_id_cannot_encode_get_the_max_age_error_first_or_a_field_error(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    repo = make_mapper(Reading, clock=FakeClock(NOW)).repository(Reading)
+    with pytest.raises(IndexMaxAgeExceededError):  # expired: that error comes first
+        repo.add(Reading(taken=dt.datetime(1960, 1, 1, tzinfo=dt.UTC)))
+    later = make_mapper(Reading, clock=FakeClock(dt.datetime(2107, 1, 1, tzinfo=dt.UTC)))
+    with pytest.raises(em.DocumentValidationError, match="taken") as caught:
+        later.repository(Reading).add(Reading(taken=dt.datetime(2107, 1, 1, tzinfo=dt.UTC)))
+    assert caught.value.field == "taken"

@@ -499,3 +499,26 @@ def test_removing_a_stale_versioned_document_is_a_conflict(
     assert raw.exists(index=employees.spec.alias, id="rm")
     employees.remove("rm")  # by id: unconditional
     assert not raw.exists(index=employees.spec.alias, id="rm")
+
+
+def test_remove_all_reports_matches_left_after_ten_conflicting_rounds(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Note)
+    mapper.configure_indexes([Note])
+    repo.add(Note(id="v", n=0), consistency="wait")
+    real = mapper.client.options
+
+    class Contended:
+        def __init__(self, client: Any) -> None:
+            self.client = client
+
+        def delete_by_query(self, **kwargs: Any) -> Any:
+            response = self.client.delete_by_query(**kwargs)
+            response.body["version_conflicts"] = 2  # what heavy contention causes
+            return response
+
+    monkeypatch.setattr(mapper.client, "options", lambda **kw: Contended(real(**kw)))
+    with pytest.raises(em.VersionConflictError, match="2 matching document") as caught:
+        repo.remove_all()
+    assert "1 were" in str(caught.value)
