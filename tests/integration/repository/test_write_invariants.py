@@ -283,6 +283,32 @@ def test_a_conditional_script_patch_not_applied_is_resent(
     assert [stored(raw, repo, f"c{i}")["age"] for i in range(3)] == [1, 1, 1]
 
 
+def conflicts_reported(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch, method: str, conflicts: int
+) -> None:
+    """Make every by-query ``method`` answer report ``conflicts`` version conflicts (what
+    other writers cause), while the request itself still runs on the server."""
+    real = mapper.client.options
+
+    class Conflicting:
+        def __init__(self, client: Any) -> None:
+            self.client = client
+
+        def __getattr__(self, name: str) -> Any:
+            call = getattr(self.client, name)
+            if name != method:
+                return call
+
+            def reporting(**kwargs: Any) -> Any:
+                response = call(**kwargs)
+                response.body["version_conflicts"] = conflicts
+                return response
+
+            return reporting
+
+    monkeypatch.setattr(mapper.client, "options", lambda **kw: Conflicting(real(**kw)))
+
+
 # -- 5. nothing is skipped silently ---------------------------------------------------------
 
 
@@ -354,18 +380,7 @@ def test_a_script_patch_all_reports_the_conflicts_update_by_query_skipped(
     repo = mapper.repository(Note)
     mapper.configure_indexes([Note])
     repo.add(Note(id="v", n=0), consistency="wait")
-    real = mapper.client.options
-
-    class Conflicting:
-        def __init__(self, client: Any) -> None:
-            self.client = client
-
-        def update_by_query(self, **kwargs: Any) -> Any:
-            response = self.client.update_by_query(**kwargs)
-            response.body["version_conflicts"] = 1  # what a concurrent writer causes
-            return response
-
-    monkeypatch.setattr(mapper.client, "options", lambda **kw: Conflicting(real(**kw)))
+    conflicts_reported(mapper, monkeypatch, "update_by_query", 1)  # a concurrent writer
     with pytest.raises(em.VersionConflictError, match="NOT patched"):
         repo.patch_all(None, em.ScriptPatch("ctx._source.n += 1"))
 
@@ -507,18 +522,7 @@ def test_remove_all_reports_matches_left_after_ten_conflicting_rounds(
     repo = mapper.repository(Note)
     mapper.configure_indexes([Note])
     repo.add(Note(id="v", n=0), consistency="wait")
-    real = mapper.client.options
-
-    class Contended:
-        def __init__(self, client: Any) -> None:
-            self.client = client
-
-        def delete_by_query(self, **kwargs: Any) -> Any:
-            response = self.client.delete_by_query(**kwargs)
-            response.body["version_conflicts"] = 2  # what heavy contention causes
-            return response
-
-    monkeypatch.setattr(mapper.client, "options", lambda **kw: Contended(real(**kw)))
+    conflicts_reported(mapper, monkeypatch, "delete_by_query", 2)  # heavy contention
     with pytest.raises(em.VersionConflictError, match="2 matching document") as caught:
         repo.remove_all()
     assert "1 were" in str(caught.value)
