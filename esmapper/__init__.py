@@ -24,6 +24,7 @@ from esmapper.errors import (
     OutcomeUnknownError,
     QueryValidationError,
     ReindexError,
+    SnapshotExpiredError,
     VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, decompose_id
@@ -153,6 +154,7 @@ __all__ = [
     "Session",
     "SessionClosedError",
     "Short",
+    "SnapshotExpiredError",
     "SoftDeletes",
     "Text",
     "UnsignedLong",

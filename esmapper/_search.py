@@ -1,9 +1,18 @@
 """Building and running searches for one model: the only place the soft-delete filter,
-paging limits, source filtering and version retrieval are applied to reads."""
+paging limits, source filtering and version retrieval are applied to reads.
+
+Search-after paging (``search_after=``, and ``snapshot=`` which pages through a point in
+time) sorts by the caller's sort plus the document ``id`` (FEATURES QY-18), and a hit's
+``sort`` holds only those values (not the ``_shard_doc`` tiebreaker Elasticsearch adds
+inside a point in time, whose values mean nothing in another one), so a
+``search_after_token`` continues at the same place in a live search or a new point in
+time.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -12,7 +21,15 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
-from esmapper.errors import QueryValidationError
+from esmapper._pit import (
+    context_reason,
+    expired_error,
+    is_context_missing,
+    keep_alive,
+    lost_shards,
+    release,
+)
+from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
 from esmapper.options import Options
@@ -49,7 +66,16 @@ def is_index_missing(exc: NotFoundError) -> bool:
 
 
 class SearchRequest:
-    """A compiled search: validated before anything is sent (QueryValidationError)."""
+    """A compiled search: validated before anything is sent (QueryValidationError).
+
+    ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
+    :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
+    (``POST /<alias>/_pit?keep_alive=K``), every page request sends ``"pit": {"id",
+    "keep_alive": K}`` (extending it), and it is closed (``DELETE /_pit``) after the last
+    page. A page request whose point in time is gone raises
+    :class:`~esmapper.errors.SnapshotExpiredError` with the pages and documents delivered
+    before and the last sort value.
+    """
 
     def __init__(
         self,
@@ -65,7 +91,7 @@ class SearchRequest:
         search_after: Any = None,
         includes: Sequence[str] | None = None,
         excludes: Sequence[str] | None = None,
-        snapshot: bool = False,
+        snapshot: bool | str | _dt.timedelta | None = False,
         partitions: tuple[Any, Any] | None = None,
     ) -> None:
         self.mapper = mapper
@@ -98,7 +124,8 @@ class SearchRequest:
         self.page = 1 if page is None else page
         if not isinstance(self.page, int) or self.page < 1:
             raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
-        self.snapshot = snapshot
+        self.keep_alive = keep_alive(snapshot)
+        self.snapshot = self.keep_alive is not None
         self.targets: list[str] | None = None
         if partitions is not None:
             start, end = partitions
@@ -106,7 +133,7 @@ class SearchRequest:
                 self.targets = partitions_for_range(mapper.spec(info.cls), start, end)
             except ValueError as error:
                 raise QueryValidationError(str(error), field="partitions") from None
-        self.search_after_mode = search_after is not None or snapshot
+        self.search_after_mode = search_after is not None or self.snapshot
         self.search_after = (
             None if search_after is None or search_after is True else decode_token(search_after)
         )
@@ -120,10 +147,14 @@ class SearchRequest:
                 "search_after paging",
                 field="page",
             )
-        if self.search_after_mode and not snapshot:
+        if self.search_after_mode:  # a unique, stable tiebreaker (QY-18)
             self.sort = [*self.sort, {"id": {"order": "asc"}}]
         inc, exc = merge_source_filter(includes, excludes, catalog=catalog)
         self.includes, self.excludes = inc, exc
+        # how far search-after paging got (for SnapshotExpiredError)
+        self.pages_read = 0
+        self.documents_read = 0
+        self.last_sort: list[Any] | None = self.search_after
 
     def query_body(self) -> dict[str, Any]:
         """The ``query`` part: the filter plus the soft-delete clause."""
@@ -196,7 +227,7 @@ class SearchRequest:
         try:
             if pit_id is not None:
                 response = self.mapper.client.search(
-                    body={**body, "pit": {"id": pit_id, "keep_alive": "1m"}}
+                    body={**body, "pit": {"id": pit_id, "keep_alive": self.keep_alive}}
                 )
             else:
                 response = self.mapper.client.search(
@@ -206,10 +237,16 @@ class SearchRequest:
                     allow_no_indices=True if pruned else None,
                 )
         except NotFoundError as exc:
+            if pit_id is not None and is_context_missing(exc):
+                raise self._expired(context_reason(exc)) from exc
             if is_index_missing(exc):
                 return None
             raise
         result: dict[str, Any] = response.body
+        lost = lost_shards(result) if pit_id is not None else None
+        if lost is not None:  # some shards answered: their hits would be missing silently
+            release(self.mapper.client, str(result.get("pit_id") or pit_id))
+            raise self._expired(lost)
         if signals.has_receivers(signals.after_query, self.info.cls):
             signals.after_query.send(self.info.cls, query=body, result=result, options=self.options)
         return result
@@ -233,9 +270,11 @@ class SearchRequest:
                 return self._results(cached, self.page, None)
         self._refresh_for_consistency()
         pit_id = None
-        if self.snapshot:
+        if self.keep_alive is not None:
             try:
-                pit = self.mapper.client.open_point_in_time(index=self.target, keep_alive="1m")
+                pit = self.mapper.client.open_point_in_time(
+                    index=self.target, keep_alive=self.keep_alive
+                )
             except NotFoundError as exc:
                 if is_index_missing(exc):
                     return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
@@ -245,11 +284,8 @@ class SearchRequest:
 
     def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
         body = self.body(page=page)
-        if self.search_after_mode:
-            if self.snapshot and not self.sort:
-                body["sort"] = ["_shard_doc"]
-            if after is not None:
-                body["search_after"] = after
+        if self.search_after_mode and after is not None:
+            body["search_after"] = after
         response = self._send(body, pit_id)
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
@@ -257,25 +293,45 @@ class SearchRequest:
         if key is not None and self.mapper.cache is not None and page == self.page:
             ttl = self.mapper.cache_ttl(self.info, self.options)
             self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)
-        return self._results(response, page, pit_id)
+        results = self._results(response, page, pit_id)
+        if results.hits:
+            self.pages_read += 1
+            self.documents_read += len(results.hits)
+            self.last_sort = results.hits[-1].sort
+        return results
+
+    def _expired(self, reason: str) -> SnapshotExpiredError:
+        return expired_error(
+            self.info.name,
+            keep_alive=str(self.keep_alive),
+            processed=self.documents_read,
+            pages=self.pages_read,
+            last_sort=self.last_sort,
+            index=self.target,
+            reason=reason,
+        )
 
     def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         from_source = self.info.from_source
         partial = self.includes is not None or self.excludes is not None
         hits: list[FindHit[Any]] = []
+        # the values of our sort only: inside a point in time Elasticsearch appends its
+        # _shard_doc tiebreaker, whose values are meaningless in another point in time
+        width = len(self.sort) if self.search_after_mode else None
         for raw in response["hits"]["hits"]:
             seq_no = raw.get("_seq_no")
             version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
             document = from_source(raw.get("_source") or {}, raw["_id"], version)
             _remember(document, raw, version, partial)
+            sort = raw.get("sort")
             hits.append(
                 FindHit(
                     raw["_id"],
                     version,
                     raw.get("_score"),
                     document,
-                    raw.get("sort"),
+                    sort if sort is None or width is None else sort[:width],
                     raw.get("_index"),
                 )
             )
@@ -318,8 +374,7 @@ class SearchRequest:
         return self.info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
 
     def _close_pit(self, pit_id: str) -> None:
-        with contextlib.suppress(NotFoundError):
-            self.mapper.client.close_point_in_time(id=pit_id)
+        release(self.mapper.client, pit_id)
 
 
 def _remember(document: Any, raw: dict[str, Any], version: str | None, partial: bool) -> None:

@@ -12,6 +12,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |                                 the document back could not tell whether it applied
      +-- BulkWriteError                some items of a bulk write failed (see ``.failures``)
      +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
+     +-- SnapshotExpiredError          a scan's point in time is gone (keep-alive ran out or
+     |                                 it was closed); says how far the scan got
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
      +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
      +-- IndexConfigurationError       an index or alias cannot be configured as declared
@@ -48,6 +50,7 @@ __all__ = [
     "OutcomeUnknownError",
     "QueryValidationError",
     "ReindexError",
+    "SnapshotExpiredError",
     "VersionConflictError",
 ]
 
@@ -218,6 +221,39 @@ class QueryValidationError(EsmapperError, ValueError):
         self.field = field
         self.position = position
         self.expression = expression
+
+
+class SnapshotExpiredError(EsmapperError):
+    """The point in time a scan pages through is gone: its keep-alive ran out between two
+    page requests (a batch took longer than ``snapshot=``), it was closed, or its index
+    was deleted. The next page cannot be read from it; nothing after the pages already
+    delivered was read.
+
+    ``processed`` is the number of documents on the ``pages`` pages delivered before the
+    loss (for ``batch_process``: the documents the callback was given), ``last_sort`` the
+    sort values of the last of them and ``search_after`` the same as a token: pass it as
+    ``search_after=`` with the same filter and sort to continue after that document in a
+    new point in time. ``keep_alive`` is the lifetime that was asked for; ``error_type``
+    and ``reason`` are the server's (usually ``search_context_missing_exception``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        processed: int,
+        pages: int,
+        last_sort: Sequence[Any] | None,
+        search_after: str | None,
+        keep_alive: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.processed = processed
+        self.pages = pages
+        self.last_sort = None if last_sort is None else list(last_sort)
+        self.search_after = search_after
+        self.keep_alive = keep_alive
 
 
 class IdTooLongError(EsmapperError, ValueError):
