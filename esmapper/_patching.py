@@ -48,6 +48,7 @@ from elasticsearch import ApiError, NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
+from esmapper._scan import scan
 from esmapper._search import is_index_missing
 from esmapper._transport import is_unknown_outcome, once
 from esmapper._writes import (
@@ -399,15 +400,17 @@ def _each_match(
     apply: Callable[[list[FindHit[Any]]], list[str]],
 ) -> list[str]:
     """Call ``apply`` with the matching hits, page by page (a point in time, so a page
-    written meanwhile is not seen again); ``apply`` returns the ids that got a version
-    conflict. Those are searched again (after a refresh) and, if they still match, passed
-    to ``apply`` at their new version, up to 5 rounds. Returns the ids still conflicting."""
+    written meanwhile is not seen again; lost between two pages, it is replaced and the
+    scan continues after the last hit: see :mod:`esmapper._scan`); ``apply`` returns the
+    ids that got a version conflict. Those are searched again (after a refresh) and, if
+    they still match, passed to ``apply`` at their new version, up to 5 rounds. Returns
+    the ids still conflicting."""
     conflicted: list[str] = []
-    results = repo.find(filter, limit=_PAGE, snapshot=True, **_scan_kwargs(options))
-    while results.hits:
-        conflicted.extend(apply(results.hits))
-        if not results.next_page():
-            break
+
+    def page(hits: list[FindHit[Any]]) -> None:
+        conflicted.extend(apply(hits))
+
+    scan(repo, filter, page, limit=_PAGE, reopen=True, **_scan_kwargs(options))
     base = repo.search(filter, soft_deletes=options.soft_deletes).query
     for _round in range(_CONFLICT_ROUNDS):
         if not conflicted:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
-from esmapper import _patching, signals
+from esmapper import _patching, _scan, signals
 from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
-from esmapper.errors import DocumentNotFoundError
+from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, search_documents
 from esmapper.model.state import DocState
@@ -260,10 +260,13 @@ class Repository(Generic[T]):
     def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
         """Search (near-real-time): ``filter`` in Lucene syntax or a ``Q`` object, ``sort``,
         ``aggregations``, ``limit`` (default 10, max 10,000), ``page`` (1-based),
-        ``search_after`` (``True`` or a token), ``snapshot`` (a point-in-time),
+        ``search_after`` (``True`` or a token), ``snapshot`` (page through a point in time:
+        ``True`` keeps it alive 5 minutes between page requests, ``"90s"``/``"10m"``/a
+        ``timedelta`` that long; every ``next_page()`` extends it),
         ``includes``/``excludes``, ``partitions=(start, end)`` (time-series models: search
         only the dated partitions of that period; FEATURES IX-11). Raises
-        QueryValidationError before sending anything."""
+        QueryValidationError before sending anything; ``next_page()`` of a snapshot whose
+        point in time is gone raises :class:`SnapshotExpiredError`."""
         return self.search(filter, **kwargs).find()
 
     def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
@@ -306,22 +309,43 @@ class Repository(Generic[T]):
         batch_size: int = 100,
         **options: Any,
     ) -> int:
-        """Call ``fn`` with batches of matching documents (point-in-time + search_after)
-        until they run out or ``fn`` returns ``False``; returns the number processed."""
+        """Call ``fn`` with batches of matching documents until they run out or ``fn``
+        returns ``False``; returns the number of documents given to ``fn``.
+
+        Sends ``POST /<alias>/_pit?keep_alive=K``, one search per batch (``pit`` with the
+        same ``keep_alive``, so each batch extends the point in time; sorted by ``sort``,
+        if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
+        the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by
+        default; ``"30m"``, a ``timedelta``): the longest ``fn`` may take on one batch.
+        Other keyword arguments are those of :meth:`find` (``sort``, ``includes``,
+        ``search_after=token`` to start after a document) and the options.
+
+        Raises ``ValueError`` for a ``batch_size`` outside 1..10000 and
+        :class:`QueryValidationError` for a bad filter, sort or ``snapshot`` (before
+        anything is sent). When the point in time is gone anyway (``fn`` took longer than
+        ``K``, or it was closed) raises :class:`SnapshotExpiredError` with ``processed``,
+        ``pages`` and ``last_sort``/``search_after``: ``batch_process(filter, fn,
+        search_after=err.search_after)`` continues after the last document ``fn`` got. It
+        does not reopen a point in time by itself: a new one shows documents written since
+        the run began, which ``fn`` would then see, in the same run.
+        """
         if batch_size < 1 or batch_size > 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
-        processed = 0
-        results = self.find(filter, limit=batch_size, snapshot=True, **options)
-        while results.hits:
-            documents = results.documents
-            processed += len(documents)
-            if fn(documents) is False:
-                if results.pit_id:
-                    self.mapper.client.close_point_in_time(id=results.pit_id)
-                break
-            if not results.next_page():
-                break
-        return processed
+        snapshot = options.pop("snapshot", True)
+        if snapshot is False:
+            raise QueryValidationError(
+                "batch_process always pages through a point in time; snapshot= sets its "
+                "keep-alive (e.g. snapshot='10m')",
+                field="snapshot",
+            )
+        return _scan.scan(
+            self,
+            filter,
+            lambda hits: fn([hit.document for hit in hits]),
+            limit=batch_size,
+            snapshot=True if snapshot is None else snapshot,
+            **options,
+        )
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``

@@ -1,0 +1,136 @@
+"""Scanning every match of a search, page by page, in a point in time: ``batch_process``
+and the batch paths of ``patch_all``/``remove_all``.
+
+What is sent: ``POST /<alias>/_pit?keep_alive=K``, then one ``POST /_search`` per page
+with ``"pit": {"id", "keep_alive": K}`` (so every page extends the point in time by ``K``
+from that request), sorted by the caller's sort plus ``id`` and continued with
+``search_after``; ``DELETE /_pit`` after the last page, and also when the callback stops
+the scan (returns ``False``) or raises.
+
+A point in time can still be lost between two pages (a page took longer than ``K``, it
+was closed, its index deleted): the next page request raises
+:class:`~esmapper.errors.SnapshotExpiredError`. Then:
+
+- ``reopen=False`` (``batch_process``): raised, with the documents and pages delivered
+  and the last sort value / ``search_after`` token, so the caller decides. Continuing by
+  itself would not be the run the caller asked for: the callback's effects are unknown to
+  us, and a new point in time shows documents written since the scan began (and, with a
+  sort on a field that changed meanwhile, can put a document on the other side of the
+  cursor: skipped, or given to the callback twice).
+- ``reopen=True`` (``patch_all``/``remove_all``, whose writes are conditioned on the
+  version the scan saw): a new point in time is opened and the scan continues after the
+  last hit delivered. In ``id`` order no document is delivered twice and none that still
+  matches is skipped; documents after the cursor are seen as they are now (changed ones
+  at their new version, new ones included, deleted ones not). Only a point in time that
+  delivered at least one page is replaced (each replacement moves the cursor forward),
+  at most :data:`MAX_REOPENS` times per scan; after that the error is raised, with the
+  progress of the whole scan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from elasticsearch.dsl.query import Query
+
+from esmapper._pit import expired_error, release
+from esmapper.errors import SnapshotExpiredError
+from esmapper.results import FindHit, FindResults, decode_token
+
+if TYPE_CHECKING:
+    from esmapper.repository import Repository
+
+__all__ = ["MAX_REOPENS", "scan"]
+
+log = logging.getLogger("esmapper.repository")
+
+#: How many lost points in time one ``reopen=True`` scan replaces before it gives up.
+MAX_REOPENS: Final = 10
+
+
+def scan(
+    repo: Repository[Any],
+    filter: str | Query | None,
+    on_page: Callable[[list[FindHit[Any]]], bool | None],
+    *,
+    limit: int,
+    snapshot: object = True,
+    reopen: bool = False,
+    **find_kwargs: Any,
+) -> int:
+    """Call ``on_page`` with each page of hits (at most ``limit``) until they run out or it
+    returns ``False``; returns the number of hits delivered. ``snapshot`` is the keep-alive
+    (see :func:`esmapper._pit.keep_alive`), ``find_kwargs`` go to ``repo.find`` (a
+    ``search_after`` token starts after it). Raises
+    :class:`~esmapper.errors.SnapshotExpiredError` as the module docstring says, and
+    whatever ``on_page`` raises."""
+    after = find_kwargs.pop("search_after", None)
+    last_sort = None if after is None or after is True else decode_token(after)
+    delivered = pages = reopened = 0
+    while True:
+        try:
+            results = repo.find(
+                filter, limit=limit, snapshot=snapshot, search_after=after, **find_kwargs
+            )
+        except SnapshotExpiredError as exc:  # a new point in time lost at once: no progress
+            raise _so_far(repo, exc, delivered, pages, last_sort) from exc
+        try:
+            while results.hits:
+                hits = results.hits
+                stop = on_page(hits) is False
+                pages += 1
+                delivered += len(hits)
+                last_sort = hits[-1].sort
+                if stop:
+                    return delivered
+                try:
+                    if not results.next_page():
+                        return delivered
+                except SnapshotExpiredError as exc:
+                    results.pit_id = None  # gone: nothing to close
+                    if not reopen or reopened >= MAX_REOPENS:
+                        raise _so_far(repo, exc, delivered, pages, last_sort) from exc
+                    reopened += 1
+                    log.warning(
+                        "%s scan: the point in time was lost after %d page(s) (%s); "
+                        "continuing after %r in a new one",
+                        repo.info.name,
+                        pages,
+                        exc.reason,
+                        last_sort,
+                    )
+                    after = last_sort
+                    break
+            else:
+                return delivered
+        finally:
+            _close(repo, results)
+
+
+def _close(repo: Repository[Any], results: FindResults[Any]) -> None:
+    """Close the point in time of a scan that ends before its last page."""
+    if results.pit_id is not None:
+        release(repo.mapper.client, results.pit_id)
+        results.pit_id = None
+
+
+def _so_far(
+    repo: Repository[Any],
+    exc: SnapshotExpiredError,
+    delivered: int,
+    pages: int,
+    last_sort: list[Any] | None,
+) -> SnapshotExpiredError:
+    """``exc`` with the progress of the whole scan (it may span several points in time)."""
+    return expired_error(
+        repo.info.name,
+        keep_alive=exc.keep_alive,
+        processed=delivered,
+        pages=pages,
+        last_sort=last_sort,
+        index=exc.index,
+        error_type=exc.error_type,
+        reason=exc.reason,
+    )
