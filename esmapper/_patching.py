@@ -25,6 +25,9 @@ entries:
   times, then :class:`VersionConflictError` says how many matches were left) unless
   removal signals have receivers or the model is cached: then the scan's pages go through
   the write pipeline as deletes conditioned on the scanned versions.
+- The scans (:mod:`esmapper._scan`) keep their point in time alive 5 minutes between two
+  pages; one lost anyway is replaced and the scan continues after the last hit (id
+  order), at most 10 times, then :class:`SnapshotExpiredError` tells how far it got.
 
 Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
 by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the

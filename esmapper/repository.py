@@ -294,12 +294,16 @@ class Repository(Generic[T]):
 
     def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
-        Partial/Script patches, else batches with version checks)."""
+        a ScriptPatch on a model not cached, else a point-in-time scan written in batches
+        with version checks: see :mod:`esmapper._patching`). A scan whose point in time is
+        lost more than 10 times raises :class:`SnapshotExpiredError`."""
         return _patching.patch_all(self, filter, patch, self.options(**options))
 
     def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
-        the number removed. Uses delete-by-query when nothing listens to removals."""
+        the number removed. Uses delete-by-query when nothing listens to removals and the
+        model is not cached, else a point-in-time scan (a scan whose point in time is lost
+        more than 10 times raises :class:`SnapshotExpiredError`)."""
         return _patching.remove_all(self, filter, self.options(**options))
 
     def batch_process(
