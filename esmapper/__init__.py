@@ -85,7 +85,7 @@ from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.repository import Repository
 from esmapper.results import FindHit, FindResults
 from esmapper.session import Session, SessionClosedError, sessionmaker
-from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument
+from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryContext
 
 __all__ = [
     "ActionPatch",
@@ -143,6 +143,7 @@ __all__ = [
     "PartialPatch",
     "PlannedStep",
     "OutcomeUnknownError",
+    "QueryContext",
     "QueryValidationError",
     "ReindexError",
     "ReindexProgress",

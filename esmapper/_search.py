@@ -1,12 +1,13 @@
 """Building and running searches for one model: the only place the soft-delete filter,
-paging limits, source filtering and version retrieval are applied to reads.
+paging limits, the sort tiebreaker, source filtering and version retrieval are applied to
+reads.
 
-Search-after paging (``search_after=``, and ``snapshot=`` which pages through a point in
-time) sorts by the caller's sort plus the document ``id`` (FEATURES QY-18), and a hit's
-``sort`` holds only those values (not the ``_shard_doc`` tiebreaker Elasticsearch adds
-inside a point in time, whose values mean nothing in another one), so a
-``search_after_token`` continues at the same place in a live search or a new point in
-time.
+A sorted search (an explicit ``sort``, search-after paging, or ``snapshot=`` which pages
+through a point in time) ends with the document ``id`` ascending (FEATURES QY-18), and a
+hit's ``sort`` holds only the sort's values (not the ``_shard_doc`` tiebreaker
+Elasticsearch adds inside a point in time, whose values mean nothing in another one), so
+``hit.sort`` or a ``search_after_token`` continues at the same place in a live search or a
+new point in time.
 """
 
 from __future__ import annotations
@@ -34,24 +35,52 @@ from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
 from esmapper.options import Options
 from esmapper.query import (
+    Aggregations,
     compile_aggregations,
     compile_filter,
+    compile_highlight,
     compile_sort,
     merge_source_filter,
     parse_aggregations,
 )
+from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec, sorts_on_id
 from esmapper.results import FindHit, FindResults, decode_token
+from esmapper.signals import QueryContext
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
-__all__ = ["MAX_LIMIT", "SearchRequest", "is_index_missing", "soft_delete_clause"]
+__all__ = [
+    "MAX_LIMIT",
+    "SEARCH_OPTIONS",
+    "SearchRequest",
+    "is_index_missing",
+    "soft_delete_clause",
+]
 
 log = logging.getLogger("esmapper.query")
 
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 10
+#: The keyword arguments of a search besides the options of API.md §5.
+SEARCH_OPTIONS = (
+    "aggregations",
+    "excludes",
+    "highlight",
+    "includes",
+    "limit",
+    "page",
+    "partitions",
+    "search_after",
+    "snapshot",
+    "sort",
+)
+#: The field every sorted search ends with (ascending) as a tiebreaker, so that any hit's
+#: ``sort`` values can be passed as ``search_after`` (FEATURES QY-18).
+TIEBREAKER_FIELD = "id"
 
 
 def soft_delete_clause(info: ModelInfo, mode: str) -> dict[str, Any] | None:
@@ -67,6 +96,13 @@ def is_index_missing(exc: NotFoundError) -> bool:
 
 class SearchRequest:
     """A compiled search: validated before anything is sent (QueryValidationError).
+
+    The user's filter is the scored part of the query (``bool.must``); esmapper's own
+    clauses (the soft-delete mode, recently deleted ids) go in ``filter``/``must_not`` and
+    never change a score. A sorted search (an explicit ``sort``, or search-after paging)
+    always ends with the mapped ``id`` ascending as a tiebreaker, so the ``sort`` values of
+    any hit continue the paging (``search_after=hit.sort``). Without a sort, hits come
+    best first and carry their ``score``.
 
     ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
     :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
@@ -84,8 +120,8 @@ class SearchRequest:
         options: Options,
         *,
         filter: str | Query | None = None,
-        sort: str | Sequence[str] | None = None,
-        aggregations: str | None = None,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
         limit: int | None = None,
         page: int | None = None,
         search_after: Any = None,
@@ -93,6 +129,7 @@ class SearchRequest:
         excludes: Sequence[str] | None = None,
         snapshot: bool | str | _dt.timedelta | None = False,
         partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
     ) -> None:
         self.mapper = mapper
         self.info = info
@@ -113,7 +150,8 @@ class SearchRequest:
             )
         self.query = compiled.query
         self.sort = compile_sort(sort, catalog)
-        self.aggs = compile_aggregations(aggregations, catalog) if aggregations else {}
+        self.aggs = compile_aggregations(aggregations, catalog)
+        self.highlight = compile_highlight(highlight, catalog)
         self.limit = DEFAULT_LIMIT if limit is None else limit
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
             raise QueryValidationError(
@@ -147,8 +185,20 @@ class SearchRequest:
                 "search_after paging",
                 field="page",
             )
-        if self.search_after_mode:  # a unique, stable tiebreaker (QY-18)
-            self.sort = [*self.sort, {"id": {"order": "asc"}}]
+        if (
+            (self.sort or self.search_after_mode)
+            and TIEBREAKER_FIELD in catalog
+            and not sorts_on_id(self.sort)
+        ):
+            self.sort = [*self.sort, {TIEBREAKER_FIELD: {"order": "asc"}}]
+        if self.search_after is not None and len(self.search_after) != len(self.sort):
+            raise QueryValidationError(
+                f"search_after has {len(self.search_after)} value(s) but the sort has"
+                f" {len(self.sort)} key(s) ({_sort_keys(self.sort)}, the id tiebreaker"
+                " included); pass hit.sort or results.search_after_token of a page sorted"
+                " the same way",
+                field="search_after",
+            )
         inc, exc = merge_source_filter(includes, excludes, catalog=catalog)
         self.includes, self.excludes = inc, exc
         # how far search-after paging got (for SnapshotExpiredError)
@@ -157,13 +207,13 @@ class SearchRequest:
         self.last_sort: list[Any] | None = self.search_after
 
     def query_body(self) -> dict[str, Any]:
-        """The ``query`` part: the filter plus the soft-delete clause."""
-        clauses: list[dict[str, Any]] = []
-        if self.query is not None:
-            clauses.append(self.query.to_dict())
+        """The ``query`` part: the user's filter, scored (``bool.must``), plus esmapper's own
+        clauses, not scored: the soft-delete clause (``filter``) and the ids soft-deleted
+        moments ago (``must_not``)."""
+        own: list[dict[str, Any]] = []
         clause = soft_delete_clause(self.info, self.options.soft_deletes)
         if clause is not None:
-            clauses.append(clause)
+            own.append(clause)
         # the recently soft-deleted ids are a hint for searches that do not refresh; after a
         # refresh (immediate/wait) the soft-delete clause is exact, and the hint may be stale
         # (a restore whose outcome was unknown, or made by a process not sharing the cache)
@@ -172,11 +222,14 @@ class SearchRequest:
             if self.options.soft_deletes == "active" and self.options.consistency == "eventual"
             else []
         )
-        if not clauses and not hidden:
-            return {"match_all": {}}
-        if len(clauses) == 1 and clause is None and not hidden:
-            return clauses[0]
-        query: dict[str, Any] = {"filter": clauses}
+        user = None if self.query is None else self.query.to_dict()
+        if not own and not hidden:
+            return {"match_all": {}} if user is None else user
+        query: dict[str, Any] = {}
+        if user is not None:
+            query["must"] = [user]
+        if own:
+            query["filter"] = own
         if hidden:  # soft-deleted moments ago, maybe not refreshed yet (SD-9)
             query["must_not"] = [{"ids": {"values": hidden}}]
         return {"bool": query}
@@ -192,6 +245,8 @@ class SearchRequest:
             body["sort"] = self.sort
         if self.aggs:
             body["aggs"] = self.aggs
+        if self.highlight is not None:
+            body["highlight"] = self.highlight
         page = self.page if page is None else page
         if not self.search_after_mode and page > 1:
             body["from"] = (page - 1) * self.limit
@@ -219,10 +274,14 @@ class SearchRequest:
         return self.mapper.spec(self.info.cls).read_target
 
     def _send(self, body: dict[str, Any], pit_id: str | None) -> dict[str, Any] | None:
+        """Send one search (through ``before_query``/``after_query``); ``None`` when the
+        index does not exist yet."""
         alias = self.target
         pruned = self.targets is not None
+        context = QueryContext(self.info.cls, body, self.options, alias)
         if signals.has_receivers(signals.before_query, self.info.cls):
-            signals.before_query.send(self.info.cls, query=body, options=self.options)
+            signals.before_query.send(self.info.cls, query=context, options=self.options)
+            body = context.body
         log.debug("search %s %s", alias, body)
         try:
             if pit_id is not None:
@@ -248,7 +307,9 @@ class SearchRequest:
             release(self.mapper.client, str(result.get("pit_id") or pit_id))
             raise self._expired(lost)
         if signals.has_receivers(signals.after_query, self.info.cls):
-            signals.after_query.send(self.info.cls, query=body, result=result, options=self.options)
+            signals.after_query.send(
+                self.info.cls, query=context, result=result, options=self.options
+            )
         return result
 
     def count(self) -> int:
@@ -256,10 +317,12 @@ class SearchRequest:
         response = self._send(self.body(size=0), None)
         return 0 if response is None else int(response["hits"]["total"]["value"])
 
-    def aggregate_only(self) -> Any:
+    def aggregate_only(self) -> Aggregations:
         self._refresh_for_consistency()
         response = self._send(self.body(size=0), None)
-        return parse_aggregations(None if response is None else response.get("aggregations"))
+        return parse_aggregations(
+            None if response is None else response.get("aggregations"), request=self.aggs
+        )
 
     def find(self) -> FindResults[Any]:
         key = self.options.cache if isinstance(self.options.cache, str) else None
@@ -333,15 +396,20 @@ class SearchRequest:
                     document,
                     sort if sort is None or width is None else sort[:width],
                     raw.get("_index"),
+                    raw.get("highlight") or {},
                 )
             )
         total = int(response["hits"]["total"]["value"])
-        if self.search_after_mode:
-            has_more = len(hits) == self.limit and self.limit > 0
+        if self.limit == 0:  # counts and aggregations only: there is no next page
+            has_more = False
+        elif self.search_after_mode:
+            has_more = len(hits) == self.limit
         else:
             has_more = (page - 1) * self.limit + len(hits) < total
         aggregations = (
-            parse_aggregations(response.get("aggregations"), hydrate_hit=self._hydrate_hit)
+            parse_aggregations(
+                response.get("aggregations"), hydrate_hit=self._hydrate_hit, request=self.aggs
+            )
             if self.aggs
             else None
         )
@@ -375,6 +443,10 @@ class SearchRequest:
 
     def _close_pit(self, pit_id: str) -> None:
         release(self.mapper.client, pit_id)
+
+
+def _sort_keys(sort: Sequence[dict[str, Any]]) -> str:
+    return ", ".join(key for entry in sort for key in entry)
 
 
 def _remember(document: Any, raw: dict[str, Any], version: str | None, partial: bool) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Options", "refresh_param"]
+__all__ = ["Options", "check_keywords", "refresh_param"]
 
 Consistency = Literal["eventual", "immediate", "wait"]
 SoftDeleteMode = Literal["active", "deleted", "all"]
@@ -55,6 +56,19 @@ class Options:
                 f"{', '.join(attrs.fields_dict(Options))}"
             )
         return attrs.evolve(self, **overrides)
+
+
+def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ()) -> None:
+    """Raise ``TypeError`` when ``given`` holds a keyword that is neither one of the call's
+    ``own`` nor an option; the message lists both, so a typo shows what was meant."""
+    known = set(own) | set(attrs.fields_dict(Options))
+    unknown = sorted(set(given) - known)
+    if unknown:
+        listed = f"{', '.join(sorted(own))}; and the options " if own else "the options "
+        raise TypeError(
+            f"{call}() got unknown keyword(s): {', '.join(unknown)}; it takes {listed}"
+            f"{', '.join(attrs.fields_dict(Options))}"
+        )
 
 
 def refresh_param(consistency: str, *, by_query: bool = False) -> bool | Literal["wait_for"] | None:

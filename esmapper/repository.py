@@ -15,14 +15,16 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _patching, _scan, signals
-from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
+from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, search_documents
 from esmapper.model.state import DocState
-from esmapper.options import Options
+from esmapper.options import Options, check_keywords
 from esmapper.patches import Patch
+from esmapper.query import Aggregations
+from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
@@ -240,50 +242,81 @@ class Repository(Generic[T]):
     # -- search ------------------------------------------------------------------------
 
     def search(self, filter: str | Query | None = None, **kwargs: Any) -> SearchRequest:
-        """The compiled :class:`SearchRequest` (validated; nothing is sent yet)."""
-        search_keys = {
-            "partitions",
-            "sort",
-            "aggregations",
-            "limit",
-            "page",
-            "search_after",
-            "includes",
-            "excludes",
-            "snapshot",
-        }
-        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in search_keys}
+        """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
+
+        Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
+        every keyword the call takes.
+        """
+        return self._request("search", filter, kwargs)
+
+    def _request(
+        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
+    ) -> SearchRequest:
+        check_keywords(call, kwargs, SEARCH_OPTIONS)
+        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
         return SearchRequest(
             self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
         )
 
     def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
-        """Search (near-real-time): ``filter`` in Lucene syntax or a ``Q`` object, ``sort``,
-        ``aggregations``, ``limit`` (default 10, max 10,000), ``page`` (1-based),
-        ``search_after`` (``True`` or a token), ``snapshot`` (page through a point in time:
-        ``True`` keeps it alive 5 minutes between page requests, ``"90s"``/``"10m"``/a
-        ``timedelta`` that long; every ``next_page()`` extends it),
-        ``includes``/``excludes``, ``partitions=(start, end)`` (time-series models: search
-        only the dated partitions of that period; FEATURES IX-11). Raises
-        QueryValidationError before sending anything; ``next_page()`` of a snapshot whose
-        point in time is gone raises :class:`SnapshotExpiredError`."""
-        return self.search(filter, **kwargs).find()
+        """Search (near-real-time); sends one ``_search`` to the model's alias (a
+        point-in-time is opened first for ``snapshot``).
+
+        ``filter`` in Lucene syntax or a ``Q`` object (scored: without ``sort`` the best
+        hits come first, with their ``score``); ``sort`` (``"-age name"``, ``{"age":
+        "desc"}`` or a list of those; a sorted search ends with the ``id`` tiebreaker, so
+        ``search_after=hit.sort`` continues after any hit); ``aggregations`` (an
+        expression, ``A(...)`` objects or a dict of named ones); ``highlight`` (field
+        names: fragments in ``hit.highlight``); ``limit`` (default 10, max 10,000; ``0``
+        for counts and aggregations only); ``page`` (1-based); ``search_after`` (``True``,
+        a token from ``results.search_after_token`` or a hit's ``sort`` values);
+        ``snapshot`` (page through a point in time: ``True`` keeps it alive 5 minutes
+        between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
+        ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
+        end)`` (time-series models: search only the dated partitions of that period;
+        FEATURES IX-11); and the options of API.md §5.
+
+        Raises QueryValidationError (naming the field or the argument) before sending
+        anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
+        whose point in time is gone raises :class:`SnapshotExpiredError`.
+        """
+        return self._request("find", filter, kwargs).find()
 
     def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
         kwargs["limit"] = 1
-        results = self.find(filter, **kwargs)
+        results = self._request("find_one", filter, kwargs).find()
         return results.hits[0].document if results.hits else None
 
     def count(self, filter: str | Query | None = None, **options: Any) -> int:
-        """The number of matching documents (exact; soft-delete mode applies)."""
-        return self.search(filter, **options).count()
+        """The number of matching documents (exact; soft-delete mode applies): one
+        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
+        return self._request("count", filter, options).count()
 
     def aggregate(
-        self, aggregations: str, filter: str | Query | None = None, **options: Any
-    ) -> Any:
-        """Only the aggregations of a search (``size=0``)."""
-        return self.search(filter, aggregations=aggregations, **options).aggregate_only()
+        self,
+        filter: str | Query | None = None,
+        *old_order: Any,
+        aggregations: AggregationsSpec = None,
+        **options: Any,
+    ) -> Aggregations:
+        """Only the aggregations of the documents matching ``filter``: one ``_search`` with
+        ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
+        expression, ``A(...)`` objects or a dict of named ones) is keyword-only.
+
+        Raises ``TypeError`` when ``aggregations`` is missing or a second positional
+        argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
+        QueryValidationError for a bad filter or aggregation, before sending anything.
+        """
+        if old_order or aggregations is None:
+            raise TypeError(
+                "aggregate() takes the filter as its only positional argument and the"
+                " aggregations as a keyword, like find(): aggregate(filter,"
+                " aggregations='terms:company_id') (the order was aggregate(aggregations,"
+                " filter) before)"
+            )
+        options["aggregations"] = aggregations
+        return self._request("aggregate", filter, options).aggregate_only()
 
     # -- by query and patches ------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 import attrs
 
@@ -35,8 +35,11 @@ def decode_token(token: str | Sequence[Any]) -> list[Any]:
 
 @attrs.define(slots=True)
 class FindHit(Generic[T]):
-    """One search hit: ``id``, ``version`` (``"<primary_term>:<seq_no>"``), ``score``,
-    the hydrated ``document``, the hit's ``sort`` values and the physical ``index``."""
+    """One search hit: ``id``, ``version`` (``"<primary_term>:<seq_no>"``), ``score``
+    (``None`` when the search was sorted on fields), the hydrated ``document``, the hit's
+    ``sort`` values (pass them as ``search_after=`` to continue after this hit), the
+    physical ``index`` and ``highlight``: field -> fragments when ``highlight=`` asked for
+    them (empty otherwise)."""
 
     id: str
     version: str | None
@@ -44,6 +47,7 @@ class FindHit(Generic[T]):
     document: T
     sort: list[Any] | None = None
     index: str | None = None
+    highlight: dict[str, list[str]] = attrs.field(factory=dict)
 
 
 @attrs.define(slots=True, eq=False)
@@ -53,7 +57,9 @@ class FindResults(Generic[T]):
     ``documents`` and ``hits`` hold this page; ``total`` counts every match (exact);
     ``page`` is 1-based (for search-after paging it counts the pages fetched);
     ``has_more`` says whether another page exists; ``aggregations`` holds the parsed
-    aggregation results keyed as in API.md §4. Iterating yields the documents.
+    aggregation results keyed as in API.md §4. Iterating yields the documents, and so does
+    indexing: ``results[0]`` is the first document, ``results[1:3]`` a list of documents
+    (``results.hits[0]`` for the hit with its score, sort values and highlights).
     """
 
     hits: list[FindHit[T]]
@@ -100,6 +106,17 @@ class FindResults(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.documents)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        """The document at ``index`` of this page (``IndexError`` past the end), or a list
+        of documents for a slice."""
+        if isinstance(index, slice):
+            return [hit.document for hit in self.hits[index]]
+        return self.hits[index].document
 
     def __len__(self) -> int:
         return len(self.hits)

@@ -9,8 +9,10 @@ are held by strong references (a lambda keeps working) and get keyword arguments
   ``documents=[ModifiedDocument(value, original)]``, ``change_type``, ``options``.
   "-ing" signals fire before the write (receivers may modify documents, or raise to veto:
   nothing is written); "-ed" signals fire only for documents Elasticsearch confirmed.
-- ``before_query`` (``query``: a mutable :class:`QueryContext`), ``after_query``
-  (``query``, ``result``).
+- ``before_query`` (``query``: a mutable :class:`QueryContext`, ``options``), ``after_query``
+  (``query``, ``result``: the raw response body, ``options``). Every search, count and
+  aggregation of a model sends them; a ``before_query`` receiver may change
+  ``query.body`` (what it leaves is sent, not validated again) or raise to stop the search.
 - ``before_publish_entity_changed`` (``message``: mutable :class:`EntityChanged`; set
   ``message.cancel = True`` to skip publishing) and ``entity_changed`` (``message``).
 - ``before_flush``, ``after_flush``, ``after_commit``, ``after_rollback``: sender is the
@@ -35,6 +37,7 @@ __all__ = [
     "ChangeType",
     "EntityChanged",
     "ModifiedDocument",
+    "QueryContext",
     "Signal",
     "after_commit",
     "after_flush",
@@ -89,6 +92,21 @@ class EntityChanged:
     change_type: ChangeType
     data: dict[str, Any] = attrs.field(factory=dict)
     cancel: bool = attrs.field(default=False, eq=False, repr=False)
+
+
+@attrs.define(slots=True)
+class QueryContext:
+    """A search about to be sent (``before_query``) or answered (``after_query``).
+
+    ``model`` is the model class searched, ``body`` the compiled request body (query with
+    the soft-delete clause, sort, aggregations, paging, ``_source``), ``options`` the call's
+    :class:`~esmapper.options.Options` and ``index`` the alias (or dated partitions) searched.
+    """
+
+    model: type[Any]
+    body: dict[str, Any]
+    options: Any
+    index: str
 
 
 class Signal(blinker.NamedSignal):

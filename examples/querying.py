@@ -1,4 +1,5 @@
-"""Querying: Lucene filters, nested fields, sorting, paging and aggregations.
+"""Querying: Lucene filters, nested fields, sorting, paging, aggregations and the
+elasticsearch.dsl habits (scored bare terms, highlights, sort dicts, ``A()`` aggregations).
 
 ``python -m examples.querying`` (from the repository root) loads seven employees with their
 projects (a ``nested`` list of ``em.InnerDoc``) and runs searches over them. Filters, sorts
@@ -8,6 +9,8 @@ and aggregations are validated against the model before anything is sent.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+
+from elasticsearch.dsl import A
 
 import esmapper as em
 from examples._common import elasticsearch_url, run_main
@@ -130,6 +133,21 @@ def main(url: str | None = None, *, index_prefix: str = "") -> None:
         nested = aggs.nested("nested_projects")
         roles = nested.aggregations.terms("terms_projects.role")
         print("projects by role: " + ", ".join(f"{b.key}={b.total}" for b in roles.buckets))
+
+        print("\n== habits from elasticsearch.dsl ==")
+        # A bare term is scored: without a sort the best match comes first, with its score.
+        best = repo.find("jane", highlight=["name"])
+        print(f"'jane': {best[0].name}, fragments {best.hits[0].highlight['name']}")
+        # A sorted page ends with the id tiebreaker, so any hit's sort values continue it
+        # (results.search_after_token is the same as an opaque string).
+        first = repo.find(sort=[{"age": "desc"}], limit=3)
+        rest = repo.find(sort=[{"age": "desc"}], search_after=first.hits[-1].sort, limit=3)
+        print(f"ages by {{'age': 'desc'}}: {[e.age for e in first]} then {[e.age for e in rest]}")
+        # Aggregation objects, or a dict of named ones; aggregate() takes the filter first.
+        by_company = {"per_company": A("terms", field="company_id")}
+        aggs = repo.aggregate("NOT name:late", aggregations=by_company)
+        counts = ", ".join(f"{b.key}={b.total}" for b in aggs.terms("per_company").buckets)
+        print(f"per_company: {counts}")
 
         print("\n== invalid filters are refused before anything is sent ==")
         for bad in ["agee:>30", "age:>=abc", "name:(jane OR"]:

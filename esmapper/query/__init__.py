@@ -6,9 +6,11 @@ expects, raising :class:`~esmapper.errors.QueryValidationError` (field, position
 anything is sent:
 
 - :func:`compile_filter` -- Lucene filter text -> ``elasticsearch.dsl`` query (QY-1, QY-22);
-- :func:`compile_sort` -- ``"-age name"`` -> a ``sort`` list (QY-15);
+- :func:`compile_sort` -- ``"-age name"`` or ``{"age": "desc"}`` -> a ``sort`` list (QY-15);
 - :func:`compile_aggregations` / :func:`parse_aggregations` -- ``"terms:company_id avg:age"``
-  -> ``aggs`` bodies, and the response -> typed :class:`Aggregations` (QY-19..21);
+  or ``A("terms", field="company_id")`` -> ``aggs`` bodies, and the response -> typed
+  :class:`Aggregations` (QY-19..21);
+- :func:`compile_highlight` -- ``highlight=["name"]`` -> a ``highlight`` body;
 - :func:`merge_source_filter` / :func:`parse_field_mask` -- ``_source`` selection (QY-23..26);
 - :func:`escape_query_value` -- user input made literal inside a filter (QY-35).
 """
@@ -29,6 +31,7 @@ from esmapper.query.aggregations import compile_aggregations
 from esmapper.query.escape import escape_query_value
 from esmapper.query.fields import merge_source_filter, parse_field_mask, validate_source_fields
 from esmapper.query.filter import CompiledFilter, compile_filter
+from esmapper.query.highlight import compile_highlight
 from esmapper.query.sort import compile_sort
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "ValueAggregate",
     "compile_aggregations",
     "compile_filter",
+    "compile_highlight",
     "compile_sort",
     "escape_query_value",
     "merge_source_filter",

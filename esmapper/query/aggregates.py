@@ -14,8 +14,11 @@ The result type of each aggregation is chosen from its name prefix, as
 ``tophits``                                :class:`TopHitsAggregate`
 =========================================  ===========================
 
-Other names are classified by the shape of the response. ``nested_{path}`` wrappers are kept
-(their inner aggregations are reachable through ``.aggregations``).
+Other names are classified by the shape of the response. When the request's ``aggs`` bodies
+are given (``request=``), the aggregation type each one asked for decides instead of the
+name, so user-named aggregations (``{"by_n": A("terms", field="n")}``) get the same typed
+accessors. ``nested_{path}`` wrappers are kept (their inner aggregations are reachable
+through ``.aggregations``).
 """
 
 from __future__ import annotations
@@ -211,45 +214,119 @@ class Aggregations(Mapping[str, Aggregate]):
 
 
 def parse_aggregations(
-    raw: Mapping[str, Any] | None, *, hydrate_hit: HitHydrator | None = None
+    raw: Mapping[str, Any] | None,
+    *,
+    hydrate_hit: HitHydrator | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> Aggregations:
     """The typed :class:`Aggregations` for a response's ``aggregations`` object.
 
     ``None`` gives an empty mapping. ``hydrate_hit`` builds ``TopHitsAggregate.documents``
-    from raw hits (e.g. ``Model.from_hit``).
+    from raw hits (e.g. ``Model.from_hit``). ``request`` is the ``aggs`` part of the search
+    body: each result is then typed by the aggregation it asked for, whatever its name.
     """
     if not raw:
         return Aggregations()
-    return Aggregations(
-        {
-            name: _parse(name, body, hydrate_hit)
-            for name, body in raw.items()
-            if isinstance(body, Mapping)
-        }
-    )
+    return _level(raw, hydrate_hit, request, skip=frozenset())
 
 
-_BUCKETS = frozenset({"terms", "date", "histogram"})
-_SINGLE = frozenset({"missing", "nested", "filter", "reverse"})
-_VALUES = frozenset({"min", "max", "avg", "sum", "cardinality", "value"})
+_REQUEST_KINDS: dict[str, str] = {
+    **dict.fromkeys(
+        ("terms", "multi_terms", "rare_terms", "significant_terms", "significant_text",
+         "date_histogram", "auto_date_histogram", "histogram", "variable_width_histogram",
+         "range", "date_range", "ip_range", "geohash_grid", "geotile_grid", "filters",
+         "composite", "adjacency_matrix"),
+        "buckets",
+    ),
+    **dict.fromkeys(
+        ("filter", "nested", "reverse_nested", "missing", "global", "sampler",
+         "diversified_sampler", "children", "parent"),
+        "single",
+    ),
+    **dict.fromkeys(
+        ("avg", "min", "max", "sum", "cardinality", "value_count", "weighted_avg",
+         "median_absolute_deviation"),
+        "value",
+    ),
+    **dict.fromkeys(("stats", "extended_stats"), "stats"),
+    **dict.fromkeys(("percentiles", "percentile_ranks"), "percentiles"),
+    "top_hits": "tophits",
+}  # fmt: skip
+
+
+def _level(
+    raw: Mapping[str, Any],
+    hydrate: HitHydrator | None,
+    request: Mapping[str, Any] | None,
+    *,
+    skip: frozenset[str],
+) -> Aggregations:
+    """The aggregations of one level of a response (``skip``: keys that are not
+    aggregations), typed by ``request`` (the same level's ``aggs`` bodies) when known."""
+    items: dict[str, Aggregate] = {}
+    for name, body in raw.items():
+        if name in skip or not isinstance(body, Mapping):
+            continue
+        asked = request.get(name) if request is not None else None
+        items[name] = _parse(name, body, hydrate, asked if isinstance(asked, Mapping) else None)
+    return Aggregations(items)
+
+
+_PREFIXES: dict[str, str] = {
+    **dict.fromkeys(("terms", "date", "histogram"), "buckets"),
+    **dict.fromkeys(("missing", "nested", "filter", "reverse"), "single"),
+    **dict.fromkeys(("min", "max", "avg", "sum", "cardinality", "value"), "value"),
+    "stats": "stats",
+    "percentiles": "percentiles",
+    "tophits": "tophits",
+}
 _BUCKET_KEYS = frozenset(
     {"key", "key_as_string", "doc_count", "from", "to", "from_as_string", "to_as_string",
      "doc_count_error_upper_bound", "meta"}
 )  # fmt: skip
+_REQUEST_META = frozenset({"aggs", "aggregations", "meta"})
 
 
-def _parse(name: str, raw: Mapping[str, Any], hydrate: HitHydrator | None) -> Aggregate:
-    prefix = name.split("_", 1)[0]
-    if prefix in _BUCKETS or (prefix not in _SINGLE and "buckets" in raw):
-        return _buckets(raw, hydrate)
-    if prefix == "tophits" or (prefix not in _SINGLE and "hits" in raw):
+def _classify(name: str, raw: Mapping[str, Any], request: Mapping[str, Any] | None) -> str:
+    """``buckets``, ``single``, ``value``, ``stats``, ``percentiles`` or ``tophits``: by the
+    type the request asked for, else by the name prefix, else by the response's shape."""
+    if request is not None:
+        kind = next((str(k) for k in request if k not in _REQUEST_META), "")
+        known = _REQUEST_KINDS.get(kind)
+    else:
+        known = _PREFIXES.get(name.split("_", 1)[0])
+    if known is not None:
+        return known
+    if "buckets" in raw:
+        return "buckets"
+    if "hits" in raw:
+        return "tophits"
+    if isinstance(raw.get("values"), Mapping):
+        return "percentiles"
+    if "count" in raw and "avg" in raw:
+        return "stats"
+    return "single" if "doc_count" in raw else "value"
+
+
+def _parse(
+    name: str,
+    raw: Mapping[str, Any],
+    hydrate: HitHydrator | None,
+    request: Mapping[str, Any] | None = None,
+) -> Aggregate:
+    kind = _classify(name, raw, request)
+    subs = None
+    if request is not None:
+        inner = request.get("aggs", request.get("aggregations"))
+        subs = inner if isinstance(inner, Mapping) else {}
+    if kind == "buckets":
+        return _buckets(raw, hydrate, subs)
+    if kind == "tophits":
         return _top_hits(raw, hydrate)
-    if prefix == "percentiles" or (
-        prefix not in _SINGLE and isinstance(raw.get("values"), Mapping)
-    ):
+    if kind == "percentiles":
         values = raw.get("values") or {}
         return PercentilesAggregate({str(k): v for k, v in values.items()})
-    if prefix == "stats" or (prefix not in _SINGLE and "count" in raw and "avg" in raw):
+    if kind == "stats":
         return StatsAggregate(
             count=int(raw.get("count") or 0),
             min=raw.get("min"),
@@ -260,22 +337,16 @@ def _parse(name: str, raw: Mapping[str, Any], hydrate: HitHydrator | None) -> Ag
                 k[: -len("_as_string")]: v for k, v in raw.items() if k.endswith("_as_string")
             },
         )
-    if prefix in _SINGLE or (prefix not in _VALUES and "doc_count" in raw):
-        return SingleBucketAggregate(int(raw.get("doc_count") or 0), _sub(raw, hydrate))
+    if kind == "single":
+        return SingleBucketAggregate(
+            int(raw.get("doc_count") or 0), _level(raw, hydrate, subs, skip=_BUCKET_KEYS)
+        )
     return ValueAggregate(raw.get("value"), raw.get("value_as_string"))
 
 
-def _sub(raw: Mapping[str, Any], hydrate: HitHydrator | None) -> Aggregations:
-    return Aggregations(
-        {
-            key: _parse(key, value, hydrate)
-            for key, value in raw.items()
-            if key not in _BUCKET_KEYS and isinstance(value, Mapping)
-        }
-    )
-
-
-def _buckets(raw: Mapping[str, Any], hydrate: HitHydrator | None) -> BucketAggregate:
+def _buckets(
+    raw: Mapping[str, Any], hydrate: HitHydrator | None, subs: Mapping[str, Any] | None
+) -> BucketAggregate:
     items = raw.get("buckets") or []
     if isinstance(items, Mapping):  # keyed buckets
         items = [{"key": key, **value} for key, value in items.items()]
@@ -284,7 +355,7 @@ def _buckets(raw: Mapping[str, Any], hydrate: HitHydrator | None) -> BucketAggre
             key=item.get("key"),
             key_as_string=item.get("key_as_string"),
             total=int(item.get("doc_count") or 0),
-            aggregations=_sub(item, hydrate),
+            aggregations=_level(item, hydrate, subs, skip=_BUCKET_KEYS),
         )
         for item in items
     ]

@@ -29,6 +29,7 @@ from typing import Any
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog, FieldInfo
 from esmapper.query._agg_syntax import AggSpec, parse_aggregation_expression
+from esmapper.query._dsl_aggs import AggregationsSpec, compile_dsl_aggregations
 from esmapper.query._resolve import resolve_field
 from esmapper.query.aggregates import parse_aggregations
 
@@ -46,15 +47,24 @@ _CALENDAR_WORDS = {
 _INTERVAL = re.compile(r"(\d+)(ms|s|m|h|d|w|M|q|y)")
 
 
-def compile_aggregations(expr: str | None, catalog: FieldCatalog) -> dict[str, dict[str, Any]]:
+def compile_aggregations(
+    expr: AggregationsSpec, catalog: FieldCatalog
+) -> dict[str, dict[str, Any]]:
     """The raw aggregation bodies for ``expr``, keyed by result name (``{}`` for blank/None).
+
+    ``expr`` is an expression (below), or ``elasticsearch.dsl`` aggregation objects or raw
+    aggregation dicts (see :func:`~esmapper.query._dsl_aggs.compile_dsl_aggregations`).
 
     Raises :class:`~esmapper.errors.QueryValidationError` with the position for a syntax
     error, an unknown operation, an unknown field (close names suggested), an operation that
     does not fit the field type (e.g. ``avg`` on a keyword, ``terms`` on a text field without
     a keyword subfield), a bad modifier or option, or two aggregations with the same name.
     """
-    if expr is None or not expr.strip():
+    if expr is None:
+        return {}
+    if not isinstance(expr, str):
+        return compile_dsl_aggregations(expr, catalog)
+    if not expr.strip():
         return {}
     specs = parse_aggregation_expression(expr)
     return _Compiler(expr, catalog).level(specs, (), parent=None)

@@ -489,7 +489,7 @@ def teams() -> Response | tuple[str, int]:
             return _see_other(".teams")
     found = _search(Team, f"company_id:{escape_query_value(company)}", sort="name", limit=100)
     # Head counts: one terms aggregation over the (active) employees.
-    counts = current_mapper.repository(Employee).aggregate("terms:team~100")
+    counts = current_mapper.repository(Employee).aggregate(aggregations="terms:team~100")
     by_team = counts.terms("terms_team")
     head_counts = {b.key: b.total for b in by_team.buckets} if by_team else {}
     html = render_template(

@@ -126,6 +126,9 @@ def test_querying(
     assert "date_created_utc: 2025-03-01=2, 2025-03-02=2, 2025-03-03=3" in out
     assert "acme: avg_age 32.3" in out
     assert "projects by role: dev=4, lead=4" in out
+    assert "'jane': Jane Doe, fragments ['<em>Jane</em> Doe']" in out
+    assert "ages by {'age': 'desc'}: [50, 45, 41] then [38, 34, 31]" in out
+    assert "per_company: acme=3, globex=2, initech=2" in out
     assert "'agee:>30': field=agee position=0: Unknown field 'agee'" in out
     assert len(search(es_client, f"{index_prefix}staff")) == 8
 
