@@ -7,7 +7,11 @@ bare annotation and a default (``age: int = 0``), whose mapping is inferred:
 an ``em.InnerDoc`` subclass -> ``object`` with its properties, ``dict -> object``
 (not indexed).
 
-The mapping objects are ``elasticsearch.dsl`` fields, re-exported from here.
+The mapping objects are ``elasticsearch.dsl`` fields, re-exported from here. ``Object`` and
+``Nested`` are thin subclasses that also take an ``em.InnerDoc`` class, the way
+``elasticsearch.dsl`` users declare embedded documents:
+``reviews: list[Review] = em.field(em.Nested(Review), factory=list)`` maps ``reviews`` as
+``nested`` with Review's properties (``em.Object(Address)``: as ``object``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+from elastic_transport.client_utils import DEFAULT
+from elasticsearch import dsl as _dsl
 from elasticsearch.dsl import (
     Binary,
     Boolean,
@@ -36,8 +42,6 @@ from elasticsearch.dsl import (
     Keyword,
     Long,
     MatchOnlyText,
-    Nested,
-    Object,
     ScaledFloat,
     SearchAsYouType,
     Short,
@@ -100,6 +104,62 @@ KIND_BY_ES_TYPE: dict[str, str] = {
     "date": "datetime",
     "date_nanos": "datetime",
 }
+
+
+def _embedded_model(doc_class: Any, mapping_type: str, kwargs: Mapping[str, Any]) -> type | None:
+    """``doc_class`` when it is an esmapper ``InnerDoc`` class (``None`` when it is anything
+    else, left to ``elasticsearch.dsl``); raises ``TypeError`` for a ``Document`` class, or
+    for ``properties=`` given with the class (the class already says what the properties are).
+    """
+    if not isinstance(doc_class, type):
+        return None
+    from esmapper.model.document import Document, InnerDoc
+
+    if issubclass(doc_class, Document):
+        raise TypeError(
+            f"{mapping_type}({doc_class.__name__}): a Document is stored in its own index; "
+            "an embedded object is an em.InnerDoc subclass"
+        )
+    if not issubclass(doc_class, InnerDoc):
+        return None
+    if doc_class is InnerDoc:
+        raise TypeError(f"{mapping_type}() takes a subclass of em.InnerDoc, not InnerDoc itself")
+    if "properties" in kwargs:
+        raise TypeError(
+            f"{mapping_type}({doc_class.__name__}, properties=...): the properties come from "
+            f"{doc_class.__name__}; give one or the other"
+        )
+    return doc_class
+
+
+class Object(_dsl.Object):
+    """``elasticsearch.dsl``'s ``Object`` mapping, which also takes an ``em.InnerDoc`` class:
+    ``em.field(em.Object(Address))`` maps the field as ``object`` with Address's properties
+    (the same as the inferred ``address: Address | None = None``). Other arguments are
+    ``elasticsearch.dsl``'s (``enabled=``, ``dynamic=``, ...)."""
+
+    def __init__(self, doc_class: Any = DEFAULT, *args: Any, **kwargs: Any) -> None:
+        inner = _embedded_model(doc_class, "Object", kwargs)
+        super().__init__(DEFAULT if inner is not None else doc_class, *args, **kwargs)
+        self._esm_inner = inner
+
+
+class Nested(_dsl.Nested):
+    """``elasticsearch.dsl``'s ``Nested`` mapping, which also takes an ``em.InnerDoc`` class:
+    ``em.field(em.Nested(Review), factory=list)`` maps a ``list[Review]`` as ``nested`` with
+    Review's properties, so a filter's conditions on one nested path must hold on the same
+    review. Other arguments are ``elasticsearch.dsl``'s (``include_in_parent=``, ...)."""
+
+    def __init__(self, doc_class: Any = DEFAULT, *args: Any, **kwargs: Any) -> None:
+        inner = _embedded_model(doc_class, "Nested", kwargs)
+        super().__init__(DEFAULT if inner is not None else doc_class, *args, **kwargs)
+        self._esm_inner = inner
+
+
+def embedded_model(mapping: Field) -> type | None:
+    """The ``InnerDoc`` class given to ``em.Object(...)`` / ``em.Nested(...)``, if any."""
+    inner: type | None = getattr(mapping, "_esm_inner", None)
+    return inner
 
 
 @attrs.frozen(slots=True)
@@ -194,6 +254,15 @@ def spec_from_annotation(
         tp, _ = _unwrap_optional(tp)
     inner = tp if is_inner_doc(tp) else None
     enum_cls = tp if isinstance(tp, type) and issubclass(tp, enum.Enum) else None
+    declared = embedded_model(mapping) if mapping is not None else None
+    if declared is not None and inner is not declared:
+        if inner is not None or tp is not Any:
+            raise TypeError(
+                f"attribute {name!r}: the mapping embeds {declared.__name__} but the annotation "
+                f"is {annotation!r}; annotate it {declared.__name__}, "
+                f"{declared.__name__} | None or list[{declared.__name__}]"
+            )
+        inner = declared
 
     if mapping is not None:
         mapping_dict = mapping.to_dict()

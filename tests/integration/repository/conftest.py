@@ -6,6 +6,7 @@ import pytest
 
 import esmapper as em
 
+from .books import Book
 from .models import Employee, Message
 
 
@@ -24,3 +25,15 @@ def employees(mapper: em.Mapper) -> em.Repository[Employee]:
 @pytest.fixture
 def messages(mapper: em.Mapper) -> em.Repository[Message]:
     return mapper.repository(Message)
+
+
+@pytest.fixture
+def book_mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
+    with em.Mapper(es_url, models=[Book], index_prefix=index_prefix) as m:
+        m.configure_indexes()
+        yield m
+
+
+@pytest.fixture
+def books(book_mapper: em.Mapper) -> em.Repository[Book]:
+    return book_mapper.repository(Book)
