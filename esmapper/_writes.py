@@ -116,9 +116,10 @@ _CLOCK_SKEW = _dt.timedelta(minutes=1)
 _CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
 
-def _needs_fixing(created: _dt.datetime | None, latest: _dt.datetime) -> bool:
-    """A created date that is missing, before 1971 or later than ``latest`` is replaced."""
-    return created is None or created.year < 1971 or created > latest
+def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
+    """A created date that is missing, before 1971 or later than ``latest`` is replaced (so
+    is a stored value the model could not read as a date: see esmapper.model.lenient)."""
+    return not isinstance(created, _dt.datetime) or created.year < 1971 or created > latest
 
 
 def composed_id(info: ModelInfo, doc: Any) -> str:

@@ -169,8 +169,11 @@ def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:
         if isinstance(value, list | dict):
             return f"field {name!r} holds a {type(value).__name__}, not a single value"
     try:
-        # Load only the id fields, the way the model loads them (dates, enums...).
-        doc = info.from_source({name: source[name] for name in names}, None, None)
+        # Load only the id fields, the way the model loads them (dates, enums...); strictly:
+        # a value the model does not know cannot give the id add would compose.
+        strict = info.lenient.strict
+        assert strict is not None
+        doc = strict({name: source[name] for name in names}, None, None)
         values = [getattr(doc, name) for name in names]
     except Exception as exc:  # the model cannot read a value; nothing is written
         return f"fields {', '.join(names)} cannot be read: {exc}"

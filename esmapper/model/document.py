@@ -21,7 +21,7 @@ import attrs
 from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import tracking
-from esmapper.model.codec import compile_codec, compile_normalizer, make_converter
+from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
     declared_mapping,
@@ -30,6 +30,7 @@ from esmapper.model.fields import (
     spec_from_annotation,
 )
 from esmapper.model.info import IndexOptions, ModelInfo
+from esmapper.model.normalize import compile_normalizer
 from esmapper.model.state import DocState
 
 __all__ = [
@@ -228,7 +229,7 @@ def _build_info(
     raw_slots: dict[str, Any] | None = None,
 ) -> ModelInfo:
     has_version = is_document and issubclass(cls, Versioned)
-    to_source, from_source = compile_codec(
+    to_source, from_source, lenient = compile_codec(
         cls,
         specs,
         attributes,
@@ -258,6 +259,7 @@ def _build_info(
         fields=specs,
         to_source=to_source,
         from_source=from_source,
+        lenient=lenient,
         normalizer=compile_normalizer(cls, specs, raw_slots),
         is_document=is_document,
         index=index,
@@ -270,7 +272,9 @@ def _build_info(
 
 class _ModelBase(metaclass=ModelMeta):
     __esm_base__ = True
-    __slots__ = ("_esm_state",)
+    # _esm_state: see esmapper.model.state; _esm_raw (unset unless needed): the values
+    # loaded as stored that the model does not know (esmapper.model.lenient)
+    __slots__ = ("_esm_raw", "_esm_state")
     __esmapper__: ClassVar[ModelInfo]
     __esm_watched__: ClassVar[frozenset[str]] = frozenset()
 
@@ -317,7 +321,10 @@ class Document(_ModelBase):
         Reads ``_id``, ``_source`` and, for ``Versioned`` models, ``_primary_term`` and
         ``_seq_no`` (as ``version = "<primary_term>:<seq_no>"``). The document counts as
         loaded from the store: ``session.add()`` attaches it as an existing document and its
-        ``_source`` is the original that changes are compared with.
+        ``_source`` is the original that changes are compared with. A value the model does
+        not know (a newer deploy's enum value, ...) is kept as stored and reported once on
+        the ``esmapper.model`` logger; ``to_source()`` writes it back unchanged (see
+        :mod:`esmapper.model.lenient`).
         """
         seq_no = hit.get("_seq_no")
         version = None if seq_no is None else f"{hit['_primary_term']}:{seq_no}"

@@ -11,8 +11,9 @@ import attrs
 
 from esmapper.errors import IndexConfigurationError
 from esmapper.model.catalog import FieldCatalog
-from esmapper.model.codec import Invalid, invalid_error
 from esmapper.model.fields import FieldSpec
+from esmapper.model.lenient import LenientCodec
+from esmapper.model.normalize import Invalid, invalid_error
 
 __all__ = ["IndexOptions", "ModelInfo"]
 
@@ -111,6 +112,8 @@ class ModelInfo:
     to_source: Callable[[Any], dict[str, Any]]
     from_source: Callable[[Any, Any, Any], Any]
     is_document: bool
+    #: the slow paths of ``from_source``/``to_source`` for values the model does not know
+    lenient: LenientCodec
     index: IndexOptions | None = None
     has_dates: bool = False
     soft_deletes: bool = False
