@@ -34,7 +34,9 @@ class Options:
     (``refresh=wait_for``; by-query APIs take only a bool, so ``wait`` means ``true`` there).
     ``soft_deletes``: which documents reads and by-query writes see. ``cache``: ``True`` /
     ``False`` / a cache key (``None``: the model's default). ``notifications``: publish
-    ``entity_changed``. ``validate``: run ``Document.validate``. ``version_check``: send the
+    ``entity_changed``. ``validate``: run ``Document.validate`` on writes of documents, and
+    check a ``PartialPatch`` against the model (unknown fields, types); type checks of
+    whole documents and the refusal of ``NaN`` always run. ``version_check``: send the
     version precondition on saves of ``Versioned`` models.
     """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+import attrs
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
@@ -20,9 +21,10 @@ from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, search_documents
+from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import DocState
 from esmapper.options import Options, check_keywords
-from esmapper.patches import Patch
+from esmapper.patches import PartialPatch, Patch
 from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.results import FindResults
@@ -322,15 +324,32 @@ class Repository(Generic[T]):
 
     def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
-        :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`."""
-        _patching.patch_ids(self, ids, patch, self.options(**options))
+        :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
+        ``PartialPatch`` is checked against the model first (:func:`_checked`)."""
+        opts = self.options(**options)
+        _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
 
     def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
         with version checks: see :mod:`esmapper._patching`). A scan whose point in time is
-        lost more than 10 times raises :class:`SnapshotExpiredError`."""
-        return _patching.patch_all(self, filter, patch, self.options(**options))
+        lost more than 10 times raises :class:`SnapshotExpiredError`. A ``PartialPatch`` is
+        checked against the model first (:func:`_checked`)."""
+        opts = self.options(**options)
+        return _patching.patch_all(self, filter, self._checked(patch, opts), opts)
+
+    def _checked(self, patch: Patch, options: Options) -> Patch:
+        """``patch``, a ``PartialPatch`` checked against the model before anything is sent
+        (:mod:`esmapper.model.partial`): an unknown field, a dotted key or a value of the
+        wrong type raises :class:`DocumentValidationError` naming the field, and values
+        become what the model stores (datetimes, enums, embedded objects). With
+        ``validate=False`` only ``NaN``/infinities are refused (JSON has neither)."""
+        if not isinstance(patch, PartialPatch):
+            return patch
+        if not options.validate:
+            check_finite(self.info, patch.doc)
+            return patch
+        return attrs.evolve(patch, doc=check_partial(self.info, patch.doc))
 
     def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
