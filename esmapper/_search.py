@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
@@ -205,6 +205,9 @@ class SearchRequest:
         self.pages_read = 0
         self.documents_read = 0
         self.last_sort: list[Any] | None = self.search_after
+        #: builds each hit's ``document`` from the raw hit and its version instead of the
+        #: model (``repo.find_as`` projections); ``None``: the model's documents
+        self.project: Callable[[dict[str, Any], str | None], Any] | None = None
 
     def query_body(self) -> dict[str, Any]:
         """The ``query`` part: the user's filter, scored (``bool.must``), plus esmapper's own
@@ -317,6 +320,13 @@ class SearchRequest:
         response = self._send(self.body(size=0), None)
         return 0 if response is None else int(response["hits"]["total"]["value"])
 
+    def exists(self) -> bool:
+        """Whether anything matches: a ``size=0`` search that stops at the first match on
+        each shard (``terminate_after=1``; FEATURES QY-28)."""
+        self._refresh_for_consistency()
+        response = self._send({**self.body(size=0), "terminate_after": 1}, None)
+        return response is not None and int(response["hits"]["total"]["value"]) > 0
+
     def aggregate_only(self) -> Aggregations:
         self._refresh_for_consistency()
         response = self._send(self.body(size=0), None)
@@ -378,6 +388,7 @@ class SearchRequest:
         pit_id = response.get("pit_id", pit_id)
         from_source = self.info.from_source
         partial = self.includes is not None or self.excludes is not None
+        project = self.project
         hits: list[FindHit[Any]] = []
         # the values of our sort only: inside a point in time Elasticsearch appends its
         # _shard_doc tiebreaker, whose values are meaningless in another point in time
@@ -385,8 +396,11 @@ class SearchRequest:
         for raw in response["hits"]["hits"]:
             seq_no = raw.get("_seq_no")
             version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
-            document = from_source(raw.get("_source") or {}, raw["_id"], version)
-            _remember(document, raw, version, partial)
+            if project is not None:
+                document = project(raw, version)
+            else:
+                document = from_source(raw.get("_source") or {}, raw["_id"], version)
+                _remember(document, raw, version, partial)
             sort = raw.get("sort")
             hits.append(
                 FindHit(

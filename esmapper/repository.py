@@ -16,6 +16,7 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _patching, _scan, signals
+from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
@@ -43,6 +44,10 @@ _REMOVE_SIGNALS = (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+#: ``exists(filter=...)`` was not given (``filter=None`` matches every document)
+_NO_FILTER: Any = object()
 
 
 def _hit(raw: dict[str, Any]) -> dict[str, Any]:
@@ -211,9 +216,21 @@ class Repository(Generic[T]):
             if id in hits and _visible(self.info, hits[id].get("_source"), opts.soft_deletes)
         ]
 
-    def exists(self, id: str, **options: Any) -> bool:
-        """Whether ``id`` exists (real-time; a soft-deleted document counts only with
-        ``soft_deletes="all"``/``"deleted"``)."""
+    def exists(self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Any) -> bool:
+        """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
+        ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
+        near-real-time ``size=0`` search with ``terminate_after=1``; ``filter=None``
+        matches every document; FEATURES QY-28). A soft-deleted document counts only with
+        ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
+        before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
+        ``TypeError``."""
+        if filter is not _NO_FILTER:
+            if id is not None:
+                raise TypeError("exists() takes an id or filter=, not both")
+            check_keywords("exists", options, ("partitions",))
+            return self._request("exists", filter, dict(options)).exists()
+        if id is None:
+            raise TypeError("exists() takes an id, or filter= to test whether anything matches")
         opts = self.options(**options)
         check_id(id)
         if self.spec.is_time_series:
@@ -283,6 +300,25 @@ class Repository(Generic[T]):
         whose point in time is gone raises :class:`SnapshotExpiredError`.
         """
         return self._request("find", filter, kwargs).find()
+
+    def find_as(
+        self, result_type: type[R], filter: str | Query | None = None, **kwargs: Any
+    ) -> FindResults[R]:
+        """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
+        ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
+        ``em.InnerDoc`` subclass (its own fields and converters) or an attrs class (its
+        attributes the model declares, with the model's values; ``id`` from the hit).
+        Without ``includes=`` a class asks only for its own fields. Sends one search (and
+        one per ``next_page()``); projections are not documents (they cannot be saved).
+        Raises QueryValidationError before sending for a bad filter, or a required
+        attribute the model does not declare or ``includes`` leave out (FEATURES QY-33;
+        see :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
+        project, includes = projection(self.info, result_type, kwargs.get("includes"))
+        if includes is not None:
+            kwargs["includes"] = includes
+        request = self._request("find_as", filter, kwargs)
+        request.project = project
+        return request.find()
 
     def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
