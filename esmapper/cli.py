@@ -3,7 +3,8 @@
 Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
-(``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run]``, ``status``, ``maintain``,
+(``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
+[--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
 ``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply]``; a model NAME is its
 class name or its index name (with or without the prefix), case-insensitive.
 
@@ -35,6 +36,7 @@ from esmapper.errors import EsmapperError, LockError
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import index_version, view_index
+from esmapper.migrations.runner import LOCK_TTL
 
 __all__ = ["main"]
 
@@ -221,9 +223,19 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
 @click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
 @click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
               help="How long to wait for the migrations lock.")  # fmt: skip
+@click.option("--lock-ttl", type=click.FloatRange(min=1), default=LOCK_TTL.total_seconds(),
+              metavar="SECONDS", show_default=True,
+              help="Expiry of the migrations lock (renewed while the run progresses); "
+                   "a killed run blocks the next ones this long.")  # fmt: skip
 @click.pass_context
 def migrate(
-    ctx: click.Context, dry_run: bool, retry_failed: bool, no_reindex: bool, lock_wait: float
+    ctx: click.Context,
+    *,
+    dry_run: bool,
+    retry_failed: bool,
+    no_reindex: bool,
+    lock_wait: float,
+    lock_ttl: float,
 ) -> None:
     """Configure indexes, run pending migrations, reindex outdated indexes."""
     report = run_migrations(
@@ -232,6 +244,7 @@ def migrate(
         retry_failed=retry_failed,
         reindex=not no_reindex,
         lock_wait=timedelta(seconds=lock_wait),
+        lock_ttl=timedelta(seconds=lock_ttl),
         on_outcome=None if dry_run else lambda outcome: click.echo(str(outcome)),
     )
     if dry_run:
