@@ -35,7 +35,7 @@ from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
-from esmapper.migrations.planning import index_version, view_index
+from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
 
 __all__ = ["main"]
@@ -281,7 +281,8 @@ def _table(rows: list[list[str]]) -> Iterator[str]:
 @main.command()
 @click.pass_context
 def status(ctx: click.Context) -> None:
-    """Indexes, versions, alias targets, doc counts and pending migrations (read-only)."""
+    """Indexes, versions, alias targets, doc counts, a migrate run in progress and pending
+    migrations (read-only)."""
     mapper = _mapper(ctx)
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     for model in mapper.models:
@@ -303,6 +304,9 @@ def status(ctx: click.Context) -> None:
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
         click.echo(line)
+    running = in_progress(mapper)
+    if running is not None:
+        click.echo(f"migrate in progress: the migrations lock is held by {running}")
     steps = [s for s in plan(mapper) if s.is_migration]
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:

@@ -4,13 +4,17 @@ A run sends, in order:
 
 1. the ``migrations`` lock: a create-only write of ``<prefix>esmapper-locks/_doc/migrations``
    (see :mod:`esmapper.locks`); held by someone else -> ``UNABLE_TO_ACQUIRE_LOCK``;
-2. ``HEAD /<prefix>esmapper-migrations`` and the reads of
-   :func:`~esmapper.migrations.planning.view_index` per model (did anything exist? if not,
-   it is a fresh install), then ``mapper.configure_indexes()``, then ``PUT
-   /<prefix>esmapper-migrations`` if missing and a search of its records;
-3. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
-   (``completed`` / ``failed``) and a lock renewal;
-4. when every migration succeeded, a reindex of each outdated versioned index (when
+2. ``GET /<prefix>esmapper-migrations/_doc/esmapper:install``: the install record. Without
+   one (the first run of this esmapper on the deployment) a search of the records and the
+   reads of :func:`~esmapper.migrations.planning.view_index` per model decide whether this
+   is a fresh install, and ``PUT /<prefix>esmapper-migrations`` (if missing) and a
+   create-only write of the record store the decision *before any model index is created*
+   (:mod:`esmapper.migrations.install`), so a rerun after a crash decides the same;
+3. ``mapper.configure_indexes()``, then a search of the records;
+4. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
+   (``completed`` / ``failed``) and a lock renewal; on a fresh install the marks (one state
+   write each), then the install record's ``status: completed``;
+5. when every migration succeeded, a reindex of each outdated versioned index (when
    :mod:`esmapper.indexes.reindex` is available), then the lock is released.
 """
 
@@ -29,8 +33,10 @@ import attrs
 from esmapper.errors import LockError
 from esmapper.indexes.configure import IndexState
 from esmapper.locks import Lock, LockProvider
+from esmapper.migrations import install as inst
 from esmapper.migrations import state as st
 from esmapper.migrations.base import (
+    LOCK_NAME,
     Migration,
     MigrationCancelled,
     MigrationContext,
@@ -44,6 +50,7 @@ from esmapper.migrations.planning import (
     REINDEX,
     PlannedStep,
     compute_steps,
+    in_progress,
     index_steps,
     plan,
 )
@@ -55,7 +62,6 @@ __all__ = ["LOCK_NAME", "LOCK_TTL", "MigrationRun", "StepOutcome", "migrate", "r
 
 log = logging.getLogger("esmapper.migrations")
 
-LOCK_NAME = "migrations"
 LOCK_TTL = timedelta(minutes=30)
 _RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress callbacks
 
@@ -126,6 +132,8 @@ class _Runner:
         self.report = MigrationRun(MigrationResult.SUCCESS)
         self._renewed_at = time.monotonic()
         self.cancelled = False
+        self._install: inst.InstallRecord | None = None
+        self._completed: set[str] = set()
 
     def emit(self, outcome: StepOutcome) -> None:
         self.report.outcomes.append(outcome)
@@ -139,9 +147,25 @@ class _Runner:
             raise _LockLost(str(exc)) from exc
         self._renewed_at = time.monotonic()
 
+    def install(self) -> inst.InstallRecord:
+        """The install record; without one, decide now and store it (before any model
+        index is created: a crash after this point is rerun with the same decision)."""
+        record = inst.read_install(self.store)
+        if record is not None:
+            return record
+        decided = inst.decide(
+            self.migrations,
+            self.store.load(),
+            nothing_existed=index_steps(self.mapper)[2],
+            now=self.mapper.clock(),
+        )
+        return inst.record_install(self.store, decided)
+
     def run(self, *, retry_failed: bool, reindex: bool) -> MigrationRun:
-        existed = self.store.exists()
-        nothing_existed = index_steps(self.mapper)[2]
+        install = self.install()
+        fresh = inst.fresh_marks(install)
+        if install.fresh and not install.completed:
+            log.info("fresh install: versioned migrations are marked completed, not run")
         states = self.mapper.configure_indexes()
         self.report.indexes = states
         for s in states:
@@ -149,14 +173,13 @@ class _Runner:
                 step = PlannedStep(CREATE_INDEX, s.alias, "index", None, s.expected_index)
                 self.report.steps.append(step)
                 self.emit(StepOutcome(step, "created"))
-        fresh = not existed and nothing_existed
-        if fresh:
-            log.info("fresh install: versioned migrations are marked completed, not run")
-        self.store.ensure()
-        records = self.store.load()
+        records = self.store.load()  # the install record exists, so does the state index
+        self._install = install
+        self._completed = {i for i, r in records.items() if r.completed}
         steps = compute_steps(self.migrations, records, fresh=fresh, retry_failed=retry_failed)
         self.report.steps.extend(steps)
         try:
+            self.complete_install()  # every mark may be written already (a crash after them)
             result, error = self.run_steps(steps, records)
             if result is MigrationResult.SUCCESS and reindex:
                 result, error = self.reindex_outdated(states)
@@ -188,6 +211,14 @@ class _Runner:
                 failure = failure or error
         return (MigrationResult.FAILED, failure) if failure else (MigrationResult.SUCCESS, None)
 
+    def complete_install(self) -> None:
+        """``status: completed`` on a fresh install's record once all its marks are written."""
+        install = self._install
+        if install is not None and install.fresh and not install.completed:
+            self._install = inst.complete_install(
+                self.store, install, self.mapper.clock(), self._completed
+            )
+
     def mark_completed(self, step: PlannedStep) -> None:
         assert step.migration is not None
         now = self.mapper.clock()
@@ -203,7 +234,9 @@ class _Runner:
                 skipped=True,
             )
         )
+        self._completed.add(step.target)
         self.emit(StepOutcome(step, "marked"))
+        self.complete_install()
 
     def execute(self, step: PlannedStep, record: st.MigrationRecord | None) -> StepOutcome:
         migration = step.migration
@@ -299,7 +332,9 @@ class _Runner:
 
     def _progress(self, progress: Any) -> None:
         log.info("reindex progress: %s/%s", progress.done, progress.total)
-        if time.monotonic() - self._renewed_at >= _RENEW_EVERY:
+        if time.monotonic() - self._renewed_at >= min(
+            _RENEW_EVERY, self.lock.ttl.total_seconds() / 3
+        ):
             self.renew()
 
 
@@ -318,11 +353,13 @@ def run_migrations(
     """Configure indexes, run pending migrations, reindex outdated indexes; the full report.
 
     ``dry_run`` only computes :func:`~esmapper.migrations.plan` (nothing is written, no lock
-    is taken; the result is ``FAILED`` when a step is blocked). ``lock_wait`` is how long to
-    wait for the ``migrations`` lock, ``lock_ttl`` its expiry (renewed after every migration
-    and before every retry). ``retry_failed`` runs failed versioned migrations again.
-    ``reindex=False`` leaves outdated indexes alone. ``cancel`` stops the run between steps
-    (``CANCELLED``). ``on_outcome`` is called after every step.
+    is taken; the result is ``FAILED`` when a step is blocked; a run in progress elsewhere,
+    a live ``migrations`` lock, is a warning and its migration a ``running`` step).
+    ``lock_wait`` is how long to wait for the ``migrations`` lock, ``lock_ttl`` its expiry
+    (renewed after every migration and before every retry; a killed run blocks the next
+    ones until it expires). ``retry_failed`` runs failed versioned migrations again.
+    ``reindex=False`` leaves outdated indexes alone. ``cancel`` stops the run between
+    steps (``CANCELLED``). ``on_outcome`` is called after every step.
 
     Raises :class:`~esmapper.errors.MigrationError` for invalid migrations (before anything
     is sent), :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes``
@@ -331,11 +368,17 @@ def run_migrations(
     migrations = load_migrations(mapper.migrations)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
+        running = in_progress(mapper)
+        warnings = [] if running is None else [f"a migrate run is in progress: {running}"]
         blocked = next((s for s in steps if s.action == BLOCKED), None)
         if blocked is None:
-            return MigrationRun(MigrationResult.SUCCESS, steps=steps, dry_run=True)
+            return MigrationRun(
+                MigrationResult.SUCCESS, steps=steps, warnings=warnings, dry_run=True
+            )
         error = f"migration {blocked.target} {blocked.reason}"
-        return MigrationRun(MigrationResult.FAILED, steps=steps, error=error, dry_run=True)
+        return MigrationRun(
+            MigrationResult.FAILED, steps=steps, error=error, warnings=warnings, dry_run=True
+        )
     provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     try:
         lock = provider.acquire(LOCK_NAME, lock_ttl, wait=lock_wait)
