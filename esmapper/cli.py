@@ -33,6 +33,7 @@ from elasticsearch import ApiError, NotFoundError
 
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
+from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
@@ -237,7 +238,8 @@ def migrate(
     lock_wait: float,
     lock_ttl: float,
 ) -> None:
-    """Configure indexes, run pending migrations, reindex outdated indexes."""
+    """Configure indexes, run pending migrations, reindex outdated indexes, delete old
+    indexes a killed reindex left behind."""
     report = run_migrations(
         _mapper(ctx),
         dry_run=dry_run,
@@ -281,10 +283,11 @@ def _table(rows: list[list[str]]) -> Iterator[str]:
 @main.command()
 @click.pass_context
 def status(ctx: click.Context) -> None:
-    """Indexes, versions, alias targets, doc counts, a migrate run in progress and pending
-    migrations (read-only)."""
+    """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
+    in progress and pending migrations (read-only)."""
     mapper = _mapper(ctx)
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
+    left: list[Leftover] = []
     for model in mapper.models:
         spec = mapper.spec(model)
         view = view_index(mapper.client, spec)
@@ -300,10 +303,18 @@ def status(ctx: click.Context) -> None:
         state = "outdated" if view.outdated else "ok" if view.exists else "missing"
         if view.current is None and view.exists and spec.kind == "versioned":
             state = "no alias"
+        leftovers = find_leftovers(mapper.client, spec)
+        if leftovers and state == "ok":
+            state = "leftover"
+        left.extend(leftovers)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
         click.echo(line)
+    if left:
+        click.echo(f"old indexes left behind: {len(left)}")
+        for leftover in left:
+            click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
     running = in_progress(mapper)
     if running is not None:
         click.echo(f"migrate in progress: the migrations lock is held by {running}")

@@ -36,7 +36,9 @@ of an older esmapper, is never a fresh install: it runs everything.
 the lock expires (``lock_ttl``, ``esmapper migrate --lock-ttl``, 30 minutes by default), or
 until its document is deleted (:mod:`esmapper.locks`). While the lock is live,
 :func:`plan` / ``esmapper status`` show its ``started`` migration as ``running`` (with the
-holder and since when); once it expired, as interrupted.
+holder and since when); once it expired, as interrupted. An old index a killed reindex left
+behind is reported by ``esmapper status`` and deleted by the next ``migrate``
+(:mod:`esmapper.indexes.leftovers`).
 
 A migration id is ``str(version)`` for versioned/resumable migrations and
 ``module.QualifiedName`` for repeatable ones (override with ``id``). Duplicate versions or ids,

@@ -17,6 +17,9 @@ The rules (also in the package docstring):
 - **repeatable** migrations come after: they run when they never completed, when their last
   run failed, when their ``version`` differs from the recorded one, or always
   (``always = True``).
+- Index steps: missing indexes are created first; after the migrations, outdated indexes
+  are reindexed, then old indexes a killed reindex left behind are deleted
+  (:mod:`esmapper.indexes.leftovers`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import attrs
 from elasticsearch import NotFoundError
 
 from esmapper.indexes.configure import index_state
+from esmapper.indexes.leftovers import find_leftovers
 from esmapper.locks import LockHolder, LockProvider
 from esmapper.migrations.base import LOCK_NAME, Migration, load_migrations
 from esmapper.migrations.install import decide, fresh_marks, read_install
@@ -47,12 +51,14 @@ __all__ = [
     "compute_steps",
     "in_progress",
     "index_steps",
+    "leftover_steps",
     "plan",
     "view_index",
 ]
 
 CREATE_INDEX = "create_index"
 REINDEX = "reindex"
+DELETE_INDEX = "delete_index"
 MARK_COMPLETED = "mark_completed"
 RUN = "run"
 RUNNING = "running"
@@ -66,9 +72,9 @@ class PlannedStep:
     """One thing ``migrate`` would do.
 
     ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
-    ``mark_completed``, ``run``, ``running`` (in another process, now) or ``blocked``
-    (migration steps: ``target`` is the migration id, ``migration`` the instance);
-    ``reason`` says why.
+    ``delete_index`` (``target`` is a leftover old index), ``mark_completed``, ``run``,
+    ``running`` (in another process, now) or ``blocked`` (migration steps: ``target`` is the
+    migration id, ``migration`` the instance); ``reason`` says why.
     """
 
     action: str
@@ -298,6 +304,24 @@ def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], b
     return creates, reindexes, all_missing
 
 
+def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
+    """A ``delete_index`` step per old index a reindex left behind that ``migrate`` deletes
+    (:func:`esmapper.indexes.leftovers.find_leftovers`: ``GET /<alias>-v*`` per versioned
+    model); changes nothing."""
+    steps: list[PlannedStep] = []
+    for model in mapper.models:
+        spec = mapper.spec(model)
+        for leftover in find_leftovers(mapper.client, spec):
+            if leftover.deletable:
+                steps.append(
+                    PlannedStep(
+                        DELETE_INDEX, leftover.index, "index", leftover.version,
+                        reason=f"{leftover.docs} documents; {leftover.reason}",
+                    )
+                )  # fmt: skip
+    return steps
+
+
 def in_progress(mapper: Mapper) -> LockHolder | None:
     """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
@@ -309,8 +333,8 @@ def in_progress(mapper: Mapper) -> LockHolder | None:
 def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
-    Index steps (``create_index``, then after the migrations ``reindex``) come from
-    ``GET /_alias`` / ``HEAD`` requests; migration steps
+    Index steps (``create_index``; after the migrations ``reindex``, then ``delete_index``)
+    come from ``GET /_alias`` / ``HEAD`` / ``GET /<alias>-v*`` requests; migration steps
     from ``POST /<prefix>esmapper-migrations/_search``, the install record (``GET``, see
     :mod:`esmapper.migrations.install`: the same freshness decision as the run's) and the
     ``migrations`` lock (``GET``: a live one shows the migration it runs as ``running``).
@@ -333,4 +357,4 @@ def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
         retry_failed=retry_failed,
         running=in_progress(mapper),
     )
-    return [*creates, *steps, *reindexes]
+    return [*creates, *steps, *reindexes, *leftover_steps(mapper)]

@@ -15,7 +15,9 @@ A run sends, in order:
    (``completed`` / ``failed``) and a lock renewal; on a fresh install the marks (one state
    write each), then the install record's ``status: completed``;
 5. when every migration succeeded, a reindex of each outdated versioned index (when
-   :mod:`esmapper.indexes.reindex` is available), then the lock is released.
+   :mod:`esmapper.indexes.reindex` is available), then the deletion of old indexes a killed
+   reindex left behind (:func:`esmapper.indexes.leftovers.delete_leftovers`); then the lock
+   is released.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import attrs
 
 from esmapper.errors import LockError
 from esmapper.indexes.configure import IndexState
+from esmapper.indexes.leftovers import delete_leftovers
 from esmapper.locks import Lock, LockProvider
 from esmapper.migrations import install as inst
 from esmapper.migrations import state as st
@@ -46,6 +49,7 @@ from esmapper.migrations.base import (
 from esmapper.migrations.planning import (
     BLOCKED,
     CREATE_INDEX,
+    DELETE_INDEX,
     MARK_COMPLETED,
     REINDEX,
     PlannedStep,
@@ -63,13 +67,13 @@ __all__ = ["LOCK_NAME", "LOCK_TTL", "MigrationRun", "StepOutcome", "migrate", "r
 log = logging.getLogger("esmapper.migrations")
 
 LOCK_TTL = timedelta(minutes=30)
-_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress callbacks
+_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress (at most ttl/3)
 
 
 @attrs.define
 class StepOutcome:
-    """What happened to one step: ``status`` is ``created`` / ``reindexed`` (index steps),
-    ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
+    """What happened to one step: ``status`` is ``created`` / ``reindexed`` / ``deleted``
+    (index steps), ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
 
     step: PlannedStep
     status: str
@@ -183,6 +187,8 @@ class _Runner:
             result, error = self.run_steps(steps, records)
             if result is MigrationResult.SUCCESS and reindex:
                 result, error = self.reindex_outdated(states)
+            if result is MigrationResult.SUCCESS and reindex:
+                result, error = self.delete_leftovers()
         except _LockLost as exc:
             result, error = MigrationResult.FAILED, f"the migrations lock was lost: {exc}"
         self.report.result, self.report.error = result, error
@@ -319,7 +325,9 @@ class _Runner:
             self.report.steps.append(step)
             started = time.monotonic()
             try:
-                reindex(self.mapper, by_alias[s.alias], progress=self._progress)
+                reindex(
+                    self.mapper, by_alias[s.alias], progress=self._progress, lock_ttl=self.lock.ttl
+                )
             except _LockLost:
                 raise
             except Exception as exc:
@@ -328,6 +336,35 @@ class _Runner:
                 self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
                 return MigrationResult.FAILED, f"reindex of {s.alias} failed: {error}"
             self.emit(StepOutcome(step, "reindexed", 1, time.monotonic() - started))
+        return MigrationResult.SUCCESS, None
+
+    def delete_leftovers(self) -> tuple[MigrationResult, str | None]:
+        """Delete the old indexes a killed reindex left behind (one step per index)."""
+        for model in self.mapper.models:
+            alias = self.mapper.spec(model).alias
+            started = time.monotonic()
+            try:
+                # a killed run's reindex:<alias> lock expires within the ttl: wait for it
+                deleted = delete_leftovers(
+                    self.mapper, model, lock_wait=self.lock.ttl, lock_ttl=self.lock.ttl
+                )
+            except LockError as exc:  # a reindex of this model runs now: it is its business
+                message = f"old indexes of {alias} not checked: {exc}"
+                log.warning(message)
+                self.report.warnings.append(message)
+                continue
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("deleting old indexes of %s failed: %s", alias, error, exc_info=True)
+                step = PlannedStep(DELETE_INDEX, alias, "index", reason="leftover old indexes")
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+                return MigrationResult.FAILED, f"deleting old indexes of {alias} failed: {error}"
+            for index in deleted:
+                reason = f"left behind by a reindex; {alias} points at its current index"
+                step = PlannedStep(DELETE_INDEX, index, "index", reason=reason)
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "deleted", 1, time.monotonic() - started))
         return MigrationResult.SUCCESS, None
 
     def _progress(self, progress: Any) -> None:
@@ -356,9 +393,11 @@ def run_migrations(
     is taken; the result is ``FAILED`` when a step is blocked; a run in progress elsewhere,
     a live ``migrations`` lock, is a warning and its migration a ``running`` step).
     ``lock_wait`` is how long to wait for the ``migrations`` lock, ``lock_ttl`` its expiry
-    (renewed after every migration and before every retry; a killed run blocks the next
-    ones until it expires). ``retry_failed`` runs failed versioned migrations again.
-    ``reindex=False`` leaves outdated indexes alone. ``cancel`` stops the run between
+    and that of the ``reindex:<alias>`` locks the run takes (renewed after every migration,
+    before every retry and during reindexes; a killed run blocks the next ones until they
+    expire; the cleanup of a killed reindex's old index waits that long for its lock).
+    ``retry_failed`` runs failed versioned migrations again. ``reindex=False`` leaves
+    outdated indexes (and old indexes left behind) alone. ``cancel`` stops the run between
     steps (``CANCELLED``). ``on_outcome`` is called after every step.
 
     Raises :class:`~esmapper.errors.MigrationError` for invalid migrations (before anything

@@ -1,5 +1,5 @@
-"""Crash recovery in-process: an interrupted fresh install, a run in progress seen by plans.
-(test_kill9.py kills the real command.)"""
+"""Crash recovery in-process: an interrupted fresh install, a run in progress seen by plans,
+and old indexes a reindex left behind. (test_kill9.py kills the real command.)"""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 from elasticsearch import ApiError, Elasticsearch
 
 import esmapper as em
+from esmapper.indexes import find_leftovers, reindex
+from esmapper.locks import LockProvider
 from esmapper.migrations import (
     MigrationContext,
     MigrationRecord,
@@ -210,3 +212,102 @@ def test_a_started_record_without_its_run_is_interrupted(
     (step,) = plan(mapper)
     assert step.action == "blocked"
     assert "was interrupted" in step.reason and "--retry-failed" in step.reason
+
+
+# -- 7. old indexes left behind by a reindex ---------------------------------------------
+
+
+class EmployeeV2(em.Document):
+    class Index:
+        name = "employees"
+        version = 2
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    name: str = em.field(em.Keyword(), default="")
+    department: str | None = em.field(em.Keyword(), default=None)
+
+
+def with_data(make_mapper: MakeMapper, n: int = 12) -> em.Mapper:
+    v1 = make_mapper()
+    v1.configure_indexes()
+    v1.repository(Employee).add([Employee(name=f"e{i}") for i in range(n)], consistency="immediate")
+    return make_mapper(models=(EmployeeV2,))
+
+
+def test_an_old_index_left_after_the_swap_is_reported_then_deleted_by_migrate(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str, es_client: Elasticsearch
+) -> None:
+    mapper = with_data(make_mapper)
+    alias, v1 = f"{index_prefix}employees", f"{index_prefix}employees-v1"
+    proxy.reply_status(500, method="DELETE", path=rf"/{v1}$")  # stops right after the swap
+    dying = em.Mapper(proxy.url, models=[EmployeeV2], index_prefix=index_prefix)
+    with dying, pytest.raises(ApiError):
+        reindex(dying, EmployeeV2)
+    assert list(es_client.indices.get_alias(name=alias).body) == [f"{alias}-v2"]
+    (left,) = find_leftovers(es_client, mapper.spec(EmployeeV2))
+    assert (left.index, left.docs, left.write_blocked, left.deletable) == (v1, 12, True, True)
+    assert left.replaced_by == f"{alias}-v2" and left.keep is None
+    assert [(s.action, s.target) for s in plan(mapper)] == [("delete_index", v1)]
+
+    report = run_migrations(mapper)
+    assert report.result is MigrationResult.SUCCESS, report.error
+    assert [(o.status, o.step.target) for o in report.outcomes] == [("deleted", v1)]
+    assert not es_client.indices.exists(index=v1)
+    assert es_client.count(index=alias)["count"] == 12
+    assert find_leftovers(es_client, mapper.spec(EmployeeV2)) == []
+    assert run_migrations(mapper).outcomes == []
+
+
+def test_an_old_index_kept_on_purpose_is_reported_not_deleted(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    mapper = with_data(make_mapper)
+    v1 = f"{index_prefix}employees-v1"
+    result = reindex(mapper, EmployeeV2, delete_old=False)
+    assert (result.swapped, result.old_deleted) == (True, False)
+    (left,) = find_leftovers(es_client, mapper.spec(EmployeeV2))
+    assert (left.index, left.keep, left.deletable) == (v1, "delete_old=False", False)
+    assert "kept by the reindex" in left.reason
+    assert plan(mapper) == []
+    assert run_migrations(mapper).outcomes == []
+    assert es_client.indices.exists(index=v1)
+
+
+def test_unmarked_old_and_failed_newer_indexes_are_never_deleted(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    mapper = with_data(make_mapper)
+    reindex(mapper, EmployeeV2)  # alias on -v2, -v1 deleted
+    alias = f"{index_prefix}employees"
+    es_client.indices.create(index=f"{alias}-v0")  # not marked: not by a reindex
+    es_client.indices.add_block(index=f"{alias}-v0", block="write")
+    es_client.indices.create(index=f"{alias}-v3")  # newer: a reindex target's business
+    es_client.index(index=f"{alias}-v3", id="x", document={"name": "x"}, refresh=True)
+    es_client.indices.create(index=f"{alias}-v1-archive")  # not the versioned naming
+
+    (left,) = find_leftovers(es_client, mapper.spec(EmployeeV2))
+    assert (left.index, left.deletable) == (f"{alias}-v0", False)
+    assert "not marked by a reindex" in left.reason
+    assert run_migrations(mapper).result is MigrationResult.SUCCESS
+    for index in (f"{alias}-v0", f"{alias}-v2", f"{alias}-v3", f"{alias}-v1-archive"):
+        assert es_client.indices.exists(index=index), index
+    assert list(es_client.indices.get_alias(name=alias).body) == [f"{alias}-v2"]
+
+
+def test_the_cleanup_waits_for_a_reindex_lock_then_leaves_it_to_the_next_run(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str, es_client: Elasticsearch
+) -> None:
+    mapper = with_data(make_mapper, 3)
+    v1 = f"{index_prefix}employees-v1"
+    proxy.reply_status(500, method="DELETE", path=rf"/{v1}$")
+    dying = em.Mapper(proxy.url, models=[EmployeeV2], index_prefix=index_prefix)
+    with dying, pytest.raises(ApiError):
+        reindex(dying, EmployeeV2)
+    locks = LockProvider(es_client, index_prefix=index_prefix)
+    with locks.acquire(f"reindex:{index_prefix}employees", timedelta(minutes=5)):
+        report = run_migrations(mapper, lock_ttl=timedelta(seconds=1))
+    assert report.result is MigrationResult.SUCCESS
+    assert report.warnings and "held by another process" in report.warnings[0]
+    assert es_client.indices.exists(index=v1)
+    assert [o.step.target for o in run_migrations(mapper).outcomes] == [v1]
+    assert not es_client.indices.exists(index=v1)

@@ -29,6 +29,7 @@ from elasticsearch import Elasticsearch
 
 import esmapper
 from esmapper.cli import load_mapper, main
+from esmapper.indexes import find_leftovers
 from esmapper.migrations import MigrationRecord, StateStore
 from esmapper.migrations.install import read_install
 from esmapper.testing.faults import FaultProxy
@@ -363,3 +364,65 @@ def test_a_versioned_migration_killed_mid_run_is_interrupted_until_retried(
     assert_migrated_once(es_client, index_prefix, {"1": 1, "2": 1, "3": 2})
     assert ids(es_client, app.alias) == sorted(EXISTING + MIGRATED)
     status_ok(app, module, docs=len(EXISTING + MIGRATED))
+
+
+# -- 7. a reindex killed around the alias swap -------------------------------------------
+
+REINDEX_POINTS = {
+    "between the alias swap and deleting the old index": ("DELETE", r"-employees-v1$"),
+    "at the alias swap": ("POST", r"^/_aliases$"),
+}
+
+
+@pytest.mark.parametrize("point", list(REINDEX_POINTS))
+def test_a_reindex_killed_around_the_swap_is_finished_by_the_rerun(
+    point: str, app: App, proxy: FaultProxy, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    v1_app = app.module()
+    installed = app.cli(v1_app, "migrate")  # a fresh install at version 1
+    assert installed.exit_code == 0, installed.output
+    for id_ in EXISTING:
+        es_client.index(index=app.alias, id=id_, document={"name": id_})
+    expected = sorted([*EXISTING, "seed"])
+    v1, v2 = f"{app.alias}-v1", f"{app.alias}-v2"
+    v2_app = app.module(version=2)
+
+    method, path = REINDEX_POINTS[point]
+    reached = held(proxy, method, path)
+    proc = app.start(v2_app, "--lock-ttl", "1", url=proxy.url)
+    wait_for(point, reached, proc)
+    kill9(proc)
+    proxy.stop()
+
+    assert ids(es_client, v1) == expected and es_client.indices.exists(index=v2)
+    status = app.cli(v2_app, "status").stdout
+    if point.startswith("between"):
+        assert list(es_client.indices.get_alias(name=app.alias).body) == [v2]
+        assert status.splitlines()[1].split()[-1] == "leftover"
+        assert (
+            f"old indexes left behind: 1\n  {v1} ({len(expected)} documents): the reindex into "
+            f"{v2} stopped before deleting it; migrate deletes it\n"
+        ) in status
+        dry = app.cli(v2_app, "migrate", "--dry-run").stdout
+        assert dry.splitlines()[1].split()[:2] == ["delete_index", f"{v1}:"]
+    else:
+        assert list(es_client.indices.get_alias(name=app.alias).body) == [v1]
+        assert status.splitlines()[1].split()[-1] == "outdated"
+        assert "left behind" not in status
+
+    rerun = app.migrate(v2_app)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    done = rerun.stdout.splitlines()[-2].split()
+    finished = ["deleted", v1] if point.startswith("between") else ["reindexed", app.alias]
+    assert done[:2] == finished
+    assert not es_client.indices.exists(index=v1)
+    assert list(es_client.indices.get_alias(name=app.alias).body) == [v2]
+    assert ids(es_client, app.alias) == expected  # none lost, none doubled
+    mapper = load_mapper(v2_app)
+    assert find_leftovers(es_client, mapper.spec(mapper.models[0])) == []
+    lines = status_ok(app, v2_app, docs=len(expected))
+    assert lines[1].split()[2:4] == [v2, "2/2"]
+    records = state(es_client, index_prefix)
+    assert sorted(records) == ["1", "2", "3", "seed"]
+    assert all(r.completed for r in records.values())
+    assert records["seed"].attempts == 1  # not run again by the version 2 app

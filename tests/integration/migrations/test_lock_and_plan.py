@@ -169,7 +169,7 @@ def fake_reindex(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, Any]]:
     called: list[tuple[type, Any]] = []
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         progress(types.SimpleNamespace(done=1, total=1))
         called.append((model, progress))
 
@@ -199,7 +199,7 @@ def test_a_failing_reindex_fails_the_run(
 ) -> None:
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         raise em.IndexConfigurationError("count check failed")
 
     module.reindex = reindex  # type: ignore[attr-defined]

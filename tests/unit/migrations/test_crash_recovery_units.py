@@ -1,5 +1,5 @@
-"""The pure parts of crash recovery: the fresh-install decision, a run in progress in a
-plan."""
+"""The pure parts of crash recovery: the fresh-install decision, a run in progress in a plan,
+the leftover classification and the reindex's keep decision."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import esmapper as em
+from esmapper.indexes.leftovers import Leftover
+from esmapper.indexes.reindex import _keep_reason
 from esmapper.locks import LockHolder
 from esmapper.migrations import MigrationRecord, compute_steps, load_migrations
 from esmapper.migrations.install import InstallRecord, decide, fresh_marks
@@ -108,3 +110,40 @@ def test_lock_holder_liveness_and_text() -> None:
     h = holder()
     assert h.live(T0) and not h.live(T0 + timedelta(minutes=30))
     assert str(h) == "host:42:abcd since 2030-01-01T00:00:00Z, expires 2030-01-01T00:30:00Z"
+
+
+# -- leftovers and the keep decision -----------------------------------------------------
+
+
+def leftover(**kw: object) -> Leftover:
+    values: dict[str, object] = {
+        "index": "e-v1", "version": 1, "target": "e-v2", "current": True, "docs": 3,
+        "write_blocked": True, "replaced_by": "e-v2", "keep": None,
+    }  # fmt: skip
+    values.update(kw)
+    return Leftover(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "deletable", "words"),
+    [
+        ({}, True, "stopped before deleting it; migrate deletes it"),
+        ({"keep": "delete_old=False"}, False, "kept by the reindex into e-v2: delete_old=False"),
+        ({"replaced_by": None}, False, "not marked by a reindex; delete it by hand"),
+        ({"write_blocked": False}, False, "but not write-blocked; delete it by hand"),
+        ({"current": False}, False, "once the alias is current"),
+    ],
+)
+def test_only_a_marked_blocked_leftover_behind_a_current_alias_is_deletable(
+    changes: dict[str, object], deletable: bool, words: str
+) -> None:
+    item = leftover(**changes)
+    assert item.deletable is deletable
+    assert words in item.reason
+
+
+def test_the_keep_decision_is_the_delete_old_rule() -> None:
+    assert _keep_reason(True, 10, 10, "e-v2") is None
+    assert _keep_reason(True, 10, 11, "e-v2") is None
+    assert _keep_reason(False, 10, 10, "e-v2") == "delete_old=False"
+    assert _keep_reason(True, 10, 9, "e-v2") == "e-v2 has 9 documents, fewer than its 10"
