@@ -3,7 +3,8 @@
 Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
-(``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run]``, ``status``, ``maintain``,
+(``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
+[--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
 ``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply]``; a model NAME is its
 class name or its index name (with or without the prefix), case-insensitive.
 
@@ -32,9 +33,11 @@ from elasticsearch import ApiError, NotFoundError
 
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
+from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
-from esmapper.migrations.planning import index_version, view_index
+from esmapper.migrations.planning import in_progress, index_version, view_index
+from esmapper.migrations.runner import LOCK_TTL
 
 __all__ = ["main"]
 
@@ -221,17 +224,29 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
 @click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
 @click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
               help="How long to wait for the migrations lock.")  # fmt: skip
+@click.option("--lock-ttl", type=click.FloatRange(min=1), default=LOCK_TTL.total_seconds(),
+              metavar="SECONDS", show_default=True,
+              help="Expiry of the migrations lock (renewed while the run progresses); "
+                   "a killed run blocks the next ones this long.")  # fmt: skip
 @click.pass_context
 def migrate(
-    ctx: click.Context, dry_run: bool, retry_failed: bool, no_reindex: bool, lock_wait: float
+    ctx: click.Context,
+    *,
+    dry_run: bool,
+    retry_failed: bool,
+    no_reindex: bool,
+    lock_wait: float,
+    lock_ttl: float,
 ) -> None:
-    """Configure indexes, run pending migrations, reindex outdated indexes."""
+    """Configure indexes, run pending migrations, reindex outdated indexes, delete old
+    indexes a killed reindex left behind."""
     report = run_migrations(
         _mapper(ctx),
         dry_run=dry_run,
         retry_failed=retry_failed,
         reindex=not no_reindex,
         lock_wait=timedelta(seconds=lock_wait),
+        lock_ttl=timedelta(seconds=lock_ttl),
         on_outcome=None if dry_run else lambda outcome: click.echo(str(outcome)),
     )
     if dry_run:
@@ -268,9 +283,11 @@ def _table(rows: list[list[str]]) -> Iterator[str]:
 @main.command()
 @click.pass_context
 def status(ctx: click.Context) -> None:
-    """Indexes, versions, alias targets, doc counts and pending migrations (read-only)."""
+    """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
+    in progress and pending migrations (read-only)."""
     mapper = _mapper(ctx)
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
+    left: list[Leftover] = []
     for model in mapper.models:
         spec = mapper.spec(model)
         view = view_index(mapper.client, spec)
@@ -286,10 +303,21 @@ def status(ctx: click.Context) -> None:
         state = "outdated" if view.outdated else "ok" if view.exists else "missing"
         if view.current is None and view.exists and spec.kind == "versioned":
             state = "no alias"
+        leftovers = find_leftovers(mapper.client, spec)
+        if leftovers and state == "ok":
+            state = "leftover"
+        left.extend(leftovers)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
         click.echo(line)
+    if left:
+        click.echo(f"old indexes left behind: {len(left)}")
+        for leftover in left:
+            click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
+    running = in_progress(mapper)
+    if running is not None:
+        click.echo(f"migrate in progress: the migrations lock is held by {running}")
     steps = [s for s in plan(mapper) if s.is_migration]
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:

@@ -10,7 +10,15 @@ A lock named ``migrations`` or ``reindex:employees`` is the document with that i
   holder whose lock was taken over (it expired) gets :class:`~esmapper.errors.LockError`.
 - **release** deletes the document, conditioned the same way.
 
-Locks expire on their own, so a crashed holder blocks others for at most ``ttl``.
+The document holds ``owner`` (``host:pid:random``), ``acquired_at`` (when this holder took
+it; kept by renewals) and ``expires_at``; :meth:`LockProvider.holder` reads it back as a
+:class:`LockHolder` (``esmapper status`` shows who runs a migration, and since when).
+
+Locks expire on their own, so a crashed holder (``kill -9``) blocks others for at most
+``ttl``; there is no way to tell a dead holder from a live one on another machine. To break
+a lock whose holder is known to be dead, delete its document
+(``DELETE /<prefix>esmapper-locks/_doc/<name>``); a live holder then gets
+:class:`~esmapper.errors.LockError` at its next renewal.
 
 Every write is sent once, without the transport's retries (:mod:`esmapper._transport`): a
 blind resend of a create whose answer was lost got 409 from our own document and locked the
@@ -36,16 +44,36 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import attrs
 from elasticsearch import ConflictError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
 from esmapper.model.codec import format_datetime, parse_datetime
 
-__all__ = ["Lock", "LockProvider"]
+__all__ = ["Lock", "LockHolder", "LockProvider"]
 
 LOCK_INDEX = "esmapper-locks"
 _ATTEMPTS: Final = 2  # a write read back as not applied is sent once more
+
+
+@attrs.frozen
+class LockHolder:
+    """Who holds a lock, as stored: ``owner`` (``host:pid:random``), ``acquired_at`` (when
+    the holder took it) and ``expires_at`` (moved forward by every renewal)."""
+
+    name: str
+    owner: str
+    acquired_at: _dt.datetime | None
+    expires_at: _dt.datetime
+
+    def live(self, now: _dt.datetime) -> bool:
+        """Whether the lock is still held at ``now`` (not expired)."""
+        return self.expires_at > now
+
+    def __str__(self) -> str:
+        since = "" if self.acquired_at is None else f" since {format_datetime(self.acquired_at)}"
+        return f"{self.owner}{since}, expires {format_datetime(self.expires_at)}"
 
 
 class Lock:
@@ -60,11 +88,13 @@ class Lock:
         *,
         seq_no: int,
         primary_term: int,
+        acquired_at: _dt.datetime | None = None,
     ) -> None:
         self.provider = provider
         self.name = name
         self.owner = owner
         self.ttl = ttl
+        self.acquired_at = acquired_at or provider.clock()
         self._seq_no = seq_no
         self._primary_term = primary_term
         self.released = False
@@ -200,11 +230,12 @@ class LockProvider:
         self.sleep = sleep
 
     def body(self, lock: Lock) -> dict[str, Any]:
-        now = self.clock()
+        """The lock document: ``owner``, ``acquired_at`` (the lock's, kept by renewals) and
+        ``expires_at`` (now plus the ttl)."""
         return {
             "owner": lock.owner,
-            "acquired_at": format_datetime(now),
-            "expires_at": format_datetime(now + lock.ttl),
+            "acquired_at": format_datetime(lock.acquired_at),
+            "expires_at": format_datetime(self.clock() + lock.ttl),
         }
 
     def read(self, name: str) -> dict[str, Any] | None:
@@ -214,6 +245,21 @@ class LockProvider:
             return dict(self.client.get(index=self.index, id=name).body)
         except NotFoundError:
             return None
+
+    def holder(self, name: str) -> LockHolder | None:
+        """Who holds ``name`` (``GET`` of the lock document; a missing document or index is
+        ``None``), expired or not: see :meth:`LockHolder.live`."""
+        current = self.read(name)
+        if current is None:
+            return None
+        source = current.get("_source") or {}
+        acquired = source.get("acquired_at")
+        return LockHolder(
+            name=name,
+            owner=str(source.get("owner")),
+            acquired_at=None if acquired is None else parse_datetime(acquired),
+            expires_at=parse_datetime(source["expires_at"]),
+        )
 
     def try_acquire(self, name: str, ttl: _dt.timedelta) -> Lock | None:
         """The lock, or ``None`` when another live holder has it (one attempt).
@@ -300,14 +346,18 @@ class LockProvider:
         wait: _dt.timedelta = _dt.timedelta(0),
         poll: float = 0.5,
     ) -> Lock:
-        """Acquire ``name``, waiting up to ``wait``; raises LockError when it stays held."""
+        """Acquire ``name``, waiting up to ``wait`` (polling every ``poll`` seconds; an
+        expired holder is taken over). Raises LockError, naming the holder, when it stays
+        held."""
         deadline = time.monotonic() + wait.total_seconds()
         while True:
             lock = self.try_acquire(name, ttl)
             if lock is not None:
                 return lock
             if time.monotonic() >= deadline:
+                holder = self.holder(name)
+                by = "" if holder is None else f" ({holder})"
                 raise LockError(
-                    f"lock {name!r} is held by another process", index=self.index, ids=[name]
+                    f"lock {name!r} is held by another process{by}", index=self.index, ids=[name]
                 )
             self.sleep(poll)

@@ -1,12 +1,14 @@
 """Index management: specs, configuration, version reindexing, time-series partitions.
 
 Public entry points: :func:`configure_indexes`, :func:`reindex`, :func:`reindex_outdated`,
+:func:`find_leftovers` / :func:`delete_leftovers` (old indexes a killed reindex left behind),
 :func:`maintain`, :func:`partitions_for_range`, and the errors
 :class:`IndexMaxAgeExceededError` and :class:`ReindexError`.
 """
 
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.errors import IndexMaxAgeExceededError, ReindexError
+from esmapper.indexes.leftovers import Leftover, delete_leftovers, find_leftovers
 from esmapper.indexes.maintenance import MaintenanceReport, maintain
 from esmapper.indexes.reindex import (
     ReindexProgress,
@@ -22,12 +24,15 @@ __all__ = [
     "IndexMaxAgeExceededError",
     "IndexSpec",
     "IndexState",
+    "Leftover",
     "MaintenanceReport",
     "ReindexError",
     "ReindexProgress",
     "ReindexResult",
     "compose_reindex_script",
     "configure_indexes",
+    "delete_leftovers",
+    "find_leftovers",
     "maintain",
     "partitions_for_range",
     "reindex",

@@ -22,11 +22,15 @@ FEATURES IM-13), these phases (FEATURES IM-2, IM-6, IM-8, IM-9, P-15):
    script that drops documents makes them equal or lower): every id the write-blocked old
    index no longer has is deleted from the new one (an id scroll of both, ``_bulk``
    deletes), so a document deleted during the run never comes back. Then count both.
-6. **swap**: one atomic ``POST /_aliases`` (remove the alias from ``-vK`` with
-   ``must_exist``, add it to ``-vN``), sent once. Writes now go to ``-vN``.
+6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
+   (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
+   process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
+   (:mod:`esmapper.indexes.leftovers`); then one atomic ``POST /_aliases`` (remove the alias
+   from ``-vK`` with ``must_exist``, add it to ``-vN``), sent once. Writes now go to ``-vN``.
 7. **delete_old**: ``DELETE /<alias>-vK`` only when ``delete_old`` and the new count >= the
    old count (FEATURES IM-8; fewer happens when a script drops documents); otherwise the
-   old index stays, write-blocked, for inspection.
+   old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
+   meanwhile) is fine.
 
 Unknown outcomes (a dropped connection, a timeout, an unreadable answer). Every write of a
 run is sent once, without the transport's retries (:mod:`esmapper._transport`), and a lost
@@ -49,7 +53,11 @@ behind the alias, and deletes the new index (``keep_failed_index=True`` keeps it
 inspection); pass failures raise :class:`ReindexError`, other exceptions propagate. A
 process killed while the block is on leaves the old index write-blocked: run the reindex
 again (it clears a leftover block first) or ``PUT /<alias>-vK/_settings
-{"index.blocks.write": false}``.
+{"index.blocks.write": false}``. A process killed after the swap, before deleting the old
+index, leaves it behind the alias no more: ``esmapper status`` reports it and ``migrate``
+deletes it (:mod:`esmapper.indexes.leftovers`). The marker written before the swap stays
+on an old index whose swap failed; it is harmless (an index behind the alias is never a
+leftover) and the next reindex overwrites it.
 
 Limitations. Versions (``primary_term:seq_no``) are per index: a document read before the
 swap and saved after it gets :class:`~esmapper.errors.VersionConflictError` (re-read and
@@ -68,7 +76,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import IndexConfigurationError
@@ -84,6 +92,7 @@ from esmapper.indexes._reindex_pass import (
 )
 from esmapper.indexes.configure import index_state
 from esmapper.indexes.errors import ReindexError
+from esmapper.indexes.leftovers import mark_replaced
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
 from esmapper.model.codec import format_datetime
@@ -103,7 +112,7 @@ log = logging.getLogger("esmapper.indexes")
 
 LOCK_TTL = _dt.timedelta(minutes=20)
 LOCK_WAIT = _dt.timedelta(minutes=30)
-_RENEW_EVERY = 60.0  # seconds between lock renewals while a pass runs
+_RENEW_EVERY = 60.0  # seconds between lock renewals while a pass runs (at most ttl/3)
 # phase -> (percent at its start, percent at its end), after FEATURES IM-14
 _PERCENT = {
     "prepare": (0, 0),
@@ -195,7 +204,7 @@ class _Run:
         return self.mapper.client
 
     def report(self, phase: str, done: int = 0, total: int = 0, message: str = "") -> None:
-        if time.monotonic() - self.renewed >= _RENEW_EVERY:
+        if time.monotonic() - self.renewed >= min(_RENEW_EVERY, self.lock.ttl.total_seconds() / 3):
             self.lock.renew()  # raises LockError if the lock was lost
             self.renewed = time.monotonic()
         low, high = _PERCENT[phase]
@@ -348,6 +357,8 @@ def _reindex(
         old_count, new_count = count(client, old), count(client, new)
         result = attrs.evolve(result, old_count=old_count, new_count=new_count)
         run.report("verify", 1, 1, f"Old Docs: {old_count:,} New Docs: {new_count:,}")
+        keep = _keep_reason(delete_old, old_count, new_count, new)
+        mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
         try:
             swap = once(client).indices.update_aliases(
@@ -399,23 +410,32 @@ def _reindex(
         raise
     result = attrs.evolve(result, swapped=True)
     run.report("swap", 1, 1, f"Updated alias {spec.alias}: removed {old}, added {new}")
-    deleted = delete_old and result.new_count >= result.old_count
+    deleted = keep is None
     if deleted:
         run.report("delete_old", message=f"Deleting index {old}")
         try:
             once(client).indices.delete(index=old)
+        except NotFoundError:
+            log.warning("%s was already deleted", old)
         except TransportError as exc:
             if not is_unknown_outcome(exc) or client.indices.exists(index=old):
                 raise
             log.warning("deleting %s had an unknown outcome (%s); it is gone", old, exc)
     elif delete_old:  # e.g. a script dropped documents (ctx.op = 'noop')
-        log.warning(
-            "kept %s (%d documents): %s has only %d", old, result.old_count, new, result.new_count
-        )
+        log.warning("kept %s (%d documents): %s", old, result.old_count, keep)
     run.report("done", message=f"Reindexed {old} -> {new}")
     return attrs.evolve(
         result, status="reindexed", old_deleted=deleted, seconds=time.monotonic() - began
     )
+
+
+def _keep_reason(delete_old: bool, old_count: int, new_count: int, new: str) -> str | None:
+    """Why the old index is kept after the swap, ``None`` when it is deleted."""
+    if not delete_old:
+        return "delete_old=False"
+    if new_count < old_count:
+        return f"{new} has {new_count} documents, fewer than its {old_count}"
+    return None
 
 
 def _swap_target(client: Elasticsearch, spec: IndexSpec, old: str, new: str) -> str | None:

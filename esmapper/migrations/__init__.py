@@ -22,12 +22,23 @@ Kinds (``Migration.kind``) and when they run:
   stop the other repeatables but the result is ``FAILED``. This follows Foundatio's manager
   (re-run when the version grows; Q25), with ``always`` for the "periodic task" use.
 
-**Fresh install**: when, before the run, the state index did not exist *and* nothing of any
-model index existed (no index, alias, time-series partition or template; there is at least one
-model), the run creates them all and there is no old data to migrate: the
-pending versioned and resumable migrations are recorded ``completed`` (``skipped: true``)
-without running; repeatable ones still run. A first ``migrate`` against existing indexes
-(state index missing, data present) runs everything.
+**Fresh install**: when a deployment has no migration record and nothing of any model index
+exists (no index, alias, time-series partition or template; there is at least one model),
+there is no old data to migrate: the versioned and resumable migrations are recorded
+``completed`` (``skipped: true``) without running; repeatable ones still run. This is
+decided once, by the first run, and written to the state index (the install record,
+:mod:`.install`) *before* any model index is created, so a run killed half-way through the
+install is resumed as one by the next run; only the migrations known at that first run are
+marked, a later one runs. A first ``migrate`` against existing indexes, or against records
+of an older esmapper, is never a fresh install: it runs everything.
+
+**Crashes**: a process killed while holding the ``migrations`` lock blocks other runs until
+the lock expires (``lock_ttl``, ``esmapper migrate --lock-ttl``, 30 minutes by default), or
+until its document is deleted (:mod:`esmapper.locks`). While the lock is live,
+:func:`plan` / ``esmapper status`` show its ``started`` migration as ``running`` (with the
+holder and since when); once it expired, as interrupted. An old index a killed reindex left
+behind is reported by ``esmapper status`` and deleted by the next ``migrate``
+(:mod:`esmapper.indexes.leftovers`).
 
 A migration id is ``str(version)`` for versioned/resumable migrations and
 ``module.QualifiedName`` for repeatable ones (override with ``id``). Duplicate versions or ids,

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import attrs
 
 from esmapper.errors import MigrationError
+from esmapper.migrations.state import INSTALL_ID
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
 __all__ = [
     "KINDS",
+    "LOCK_NAME",
     "Migration",
     "MigrationCancelled",
     "MigrationContext",
@@ -38,6 +40,7 @@ __all__ = [
 
 MigrationKind = Literal["versioned", "resumable", "repeatable"]
 KINDS: tuple[str, ...] = ("versioned", "resumable", "repeatable")
+LOCK_NAME = "migrations"  # the lock a run holds (esmapper.locks); plans read it too
 
 
 class MigrationResult(enum.Enum):
@@ -170,14 +173,17 @@ def _check(migration: Migration) -> None:
         raise MigrationError(f"migration {name} has version {version!r}; expected an int")
     if migration.is_versioned and version is None:
         raise MigrationError(f"{migration.kind} migration {name} needs an int version")
+    if migration.migration_id == INSTALL_ID:
+        raise MigrationError(f"migration {name} has the reserved id {INSTALL_ID!r}")
 
 
 def load_migrations(items: Iterable[Any]) -> list[Migration]:
     """Instantiate and validate the mapper's migrations (classes or instances).
 
     Raises :class:`~esmapper.errors.MigrationError` for an unknown kind, a versioned or
-    resumable migration without an int version, two of them sharing a version, or two
-    migrations sharing an id. Sends nothing to Elasticsearch.
+    resumable migration without an int version, two of them sharing a version, two
+    migrations sharing an id, or the reserved id ``esmapper:install``. Sends nothing to
+    Elasticsearch.
     """
     migrations = [_instantiate(item) for item in items]
     by_version: dict[int, Migration] = {}

@@ -7,25 +7,37 @@ The rules (also in the package docstring):
   run "out of order" and the reason says so). A ``versioned`` one whose record is ``failed``
   or ``started`` (interrupted) is **blocked** (permanent failure) unless ``retry_failed``;
   a ``resumable`` one is resumed. A blocked step blocks every step after it.
-- On a **fresh install** every versioned and resumable migration without a record is
-  marked completed instead of run.
+- On a **fresh install** the versioned and resumable migrations the install record lists
+  (:mod:`esmapper.migrations.install`) are marked completed instead of run when they have
+  no record.
+- A ``started`` record while the ``migrations`` lock is live and was taken before the
+  record was started is a migration **running** right now in another process (the step
+  says who holds the lock and since when); with the lock expired or released, or taken
+  after the record was started, it **was interrupted**.
 - **repeatable** migrations come after: they run when they never completed, when their last
   run failed, when their ``version`` differs from the recorded one, or always
   (``always = True``).
+- Index steps: missing indexes are created first; after the migrations, outdated indexes
+  are reindexed, then old indexes a killed reindex left behind are deleted
+  (:mod:`esmapper.indexes.leftovers`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 from elasticsearch import NotFoundError
 
 from esmapper.indexes.configure import index_state
-from esmapper.migrations.base import Migration, load_migrations
+from esmapper.indexes.leftovers import find_leftovers
+from esmapper.locks import LockHolder, LockProvider
+from esmapper.migrations.base import LOCK_NAME, Migration, load_migrations
+from esmapper.migrations.install import decide, fresh_marks, read_install
 from esmapper.migrations.state import MigrationRecord, StateStore
+from esmapper.model.codec import format_datetime
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -33,12 +45,23 @@ if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.mapper import Mapper
 
-__all__ = ["IndexView", "PlannedStep", "compute_steps", "index_steps", "plan", "view_index"]
+__all__ = [
+    "IndexView",
+    "PlannedStep",
+    "compute_steps",
+    "in_progress",
+    "index_steps",
+    "leftover_steps",
+    "plan",
+    "view_index",
+]
 
 CREATE_INDEX = "create_index"
 REINDEX = "reindex"
+DELETE_INDEX = "delete_index"
 MARK_COMPLETED = "mark_completed"
 RUN = "run"
+RUNNING = "running"
 BLOCKED = "blocked"
 
 _VERSION_SUFFIX = re.compile(r"-v(\d+)$")
@@ -49,8 +72,9 @@ class PlannedStep:
     """One thing ``migrate`` would do.
 
     ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
-    ``mark_completed``, ``run`` or ``blocked`` (migration steps: ``target`` is the migration
-    id, ``migration`` the instance); ``reason`` says why.
+    ``delete_index`` (``target`` is a leftover old index), ``mark_completed``, ``run``,
+    ``running`` (in another process, now) or ``blocked`` (migration steps: ``target`` is the
+    migration id, ``migration`` the instance); ``reason`` says why.
     """
 
     action: str
@@ -85,6 +109,23 @@ def _step(action: str, migration: Migration, reason: str) -> PlannedStep:
     )
 
 
+def _running_step(
+    migration: Migration, record: MigrationRecord, running: LockHolder | None
+) -> PlannedStep | None:
+    """A ``running`` step when ``record`` is ``started`` and the live lock ``running`` was
+    taken before it was started (the same run); ``None`` otherwise (interrupted)."""
+    if running is None or record.status != "started":
+        return None
+    started, acquired = record.started_utc, running.acquired_at
+    if started is None or (acquired is not None and started < acquired):
+        return None  # started by an earlier run that died; the lock is a newer run's
+    reason = (
+        f"running now (attempt {record.attempts}, started {format_datetime(started)}); "
+        f"the migrations lock is held by {running}"
+    )
+    return _step(RUNNING, migration, reason)
+
+
 def _versioned_step(
     migration: Migration,
     record: MigrationRecord | None,
@@ -92,6 +133,7 @@ def _versioned_step(
     fresh: bool,
     retry_failed: bool,
     highest_done: int | None,
+    running: LockHolder | None = None,
 ) -> PlannedStep | None:
     if record is not None and record.completed:
         return None
@@ -102,6 +144,9 @@ def _versioned_step(
         if highest_done is not None and version is not None and version < highest_done:
             return _step(RUN, migration, f"pending (out of order: {highest_done} is done)")
         return _step(RUN, migration, "pending")
+    now = _running_step(migration, record, running)
+    if now is not None:
+        return now
     state = "failed" if record.status == "failed" else "was interrupted"
     detail = f": {record.error}" if record.error else ""
     if migration.kind == "resumable":
@@ -115,9 +160,14 @@ def _versioned_step(
     )
 
 
-def _repeatable_step(migration: Migration, record: MigrationRecord | None) -> PlannedStep | None:
+def _repeatable_step(
+    migration: Migration, record: MigrationRecord | None, running: LockHolder | None = None
+) -> PlannedStep | None:
     if record is None:
         return _step(RUN, migration, "never ran")
+    now = _running_step(migration, record, running)
+    if now is not None:
+        return now
     if not record.completed:
         return _step(RUN, migration, f"last run {record.status}")
     if record.version != migration.version:
@@ -131,13 +181,17 @@ def compute_steps(
     migrations: Sequence[Migration],
     records: Mapping[str, MigrationRecord],
     *,
-    fresh: bool = False,
+    fresh: bool | Collection[str] = False,
     retry_failed: bool = False,
+    running: LockHolder | None = None,
 ) -> list[PlannedStep]:
     """The migration steps for ``migrations`` given the stored ``records`` (pure).
 
-    ``fresh`` says the run is a fresh install (see the module docstring). Completed
-    migrations that need nothing produce no step.
+    ``fresh`` says the run is a fresh install (see the module docstring): ``True`` marks
+    every versioned and resumable migration without a record, a collection of ids only
+    those. ``running`` is the live ``migrations`` lock of another process, if any (a plan
+    made while a run is in progress). Completed migrations that need nothing produce no
+    step.
     """
     versioned = sorted((m for m in migrations if m.is_versioned), key=lambda m: m.version or 0)
     done = [
@@ -149,12 +203,14 @@ def compute_steps(
     steps: list[PlannedStep] = []
     blocker: PlannedStep | None = None
     for migration in versioned:
+        marked = fresh if isinstance(fresh, bool) else migration.migration_id in fresh
         step = _versioned_step(
             migration,
             records.get(migration.migration_id),
-            fresh=fresh,
+            fresh=marked,
             retry_failed=retry_failed,
             highest_done=highest_done,
+            running=running,
         )
         if step is None:
             continue
@@ -166,7 +222,7 @@ def compute_steps(
     for migration in migrations:
         if migration.kind != "repeatable":
             continue
-        step = _repeatable_step(migration, records.get(migration.migration_id))
+        step = _repeatable_step(migration, records.get(migration.migration_id), running)
         if step is not None and blocker is not None:
             step = _step(BLOCKED, migration, f"waits for migration {blocker.target}")
         if step is not None:
@@ -248,19 +304,57 @@ def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], b
     return creates, reindexes, all_missing
 
 
+def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
+    """A ``delete_index`` step per old index a reindex left behind that ``migrate`` deletes
+    (:func:`esmapper.indexes.leftovers.find_leftovers`: ``GET /<alias>-v*`` per versioned
+    model); changes nothing."""
+    steps: list[PlannedStep] = []
+    for model in mapper.models:
+        spec = mapper.spec(model)
+        for leftover in find_leftovers(mapper.client, spec):
+            if leftover.deletable:
+                steps.append(
+                    PlannedStep(
+                        DELETE_INDEX, leftover.index, "index", leftover.version,
+                        reason=f"{leftover.docs} documents; {leftover.reason}",
+                    )
+                )  # fmt: skip
+    return steps
+
+
+def in_progress(mapper: Mapper) -> LockHolder | None:
+    """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
+    is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    holder = locks.holder(LOCK_NAME)
+    return holder if holder is not None and holder.live(mapper.clock()) else None
+
+
 def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
-    Index steps (``create_index``, then after the migrations ``reindex``) come from
-    ``GET /_alias`` / ``HEAD`` requests; migration steps from ``POST
-    /<prefix>esmapper-migrations/_search``. Raises :class:`~esmapper.errors.MigrationError`
-    when the migrations are invalid (e.g. duplicate versions) and the client's errors when
-    the server cannot be reached.
+    Index steps (``create_index``; after the migrations ``reindex``, then ``delete_index``)
+    come from ``GET /_alias`` / ``HEAD`` / ``GET /<alias>-v*`` requests; migration steps
+    from ``POST /<prefix>esmapper-migrations/_search``, the install record (``GET``, see
+    :mod:`esmapper.migrations.install`: the same freshness decision as the run's) and the
+    ``migrations`` lock (``GET``: a live one shows the migration it runs as ``running``).
+    Raises :class:`~esmapper.errors.MigrationError` when the migrations are invalid (e.g.
+    duplicate versions) and the client's errors when the server cannot be reached.
     """
     migrations = load_migrations(mapper.migrations)
     creates, reindexes, all_missing = index_steps(mapper)
     store = StateStore(mapper.client, index_prefix=mapper.index_prefix)
-    fresh = all_missing and not store.exists()
-    records = {} if fresh else store.load()
-    steps = compute_steps(migrations, records, fresh=fresh, retry_failed=retry_failed)
-    return [*creates, *steps, *reindexes]
+    records = store.load()
+    install = read_install(store)
+    decided = None
+    if install is None:
+        decided = decide(migrations, records, nothing_existed=all_missing, now=mapper.clock())
+    fresh = fresh_marks(install, decided)
+    steps = compute_steps(
+        migrations,
+        records,
+        fresh=fresh,
+        retry_failed=retry_failed,
+        running=in_progress(mapper),
+    )
+    return [*creates, *steps, *reindexes, *leftover_steps(mapper)]

@@ -4,14 +4,20 @@ A run sends, in order:
 
 1. the ``migrations`` lock: a create-only write of ``<prefix>esmapper-locks/_doc/migrations``
    (see :mod:`esmapper.locks`); held by someone else -> ``UNABLE_TO_ACQUIRE_LOCK``;
-2. ``HEAD /<prefix>esmapper-migrations`` and the reads of
-   :func:`~esmapper.migrations.planning.view_index` per model (did anything exist? if not,
-   it is a fresh install), then ``mapper.configure_indexes()``, then ``PUT
-   /<prefix>esmapper-migrations`` if missing and a search of its records;
-3. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
-   (``completed`` / ``failed``) and a lock renewal;
-4. when every migration succeeded, a reindex of each outdated versioned index (when
-   :mod:`esmapper.indexes.reindex` is available), then the lock is released.
+2. ``GET /<prefix>esmapper-migrations/_doc/esmapper:install``: the install record. Without
+   one (the first run of this esmapper on the deployment) a search of the records and the
+   reads of :func:`~esmapper.migrations.planning.view_index` per model decide whether this
+   is a fresh install, and ``PUT /<prefix>esmapper-migrations`` (if missing) and a
+   create-only write of the record store the decision *before any model index is created*
+   (:mod:`esmapper.migrations.install`), so a rerun after a crash decides the same;
+3. ``mapper.configure_indexes()``, then a search of the records;
+4. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
+   (``completed`` / ``failed``) and a lock renewal; on a fresh install the marks (one state
+   write each), then the install record's ``status: completed``;
+5. when every migration succeeded, a reindex of each outdated versioned index (when
+   :mod:`esmapper.indexes.reindex` is available), then the deletion of old indexes a killed
+   reindex left behind (:func:`esmapper.indexes.leftovers.delete_leftovers`); then the lock
+   is released.
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ import attrs
 
 from esmapper.errors import LockError
 from esmapper.indexes.configure import IndexState
+from esmapper.indexes.leftovers import delete_leftovers
 from esmapper.locks import Lock, LockProvider
+from esmapper.migrations import install as inst
 from esmapper.migrations import state as st
 from esmapper.migrations.base import (
+    LOCK_NAME,
     Migration,
     MigrationCancelled,
     MigrationContext,
@@ -40,10 +49,12 @@ from esmapper.migrations.base import (
 from esmapper.migrations.planning import (
     BLOCKED,
     CREATE_INDEX,
+    DELETE_INDEX,
     MARK_COMPLETED,
     REINDEX,
     PlannedStep,
     compute_steps,
+    in_progress,
     index_steps,
     plan,
 )
@@ -55,15 +66,14 @@ __all__ = ["LOCK_NAME", "LOCK_TTL", "MigrationRun", "StepOutcome", "migrate", "r
 
 log = logging.getLogger("esmapper.migrations")
 
-LOCK_NAME = "migrations"
 LOCK_TTL = timedelta(minutes=30)
-_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress callbacks
+_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress (at most ttl/3)
 
 
 @attrs.define
 class StepOutcome:
-    """What happened to one step: ``status`` is ``created`` / ``reindexed`` (index steps),
-    ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
+    """What happened to one step: ``status`` is ``created`` / ``reindexed`` / ``deleted``
+    (index steps), ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
 
     step: PlannedStep
     status: str
@@ -126,6 +136,8 @@ class _Runner:
         self.report = MigrationRun(MigrationResult.SUCCESS)
         self._renewed_at = time.monotonic()
         self.cancelled = False
+        self._install: inst.InstallRecord | None = None
+        self._completed: set[str] = set()
 
     def emit(self, outcome: StepOutcome) -> None:
         self.report.outcomes.append(outcome)
@@ -139,9 +151,25 @@ class _Runner:
             raise _LockLost(str(exc)) from exc
         self._renewed_at = time.monotonic()
 
+    def install(self) -> inst.InstallRecord:
+        """The install record; without one, decide now and store it (before any model
+        index is created: a crash after this point is rerun with the same decision)."""
+        record = inst.read_install(self.store)
+        if record is not None:
+            return record
+        decided = inst.decide(
+            self.migrations,
+            self.store.load(),
+            nothing_existed=index_steps(self.mapper)[2],
+            now=self.mapper.clock(),
+        )
+        return inst.record_install(self.store, decided)
+
     def run(self, *, retry_failed: bool, reindex: bool) -> MigrationRun:
-        existed = self.store.exists()
-        nothing_existed = index_steps(self.mapper)[2]
+        install = self.install()
+        fresh = inst.fresh_marks(install)
+        if install.fresh and not install.completed:
+            log.info("fresh install: versioned migrations are marked completed, not run")
         states = self.mapper.configure_indexes()
         self.report.indexes = states
         for s in states:
@@ -149,17 +177,18 @@ class _Runner:
                 step = PlannedStep(CREATE_INDEX, s.alias, "index", None, s.expected_index)
                 self.report.steps.append(step)
                 self.emit(StepOutcome(step, "created"))
-        fresh = not existed and nothing_existed
-        if fresh:
-            log.info("fresh install: versioned migrations are marked completed, not run")
-        self.store.ensure()
-        records = self.store.load()
+        records = self.store.load()  # the install record exists, so does the state index
+        self._install = install
+        self._completed = {i for i, r in records.items() if r.completed}
         steps = compute_steps(self.migrations, records, fresh=fresh, retry_failed=retry_failed)
         self.report.steps.extend(steps)
         try:
+            self.complete_install()  # every mark may be written already (a crash after them)
             result, error = self.run_steps(steps, records)
             if result is MigrationResult.SUCCESS and reindex:
                 result, error = self.reindex_outdated(states)
+            if result is MigrationResult.SUCCESS and reindex:
+                result, error = self.delete_leftovers()
         except _LockLost as exc:
             result, error = MigrationResult.FAILED, f"the migrations lock was lost: {exc}"
         self.report.result, self.report.error = result, error
@@ -188,6 +217,14 @@ class _Runner:
                 failure = failure or error
         return (MigrationResult.FAILED, failure) if failure else (MigrationResult.SUCCESS, None)
 
+    def complete_install(self) -> None:
+        """``status: completed`` on a fresh install's record once all its marks are written."""
+        install = self._install
+        if install is not None and install.fresh and not install.completed:
+            self._install = inst.complete_install(
+                self.store, install, self.mapper.clock(), self._completed
+            )
+
     def mark_completed(self, step: PlannedStep) -> None:
         assert step.migration is not None
         now = self.mapper.clock()
@@ -203,7 +240,9 @@ class _Runner:
                 skipped=True,
             )
         )
+        self._completed.add(step.target)
         self.emit(StepOutcome(step, "marked"))
+        self.complete_install()
 
     def execute(self, step: PlannedStep, record: st.MigrationRecord | None) -> StepOutcome:
         migration = step.migration
@@ -286,7 +325,9 @@ class _Runner:
             self.report.steps.append(step)
             started = time.monotonic()
             try:
-                reindex(self.mapper, by_alias[s.alias], progress=self._progress)
+                reindex(
+                    self.mapper, by_alias[s.alias], progress=self._progress, lock_ttl=self.lock.ttl
+                )
             except _LockLost:
                 raise
             except Exception as exc:
@@ -297,9 +338,40 @@ class _Runner:
             self.emit(StepOutcome(step, "reindexed", 1, time.monotonic() - started))
         return MigrationResult.SUCCESS, None
 
+    def delete_leftovers(self) -> tuple[MigrationResult, str | None]:
+        """Delete the old indexes a killed reindex left behind (one step per index)."""
+        for model in self.mapper.models:
+            alias = self.mapper.spec(model).alias
+            started = time.monotonic()
+            try:
+                # a killed run's reindex:<alias> lock expires within the ttl: wait for it
+                deleted = delete_leftovers(
+                    self.mapper, model, lock_wait=self.lock.ttl, lock_ttl=self.lock.ttl
+                )
+            except LockError as exc:  # a reindex of this model runs now: it is its business
+                message = f"old indexes of {alias} not checked: {exc}"
+                log.warning(message)
+                self.report.warnings.append(message)
+                continue
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("deleting old indexes of %s failed: %s", alias, error, exc_info=True)
+                step = PlannedStep(DELETE_INDEX, alias, "index", reason="leftover old indexes")
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+                return MigrationResult.FAILED, f"deleting old indexes of {alias} failed: {error}"
+            for index in deleted:
+                reason = f"left behind by a reindex; {alias} points at its current index"
+                step = PlannedStep(DELETE_INDEX, index, "index", reason=reason)
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "deleted", 1, time.monotonic() - started))
+        return MigrationResult.SUCCESS, None
+
     def _progress(self, progress: Any) -> None:
         log.info("reindex progress: %s/%s", progress.done, progress.total)
-        if time.monotonic() - self._renewed_at >= _RENEW_EVERY:
+        if time.monotonic() - self._renewed_at >= min(
+            _RENEW_EVERY, self.lock.ttl.total_seconds() / 3
+        ):
             self.renew()
 
 
@@ -318,11 +390,15 @@ def run_migrations(
     """Configure indexes, run pending migrations, reindex outdated indexes; the full report.
 
     ``dry_run`` only computes :func:`~esmapper.migrations.plan` (nothing is written, no lock
-    is taken; the result is ``FAILED`` when a step is blocked). ``lock_wait`` is how long to
-    wait for the ``migrations`` lock, ``lock_ttl`` its expiry (renewed after every migration
-    and before every retry). ``retry_failed`` runs failed versioned migrations again.
-    ``reindex=False`` leaves outdated indexes alone. ``cancel`` stops the run between steps
-    (``CANCELLED``). ``on_outcome`` is called after every step.
+    is taken; the result is ``FAILED`` when a step is blocked; a run in progress elsewhere,
+    a live ``migrations`` lock, is a warning and its migration a ``running`` step).
+    ``lock_wait`` is how long to wait for the ``migrations`` lock, ``lock_ttl`` its expiry
+    and that of the ``reindex:<alias>`` locks the run takes (renewed after every migration,
+    before every retry and during reindexes; a killed run blocks the next ones until they
+    expire; the cleanup of a killed reindex's old index waits that long for its lock).
+    ``retry_failed`` runs failed versioned migrations again. ``reindex=False`` leaves
+    outdated indexes (and old indexes left behind) alone. ``cancel`` stops the run between
+    steps (``CANCELLED``). ``on_outcome`` is called after every step.
 
     Raises :class:`~esmapper.errors.MigrationError` for invalid migrations (before anything
     is sent), :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes``
@@ -331,11 +407,17 @@ def run_migrations(
     migrations = load_migrations(mapper.migrations)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
+        running = in_progress(mapper)
+        warnings = [] if running is None else [f"a migrate run is in progress: {running}"]
         blocked = next((s for s in steps if s.action == BLOCKED), None)
         if blocked is None:
-            return MigrationRun(MigrationResult.SUCCESS, steps=steps, dry_run=True)
+            return MigrationRun(
+                MigrationResult.SUCCESS, steps=steps, warnings=warnings, dry_run=True
+            )
         error = f"migration {blocked.target} {blocked.reason}"
-        return MigrationRun(MigrationResult.FAILED, steps=steps, error=error, dry_run=True)
+        return MigrationRun(
+            MigrationResult.FAILED, steps=steps, error=error, warnings=warnings, dry_run=True
+        )
     provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     try:
         lock = provider.acquire(LOCK_NAME, lock_ttl, wait=lock_wait)

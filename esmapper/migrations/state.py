@@ -6,6 +6,10 @@ migrations, ``module.QualifiedName`` for repeatable ones, or the class's ``id``)
 ``failed``), ``attempts`` (over every run), ``started_utc``, ``completed_utc``, ``error``,
 ``description`` and ``skipped`` (marked completed by a fresh install without running).
 
+One more document, ``esmapper:install`` (:data:`INSTALL_ID`, never a migration id), records
+once whether the deployment was a fresh install (see :mod:`esmapper.migrations.install`);
+:meth:`StateStore.load` leaves it out.
+
 Every write is sent with ``refresh=true`` (the index is small and correctness-critical), so a
 search right after sees it, and once, without the transport's retries
 (:mod:`esmapper._transport`): a lost answer (a dropped connection, a timeout, an unreadable
@@ -16,18 +20,21 @@ index when it already exists (a lost answer, a concurrent run) does not fail.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from typing import Any
 
 import attrs
-from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
+from elasticsearch import BadRequestError, ConflictError, Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
+from esmapper.errors import MigrationError
 from esmapper.model.codec import format_datetime, parse_datetime
 
-__all__ = ["STATE_INDEX", "MigrationRecord", "StateStore"]
+__all__ = ["INSTALL_ID", "STATE_INDEX", "MigrationRecord", "StateStore"]
 
 STATE_INDEX = "esmapper-migrations"
+INSTALL_ID = "esmapper:install"
 
 STARTED = "started"
 COMPLETED = "completed"
@@ -45,6 +52,7 @@ _MAPPING: dict[str, Any] = {
         "error": {"type": "text"},
         "description": {"type": "text"},
         "skipped": {"type": "boolean"},
+        "fresh": {"type": "boolean"},
     },
 }
 
@@ -129,7 +137,8 @@ class StateStore:
         send_or_read_back(create, self.exists, what=f"PUT /{self.index}")
 
     def load(self) -> dict[str, MigrationRecord]:
-        """Every record by id (``POST /<index>/_search``; a missing index gives ``{}``)."""
+        """Every migration record by id (``POST /<index>/_search``; a missing index gives
+        ``{}``); the install record (:data:`INSTALL_ID`) is left out."""
         try:
             response = self.client.search(
                 index=self.index, query={"match_all": {}}, size=10_000, track_total_hits=True
@@ -137,25 +146,58 @@ class StateStore:
         except NotFoundError:
             return {}
         hits = response["hits"]["hits"]
-        return {str(hit["_id"]): MigrationRecord.from_hit(hit) for hit in hits}
+        return {
+            str(hit["_id"]): MigrationRecord.from_hit(hit)
+            for hit in hits
+            if str(hit["_id"]) != INSTALL_ID
+        }
 
-    def _source(self, migration_id: str) -> dict[str, Any] | None:
-        """The stored ``_source`` of a record (``GET``), ``None`` when there is none."""
+    def source(self, doc_id: str) -> dict[str, Any] | None:
+        """The stored ``_source`` of a document (``GET``), ``None`` when there is none (or
+        no index)."""
         try:
-            return dict(self.client.get(index=self.index, id=migration_id)["_source"])
+            return dict(self.client.get(index=self.index, id=doc_id)["_source"])
         except NotFoundError:
             return None
 
+    def create(self, doc_id: str, source: dict[str, Any]) -> dict[str, Any]:
+        """``PUT /<index>/_doc/<id>?op_type=create&refresh=true`` unless the document
+        exists; returns what is stored (``source``, or the document that was there first).
+
+        Create-only, so it can be settled after a lost answer: a 409 or a lost answer reads
+        the document back (there: it is returned, whoever wrote it; missing after a lost
+        answer: the create is sent once more). Raises the client's errors."""
+
+        def create() -> None:
+            # a 409: there first (a concurrent run, or our own create whose answer was lost)
+            with contextlib.suppress(ConflictError):
+                once(self.client).index(
+                    index=self.index, id=doc_id, document=source, op_type="create", refresh=True
+                )
+
+        send_or_read_back(
+            create, lambda: self.source(doc_id) is not None, what=f"PUT /{self.index}/_doc/{doc_id}"
+        )
+        stored = self.source(doc_id)
+        if stored is None:  # pragma: no cover - deleted between the write and the read
+            raise MigrationError(
+                f"{self.index}/{doc_id} is gone right after its create", index=self.index
+            )
+        return stored
+
     def save(self, record: MigrationRecord) -> None:
-        """``PUT /<index>/_doc/<id>?refresh=true`` with the record; a lost answer is read
-        back (the stored source is the record: saved; else sent once more)."""
-        source = record.to_source()
+        """``PUT /<index>/_doc/<id>?refresh=true`` with the record (see :meth:`put`)."""
+        self.put(record.id, record.to_source())
+
+    def put(self, doc_id: str, source: dict[str, Any]) -> None:
+        """``PUT /<index>/_doc/<id>?refresh=true`` with ``source``; a lost answer is read
+        back (the stored source is ``source``: saved; else sent once more)."""
         send_or_read_back(
             lambda: once(self.client).index(
-                index=self.index, id=record.id, document=source, refresh=True
+                index=self.index, id=doc_id, document=source, refresh=True
             ),
-            lambda: self._source(record.id) == source,
-            what=f"PUT /{self.index}/_doc/{record.id}",
+            lambda: self.source(doc_id) == source,
+            what=f"PUT /{self.index}/_doc/{doc_id}",
         )
 
     def delete(self, migration_id: str) -> bool:
@@ -164,7 +206,7 @@ class StateStore:
         try:
             send_or_read_back(
                 lambda: once(self.client).delete(index=self.index, id=migration_id, refresh=True),
-                lambda: self._source(migration_id) is None,
+                lambda: self.source(migration_id) is None,
                 what=f"DELETE /{self.index}/_doc/{migration_id}",
             )
         except NotFoundError:

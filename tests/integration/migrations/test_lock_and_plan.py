@@ -12,6 +12,7 @@ import pytest
 from elasticsearch import Elasticsearch, NotFoundError
 
 import esmapper as em
+from esmapper.locks import LockProvider
 from esmapper.migrations import Migration, MigrationContext, MigrationResult, plan
 from esmapper.model.codec import parse_datetime
 
@@ -83,6 +84,23 @@ def test_a_long_migration_renews_the_lock(
     assert lock_doc(es_client, index_prefix) is None  # released at the end
 
 
+def test_renewals_keep_when_the_lock_was_acquired(
+    es_client: Elasticsearch, index_prefix: str
+) -> None:
+    clock = Clock()
+    locks = LockProvider(es_client, index_prefix=index_prefix, clock=clock)
+    assert locks.holder("migrations") is None
+    with locks.acquire("migrations", timedelta(minutes=1)) as lock:
+        acquired = clock.now
+        clock.now += timedelta(minutes=10)
+        lock.renew()
+        holder = locks.holder("migrations")
+        assert holder is not None and holder.owner == lock.owner
+        assert (holder.acquired_at, holder.expires_at) == (acquired, clock.now + lock.ttl)
+        assert holder.live(clock.now) and not holder.live(clock.now + lock.ttl)
+    assert locks.holder("migrations") is None
+
+
 def test_a_lost_lock_fails_the_run(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
@@ -151,7 +169,7 @@ def fake_reindex(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, Any]]:
     called: list[tuple[type, Any]] = []
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         progress(types.SimpleNamespace(done=1, total=1))
         called.append((model, progress))
 
@@ -181,7 +199,7 @@ def test_a_failing_reindex_fails_the_run(
 ) -> None:
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         raise em.IndexConfigurationError("count check failed")
 
     module.reindex = reindex  # type: ignore[attr-defined]

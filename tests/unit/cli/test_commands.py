@@ -223,3 +223,22 @@ def test_ids_without_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "esmapper.rekey", None)
     result = invoke("--app", f"{app}:mapper", "ids", "rekey", "Employee")
     assert_one_error_line(result, "re-keying is unavailable")
+
+
+def test_migrate_passes_the_lock_options(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import timedelta
+
+    seen: dict[str, Any] = {}
+
+    def run(mapper: em.Mapper, **options: Any) -> em.migrations.MigrationRun:
+        seen.update(options)
+        return em.migrations.MigrationRun(em.MigrationResult.SUCCESS)
+
+    monkeypatch.setattr("esmapper.cli.run_migrations", run)
+    result = invoke("--app", f"{app}:mapper", "migrate", "--lock-wait", "5", "--lock-ttl", "2")
+    assert result.exit_code == 0, result.output
+    assert (seen["lock_wait"], seen["lock_ttl"]) == (timedelta(seconds=5), timedelta(seconds=2))
+    assert invoke("--app", f"{app}:mapper", "migrate").exit_code == 0
+    assert seen["lock_ttl"] == timedelta(minutes=30)
+    refused = invoke("--app", f"{app}:mapper", "migrate", "--lock-ttl", "0")
+    assert refused.exit_code == 2 and "--lock-ttl" in refused.stderr
