@@ -51,6 +51,7 @@ from elasticsearch import ApiError, NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
+from esmapper._limits import current as current_limits
 from esmapper._scan import scan
 from esmapper._search import is_index_missing
 from esmapper._transport import is_unknown_outcome, once
@@ -95,7 +96,8 @@ _REMOVE_SIGNALS = (
     signals.documents_changed,
 )
 _PAGE = 500
-_CONFLICT_ROUNDS = 5
+_CONFLICT_ROUNDS = 5  # re-reads of conflicting documents by patch_all (``retries=``)
+_DELETE_RETRIES = 9  # remove_all: 10 delete-by-query rounds in all (``retries=`` + 1)
 
 
 def _now_text(repo: Repository[Any]) -> str:
@@ -406,7 +408,8 @@ def _each_match(
     written meanwhile is not seen again; lost between two pages, it is replaced and the
     scan continues after the last hit: see :mod:`esmapper._scan`); ``apply`` returns the
     ids that got a version conflict. Those are searched again (after a refresh) and, if
-    they still match, passed to ``apply`` at their new version, up to 5 rounds. Returns
+    they still match, passed to ``apply`` at their new version, up to 5 rounds (the call's
+    ``retries=``). Returns
     the ids still conflicting."""
     conflicted: list[str] = []
 
@@ -415,7 +418,7 @@ def _each_match(
 
     scan(repo, filter, page, limit=_PAGE, reopen=True, **_scan_kwargs(options))
     base = repo.search(filter, soft_deletes=options.soft_deletes).query
-    for _round in range(_CONFLICT_ROUNDS):
+    for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
         if not conflicted:
             break
         retry, conflicted = conflicted, []
@@ -623,7 +626,8 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     # so a later attempt that fails does not mean "nothing was deleted"
     lost: TransportError | None = None
     try:
-        for _attempt in range(10):
+        attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
+        for _attempt in range(attempts):
             try:
                 response = (
                     _once(repo)
@@ -664,8 +668,8 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
             left = int(response.get("version_conflicts") or 0)
             raise VersionConflictError(
                 f"remove_all on {repo.info.name}: {left} matching document(s) were still "
-                f"changing concurrently after 10 delete-by-query rounds and were NOT removed "
-                f"({total} were); run it again",
+                f"changing concurrently after {attempts} delete-by-query rounds and were NOT "
+                f"removed ({total} were); run it again",
                 index=repo.spec.alias,
                 error_type="version_conflict_engine_exception",
                 reason=f"{left} version conflicts, {total} deleted",

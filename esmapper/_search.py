@@ -22,6 +22,7 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
+from esmapper._limits import applied
 from esmapper._pit import (
     context_reason,
     expired_error,
@@ -442,6 +443,11 @@ class SearchRequest:
         )
 
     def _next(self, current: FindResults[Any]) -> FindResults[Any] | None:
+        # a later page runs under the limits of the call that made the search
+        with applied(self.options.timeout, self.options.retries):
+            return self._next_page(current)
+
+    def _next_page(self, current: FindResults[Any]) -> FindResults[Any] | None:
         if self.search_after_mode:
             if not current.hits or current.hits[-1].sort is None:
                 return None

@@ -63,6 +63,7 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, Elasticsearch
 
 from esmapper import _json
+from esmapper._limits import current as current_limits
 from esmapper.errors import BulkItemFailure, DocumentError
 
 __all__ = [
@@ -333,7 +334,9 @@ class BulkWriter:
         """Send ``actions`` and return one outcome per action, in input order.
 
         ``refresh`` (``True``, ``False``, ``"wait_for"`` or ``None`` to leave it out) is
-        passed to every chunk's request.
+        passed to every chunk's request. Inside a call with ``timeout=``/``retries=`` (see
+        :mod:`esmapper._limits`) each request uses that ``request_timeout`` and items are
+        retried up to ``retries`` times instead of ``max_retries``.
         """
         params: dict[str, str] = {}
         if refresh is not None:
@@ -343,6 +346,11 @@ class BulkWriter:
                 params["refresh"] = "true" if refresh else "false"
             else:
                 raise ValueError(f"refresh must be a bool, 'wait_for' or None, not {refresh!r}")
+        limits = current_limits()
+        client = self._client
+        if limits.timeout is not None:
+            client = client.options(request_timeout=limits.timeout)
+        max_retries = self.max_retries if limits.retries is None else limits.retries
         actions = list(actions)
         blobs = [_encode(i, a) for i, a in enumerate(actions)]
         outcomes: list[BulkOutcome | None] = [None] * len(actions)
@@ -351,7 +359,16 @@ class BulkWriter:
             chunks = _chunks(blobs, self.chunk_size, self.max_bytes)
             stats.chunks = len(chunks)
             for chunk in chunks:
-                self._send_chunk(chunk, actions, blobs, outcomes, params=params, stats=stats)
+                self._send_chunk(
+                    chunk,
+                    actions,
+                    blobs,
+                    outcomes,
+                    params=params,
+                    stats=stats,
+                    client=client,
+                    max_retries=max_retries,
+                )
         finally:
             self.last_stats = stats
         return [o for o in outcomes if o is not None]
@@ -365,6 +382,8 @@ class BulkWriter:
         *,
         params: Mapping[str, str],
         stats: BulkStats,
+        client: Elasticsearch,
+        max_retries: int,
     ) -> None:
         """Send one chunk and its 429/503 retries; fills ``outcomes`` at the chunk's positions."""
         pending = chunk
@@ -377,7 +396,7 @@ class BulkWriter:
                 stats.retries += 1
                 stats.retried_items += len(pending)
             try:
-                resp = self._client.perform_request(
+                resp = client.perform_request(
                     "POST",
                     "/_bulk",
                     params=params,
@@ -400,7 +419,7 @@ class BulkWriter:
                         error_type=etype,
                         reason=reason,
                     ) from e
-                if attempt < self.max_retries:
+                if attempt < max_retries:
                     attempt = self._backoff(attempt, stats)
                     continue
                 for i in pending:
@@ -428,7 +447,7 @@ class BulkWriter:
                     ids=[actions[i].id for i in pending],
                 )
             retry: list[int] = []
-            can_retry = attempt < self.max_retries
+            can_retry = attempt < max_retries
             for i, item in zip(pending, items, strict=True):
                 # Each item is {op: {...}}.
                 result: Mapping[str, Any] = next(iter(item.values()))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from elasticsearch import Elasticsearch
 
 from esmapper import signals
+from esmapper._limits import current as current_limits
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
@@ -64,8 +65,11 @@ class Mapper:
     ``url_or_client`` is a URL (several comma-separated for a static node pool) or an
     ``elasticsearch.Elasticsearch``; ``index_prefix`` is prepended to every index and alias
     name. ``bulk_chunk_size``, ``bulk_max_bytes`` and ``max_retries`` configure the bulk
-    writer; ``clock`` returns the aware UTC "now" used for dates (inject it in tests).
-    Thread-safe; ``close()`` releases a client the mapper created.
+    writer; items rejected with 429/503 are retried after ``min(max_backoff,
+    initial_backoff * 2**attempt)`` seconds (0.5, 1, 2 ... by default; a call's
+    ``retries=`` option overrides ``max_retries``); ``clock`` returns the aware UTC "now"
+    used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
+    mapper created.
     """
 
     def __init__(
@@ -78,6 +82,8 @@ class Mapper:
         bulk_chunk_size: int = 500,
         bulk_max_bytes: int = 10 * 1024 * 1024,
         max_retries: int = 3,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 30.0,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
@@ -86,17 +92,19 @@ class Mapper:
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
             raise ValueError(f"index_prefix {index_prefix!r} must be lowercase")
-        self.client, self._owns_client = _client_from(url_or_client, client_options)
+        self._client, self._owns_client = _client_from(url_or_client, client_options)
         self.index_prefix = index_prefix
         self.clock = clock
         writer_options: dict[str, Any] = {}
         if sleep is not None:
             writer_options["sleep"] = sleep
         self.writer = BulkWriter(
-            self.client,
+            self._client,
             chunk_size=bulk_chunk_size,
             max_bytes=bulk_max_bytes,
             max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
             **writer_options,
         )
         self.migrations = list(migrations)
@@ -113,6 +121,16 @@ class Mapper:
         self._lock = threading.Lock()
         for model in models:
             self.register(model)
+
+    @property
+    def client(self) -> Elasticsearch:
+        """The Elasticsearch client; inside a repository or session call given
+        ``timeout=``, a view of it with that ``request_timeout`` (see
+        :mod:`esmapper._limits`)."""
+        timeout = current_limits().timeout
+        if timeout is None:
+            return self._client
+        return self._client.options(request_timeout=timeout)
 
     # -- models and indexes -----------------------------------------------------------
 
@@ -269,7 +287,7 @@ class Mapper:
     def close(self) -> None:
         """Close the client if the mapper created it."""
         if self._owns_client:
-            self.client.close()
+            self._client.close()
 
     def __enter__(self) -> Mapper:
         return self

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import attrs
 
+from esmapper._limits import check_retries, check_timeout
+
 __all__ = ["Options", "check_keywords", "refresh_param"]
 
 Consistency = Literal["eventual", "immediate", "wait"]
@@ -37,7 +39,10 @@ class Options:
     ``entity_changed``. ``validate``: run ``Document.validate`` on writes of documents, and
     check a ``PartialPatch`` against the model (unknown fields, types); type checks of
     whole documents and the refusal of ``NaN`` always run. ``version_check``: send the
-    version precondition on saves of ``Versioned`` models.
+    version precondition on saves of ``Versioned`` models. ``timeout`` (seconds or a
+    ``timedelta``: the client-side timeout of each request the call sends) and ``retries``
+    (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
+    call's limits, see :mod:`esmapper._limits`.
     """
 
     consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
@@ -46,6 +51,8 @@ class Options:
     notifications: bool = True
     validate: bool = True
     version_check: bool = True
+    timeout: float | None = attrs.field(default=None, converter=check_timeout)
+    retries: int | None = attrs.field(default=None, converter=check_retries)
 
     def merge(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""

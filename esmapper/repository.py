@@ -16,6 +16,7 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _patching, _scan, signals
+from esmapper._limits import limited
 from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
@@ -68,6 +69,11 @@ def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
     return deleted if mode == "deleted" else not deleted
 
 
+def _defaults(repo: Repository[Any]) -> dict[str, Any]:
+    """The limits a repository call runs under when it gives none (see ``_limits``)."""
+    return {"timeout": repo.defaults.timeout, "retries": repo.defaults.retries}
+
+
 class Repository(Generic[T]):
     """Immediate operations on the documents of ``model``. Options (API.md §5) are keyword
     arguments of every call; see :class:`esmapper.options.Options`."""
@@ -91,6 +97,7 @@ class Repository(Generic[T]):
     def add(self, docs: T, **options: Any) -> T: ...
     @overload
     def add(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    @limited(_defaults)
     def add(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
         """Create document(s): ``op_type=create``, so an existing id raises
         :class:`DuplicateDocumentError` and leaves the stored document unchanged. Sets
@@ -101,12 +108,14 @@ class Repository(Generic[T]):
     def save(self, docs: T, **options: Any) -> T: ...
     @overload
     def save(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    @limited(_defaults)
     def save(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
         """Replace document(s) (Index API). ``Versioned`` models send
         ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
         :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`."""
         return self._write("save", docs, options)  # type: ignore[no-any-return]
 
+    @limited(_defaults)
     def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
         a no-op. A ``Versioned`` document is deleted only at the version it holds
@@ -143,6 +152,7 @@ class Repository(Generic[T]):
 
     # -- reads by id --------------------------------------------------------------------
 
+    @limited(_defaults)
     def get(self, id: str, **options: Any) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``."""
@@ -172,6 +182,7 @@ class Repository(Generic[T]):
             return None
         return self._hydrate(raw)
 
+    @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
         """Documents for ``ids`` (multi-GET) in request order, missing ids omitted,
         duplicates once."""
@@ -216,6 +227,7 @@ class Repository(Generic[T]):
             if id in hits and _visible(self.info, hits[id].get("_source"), opts.soft_deletes)
         ]
 
+    @limited(_defaults)
     def exists(self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Any) -> bool:
         """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
         ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
@@ -277,6 +289,7 @@ class Repository(Generic[T]):
             self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
         )
 
+    @limited(_defaults)
     def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
         """Search (near-real-time); sends one ``_search`` to the model's alias (a
         point-in-time is opened first for ``snapshot``).
@@ -301,6 +314,7 @@ class Repository(Generic[T]):
         """
         return self._request("find", filter, kwargs).find()
 
+    @limited(_defaults)
     def find_as(
         self, result_type: type[R], filter: str | Query | None = None, **kwargs: Any
     ) -> FindResults[R]:
@@ -320,17 +334,20 @@ class Repository(Generic[T]):
         request.project = project
         return request.find()
 
+    @limited(_defaults)
     def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
         kwargs["limit"] = 1
         results = self._request("find_one", filter, kwargs).find()
         return results.hits[0].document if results.hits else None
 
+    @limited(_defaults)
     def count(self, filter: str | Query | None = None, **options: Any) -> int:
         """The number of matching documents (exact; soft-delete mode applies): one
         ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
         return self._request("count", filter, options).count()
 
+    @limited(_defaults)
     def aggregate(
         self,
         filter: str | Query | None = None,
@@ -358,6 +375,7 @@ class Repository(Generic[T]):
 
     # -- by query and patches ------------------------------------------------------------
 
+    @limited(_defaults)
     def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
         :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
@@ -365,6 +383,7 @@ class Repository(Generic[T]):
         opts = self.options(**options)
         _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
 
+    @limited(_defaults)
     def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
@@ -387,6 +406,7 @@ class Repository(Generic[T]):
             return patch
         return attrs.evolve(patch, doc=check_partial(self.info, patch.doc))
 
+    @limited(_defaults)
     def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
         the number removed. Uses delete-by-query when nothing listens to removals and the
@@ -394,6 +414,7 @@ class Repository(Generic[T]):
         more than 10 times raises :class:`SnapshotExpiredError`)."""
         return _patching.remove_all(self, filter, self.options(**options))
 
+    @limited(_defaults)
     def batch_process(
         self,
         filter: str | Query | None,
@@ -456,6 +477,7 @@ class Repository(Generic[T]):
     def soft_delete_clause(self, mode: str) -> dict[str, Any] | None:
         return soft_delete_clause(self.info, mode)
 
+    @limited(_defaults)
     def require(self, id: str, **options: Any) -> T:
         """Like :meth:`get`, but a missing document raises :class:`DocumentNotFoundError`."""
         document = self.get(id, **options)

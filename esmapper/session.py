@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
+from esmapper._limits import limited
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError
 from esmapper.model.state import DocState, state_of
@@ -56,6 +57,11 @@ class SessionClosedError(EsmapperError):
 def _is_model_doc(doc: Any) -> bool:
     info = getattr(type(doc), "__esmapper__", None)
     return info is not None and info.is_document
+
+
+def _defaults(session: Session) -> dict[str, Any]:
+    """The limits of a session call that gives none: the session's (see ``_limits``)."""
+    return {"timeout": session.options.timeout, "retries": session.options.retries}
 
 
 class Session:
@@ -163,6 +169,7 @@ class Session:
 
     # -- loading -------------------------------------------------------------------------
 
+    @limited(_defaults)
     def get(self, model: type[T], id: str, **options: Any) -> T | None:
         """The document ``id`` of ``model``: from the identity map, else a real-time GET."""
         self._check_open()
@@ -185,6 +192,7 @@ class Session:
         deleted: bool = bool(doc.is_deleted)
         return deleted == (mode == "deleted")
 
+    @limited(_defaults)
     def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order."""
         self._check_open()
@@ -197,6 +205,7 @@ class Session:
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
         return [d for d in held if self._visible(d, options)]
 
+    @limited(_defaults)
     def find(
         self, model: type[T], filter: str | Query | None = None, **kwargs: Any
     ) -> FindResults[T]:
@@ -219,6 +228,7 @@ class Session:
             results._fetch_next = adopt_next
         return results
 
+    @limited(_defaults)
     def find_one(
         self, model: type[T], filter: str | Query | None = None, **kwargs: Any
     ) -> T | None:
@@ -336,6 +346,7 @@ class Session:
             self._forget(key)
             self._identity.pop((type(doc), doc.id), None)
 
+    @limited(_defaults)
     def flush(self) -> None:
         """Write every pending change in bulk requests (nothing for unchanged documents).
 
@@ -349,6 +360,7 @@ class Session:
             write_documents(self.mapper, pendings, self.options, on_success=self._confirmed)
         signals.send_safely(signals.after_flush, self, written=pendings)  # stored: log failures
 
+    @limited(_defaults)
     def commit(self) -> None:
         """Flush, then fire ``after_commit``."""
         self.flush()

@@ -1,0 +1,121 @@
+"""Per-call limits: the ``timeout`` and ``retries`` options (FEATURES OP-18, OP-19).
+
+A repository or session call runs under :func:`applied`, which makes its limits the
+current ones for everything the call sends, whatever layer sends it:
+
+- ``timeout`` (seconds, or a ``timedelta``) is the client-side ``request_timeout`` of every
+  request: :attr:`Mapper.client <esmapper.mapper.Mapper.client>` and the bulk writer read
+  it here. A call that sends several requests (a bulk in chunks, paging, a read-back) may
+  take up to that long for each. A write whose answer times out is an unknown outcome and
+  is settled like a dropped connection (read back, never resent blindly).
+- ``retries`` bounds what a call retries because retrying is safe: ``_bulk`` items rejected
+  with 429/503 (default: the mapper's ``max_retries``) and the version-conflict rounds of
+  ``patch_all`` (default 5) and ``remove_all`` (default 10).
+
+A call that does not give a limit inherits the one of the call it runs in (a session's
+``find`` inside its own defaults), else none applies (the client's own settings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime as _dt
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+__all__ = ["CallLimits", "applied", "check_retries", "check_timeout", "current", "limited"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_timeout(value: Any) -> float | None:
+    """``value`` as seconds (``None`` stays ``None``); anything but a positive number of
+    seconds or a positive ``timedelta`` raises ``ValueError`` naming ``timeout``."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ValueError(
+            f"timeout={value!r} must be a number of seconds or a timedelta (e.g. timeout=5)"
+        )
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"timeout={value!r} must be a positive, finite duration")
+    return seconds
+
+
+def check_retries(value: Any) -> int | None:
+    """``value`` as a retry count (``None`` stays ``None``); anything but an int >= 0
+    raises ``ValueError`` naming ``retries``."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"retries={value!r} must be an integer >= 0")
+    return value
+
+
+@attrs.frozen(slots=True)
+class CallLimits:
+    """The limits of the running call; ``None`` means "not set" (the default applies)."""
+
+    timeout: float | None = None
+    retries: int | None = None
+
+    def retry_rounds(self, default: int) -> int:
+        """How many times a loop may retry: ``retries``, else ``default``."""
+        return default if self.retries is None else self.retries
+
+
+_NONE = CallLimits()
+_current: contextvars.ContextVar[CallLimits] = contextvars.ContextVar(
+    "esmapper_call_limits", default=_NONE
+)
+
+
+def current() -> CallLimits:
+    """The limits of the call running in this context (all ``None`` outside calls)."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def applied(timeout: Any = None, retries: Any = None) -> Iterator[CallLimits]:
+    """Run the body under ``timeout``/``retries``; a ``None`` keeps the enclosing value."""
+    outer = _current.get()
+    limits = CallLimits(
+        outer.timeout if timeout is None else check_timeout(timeout),
+        outer.retries if retries is None else check_retries(retries),
+    )
+    if limits == outer:
+        yield outer
+        return
+    token = _current.set(limits)
+    try:
+        yield limits
+    finally:
+        _current.reset(token)
+
+
+def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
+    """Decorate a method taking the options as keyword arguments: it runs under the
+    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``."""
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            fallback = defaults(self)
+            timeout = kwargs.get("timeout", fallback.get("timeout"))
+            retries = kwargs.get("retries", fallback.get("retries"))
+            if timeout is None and retries is None:
+                return method(self, *args, **kwargs)
+            with applied(timeout, retries):
+                return method(self, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,195 @@
+"""Per-call ``timeout=`` / ``retries=`` (FEATURES OP-18, OP-19) and the mapper's bulk
+back-off: what each call sends under them, through the fault proxy."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from elastic_transport import ConnectionTimeout
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.testing.faults import FaultProxy
+
+
+class Note(em.Document, em.Versioned):
+    class Index:
+        name = "notes"
+
+    text: str = ""
+    n: int = 0
+
+
+@pytest.fixture
+def proxy(es_url: str) -> Iterator[FaultProxy]:
+    with FaultProxy(es_url) as p:
+        yield p
+
+
+@pytest.fixture
+def slept() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def mapper(proxy: FaultProxy, index_prefix: str, slept: list[float]) -> Iterator[em.Mapper]:
+    with em.Mapper(
+        proxy.url,
+        models=[Note],
+        index_prefix=index_prefix,
+        initial_backoff=0.25,
+        max_backoff=0.6,
+        sleep=slept.append,
+    ) as m:
+        m.configure_indexes()
+        yield m
+
+
+@pytest.fixture
+def raw(es_url: str) -> Iterator[Elasticsearch]:
+    with Elasticsearch(es_url) as client:
+        yield client
+
+
+def test_the_bulk_back_off_is_the_mappers(
+    mapper: em.Mapper, proxy: FaultProxy, slept: list[float]
+) -> None:
+    proxy.fail_bulk_items(1, status=429, times=3)
+    note = mapper.repository(Note).add(Note(id="a", text="x"))
+    assert note.version is not None
+    assert slept == [0.25, 0.5, 0.6]  # initial_backoff * 2**attempt, capped at max_backoff
+
+
+def test_retries_replaces_max_retries_for_one_call(
+    mapper: em.Mapper, proxy: FaultProxy, slept: list[float], raw: Elasticsearch
+) -> None:
+    repo = mapper.repository(Note)
+    proxy.fail_bulk_items(1, status=429, times=2)
+    with pytest.raises(em.DocumentError, match="failed with status 429"):
+        repo.add(Note(id="a"), retries=1)
+    assert slept == [0.25]
+    assert not raw.exists(index=repo.spec.alias, id="a")
+
+    proxy.clear_faults()
+    slept.clear()
+    proxy.fail_bulk_items(1, status=429, times=1)
+    with pytest.raises(em.DocumentError, match="failed with status 429"):
+        repo.add(Note(id="b"), retries=0)
+    assert slept == []
+    repo.add(Note(id="b"))  # the next call has the mapper's retries again
+    assert raw.exists(index=repo.spec.alias, id="b")
+
+
+def test_a_session_passes_its_retries_to_its_flush(
+    mapper: em.Mapper, proxy: FaultProxy, slept: list[float]
+) -> None:
+    proxy.fail_bulk_items(1, status=503, times=5)
+    with (
+        pytest.raises(em.DocumentError, match="failed with status 503"),
+        mapper.session(retries=2) as s,
+    ):
+        s.add(Note(id="s"))
+    assert slept == [0.25, 0.5]
+
+
+def test_timeout_bounds_each_request_of_a_read(mapper: em.Mapper, proxy: FaultProxy) -> None:
+    repo = mapper.repository(Note)
+    repo.add(Note(id="a"), consistency="immediate")
+    proxy.delay(2.0, path=r"/_doc/a$", method="GET")
+    with pytest.raises(ConnectionTimeout):
+        repo.get("a", timeout=0.3, cache=False)
+    proxy.clear_faults()
+    assert repo.get("a", timeout=_dt.timedelta(seconds=5), cache=False) is not None
+
+
+def test_a_later_page_runs_under_the_timeout_of_its_find(
+    mapper: em.Mapper, proxy: FaultProxy
+) -> None:
+    repo = mapper.repository(Note)
+    repo.add([Note(id=f"n{i}", n=i) for i in range(4)], consistency="immediate")
+    results = repo.find(sort="n", limit=2, timeout=0.3)
+    assert [d.id for d in results] == ["n0", "n1"]
+    proxy.delay(2.0, path=r"/_search$")
+    with pytest.raises(ConnectionTimeout):
+        results.next_page()
+    proxy.clear_faults()
+    # the same page again, without the fault
+    assert results.next_page()
+    assert [d.id for d in results] == ["n2", "n3"]
+
+
+def test_a_write_that_times_out_is_settled_by_reading_it_back(
+    mapper: em.Mapper, proxy: FaultProxy, raw: Elasticsearch
+) -> None:
+    repo = mapper.repository(Note)
+    # the bulk is held past the call's timeout: the client gives up, the pipeline reads
+    # the id back (not there yet) and sends the create again; the held request reaches the
+    # server later and is refused as a duplicate: one document, confirmed
+    proxy.delay(1.5, path=r"/_bulk$")
+    proxy.reset_counts()
+    note = repo.add(Note(id="late", text="t"), timeout=0.5)
+    assert note.version is not None
+    assert proxy.count(r"/_mget$") == 1  # the client gave up: the outcome was read back
+    assert proxy.count(r"/_bulk$") == 2  # resent only after reading "not applied"
+    stored = raw.get(index=repo.spec.alias, id="late")
+    assert note.version == f"{stored['_primary_term']}:{stored['_seq_no']}"
+    time.sleep(1.5)  # the held create reaches the server now: refused as a duplicate
+    raw.indices.refresh(index=repo.spec.alias)
+    assert raw.count(index=repo.spec.alias)["count"] == 1
+    assert raw.get(index=repo.spec.alias, id="late")["_seq_no"] == stored["_seq_no"]
+
+
+def test_retries_bounds_the_conflict_rounds_of_remove_all(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Note)
+    repo.add([Note(id="a"), Note(id="b")], consistency="immediate")
+    sent: list[dict[str, Any]] = []
+
+    class Conflicting:
+        def __init__(self, client: Any) -> None:
+            self.client = client
+
+        def delete_by_query(self, **kwargs: Any) -> Any:
+            sent.append(kwargs)
+
+            return SimpleNamespace(body={"deleted": 0, "version_conflicts": 2})
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.client, name)
+
+    real = mapper.client.options
+    monkeypatch.setattr(mapper.client, "options", lambda **kw: Conflicting(real(**kw)))
+    with pytest.raises(em.VersionConflictError, match="after 3 delete-by-query rounds"):
+        repo.remove_all(retries=2)
+    assert len(sent) == 3
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("timeout", -1, "timeout=-1 must be a positive"),
+        ("timeout", "5s", "timeout='5s' must be a number of seconds or a timedelta"),
+        ("timeout", float("nan"), "must be a positive, finite"),
+        ("retries", -1, "retries=-1 must be an integer >= 0"),
+        ("retries", True, "retries=True must be an integer"),
+        ("retries", 1.5, "retries=1.5 must be an integer"),
+    ],
+)
+def test_bad_limits_are_refused_before_anything_is_sent(
+    mapper: em.Mapper, proxy: FaultProxy, option: str, value: Any, message: str
+) -> None:
+    repo = mapper.repository(Note)
+    proxy.reset_counts()
+    with pytest.raises(ValueError, match=message):
+        repo.add(Note(id="x"), **{option: value})
+    with pytest.raises(ValueError, match=message):
+        repo.find("text:x", **{option: value})
+    with pytest.raises(ValueError, match=message):
+        mapper.session(**{option: value})
+    assert proxy.count() == 0
