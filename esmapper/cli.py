@@ -5,8 +5,9 @@ Global options name the application's mapper (``--app module:attribute`` or
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
-``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply]``; a model NAME is its
-class name or its index name (with or without the prefix), case-insensitive.
+``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a
+model NAME is its class name or its index name (with or without the prefix),
+case-insensitive.
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
@@ -404,12 +405,17 @@ def audit(ctx: click.Context, model_name: str) -> None:
 @ids.command()
 @click.argument("model_name", metavar="MODEL")
 @click.option("--apply", is_flag=True, help="Write the changes (default: report only).")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+              metavar="N", help="Documents read per page of the scan.")  # fmt: skip
 @click.pass_context
-def rekey(ctx: click.Context, model_name: str, apply: bool) -> None:
-    """Re-key documents whose id no longer matches id_fields (dry run unless --apply)."""
+def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> None:
+    """Re-key documents whose id no longer matches id_fields (dry run unless --apply).
+
+    An interrupted run (killed, disconnected) is completed by running it again."""
     run = _optional("esmapper.rekey", "rekey", "re-keying")
     mapper = _mapper(ctx)
-    report = run(mapper, find_model(mapper, model_name), apply=apply, echo=click.echo)
+    model = find_model(mapper, model_name)
+    report = run(mapper, model, apply=apply, echo=click.echo, batch_size=batch_size)
     summary = getattr(report, "summary", None)
     if summary:
         click.echo(summary)

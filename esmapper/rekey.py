@@ -30,10 +30,17 @@ composer. Statuses (:class:`RekeyPlan.status`):
 
 What is sent to Elasticsearch:
 
-* ``audit``: ``POST /<alias>/_pit?keep_alive=5m``, then ``POST /_search`` with the point
-  in time, ``sort: [{"_shard_doc": "asc"}]``, ``search_after``, ``seq_no_primary_term:
-  true`` and ``size: batch_size`` until a short page; finally ``DELETE /_pit``. The point in
-  time is a snapshot: documents created while scanning are not seen again.
+* ``audit``: ``POST /<alias>/_refresh`` (the scan must see every acknowledged write: a
+  run that was killed never reached its own final refresh, and a scan of the state before
+  it would take its moves for work still to do), ``POST /<alias>/_pit?keep_alive=5m``, then
+  ``POST /_search`` with the point in time, ``sort: [{"_shard_doc": "asc"}]``,
+  ``search_after``, ``seq_no_primary_term: true`` and ``size: batch_size`` until a short
+  page; finally ``DELETE /_pit``. The point in time is a snapshot: documents created while
+  scanning are not seen again. The refresh changes no document.
+* ``rekey`` (dry run): per page of the scan, ``POST /_mget`` of the new ids to ``rewrite``,
+  so an interrupted move shows: ``DRY RUN <old> -> <new> (interrupted: <new> already holds
+  this document)`` when the new id holds the source the move writes (``--apply`` completes
+  it), ``(<new> already holds a different document; ...)`` when it holds another one.
 * ``rekey(apply=True)``, per ``rewrite`` (there is no multi-document transaction):
   1. ``PUT /<index>/_create/<new id>`` with the raw ``_source`` (not through the model, so
      unmapped fields survive) into the physical index the old document lives in, with its
@@ -41,9 +48,13 @@ What is sent to Elasticsearch:
      ``GET /<index>/_doc/<new id>``: the same source means an earlier run got this far
      (continue); a different source is ``FAILED 409`` and both documents are left alone.
   2. ``DELETE /<index>/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with the values from
-     the scan. If the old document changed (409), or the delete fails otherwise, the new
-     document created in step 1 is deleted again (conditioned on its own seq_no) and the
-     line ``FAILED 409: <old> changed concurrently; rerun`` is printed.
+     the scan. On 409 the old document is read back (``GET``) before anything is undone:
+     gone, with the new id holding our source -> another run completed this move (two runs
+     at once, or a rerun while the first was still alive): done, nothing is undone (undoing
+     it deleted the only copy left); still there, changed -> the new document created in
+     step 1 is deleted again (conditioned on its own seq_no) and the line ``FAILED 409:
+     <old> changed concurrently; rerun`` is printed; gone, and the new id not holding our
+     source -> ``FAILED``, nothing deleted. Any other error of the delete is compensated.
   Finally ``POST /<alias>/_refresh``. Nothing else is ever deleted.
 
   Each write is sent once, without the transport's retries (:mod:`esmapper._transport`).
@@ -60,13 +71,20 @@ What is sent to Elasticsearch:
   - the compensating delete: gone -> done; still at its created version -> sent once
     more; else a note to check it by hand.
 
-A rerun converges: moved documents are ``ok`` and a half-done move completes. Afterwards
-the audit reports only ``ok`` and ``blocked`` documents.
+A rerun converges: moved documents are ``ok`` and a half-done move completes. A run killed
+at any point (``kill -9``) leaves every document under its old id, its new id, or both with
+the same source (at most one move, interrupted between its create and its delete); nothing
+else is left behind but the scan's point in time, which expires after ``KEEP_ALIVE``. There
+is no lock to break: run it again. The rerun counts an interrupted move it completes in
+``interrupted`` (``N rewritten (K completing an interrupted move)``); the new id of such a
+move is also counted ``ok`` by the scan. Afterwards the audit reports only ``ok`` and
+``blocked`` documents.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -118,8 +136,10 @@ class RekeyReport:
 
     ``to_rewrite`` counts the ``rewrite`` plans found (in both modes); ``rewritten`` the
     documents actually moved (always 0 in a dry run); ``failed`` the moves that failed and
-    were undone or left alone; ``ok`` and ``blocked`` the other statuses. ``lines`` holds
-    every line passed to ``echo``.
+    were undone or left alone; ``ok`` and ``blocked`` the other statuses. ``interrupted``
+    counts moves an earlier run left between their create and their delete (the new id
+    already holds the document): found, in a dry run; completed, with ``apply``. ``lines``
+    holds every line passed to ``echo``.
     """
 
     applied: bool
@@ -128,18 +148,21 @@ class RekeyReport:
     rewritten: int = 0
     blocked: int = 0
     failed: int = 0
+    interrupted: int = 0
     lines: list[str] = attrs.field(factory=list)
 
     @property
     def summary(self) -> str:
         """One line for the end of a run (not echoed by :func:`rekey` itself)."""
         if not self.applied:
+            note = f" ({self.interrupted} interrupted)" if self.interrupted else ""
             return (
-                f"dry run: {self.to_rewrite} to rewrite, {self.blocked} blocked, "
+                f"dry run: {self.to_rewrite} to rewrite{note}, {self.blocked} blocked, "
                 f"{self.ok} ok; nothing was changed"
             )
+        note = f" ({self.interrupted} completing an interrupted move)" if self.interrupted else ""
         return (
-            f"{self.rewritten} rewritten, {self.failed} failed, {self.blocked} blocked, "
+            f"{self.rewritten} rewritten{note}, {self.failed} failed, {self.blocked} blocked, "
             f"{self.ok} ok"
         )
 
@@ -221,9 +244,10 @@ def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:
 
 
 def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
-    """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Read only.
+    """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Changes nothing.
 
-    Sends a point-in-time open, ``search`` pages of ``batch_size`` raw hits (full
+    Sends a refresh (so the scan sees every acknowledged write, e.g. those of a killed
+    re-key run), a point-in-time open, ``search`` pages of ``batch_size`` raw hits (full
     ``_source``, ``seq_no_primary_term``, ``search_after`` on ``_shard_doc``) and the
     point-in-time close (also when the iterator is closed early). Raises
     :class:`~esmapper.errors.MigrationError` at once when the model has no
@@ -234,6 +258,7 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
     target = mapper.spec(model).read_target
     try:
+        mapper.client.indices.refresh(index=target)
         pit = mapper.client.open_point_in_time(index=target, keep_alive=KEEP_ALIVE)
     except NotFoundError as exc:
         raise MigrationError(
@@ -280,45 +305,96 @@ def rekey(
 ) -> RekeyReport:
     """Re-key every ``rewrite`` document of ``model`` (see the module docstring).
 
-    Dry run by default: prints ``DRY RUN <old> -> <new>`` per document to move and sends
-    only the read requests of :func:`audit`. ``apply=True`` prints ``REWRITE <old> ->
-    <new>`` and moves it (create new, conditional delete of old, compensation on
-    failure), then ``FAILED <status>: ...`` if that failed; refreshes the index at the
-    end. Both modes print ``BLOCKED <old> -> <new or -> (<reason>)``. Quiesce writers and
-    take a snapshot before ``apply=True``. ``_before_delete`` is a test hook called between
-    the create and the delete.
+    Dry run by default: prints ``DRY RUN <old> -> <new>`` per document to move (with a
+    note when the new id already holds a document, see the module docstring) and sends only
+    reads: those of :func:`audit` and one ``_mget`` of the new ids per page.
+    ``apply=True`` prints ``REWRITE <old> -> <new>`` and moves it (create new, conditional
+    delete of old, compensation on failure), then ``FAILED <status>: ...`` if that failed;
+    refreshes the index at the end. Both modes print ``BLOCKED <old> -> <new or -> (<reason>)``.
+    Quiesce writers and take a snapshot before ``apply=True``. ``_before_delete`` is a test
+    hook called between the create and the delete.
     """
     plans = audit(mapper, model, batch_size=batch_size)
     report = RekeyReport(applied=apply)
+    info = _id_info(model)
 
     def say(line: str) -> None:
         report.lines.append(line)
         echo(line)
 
-    for plan in plans:
-        if plan.status == "ok":
-            report.ok += 1
-        elif plan.status == "blocked":
-            report.blocked += 1
-            say(f"BLOCKED {plan.old_id} -> {plan.new_id or '-'} ({plan.reason})")
-        else:
-            report.to_rewrite += 1
-            if not apply:
-                say(f"DRY RUN {plan.old_id} -> {plan.new_id}")
-                continue
-            say(f"REWRITE {plan.old_id} -> {plan.new_id}")
-            try:
-                failure = _move(mapper.client, plan, _before_delete)
-            finally:  # both ids were written (or may have been): drop any cached copy
-                mapper.invalidate_ids(_id_info(model), [plan.old_id, plan.new_id])
-            if failure is None:
-                report.rewritten += 1
+    while page := list(itertools.islice(plans, batch_size)):
+        taken = {} if apply else _new_ids_taken(mapper.client, page)
+        for plan in page:
+            if plan.status == "ok":
+                report.ok += 1
+            elif plan.status == "blocked":
+                report.blocked += 1
+                say(f"BLOCKED {plan.old_id} -> {plan.new_id or '-'} ({plan.reason})")
+            elif not apply:
+                report.to_rewrite += 1
+                note = taken.get(plan.old_id)
+                if note == _INTERRUPTED:
+                    report.interrupted += 1
+                    note = f"interrupted: {plan.new_id} already holds this document"
+                suffix = f" ({note})" if note else ""
+                say(f"DRY RUN {plan.old_id} -> {plan.new_id}{suffix}")
             else:
-                report.failed += 1
-                say(f"FAILED {failure}")
+                report.to_rewrite += 1
+                say(f"REWRITE {plan.old_id} -> {plan.new_id}")
+                try:
+                    failure, resumed = _move(mapper.client, plan, _before_delete)
+                finally:  # both ids were written (or may have been): drop any cached copy
+                    mapper.invalidate_ids(info, [plan.old_id, plan.new_id])
+                if failure is None:
+                    report.rewritten += 1
+                    report.interrupted += resumed
+                else:
+                    report.failed += 1
+                    say(f"FAILED {failure}")
     if apply:
         mapper.client.indices.refresh(index=mapper.spec(model).read_target)
     return report
+
+
+_INTERRUPTED: Final = "interrupted"
+
+
+def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan]) -> dict[str, str]:
+    """For a dry run: which ``rewrite`` plans of ``page`` have a document on their new id
+    already (one ``_mget``, real time): old id -> ``_INTERRUPTED`` when it holds the source
+    the move would write (a move interrupted after its create), else a note."""
+    moves = [p for p in page if p.status == "rewrite"]
+    if not moves:
+        return {}
+    docs = []
+    for plan in moves:
+        doc: dict[str, Any] = {"_index": plan.index, "_id": plan.new_id}
+        if plan.routing is not None:
+            doc["routing"] = plan.routing
+        docs.append(doc)
+    found = client.mget(docs=docs)["docs"]
+    taken: dict[str, str] = {}
+    for plan, hit in zip(moves, found, strict=True):
+        if "error" in hit:
+            taken[plan.old_id] = f"reading {plan.new_id} failed: {hit['error']}"
+        elif hit.get("found"):
+            taken[plan.old_id] = (
+                _INTERRUPTED
+                if hit.get("_source") == _copy_source(plan)
+                else f"{plan.new_id} already holds a different document; --apply leaves both "
+                "and reports FAILED"
+            )
+    return taken
+
+
+def _copy_source(plan: RekeyPlan) -> dict[str, Any]:
+    """The source the move writes to the new id: the raw source, with a stored ``"id"``
+    equal to the old id (the mapper's own copy of the id) set to the new id."""
+    assert plan.source is not None
+    source = dict(plan.source)
+    if source.get("id") == plan.old_id:
+        source["id"] = plan.new_id
+    return source
 
 
 def _describe(exc: ApiError) -> tuple[int, str]:
@@ -333,16 +409,15 @@ def _move(
     client: Elasticsearch,
     plan: RekeyPlan,
     before_delete: Callable[[RekeyPlan], object] | None,
-) -> str | None:
-    """Create ``plan.new_id``, then delete ``plan.old_id``; the failure text or None.
+) -> tuple[str | None, bool]:
+    """Create ``plan.new_id``, then delete ``plan.old_id``: the failure text or None, and
+    whether the new document was there already (an earlier, interrupted run created it).
 
     Both writes are sent once (:func:`esmapper._transport.once`); an unknown outcome is
     settled by reading the document back, never by a blind resend."""
     old, new, index = plan.old_id, plan.new_id, plan.index
-    assert new is not None and plan.source is not None
-    source = dict(plan.source)
-    if source.get("id") == old:  # the mapper's own copy of the id
-        source["id"] = new
+    assert new is not None
+    source = _copy_source(plan)
     routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
     single = once(client)
     created: tuple[int, int] | None = None
@@ -354,15 +429,18 @@ def _move(
     except ConflictError:
         found = _read(client, index, new, routing)
         if found is None:
-            return f"409: {new} existed, then was deleted while re-keying {old}; rerun"
+            return f"409: {new} existed, then was deleted while re-keying {old}; rerun", False
         if isinstance(found, Exception):
-            return f"409: {new} exists and could not be read ({found}); {old} left in place; rerun"
+            return (
+                f"409: {new} exists and could not be read ({found}); {old} left in place; rerun",
+                False,
+            )
         if found.get("_source") != source:
-            return _different(index, old, new)
+            return _different(index, old, new), False
         # An earlier run created it and stopped before the delete: finish that move.
     except ApiError as exc:
         status, text = _describe(exc)
-        return f"{status}: creating {new} failed ({text}); {old} left in place"
+        return f"{status}: creating {new} failed ({text}); {old} left in place", False
     except TransportError as exc:
         if not is_unknown_outcome(exc):
             raise
@@ -371,27 +449,27 @@ def _move(
             return (
                 f"creating {new} had an unknown outcome ({exc}): it is not there; "
                 f"{old} left in place; rerun"
-            )
+            ), False
         if isinstance(found, Exception):
             return (
                 f"creating {new} had an unknown outcome ({exc}) and reading it back failed "
                 f"({found}); {old} left in place; rerun"
-            )
+            ), False
         if found.get("_source") != source:
-            return _different(index, old, new)
+            return _different(index, old, new), False
         created = (found["_seq_no"], found["_primary_term"])  # ours: it was created
 
     if before_delete is not None:
         before_delete(plan)
-    failed = _delete_old(client, plan, routing)
+    failed = _delete_old(client, plan, routing, source)
     if failed is None:
-        return None
+        return None, created is None
     message, compensate = failed
     if not compensate:
-        return message
+        return message, False
     if created is None:
-        return f"{message} ({new} existed before this run and is left in place)"
-    return message + _compensate(client, index, new, created, routing)
+        return f"{message} ({new} existed before this run and is left in place)", False
+    return message + _compensate(client, index, new, created, routing), False
 
 
 def _different(index: str, old: str, new: str) -> str:
@@ -414,11 +492,13 @@ def _read(
 
 
 def _delete_old(
-    client: Elasticsearch, plan: RekeyPlan, routing: dict[str, Any]
+    client: Elasticsearch, plan: RekeyPlan, routing: dict[str, Any], source: dict[str, Any]
 ) -> tuple[str, bool] | None:
     """Delete the old document, conditioned on the scanned version: ``None`` once it is
-    gone, else ``(why not, whether to compensate)``; never compensate when it is not known
-    whether the old document is still there."""
+    gone and the new id holds ``source``, else ``(why not, whether to compensate)``. A 409
+    or a lost answer is read back first; compensate only when the old document is known to
+    be still there (changed): never when it is gone (another run finished this move, and
+    the new document is the only copy left) or unknown."""
     old, index = plan.old_id, plan.index
     for attempt in (1, 2):
         try:
@@ -431,16 +511,25 @@ def _delete_old(
             )
             return None
         except ApiError as exc:
-            if isinstance(exc, ConflictError | NotFoundError):
-                return f"409: {old} changed concurrently; rerun", True
-            status, text = _describe(exc)
-            return f"{status}: deleting {old} failed ({text}); rerun", True
+            if not isinstance(exc, ConflictError | NotFoundError):
+                status, text = _describe(exc)
+                return f"{status}: deleting {old} failed ({text}); rerun", True
+            found = _read(client, index, old, routing)
+            if found is None:  # deleted by another run that completed this move?
+                return _old_gone(client, plan, routing, source, f"{exc.meta.status}")
+            if isinstance(found, Exception):
+                return (
+                    f"{exc.meta.status}: deleting {old} was refused and reading it back failed "
+                    f"({found}): both {old} and {plan.new_id} may exist; rerun to complete",
+                    False,
+                )
+            return f"409: {old} changed concurrently; rerun", True
         except TransportError as exc:
             if not is_unknown_outcome(exc):
                 raise
             found = _read(client, index, old, routing)
-            if found is None:
-                return None  # the delete was applied: the move succeeded
+            if found is None:  # the delete was applied: the move succeeded
+                return _old_gone(client, plan, routing, source, f"unknown outcome ({exc})")
             if isinstance(found, Exception):
                 return (
                     f"deleting {old} had an unknown outcome ({exc}) and reading it back failed "
@@ -453,6 +542,31 @@ def _delete_old(
                 return f"deleting {old} had an unknown outcome twice ({exc}); rerun", True
             # Not applied (still the scanned version): send the conditional delete once more.
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _old_gone(
+    client: Elasticsearch,
+    plan: RekeyPlan,
+    routing: dict[str, Any],
+    source: dict[str, Any],
+    what: str,
+) -> tuple[str, bool] | None:
+    """The old document is gone: the move is complete when the new id holds ``source``;
+    otherwise a failure, never compensated (nothing is deleted)."""
+    new = plan.new_id
+    assert new is not None
+    found = _read(client, plan.index, new, routing)
+    if isinstance(found, dict) and found.get("_source") == source:
+        return None
+    state = (
+        f"reading it failed ({found})"
+        if isinstance(found, Exception)
+        else "it is not there"
+        if found is None
+        else "it holds another source"
+    )
+    message = f"{what}: {plan.old_id} is gone and {new} does not hold its copy ({state})"
+    return f"{message}; check both by hand", False
 
 
 def _compensate(

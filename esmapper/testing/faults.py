@@ -14,6 +14,9 @@ matching requests::
         proxy.drop_connection(after_forwarding=True)  # forward, then drop the response
         proxy.truncate_response(path=r"/_aliases$")  # forward, then send half the response
         proxy.delay(5.0)                        # hold the next request (client timeouts)
+        held = proxy.hold(method="PUT", path=r"/_create/", skip=9)  # hold the 10th create
+        held.wait_arrived(30)                   # ...until it reaches the proxy
+        held.forward()                          # then forward it (or held.drop())
         ...
         assert proxy.count(r"/_bulk$") == 4
 
@@ -24,11 +27,13 @@ in the response at the item's position. A truncated response
 (:meth:`FaultProxy.truncate_response`) is sent with the full ``Content-Length`` but only
 part of its body before the connection is closed: the request was applied, the client sees
 an incomplete, unreadable response (an unknown outcome, like a response dropped after
-forwarding). Faults are consumed in the order they were scripted; each request takes the
-first pending fault that matches it. Every scripting method takes ``skip=N`` to let the
-first N matching requests through before the fault starts. ``path`` filters are regular
-expressions searched in the request path (without the query string), ``method`` filters
-are exact (``"POST"``).
+forwarding). A held request (:meth:`FaultProxy.hold`) waits at the proxy, not forwarded,
+until the test forwards or drops it: the client is blocked at a known point (e.g. to kill
+it there) and the test decides whether that request reaches the server. Faults are
+consumed in the order they were scripted; each request takes the first pending fault that
+matches it. Every scripting method takes ``skip=N`` to let the first N matching requests
+through before the fault starts. ``path`` filters are regular expressions searched in the
+request path (without the query string), ``method`` filters are exact (``"POST"``).
 
 The proxy uses only the standard library (``http.server`` threads, ``http.client``
 upstream connections, no keep-alive upstream). It is bounded: it stops by itself after
@@ -55,10 +60,10 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-__all__ = ["FaultProxy", "RequestRecord"]
+__all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
 
 ItemSelector: TypeAlias = int | Collection[int] | Callable[[int, dict[str, Any]], bool]
-FaultKind: TypeAlias = Literal["status", "items", "drop", "delay", "truncate"]
+FaultKind: TypeAlias = Literal["status", "items", "drop", "delay", "truncate", "hold"]
 
 _HOP_BY_HOP = frozenset(
     {
@@ -97,6 +102,48 @@ class RequestRecord:
     fault: FaultKind | None = None
 
 
+class HeldRequest:
+    """A request held by :meth:`FaultProxy.hold`: not forwarded until :meth:`forward`.
+
+    :meth:`wait_arrived` blocks until the request reaches the proxy (its client is then
+    waiting for the answer); :meth:`forward` sends it upstream (and the answer back, if
+    the client is still there), :meth:`drop` closes the connection without forwarding.
+    :meth:`wait_done` blocks until either has been carried out. Stopping the proxy drops
+    a request still held.
+    """
+
+    def __init__(self) -> None:
+        self._arrived = threading.Event()
+        self._released = threading.Event()
+        self._done = threading.Event()
+        self._forward = False
+        self.status: int | None = None
+        """The upstream's status once forwarded (``None`` when dropped, not yet handled, or
+        when the upstream could not be reached)."""
+
+    @property
+    def arrived(self) -> bool:
+        """Whether the request has reached the proxy."""
+        return self._arrived.is_set()
+
+    def wait_arrived(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the request; whether it arrived."""
+        return self._arrived.wait(timeout)
+
+    def forward(self) -> None:
+        """Let the request through to the upstream."""
+        self._forward = True
+        self._released.set()
+
+    def drop(self) -> None:
+        """Close its connection without forwarding it (the upstream never sees it)."""
+        self._released.set()
+
+    def wait_done(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the request was forwarded or dropped."""
+        return self._done.wait(timeout)
+
+
 @attrs.define(slots=True)
 class _Fault:
     kind: FaultKind
@@ -109,6 +156,7 @@ class _Fault:
     after_forwarding: bool = False
     seconds: float = 0.0
     skip: int = 0
+    held: HeldRequest | None = None
 
     def matches(self, method: str, path: str) -> bool:
         if self.remaining <= 0:
@@ -127,6 +175,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30.0  # idle keep-alive connections end by themselves
+    # The status line and headers go out before the body: with Nagle's algorithm the body
+    # waited for the client's delayed ACK, about 40 ms per request with a body.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -175,6 +226,7 @@ class FaultProxy:
         self.max_body = max_body
         self._lock = threading.Lock()
         self._faults: list[_Fault] = []
+        self._held: list[HeldRequest] = []
         self._records: list[RequestRecord] = []
         self._conns: set[socket.socket] = set()
         self._stopping = threading.Event()
@@ -215,6 +267,8 @@ class FaultProxy:
             self._stopped = True
             conns = list(self._conns)
         self._stopping.set()
+        for held in self._held:
+            held.drop()
         self._timer.cancel()
         self._server.shutdown()
         for conn in conns:
@@ -327,6 +381,19 @@ class FaultProxy:
         """Hold the next ``times`` matching requests for ``seconds`` before forwarding."""
         self._add(_Fault("delay", times, method, _compile(path), seconds=seconds, skip=skip))
 
+    def hold(
+        self, *, method: str | None = None, path: str | None = None, skip: int = 0
+    ) -> HeldRequest:
+        """Hold the next matching request at the proxy until the returned handle's
+        :meth:`HeldRequest.forward` or :meth:`HeldRequest.drop` (or :meth:`stop`)."""
+        held = HeldRequest()
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the proxy is stopped")
+            self._held.append(held)
+        self._add(_Fault("hold", 1, method, _compile(path), skip=skip, held=held))
+        return held
+
     def clear_faults(self) -> None:
         """Forget every fault not yet consumed."""
         with self._lock:
@@ -427,6 +494,9 @@ class FaultProxy:
         if fault is not None and fault.kind == "delay" and self._stopping.wait(fault.seconds):
             h.close_connection = True  # stopped while holding the request
             return
+        if fault is not None and fault.held is not None:
+            self._hold(h, fault.held, method, headers, body)
+            return
         if fault is not None and fault.kind == "status":
             self._reply(h, fault.status, fault.body or b"")
             return
@@ -462,6 +532,26 @@ class FaultProxy:
         if failed and status == 200:
             resp_body = _merge_items(resp_body, failed)
         self._reply(h, status, resp_body, resp_headers, head=method == "HEAD")
+
+    def _hold(
+        self, h: _Handler, held: HeldRequest, method: str, headers: dict[str, str], body: bytes
+    ) -> None:
+        try:
+            held._arrived.set()
+            held._released.wait()
+            if not held._forward or self._stopping.is_set():
+                self._drop(h)
+                return
+            try:
+                status, resp_headers, resp_body = self._forward(method, h.path, headers, body)
+            except OSError:  # the upstream is gone: status stays None
+                self._drop(h)
+                return
+            held.status = status
+            with contextlib.suppress(OSError):  # its client may be gone (killed)
+                self._reply(h, status, resp_body, resp_headers, head=method == "HEAD")
+        finally:
+            held._done.set()
 
     def _forward(
         self, method: str, target: str, headers: dict[str, str], body: bytes

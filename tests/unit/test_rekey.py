@@ -220,10 +220,24 @@ class FakeClient:
         return {"_seq_no": self.seq_no, "_primary_term": 1, "result": "created"}
 
     def get(self, **kwargs: Any) -> ObjectApiResponse[Any]:
+        """``docs`` holds what a read finds (each at ``_seq_no`` 1); others are 404."""
         self._call("get", **kwargs)
+        if kwargs["id"] not in self.docs:
+            raise api_error(NotFoundError, 404, "not_found", kwargs["id"])
         meta = ApiResponseMeta(200, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "h", 9200))
         body = {"_id": kwargs["id"], "_source": self.docs[kwargs["id"]], "_seq_no": 1}
         return ObjectApiResponse(body=body, meta=meta)
+
+    def mget(self, **kwargs: Any) -> dict[str, Any]:
+        self._call("mget", **kwargs)
+        return {
+            "docs": [
+                {"_id": d["_id"], "found": True, "_source": self.docs[d["_id"]]}
+                if d["_id"] in self.docs
+                else {"_id": d["_id"], "found": False}
+                for d in kwargs["docs"]
+            ]
+        }
 
     def delete(self, **kwargs: Any) -> dict[str, Any]:
         self._call("delete", **kwargs)
@@ -271,7 +285,11 @@ def test_audit_pages_with_search_after_and_closes_the_latest_pit() -> None:
     assert [s["pit"]["id"] for s in searches] == ["pit-0", "pit-1", "pit-2"]
     assert all(s["seq_no_primary_term"] and s["size"] == 2 for s in searches)
     assert searches[0]["sort"] == [{"_shard_doc": "asc"}]
-    assert client.calls[0] == ("open_point_in_time", {"index": "inbox", "keep_alive": "5m"})
+    # refreshed first: the scan sees every acknowledged write (a killed run never refreshed)
+    assert client.calls[:2] == [
+        ("refresh", {"index": "inbox"}),
+        ("open_point_in_time", {"index": "inbox", "keep_alive": "5m"}),
+    ]
     assert client.calls[-1] == ("close_point_in_time", {"id": "pit-3"})
 
 
@@ -317,8 +335,30 @@ def test_dry_run_prints_and_only_reads() -> None:
         ]
     )
     assert (report.ok, report.to_rewrite, report.rewritten, report.blocked) == (1, 1, 0, 1)
-    assert set(names(client)) == {"open_point_in_time", "search", "close_point_in_time"}
+    reads = {"open_point_in_time", "search", "close_point_in_time", "mget"}
+    assert set(names(client)) == {"refresh", *reads}  # a refresh changes no document
+    assert [kw["docs"] for n, kw in client.calls if n == "mget"] == [
+        [{"_index": "inbox-v1", "_id": "acme:1:H"}]  # is a move half done?
+    ]
     assert report.summary == "dry run: 1 to rewrite, 1 blocked, 1 ok; nothing was changed"
+
+
+def test_dry_run_shows_interrupted_moves_and_taken_new_ids() -> None:
+    client = FakeClient(sorted_hits([(f"t_{n}_H", msg("t", str(n), "H")) for n in range(3)]))
+    client.docs["t:0:H"] = msg("t", "0", "H")  # a move stopped after its create
+    client.docs["t:1:H"] = msg("t", "1", "H", body="other")
+    report = rekey(FakeMapper(client), Message, echo=lambda _: None, batch_size=2)  # type: ignore[arg-type]
+    assert report.lines == [
+        "DRY RUN t_0_H -> t:0:H (interrupted: t:0:H already holds this document)",
+        "DRY RUN t_1_H -> t:1:H (t:1:H already holds a different document; --apply leaves "
+        "both and reports FAILED)",
+        "DRY RUN t_2_H -> t:2:H",
+    ]
+    assert (report.to_rewrite, report.interrupted) == (3, 1)
+    assert report.summary == (
+        "dry run: 3 to rewrite (1 interrupted), 0 blocked, 0 ok; nothing was changed"
+    )
+    assert names(client).count("mget") == 2  # one per page
 
 
 def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
@@ -326,7 +366,7 @@ def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
     report = rekey(FakeMapper(client), Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
     assert report.lines == ["REWRITE acme_1_H -> acme:1:H"]
     assert (report.rewritten, report.failed) == (1, 0)
-    writes = [(n, kw) for n, kw in client.calls if n in ("create", "delete", "refresh")]
+    writes = [(n, kw) for n, kw in client.calls[1:] if n in ("create", "delete", "refresh")]
     assert writes == [
         (
             "create",
@@ -340,6 +380,7 @@ def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
         ("delete", {"index": "inbox-v1", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1}),
         ("refresh", {"index": "inbox"}),
     ]
+    assert names(client)[0] == "refresh"  # before the scan, too
     # the writes are not resent by the transport
     assert {"max_retries": 0, "retry_on_status": (), "retry_on_timeout": False} in (
         client.options_seen
@@ -370,6 +411,7 @@ def test_a_failed_delete_is_compensated_and_a_failed_compensation_reported() -> 
     client = FakeClient(sorted_hits(HITS[:1]))
     client.fail["delete", "acme_1_H"] = api_error(ConflictError, 409, "version_conflict", "x")
     client.fail["delete", "acme:1:H"] = api_error(NotFoundError, 404, "not_found", "gone")
+    client.docs["acme_1_H"] = msg("acme", "1", "H", body="changed")  # read back: still there
     report = rekey(FakeMapper(client), Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
     assert report.lines[-1] == (
         "FAILED 409: acme_1_H changed concurrently; rerun (and removing the new acme:1:H "
@@ -385,6 +427,7 @@ def test_an_existing_identical_copy_completes_an_interrupted_move() -> None:
     client.fail["create", "acme:1:H"] = api_error(ConflictError, 409, "version_conflict", "x")
     client.docs["acme:1:H"] = msg("acme", "1", "H", id="acme:1:H", extra={"x": 1})
     client.fail["delete", "acme_1_H"] = api_error(ConflictError, 409, "version_conflict", "x")
+    client.docs["acme_1_H"] = msg("acme", "1", "H", body="changed")  # read back: still there
     mapper = FakeMapper(client)
     report = rekey(mapper, Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
     assert mapper.invalidated == ["acme_1_H", "acme:1:H"]  # both ids leave the cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper.cli import load_mapper, main
 from esmapper.locks import LockProvider
-from tests.unit.cli.apps import write_app
+from tests.unit.cli.apps import subprocess_env, write_app
 
 
 @pytest.fixture
@@ -126,7 +125,7 @@ def test_verbose_shows_the_logs(app: str) -> None:
 
 
 def run_cli(app_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(app_dir)}
+    env = subprocess_env(app_dir)
     return subprocess.run(
         [sys.executable, "-m", "esmapper.cli", *args],
         cwd=app_dir, env=env, capture_output=True, text=True, timeout=60, check=False,
@@ -156,7 +155,7 @@ def test_the_installed_console_script(app: str, app_dir: Path) -> None:
         if script_path is None:
             pytest.skip("the esmapper console script is not installed")
         script = Path(script_path)
-    env = {**os.environ, "PYTHONPATH": str(app_dir), "ESMAPPER_APP": app}
+    env = subprocess_env(app_dir, ESMAPPER_APP=app)
     done = subprocess.run(
         [str(script), "migrate", "--dry-run"],
         cwd=app_dir, env=env, capture_output=True, text=True, timeout=60, check=False,

@@ -9,7 +9,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.rekey import RekeyPlan, audit, rekey
+from esmapper.rekey import RekeyPlan, RekeyReport, audit, rekey
 
 
 class Inbox(em.Document):
@@ -203,9 +203,19 @@ def test_a_move_interrupted_after_the_create_completes(
 ) -> None:
     put(es_client, physical, "acme_8_H", **msg("acme", "8", "H"), body="b")
     put(es_client, physical, "acme:8:H", **msg("acme", "8", "H"), body="b")  # identical copy
+    dry = rekey(mapper, Inbox, echo=lambda _: None)
+    assert dry.lines == [
+        "DRY RUN acme_8_H -> acme:8:H (interrupted: acme:8:H already holds this document)"
+    ]
+    assert dry.summary == (
+        "dry run: 1 to rewrite (1 interrupted), 0 blocked, 1 ok; nothing was changed"
+    )
     report = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
     assert report.lines == ["REWRITE acme_8_H -> acme:8:H"]
     assert (report.rewritten, report.failed, report.ok) == (1, 0, 1)
+    assert report.summary == (
+        "1 rewritten (1 completing an interrupted move), 0 failed, 0 blocked, 1 ok"
+    )
     assert list(stored(es_client, mapper)) == ["acme:8:H"]
 
 
@@ -215,6 +225,12 @@ def test_a_different_document_on_the_new_id_is_left_alone(
     put(es_client, physical, "acme_9_H", **msg("acme", "9", "H"), body="old")
     put(es_client, physical, "acme:9:H", **msg("acme", "9", "H"), body="newer")  # a duplicate
     before = stored(es_client, mapper)
+    dry = rekey(mapper, Inbox, echo=lambda _: None)
+    assert dry.lines == [
+        "DRY RUN acme_9_H -> acme:9:H (acme:9:H already holds a different document; --apply "
+        "leaves both and reports FAILED)"
+    ]
+    assert dry.summary == "dry run: 1 to rewrite, 0 blocked, 1 ok; nothing was changed"
     report = rekey(mapper, Inbox, apply=True, echo=lambda _: None)
     assert report.lines == [
         "REWRITE acme_9_H -> acme:9:H",
@@ -255,3 +271,54 @@ def test_refusals(mapper: em.Mapper, es_url: str, index_prefix: str) -> None:
         pytest.raises(em.MigrationError, match="does not exist"),
     ):
         audit(unconfigured, Inbox)
+
+
+def test_two_runs_at_once_never_lose_a_document(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    # A second run (a rerun started while the first was still alive) moves the document
+    # between the first run's create and its delete: the first run's delete then finds
+    # the old id gone. Undoing its create would delete the only copy left.
+    put(es_client, physical, "acme_7_H", **msg("acme", "7", "H"), body="v1")
+    second: list[RekeyReport] = []
+
+    def second_run(plan: RekeyPlan) -> None:
+        second.append(rekey(mapper, Inbox, apply=True, echo=lambda _: None))
+
+    first = rekey(mapper, Inbox, apply=True, echo=lambda _: None, _before_delete=second_run)
+
+    assert second[0].lines == ["REWRITE acme_7_H -> acme:7:H"]
+    assert second[0].summary == (
+        "1 rewritten (1 completing an interrupted move), 0 failed, 0 blocked, 1 ok"
+    )
+    assert first.lines == ["REWRITE acme_7_H -> acme:7:H"]
+    assert (first.rewritten, first.failed) == (1, 0)
+    docs = stored(es_client, mapper)
+    assert list(docs) == ["acme:7:H"]
+    assert docs["acme:7:H"][2]["body"] == "v1"
+
+
+def test_an_old_id_deleted_by_someone_else_is_reported_not_compensated(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str
+) -> None:
+    put(es_client, physical, "acme_7_H", **msg("acme", "7", "H"), body="v1")
+
+    def writer_deletes_old_and_rewrites_new(plan: RekeyPlan) -> None:
+        es_client.delete(index=physical, id=plan.old_id)
+        es_client.index(index=physical, id="acme:7:H", document=msg("acme", "7", "H", body="v2"))
+
+    report = rekey(
+        mapper,
+        Inbox,
+        apply=True,
+        echo=lambda _: None,
+        _before_delete=writer_deletes_old_and_rewrites_new,
+    )
+    assert report.lines[1:] == [
+        "FAILED 409: acme_7_H is gone and acme:7:H does not hold its copy (it holds another "
+        "source); check both by hand"
+    ]
+    assert (report.rewritten, report.failed) == (0, 1)
+    assert {id_: s["body"] for id_, (_, _, s) in stored(es_client, mapper).items()} == {
+        "acme:7:H": "v2"  # left alone
+    }

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
+
+import esmapper
 
 TEMPLATE = '''
 import esmapper as em
@@ -63,3 +66,12 @@ def write_app(
     source = TEMPLATE.format(url=url, prefix=prefix, broken=broken, version=version)
     (directory / f"{name}.py").write_text(source, encoding="utf-8")
     return name
+
+
+def subprocess_env(app_dir: Path, **more: str) -> dict[str, str]:
+    """The environment for an ``esmapper`` subprocess: ``app_dir`` (the app module) and the
+    esmapper this test run imports come first on ``PYTHONPATH``, so the subprocess runs
+    the code under test, not whichever copy the environment has installed."""
+    here = str(Path(esmapper.__file__).resolve().parents[1])
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(app_dir), here, *rest]), **more}

@@ -199,8 +199,8 @@ def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.Monkey
         yield plan("rewrite", "a/b", "a%2Fb")
         yield plan("blocked", "x", None, "too long")
 
-    def rekey(mapper: em.Mapper, model: type, *, apply: bool, echo: Any) -> Any:
-        seen.append(("rekey", apply))
+    def rekey(mapper: em.Mapper, model: type, *, apply: bool, echo: Any, batch_size: int) -> Any:
+        seen.append(("rekey", apply, batch_size))
         echo("REWRITE a/b -> a%2Fb" if apply else "DRY RUN a/b -> a%2Fb")
         return types.SimpleNamespace(summary=f"applied={apply}", failed=1 if apply else 0)
 
@@ -213,10 +213,12 @@ def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.Monkey
         "1 ok, 1 rewrite, 1 blocked",
     ]
     assert invoke(*base, "rekey", "Employee").stdout == "DRY RUN a/b -> a%2Fb\napplied=False\n"
-    applied = invoke(*base, "rekey", "Employee", "--apply")
+    applied = invoke(*base, "rekey", "Employee", "--apply", "--batch-size", "50")
     assert applied.stdout == "REWRITE a/b -> a%2Fb\napplied=True\n"
     assert_one_error_line(applied, "1 document(s) could not be re-keyed")
-    assert seen == [("audit", "Employee"), ("rekey", False), ("rekey", True)]
+    assert seen == [("audit", "Employee"), ("rekey", False, 500), ("rekey", True, 50)]
+    too_big = invoke(*base, "rekey", "Employee", "--batch-size", "0")
+    assert too_big.exit_code == 2 and "--batch-size" in too_big.stderr
 
 
 def test_ids_without_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
