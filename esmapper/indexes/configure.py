@@ -9,9 +9,17 @@ Idempotent and safe to call at every start. For each model it sends:
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
-``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing. An index (or alias)
-that already exists, created by a concurrent process or by our own request whose answer was
-lost, is fine: the alias is checked and added when missing.
+``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing.
+
+Several processes may configure at once (every instance of an application at its start,
+FEATURES IM-24): every step is idempotent, so no lock is taken. A create answered
+``resource_already_exists_exception`` (another process created it between our read and our
+create) is a success once the index is checked to be what we expect: its mapping holds the
+model's (``PUT _mapping`` otherwise, refused in place -> the error below) and, for a
+versioned index, the alias is on it (added when missing; adding an alias that is there is a
+no-op). An alias name that resolves to an index is only "a concrete index named like the
+alias" when ``GET /<name>`` answers with that very name: an alias a concurrent process just
+created resolves to its ``<alias>-vN``.
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
@@ -82,7 +90,10 @@ def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, boo
     return current, exists
 
 
-def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None:
+def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> str:
+    """Create the model's physical index (with the alias when ``with_alias``); the action:
+    ``created``, or, when another process created it first, ``unchanged`` /
+    ``mapping_updated`` after checking its mapping (and alias)."""
     name = spec.physical_name()
 
     def create() -> bool:
@@ -102,8 +113,22 @@ def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None
     created = send_or_read_back(
         create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
     )
+    action = "created"
+    if created is False:  # created concurrently: check it is what we expect
+        log.info("%s was created concurrently by another process", name)
+        action = "mapping_updated" if _put_mapping(client, spec, name) else "unchanged"
     if not created and with_alias:  # read back or already there: make sure of the alias
         _put_alias(client, name, spec.alias)
+    return action
+
+
+def _is_concrete(client: Elasticsearch, name: str) -> bool:
+    """Whether ``name`` is a concrete index (``GET /<name>`` answers with that very name; an
+    alias answers with the indexes it points at, a missing name with 404)."""
+    try:
+        return name in client.indices.get(index=name).body
+    except NotFoundError:
+        return False
 
 
 def _put_alias(client: Elasticsearch, index: str, alias: str) -> None:
@@ -191,16 +216,19 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             continue
         expected = spec.physical_name()
         current, exists = index_state(client, spec)
-        if spec.kind == "versioned" and current is None and client.indices.exists(index=spec.alias):
+        if spec.kind == "versioned" and current is None and _is_concrete(client, spec.alias):
             raise IndexConfigurationError(
                 f"{spec.info.name}: {spec.alias!r} is a concrete index, but a versioned index "
                 f"needs it as an alias of {expected!r}; reindex it or declare kind='plain'",
                 index=spec.alias,
             )
         if not exists:
-            _create(client, spec, with_alias=current is None)
-            action = "created" if current is None else "outdated"
-            log.info("created index %s for %s", expected, spec.info.name)
+            with_alias = spec.kind == "versioned" and current is None  # a plain index has none
+            action = _create(client, spec, with_alias=with_alias)
+            if current is not None:
+                action = "outdated"
+            if action == "created":
+                log.info("created index %s for %s", expected, spec.info.name)
         else:
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current not in (None, expected):
