@@ -4,10 +4,13 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
-``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a
-model NAME is its class name or its index name (with or without the prefix),
-case-insensitive.
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
+``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``ids audit MODEL`` and ``ids
+rekey MODEL [--apply] [--batch-size N]``; a model NAME is its class name or its index name
+(with or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
+--requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and
+``reindex`` show a progress bar per reindexed model (click's: a bar on a terminal, its
+label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
@@ -34,7 +37,10 @@ from elasticsearch import ApiError, NotFoundError
 
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
+from esmapper.indexes.blocks import leftover_block, read_block
 from esmapper.indexes.leftovers import Leftover, find_leftovers
+from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
+from esmapper.locks import LockProvider
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
@@ -89,6 +95,64 @@ def _error_for(exc: Exception, ctx: click.Context) -> CliError | None:
     if isinstance(exc, TransportError):
         return CliError(f"Elasticsearch request failed: {exc}")
     return None
+
+
+class _ReindexBars:
+    """The progress bars of reindexes, one per alias in turn: ``bars(progress)`` for each
+    :class:`~esmapper.indexes.ReindexProgress`, ``bars.close()`` before printing a line."""
+
+    def __init__(self, stack: ExitStack, label: Callable[[str], str]) -> None:
+        self.stack, self.label = stack, label
+        self.bar: Any = None
+        self.alias: str | None = None
+        self.closer: ExitStack | None = None
+
+    def __call__(self, p: Any) -> None:
+        alias = str(getattr(p, "alias", "") or "")
+        if self.bar is not None and alias != self.alias:
+            self.close()
+        if self.bar is None:
+            self.alias = alias
+            self.closer = self.stack.enter_context(ExitStack())
+            bar = click.progressbar(length=100, label=self.label(alias))
+            self.bar = self.closer.enter_context(bar)
+        bar = self.bar
+        percent = getattr(p, "percent", None)
+        if percent is None:
+            percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
+        if int(percent) > bar.pos:
+            bar.update(min(int(percent), 100) - bar.pos)
+
+    def close(self) -> None:
+        if self.closer is not None:
+            self.closer.close()
+        self.bar = self.closer = self.alias = None
+
+
+def _throttle_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--batch-size``, ``--requests-per-second`` and ``--stall-timeout`` (reindex passes)."""
+    options = [
+        click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Documents per reindex batch (source.size; server default 1000)."),
+        click.option("--requests-per-second", type=click.FloatRange(min=0, min_open=True),
+                     default=None, metavar="N",
+                     help="Throttle reindex passes to N requests per second (default: none)."),
+        click.option("--stall-timeout", type=click.FloatRange(min=0, min_open=True),
+                     default=None, metavar="SECONDS",
+                     help="Fail a reindex pass that makes no progress this long "
+                          "(default: max(600, 3 * batch / rps)).")
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _throttle(batch_size: int | None, rps: float | None, stall: float | None) -> dict[str, Any]:
+    return {
+        "batch_size": batch_size,
+        "requests_per_second": rps,
+        "stall_timeout": None if stall is None else timedelta(seconds=stall),
+    }
 
 
 class _Group(click.Group):
@@ -225,10 +289,16 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
 @click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
 @click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
               help="How long to wait for the migrations lock.")  # fmt: skip
-@click.option("--lock-ttl", type=click.FloatRange(min=1), default=LOCK_TTL.total_seconds(),
-              metavar="SECONDS", show_default=True,
-              help="Expiry of the migrations lock (renewed while the run progresses); "
-                   "a killed run blocks the next ones this long.")  # fmt: skip
+@click.option(
+    "--lock-ttl",
+    type=click.FloatRange(min=1),
+    default=LOCK_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Expiry of the locks the run takes (renewed every third of it while it "
+    "runs); a run killed on another machine blocks the next ones this long.",
+)
+@_throttle_options
 @click.pass_context
 def migrate(
     ctx: click.Context,
@@ -238,18 +308,32 @@ def migrate(
     no_reindex: bool,
     lock_wait: float,
     lock_ttl: float,
+    batch_size: int | None,
+    requests_per_second: float | None,
+    stall_timeout: float | None,
 ) -> None:
     """Configure indexes, run pending migrations, reindex outdated indexes, delete old
-    indexes a killed reindex left behind."""
-    report = run_migrations(
-        _mapper(ctx),
-        dry_run=dry_run,
-        retry_failed=retry_failed,
-        reindex=not no_reindex,
-        lock_wait=timedelta(seconds=lock_wait),
-        lock_ttl=timedelta(seconds=lock_ttl),
-        on_outcome=None if dry_run else lambda outcome: click.echo(str(outcome)),
-    )
+    indexes a killed reindex left behind (and lift the write block it left)."""
+    mapper = _mapper(ctx)
+    names = {mapper.spec(m).alias: m.__name__ for m in mapper.models}
+    with ExitStack() as stack:
+        bars = _ReindexBars(stack, lambda alias: f"reindex {names.get(alias, alias)}")
+
+        def echo(outcome: Any) -> None:
+            bars.close()
+            click.echo(str(outcome))
+
+        report = run_migrations(
+            mapper,
+            dry_run=dry_run,
+            retry_failed=retry_failed,
+            reindex=not no_reindex,
+            lock_wait=timedelta(seconds=lock_wait),
+            lock_ttl=timedelta(seconds=lock_ttl),
+            on_outcome=None if dry_run else echo,
+            progress=bars,
+            **_throttle(batch_size, requests_per_second, stall_timeout),
+        )
     if dry_run:
         click.echo("plan (dry run, nothing changed):")
         for step in report.steps:
@@ -289,6 +373,7 @@ def status(ctx: click.Context) -> None:
     mapper = _mapper(ctx)
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
+    blocks: list[str] = []
     for model in mapper.models:
         spec = mapper.spec(model)
         view = view_index(mapper.client, spec)
@@ -308,6 +393,10 @@ def status(ctx: click.Context) -> None:
         if leftovers and state == "ok":
             state = "leftover"
         left.extend(leftovers)
+        blocked = _write_block(mapper, spec.kind, view.current)
+        if blocked is not None:
+            state = "write-blocked"
+            blocks.append(blocked)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
@@ -316,6 +405,8 @@ def status(ctx: click.Context) -> None:
         click.echo(f"old indexes left behind: {len(left)}")
         for leftover in left:
             click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
+    for line in blocks:
+        click.echo(f"write blocked: {line}")
     running = in_progress(mapper)
     if running is not None:
         click.echo(f"migrate in progress: the migrations lock is held by {running}")
@@ -323,6 +414,25 @@ def status(ctx: click.Context) -> None:
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:
         click.echo(f"  {step}")
+
+
+def _write_block(mapper: Mapper, kind: str, index: str | None) -> str | None:
+    """The write block on the index behind a versioned alias, for ``status``: who set it and
+    what lifts it; ``None`` without one."""
+    if kind != "versioned" or index is None:
+        return None
+    block = read_block(mapper.client, index)
+    if block is None:
+        return None
+    what = block.describe(mapper.clock())
+    if not block.marked:
+        return (
+            f"{what}; remove it by hand: PUT /{index}/_settings " + '{"index.blocks.write": false}'
+        )
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    if leftover_block(locks, index) is not None:
+        return f"{what}, which no longer runs; migrate or reindex lifts it"
+    return f"{what}, running now"
 
 
 @main.command()
@@ -345,37 +455,63 @@ def maintain(ctx: click.Context) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option(
+    "--lock-wait",
+    type=float,
+    default=REINDEX_LOCK_WAIT.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="How long to wait for a reindex of the same index running elsewhere.",
+)
+@click.option(
+    "--lock-ttl",
+    type=click.FloatRange(min=1),
+    default=LOCK_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Expiry of the reindex lock (renewed every third of it while it runs).",
+)
+@_throttle_options
 @click.pass_context
-def reindex(ctx: click.Context, name: str) -> None:
-    """Reindex NAME (a model or index name) to its current version; atomic alias swap."""
+def reindex(
+    ctx: click.Context,
+    name: str,
+    *,
+    lock_wait: float,
+    lock_ttl: float,
+    batch_size: int | None,
+    requests_per_second: float | None,
+    stall_timeout: float | None,
+) -> None:
+    """Reindex NAME (a model or index name) to its current version; atomic alias swap.
+
+    A write block a killed reindex left on the index is lifted first."""
     run = _optional("esmapper.indexes.reindex", "reindex", "reindexing")
     mapper = _mapper(ctx)
     model = find_model(mapper, name)
+    options: dict[str, Any] = {
+        "lock_wait": timedelta(seconds=lock_wait),
+        "lock_ttl": timedelta(seconds=lock_ttl),
+        **_throttle(batch_size, requests_per_second, stall_timeout),
+    }
     with ExitStack() as stack:
-        bar: Any = None
-
-        def progress(p: Any) -> None:
-            nonlocal bar
-            if bar is None:
-                label = f"reindex {model.__name__}"
-                bar = stack.enter_context(click.progressbar(length=100, label=label))
-            percent = getattr(p, "percent", None)
-            if percent is None:
-                percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
-            if int(percent) > bar.pos:
-                bar.update(min(int(percent), 100) - bar.pos)
-
-        result = run(mapper, model, progress=progress)
+        bars = _ReindexBars(stack, lambda alias: f"reindex {model.__name__}")
+        result = run(mapper, model, progress=bars, **options)
+    cleared = getattr(result, "cleared_block_seconds", None)
+    if cleared is not None:
+        click.echo(f"lifted the write block a killed reindex left (on for {cleared:.0f}s)")
     if getattr(result, "status", None) == "up_to_date":
         click.echo(f"{model.__name__} is up to date ({result.new_index})")
         return
     if not hasattr(result, "new_index"):
         click.echo(f"reindexed {model.__name__}")
         return
+    blocked = getattr(result, "blocked_seconds", None)
+    writes = "" if blocked is None else f", writes blocked {blocked:.2f}s"
     click.echo(
         f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}, "
         f"{result.copied} copied, {result.caught_up} caught up, old index "
-        f"{'deleted' if result.old_deleted else 'kept'} ({result.seconds:.1f}s)"
+        f"{'deleted' if result.old_deleted else 'kept'}{writes} ({result.seconds:.1f}s)"
     )
 
 
