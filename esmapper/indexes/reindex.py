@@ -96,6 +96,7 @@ from esmapper.indexes.leftovers import mark_replaced
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
 from esmapper.model.codec import format_datetime
+from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -170,20 +171,17 @@ class ReindexResult:
     seconds: float = 0.0
 
 
-def compose_reindex_script(scripts: Mapping[int, str], current: int, target: int) -> str | None:
+def compose_reindex_script(
+    scripts: Mapping[int, ReindexScriptValue], current: int, target: int
+) -> str | None:
     """The Painless source for a reindex from version ``current`` to ``target``.
 
     The scripts of the versions ``current < v <= target`` in version order (FEATURES IM-6):
     none gives ``None``, one is returned as is, several are wrapped as
-    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``.
+    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``
+    (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
     """
-    chosen = [scripts[v] for v in sorted(scripts) if current < v <= target]
-    if not chosen:
-        return None
-    if len(chosen) == 1:
-        return chosen[0]
-    functions = "".join(f"void f{i:03d}(def ctx) {{ {s} }}\n" for i, s in enumerate(chosen))
-    return functions + "".join(f"f{i:03d}(ctx); " for i in range(len(chosen)))
+    return compose(scripts, current, target)
 
 
 @attrs.define(slots=True, eq=False)
