@@ -298,6 +298,8 @@ def status(ctx: click.Context) -> None:
         elif spec.kind in ("daily", "monthly"):
             index = f"{spec.physical_name()}-* ({view.partitions} partitions)"
             version = f"{spec.version} ({spec.kind})"
+            if view.outdated:  # the lowest live version first (FEATURES IM-5)
+                version = f"{view.lowest_version}/{spec.version} ({spec.kind})"
         else:
             now = index_version(view.current)
             version = f"{'-' if now is None else now}/{spec.version}"
@@ -372,9 +374,12 @@ def reindex(ctx: click.Context, name: str) -> None:
     if not hasattr(result, "new_index"):
         click.echo(f"reindexed {model.__name__}")
         return
+    partitions = getattr(result, "partitions", ())
+    old = "old partitions" if partitions else "old index"
     click.echo(
-        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}, "
-        f"{result.copied} copied, {result.caught_up} caught up, old index "
+        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}"
+        f"{f' ({len(partitions)} partitions)' if partitions else ''}, "
+        f"{result.copied} copied, {result.caught_up} caught up, {old} "
         f"{'deleted' if result.old_deleted else 'kept'} ({result.seconds:.1f}s)"
     )
 

@@ -49,7 +49,14 @@ from esmapper.indexes.timeseries import TIME_SERIES_KINDS
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["IndexDeletion", "delete_indexes", "find_indexes", "owns_alias", "owns_index"]
+__all__ = [
+    "IndexDeletion",
+    "delete_indexes",
+    "delete_template",
+    "find_indexes",
+    "owns_alias",
+    "owns_index",
+]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -190,7 +197,10 @@ def _delete_chunk(client: Elasticsearch, names: Sequence[str]) -> None:
     send_or_read_back(send, applied, what=f"DELETE /{','.join(names)}")
 
 
-def _delete_template(client: Elasticsearch, name: str) -> None:
+def delete_template(client: Elasticsearch, name: str) -> None:
+    """``DELETE /_index_template/<name>`` once; 404 is fine; a lost answer is read back
+    (``HEAD``) and sent once more only if the template is still there."""
+
     def send() -> None:
         with contextlib.suppress(NotFoundError):  # already gone
             once(client).indices.delete_index_template(name=name)
@@ -227,7 +237,7 @@ def delete_indexes(
         for start in range(0, len(found.indexes), _CHUNK):
             _delete_chunk(client, found.indexes[start : start + _CHUNK])
         for template in found.templates:
-            _delete_template(client, template)
+            delete_template(client, template)
         log.info(
             "deleted the indexes of %s: %s", spec.info.name, ", ".join(found.indexes) or "none"
         )
