@@ -110,7 +110,9 @@ def _owns_template(spec: IndexSpec, name: str) -> bool:
 
 
 def _body(response: Any) -> dict[str, Any]:
-    return dict(response.body) if isinstance(response.body, dict) else {}
+    """A lenient read's body; ``{}`` for a 404 (nothing of that name)."""
+    ok = response.meta.status == 200 and isinstance(response.body, dict)
+    return dict(response.body) if ok else {}
 
 
 def find_indexes(
