@@ -82,6 +82,7 @@ from esmapper.model.fields import (
 )
 from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
 from esmapper.results import FindHit, FindResults
 from esmapper.session import Session, SessionClosedError, sessionmaker
@@ -109,6 +110,7 @@ __all__ = [
     "EsmapperError",
     "FindHit",
     "FindResults",
+    "FieldOperation",
     "Float",
     "GeoPoint",
     "HalfFloat",
@@ -171,6 +173,8 @@ __all__ = [
     "plan",
     "reindex",
     "reindex_outdated",
+    "remove_field",
+    "rename_field",
     "run_migrations",
     "sessionmaker",
     "signals",

@@ -5,9 +5,9 @@ Global options name the application's mapper (``--app module:attribute`` or
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
-``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a
-model NAME is its class name or its index name (with or without the prefix),
-case-insensitive.
+``reindex NAME``, ``indexes delete MODEL... [--yes]`` (a dry run without ``--yes``), ``ids
+audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a model NAME is its class
+name or its index name (with or without the prefix), case-insensitive.
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
@@ -298,6 +298,8 @@ def status(ctx: click.Context) -> None:
         elif spec.kind in ("daily", "monthly"):
             index = f"{spec.physical_name()}-* ({view.partitions} partitions)"
             version = f"{spec.version} ({spec.kind})"
+            if view.outdated:  # the lowest live version first (FEATURES IM-5)
+                version = f"{view.lowest_version}/{spec.version} ({spec.kind})"
         else:
             now = index_version(view.current)
             version = f"{'-' if now is None else now}/{spec.version}"
@@ -372,11 +374,60 @@ def reindex(ctx: click.Context, name: str) -> None:
     if not hasattr(result, "new_index"):
         click.echo(f"reindexed {model.__name__}")
         return
+    partitions = getattr(result, "partitions", ())
+    old = "old partitions" if partitions else "old index"
     click.echo(
-        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}, "
-        f"{result.copied} copied, {result.caught_up} caught up, old index "
+        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}"
+        f"{f' ({len(partitions)} partitions)' if partitions else ''}, "
+        f"{result.copied} copied, {result.caught_up} caught up, {old} "
         f"{'deleted' if result.old_deleted else 'kept'} ({result.seconds:.1f}s)"
     )
+
+
+@main.group()
+def indexes() -> None:
+    """Index lifecycle: delete a model's indexes."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 'es' if word.endswith(('s', 'x')) else 's'}"
+
+
+@indexes.command("delete")
+@click.argument("model_names", metavar="MODEL...", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Delete (default: only list what would be deleted).")
+@click.pass_context
+def delete_indexes(ctx: click.Context, model_names: tuple[str, ...], yes: bool) -> None:
+    """Delete every index (all versions, partitions, leftovers), alias and index template
+    of each MODEL (a class or index name), by exact name. Without --yes: a dry run."""
+    mapper = _mapper(ctx)
+    models = list(dict.fromkeys(find_model(mapper, name) for name in model_names))
+    reports = mapper.delete_indexes(models, dry_run=not yes)
+    if not yes:
+        click.echo("dry run: nothing is deleted without --yes")
+    for report in reports:
+        head = f"{report.model} ({report.alias})"
+        if report.empty:
+            click.echo(f"{head}: nothing to delete")
+            continue
+        click.echo(f"{head}:" if not yes else f"{head}: deleted")
+        for name in report.indexes:
+            click.echo(f"  index     {name}")
+        for name in report.aliases:
+            kept = [index for alias, index in report.detached if alias == name]
+            extra = f" (removed from {', '.join(kept)}, not the model's: kept)" if kept else ""
+            click.echo(f"  alias     {name}{extra}")
+        for name in report.templates:
+            click.echo(f"  template  {name}")
+    totals = (
+        f"{_plural(sum(len(r.indexes) for r in reports), 'index')}, "
+        f"{_plural(sum(len(r.aliases) for r in reports), 'alias')}, "
+        f"{_plural(sum(len(r.templates) for r in reports), 'template')}"
+    )
+    if yes:
+        click.echo(f"deleted: {totals}")
+    else:
+        click.echo(f"would delete: {totals}; run again with --yes to delete")
 
 
 @main.group()

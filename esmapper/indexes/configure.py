@@ -22,7 +22,9 @@ which ``configure_indexes`` never starts (FEATURES IM-3; see
 Time-series models (``daily``/``monthly``) get an index template instead
 (``PUT /_index_template/<alias>-v<N>-template``, pattern ``<alias>-v<N>-*``, the mapping,
 settings and umbrella alias); existing partitions are left alone (FEATURES IM-19) and new ones
-are created by the first write of their period.
+are created by the first write of their period. ``GET /<alias>-v*/_alias`` tells whether a
+live partition is at an older version (``outdated``: a reindex moves it, see
+:mod:`esmapper.indexes.partition_reindex`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundErro
 
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
 
@@ -51,8 +54,10 @@ class IndexState:
 
     ``action`` is ``created``, ``mapping_updated``, ``unchanged`` or ``outdated`` (the alias
     points at ``current_index``, an older version than ``expected_index``). For time-series
-    models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``),
-    ``current_index`` ``None`` and ``action`` ``created`` or ``template_updated``.
+    models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``) and ``action``
+    ``created``, ``template_updated`` or ``outdated`` (a live partition is at an older
+    version; ``current_index`` is then the lowest version's pattern ``<alias>-v<K>-*``,
+    else ``None``).
     """
 
     model: str
@@ -173,12 +178,14 @@ def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
         ) from exc
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
+    lowest = partition_versions(client, spec, spec.clock()).lowest
+    outdated = lowest is not None and lowest < spec.version
     return IndexState(
         model=spec.info.name,
         alias=spec.alias,
         expected_index=spec.index_pattern,
-        current_index=None,
-        action="template_updated" if existed else "created",
+        current_index=f"{spec.alias}-v{lowest}-*" if outdated else None,
+        action="outdated" if outdated else "template_updated" if existed else "created",
     )
 
 

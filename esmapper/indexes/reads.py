@@ -93,7 +93,8 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
     Not time-series: every id maps to the write alias, nothing sent. Time-series: an
     ObjectId id maps to its dated alias (nothing sent; the partition may not exist, then
     the write answers 404); the other ids are looked up with :func:`search_documents` and
-    map to the partition holding them, unknown ones are left out.
+    map to the dated alias of the partition holding them (:meth:`IndexSpec.write_alias`),
+    unknown ones are left out.
     """
     if not spec.is_time_series:
         return dict.fromkeys(ids, spec.write_target)
@@ -105,5 +106,5 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
         else:
             others.append(id)
     for hit in search_documents(client, spec, others):
-        targets[str(hit["_id"])] = str(hit["_index"])
+        targets[str(hit["_id"])] = spec.write_alias(str(hit["_index"]))
     return targets

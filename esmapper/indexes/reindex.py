@@ -62,8 +62,8 @@ leftover) and the next reindex overwrites it.
 Limitations. Versions (``primary_term:seq_no``) are per index: a document read before the
 swap and saved after it gets :class:`~esmapper.errors.VersionConflictError` (re-read and
 retry). For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw client
-write) during the copy or catch-up is not caught up. Time-series models are not reindexed
-(FEATURES IM-3/IM-4).
+write) during the copy or catch-up is not caught up. Time-series models go partition by
+partition through the same steps (:mod:`esmapper.indexes.partition_reindex`).
 """
 
 from __future__ import annotations
@@ -93,9 +93,11 @@ from esmapper.indexes._reindex_pass import (
 from esmapper.indexes.configure import index_state
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
+from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
 from esmapper.model.codec import format_datetime
+from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -152,6 +154,10 @@ class ReindexResult:
     from the old index during the run and so from the new one. ``old_count`` /
     ``new_count``: the counts compared before the swap; ``old_deleted``: whether the old
     index was deleted. ``failures``: Elasticsearch's failures. ``seconds``: duration.
+
+    Time-series models: the totals over the partitions reindexed, one result each in
+    ``partitions`` (oldest version, then oldest period first); ``old_index`` /
+    ``new_index`` are the patterns ``<alias>-v<K>-*`` / ``<alias>-v<N>-*``.
     """
 
     model: str
@@ -168,27 +174,31 @@ class ReindexResult:
     old_deleted: bool = False
     failures: tuple[dict[str, Any], ...] = ()
     seconds: float = 0.0
+    partitions: tuple[ReindexResult, ...] = ()
 
 
-def compose_reindex_script(scripts: Mapping[int, str], current: int, target: int) -> str | None:
+def compose_reindex_script(
+    scripts: Mapping[int, ReindexScriptValue], current: int, target: int
+) -> str | None:
     """The Painless source for a reindex from version ``current`` to ``target``.
 
     The scripts of the versions ``current < v <= target`` in version order (FEATURES IM-6):
     none gives ``None``, one is returned as is, several are wrapped as
-    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``.
+    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``
+    (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
     """
-    chosen = [scripts[v] for v in sorted(scripts) if current < v <= target]
-    if not chosen:
-        return None
-    if len(chosen) == 1:
-        return chosen[0]
-    functions = "".join(f"void f{i:03d}(def ctx) {{ {s} }}\n" for i, s in enumerate(chosen))
-    return functions + "".join(f"f{i:03d}(ctx); " for i in range(len(chosen)))
+    return compose(scripts, current, target)
 
 
 @attrs.define(slots=True, eq=False)
 class _Run:
-    """One reindex ``old -> new`` of ``spec``: reports progress and renews the lock."""
+    """One reindex ``old -> new`` of ``spec``: reports progress and renews the lock.
+
+    ``actions``: the alias swap's actions (default: move ``spec.alias`` from ``old`` to
+    ``new``); ``probe``: the alias read back after a swap whose answer was lost (default
+    ``spec.alias``). A time-series partition moves all its aliases and probes its dated
+    alias (:mod:`esmapper.indexes.partition_reindex`).
+    """
 
     mapper: Mapper
     spec: IndexSpec
@@ -197,11 +207,22 @@ class _Run:
     old: str
     new: str
     script: str | None
+    actions: tuple[dict[str, Any], ...] = ()
+    probe: str = ""
     renewed: float = attrs.field(factory=time.monotonic)
 
     @property
     def client(self) -> Elasticsearch:
         return self.mapper.client
+
+    def swap_actions(self) -> list[dict[str, Any]]:
+        """The one atomic ``POST /_aliases`` of the swap."""
+        if self.actions:
+            return list(self.actions)
+        return [
+            {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
+            {"add": {"index": self.new, "alias": self.spec.alias}},
+        ]
 
     def report(self, phase: str, done: int = 0, total: int = 0, message: str = "") -> None:
         if time.monotonic() - self.renewed >= min(_RENEW_EVERY, self.lock.ttl.total_seconds() / 3):
@@ -265,21 +286,37 @@ def reindex(
     catch_up_margin: _dt.timedelta = _dt.timedelta(minutes=1),
 ) -> ReindexResult:
     """Reindex ``model``'s ``versioned`` index into its current version; see the module
-    docstring for every request sent.
+    docstring for every request sent. A ``daily``/``monthly`` model's partitions are
+    reindexed one after the other by the same steps
+    (:func:`esmapper.indexes.partition_reindex.reindex_partitions`).
 
     ``progress`` receives :class:`ReindexProgress` reports (an exception raised by it aborts
     the reindex like any failure). Raises :class:`~esmapper.errors.LockError` when another
     process holds ``reindex:<alias>`` for longer than ``lock_wait``,
-    :class:`~esmapper.errors.IndexConfigurationError` for a model that is not ``versioned``
+    :class:`~esmapper.errors.IndexConfigurationError` for a ``plain`` model
     or an alias that is missing, points at several indexes or at a newer version, and
     :class:`~esmapper.indexes.errors.ReindexError` when a pass fails. Returns
     ``status="up_to_date"`` without writing when the alias already points at the current
     version (e.g. another process finished the same reindex while this one waited).
     """
     spec = mapper.spec(model)
+    if spec.is_time_series:
+        from esmapper.indexes.partition_reindex import reindex_partitions  # it imports this
+
+        return reindex_partitions(
+            mapper,
+            model,
+            progress=progress,
+            lock_wait=lock_wait,
+            lock_ttl=lock_ttl,
+            delete_old=delete_old,
+            keep_failed_index=keep_failed_index,
+            catch_up_margin=catch_up_margin,
+        )
     if spec.kind != "versioned":
         raise IndexConfigurationError(
-            f"{spec.info.name}: only versioned indexes are reindexed (kind={spec.kind!r})",
+            f"{spec.info.name}: only versioned and time-series indexes are reindexed "
+            f"(kind={spec.kind!r})",
             index=spec.alias,
         )
     client = mapper.client
@@ -361,12 +398,7 @@ def _reindex(
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
         try:
-            swap = once(client).indices.update_aliases(
-                actions=[
-                    {"remove": {"index": old, "alias": spec.alias, "must_exist": True}},
-                    {"add": {"index": new, "alias": spec.alias}},
-                ]
-            )
+            swap = once(client).indices.update_aliases(actions=run.swap_actions())
             refused = swap.body.get("errors")  # a partial answer (noida-db); ES is atomic
             unknown: BaseException | None = None
         except TransportError as exc:
@@ -375,12 +407,13 @@ def _reindex(
             refused, unknown = False, exc
         if refused or unknown is not None:
             # Read the alias back: never delete the index it may already point at.
-            target = _swap_target(client, spec, old, new)
+            probe = run.probe or spec.alias
+            target = _swap_target(client, probe, old, new)
             if target is None:
                 rollback = False
                 raise fail(
                     f"the alias swap's outcome is unknown ({unknown or 'a partial answer'}) and "
-                    f"{spec.alias!r} points neither at {old} alone nor at {new} alone; nothing "
+                    f"{probe!r} points neither at {old} alone nor at {new} alone; nothing "
                     f"was deleted and {old} is still write-blocked: inspect the alias, point it "
                     f"at the index holding the documents and remove the block by hand",
                     tuple(swap.body.get("action_results", ())) if refused else (),
@@ -391,14 +424,14 @@ def _reindex(
                         "the alias swap was refused", tuple(swap.body.get("action_results", ()))
                     )
                 raise fail(
-                    f"the alias swap's answer was lost ({unknown}) and {spec.alias!r} still "
+                    f"the alias swap's answer was lost ({unknown}) and {probe!r} still "
                     f"points at {old}: the swap did not happen; the old index still serves",
                     (),
                 ) from unknown
             log.warning(
                 "the alias swap's answer was %s; read back: %s points at %s",
                 f"lost ({unknown})" if unknown is not None else "partial",
-                spec.alias,
+                probe,
                 new,
             )
     except BaseException:
@@ -438,16 +471,18 @@ def _keep_reason(delete_old: bool, old_count: int, new_count: int, new: str) -> 
     return None
 
 
-def _swap_target(client: Elasticsearch, spec: IndexSpec, old: str, new: str) -> str | None:
-    """After a swap whose outcome is unknown: ``new`` if the alias points at it alone (the
+def _swap_target(client: Elasticsearch, alias: str, old: str, new: str) -> str | None:
+    """After a swap whose outcome is unknown: ``new`` if ``alias`` points at it alone (the
     swap happened), ``old`` if it still points at it alone (it did not), else ``None``
-    (also when the alias cannot be read)."""
+    (also when the alias cannot be read). Sends ``GET /_alias/<alias>``."""
     try:
-        target = alias_target(client, spec)
-    except (IndexConfigurationError, TransportError, ApiError) as exc:
-        log.error("reading alias %s back after the swap failed: %s", spec.alias, exc)
+        targets = sorted(client.indices.get_alias(name=alias).body)
+    except NotFoundError:
         return None
-    return target if target in (old, new) else None
+    except (TransportError, ApiError) as exc:
+        log.error("reading alias %s back after the swap failed: %s", alias, exc)
+        return None
+    return targets[0] if len(targets) == 1 and targets[0] in (old, new) else None
 
 
 def reindex_outdated(
@@ -458,19 +493,25 @@ def reindex_outdated(
     lock_wait: _dt.timedelta = LOCK_WAIT,
 ) -> list[ReindexResult]:
     """Reindex, one after the other, every ``versioned`` model (of ``models``, default all
-    registered) whose alias points at an older version (FEATURES IM-27).
+    registered) whose alias points at an older version, and every time-series model with a
+    live partition at an older version (FEATURES IM-27).
 
-    Sends ``GET /_alias/<alias>`` per model, then :func:`reindex` for the outdated ones;
-    time-series and plain models are skipped. Raises what :func:`reindex` raises (the
-    first failure stops the run); returns the results of the reindexed models.
+    Sends ``GET /_alias/<alias>`` per versioned model (``GET /<alias>-v*/_alias`` per
+    time-series one), then :func:`reindex` for the outdated ones; plain models are
+    skipped. Raises what :func:`reindex` raises (the first failure stops the run); returns
+    the results of the reindexed models.
     """
     results = []
     for model in list(models) if models is not None else mapper.models:
         spec = mapper.spec(model)
-        if spec.kind != "versioned":
+        if spec.is_time_series:
+            if not partition_versions(mapper.client, spec, mapper.clock()).outdated:
+                continue
+        elif spec.kind != "versioned":
             continue
-        current, _ = index_state(mapper.client, spec)
-        if current is None or current == spec.physical_name():
-            continue
+        else:
+            current, _ = index_state(mapper.client, spec)
+            if current is None or current == spec.physical_name():
+                continue
         results.append(reindex(mapper, model, progress=progress, lock_wait=lock_wait))
     return results

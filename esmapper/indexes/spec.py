@@ -98,6 +98,13 @@ class IndexSpec:
         """The dated alias of the period holding ``at``: ``<alias>-2026.12.02``."""
         return f"{self.alias}-{timeseries.suffix(self.kind, at)}"
 
+    def write_alias(self, index: str) -> str:
+        """The name a write into the physical index ``index`` must use: the dated alias of
+        one of the model's partitions (so the write follows a reindex's alias swap), else
+        ``index`` unchanged. Sends nothing."""
+        partition = timeseries.parse_partition(self, index) if self.is_time_series else None
+        return index if partition is None else self.dated_alias(partition.start)
+
     @property
     def index_pattern(self) -> str:
         """The pattern of the current version's partitions (``<alias>-v<N>-*``)."""
@@ -121,7 +128,7 @@ class IndexSpec:
         """The index or alias a write of ``doc`` goes to.
 
         Versioned and plain models: :attr:`write_target`, nothing sent. Time-series models:
-        the physical partition of the document's date
+        the dated alias of the partition of the document's date
         (:func:`~esmapper.indexes.timeseries.document_date`), after checking ``max_age``
         (:class:`~esmapper.indexes.errors.IndexMaxAgeExceededError`, nothing sent) and
         creating the partition on the first write of its period in this process (see
@@ -175,7 +182,7 @@ class IndexSpec:
             index=self.alias, query={"ids": {"values": [id]}}, size=1, source=False
         )
         hits = response.body.get("hits", {}).get("hits", []) if response.meta.status == 200 else []
-        return str(hits[0]["_index"]) if hits else None
+        return self.write_alias(str(hits[0]["_index"])) if hits else None
 
     def body(self, *, with_alias: bool) -> dict[str, Any]:
         """The create-index body: settings, mappings and (optionally) the alias."""

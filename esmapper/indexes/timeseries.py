@@ -187,7 +187,7 @@ def template_body(spec: IndexSpec) -> dict[str, Any]:
 class PartitionCache:
     """The per-process set of ensured partitions of one spec (FEATURES IX-7); thread-safe.
 
-    Maps a period start to the physical index its writes go to.
+    Maps a period start to the name its writes go to (its dated alias).
     """
 
     def __init__(self) -> None:
@@ -195,7 +195,10 @@ class PartitionCache:
         self._lock = threading.Lock()
 
     def ensure(self, client: Elasticsearch, spec: IndexSpec, start: _dt.datetime) -> str:
-        """The physical partition for the period starting at ``start``, created if missing.
+        """The dated alias writes of the period starting at ``start`` go through, its
+        partition created if missing. Writes name the dated alias, not the physical
+        partition, so they follow a version reindex's alias swap (a process's cached
+        name stays right after another process reindexed the partition).
 
         Sends, once per period and process: ``GET /_alias/<dated alias>``; if no index
         holds it, ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the
@@ -228,9 +231,8 @@ class PartitionCache:
             holders = sorted(client.indices.get_alias(name=dated).body)
         except NotFoundError:
             holders = []
-        partitions = [p for p in (parse_partition(spec, h) for h in holders) if p is not None]
-        if partitions:
-            return max(partitions, key=lambda p: p.version).index
+        if any(parse_partition(spec, h) is not None for h in holders):
+            return dated
         name = spec.partition_name(start)
 
         def create() -> bool:
@@ -253,7 +255,7 @@ class PartitionCache:
             # Created concurrently (or by a write through the template, or by our request
             # whose answer was lost): make sure it carries the dated alias too (idempotent).
             client.indices.put_alias(index=name, name=dated)
-        return name
+        return dated
 
 
 def partitions_for_range(

@@ -194,7 +194,7 @@ def test_reads_by_id_across_partitions(
     located = locate_documents(es_client, spec, [first.id, "plain", "missing"])
     assert located == {
         first.id: f"{index_prefix}events-2026.03.08",
-        "plain": f"{index_prefix}events-v1-2026.03.10",
+        "plain": f"{index_prefix}events-2026.03.10",
     }
 
 
