@@ -8,6 +8,7 @@ from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
 from esmapper.errors import (
+    AliasNameTakenError,
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
@@ -89,6 +90,7 @@ from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument
 
 __all__ = [
     "ActionPatch",
+    "AliasNameTakenError",
     "Binary",
     "BlinkerMessageBus",
     "Boolean",

@@ -36,6 +36,7 @@ from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes.errors import IndexMaxAgeExceededError
+from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import state_of
 
@@ -51,6 +52,7 @@ __all__ = [
     "check_max_age",
     "document_date",
     "expires_at",
+    "is_dated_alias",
     "new_document_time",
     "next_period",
     "parse_partition",
@@ -126,6 +128,14 @@ def parse_partition(spec: IndexSpec, index: str) -> Partition | None:
     return Partition(index, int(match.group(1)), parsed.replace(tzinfo=_UTC))
 
 
+def is_dated_alias(spec: IndexSpec, name: str) -> bool:
+    """Whether ``name`` is one of ``spec``'s dated aliases (``<alias>-2026.12.02``)."""
+    stem = f"{spec.alias}-"
+    return (
+        name.startswith(stem) and re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]) is not None
+    )
+
+
 def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
     """The time a new time-series document's ObjectId must encode (FEATURES IX-6): its
     ``date_field`` (``created_utc`` by default); ``None`` for other kinds or no date."""
@@ -198,9 +208,11 @@ class PartitionCache:
         """The physical partition for the period starting at ``start``, created if missing.
 
         Sends, once per period and process: ``GET /_alias/<dated alias>``; if no index
-        holds it, ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the
-        dated and umbrella aliases (``resource_already_exists_exception`` from a concurrent
-        creator is tolerated: the dated alias is then added with ``PUT _alias``). Raises
+        holds it, ``HEAD`` of the umbrella and dated alias names (a concrete index under
+        either raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created),
+        then ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the dated and
+        umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
+        tolerated: the dated alias is then added with ``PUT _alias``). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
         known = self._known.get(start)
@@ -232,6 +244,9 @@ class PartitionCache:
         if partitions:
             return max(partitions, key=lambda p: p.version).index
         name = spec.partition_name(start)
+        for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
+            if concrete_index(client, alias):  # the new partition could not take the alias
+                raise alias_taken_error(spec.info.name, alias, f"the partition(s) {wanted!r}")
 
         def create() -> bool:
             try:
