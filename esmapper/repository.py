@@ -19,7 +19,7 @@ from esmapper._search import SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
-from esmapper.indexes.reads import get_document, search_documents
+from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.state import DocState
 from esmapper.options import Options
 from esmapper.patches import Patch
@@ -164,8 +164,9 @@ class Repository(Generic[T]):
         return self._hydrate(raw)
 
     def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
-        """Documents for ``ids`` (multi-GET) in request order, missing ids omitted,
-        duplicates once."""
+        """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
+        omitted, duplicates once. Time-series models: see
+        :func:`esmapper.indexes.reads.get_documents`."""
         opts = self.options(**options)
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
@@ -184,7 +185,7 @@ class Repository(Generic[T]):
                 if self.spec.is_time_series:  # no multi-GET through several partitions
                     docs = [
                         {**raw, "found": True}
-                        for raw in search_documents(self.mapper.client, self.spec, missing)
+                        for raw in get_documents(self.mapper.client, self.spec, missing)
                     ]
                 else:
                     response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)

@@ -6,9 +6,9 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes import timeseries
+from esmapper.indexes import placement, timeseries
 from esmapper.indexes.ensure import EnsuredIndex
 from esmapper.model.info import IndexOptions, ModelInfo
 
@@ -126,41 +126,16 @@ class IndexSpec:
         Versioned and plain models: :attr:`write_target` for every write, after making sure
         the index (and alias) exists, on the first write of this spec only
         (:meth:`~esmapper.indexes.ensure.EnsuredIndex.ensure`: nothing is sent later).
-        Time-series models: the partition of each document (:meth:`_time_series_target`).
+        Time-series models: the partition of each document
+        (:func:`~esmapper.indexes.placement.time_series_targets`: ``max_age`` checked before
+        anything is sent, ids not certain looked up in real time across the partitions,
+        partitions created on the first add/save of their period in this process).
         """
         client = self._bound()
         if not self.is_time_series:
             self.ensured.ensure(client, self)
             return [self.write_target] * len(writes)
-        return [self._time_series_target(client, doc, removing) for doc, removing in writes]
-
-    def _time_series_target(self, client: Elasticsearch, doc: Any, removing: bool) -> str:
-        """The physical partition of the document's date
-        (:func:`~esmapper.indexes.timeseries.document_date`), after checking ``max_age``
-        (:class:`~esmapper.indexes.errors.IndexMaxAgeExceededError`, nothing sent) and
-        creating the partition on the first write of its period in this process (see
-        :meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`).
-
-        A document with no date (no ObjectId id, ``date_field`` empty) is looked up with
-        ``POST <alias>/_search`` by id; ``removing=True`` turns "not found" into a name the
-        delete will answer 404 for (a no-op), otherwise it raises
-        :class:`~esmapper.errors.DocumentValidationError`.
-        """
-        at = timeseries.document_date(self, doc)
-        if at is None:
-            found = self._locate(client, doc.id)
-            if found is not None:
-                return found
-            if removing:
-                return self.partition_name(self.clock())
-            raise DocumentValidationError(
-                f"{self.info.name}: cannot pick a partition for a document without an ObjectId "
-                f"id and without {self.date_field}",
-                field=self.date_field,
-            )
-        start = timeseries.period_start(self.kind, at)
-        timeseries.check_max_age(self, start, self.clock(), doc.id)
-        return self.partitions.ensure(client, self, start)
+        return placement.time_series_targets(self, client, writes)
 
     def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
         """The target of one write (:meth:`write_targets`)."""
@@ -198,15 +173,6 @@ class IndexSpec:
                 index=self.alias,
             )
         return self.client
-
-    def _locate(self, client: Elasticsearch, id: str | None) -> str | None:
-        if id is None:
-            return None
-        response = client.options(ignore_status=404).search(
-            index=self.alias, query={"ids": {"values": [id]}}, size=1, source=False
-        )
-        hits = response.body.get("hits", {}).get("hits", []) if response.meta.status == 200 else []
-        return str(hits[0]["_index"]) if hits else None
 
     def body(self, *, with_alias: bool) -> dict[str, Any]:
         """The create-index body: settings, mappings and (optionally) the alias."""

@@ -15,7 +15,9 @@ A write's partition comes from the document's date (FEATURES IX-5): the period o
 a loaded document was read from, else the time encoded in an ObjectId id, else the
 ``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
 ``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
-is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9).
+is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9). An id is
+unique per model across partitions: :mod:`esmapper.indexes.placement` sends each write
+where its id already lives.
 
 A missing partition is created with ``PUT /<partition>`` (with its dated alias), sent once
 without the transport's retries; a lost answer is settled with ``HEAD /<partition>`` (sent
@@ -224,6 +226,11 @@ class PartitionCache:
                 known = self._ensure(client, spec, start)
                 self._known[start] = known
             return known
+
+    def known(self, start: _dt.datetime) -> str | None:
+        """The partition this process ensured for the period starting at ``start``, if any
+        (sends nothing)."""
+        return self._known.get(start)
 
     def forget(self, starts: set[_dt.datetime] | None = None) -> None:
         """Drop the cached periods ``starts`` (all by default), e.g. after deleting them."""
