@@ -8,6 +8,7 @@ from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
 from esmapper.errors import (
+    AliasNameTakenError,
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
@@ -90,6 +91,7 @@ from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryC
 
 __all__ = [
     "ActionPatch",
+    "AliasNameTakenError",
     "Binary",
     "BlinkerMessageBus",
     "Boolean",

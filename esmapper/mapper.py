@@ -195,7 +195,7 @@ class Mapper:
         return reports
 
     def _forget(self, spec: IndexSpec, *, deleted: bool) -> None:
-        spec.partitions.forget()
+        spec.forget_ensured()
         if self.documents is not None:
             self.documents.drop_model(spec.alias)
         if deleted:

@@ -35,10 +35,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
+from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
-from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
@@ -67,67 +68,16 @@ class IndexState:
     action: str
 
 
-def _alias_targets(client: Elasticsearch, alias: str) -> list[str]:
-    try:
-        response = client.indices.get_alias(name=alias)
-    except NotFoundError:
-        return []
-    return sorted(response.body)
-
-
 def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, bool]:
     """``(physical index the alias resolves to, whether the expected index exists)``."""
     expected = spec.physical_name()
     if spec.kind == "plain":
         exists = bool(client.indices.exists(index=expected))
         return (expected if exists else None), exists
-    targets = _alias_targets(client, spec.alias)
+    targets = alias_targets(client, spec.alias)
     current = targets[-1] if targets else None
     exists = expected in targets or bool(client.indices.exists(index=expected))
     return current, exists
-
-
-def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None:
-    name = spec.physical_name()
-
-    def create() -> bool:
-        try:
-            once(client).indices.create(index=name, **spec.body(with_alias=with_alias))
-        except BadRequestError as exc:
-            if exc.error == "resource_already_exists_exception":
-                return False  # created concurrently by another process (or by our lost try)
-            raise IndexConfigurationError(
-                f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
-                index=name,
-                error_type=str(exc.error),
-                reason=_reason(exc),
-            ) from exc
-        return True
-
-    created = send_or_read_back(
-        create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
-    )
-    if not created and with_alias:  # read back or already there: make sure of the alias
-        _put_alias(client, name, spec.alias)
-
-
-def _put_alias(client: Elasticsearch, index: str, alias: str) -> None:
-    """``PUT /<index>/_alias/<alias>`` unless it is there; a lost answer is read back."""
-    if client.indices.exists_alias(name=alias, index=index):
-        return
-    send_or_read_back(
-        lambda: once(client).indices.put_alias(index=index, name=alias),
-        lambda: bool(client.indices.exists_alias(name=alias, index=index)),
-        what=f"PUT /{index}/_alias/{alias}",
-    )
-
-
-def _reason(exc: ApiError) -> str:
-    info = exc.info if isinstance(exc.info, dict) else {}
-    error = info.get("error", {})
-    if isinstance(error, dict):
-        return str(error.get("reason", exc.message))
-    return str(error or exc.message)
 
 
 def _covers(current: Any, wanted: Any) -> bool:
@@ -155,11 +105,11 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
     except BadRequestError as exc:
         raise IndexConfigurationError(
             f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "
-            f"{index!r} in place ({exc.error}: {_reason(exc)}); bump {spec.info.name}.Index."
+            f"{index!r} in place ({exc.error}: {reason_of(exc)}); bump {spec.info.name}.Index."
             f"version to {spec.version + 1} and reindex",
             index=index,
             error_type=str(exc.error),
-            reason=_reason(exc),
+            reason=reason_of(exc),
         ) from exc
     return True
 
@@ -171,10 +121,11 @@ def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
         client.indices.put_index_template(name=name, **template_body(spec))
     except BadRequestError as exc:
         raise IndexConfigurationError(
-            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
+            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
+            f"{reason_of(exc)}",
             index=spec.alias,
             error_type=str(exc.error),
-            reason=_reason(exc),
+            reason=reason_of(exc),
         ) from exc
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
@@ -194,18 +145,18 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
     states: list[IndexState] = []
     for spec in specs:
         if spec.is_time_series:
+            if concrete_index(client, spec.alias):  # partitions could not join the umbrella
+                raise alias_taken_error(
+                    spec.info.name, spec.alias, f"the partitions {spec.index_pattern!r}"
+                )
             states.append(_configure_template(client, spec))
             continue
         expected = spec.physical_name()
         current, exists = index_state(client, spec)
-        if spec.kind == "versioned" and current is None and client.indices.exists(index=spec.alias):
-            raise IndexConfigurationError(
-                f"{spec.info.name}: {spec.alias!r} is a concrete index, but a versioned index "
-                f"needs it as an alias of {expected!r}; reindex it or declare kind='plain'",
-                index=spec.alias,
-            )
+        if spec.kind == "versioned" and current is None and concrete_index(client, spec.alias):
+            raise alias_taken_error(spec.info.name, spec.alias, f"index {expected!r}")
         if not exists:
-            _create(client, spec, with_alias=current is None)
+            create_index(client, spec, with_alias=current is None)
             action = "created" if current is None else "outdated"
             log.info("created index %s for %s", expected, spec.info.name)
         else:
@@ -213,7 +164,8 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             if spec.kind == "versioned" and current not in (None, expected):
                 action = "outdated"
             elif spec.kind == "versioned" and current is None:
-                _put_alias(client, expected, spec.alias)
+                put_alias(client, expected, spec.alias)
+        spec.ensured.mark()  # the first write need not check again
         states.append(
             IndexState(
                 model=spec.info.name,
