@@ -8,6 +8,7 @@ from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
 from esmapper.errors import (
+    AliasNameTakenError,
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
@@ -82,6 +83,7 @@ from esmapper.model.fields import (
 )
 from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
 from esmapper.results import FindHit, FindResults
 from esmapper.session import Session, SessionClosedError, sessionmaker
@@ -89,6 +91,7 @@ from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryC
 
 __all__ = [
     "ActionPatch",
+    "AliasNameTakenError",
     "Binary",
     "BlinkerMessageBus",
     "Boolean",
@@ -109,6 +112,7 @@ __all__ = [
     "EsmapperError",
     "FindHit",
     "FindResults",
+    "FieldOperation",
     "Float",
     "GeoPoint",
     "HalfFloat",
@@ -171,6 +175,8 @@ __all__ = [
     "plan",
     "reindex",
     "reindex_outdated",
+    "remove_field",
+    "rename_field",
     "run_migrations",
     "sessionmaker",
     "signals",

@@ -5,12 +5,12 @@ Global options name the application's mapper (``--app module:attribute`` or
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
-``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``ids audit MODEL`` and ``ids
-rekey MODEL [--apply] [--batch-size N]``; a model NAME is its class name or its index name
-(with or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
---requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and
-``reindex`` show a progress bar per reindexed model (click's: a bar on a terminal, its
-label once elsewhere).
+``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL...
+[--yes]`` (a dry run without ``--yes``), ``ids audit MODEL`` and ``ids rekey MODEL [--apply]
+[--batch-size N]``; a model NAME is its class name or its index name (with or without the
+prefix), case-insensitive. THROTTLE is ``--batch-size N --requests-per-second N
+--stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and ``reindex`` show a progress bar
+per reindexed model (click's: a bar on a terminal, its label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
@@ -35,9 +35,10 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, NotFoundError
 
+from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
-from esmapper.indexes.blocks import leftover_block, read_block
+from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
 from esmapper.locks import LockProvider
@@ -95,64 +96,6 @@ def _error_for(exc: Exception, ctx: click.Context) -> CliError | None:
     if isinstance(exc, TransportError):
         return CliError(f"Elasticsearch request failed: {exc}")
     return None
-
-
-class _ReindexBars:
-    """The progress bars of reindexes, one per alias in turn: ``bars(progress)`` for each
-    :class:`~esmapper.indexes.ReindexProgress`, ``bars.close()`` before printing a line."""
-
-    def __init__(self, stack: ExitStack, label: Callable[[str], str]) -> None:
-        self.stack, self.label = stack, label
-        self.bar: Any = None
-        self.alias: str | None = None
-        self.closer: ExitStack | None = None
-
-    def __call__(self, p: Any) -> None:
-        alias = str(getattr(p, "alias", "") or "")
-        if self.bar is not None and alias != self.alias:
-            self.close()
-        if self.bar is None:
-            self.alias = alias
-            self.closer = self.stack.enter_context(ExitStack())
-            bar = click.progressbar(length=100, label=self.label(alias))
-            self.bar = self.closer.enter_context(bar)
-        bar = self.bar
-        percent = getattr(p, "percent", None)
-        if percent is None:
-            percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
-        if int(percent) > bar.pos:
-            bar.update(min(int(percent), 100) - bar.pos)
-
-    def close(self) -> None:
-        if self.closer is not None:
-            self.closer.close()
-        self.bar = self.closer = self.alias = None
-
-
-def _throttle_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--batch-size``, ``--requests-per-second`` and ``--stall-timeout`` (reindex passes)."""
-    options = [
-        click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Documents per reindex batch (source.size; server default 1000)."),
-        click.option("--requests-per-second", type=click.FloatRange(min=0, min_open=True),
-                     default=None, metavar="N",
-                     help="Throttle reindex passes to N requests per second (default: none)."),
-        click.option("--stall-timeout", type=click.FloatRange(min=0, min_open=True),
-                     default=None, metavar="SECONDS",
-                     help="Fail a reindex pass that makes no progress this long "
-                          "(default: max(600, 3 * batch / rps)).")
-    ]  # fmt: skip
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def _throttle(batch_size: int | None, rps: float | None, stall: float | None) -> dict[str, Any]:
-    return {
-        "batch_size": batch_size,
-        "requests_per_second": rps,
-        "stall_timeout": None if stall is None else timedelta(seconds=stall),
-    }
 
 
 class _Group(click.Group):
@@ -298,7 +241,7 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
     help="Expiry of the locks the run takes (renewed every third of it while it "
     "runs); a run killed on another machine blocks the next ones this long.",
 )
-@_throttle_options
+@throttle_options
 @click.pass_context
 def migrate(
     ctx: click.Context,
@@ -317,7 +260,7 @@ def migrate(
     mapper = _mapper(ctx)
     names = {mapper.spec(m).alias: m.__name__ for m in mapper.models}
     with ExitStack() as stack:
-        bars = _ReindexBars(stack, lambda alias: f"reindex {names.get(alias, alias)}")
+        bars = ReindexBars(stack, lambda alias: f"reindex {names.get(alias, alias)}")
 
         def echo(outcome: Any) -> None:
             bars.close()
@@ -332,7 +275,7 @@ def migrate(
             lock_ttl=timedelta(seconds=lock_ttl),
             on_outcome=None if dry_run else echo,
             progress=bars,
-            **_throttle(batch_size, requests_per_second, stall_timeout),
+            **throttle(batch_size, requests_per_second, stall_timeout),
         )
     if dry_run:
         click.echo("plan (dry run, nothing changed):")
@@ -374,6 +317,7 @@ def status(ctx: click.Context) -> None:
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
     blocks: list[str] = []
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     for model in mapper.models:
         spec = mapper.spec(model)
         view = view_index(mapper.client, spec)
@@ -383,6 +327,8 @@ def status(ctx: click.Context) -> None:
         elif spec.kind in ("daily", "monthly"):
             index = f"{spec.physical_name()}-* ({view.partitions} partitions)"
             version = f"{spec.version} ({spec.kind})"
+            if view.outdated:  # the lowest live version first (FEATURES IM-5)
+                version = f"{view.lowest_version}/{spec.version} ({spec.kind})"
         else:
             now = index_version(view.current)
             version = f"{'-' if now is None else now}/{spec.version}"
@@ -393,10 +339,10 @@ def status(ctx: click.Context) -> None:
         if leftovers and state == "ok":
             state = "leftover"
         left.extend(leftovers)
-        blocked = _write_block(mapper, spec.kind, view.current)
-        if blocked is not None:
+        blocked = block_report(locks, spec)
+        if blocked:
             state = "write-blocked"
-            blocks.append(blocked)
+            blocks.extend(blocked)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
@@ -414,25 +360,6 @@ def status(ctx: click.Context) -> None:
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:
         click.echo(f"  {step}")
-
-
-def _write_block(mapper: Mapper, kind: str, index: str | None) -> str | None:
-    """The write block on the index behind a versioned alias, for ``status``: who set it and
-    what lifts it; ``None`` without one."""
-    if kind != "versioned" or index is None:
-        return None
-    block = read_block(mapper.client, index)
-    if block is None:
-        return None
-    what = block.describe(mapper.clock())
-    if not block.marked:
-        return (
-            f"{what}; remove it by hand: PUT /{index}/_settings " + '{"index.blocks.write": false}'
-        )
-    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
-    if leftover_block(locks, index) is not None:
-        return f"{what}, which no longer runs; migrate or reindex lifts it"
-    return f"{what}, running now"
 
 
 @main.command()
@@ -471,7 +398,7 @@ def maintain(ctx: click.Context) -> None:
     show_default=True,
     help="Expiry of the reindex lock (renewed every third of it while it runs).",
 )
-@_throttle_options
+@throttle_options
 @click.pass_context
 def reindex(
     ctx: click.Context,
@@ -492,10 +419,10 @@ def reindex(
     options: dict[str, Any] = {
         "lock_wait": timedelta(seconds=lock_wait),
         "lock_ttl": timedelta(seconds=lock_ttl),
-        **_throttle(batch_size, requests_per_second, stall_timeout),
+        **throttle(batch_size, requests_per_second, stall_timeout),
     }
     with ExitStack() as stack:
-        bars = _ReindexBars(stack, lambda alias: f"reindex {model.__name__}")
+        bars = ReindexBars(stack, lambda alias: f"reindex {model.__name__}")
         result = run(mapper, model, progress=bars, **options)
     cleared = getattr(result, "cleared_block_seconds", None)
     if cleared is not None:
@@ -506,13 +433,62 @@ def reindex(
     if not hasattr(result, "new_index"):
         click.echo(f"reindexed {model.__name__}")
         return
+    partitions = getattr(result, "partitions", ())
+    old = "old partitions" if partitions else "old index"
     blocked = getattr(result, "blocked_seconds", None)
     writes = "" if blocked is None else f", writes blocked {blocked:.2f}s"
     click.echo(
-        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}, "
-        f"{result.copied} copied, {result.caught_up} caught up, old index "
+        f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}"
+        f"{f' ({len(partitions)} partitions)' if partitions else ''}, "
+        f"{result.copied} copied, {result.caught_up} caught up, {old} "
         f"{'deleted' if result.old_deleted else 'kept'}{writes} ({result.seconds:.1f}s)"
     )
+
+
+@main.group()
+def indexes() -> None:
+    """Index lifecycle: delete a model's indexes."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 'es' if word.endswith(('s', 'x')) else 's'}"
+
+
+@indexes.command("delete")
+@click.argument("model_names", metavar="MODEL...", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Delete (default: only list what would be deleted).")
+@click.pass_context
+def delete_indexes(ctx: click.Context, model_names: tuple[str, ...], yes: bool) -> None:
+    """Delete every index (all versions, partitions, leftovers), alias and index template
+    of each MODEL (a class or index name), by exact name. Without --yes: a dry run."""
+    mapper = _mapper(ctx)
+    models = list(dict.fromkeys(find_model(mapper, name) for name in model_names))
+    reports = mapper.delete_indexes(models, dry_run=not yes)
+    if not yes:
+        click.echo("dry run: nothing is deleted without --yes")
+    for report in reports:
+        head = f"{report.model} ({report.alias})"
+        if report.empty:
+            click.echo(f"{head}: nothing to delete")
+            continue
+        click.echo(f"{head}:" if not yes else f"{head}: deleted")
+        for name in report.indexes:
+            click.echo(f"  index     {name}")
+        for name in report.aliases:
+            kept = [index for alias, index in report.detached if alias == name]
+            extra = f" (removed from {', '.join(kept)}, not the model's: kept)" if kept else ""
+            click.echo(f"  alias     {name}{extra}")
+        for name in report.templates:
+            click.echo(f"  template  {name}")
+    totals = (
+        f"{_plural(sum(len(r.indexes) for r in reports), 'index')}, "
+        f"{_plural(sum(len(r.aliases) for r in reports), 'alias')}, "
+        f"{_plural(sum(len(r.templates) for r in reports), 'template')}"
+    )
+    if yes:
+        click.echo(f"deleted: {totals}")
+    else:
+        click.echo(f"would delete: {totals}; run again with --yes to delete")
 
 
 @main.group()

@@ -91,6 +91,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._pit import context_reason, is_context_missing, lost_shards
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
 from esmapper.ids import check_id, compose_id, id_term
@@ -270,20 +271,30 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
 
 
 def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> Iterator[RekeyPlan]:
+    scanned = 0
     try:
         search_after: list[Any] | None = None
         while True:
-            response = client.search(
-                pit={"id": pit_id, "keep_alive": KEEP_ALIVE},
-                query={"match_all": {}},
-                sort=[{"_shard_doc": "asc"}],
-                size=batch_size,
-                seq_no_primary_term=True,
-                track_total_hits=False,
-                search_after=search_after,
-            )
+            try:
+                response = client.search(
+                    pit={"id": pit_id, "keep_alive": KEEP_ALIVE},
+                    query={"match_all": {}},
+                    sort=[{"_shard_doc": "asc"}],
+                    size=batch_size,
+                    seq_no_primary_term=True,
+                    track_total_hits=False,
+                    search_after=search_after,
+                )
+            except ApiError as exc:
+                if not is_context_missing(exc):
+                    raise
+                raise _scan_lost(model, scanned, context_reason(exc)) from None
+            lost = lost_shards({"_shards": response.get("_shards")})
+            if lost is not None:
+                raise _scan_lost(model, scanned, lost)
             pit_id = str(response.get("pit_id") or pit_id)
             hits = response["hits"]["hits"]
+            scanned += len(hits)
             for hit in hits:
                 yield plan_for(model, hit)
             if len(hits) < batch_size:
@@ -292,6 +303,17 @@ def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> I
     finally:
         with contextlib.suppress(ApiError, TransportError):
             client.close_point_in_time(id=pit_id)
+
+
+def _scan_lost(model: type, scanned: int, reason: str) -> MigrationError:
+    """The scan's point in time is gone (a page took longer than its keep-alive): what was
+    done is done (each move is complete or resumable), so the way on is to run again."""
+    return MigrationError(
+        f"re-keying {model.__name__}: the scan's point in time was lost after {scanned} "
+        f"document(s) ({reason}); nothing is half-moved, run it again to finish",
+        error_type="search_context_missing_exception",
+        reason=reason,
+    )
 
 
 def rekey(

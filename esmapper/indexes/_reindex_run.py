@@ -17,12 +17,11 @@ import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
-from esmapper.errors import IndexConfigurationError, LockError
+from esmapper.errors import LockError
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
     PassStalled,
     Throttle,
-    alias_target,
     count,
     delete_extras,
     prepare_target,
@@ -86,6 +85,12 @@ class ReindexResult:
     removal when the run failed). ``cleared_block_seconds``: when the run first removed a
     write block a killed reindex had left on the old index, how long that block had been
     on (``None``: there was none).
+
+    Time-series models: the totals over the partitions reindexed, one result each in
+    ``partitions`` (oldest version, then oldest period first); ``old_index`` /
+    ``new_index`` are the patterns ``<alias>-v<K>-*`` / ``<alias>-v<N>-*``;
+    ``blocked_seconds`` is the longest window of one partition (each blocks only its
+    period's writes) and ``cleared_block_seconds`` the longest leftover block lifted.
     """
 
     model: str
@@ -104,12 +109,19 @@ class ReindexResult:
     seconds: float = 0.0
     blocked_seconds: float = 0.0
     cleared_block_seconds: float | None = None
+    partitions: tuple[ReindexResult, ...] = ()
 
 
 @attrs.define(slots=True, eq=False)
 class Run:
     """One reindex ``old -> new`` of ``spec``: reports progress, checks the lock (renewed by
-    its heartbeat, :mod:`esmapper.locks`) and builds the result."""
+    its heartbeat, :mod:`esmapper.locks`) and builds the result.
+
+    ``actions``: the alias swap's actions (default: move ``spec.alias`` from ``old`` to
+    ``new``); ``probe``: the alias read back after a swap whose answer was lost (default
+    ``spec.alias``). A time-series partition moves all its aliases and probes its dated
+    alias (:mod:`esmapper.indexes.partition_reindex`).
+    """
 
     mapper: Mapper
     spec: IndexSpec
@@ -119,6 +131,8 @@ class Run:
     new: str
     script: str | None
     throttle: Throttle = attrs.field(factory=Throttle)
+    actions: tuple[dict[str, Any], ...] = ()
+    probe: str = ""
     result: ReindexResult = attrs.field(init=False)
     began: float = attrs.field(init=False, factory=time.monotonic)
     blocked_at: float | None = attrs.field(init=False, default=None)
@@ -133,6 +147,15 @@ class Run:
     @property
     def client(self) -> Elasticsearch:
         return self.mapper.client
+
+    def swap_actions(self) -> list[dict[str, Any]]:
+        """The one atomic ``POST /_aliases`` of the swap."""
+        if self.actions:
+            return list(self.actions)
+        return [
+            {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
+            {"add": {"index": self.new, "alias": self.spec.alias}},
+        ]
 
     def update(self, **changes: Any) -> None:
         self.result = attrs.evolve(self.result, **changes)
@@ -309,12 +332,7 @@ def _swap(run: Run) -> None:
     ``run.rollback`` is switched off, the alias may point at the new index)."""
     client, spec, old, new = run.client, run.spec, run.old, run.new
     try:
-        swap = once(client).indices.update_aliases(
-            actions=[
-                {"remove": {"index": old, "alias": spec.alias, "must_exist": True}},
-                {"add": {"index": new, "alias": spec.alias}},
-            ]
-        )
+        swap = once(client).indices.update_aliases(actions=run.swap_actions())
         refused = swap.body.get("errors")  # a partial answer (noida-db); ES is atomic
         unknown: BaseException | None = None
     except TransportError as exc:
@@ -324,12 +342,13 @@ def _swap(run: Run) -> None:
     if not refused and unknown is None:
         return
     # Read the alias back: never delete the index it may already point at.
-    target = _swap_target(client, spec, old, new)
+    probe = run.probe or spec.alias
+    target = _swap_target(client, probe, old, new)
     if target is None:
         run.rollback = False
         raise run.fail(
             f"the alias swap's outcome is unknown ({unknown or 'a partial answer'}) and "
-            f"{spec.alias!r} points neither at {old} alone nor at {new} alone; nothing "
+            f"{probe!r} points neither at {old} alone nor at {new} alone; nothing "
             f"was deleted and {old} is still write-blocked: inspect the alias, point it "
             f"at the index holding the documents and remove the block by hand",
             tuple(swap.body.get("action_results", ())) if refused else (),
@@ -338,14 +357,14 @@ def _swap(run: Run) -> None:
         if refused:
             raise run.fail("the alias swap was refused", tuple(swap.body.get("action_results", ())))
         raise run.fail(
-            f"the alias swap's answer was lost ({unknown}) and {spec.alias!r} still "
+            f"the alias swap's answer was lost ({unknown}) and {probe!r} still "
             f"points at {old}: the swap did not happen; the old index still serves",
             (),
         ) from unknown
     log.warning(
         "the alias swap's answer was %s; read back: %s points at %s",
         f"lost ({unknown})" if unknown is not None else "partial",
-        spec.alias,
+        probe,
         new,
     )
 
@@ -359,13 +378,15 @@ def _keep_reason(delete_old: bool, old_count: int, new_count: int, new: str) -> 
     return None
 
 
-def _swap_target(client: Elasticsearch, spec: IndexSpec, old: str, new: str) -> str | None:
-    """After a swap whose outcome is unknown: ``new`` if the alias points at it alone (the
+def _swap_target(client: Elasticsearch, alias: str, old: str, new: str) -> str | None:
+    """After a swap whose outcome is unknown: ``new`` if ``alias`` points at it alone (the
     swap happened), ``old`` if it still points at it alone (it did not), else ``None``
-    (also when the alias cannot be read)."""
+    (also when the alias cannot be read). Sends ``GET /_alias/<alias>``."""
     try:
-        target = alias_target(client, spec)
-    except (IndexConfigurationError, TransportError, ApiError) as exc:
-        log.error("reading alias %s back after the swap failed: %s", spec.alias, exc)
+        targets = sorted(client.indices.get_alias(name=alias).body)
+    except NotFoundError:
         return None
-    return target if target in (old, new) else None
+    except (TransportError, ApiError) as exc:
+        log.error("reading alias %s back after the swap failed: %s", alias, exc)
+        return None
+    return targets[0] if len(targets) == 1 and targets[0] in (old, new) else None

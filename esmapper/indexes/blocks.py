@@ -30,23 +30,30 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from elasticsearch import Elasticsearch
 
 from esmapper._transport import once, send_or_read_back
+from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._meta import put_meta, read_meta
 from esmapper.locks import DEFAULT_TTL, Lock, LockHolder, LockProvider
 from esmapper.model.codec import format_datetime, parse_datetime
 
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
+
 __all__ = [
     "BLOCK_MARKER",
     "WriteBlock",
+    "block_report",
     "block_writes",
     "clear_leftover_block",
     "leftover_block",
     "read_block",
+    "refuse_foreign_block",
+    "serving_blocked",
     "unblock_writes",
     "write_blocked",
 ]
@@ -109,6 +116,62 @@ def read_block(client: Elasticsearch, index: str) -> WriteBlock | None:
         into=None if marker.get("into") is None else str(marker["into"]),
         since=None if since is None else parse_datetime(since),
     )
+
+
+def refuse_foreign_block(client: Elasticsearch, index: str, model: str, now: _dt.datetime) -> None:
+    """Raise :class:`~esmapper.errors.IndexConfigurationError` when ``index`` (about to be
+    reindexed, after :func:`clear_leftover_block`) is still write-blocked: someone else's
+    block, or a reindex under another lock that runs now. A reindex would lift it at its
+    end. Sends ``GET /<index>/_settings`` (and its mapping when blocked)."""
+    block = read_block(client, index)
+    if block is not None:
+        raise IndexConfigurationError(
+            f"{model}: {block.describe(now)}; a reindex would lift that block at its end. "
+            f'Remove it first (PUT /{index}/_settings {{"index.blocks.write": false}}) or '
+            "wait for its owner",
+            index=index,
+        )
+
+
+def serving_blocked(client: Elasticsearch, spec: IndexSpec) -> list[str]:
+    """The write-blocked indexes that serve ``spec``'s writes: the index behind a versioned
+    alias, the partitions of a time-series model that hold an alias (umbrella or dated);
+    never an old index no alias points at (a kept one stays blocked on purpose). One ``GET
+    /<alias>-v*`` (aliases and settings); plain models: none."""
+    if spec.kind == "plain":
+        return []
+    found: dict[str, Any] = dict(
+        client.indices.get(index=f"{spec.alias}-v*", allow_no_indices=True).body
+    )
+    blocked = []
+    for name, info in sorted(found.items()):
+        aliases = info.get("aliases") or {}
+        serving = bool(aliases) if spec.is_time_series else spec.alias in aliases
+        flags = info.get("settings", {}).get("index", {}).get("blocks", {})
+        if serving and str(flags.get("write", "false")).lower() == "true":
+            blocked.append(name)
+    return blocked
+
+
+def block_report(locks: LockProvider, spec: IndexSpec) -> list[str]:
+    """For ``esmapper status``: a line per write-blocked index serving ``spec``
+    (:func:`serving_blocked`), saying who set the block and what lifts it; read-only."""
+    lines = []
+    now = locks.clock()
+    for index in serving_blocked(locks.client, spec):
+        block = read_block(locks.client, index)
+        if block is None:
+            continue  # lifted meanwhile
+        what = block.describe(now)
+        if not block.marked:
+            lines.append(
+                f'{what}; remove it by hand: PUT /{index}/_settings {{"index.blocks.write": false}}'
+            )
+        elif _holder_live(locks, block) is None:
+            lines.append(f"{what}, which no longer runs; migrate or reindex lifts it")
+        else:
+            lines.append(f"{what}, running now")
+    return lines
 
 
 def block_writes(client: Elasticsearch, index: str, *, lock: Lock, into: str) -> None:

@@ -84,8 +84,8 @@ leftover) and the next reindex overwrites it.
 Limitations. Versions (``primary_term:seq_no``) are per index: a document read before the
 swap and saved after it gets :class:`~esmapper.errors.VersionConflictError` (re-read and
 retry). For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw client
-write) during the copy or catch-up is not caught up. Time-series models are not reindexed
-(FEATURES IM-3/IM-4).
+write) during the copy or catch-up is not caught up. Time-series models go partition by
+partition through the same steps (:mod:`esmapper.indexes.partition_reindex`).
 """
 
 from __future__ import annotations
@@ -99,10 +99,12 @@ from typing import TYPE_CHECKING
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
-from esmapper.indexes.blocks import clear_leftover_block, read_block
+from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state
+from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, LockProvider
+from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -121,20 +123,17 @@ LOCK_TTL = DEFAULT_TTL
 LOCK_WAIT = _dt.timedelta(minutes=30)
 
 
-def compose_reindex_script(scripts: Mapping[int, str], current: int, target: int) -> str | None:
+def compose_reindex_script(
+    scripts: Mapping[int, ReindexScriptValue], current: int, target: int
+) -> str | None:
     """The Painless source for a reindex from version ``current`` to ``target``.
 
     The scripts of the versions ``current < v <= target`` in version order (FEATURES IM-6):
     none gives ``None``, one is returned as is, several are wrapped as
-    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``.
+    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``
+    (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
     """
-    chosen = [scripts[v] for v in sorted(scripts) if current < v <= target]
-    if not chosen:
-        return None
-    if len(chosen) == 1:
-        return chosen[0]
-    functions = "".join(f"void f{i:03d}(def ctx) {{ {s} }}\n" for i, s in enumerate(chosen))
-    return functions + "".join(f"f{i:03d}(ctx); " for i in range(len(chosen)))
+    return compose(scripts, current, target)
 
 
 def _version_of(spec: IndexSpec, index: str) -> int:
@@ -163,7 +162,9 @@ def reindex(
     stall_timeout: _dt.timedelta | None = None,
 ) -> ReindexResult:
     """Reindex ``model``'s ``versioned`` index into its current version; see the module
-    docstring for every request sent.
+    docstring for every request sent. A ``daily``/``monthly`` model's partitions are
+    reindexed one after the other by the same steps
+    (:func:`esmapper.indexes.partition_reindex.reindex_partitions`).
 
     ``progress`` receives :class:`ReindexProgress` reports (an exception raised by it aborts
     the reindex like any failure). ``batch_size`` (documents per batch, ``source.size``) and
@@ -176,7 +177,7 @@ def reindex(
 
     Raises :class:`~esmapper.errors.LockError` when another process holds
     ``reindex:<alias>`` for longer than ``lock_wait`` (or the lock is lost),
-    :class:`~esmapper.errors.IndexConfigurationError` for a model that is not ``versioned``,
+    :class:`~esmapper.errors.IndexConfigurationError` for a ``plain`` model,
     an alias that is missing, points at several indexes or at a newer version, or an old
     index write-blocked by someone else, and :class:`~esmapper.indexes.errors.ReindexError`
     when a pass fails or stalls. Returns ``status="up_to_date"`` without copying when the
@@ -187,9 +188,24 @@ def reindex(
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     throttle = Throttle(batch_size, requests_per_second, stall)
     spec = mapper.spec(model)
+    if spec.is_time_series:
+        from esmapper.indexes.partition_reindex import reindex_partitions  # it imports this
+
+        return reindex_partitions(
+            mapper,
+            model,
+            progress=progress,
+            lock_wait=lock_wait,
+            lock_ttl=lock_ttl,
+            delete_old=delete_old,
+            keep_failed_index=keep_failed_index,
+            catch_up_margin=catch_up_margin,
+            throttle=throttle,
+        )
     if spec.kind != "versioned":
         raise IndexConfigurationError(
-            f"{spec.info.name}: only versioned indexes are reindexed (kind={spec.kind!r})",
+            f"{spec.info.name}: only versioned and time-series indexes are reindexed "
+            f"(kind={spec.kind!r})",
             index=spec.alias,
         )
     client = mapper.client
@@ -221,14 +237,7 @@ def reindex(
                 f"model's version {spec.version}; refusing to downgrade",
                 index=spec.alias,
             )
-        foreign = read_block(client, old)
-        if foreign is not None:
-            raise IndexConfigurationError(
-                f"{spec.info.name}: {foreign.describe(mapper.clock())}; a reindex would lift "
-                f"that block at its end. Remove it first (PUT /{old}/_settings "
-                '{"index.blocks.write": false}) or wait for its owner',
-                index=old,
-            )
+        refuse_foreign_block(client, old, spec.info.name, mapper.clock())
         script = compose_reindex_script(spec.options.reindex_scripts, old_version, spec.version)
         run = Run(mapper, spec, lock, progress, old, new, script, throttle)
         if cleared_for is not None:
@@ -249,10 +258,12 @@ def reindex_outdated(
     stall_timeout: _dt.timedelta | None = None,
 ) -> list[ReindexResult]:
     """Reindex, one after the other, every ``versioned`` model (of ``models``, default all
-    registered) whose alias points at an older version (FEATURES IM-27).
+    registered) whose alias points at an older version, and every time-series model with a
+    live partition at an older version (FEATURES IM-27).
 
-    Sends ``GET /_alias/<alias>`` per model, then :func:`reindex` for the outdated ones
-    (with the throttle options); time-series and plain models are skipped. Raises what
+    Sends ``GET /_alias/<alias>`` per versioned model (``GET /<alias>-v*/_alias`` per
+    time-series one), then :func:`reindex` for the outdated ones (with the throttle
+    options); plain models are skipped. Raises what
     :func:`reindex` raises (the first failure stops the run; a bad throttle value before
     anything is sent); returns the results of the reindexed models.
     """
@@ -261,11 +272,15 @@ def reindex_outdated(
     results = []
     for model in list(models) if models is not None else mapper.models:
         spec = mapper.spec(model)
-        if spec.kind != "versioned":
+        if spec.is_time_series:
+            if not partition_versions(mapper.client, spec, mapper.clock()).outdated:
+                continue
+        elif spec.kind != "versioned":
             continue
-        current, _ = index_state(mapper.client, spec)
-        if current is None or current == spec.physical_name():
-            continue
+        else:
+            current, _ = index_state(mapper.client, spec)
+            if current is None or current == spec.physical_name():
+                continue
         results.append(
             reindex(
                 mapper,

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING
 import attrs
 from elasticsearch import NotFoundError
 
-from esmapper.indexes.blocks import leftover_block
+from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state
 from esmapper.indexes.leftovers import find_leftovers
+from esmapper.indexes.partition_versions import partition_versions
 from esmapper.locks import LockHolder, LockProvider
 from esmapper.migrations.base import LOCK_NAME, Migration, load_migrations
 from esmapper.migrations.install import decide, fresh_marks, read_install
@@ -248,13 +249,15 @@ class IndexView:
     ``current`` is the physical index the alias resolves to (time-series: ``None``),
     ``exists`` whether the expected index (time-series: the template) exists, ``partitions``
     the number of time-series partitions behind the alias, ``outdated`` whether a versioned
-    alias points at another version than the model's.
+    alias points at another version than the model's (time-series: whether a live
+    partition is at an older version; ``lowest_version`` is the lowest live one).
     """
 
     current: str | None
     exists: bool
     partitions: int = 0
     outdated: bool = False
+    lowest_version: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -264,7 +267,7 @@ class IndexView:
 
 def view_index(client: Elasticsearch, spec: IndexSpec) -> IndexView:
     """Sends ``GET /_alias/<alias>`` and ``HEAD /<index>`` (time-series: ``HEAD
-    /_index_template/<name>``); changes nothing."""
+    /_index_template/<name>`` and ``GET /<alias>-v*/_alias``); changes nothing."""
     if spec.kind in ("daily", "monthly"):
         try:
             partitions = len(client.indices.get_alias(name=spec.alias).body)
@@ -273,7 +276,9 @@ def view_index(client: Elasticsearch, spec: IndexSpec) -> IndexView:
         template = bool(
             client.indices.exists_index_template(name=f"{spec.physical_name()}-template")
         )
-        return IndexView(None, template, partitions)
+        lowest = partition_versions(client, spec, spec.clock()).lowest
+        outdated = lowest is not None and lowest < spec.version
+        return IndexView(None, template, partitions, outdated, lowest)
     current, exists = index_state(client, spec)
     outdated = spec.kind == "versioned" and current not in (None, spec.physical_name())
     return IndexView(current, exists, 0, outdated)
@@ -301,6 +306,11 @@ def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], b
             )
         if view.outdated:
             reason = f"the alias points at {view.current}; {model.__name__} is at version "
+            if view.current is None:  # time-series
+                reason = (
+                    f"partitions at version {view.lowest_version} serve {spec.alias}; "
+                    f"{model.__name__} is at version "
+                )
             reindexes.append(
                 PlannedStep(
                     REINDEX, spec.alias, "index", spec.version, expected, reason + str(spec.version)
@@ -328,24 +338,18 @@ def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
 
 
 def unblock_steps(mapper: Mapper) -> list[PlannedStep]:
-    """An ``unblock_index`` step per index behind a versioned alias that a killed reindex
-    left write-blocked (:func:`esmapper.indexes.blocks.leftover_block`: ``GET /_alias``,
-    ``GET /<index>/_settings`` and, when blocked, its mapping and the lock); read-only."""
+    """An ``unblock_index`` step per index serving a model that a killed reindex left
+    write-blocked (:func:`esmapper.indexes.blocks.serving_blocked` and
+    :func:`~esmapper.indexes.blocks.leftover_block`: ``GET /<alias>-v*`` per versioned or
+    time-series model and, per blocked index, its mapping and the lock); read-only."""
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     steps: list[PlannedStep] = []
-    for model in mapper.models:
-        spec = mapper.spec(model)
-        if spec.kind != "versioned":
-            continue
-        current, _ = index_state(mapper.client, spec)
-        block = None if current is None else leftover_block(locks, current)
-        if block is not None:
-            steps.append(
-                PlannedStep(
-                    UNBLOCK_INDEX, block.index, "index",
-                    reason=f"{block.describe(mapper.clock())}, which no longer runs",
-                )
-            )  # fmt: skip
+    for spec in map(mapper.spec, mapper.models):
+        for index in serving_blocked(mapper.client, spec):
+            block = leftover_block(locks, index)
+            if block is not None:
+                reason = f"{block.describe(mapper.clock())}, which no longer runs"
+                steps.append(PlannedStep(UNBLOCK_INDEX, block.index, "index", reason=reason))
     return steps
 
 

@@ -10,9 +10,10 @@ A run sends, in order:
    is a fresh install, and ``PUT /<prefix>esmapper-migrations`` (if missing) and a
    create-only write of the record store the decision *before any model index is created*
    (:mod:`esmapper.migrations.install`), so a rerun after a crash decides the same;
-3. ``mapper.configure_indexes()``; per versioned model, the removal of a write block a
-   killed reindex left on the index behind its alias (:mod:`esmapper.indexes.blocks`: at
-   once when its lock is not live); then a search of the records;
+3. ``mapper.configure_indexes()``; per versioned or time-series model ``GET
+   /<alias>-v*`` and the removal of a write block a killed reindex left on an index serving
+   it (:mod:`esmapper.indexes.blocks`: at once when its lock is not live); then a search
+   of the records;
 4. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
    (``completed`` / ``failed``) and a lock renewal; on a fresh install the marks (one state
    write each), then the install record's ``status: completed``;
@@ -43,7 +44,7 @@ import attrs
 
 from esmapper.errors import LockError
 from esmapper.indexes._reindex_pass import Throttle
-from esmapper.indexes.blocks import clear_leftover_block
+from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.leftovers import delete_leftovers
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
@@ -194,7 +195,7 @@ class _Runner:
                 step = PlannedStep(CREATE_INDEX, s.alias, "index", None, s.expected_index)
                 self.report.steps.append(step)
                 self.emit(StepOutcome(step, "created"))
-        self.clear_blocks(states)
+        self.clear_blocks()
         records = self.store.load()  # the install record exists, so does the state index
         self._install = install
         self._completed = {i for i, r in records.items() if r.completed}
@@ -212,31 +213,25 @@ class _Runner:
         self.report.result, self.report.error = result, error
         return self.report
 
-    def clear_blocks(self, states: Sequence[IndexState]) -> None:
-        """Remove the write blocks killed reindexes left on the indexes behind the aliases
-        (one ``unblocked`` step each); a block whose reindex runs now is left alone."""
-        locks = LockProvider(
-            self.mapper.client, index_prefix=self.mapper.index_prefix, clock=self.mapper.clock
-        )
-        versioned = {
-            spec.alias
-            for spec in map(self.mapper.spec, self.mapper.models)
-            if spec.kind == "versioned"
-        }
-        for s in states:
-            if s.alias not in versioned or not s.current_index:
-                continue
-            started = time.monotonic()
-            cleared = clear_leftover_block(locks, s.current_index, lock_ttl=self.lock.ttl)
-            if cleared is None:
-                continue
-            on = cleared.seconds(self.mapper.clock())
-            reason = f"write-blocked by the reindex into {cleared.into}, which no longer runs"
-            step = PlannedStep(UNBLOCK_INDEX, s.current_index, "index", reason=reason)
-            self.report.steps.append(step)
-            note = "writes were refused" + ("" if on is None else f" for {on:.0f}s")
-            outcome = StepOutcome(step, "unblocked", 1, time.monotonic() - started, note=note)
-            self.emit(outcome)
+    def clear_blocks(self) -> None:
+        """Remove the write blocks killed reindexes left on the indexes serving the models
+        (:func:`~esmapper.indexes.blocks.serving_blocked`; one ``unblocked`` step each); a
+        block whose reindex runs now, or someone else's, is left alone."""
+        mapper = self.mapper
+        locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+        for spec in map(mapper.spec, mapper.models):
+            for index in serving_blocked(mapper.client, spec):
+                started = time.monotonic()
+                cleared = clear_leftover_block(locks, index, lock_ttl=self.lock.ttl)
+                if cleared is None:
+                    continue
+                on = cleared.seconds(mapper.clock())
+                reason = f"write-blocked by the reindex into {cleared.into}, which no longer runs"
+                step = PlannedStep(UNBLOCK_INDEX, index, "index", reason=reason)
+                self.report.steps.append(step)
+                note = "writes were refused" + ("" if on is None else f" for {on:.0f}s")
+                seconds = time.monotonic() - started
+                self.emit(StepOutcome(step, "unblocked", 1, seconds, note=note))
 
     def run_steps(
         self, steps: Sequence[PlannedStep], records: Mapping[str, st.MigrationRecord]

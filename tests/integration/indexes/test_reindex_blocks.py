@@ -19,10 +19,13 @@ from esmapper.indexes.blocks import (
     write_blocked,
 )
 from esmapper.locks import Lock, LockProvider
+from esmapper.migrations import run_migrations
 from esmapper.testing.faults import FaultProxy
 
-from .conftest import MakeMapper
-from .models import ItemV1, ItemV2, PlainV1, PlainV2
+from .conftest import FakeClock, MakeMapper
+from .models import DailyLog, DailyLogV2, ItemV1, ItemV2, PlainV1, PlainV2
+
+NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture
@@ -38,10 +41,12 @@ def seeded(make_mapper: MakeMapper, model: type, count: int) -> em.Mapper:
     return mapper
 
 
-def killed_reindex_block(es: Elasticsearch, prefix: str, index: str, alias: str) -> None:
+def killed_reindex_block(
+    es: Elasticsearch, prefix: str, index: str, alias: str, clock: FakeClock | None = None
+) -> None:
     """What a reindex killed in its final pass leaves: the marked block, its lock (held by
-    a holder that is dropped without a release: it lapses)."""
-    locks = LockProvider(es, index_prefix=prefix)
+    a holder that is dropped without a release: it lapses 1 s later on ``clock``)."""
+    locks = LockProvider(es, index_prefix=prefix, clock=clock)
     lock = locks.acquire(f"reindex:{alias}", dt.timedelta(seconds=1), heartbeat=False)
     block_writes(es, index, lock=lock, into=f"{alias}-v2")
 
@@ -147,3 +152,33 @@ def test_a_run_whose_lock_was_taken_over_leaves_the_indexes_to_the_new_holder(
     assert es_client.indices.exists(index=v2)  # not deleted: the new holder's now
     assert write_blocked(es_client, v1)  # and so is the block
     taken[0].release()
+
+
+def test_a_partition_left_blocked_is_lifted_by_migrate_and_by_the_partition_reindex(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    clock = FakeClock(NOW)
+    v1 = make_mapper(DailyLog, clock=clock)
+    v1.configure_indexes()
+    days = [NOW - dt.timedelta(days=d) for d in (0, 1)]
+    v1.repository(DailyLog).add(
+        [DailyLog(message=f"m{i}", created_utc=day) for i, day in enumerate(days)],
+        consistency="immediate",
+    )
+    alias = f"{index_prefix}logs"
+    today, yesterday = (v1.spec(DailyLog).partition_name(day) for day in days)
+
+    killed_reindex_block(es_client, index_prefix, yesterday, alias, clock)
+    clock.now += dt.timedelta(seconds=2)  # its lock lapsed
+    report = run_migrations(v1)
+    assert report.result is em.MigrationResult.SUCCESS, report.error
+    assert [(o.status, o.step.target) for o in report.outcomes] == [("unblocked", yesterday)]
+    assert not write_blocked(es_client, yesterday)
+
+    killed_reindex_block(es_client, index_prefix, today, alias, clock)
+    clock.now += dt.timedelta(seconds=2)
+    result = reindex(make_mapper(DailyLogV2, clock=clock), DailyLogV2)
+    assert result.status == "reindexed" and len(result.partitions) == 2
+    assert result.cleared_block_seconds is not None
+    assert 0 < result.blocked_seconds == max(p.blocked_seconds for p in result.partitions)
+    assert es_client.count(index=alias)["count"] == 2

@@ -322,3 +322,23 @@ def test_an_old_id_deleted_by_someone_else_is_reported_not_compensated(
     assert {id_: s["body"] for id_, (_, _, s) in stored(es_client, mapper).items()} == {
         "acme:7:H": "v2"  # left alone
     }
+
+
+def test_a_scan_whose_point_in_time_is_lost_says_how_far_it_got(
+    es_client: Elasticsearch, seeded: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    real_open = seeded.client.open_point_in_time
+
+    def open_point_in_time(**kwargs: Any) -> Any:
+        response = real_open(**kwargs)
+        opened.append(str(response["id"]))
+        return response
+
+    monkeypatch.setattr(seeded.client, "open_point_in_time", open_point_in_time)
+    plans = audit(seeded, Inbox, batch_size=2)
+    first = [next(plans), next(plans)]  # the first page
+    assert len(first) == 2
+    es_client.close_point_in_time(id=opened[0])  # as if the next page came too late
+    with pytest.raises(em.MigrationError, match=r"lost after 2 document\(s\).*run it again"):
+        list(plans)
