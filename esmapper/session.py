@@ -329,13 +329,7 @@ class Session:
         self._deleted.pop(id(doc), None)
         state = state_of(doc)
         if state is not None and state.original is not None and doc.id is not None:
-            existing = self._identity.get((type(doc), doc.id))
-            if existing is not None and existing is not doc:
-                raise EsmapperError(
-                    f"another {type(doc).__name__} object with id {doc.id!r} is already in "
-                    "this session",
-                    ids=[doc.id],
-                )
+            self._check_not_mapped_elsewhere(doc)
             self._adopt(doc)
             self._maybe_dirty[id(doc)] = doc
             if state.watched:  # a mutable value was handed out before
@@ -355,7 +349,18 @@ class Session:
             return
         if not _is_model_doc(doc) or doc.id is None:
             raise TypeError(f"remove() takes a stored esmapper Document, got {doc!r}")
+        self._check_not_mapped_elsewhere(doc)
         self._deleted[id(doc)] = doc
+
+    def _check_not_mapped_elsewhere(self, doc: Any) -> None:
+        """One object per id: ``doc`` cannot join the session while it maps another."""
+        existing = self._identity.get((type(doc), doc.id))
+        if existing is not None and existing is not doc:
+            raise EsmapperError(
+                f"another {type(doc).__name__} object with id {doc.id!r} is already in "
+                "this session (use that one, or expunge it first)",
+                ids=[doc.id],
+            )
 
     def expunge(self, doc: Any) -> None:
         """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
@@ -416,7 +421,9 @@ class Session:
         else:
             self._deleted.pop(key, None)
             self._forget(key)
-            self._identity.pop((type(doc), doc.id), None)
+            mapped = (type(doc), doc.id)
+            if self._identity.get(mapped) is doc:  # not another object for the id
+                del self._identity[mapped]
 
     def flush(self) -> None:
         """Write every pending change in bulk requests (nothing for unchanged documents).

@@ -304,6 +304,20 @@ class SessionMachine(RuleBasedStateMachine):
         self.session.remove(held.obj)
         held.removing = True
 
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def remove_another_object(self, data: st.DataObject) -> None:
+        """``remove`` a repository-loaded object for a held id: refused, one object per id
+        (it deleted the document and dropped the held object from the identity map, which
+        stayed dirty, conflicting at every flush)."""
+        id = data.draw(st.sampled_from(self.held_ids()), label="id")
+        doc = self.mapper.repository(Item).get(id, soft_deletes="all")
+        if doc is None:
+            assert id not in self.store
+            return
+        with pytest.raises(em.EsmapperError, match="already in this session"):
+            self.session.remove(doc)
+
     @precondition(lambda self: self.new)
     @rule(data=st.data())
     def remove_new(self, data: st.DataObject) -> None:
