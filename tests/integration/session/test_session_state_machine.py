@@ -1,10 +1,12 @@
 """A Hypothesis state machine: a Session against a model of the store, with a second writer.
 
 One session (the system under test) and a second writer (another Mapper on the same
-indexes, writing immediately) work on a handful of ids. The machine keeps a model of the
-store (fields and an abstract version per id) and of the session (the object held for each
-id, the values the store last confirmed for it, its pending create/removal, which fields a
-partial load brought), and predicts every call exactly:
+indexes, writing immediately) work on a handful of ids, for a model read through the cache
+(the two mappers share the cache client, as processes share Redis) and one that is not.
+The machine keeps a model of the store (fields and an abstract version per id) and of the
+session (the object held for each id, the values the store last confirmed for it, its
+pending create/removal, which fields a partial load brought), and predicts every call
+exactly:
 
 - a flush sends removals, then creates, then saves of changed documents; a removal or save
   at a stale version is a 409 (VersionConflictError) that leaves the store at the other
@@ -29,6 +31,7 @@ with ``-s`` to see the figures.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 from collections.abc import Iterator
@@ -74,6 +77,18 @@ class Item(em.Document, em.SoftDeletes, em.Versioned):
     n: int = 0
 
 
+class CachedItem(em.Document, em.SoftDeletes, em.Versioned):
+    """The same, cached by id (both writers' mappers share the cache client)."""
+
+    class Index:
+        name = "sm_cached_items"
+        cache = dt.timedelta(minutes=5)
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    name: str = ""
+    n: int = 0
+
+
 @dataclass
 class Stored:
     """What the store holds for an id; ``gen`` stands for its version."""
@@ -86,7 +101,7 @@ class Stored:
 class Held:
     """The object the session maps for an id, as the model expects it."""
 
-    obj: Item
+    obj: Any
     orig: dict[str, Any]  # what the store last confirmed, for the loaded fields
     local: dict[str, Any]  # the values the object holds now
     base: int  # the gen its version refers to
@@ -105,7 +120,7 @@ class Held:
 
 @dataclass
 class New:
-    obj: Item
+    obj: Any
     fields: dict[str, Any]
 
 
@@ -119,11 +134,12 @@ def key(doc: Any) -> str:
     return doc.id
 
 
-def values_of(doc: Item) -> dict[str, Any]:
+def values_of(doc: Any) -> dict[str, Any]:
     return {"name": doc.name, "n": doc.n, "is_deleted": doc.is_deleted}
 
 
 class SessionMachine(RuleBasedStateMachine):
+    model: ClassVar[type[Any]]
     url: ClassVar[str]
     raw: ClassVar[Elasticsearch]
     prefix: ClassVar[str]
@@ -133,11 +149,12 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         prefix = f"{self.prefix}{next(self.serial)}-"
-        self.mapper = em.Mapper(self.url, models=[Item], index_prefix=prefix)
+        cache = em.InMemoryCache()
+        self.mapper = em.Mapper(self.url, models=[self.model], index_prefix=prefix, cache=cache)
         self.mapper.configure_indexes()
-        self.other = em.Mapper(self.url, models=[Item], index_prefix=prefix)
-        self.theirs = self.other.repository(Item)
-        self.alias = self.mapper.spec(Item).alias
+        self.other = em.Mapper(self.url, models=[self.model], index_prefix=prefix, cache=cache)
+        self.theirs = self.other.repository(self.model)
+        self.alias = self.mapper.spec(self.model).alias
         self.session = self.mapper.session()
         self.store: dict[str, Stored] = {}
         self.held: dict[str, Held] = {}
@@ -156,7 +173,7 @@ class SessionMachine(RuleBasedStateMachine):
     def held_ids(self) -> list[str]:
         return sorted(self.held)
 
-    def adopt(self, doc: Item, *, partial: bool = False) -> None:
+    def adopt(self, doc: Any, *, partial: bool = False) -> None:
         stored = self.store[key(doc)]
         if partial:
             orig = {"name": stored.fields["name"]}
@@ -201,7 +218,7 @@ class SessionMachine(RuleBasedStateMachine):
             return None
         return stored
 
-    def check_read(self, id: str, expected: Held | Stored | None, got: Item | None) -> None:
+    def check_read(self, id: str, expected: Held | Stored | None, got: Any) -> None:
         if expected is None:
             assert got is None, f"{id}: expected nothing, got {got!r}"
             return
@@ -217,14 +234,14 @@ class SessionMachine(RuleBasedStateMachine):
     @initialize(ids=st.sets(st.sampled_from(IDS)), n=VALUES["n"])
     def seed(self, ids: set[str], n: int) -> None:
         for id in sorted(ids):
-            self.theirs.add(Item(id=id, name="p", n=n))
+            self.theirs.add(self.model(id=id, name="p", n=n))
             self.store[id] = Stored({"name": "p", "n": n, "is_deleted": False}, next(self.gens))
 
     # -- the session -------------------------------------------------------------------
 
     @rule(id=st.sampled_from(IDS), name=VALUES["name"], n=VALUES["n"])
     def add_new(self, id: str, name: str, n: int) -> None:
-        doc = Item(id=id, name=name, n=n)
+        doc = self.model(id=id, name=name, n=n)
         self.session.add(doc)
         self.new.append(New(doc, {"name": name, "n": n, "is_deleted": False}))
 
@@ -232,7 +249,7 @@ class SessionMachine(RuleBasedStateMachine):
     def add_loaded(self, id: str) -> None:
         """``add`` a document a repository loaded: it joins the identity map, unless the
         session maps another object for the id."""
-        doc = self.mapper.repository(Item).get(id, soft_deletes="all")
+        doc = self.mapper.repository(self.model).get(id, soft_deletes="all")
         if doc is None:
             assert id not in self.store
             return
@@ -246,13 +263,13 @@ class SessionMachine(RuleBasedStateMachine):
     @rule(id=st.sampled_from(IDS), mode=MODES)
     def get(self, id: str, mode: str) -> None:
         expected = self.expect_read(id, mode)
-        self.check_read(id, expected, self.session.get(Item, id, soft_deletes=mode))
+        self.check_read(id, expected, self.session.get(self.model, id, soft_deletes=mode))
 
     @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3), mode=MODES)
     def get_many(self, ids: list[str], mode: str) -> None:
         wanted = list(dict.fromkeys(ids))
         expected = {id: self.expect_read(id, mode) for id in wanted}
-        got = self.session.get_many(Item, ids, soft_deletes=mode)
+        got = self.session.get_many(self.model, ids, soft_deletes=mode)
         present = [id for id in wanted if expected[id] is not None]
         assert [d.id for d in got] == present
         for doc in got:
@@ -270,7 +287,7 @@ class SessionMachine(RuleBasedStateMachine):
     def check_find(self, mode: str, *, partial: bool) -> None:
         kwargs: dict[str, Any] = {"includes": ["name"]} if partial else {}
         results = self.session.find(
-            Item, None, soft_deletes=mode, consistency="immediate", limit=50, **kwargs
+            self.model, None, soft_deletes=mode, consistency="immediate", limit=50, **kwargs
         )
         expected = sorted(
             id for id, s in self.store.items() if visible(s.fields["is_deleted"], mode)
@@ -311,7 +328,7 @@ class SessionMachine(RuleBasedStateMachine):
         (it deleted the document and dropped the held object from the identity map, which
         stayed dirty, conflicting at every flush)."""
         id = data.draw(st.sampled_from(self.held_ids()), label="id")
-        doc = self.mapper.repository(Item).get(id, soft_deletes="all")
+        doc = self.mapper.repository(self.model).get(id, soft_deletes="all")
         if doc is None:
             assert id not in self.store
             return
@@ -426,7 +443,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule(id=st.sampled_from(IDS), name=VALUES["name"], n=VALUES["n"])
     def other_create(self, id: str, name: str, n: int) -> None:
-        doc = Item(id=id, name=name, n=n)
+        doc = self.model(id=id, name=name, n=n)
         if id in self.store:
             with pytest.raises(em.DuplicateDocumentError):
                 self.theirs.add(doc)
@@ -497,9 +514,11 @@ class SessionMachine(RuleBasedStateMachine):
         )
 
 
+@pytest.mark.parametrize("model", [Item, CachedItem], ids=["uncached", "cached"])
 def test_a_session_against_a_model_of_the_store(
-    es_url: str, es_client: Elasticsearch, index_prefix: str
+    es_url: str, es_client: Elasticsearch, index_prefix: str, model: type[Any]
 ) -> None:
+    SessionMachine.model = model
     SessionMachine.url = es_url
     SessionMachine.raw = es_client
     SessionMachine.prefix = index_prefix
@@ -517,4 +536,4 @@ def test_a_session_against_a_model_of_the_store(
         ),
     )
     steps = SessionMachine.steps
-    print(f"state machine: {len(steps)} examples, {sum(steps)} steps")
+    print(f"state machine ({model.__name__}): {len(steps)} examples, {sum(steps)} steps")
