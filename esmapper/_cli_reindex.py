@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from esmapper._cli_types import Rate, Seconds
+
 __all__ = ["ReindexBars", "throttle", "throttle_options"]
 
 
@@ -48,12 +50,13 @@ class ReindexBars:
 def throttle_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--batch-size``, ``--requests-per-second`` and ``--stall-timeout`` (reindex passes)."""
     options = [
-        click.option("--batch-size", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Documents per reindex batch (source.size; server default 1000)."),
-        click.option("--requests-per-second", type=click.FloatRange(min=0, min_open=True),
+        click.option("--batch-size", type=click.IntRange(1, 10_000), default=None, metavar="N",
+                     help="Documents per reindex batch (source.size, at most 10000; "
+                          "server default 1000)."),
+        click.option("--requests-per-second", type=Rate(),
                      default=None, metavar="N",
                      help="Throttle reindex passes to N requests per second (default: none)."),
-        click.option("--stall-timeout", type=click.FloatRange(min=0, min_open=True),
+        click.option("--stall-timeout", type=Seconds(low_open=True),
                      default=None, metavar="SECONDS",
                      help="Fail a reindex pass that makes no progress this long "
                           "(default: max(600, 3 * batch / rps)).")

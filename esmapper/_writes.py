@@ -60,6 +60,7 @@ from esmapper import signals
 from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import PendingWrite, split_version
+from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import (
     BulkItemFailure,
@@ -173,10 +174,10 @@ def _prepare(pending: PendingWrite, now: _dt.datetime, mapper: Mapper) -> None:
     pending.original_source = state.original if state is not None else None
     if pending.kind == "remove":
         if doc.id is None:
-            raise DocumentError(f"cannot remove a {info.name} that has no id")
+            raise DocumentError(f"cannot remove {article(info.name)} that has no id")
         return
     if pending.kind == "save" and doc.id is None:
-        raise DocumentError(f"cannot save a {info.name} without an id; add() it first")
+        raise DocumentError(f"cannot save {article(info.name)} without an id; add() it first")
     pending.before = (
         doc.id,
         doc.created_utc if info.has_dates else None,

@@ -7,14 +7,18 @@ returning one, imported with the current directory on ``sys.path``) and override
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
 ``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL...
 [--yes]`` (a dry run without ``--yes``), ``ids audit MODEL`` and ``ids rekey MODEL [--apply]
-[--batch-size N]``; a model NAME is its class name or its index name (with or without the
-prefix), case-insensitive. THROTTLE is ``--batch-size N --requests-per-second N
+[--batch-size N]``, and ``server [--port N] [--data-dir DIR]`` (a local
+Elasticsearch-compatible server for development; needs no ``--app``); a model NAME is its
+class name or its index name (with or without the prefix), case-insensitive. THROTTLE is ``--batch-size N --requests-per-second N
 --stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and ``reindex`` show a progress bar
 per reindexed model (click's: a bar on a terminal, its label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
-error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
-failures print one ``error: ...`` line on stderr, never a traceback (``-v`` shows the logs).
+error); 2 a lock is held by another process, or a usage error (an unknown option, a bad value,
+a missing argument); 3 cancelled. Every failure prints one ``error: ...`` line on stderr,
+never a traceback: values are checked before a command runs (URLs need a scheme and a port,
+durations are finite), and an unexpected exception is reported in one line too (``-v`` shows
+the logs and its traceback).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, NotFoundError
 
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
+from esmapper._cli_server import server
+from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._text import article
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
 from esmapper.indexes.blocks import block_report
@@ -46,15 +53,20 @@ from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
+from esmapper.testing.base import ServerStartError
 
 __all__ = ["main"]
 
 
+log = logging.getLogger("esmapper.cli")
+
+
 class CliError(click.ClickException):
-    """An expected failure: shown as one ``error: ...`` line on stderr, exit code 1."""
+    """An expected failure: shown as one ``error: ...`` line on stderr, exit code 1. The
+    library's keyword spellings in ``message`` become the CLI's (``--retry-failed``)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split()))
+        super().__init__(cli_spelling(" ".join(message.split())))
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
@@ -70,6 +82,25 @@ class Cancelled(CliError):
     """The run was cancelled (exit code 3)."""
 
     exit_code = 3
+
+
+class UsageLine(CliError):
+    """A usage error (unknown option, bad value, missing argument): one ``error:`` line
+    naming the command's ``--help`` instead of click's usage block (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, error: click.UsageError) -> None:
+        where = error.ctx.command_path if error.ctx is not None else "esmapper"
+        message = error.format_message().rstrip(".")
+        super().__init__(f"{message} (see: {where} --help)")
+
+
+def _one_line(error: click.UsageError) -> click.UsageError | CliError:
+    """``error`` as one line; a group run without a command still shows its help."""
+    if isinstance(error, click.exceptions.NoArgsIsHelpError):
+        return error
+    return UsageLine(error)
 
 
 def _connection_message(exc: TransportError, ctx: click.Context) -> str:
@@ -92,24 +123,69 @@ def _error_for(exc: Exception, ctx: click.Context) -> CliError | None:
     if isinstance(exc, TransportConnectionError | ConnectionTimeout):
         return CliError(_connection_message(exc, ctx))
     if isinstance(exc, ApiError):
-        return CliError(f"Elasticsearch answered {exc.meta.status}: {exc.message}")
+        hint = _version_hint(exc)
+        return CliError(f"Elasticsearch answered {exc.meta.status}: {exc.message}{hint}")
     if isinstance(exc, TransportError):
         return CliError(f"Elasticsearch request failed: {exc}")
+    if isinstance(exc, ServerStartError):
+        return CliError(str(exc).splitlines()[0])
+    if isinstance(exc, ValueError | TypeError):  # the library refusing an argument
+        return CliError(str(exc))
     return None
 
 
+def _version_hint(exc: ApiError) -> str:
+    """Why a server refuses the client's ``compatible-with`` header, and the remedy."""
+    if "media_type_header_exception" not in f"{exc.message} {exc.body}":
+        return ""
+    major = _client_major()
+    other = "9" if major == 8 else "8"
+    return (
+        f" (the elasticsearch client is {major}.x and the server another major version: "
+        f"for Elasticsearch {other}, pip install 'elasticsearch>={other}.18,<{int(other) + 1}')"
+    )
+
+
+def _client_major() -> int:
+    import elasticsearch
+
+    return int(elasticsearch.VERSION[0])
+
+
 class _Group(click.Group):
-    """Turns expected exceptions of any command into one ``error:`` line."""
+    """Turns the exceptions of any command, and click's usage errors, into one ``error:``
+    line. Its sub-groups are of this class too (``@main.group()``)."""
+
+    group_class = type
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except CliError:
+            raise
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except click.ClickException:
             raise
         except Exception as exc:
             error = _error_for(exc, ctx)
-            if error is None:
-                raise
+            if error is None:  # a bug: the traceback goes to the log (-v shows it)
+                log.error("unexpected error", exc_info=exc)
+                error = CliError(
+                    f"unexpected {type(exc).__name__}: {exc} (run with -v for the traceback)"
+                )
             raise error from exc
 
 
@@ -139,16 +215,26 @@ def _setup_logging(ctx: click.Context, verbose: int) -> None:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="esmapper")
-@click.option("--app", envvar="ESMAPPER_APP", metavar="MODULE:ATTR",
-              help="The Mapper to use, e.g. myapp.models:mapper.")  # fmt: skip
-@click.option("--url", envvar="ESMAPPER_URL", metavar="URL",
-              help="Elasticsearch address (overrides the mapper's).")  # fmt: skip
+@click.option("--app", envvar="ESMAPPER_APP", show_envvar=True, metavar="MODULE:ATTR",
+              help="The Mapper to use, e.g. myapp.models:mapper (its module is imported "
+                   "from the current directory).")  # fmt: skip
+@click.option("--url", envvar="ESMAPPER_URL", show_envvar=True, metavar="URL",
+              type=ElasticsearchUrl(),
+              help="Elasticsearch address with its scheme and port, e.g. "
+                   "http://127.0.0.1:9200 (overrides the mapper's).")  # fmt: skip
 @click.option("-v", "--verbose", count=True, help="Show logs on stderr (-vv: debug).")
 @click.pass_context
 def main(ctx: click.Context, app: str | None, url: str | None, verbose: int) -> None:
-    """esmapper: models, migrations and index maintenance for Elasticsearch."""
+    """esmapper: models, migrations and index maintenance for Elasticsearch.
+
+    The commands that work on an application's indexes need its Mapper: --app (or
+    ESMAPPER_APP) names it, --url (or ESMAPPER_URL) points it at another cluster.
+    `esmapper server` starts a local Elasticsearch-compatible server for development."""
     ctx.obj = {"app": app, "url": url}
     _setup_logging(ctx, verbose)
+
+
+main.add_command(server)
 
 
 def _import(module_name: str) -> ModuleType:
@@ -182,7 +268,7 @@ def load_mapper(app: str | None, url: str | None = None) -> Mapper:
         except Exception as exc:
             raise CliError(f"{app}() failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(target, Mapper):
-        raise CliError(f"{app} is a {type(target).__name__}, not an esmapper Mapper")
+        raise CliError(f"{app} is {article(type(target).__name__)}, not an esmapper Mapper")
     mapper: Mapper = target
     if not url:
         return mapper
@@ -205,12 +291,18 @@ def find_model(mapper: Mapper, name: str) -> type:
     """The registered model whose class name or index name (with or without the prefix)
     is ``name``, case-insensitive; raises CliError listing the known ones."""
     wanted = name.lower()
+    accepted: list[str] = []
     for model in mapper.models:
         spec = mapper.spec(model)
         if wanted in (model.__name__.lower(), spec.alias.lower(), spec.options.name.lower()):
             return model
-    known = ", ".join(sorted(m.__name__ for m in mapper.models)) or "none"
-    raise CliError(f"unknown model {name!r} (models: {known})")
+        accepted.append(f"{model.__name__} or {spec.options.name}")
+    known = "; ".join(sorted(accepted)) or "none: the mapper has no models"
+    prefix = f" (index names with or without the prefix {mapper.index_prefix!r})"
+    raise CliError(
+        f"unknown model {name!r}; accepted names (any case): {known}"
+        f"{prefix if mapper.index_prefix and accepted else ''}"
+    )
 
 
 def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
@@ -230,11 +322,11 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--retry-failed", is_flag=True, help="Run failed versioned migrations again.")
 @click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
-@click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
+@click.option("--lock-wait", type=Seconds(), default=0.0, metavar="SECONDS", show_default=True,
               help="How long to wait for the migrations lock.")  # fmt: skip
 @click.option(
     "--lock-ttl",
-    type=click.FloatRange(min=1),
+    type=Seconds(1),
     default=LOCK_TTL.total_seconds(),
     metavar="SECONDS",
     show_default=True,
@@ -280,7 +372,7 @@ def migrate(
     if dry_run:
         click.echo("plan (dry run, nothing changed):")
         for step in report.steps:
-            click.echo(f"  {step}")
+            click.echo(f"  {cli_spelling(str(step))}")
         if not report.steps:
             click.echo("  nothing to do")
     for warning in report.warnings:
@@ -359,7 +451,7 @@ def status(ctx: click.Context) -> None:
     steps = [s for s in plan(mapper) if s.is_migration]
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:
-        click.echo(f"  {step}")
+        click.echo(f"  {cli_spelling(str(step))}")
 
 
 @main.command()
@@ -384,7 +476,7 @@ def maintain(ctx: click.Context) -> None:
 @click.argument("name")
 @click.option(
     "--lock-wait",
-    type=float,
+    type=Seconds(),
     default=REINDEX_LOCK_WAIT.total_seconds(),
     metavar="SECONDS",
     show_default=True,
@@ -392,7 +484,7 @@ def maintain(ctx: click.Context) -> None:
 )
 @click.option(
     "--lock-ttl",
-    type=click.FloatRange(min=1),
+    type=Seconds(1),
     default=LOCK_TTL.total_seconds(),
     metavar="SECONDS",
     show_default=True,
@@ -536,4 +628,4 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="esmapper")

@@ -92,6 +92,7 @@ import attrs
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._pit import context_reason, is_context_missing, lost_shards
+from esmapper._text import article
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
 from esmapper.ids import check_id, compose_id, id_term
@@ -191,7 +192,7 @@ def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:
         if value is None or value == "":
             return f"field {name!r} is empty"
         if isinstance(value, list | dict):
-            return f"field {name!r} holds a {type(value).__name__}, not a single value"
+            return f"field {name!r} holds {article(type(value).__name__)}, not a single value"
     try:
         # Load only the id fields, the way the model loads them (dates, enums...); strictly:
         # a value the model does not know cannot give the id add would compose.

@@ -162,7 +162,7 @@ def _versioned_step(
     return _step(
         BLOCKED,
         migration,
-        f"{state}{detail}; fix it, then migrate with retry_failed (--retry-failed)",
+        f"{state}{detail}; fix it, then migrate again with retry_failed=True",
     )
 
 

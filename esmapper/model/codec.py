@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from esmapper._text import article
 from esmapper.errors import DocumentValidationError
 from esmapper.model.dates import format_datetime, parse_datetime
 from esmapper.model.fields import FieldSpec
@@ -119,7 +120,7 @@ def scalar_checker(
                     return inner(**value)
                 except TypeError as exc:
                     raise fail(value, f"{inner.__name__} fields ({exc})") from None
-            raise fail(value, f"a {inner.__name__}")
+            raise fail(value, article(inner.__name__))
 
     elif kind == "enum":
         enum_cls = spec.enum
@@ -131,11 +132,11 @@ def scalar_checker(
             if isinstance(value, enum_cls):
                 return value
             if isinstance(value, bool) and not takes_bools:  # IntEnum(True) would pass
-                raise fail(value, f"a {enum_cls.__name__}")
+                raise fail(value, article(enum_cls.__name__))
             try:
                 return enum_cls(value)
             except ValueError:
-                raise fail(value, f"a {enum_cls.__name__}") from None
+                raise fail(value, article(enum_cls.__name__)) from None
 
     else:
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
+from esmapper._text import article
 from esmapper.model.dates import format_datetime, parse_datetime
 from esmapper.model.fields import FieldSpec
 
@@ -213,7 +214,7 @@ class LenientCodec:
                 if isinstance(value, Mapping):
                     return inner.build(value, None, None, f"{where}.", problems)
                 error = TypeError(
-                    f"{inner.name} is stored as an object, not a {type(value).__name__}"
+                    f"{inner.name} is stored as an object, not {article(type(value).__name__)}"
                 )
             problems.append((where, value, error))
             stored = _json_copy(value)

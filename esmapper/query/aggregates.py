@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from esmapper._text import article
+
 __all__ = [
     "Aggregate",
     "Aggregations",
@@ -175,7 +177,9 @@ class Aggregations(Mapping[str, Aggregate]):
         if item is None:
             return None
         if not isinstance(item, cls):
-            raise TypeError(f"aggregation {name!r} is a {type(item).__name__}, not {cls.__name__}")
+            raise TypeError(
+                f"aggregation {name!r} is {article(type(item).__name__)}, not {cls.__name__}"
+            )
         return item
 
     def terms(self, name: str) -> BucketAggregate | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
+from esmapper._text import article
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog
 from esmapper.query._resolve import resolve_field
@@ -142,7 +143,11 @@ def _target(
         name = "id"
     info = resolve_field(catalog, name, position=position, expression=text)
     if info.is_container or info.sort is None:
-        kind = "an object" if info.is_container else f"a {info.type} field without a sortable"
+        kind = (
+            "an object"
+            if info.is_container
+            else f"{article(str(info.type))} field without a sortable"
+        )
         detail = "" if info.is_container else " (keyword or sort) subfield"
         raise QueryValidationError(
             f"Cannot sort on {name!r}: it is {kind}{detail}",

@@ -51,6 +51,18 @@ def free_port() -> int:
         return port
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a TCP server could listen on ``port`` of 127.0.0.1 right now (connections
+    of a server that stopped, still in TIME_WAIT, do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def _parent_death_hook() -> Callable[[], None] | None:
     """On Linux, a pre-exec hook that makes the child get SIGTERM when its parent dies.
 
@@ -81,6 +93,10 @@ class LocalServer:
     any number of times. Also a context manager. With ``die_with_parent`` (Linux), the server
     also gets SIGTERM when the thread that started it exits, so start it from a thread that
     lives as long as the server should.
+
+    ``port`` fixes the port (``None``: a free one); a port already taken raises
+    :class:`ServerStartError` before anything starts. ``data_dir`` keeps the data there,
+    across runs (``None``: a temp dir removed by ``stop()``).
     """
 
     def __init__(
@@ -91,8 +107,12 @@ class LocalServer:
         attempts: int = 3,
         binary: Path | None = None,
         die_with_parent: bool = True,
+        port: int | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         """Configure the server; nothing starts until :meth:`start`."""
+        self.port = port
+        self.data_dir = data_dir
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.attempts = max(1, attempts)
@@ -120,6 +140,10 @@ class LocalServer:
         """PID of the noida-db process, or None when not running."""
         return None if self._proc is None else self._proc.pid
 
+    def alive(self) -> bool:
+        """Whether the server process runs (started and not exited)."""
+        return self._proc is not None and self._proc.poll() is None
+
     @property
     def log_path(self) -> Path | None:
         """Where the server writes stdout and stderr (inside the temp dir), if started."""
@@ -143,12 +167,17 @@ class LocalServer:
         if self._url is not None:
             return self
         binary = self._binary or noida_binary()
+        if self.port is not None and not port_is_free(self.port):
+            raise ServerStartError(f"port {self.port} of 127.0.0.1 is already in use")
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
         self._tmpdir = Path(tempfile.mkdtemp(prefix="esmapper-noida-"))
         atexit.register(self.stop)
         try:
-            for attempt in range(self.attempts):
-                port = free_port()
-                if self._launch(binary, self._tmpdir / f"data{attempt}", port):
+            for attempt in range(1 if self.port is not None else self.attempts):
+                port = free_port() if self.port is None else self.port
+                data_dir = self.data_dir or self._tmpdir / f"data{attempt}"
+                if self._launch(binary, data_dir, port):
                     self._url = f"http://127.0.0.1:{port}"
                     return self
                 if _PORT_IN_USE not in self.log_tail():

@@ -114,7 +114,9 @@ def test_an_unknown_model_is_one_error_line_and_deletes_nothing(
 
     assert bad.returncode == 1
     assert bad.stderr == (
-        "error: unknown model 'Nope' (models: Employee, EmployeeArchive, Shift)\n"
+        "error: unknown model 'Nope'; accepted names (any case): Employee or employees; "
+        "EmployeeArchive or employees-archive; Shift or shifts (index names with or without "
+        f"the prefix {index_prefix!r})\n"
     )
     assert bad.stdout == ""
     assert "employees-v1" in _indexes(es_client, index_prefix)

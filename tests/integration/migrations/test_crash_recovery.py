@@ -211,7 +211,7 @@ def test_a_started_record_without_its_run_is_interrupted(
     )  # fmt: skip
     (step,) = plan(mapper)
     assert step.action == "blocked"
-    assert "was interrupted" in step.reason and "--retry-failed" in step.reason
+    assert "was interrupted" in step.reason and "retry_failed=True" in step.reason
 
 
 # -- 7. old indexes left behind by a reindex ---------------------------------------------

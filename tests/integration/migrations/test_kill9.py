@@ -353,8 +353,7 @@ def test_a_versioned_migration_killed_mid_run_is_interrupted_until_retried(
     rerun = app.migrate(module)  # takes the expired lock over
     assert rerun.returncode == 1
     assert rerun.stderr == (
-        "error: migration 3 was interrupted; fix it, then migrate with retry_failed "
-        "(--retry-failed)\n"
+        "error: migration 3 was interrupted; fix it, then migrate again with --retry-failed\n"
     )
     status = app.cli(module, "status").stdout
     assert "blocked         versioned 3 (Writes two employees, one before its checkpoint.): " \

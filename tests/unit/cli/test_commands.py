@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import types
@@ -69,7 +70,7 @@ def test_url_rebuilds_the_mapper_with_the_same_setup(app: str) -> None:
         ("nocolon", "must look like module:attribute"),
         ("no_such_module_xyz:mapper", "cannot import 'no_such_module_xyz'"),
         ("{app}:missing", "has no attribute 'missing'"),
-        ("{app}:not_a_mapper", "is a int, not an esmapper Mapper"),
+        ("{app}:not_a_mapper", "is an int, not an esmapper Mapper"),
         ("{app}:explode", "RuntimeError: no configuration"),
     ],
 )
@@ -105,7 +106,10 @@ def test_find_model_by_class_or_index_name(app: str) -> None:
     (model,) = mapper.models
     for name in ("Employee", "employee", "EMPLOYEES", "unit-employees"):
         assert find_model(mapper, name) is model
-    with pytest.raises(Exception, match="unknown model 'nope' \\(models: Employee\\)"):
+    accepted = "Employee or employees (index names with or without the prefix 'unit-')"
+    with pytest.raises(
+        Exception, match=re.escape(f"'nope'; accepted names (any case): {accepted}")
+    ):
         find_model(mapper, "nope")
 
 
@@ -297,3 +301,45 @@ def test_migrate_passes_the_lock_options(app: str, monkeypatch: pytest.MonkeyPat
         10, 4.0, timedelta(seconds=120),
     )  # fmt: skip
     assert callable(seen["progress"])  # the progress bars
+
+
+def test_help_names_the_environment_variables() -> None:
+    result = invoke("--help")
+    assert "[env var: ESMAPPER_APP]" in " ".join(result.output.split())
+    assert "[env var: ESMAPPER_URL]" in " ".join(result.output.split())
+
+
+def test_messages_use_the_cli_spelling() -> None:
+    from esmapper._cli_types import cli_spelling
+
+    assert cli_spelling("fix it, then migrate again with retry_failed=True") == (
+        "fix it, then migrate again with --retry-failed"
+    )
+    assert cli_spelling("raise lock_wait=30") == "raise --lock-wait 30"
+
+
+def test_the_article_matches_the_name() -> None:
+    from esmapper._text import article
+
+    assert [article(w) for w in ("Employee", "int", "Team", "User", "object")] == [
+        "an Employee", "an int", "a Team", "a User", "an object",
+    ]  # fmt: skip
+
+
+def test_a_major_version_mismatch_names_the_remedy() -> None:
+    from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+    from elasticsearch import BadRequestError
+
+    from esmapper.cli import _error_for
+
+    meta = ApiResponseMeta(400, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "h", 9200))
+    body = {"error": {"type": "media_type_header_exception", "reason": "Invalid media-type"}}
+    exc = BadRequestError("media_type_header_exception", meta, body)
+    error = _error_for(exc, click_context())
+    assert error is not None and "pip install 'elasticsearch>=" in error.format_message()
+
+
+def click_context() -> Any:
+    import click
+
+    return click.Context(main)

@@ -87,7 +87,7 @@ def test_a_started_migration_under_the_live_lock_is_running_not_interrupted() ->
     reason = steps[0].reason
     assert reason.startswith("running now (attempt 1, started 2030-01-01T00:00:05")
     assert "host:42:abcd since 2030-01-01T00:00:00" in reason
-    assert "interrupted" not in reason and "--retry-failed" not in reason
+    assert "interrupted" not in reason and "retry_failed" not in reason
     resumable = make("resumable", 3)
     (step,) = compute_steps([resumable], {"3": started(resumable, T0, 2)}, running=holder())
     assert (step.action, "attempt 2" in step.reason) == ("running", True)
@@ -103,7 +103,7 @@ def test_a_started_migration_without_its_run_was_interrupted(running: LockHolder
     records = {"1": started(v1, T0 + timedelta(seconds=5))}
     steps = compute_steps([v1, v2], records, running=running)
     assert [s.action for s in steps] == ["blocked", "blocked"]
-    assert "was interrupted" in steps[0].reason and "--retry-failed" in steps[0].reason
+    assert "was interrupted" in steps[0].reason and "retry_failed=True" in steps[0].reason
 
 
 def test_lock_holder_liveness_and_text() -> None:

@@ -151,7 +151,7 @@ def test_failed_versioned_blocks_itself_and_everything_after() -> None:
     steps = compute_steps([v1, v2, r], records)
     assert [s.action for s in steps] == ["blocked", "blocked", "blocked"]
     assert "ValueError: boom" in steps[0].reason
-    assert "--retry-failed" in steps[0].reason
+    assert "retry_failed=True" in steps[0].reason
     assert "waits for migration 1" in steps[1].reason
     retried = compute_steps([v1, v2, r], records, retry_failed=True)
     assert [s.action for s in retried] == ["run", "run", "run"]
