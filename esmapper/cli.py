@@ -9,9 +9,10 @@ returning one, imported with the current directory on ``sys.path``) and override
 [--yes]`` (a dry run without ``--yes``), ``ids audit MODEL`` and ``ids rekey MODEL [--apply]
 [--batch-size N]``, and ``server [--port N] [--data-dir DIR]`` (a local
 Elasticsearch-compatible server for development; needs no ``--app``); a model NAME is its
-class name or its index name (with or without the prefix), case-insensitive. THROTTLE is ``--batch-size N --requests-per-second N
---stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and ``reindex`` show a progress bar
-per reindexed model (click's: a bar on a terminal, its label once elsewhere).
+class name or its index name (with or without the prefix), case-insensitive. THROTTLE is
+``--batch-size N --requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16).
+``migrate`` and ``reindex`` show a progress bar per reindexed model (click's: a bar on a
+terminal, its label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process, or a usage error (an unknown option, a bad value,

@@ -63,6 +63,38 @@ def redact(url: str) -> str:
     )
 
 
+def _get_json(url: str, path: str, timeout: float) -> object:
+    request = _health_request(url)
+    request.full_url = request.full_url.removesuffix("/_cluster/health") + path
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+def version_mismatch(url: str, timeout: float = 5.0) -> str | None:
+    """Why the installed elasticsearch client cannot talk to the server at ``url`` (its
+    major version is another), or None. The local noida-db server answers every client."""
+    import elasticsearch
+
+    try:
+        body = _get_json(url, "/", timeout)
+    except (OSError, ValueError):
+        return None  # the requests that follow will say what is wrong
+    version = body.get("version", {}) if isinstance(body, dict) else {}
+    number = str(version.get("number", ""))
+    major = number.partition(".")[0]
+    if version.get("build_hash") == "noida" or not major.isdigit():
+        return None
+    client = elasticsearch.VERSION
+    wanted = int(major)
+    if wanted == client[0]:
+        return None
+    return (
+        f"{redact(url)} is Elasticsearch {number} but the elasticsearch client is "
+        f"{'.'.join(map(str, client))}: the major versions must match; install the "
+        f"client of the server's: pip install 'elasticsearch>={wanted}.18,<{wanted + 1}'"
+    )
+
+
 def is_healthy(url: str, timeout: float = 2.0) -> bool:
     """Whether ``GET <url>/_cluster/health`` answers 200 with status green or yellow."""
     try:
@@ -119,6 +151,9 @@ class ExternalServer:
                 f"ESMAPPER_TEST_URL={redact(self._url)} did not answer GET /_cluster/health with "
                 f"status green/yellow within {self._startup_timeout:g} s"
             )
+        mismatch = version_mismatch(self._url)
+        if mismatch is not None:
+            raise ServerStartError(f"ESMAPPER_TEST_URL: {mismatch}")
         return self
 
     def stop(self) -> None:

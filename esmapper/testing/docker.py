@@ -9,10 +9,31 @@ import os
 from types import TracebackType
 from typing import Any
 
-from esmapper.testing.base import ServerKind, ServerStartError, wait_for_health
+from esmapper.testing.base import (
+    ServerKind,
+    ServerStartError,
+    version_mismatch,
+    wait_for_health,
+)
 
-DEFAULT_IMAGE = "docker.elastic.co/elasticsearch/elasticsearch:8.15.3"
-"""Image used when neither the constructor nor ``ESMAPPER_TEST_DOCKER_IMAGE`` names one."""
+IMAGES = {
+    8: "docker.elastic.co/elasticsearch/elasticsearch:8.15.3",
+    9: "docker.elastic.co/elasticsearch/elasticsearch:9.1.5",
+}
+"""The Elasticsearch image of each major version (the tags of ``docker/``'s compose files)."""
+
+
+def image_for_client() -> str:
+    """The image of the installed elasticsearch client's major version: a client talks only
+    to a server of its own major (9.x, the default install, to Elasticsearch 9)."""
+    import elasticsearch
+
+    return IMAGES.get(int(elasticsearch.VERSION[0]), IMAGES[max(IMAGES)])
+
+
+DEFAULT_IMAGE = image_for_client()
+"""Image used when neither the constructor nor ``ESMAPPER_TEST_DOCKER_IMAGE`` names one:
+Elasticsearch of the installed client's major version."""
 
 CONTAINER_ENV = {
     "discovery.type": "single-node",
@@ -106,6 +127,9 @@ class DockerServer:
                     f"Elasticsearch in Docker ({self.image}) did not answer GET "
                     f"/_cluster/health within {self.startup_timeout:g} s; last log lines:\n{logs}"
                 )
+            mismatch = version_mismatch(url)
+            if mismatch is not None:
+                raise ServerStartError(f"ESMAPPER_TEST_DOCKER_IMAGE={self.image}: {mismatch}")
             self._url = url
             return self
         except Exception as exc:
