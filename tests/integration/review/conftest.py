@@ -1,0 +1,1 @@
+from tests.integration.indexes.conftest import FakeClock, MakeMapper, make_mapper  # noqa: F401
