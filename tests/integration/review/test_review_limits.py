@@ -53,3 +53,21 @@ def test_a_timeout_given_to_add_bounds_the_time_series_id_lookup_too(
         with pytest.raises(Exception) as caught:  # noqa: PT011
             repo.add(DailyLog(id="supplied-2", message="m", created_utc=NOW), timeout=0.5)
         assert "timed out" in str(caught.value).lower() or "Timeout" in type(caught.value).__name__
+
+
+def test_a_timeout_given_to_find_bounds_its_later_pages_too(
+    proxy: FaultProxy, index_prefix: str
+) -> None:
+    """``repo.find(..., timeout=0.5)`` applies the limit to the first page only; the
+    ``next_page()`` of the same results runs after the call returned, outside the
+    context, with the client's 30 s default."""
+    from tests.integration.indexes.models import ItemV1
+
+    with em.Mapper(proxy.url, models=[ItemV1], index_prefix=index_prefix) as mapper:
+        repo = mapper.repository(ItemV1)
+        repo.add([ItemV1(name=f"i{i}") for i in range(4)], consistency="immediate")
+        results = repo.find(limit=2, sort="name", timeout=0.5)
+        proxy.delay(2.0, path=r"/_search$")
+        with pytest.raises(Exception) as caught:  # noqa: PT011
+            results.next_page()
+        assert "Timeout" in type(caught.value).__name__

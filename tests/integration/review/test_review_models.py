@@ -119,3 +119,16 @@ def test_partial_patch_list_items_are_whole_objects_not_partial_ones(
             orders.patch("o1", em.PartialPatch({"parts": [{"qty": 2}]}))
         stored = es_client.get(index=orders.spec.alias, id="o1")["_source"]
         assert stored["parts"] == [{"sku": "A", "qty": 1}]
+
+
+def test_exists_filter_and_find_as_hide_a_soft_delete_not_yet_refreshed(
+    books: em.Repository[Book],  # noqa: F811
+) -> None:
+    book = books.add(Book(id="sd1", title="Dune"), consistency="wait")
+    assert books.exists(filter="title:Dune")
+    book.is_deleted = True
+    books.save(book)  # soft delete, eventual: not refreshed yet
+    assert books.find(filter="title:Dune").documents == []
+    assert not books.exists(filter="title:Dune")
+    assert books.find_as(dict, filter="title:Dune").documents == []
+    assert books.count("title:Dune") == 0
