@@ -80,18 +80,32 @@ def send(
 
 
 def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
-    """Mark the actions whose target is one of their model's aliases ``require_alias``
-    (the one place every document write passes; one spec lookup per model and target)."""
+    """The guard of "every document write goes through the model's aliases"
+    (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`), in the one
+    place every document write passes, before anything is sent: an action naming one of
+    its model's physical indexes raises ``ValueError`` (a programming error: the path
+    that built it must map its target with ``write_name``; such a write would not follow
+    a reindex's alias swap, and after the old index's delete Elasticsearch would create it
+    again). Actions whose target is one of their model's aliases are then marked
+    ``require_alias`` (set here, on the caller's actions). One spec lookup per model and
+    target."""
     aliases: dict[tuple[type, str], bool] = {}
     for action in actions:
-        if action.op == "delete":  # a delete never creates an index
-            continue
         cls = action.ref.info.cls
         key = (cls, action.index)
         flag = aliases.get(key)
         if flag is None:
-            flag = aliases[key] = mapper.spec(cls).is_alias(action.index)
-        action.require_alias = flag
+            spec = mapper.spec(cls)
+            through = spec.write_name(action.index)  # ValueError: not the model's at all
+            if through != action.index:
+                raise ValueError(
+                    f"{spec.info.name}: a {action.op} of {action.id!r} names the physical "
+                    f"index {action.index!r}; document writes go through {through!r} "
+                    "(IndexSpec.write_name), so that they follow a reindex's alias swap"
+                )
+            flag = aliases[key] = spec.is_alias(action.index)
+        if action.op != "delete":  # a delete never creates an index
+            action.require_alias = flag
 
 
 def _vanished(outcome: BulkOutcome) -> bool:

@@ -11,6 +11,11 @@ entries:
   back with ``if_seq_no``/``if_primary_term`` (the ``_source`` fields the model does not
   declare are kept); ``patch(ids, Json|Action)`` runs as ``patch_all`` over those ids and
   reports the ids that do not exist.
+- Every per-document write names the model's alias of the index its document was read
+  from (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`:
+  versioned alias, dated alias), never the physical index: a reindex that swapped and
+  deleted it meanwhile must not get it created again; the version read from the old index
+  answers 409 in the new one, a conflict like any other.
 - ``patch_all(filter, ScriptPatch)`` on a model not cached by default is one
   ``_update_by_query``: version conflicts (documents changed by another writer while it
   ran) are *reported* (:class:`VersionConflictError` with the counts), never skipped
@@ -322,7 +327,8 @@ def _client_side_action(
     source: dict[str, Any],
     version: str | None,
 ) -> BulkAction | None:
-    """The conditional ``index`` action of a Json/Action patch applied to ``source``, or
+    """The conditional ``index`` action of a Json/Action patch applied to ``source``,
+    through the alias of ``index`` (the index ``source`` was read from), or
     ``None`` for a no-op (an empty JsonPatch, an ActionPatch whose callables all returned
     False)."""
     info = repo.info
@@ -354,7 +360,7 @@ def _client_side_action(
         seq_no, primary_term = split_version(version, owner=info.name, id=id)
     return BulkAction(
         op="index",
-        index=index or repo.spec.write_target,
+        index=repo.spec.write_name(index),  # through the alias: it follows a reindex
         id=id,
         body=new_source,
         if_seq_no=seq_no,
@@ -500,7 +506,7 @@ def _hit_action(
     """The write of ``patch`` for one scanned hit, conditioned on the hit's version."""
     state = hit.document._esm_state
     source = state.original if state is not None else {}
-    index = hit.index or repo.spec.write_target
+    index = repo.spec.write_name(hit.index)  # through the alias: it follows a reindex
     if isinstance(patch, PartialPatch | ScriptPatch):
         seq_no = primary_term = None
         if options.version_check:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -101,12 +102,41 @@ class IndexSpec:
         """The dated alias of the period holding ``at``: ``<alias>-2026.12.02``."""
         return f"{self.alias}-{timeseries.suffix(self.kind, at)}"
 
-    def write_alias(self, index: str) -> str:
-        """The name a write into the physical index ``index`` must use: the dated alias of
-        one of the model's partitions (so the write follows a reindex's alias swap), else
-        ``index`` unchanged. Sends nothing."""
-        partition = timeseries.parse_partition(self, index) if self.is_time_series else None
-        return index if partition is None else self.dated_alias(partition.start)
+    def write_name(self, index: str | None = None) -> str:
+        """The alias a document write aimed at ``index`` must name: the one rule "every
+        document write goes through the model's aliases" (docs/architecture.md).
+
+        A write that names a physical index does not follow a reindex's alias swap: after
+        the swap and the delete of the old index, Elasticsearch would create the old index
+        again (guessed mappings, behind no alias) and store the write where no read finds
+        it. Through the alias, the write reaches the new index, where a version condition
+        read from the old one answers 409 (a conflict round), never a lost write.
+
+        - versioned and plain models: :attr:`write_target` (the alias) for ``None``, the
+          alias itself and any ``<alias>-v<N>``;
+        - time-series models: the dated alias of a partition's period for a partition of
+          any version (``<alias>-v<N>-<period>``), a dated alias unchanged.
+
+        Sends nothing. Raises ``ValueError`` (a programming error) for a name that is none
+        of the model's indexes or aliases, and for a time-series write that names no period
+        (``None``, the umbrella alias).
+        """
+        if not self.is_time_series:
+            if index is None or index == self.alias:
+                return self.write_target
+            if self.kind == "versioned" and re.fullmatch(rf"{re.escape(self.alias)}-v\d+", index):
+                return self.write_target
+        elif index is not None:
+            partition = timeseries.parse_partition(self, index)
+            if partition is not None:
+                return self.dated_alias(partition.start)
+            if timeseries.is_dated_alias(self, index):
+                return index
+        hint = " (a time-series write names its period's dated alias)"
+        raise ValueError(
+            f"{self.info.name}: a document write cannot go to {index!r}: it is not one of the "
+            f"model's indexes or aliases{hint if self.is_time_series else ''}"
+        )
 
     @property
     def index_pattern(self) -> str:
