@@ -188,6 +188,31 @@ class IndexSpec:
             return name == self.alias or timeseries.is_dated_alias(self, name)
         return False
 
+    def ensure_again(self, client: Elasticsearch, target: str) -> None:
+        """The recovery of "a write's target vanished": a write through ``target`` (one of
+        the model's aliases) was refused because it does not exist (``require_alias``;
+        deleted by another mapper or process, e.g. ``delete_indexes``, or by hand). Forget
+        what this process believed about it and make it exist again.
+
+        Versioned and plain models: the index is ensured again
+        (:class:`~esmapper.indexes.ensure.EnsuredIndex`: the first-write requests of
+        :mod:`esmapper.indexes.ensure`). Time-series models: the period of the dated alias
+        ``target`` is dropped from :attr:`partitions` and its partition ensured again
+        (:meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`). Raises what those
+        raise (:class:`~esmapper.errors.AliasNameTakenError` when a concrete index took the
+        name, :class:`IndexConfigurationError`, the client's errors), and ``ValueError``
+        for a time-series ``target`` that is no dated alias of the model.
+        """
+        if not self.is_time_series:
+            self.ensured.forget()
+            self.ensured.ensure(client, self)
+            return
+        start = timeseries.dated_alias_start(self, target)
+        if start is None:
+            raise ValueError(f"{self.info.name}: {target!r} is not one of its dated aliases")
+        self.partitions.forget({start})
+        self.partitions.ensure(client, self, start)
+
     def forget_ensured(self) -> None:
         """Forget that this process ensured the model's index and partitions: the next write
         checks (and creates) them again. Call it after deleting them."""

@@ -52,6 +52,7 @@ __all__ = [
     "Partition",
     "PartitionCache",
     "check_max_age",
+    "dated_alias_start",
     "document_date",
     "expires_at",
     "is_dated_alias",
@@ -130,12 +131,22 @@ def parse_partition(spec: IndexSpec, index: str) -> Partition | None:
     return Partition(index, int(match.group(1)), parsed.replace(tzinfo=_UTC))
 
 
+def dated_alias_start(spec: IndexSpec, name: str) -> _dt.datetime | None:
+    """The UTC start of the period whose dated alias is ``name`` (``<alias>-2026.12.02``),
+    or ``None`` when ``name`` is none of ``spec``'s dated aliases."""
+    stem = f"{spec.alias}-"
+    if not name.startswith(stem) or not re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]):
+        return None
+    try:
+        parsed = _dt.datetime.strptime(name[len(stem) :], _FORMATS[spec.kind])
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=_UTC)
+
+
 def is_dated_alias(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s dated aliases (``<alias>-2026.12.02``)."""
-    stem = f"{spec.alias}-"
-    return (
-        name.startswith(stem) and re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]) is not None
-    )
+    return dated_alias_start(spec, name) is not None
 
 
 def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:

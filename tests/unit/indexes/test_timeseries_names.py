@@ -236,3 +236,12 @@ def test_every_write_target_maps_to_the_models_alias() -> None:
     for s, name in refused:
         with pytest.raises(ValueError, match="a document write cannot go to"):
             s.write_name(name)
+
+
+def test_a_dated_alias_names_its_period() -> None:
+    from esmapper.indexes.timeseries import dated_alias_start
+
+    assert dated_alias_start(spec(Log), "p-logs-2026.03.10") == dt.datetime(2026, 3, 10, tzinfo=UTC)
+    assert dated_alias_start(spec(Audit), "p-audit-2026.03") == dt.datetime(2026, 3, 1, tzinfo=UTC)
+    for name in ("p-logs", "p-logs-v1-2026.03.10", "p-logs-2026.13.10", "logs-2026.03.10"):
+        assert dated_alias_start(spec(Log), name) is None
