@@ -145,7 +145,9 @@ class Mapper:
         with self._lock:
             if model in self._specs:
                 return self._specs[model]
-            spec = IndexSpec(info, self.index_prefix, client=self.client, clock=self.clock)
+            # the base client: ``self.client`` may be a view with the timeout of the call
+            # that happens to register the model, which must not stick to it
+            spec = IndexSpec(info, self.index_prefix, client=self._client, clock=self.clock)
             for other in self._specs.values():
                 if other.alias.lower() == spec.alias.lower():
                     raise IndexConfigurationError(

@@ -32,8 +32,11 @@ class IndexSpec:
     partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
 
     Writes need the spec bound to a client and a clock (``client=``/``clock=`` or
-    :meth:`bind`, which the mapper does): the first one creates the index (per process),
-    time-series writes create partitions lazily and check ``max_age``.
+    :meth:`bind`, which the mapper does with its base client): the first one creates the
+    index (per process), time-series writes create partitions lazily and check
+    ``max_age``. A method that sends requests takes the client of the running call
+    (``mapper.client``, which carries a call's ``timeout=``); the bound one is only the
+    fallback.
     """
 
     __slots__ = ("alias", "client", "clock", "ensured", "info", "options", "partitions", "prefix")
@@ -157,8 +160,13 @@ class IndexSpec:
         """The name writes are sent to (the alias; a single-index alias is writable)."""
         return self.alias
 
-    def write_targets(self, writes: Sequence[tuple[Any, bool]]) -> list[str]:
+    def write_targets(
+        self, writes: Sequence[tuple[Any, bool]], *, client: Elasticsearch | None = None
+    ) -> list[str]:
         """The index or alias each ``(doc, removing)`` write goes to, in order.
+
+        ``client`` sends the requests below: the write path passes ``mapper.client``, so a
+        call's ``timeout=`` bounds them too; without it, the bound client.
 
         Versioned and plain models: :attr:`write_target` for every write, after making sure
         the index (and alias) exists, on the first write of this spec only
@@ -168,15 +176,17 @@ class IndexSpec:
         anything is sent, ids not certain looked up in real time across the partitions,
         partitions created on the first add/save of their period in this process).
         """
-        client = self._bound()
+        client = client if client is not None else self._bound()
         if not self.is_time_series:
             self.ensured.ensure(client, self)
             return [self.write_target] * len(writes)
         return placement.time_series_targets(self, client, writes)
 
-    def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
+    def write_index_for(
+        self, doc: Any, *, removing: bool = False, client: Elasticsearch | None = None
+    ) -> str:
         """The target of one write (:meth:`write_targets`)."""
-        return self.write_targets([(doc, removing)])[0]
+        return self.write_targets([(doc, removing)], client=client)[0]
 
     def is_alias(self, name: str) -> bool:
         """Whether ``name`` is one of this model's aliases (a versioned model's alias, a
