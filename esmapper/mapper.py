@@ -121,6 +121,8 @@ class Mapper:
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
         self._lock = threading.Lock()
+        self._install_known = False
+        self._install_lock = threading.Lock()
         for model in models:
             self.register(model)
 
@@ -147,7 +149,13 @@ class Mapper:
                 return self._specs[model]
             # the base client: ``self.client`` may be a view with the timeout of the call
             # that happens to register the model, which must not stick to it
-            spec = IndexSpec(info, self.index_prefix, client=self._client, clock=self.clock)
+            spec = IndexSpec(
+                info,
+                self.index_prefix,
+                client=self._client,
+                clock=self.clock,
+                before_create=self._before_first_index,
+            )
             for other in self._specs.values():
                 if other.alias.lower() == spec.alias.lower():
                     raise IndexConfigurationError(
@@ -156,6 +164,19 @@ class Mapper:
                     )
             self._specs[model] = spec
             return spec
+
+    def _before_first_index(self) -> None:
+        """Called right before a write creates one of the models' indexes: until this
+        mapper knows an install record, decide the fresh install first (see
+        :mod:`esmapper.migrations.install`; nothing for a mapper without migrations)."""
+        if self._install_known or not self.migrations:
+            return
+        from esmapper.migrations.install import decide_before_first_index
+
+        with self._install_lock:
+            if not self._install_known:
+                decide_before_first_index(self)
+                self._install_known = True
 
     @property
     def models(self) -> list[type]:

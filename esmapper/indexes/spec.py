@@ -39,7 +39,17 @@ class IndexSpec:
     fallback.
     """
 
-    __slots__ = ("alias", "client", "clock", "ensured", "info", "options", "partitions", "prefix")
+    __slots__ = (
+        "alias",
+        "before_create",
+        "client",
+        "clock",
+        "ensured",
+        "info",
+        "options",
+        "partitions",
+        "prefix",
+    )
 
     def __init__(
         self,
@@ -48,6 +58,7 @@ class IndexSpec:
         *,
         client: Elasticsearch | None = None,
         clock: Callable[[], _dt.datetime] | None = None,
+        before_create: Callable[[], object] | None = None,
     ) -> None:
         if info.index is None:
             raise TypeError(f"{info.name} is not a Document and has no index")
@@ -57,6 +68,10 @@ class IndexSpec:
         self.alias = f"{prefix}{self.options.name}"
         self.client = client
         self.clock: Callable[[], _dt.datetime] = clock or _utcnow
+        #: called right before a write creates one of the model's indexes (the index of a
+        #: versioned/plain model, a time-series partition); the mapper's install decision
+        #: (:func:`esmapper.migrations.install.decide_before_first_index`)
+        self.before_create: Callable[[], object] | None = before_create
         self.partitions = timeseries.PartitionCache()
         self.ensured = EnsuredIndex()
         date_field = self.options.date_field

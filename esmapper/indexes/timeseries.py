@@ -37,6 +37,7 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
+from esmapper.indexes.ensure import announce_create
 from esmapper.indexes.errors import IndexMaxAgeExceededError
 from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.model.codec import parse_datetime
@@ -228,7 +229,9 @@ class PartitionCache:
         either raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created),
         then ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the dated and
         umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
-        tolerated: the dated alias is then added with ``PUT _alias``). Raises
+        tolerated: the dated alias is then added with ``PUT _alias``). Before the create,
+        ``spec.before_create`` (the install decision,
+        :func:`~esmapper.indexes.ensure.announce_create`). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
         known = self._known.get(start)
@@ -267,6 +270,7 @@ class PartitionCache:
         for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
             if concrete_index(client, alias):  # the new partition could not take the alias
                 raise alias_taken_error(spec.info.name, alias, f"the partition(s) {wanted!r}")
+        announce_create(spec)  # the install decision precedes a first model index
 
         def create() -> bool:
             try:
