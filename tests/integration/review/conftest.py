@@ -1,1 +1,0 @@
-from tests.integration.indexes.conftest import FakeClock, MakeMapper, make_mapper  # noqa: F401
