@@ -15,7 +15,10 @@ current ones for everything the call sends, whatever layer sends it:
   is settled like a dropped connection (read back, never resent blindly).
 - ``retries`` bounds what a call retries because retrying is safe: ``_bulk`` items rejected
   with 429/503 (default: the mapper's ``max_retries``) and the version-conflict rounds of
-  ``patch_all`` (default 5) and ``remove_all`` (default 10).
+  ``patch_all`` (default 5) and ``remove_all`` (default 10). Not the items refused by a
+  reindex's write block (403 ``cluster_block_exception``): they wait for the swap on their
+  own budget, the mapper's ``write_block_wait`` (seconds of backoff per write call, 30 by
+  default), also under ``retries=0`` (see :mod:`esmapper.bulk`).
 
 A call that does not give a limit inherits the one of the call it runs in (a session's
 ``find`` inside its own defaults), else none applies (the client's own settings).

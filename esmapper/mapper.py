@@ -69,7 +69,12 @@ class Mapper:
     name. ``bulk_chunk_size``, ``bulk_max_bytes`` and ``max_retries`` configure the bulk
     writer; items rejected with 429/503 are retried after ``min(max_backoff,
     initial_backoff * 2**attempt)`` seconds (0.5, 1, 2 ... by default; a call's
-    ``retries=`` option overrides ``max_retries``); ``clock`` returns the aware UTC "now"
+    ``retries=`` option overrides ``max_retries``). ``write_block_wait`` (seconds, default
+    30) is a separate budget, not bounded by ``max_retries`` nor by a call's ``retries=``:
+    items refused by an index write block (a reindex blocks the old index from its final
+    catch-up until the alias swap; they were not applied) are resent with the same backoff
+    until that much waiting is spent in one write call; ``0`` fails them at once (403
+    ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
     mapper created.
     """
@@ -86,6 +91,7 @@ class Mapper:
         max_retries: int = 3,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        write_block_wait: float = 30.0,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
@@ -107,6 +113,7 @@ class Mapper:
             max_retries=max_retries,
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
+            write_block_wait=write_block_wait,
             **writer_options,
         )
         self.migrations = list(migrations)

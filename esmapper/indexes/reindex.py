@@ -17,7 +17,9 @@ FEATURES IM-13), these phases (FEATURES IM-2, IM-6, IM-8, IM-9, P-15):
 4. **final_catch_up**: ``PUT /<alias>-vK/_block/write``, then the documents changed since
    the catch-up started are copied (models without dates: every document; unchanged ones
    are skipped as version conflicts). From the block on, writes through the alias fail
-   with 403 ``cluster_block_exception`` until the swap (they were not applied: retry them).
+   with 403 ``cluster_block_exception`` until the swap (they were not applied: esmapper's
+   bulk writer resends them for up to the mapper's ``write_block_wait``, 30 s by default,
+   whatever a call's ``retries=``).
 5. **verify**: refresh both indexes and reconcile ids, always (whatever the counts: a
    script that drops documents makes them equal or lower): every id the write-blocked old
    index no longer has is deleted from the new one (an id scroll of both, ``_bulk``
