@@ -7,6 +7,14 @@ from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.custom_fields import (
+    CustomFieldDefinition,
+    CustomFieldType,
+    ProcessResult,
+    StandardFieldType,
+    standard_field_types,
+)
+from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -97,6 +105,9 @@ __all__ = [
     "Byte",
     "CacheClient",
     "ChangeType",
+    "CustomFieldDefinition",
+    "CustomFieldRepository",
+    "CustomFieldType",
     "Date",
     "DateNanos",
     "Document",
@@ -142,6 +153,7 @@ __all__ = [
     "Options",
     "PartialPatch",
     "PlannedStep",
+    "ProcessResult",
     "OutcomeUnknownError",
     "QueryContext",
     "QueryValidationError",
@@ -157,6 +169,7 @@ __all__ = [
     "Short",
     "SnapshotExpiredError",
     "SoftDeletes",
+    "StandardFieldType",
     "Text",
     "UnsignedLong",
     "VersionConflictError",
@@ -174,5 +187,6 @@ __all__ = [
     "run_migrations",
     "sessionmaker",
     "signals",
+    "standard_field_types",
     "__version__",
 ]
