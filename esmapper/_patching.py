@@ -536,10 +536,9 @@ def _hit_action(
             seq_no, primary_term = split_version(hit.version, owner=repo.info.name, id=hit.id)
         body = _update_body(repo, patch)
         if isinstance(patch, PartialPatch) and repo.info.custom_fields:
-            extras = custom_fields.partial_extras(
+            body["doc"] = custom_fields.partial_doc(
                 repo.mapper, repo.info, source, body["doc"], hit.id
             )
-            body["doc"].update(extras)
         return BulkAction(
             op="update",
             index=index,

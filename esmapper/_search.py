@@ -31,7 +31,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
-from esmapper.custom_fields.search import search_catalog, tenant_clause
+from esmapper.custom_fields.search import tenant_clause, tenant_view
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
@@ -136,7 +136,8 @@ class SearchRequest:
         self.mapper = mapper
         self.info = info
         self.options = options
-        catalog = search_catalog(mapper, info, options.tenant)  # + the tenant's custom fields
+        # with tenant=: the tenant's custom fields resolve too (filter, Q objects, sorts, aggs)
+        catalog, filter = tenant_view(mapper, info, options.tenant, filter)
         index = info.index
         assert index is not None
         compiled = compile_filter(filter, catalog, default_fields=index.default_search_fields)

@@ -5,7 +5,8 @@ Global options name the application's mapper (``--app module:attribute`` or
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
-``reindex NAME``, ``ids audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a
+``reindex NAME``, ``ids audit MODEL``, ``ids rekey MODEL [--apply] [--batch-size N]`` and
+``fields list|add|rename|remove MODEL --tenant T`` (:mod:`esmapper.custom_fields.cli`); a
 model NAME is its class name or its index name (with or without the prefix),
 case-insensitive.
 
@@ -422,6 +423,10 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
     if getattr(report, "failed", 0):
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
 
+
+from esmapper.custom_fields.cli import fields as _fields  # noqa: E402 - needs the helpers above
+
+main.add_command(_fields)
 
 if __name__ == "__main__":
     main()

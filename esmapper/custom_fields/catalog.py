@@ -141,12 +141,14 @@ class TenantCatalog(FieldCatalog):
         try:
             return super().resolve(name)
         except KeyError:
-            path = self._custom_path(name)
+            path = self.custom_path(name)
             if path is None:
                 raise
             return super().resolve(path)
 
-    def _custom_path(self, name: str) -> str | None:
+    def custom_path(self, name: str) -> str | None:
+        """The slot path of custom field ``name`` (case-insensitive; ``department.keyword``
+        -> ``idx.string-1.keyword``), or ``None``."""
         path = self._custom.get(name.lower())
         if path is not None:
             return path

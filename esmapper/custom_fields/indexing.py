@@ -22,7 +22,7 @@ Every write path goes through it:
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
   rule), and the update carries the ``idx`` computed from the merged preview, with ``null``
-  for slots that no longer hold a value (:func:`partial_extras`);
+  for slots that no longer hold a value (:func:`partial_doc`);
 - ``ScriptPatch``: Painless cannot run the types' Python processing, so each document a
   script changed is read back and, when its ``idx`` is stale, updated conditionally on
   the version read (:func:`reconcile`; a 409 there means a newer write, which recomputed
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "before_write",
     "definition_writes",
-    "partial_extras",
+    "partial_doc",
     "patched_source",
     "reconcile",
     "refresh_idx",
@@ -267,16 +267,17 @@ def _changed_values(before: Any, after: Any) -> dict[str, Any]:
     return {k: v for k, v in after.items() if k not in base or base[k] != v}
 
 
-def partial_extras(
+def partial_doc(
     mapper: Mapper,
     info: ModelInfo,
     source: Mapping[str, Any],
     doc_changes: Mapping[str, Any],
     id: str,
 ) -> dict[str, Any]:
-    """What a ``PartialPatch`` of the stored ``source`` must also merge: ``idx`` computed
-    from the merged preview (``null`` for emptied slots), and the ``custom_fields`` values
-    processing changed (e.g. clamped). Sends nothing unless definitions are loaded."""
+    """The ``doc`` a ``PartialPatch`` of the stored ``source`` sends: ``doc_changes`` plus
+    ``idx`` computed from the merged preview (``null`` for emptied slots) and the
+    ``custom_fields`` values processing changed (e.g. clamped), merged in. Sends nothing
+    unless the tenant's definitions are not cached."""
     from esmapper._bodies import merged
 
     preview = merged(source, doc_changes)
@@ -289,7 +290,7 @@ def partial_extras(
     changed = _changed_values(preview.get("custom_fields"), _raw(document, "custom_fields"))
     if changed:
         extras["custom_fields"] = changed
-    return extras
+    return merged(doc_changes, extras)
 
 
 def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:

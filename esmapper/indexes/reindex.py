@@ -31,6 +31,10 @@ FEATURES IM-13), these phases (FEATURES IM-2, IM-6, IM-8, IM-9, P-15):
    old count (FEATURES IM-8; fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
    meanwhile) is fine.
+8. custom-field models (``HasCustomFields``): ``idx`` is copied as stored (slots belong to
+   the tenant, not to the index version); when reindex scripts ran, after the lock is
+   released, ``mapper.custom_fields(Model).rebuild_idx()`` recomputes it and rewrites the
+   documents whose ``idx`` a script made stale (conditional partial updates).
 
 Unknown outcomes (a dropped connection, a timeout, an unreadable answer). Every write of a
 run is sent once, without the transport's retries (:mod:`esmapper._transport`), and a lost
@@ -304,9 +308,13 @@ def reindex(
             )
         script = compose_reindex_script(spec.options.reindex_scripts, old_version, spec.version)
         run = _Run(mapper, spec, lock, progress, old, new, script)
-        return _reindex(
+        result = _reindex(
             run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=catch_up_margin
         )
+    if script is not None and spec.info.custom_fields:
+        # a script may have changed custom_fields: idx is recomputed where it went stale
+        mapper.custom_fields(model).rebuild_idx()
+    return result
 
 
 def _reindex(
