@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from esmapper.custom_fields.types import CustomFieldType, slot_mapping
+from esmapper.custom_fields.types import CustomFieldType, slot_mapping, value_checker
 from esmapper.model.catalog import FieldCatalog, FieldInfo
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class FieldSlot:
     key: str  # the slot's key in ``idx``: "int-1"
     field_type: CustomFieldType
     mapping: dict[str, Any]
+    #: what the slot indexes of a value (see ``types.value_checker``)
+    check: Callable[[Any], Any]
 
     @property
     def path(self) -> str:
@@ -72,8 +74,9 @@ class TenantFields:
             lower = definition.name.lower()
             if lower in by_name:  # two active definitions of one name: the older slot wins
                 continue
+            mapping = slot_mapping(field_type)
             by_name[lower] = FieldSlot(
-                definition, lower, definition.slot_name, field_type, slot_mapping(field_type)
+                definition, lower, definition.slot_name, field_type, mapping, value_checker(mapping)
             )
         self.by_name = by_name
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
-from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, index_value
+from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
 from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.model.state import state_of
 
@@ -173,8 +173,14 @@ def _compute(
     idx: dict[str, Any] = {"tenant": fields.tenant}
     for slot in fields.on_value:
         key = present.get(slot.lower)
-        if key is not None and values is not None and values[key] is not None:
-            values = _process(doc, slot, key, values, idx, modified)
+        if key is None or values is None or values[key] is None:
+            continue
+        if type(slot.field_type) is StandardFieldType:  # fast path: indexed as given
+            indexed = slot.check(values[key])
+            if indexed is not NOT_INDEXED:
+                idx[slot.key] = indexed
+            continue
+        values = _process(doc, slot, key, values, idx, modified)
     for slot in fields.always:
         values = _process(doc, slot, present.get(slot.lower), values, idx, modified)
     return idx
@@ -218,7 +224,7 @@ def _process(  # noqa: PLR0917 - one step of _compute
             values = {}
             _set(doc, "custom_fields", values)
         values[key if key is not None else slot.definition.name] = result.value
-    indexed = index_value(slot.mapping, result.idx if result.idx is not None else result.value)
+    indexed = slot.check(result.idx if result.idx is not None else result.value)
     if indexed is not NOT_INDEXED:
         idx[slot.key] = indexed
     if result.definition_modified:

@@ -51,6 +51,7 @@ __all__ = [
     "index_value",
     "resolve_types",
     "slot_mapping",
+    "value_checker",
     "standard_field_types",
 ]
 
@@ -288,32 +289,49 @@ def _text(value: Any) -> Any:
     return text if len(text.encode("utf-8")) <= _MAX_TERM_BYTES else NOT_INDEXED
 
 
-def _scalar(mapping_type: str, value: Any) -> Any:
+def _scalar_check(mapping_type: str) -> Callable[[Any], Any]:
     bound = _INT_RANGES.get(mapping_type)
     if bound is not None:
-        return _integer(value, bound)
+        return lambda value: _integer(value, bound)
     if mapping_type in _FLOATS:
-        return _floating(value)
+        return _floating
     if mapping_type == "boolean":
-        return _boolean(value)
+        return _boolean
     if mapping_type in ("date", "date_nanos"):
-        return _date(value)
+        return _date
     if mapping_type in _TEXTS:
-        return _text(value)
-    return value  # a mapping type not checked here: the custom type's business
+        return _text
+    return _unchecked  # a mapping type not checked here: the custom type's business
+
+
+def _unchecked(value: Any) -> Any:
+    return value
+
+
+def value_checker(mapping: dict[str, Any]) -> Callable[[Any], Any]:
+    """The check of what slot ``mapping`` indexes: the value as indexed, or
+    :data:`NOT_INDEXED` (``None``, or a value Elasticsearch would refuse; a list is indexed
+    when every item is). Built once per slot."""
+    mapping_type = str(mapping.get("type", "object"))
+    scalar = _scalar_check(mapping_type)
+    takes_objects = mapping_type in ("object", "flattened")
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return NOT_INDEXED
+        if isinstance(value, list | tuple):
+            items = [scalar(item) for item in value if item is not None]
+            if not items or any(item is NOT_INDEXED for item in items):
+                return NOT_INDEXED
+            return items
+        if isinstance(value, dict):
+            return value if takes_objects else NOT_INDEXED
+        return scalar(value)
+
+    return check
 
 
 def index_value(mapping: dict[str, Any], value: Any) -> Any:
-    """``value`` as slot ``mapping`` indexes it, or :data:`NOT_INDEXED` (``None``, or a
-    value Elasticsearch would refuse; a list is indexed when every item is)."""
-    if value is None:
-        return NOT_INDEXED
-    mapping_type = str(mapping.get("type", "object"))
-    if isinstance(value, list | tuple):
-        items = [_scalar(mapping_type, item) for item in value if item is not None]
-        if not items or any(item is NOT_INDEXED for item in items):
-            return NOT_INDEXED
-        return items
-    if isinstance(value, dict):
-        return value if mapping_type in ("object", "flattened") else NOT_INDEXED
-    return _scalar(mapping_type, value)
+    """``value`` as slot ``mapping`` indexes it, or :data:`NOT_INDEXED` (see
+    :func:`value_checker`)."""
+    return value_checker(mapping)(value)
