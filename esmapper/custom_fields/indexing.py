@@ -9,7 +9,9 @@ mapping takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise t
 kept but not indexed, never a rejected document, CF-11). ``idx["tenant"]`` holds the
 tenant key: searches with ``tenant=`` filter on it. Names without an active definition are
 stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a ``string``
-definition is added first).
+definition is added first); a write holding such names first reloads a cached mapping
+older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a process
+that does not share the cache client).
 
 Every write path goes through it:
 
@@ -64,6 +66,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("esmapper.custom_fields")
+
+#: A write holding names the cached mapping does not know reloads a mapping older than this
+#: (seconds): a field defined by a process that does not share the cache client is indexed
+#: from then on, at the cost of at most one search per tenant this often.
+RECHECK_AFTER = 5.0
 
 _set = object.__setattr__
 #: set while the definitions repository writes definitions (other writers are refused)
@@ -129,6 +136,10 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
             continue
         repo = mapper.custom_fields(cls)
         fields = repo.tenant_fields(tenant)
+        if _unknown_names(fields, group):
+            # maybe defined since this mapping was cached (by a process not sharing the
+            # cache client): look again, at most every few seconds
+            fields = repo.tenant_fields(tenant, max_age=RECHECK_AFTER)
         assert info.index is not None
         if info.index.auto_create_custom_fields:
             fields = _auto_create(repo, fields, group)
@@ -139,18 +150,25 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
             repo.save(list(modified.values()))
 
 
-def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
-    """Add a ``string`` definition for each name without one (CF-8); the fields after."""
+def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
+    """``{lower: name}`` of the names with a value in ``docs`` that have no definition."""
     unknown: dict[str, str] = {}
     for doc in docs:
         for key, value in (_raw(doc, "custom_fields") or {}).items():
-            if value is None or not isinstance(key, str) or fields.get(key) is not None:
-                continue
-            try:
-                check_name(key)
-            except DocumentValidationError:
-                continue  # not a usable name: stored, not indexed
-            unknown.setdefault(key.lower(), key)
+            if value is not None and isinstance(key, str) and fields.get(key) is None:
+                unknown.setdefault(key.lower(), key)
+    return unknown
+
+
+def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
+    """Add a ``string`` definition for each name without one (CF-8); the fields after."""
+    unknown: dict[str, str] = {}
+    for lower, key in _unknown_names(fields, docs).items():
+        try:
+            check_name(key)
+        except DocumentValidationError:
+            continue  # not a usable name: stored, not indexed
+        unknown[lower] = key
     if not unknown:
         return fields
     repo.add(

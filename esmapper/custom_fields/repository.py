@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -94,17 +95,21 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
     def _cache_alias(self) -> str:
         return f"customfield:{self.mapper.index_prefix}{self.entity_type}"
 
-    def tenant_fields(self, tenant: str) -> TenantFields:
+    def tenant_fields(self, tenant: str, *, max_age: float | None = None) -> TenantFields:
         """The compiled active definitions of ``tenant`` (what writes and queries use):
         from the cache client, else one search (then cached for 15 minutes, unless a change
-        invalidated it meanwhile)."""
+        invalidated it meanwhile). ``max_age`` (seconds): a cached mapping loaded longer ago
+        is loaded again."""
         documents = self.mapper.documents
         token = None
         if documents is not None:
             cached, token = documents.lookup(self._cache_alias, tenant)
             if cached is not None:
-                return self._compiled(tenant, cached)
-        raw = {"definitions": self._load(tenant)}
+                if max_age is None or time.time() - cached.get("loaded_at", 0.0) <= max_age:
+                    return self._compiled(tenant, cached)
+                self.invalidate(tenant)
+                return self.tenant_fields(tenant)
+        raw = {"definitions": self._load(tenant), "loaded_at": time.time()}
         if documents is not None:
             documents.fill(self._cache_alias, tenant, raw, token, MAPPING_TTL)
         return self._compiled(tenant, raw)

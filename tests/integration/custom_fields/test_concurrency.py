@@ -190,3 +190,23 @@ def test_a_change_in_another_process_invalidates_the_cached_mapping(
         with pytest.raises(em.QueryValidationError, match="Unknown field 'level'"):
             repo.count("level:5", tenant="acme")
         assert set(fields.get_field_mapping("acme")) == {"grade"}
+
+
+def test_a_write_rechecks_a_stale_mapping_for_names_it_does_not_know(
+    es_url: str, index_prefix: str, mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mapper whose cache client another mapper does not share still indexes a field
+    the other defined: a write with names its cached mapping lacks reloads it (when older
+    than RECHECK_AFTER seconds; 0 here)."""
+    from esmapper.custom_fields import indexing
+
+    repo = mapper.repository(Employee)
+    mapper.custom_fields(Employee).add_field("acme", "Level", "int")
+    repo.add(Employee(company_id="acme", custom_fields={"Level": 1}))  # mapping cached
+    with em.Mapper(es_url, models=[Employee], index_prefix=index_prefix) as other:
+        other.custom_fields(Employee).add_field("acme", "Rank", "int")  # its own cache
+    kept = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
+    assert kept.idx == {"tenant": "acme"}  # a fresh mapping is trusted for a while
+    monkeypatch.setattr(indexing, "RECHECK_AFTER", 0.0)
+    seen = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
+    assert seen.idx == {"tenant": "acme", "int-2": 3}
