@@ -21,13 +21,17 @@ from esmapper.errors import DocumentValidationError
 from esmapper.ids import compose_id
 from esmapper.model import Document, HasDates, SoftDeletes, Versioned, field
 from esmapper.model.fields import Integer, Keyword, Text
+from esmapper.model.state import state_of
+from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 
 __all__ = [
     "IMMUTABLE_FIELDS",
     "MAX_NAME_LENGTH",
     "PROCESS_MODES",
     "CustomFieldDefinition",
+    "apply_patch",
     "check_name",
+    "definition_hit",
     "definition_id",
 ]
 
@@ -97,3 +101,48 @@ def check_name(name: Any, *, field: str = "name") -> str:
             f"custom field name {name!r} holds control characters", field=field
         )
     return name
+
+
+def definition_hit(definition: CustomFieldDefinition) -> dict[str, Any]:
+    """``definition`` as a raw hit (what ``from_hit`` takes: a copy of it)."""
+    state = state_of(definition)
+    seq_no = primary_term = None
+    if definition.version:
+        term, _, seq = definition.version.partition(":")
+        seq_no, primary_term = int(seq), int(term)
+    return {
+        "_id": definition.id,
+        "_source": definition.to_source() if state is None else state.original,
+        "_seq_no": seq_no,
+        "_primary_term": primary_term,
+    }
+
+
+def apply_patch(doc: CustomFieldDefinition, patch: Any) -> bool:
+    """Apply a Partial/Json/Action patch to a loaded definition; ``False``: no change."""
+    from esmapper._bodies import merged
+    from esmapper.model.partial import check_partial
+
+    info = CustomFieldDefinition.__esmapper__
+    if isinstance(patch, ScriptPatch):
+        raise TypeError(
+            "a ScriptPatch cannot be checked against the custom-field rules; use "
+            "PartialPatch, JsonPatch, ActionPatch or save()"
+        )
+    if isinstance(patch, ActionPatch):
+        return patch.apply(doc)
+    source = info.to_source(doc)
+    if isinstance(patch, PartialPatch):
+        new = merged(source, check_partial(info, patch.doc))
+    else:
+        assert isinstance(patch, JsonPatch)
+        import jsonpatch
+
+        new = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
+    if new == source:
+        return False
+    fresh = info.from_source(new, doc.id, doc.version)
+    for spec in info.fields:
+        if spec.stored and spec.name != "id":
+            setattr(doc, spec.name, getattr(fresh, spec.name))
+    return True

@@ -63,6 +63,7 @@ __all__ = [
     "reconcile",
     "refresh_idx",
     "same_idx",
+    "stored_hit",
 ]
 
 log = logging.getLogger("esmapper.custom_fields")
@@ -406,3 +407,20 @@ def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any
     except NotFoundError:
         return []
     return [dict(raw) for raw in response.body["docs"] if raw.get("found")]
+
+
+def stored_hit(doc: Any) -> dict[str, Any]:
+    """A loaded document as the raw hit it was read from (for :func:`reconcile_hits`)."""
+    state = state_of(doc)
+    version = state.version if state is not None else None
+    seq_no = primary_term = None
+    if version:
+        term, _, seq = version.partition(":")
+        seq_no, primary_term = int(seq), int(term)
+    return {
+        "_id": doc.id,
+        "_index": state.index if state is not None else None,
+        "_source": state.original if state is not None else doc.to_source(),
+        "_seq_no": seq_no,
+        "_primary_term": primary_term,
+    }

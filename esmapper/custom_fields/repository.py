@@ -42,14 +42,16 @@ from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
     PROCESS_MODES,
     CustomFieldDefinition,
+    apply_patch,
     check_name,
+    definition_hit,
 )
-from esmapper.custom_fields.indexing import definition_writes, reconcile_hits
+from esmapper.custom_fields.indexing import definition_writes, reconcile_hits, stored_hit
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
 from esmapper.options import Options
-from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
+from esmapper.patches import Patch
 from esmapper.repository import Repository
 from esmapper.results import FindResults
 
@@ -176,7 +178,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         _check_tenant(tenant)
         fields = self.tenant_fields(tenant)
         return {
-            lower: CustomFieldDefinition.from_hit(_hit_of(slot.definition))
+            lower: CustomFieldDefinition.from_hit(definition_hit(slot.definition))
             for lower, slot in fields.by_name.items()
         }
 
@@ -483,7 +485,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             if doc is None:
                 raise DocumentNotFoundError(id, index=self.spec.alias)
             docs.append(doc)
-        changed = [d for d in docs if _apply(d, patch)]
+        changed = [d for d in docs if apply_patch(d, patch)]
         if changed:
             self.save(changed, **options)
 
@@ -496,7 +498,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
         read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
         self.batch_process(filter, collect, **read)
-        changed = [d for d in found if _apply(d, patch)]
+        changed = [d for d in found if apply_patch(d, patch)]
         if changed:
             self.save(changed, **options)
         return len(changed)
@@ -541,7 +543,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
         def batch(docs: list[Any]) -> None:
             nonlocal updated
-            hits = [_raw_hit(doc) for doc in docs]
+            hits = [stored_hit(doc) for doc in docs]
             updated += reconcile_hits(self.mapper, self.entity_info, hits)
 
         repo.batch_process(filter, batch, batch_size=batch_size, soft_deletes="all")
@@ -555,63 +557,3 @@ def _tenant_of(item: Any) -> str | None:
         return decompose_id(str(item))[1]
     except (ValueError, IndexError):
         return None
-
-
-def _hit_of(definition: CustomFieldDefinition) -> dict[str, Any]:
-    state = state_of(definition)
-    seq_no = primary_term = None
-    if definition.version:
-        term, _, seq = definition.version.partition(":")
-        seq_no, primary_term = int(seq), int(term)
-    return {
-        "_id": definition.id,
-        "_source": definition.to_source() if state is None else state.original,
-        "_seq_no": seq_no,
-        "_primary_term": primary_term,
-    }
-
-
-def _raw_hit(doc: Any) -> dict[str, Any]:
-    state = state_of(doc)
-    version = state.version if state is not None else None
-    seq_no = primary_term = None
-    if version:
-        term, _, seq = version.partition(":")
-        seq_no, primary_term = int(seq), int(term)
-    return {
-        "_id": doc.id,
-        "_index": state.index if state is not None else None,
-        "_source": state.original if state is not None else doc.to_source(),
-        "_seq_no": seq_no,
-        "_primary_term": primary_term,
-    }
-
-
-def _apply(doc: CustomFieldDefinition, patch: Patch) -> bool:
-    """Apply a Partial/Json/Action patch to a loaded definition; ``False``: no change."""
-    from esmapper._bodies import merged
-    from esmapper.model.partial import check_partial
-
-    info = CustomFieldDefinition.__esmapper__
-    if isinstance(patch, ScriptPatch):
-        raise TypeError(
-            "a ScriptPatch cannot be checked against the custom-field rules; use "
-            "PartialPatch, JsonPatch, ActionPatch or save()"
-        )
-    if isinstance(patch, ActionPatch):
-        return patch.apply(doc)
-    source = info.to_source(doc)
-    if isinstance(patch, PartialPatch):
-        new = merged(source, check_partial(info, patch.doc))
-    else:
-        assert isinstance(patch, JsonPatch)
-        import jsonpatch
-
-        new = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
-    if new == source:
-        return False
-    fresh = info.from_source(new, doc.id, doc.version)
-    for spec in info.fields:
-        if spec.stored and spec.name != "id":
-            setattr(doc, spec.name, getattr(fresh, spec.name))
-    return True
