@@ -16,6 +16,7 @@ from esmapper.custom_fields import (
 )
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.errors import (
+    AliasNameTakenError,
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
@@ -90,6 +91,7 @@ from esmapper.model.fields import (
 )
 from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
 from esmapper.results import FindHit, FindResults
 from esmapper.session import Session, SessionClosedError, sessionmaker
@@ -97,6 +99,7 @@ from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryC
 
 __all__ = [
     "ActionPatch",
+    "AliasNameTakenError",
     "Binary",
     "BlinkerMessageBus",
     "Boolean",
@@ -120,6 +123,7 @@ __all__ = [
     "EsmapperError",
     "FindHit",
     "FindResults",
+    "FieldOperation",
     "Float",
     "GeoPoint",
     "HalfFloat",
@@ -184,6 +188,8 @@ __all__ = [
     "plan",
     "reindex",
     "reindex_outdated",
+    "remove_field",
+    "rename_field",
     "run_migrations",
     "sessionmaker",
     "signals",

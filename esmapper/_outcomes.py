@@ -19,6 +19,7 @@ from elasticsearch import ApiError
 from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.errors import EsmapperError
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
@@ -56,16 +57,84 @@ def send(
     without a version condition is never resent. What stays undecided is a failure with
     status 0 and ``error_type="outcome_unknown"``. Every id in ``actions`` is removed
     from the cache afterwards, whatever its outcome (also when this raises).
+
+    Actions that write through one of their model's aliases are sent with
+    ``require_alias`` (set here, on the caller's actions): Elasticsearch then never creates
+    an index named like the alias (with guessed mappings) when the alias is missing, it
+    answers 404. A ``create``/``index`` answered so (the alias was deleted after this
+    process ensured it) is sent once more after the index is ensured again (a refused item
+    was not applied); when that is impossible (a concrete index took the alias name) the
+    failure's reason says why (:func:`esmapper.indexes.occupied.alias_taken_error`).
     """
+    _require_aliases(mapper, actions)
     try:
         try:
             outcomes = mapper.writer.write(actions, refresh=refresh)
         except BulkRequestError as exc:
             exc.outcomes = _resolve(mapper, exc.outcomes, refresh)
             raise
+        outcomes = _recreate_vanished(mapper, outcomes, refresh)
         return _resolve(mapper, outcomes, refresh)
     finally:
         _invalidate(mapper, actions)
+
+
+def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+    """Mark the actions whose target is one of their model's aliases ``require_alias``
+    (the one place every document write passes; one spec lookup per model and target)."""
+    aliases: dict[tuple[type, str], bool] = {}
+    for action in actions:
+        if action.op == "delete":  # a delete never creates an index
+            continue
+        cls = action.ref.info.cls
+        key = (cls, action.index)
+        flag = aliases.get(key)
+        if flag is None:
+            flag = aliases[key] = mapper.spec(cls).is_alias(action.index)
+        action.require_alias = flag
+
+
+def _vanished(outcome: BulkOutcome) -> bool:
+    """A create/index refused because its alias does not exist (``require_alias``)."""
+    return (
+        outcome.status == 404
+        and outcome.error_type == "index_not_found_exception"
+        and outcome.action.require_alias
+        and outcome.action.op in ("create", "index")
+    )
+
+
+def _recreate_vanished(
+    mapper: Mapper, outcomes: list[BulkOutcome], refresh: bool | Literal["wait_for"] | None
+) -> list[BulkOutcome]:
+    """Ensure the index again for writes whose alias vanished, and send them once more."""
+    positions = [i for i, o in enumerate(outcomes) if _vanished(o)]
+    if not positions:
+        return outcomes
+    result = list(outcomes)
+    by_model: dict[type, list[int]] = {}
+    for i in positions:
+        by_model.setdefault(result[i].action.ref.info.cls, []).append(i)
+    resend: list[int] = []
+    for cls, group in by_model.items():
+        spec = mapper.spec(cls)
+        spec.ensured.forget()
+        try:
+            spec.ensured.ensure(mapper.client, spec)
+        except (EsmapperError, ApiError, TransportError) as exc:
+            for i in group:
+                result[i] = attrs.evolve(
+                    result[i],
+                    error_type=getattr(exc, "error_type", None) or result[i].error_type,
+                    reason=f"{result[i].reason}; making the index again failed: {exc}",
+                )
+            continue
+        resend += group
+    if resend:
+        again = _write_again(mapper, [result[i].action for i in resend], refresh)
+        for i, outcome in zip(resend, again, strict=True):
+            result[i] = outcome
+    return result
 
 
 def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:

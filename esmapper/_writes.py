@@ -383,16 +383,28 @@ def _before_write(
         for pending in pendings:
             if pending.kind != "remove":
                 pending.doc.validate()
-    targets = [
-        mapper.spec(p.info.cls).write_index_for(p.doc, removing=p.kind == "remove")
-        for p in pendings
-    ]
+    targets = _targets(mapper, pendings)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
         _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
 
     return [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
+
+
+def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
+    """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
+    (the index ensured on the model's first write; time-series partitions, with the ids
+    whose partition is not certain looked up together)."""
+    by_model: dict[type, list[int]] = {}
+    for i, pending in enumerate(pendings):
+        by_model.setdefault(pending.info.cls, []).append(i)
+    targets: list[str] = [""] * len(pendings)
+    for cls, positions in by_model.items():
+        writes = [(pendings[i].doc, pendings[i].kind == "remove") for i in positions]
+        for i, target in zip(positions, mapper.spec(cls).write_targets(writes), strict=True):
+            targets[i] = target
+    return targets
 
 
 def _already_gone(outcome: BulkOutcome) -> bool:

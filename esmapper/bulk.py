@@ -95,6 +95,9 @@ class BulkAction:
     generates one). ``if_seq_no``/``if_primary_term`` go together and make the write
     conditional; ``retry_on_conflict`` is only valid for ``update``. ``ref`` is any object
     of the caller's (e.g. the model instance), handed back untouched in the outcome.
+    ``require_alias`` (``index``/``create``/``update``) makes Elasticsearch refuse the item
+    with a 404 ``index_not_found_exception`` unless ``index`` is an alias, instead of
+    creating an index of that name.
     """
 
     op: BulkOp
@@ -106,6 +109,7 @@ class BulkAction:
     routing: str | None = None
     retry_on_conflict: int | None = None
     ref: Any = None
+    require_alias: bool = False
 
 
 @attrs.define(slots=True)
@@ -218,6 +222,10 @@ def _encode(position: int, action: BulkAction) -> bytes:
             )
         meta["if_seq_no"] = action.if_seq_no
         meta["if_primary_term"] = action.if_primary_term
+    if action.require_alias:
+        if op == "delete":
+            raise ValueError(f"bulk action {position}: require_alias is not for delete")
+        meta["require_alias"] = True
     if action.retry_on_conflict is not None:
         if op != "update":
             raise ValueError(f"bulk action {position}: retry_on_conflict is only for update")

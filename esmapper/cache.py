@@ -228,6 +228,12 @@ class DocumentCache:
         """Remove every entry of ``alias`` (a by-query write that cannot list its ids)."""
         return self.client.remove_by_prefix(f"{alias}:")
 
+    def drop_model(self, alias: str) -> None:
+        """Remove every entry of ``alias`` and its soft-deleted list (its indexes were
+        deleted)."""
+        self.invalidate_all(alias)
+        self.client.remove_many([_DELETED_PREFIX + alias])
+
     # -- recently soft-deleted ids (SD-9) ------------------------------------------------
 
     def _update_deleted(self, alias: str, add: Iterable[str], drop: Iterable[str]) -> None:

@@ -17,6 +17,7 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
      +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
      +-- IndexConfigurationError       an index or alias cannot be configured as declared
+     |    +-- AliasNameTakenError      a concrete index holds the name of a model's alias
      +-- IndexMaxAgeExceededError      a time-series write older than max_age (also ValueError)
      +-- MigrationError                a migration failed or cannot run
      |    +-- ReindexError             a version reindex failed (``.result`` tells how far)
@@ -34,6 +35,7 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "AliasNameTakenError",
     "BulkItemFailure",
     "BulkWriteError",
     "DocumentError",
@@ -290,6 +292,17 @@ class InvalidIdTermError(EsmapperError, ValueError):
 
 class IndexConfigurationError(EsmapperError):
     """An index, alias or mapping cannot be configured as the model declares it."""
+
+
+class AliasNameTakenError(IndexConfigurationError):
+    """A concrete index holds a name esmapper needs for an alias (``index``).
+
+    Elasticsearch creates a missing index on the first write to its name (unless the
+    cluster's ``action.auto_create_index`` says otherwise), with mappings guessed from that
+    document: a write through the alias before the alias existed, by another program or an
+    older esmapper, leaves such an index. esmapper never writes to it and never deletes it;
+    the message says how to move its documents and free the name.
+    """
 
 
 class IndexMaxAgeExceededError(EsmapperError, ValueError):

@@ -11,11 +11,13 @@ from elasticsearch import Elasticsearch
 
 from esmapper import signals
 from esmapper._limits import current as current_limits
+from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.configure import IndexState, configure_indexes
+from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.model.info import ModelInfo
 from esmapper.options import Options
@@ -180,6 +182,37 @@ class Mapper:
                 if CustomFieldDefinition not in chosen:
                     chosen.append(CustomFieldDefinition)
         return configure_indexes(self.client, [self.spec(m) for m in chosen])
+
+    def delete_indexes(
+        self, models: Iterable[type] | None = None, *, dry_run: bool = False
+    ) -> list[IndexDeletion]:
+        """Delete every physical index (all versions, time-series partitions, reindex
+        leftovers), alias and index template of ``models`` (default: every registered model),
+        by exact name; returns what was deleted per model (:class:`IndexDeletion`; with
+        ``dry_run``, what would be, nothing is sent but reads). A model with nothing left is
+        fine (an empty report).
+
+        Sends the requests of :mod:`esmapper.indexes.deletion` (wildcard reads, then
+        ``POST /_aliases``, ``DELETE /<index>,...`` and ``DELETE /_index_template/<name>``,
+        each once; a lost answer is read back). Then drops the model's state cached by this
+        mapper and its cache client (partitions ensured, documents, soft-deleted ids) and
+        publishes ``entity_changed`` (``REMOVED``, ``id=None``) when something was deleted.
+        Raises the client's errors (an ``ApiError`` when Elasticsearch refuses a delete)."""
+        chosen = list(models) if models is not None else self.models
+        specs = [self.spec(m) for m in chosen]
+        everyone = [self.spec(m) for m in self.models]
+        reports = delete_indexes(self.client, specs, everyone, dry_run=dry_run)
+        if not dry_run:
+            for spec, report in zip(specs, reports, strict=True):
+                self._forget(spec, deleted=not report.empty)
+        return reports
+
+    def _forget(self, spec: IndexSpec, *, deleted: bool) -> None:
+        spec.forget_ensured()
+        if self.documents is not None:
+            self.documents.drop_model(spec.alias)
+        if deleted:
+            publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
 
     def repository(self, model: type[T]) -> Repository[T]:
         """The (cached, thread-safe) repository of ``model``."""

@@ -289,7 +289,7 @@ def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> I
                 if not is_context_missing(exc):
                     raise
                 raise _scan_lost(model, scanned, context_reason(exc)) from None
-            lost = lost_shards(response.body)
+            lost = lost_shards({"_shards": response.get("_shards")})
             if lost is not None:
                 raise _scan_lost(model, scanned, lost)
             pit_id = str(response.get("pit_id") or pit_id)

@@ -22,7 +22,7 @@ from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, so
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
-from esmapper.indexes.reads import get_document, search_documents
+from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import DocState
 from esmapper.options import Options, check_keywords
@@ -184,8 +184,9 @@ class Repository(Generic[T]):
 
     @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
-        """Documents for ``ids`` (multi-GET) in request order, missing ids omitted,
-        duplicates once."""
+        """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
+        omitted, duplicates once. Time-series models: see
+        :func:`esmapper.indexes.reads.get_documents`."""
         opts = self.options(**options)
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
@@ -204,7 +205,7 @@ class Repository(Generic[T]):
                 if self.spec.is_time_series:  # no multi-GET through several partitions
                     docs = [
                         {**raw, "found": True}
-                        for raw in search_documents(self.mapper.client, self.spec, missing)
+                        for raw in get_documents(self.mapper.client, self.spec, missing)
                     ]
                 else:
                     response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)

@@ -9,9 +9,18 @@ Idempotent and safe to call at every start. For each model it sends:
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
-``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing. An index (or alias)
-that already exists, created by a concurrent process or by our own request whose answer was
-lost, is fine: the alias is checked and added when missing.
+``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing.
+
+Several processes may configure at once (every instance of an application at its start,
+FEATURES IM-24): every step is idempotent, so no lock is taken. A create answered
+``resource_already_exists_exception`` (another process created it between our read and our
+create, maybe an older version of the application on its first write) is a success once
+the index is checked to be what we expect: its mapping holds the model's (``PUT _mapping``
+otherwise, refused in place -> the error below) and, for a versioned index, the alias is on
+it (added when missing; adding an alias that is there is a no-op); it is reported
+``unchanged`` (or ``mapping_updated``). An alias a concurrent process just created is not
+taken for a concrete index named like the alias (:func:`~esmapper.indexes.occupied.
+concrete_index` asks ``HEAD /_alias/<name>`` too).
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
@@ -22,7 +31,9 @@ which ``configure_indexes`` never starts (FEATURES IM-3; see
 Time-series models (``daily``/``monthly``) get an index template instead
 (``PUT /_index_template/<alias>-v<N>-template``, pattern ``<alias>-v<N>-*``, the mapping,
 settings and umbrella alias); existing partitions are left alone (FEATURES IM-19) and new ones
-are created by the first write of their period.
+are created by the first write of their period. ``GET /<alias>-v*/_alias`` tells whether a
+live partition is at an older version (``outdated``: a reindex moves it, see
+:mod:`esmapper.indexes.partition_reindex`).
 """
 
 from __future__ import annotations
@@ -33,10 +44,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
+from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
-from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes.occupied import alias_taken_error, concrete_index
+from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
 
@@ -51,8 +64,10 @@ class IndexState:
 
     ``action`` is ``created``, ``mapping_updated``, ``unchanged`` or ``outdated`` (the alias
     points at ``current_index``, an older version than ``expected_index``). For time-series
-    models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``),
-    ``current_index`` ``None`` and ``action`` ``created`` or ``template_updated``.
+    models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``) and ``action``
+    ``created``, ``template_updated`` or ``outdated`` (a live partition is at an older
+    version; ``current_index`` is then the lowest version's pattern ``<alias>-v<K>-*``,
+    else ``None``).
     """
 
     model: str
@@ -62,67 +77,16 @@ class IndexState:
     action: str
 
 
-def _alias_targets(client: Elasticsearch, alias: str) -> list[str]:
-    try:
-        response = client.indices.get_alias(name=alias)
-    except NotFoundError:
-        return []
-    return sorted(response.body)
-
-
 def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, bool]:
     """``(physical index the alias resolves to, whether the expected index exists)``."""
     expected = spec.physical_name()
     if spec.kind == "plain":
         exists = bool(client.indices.exists(index=expected))
         return (expected if exists else None), exists
-    targets = _alias_targets(client, spec.alias)
+    targets = alias_targets(client, spec.alias)
     current = targets[-1] if targets else None
     exists = expected in targets or bool(client.indices.exists(index=expected))
     return current, exists
-
-
-def _create(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> None:
-    name = spec.physical_name()
-
-    def create() -> bool:
-        try:
-            once(client).indices.create(index=name, **spec.body(with_alias=with_alias))
-        except BadRequestError as exc:
-            if exc.error == "resource_already_exists_exception":
-                return False  # created concurrently by another process (or by our lost try)
-            raise IndexConfigurationError(
-                f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
-                index=name,
-                error_type=str(exc.error),
-                reason=_reason(exc),
-            ) from exc
-        return True
-
-    created = send_or_read_back(
-        create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
-    )
-    if not created and with_alias:  # read back or already there: make sure of the alias
-        _put_alias(client, name, spec.alias)
-
-
-def _put_alias(client: Elasticsearch, index: str, alias: str) -> None:
-    """``PUT /<index>/_alias/<alias>`` unless it is there; a lost answer is read back."""
-    if client.indices.exists_alias(name=alias, index=index):
-        return
-    send_or_read_back(
-        lambda: once(client).indices.put_alias(index=index, name=alias),
-        lambda: bool(client.indices.exists_alias(name=alias, index=index)),
-        what=f"PUT /{index}/_alias/{alias}",
-    )
-
-
-def _reason(exc: ApiError) -> str:
-    info = exc.info if isinstance(exc.info, dict) else {}
-    error = info.get("error", {})
-    if isinstance(error, dict):
-        return str(error.get("reason", exc.message))
-    return str(error or exc.message)
 
 
 def _covers(current: Any, wanted: Any) -> bool:
@@ -150,11 +114,11 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
     except BadRequestError as exc:
         raise IndexConfigurationError(
             f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "
-            f"{index!r} in place ({exc.error}: {_reason(exc)}); bump {spec.info.name}.Index."
+            f"{index!r} in place ({exc.error}: {reason_of(exc)}); bump {spec.info.name}.Index."
             f"version to {spec.version + 1} and reindex",
             index=index,
             error_type=str(exc.error),
-            reason=_reason(exc),
+            reason=reason_of(exc),
         ) from exc
     return True
 
@@ -166,19 +130,22 @@ def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
         client.indices.put_index_template(name=name, **template_body(spec))
     except BadRequestError as exc:
         raise IndexConfigurationError(
-            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: {_reason(exc)}",
+            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
+            f"{reason_of(exc)}",
             index=spec.alias,
             error_type=str(exc.error),
-            reason=_reason(exc),
+            reason=reason_of(exc),
         ) from exc
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
+    lowest = partition_versions(client, spec, spec.clock()).lowest
+    outdated = lowest is not None and lowest < spec.version
     return IndexState(
         model=spec.info.name,
         alias=spec.alias,
         expected_index=spec.index_pattern,
-        current_index=None,
-        action="template_updated" if existed else "created",
+        current_index=f"{spec.alias}-v{lowest}-*" if outdated else None,
+        action="outdated" if outdated else "template_updated" if existed else "created",
     )
 
 
@@ -187,26 +154,34 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
     states: list[IndexState] = []
     for spec in specs:
         if spec.is_time_series:
+            if concrete_index(client, spec.alias):  # partitions could not join the umbrella
+                raise alias_taken_error(
+                    spec.info.name, spec.alias, f"the partitions {spec.index_pattern!r}"
+                )
             states.append(_configure_template(client, spec))
             continue
         expected = spec.physical_name()
         current, exists = index_state(client, spec)
-        if spec.kind == "versioned" and current is None and client.indices.exists(index=spec.alias):
-            raise IndexConfigurationError(
-                f"{spec.info.name}: {spec.alias!r} is a concrete index, but a versioned index "
-                f"needs it as an alias of {expected!r}; reindex it or declare kind='plain'",
-                index=spec.alias,
-            )
+        if spec.kind == "versioned" and current is None and concrete_index(client, spec.alias):
+            raise alias_taken_error(spec.info.name, spec.alias, f"index {expected!r}")
         if not exists:
-            _create(client, spec, with_alias=current is None)
-            action = "created" if current is None else "outdated"
-            log.info("created index %s for %s", expected, spec.info.name)
+            with_alias = spec.kind == "versioned" and current is None  # a plain index has none
+            created = create_index(client, spec, with_alias=with_alias)
+            action = "created"
+            if created is False:  # created concurrently: make sure it is what we expect
+                log.info("%s was created concurrently by another process", expected)
+                action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
+            elif created:
+                log.info("created index %s for %s", expected, spec.info.name)
+            if current is not None:
+                action = "outdated"
         else:
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current not in (None, expected):
                 action = "outdated"
             elif spec.kind == "versioned" and current is None:
-                _put_alias(client, expected, spec.alias)
+                put_alias(client, expected, spec.alias)
+        spec.ensured.mark()  # the first write need not check again
         states.append(
             IndexState(
                 model=spec.info.name,

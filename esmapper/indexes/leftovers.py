@@ -20,6 +20,11 @@ leftover is not behind the alias and K < N; it is write-blocked (a reindex got t
 pass); and its marker says it was replaced and not to be kept. Anything else is only
 reported: a kept index, or one without a marker (left by an older esmapper, or not by a
 reindex at all), is deleted by hand (``DELETE /<index>``).
+
+Time-series models (:mod:`esmapper.indexes.partition_reindex`) get the same per period: a
+partition ``<alias>-vK-<period>`` older than the live one (the one holding the dated alias
+``<alias>-<period>``) is a leftover, "current" when the live one is at the model's version,
+and deleted under the same conditions (it holds neither the dated nor the umbrella alias).
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ import attrs
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
-from esmapper.locks import LockProvider
+from esmapper.indexes._meta import put_meta
+from esmapper.indexes.timeseries import Partition, parse_partition
+from esmapper.locks import DEFAULT_TTL, LockProvider
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -42,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["MARKER", "Leftover", "delete_leftovers", "find_leftovers", "mark_replaced"]
 
 MARKER: Final = "esmapper_replaced_by"
-LOCK_TTL: Final = _dt.timedelta(minutes=5)
+LOCK_TTL: Final = DEFAULT_TTL
 
 
 @attrs.frozen
@@ -95,19 +102,7 @@ def mark_replaced(client: Elasticsearch, old: str, new: str, *, keep: str | None
     /<old>/_mapping`` with the merged ``_meta`` (allowed under a write block), once; a lost
     answer is read back (the marker is there: done; else sent once more). Raises the
     client's errors."""
-    marker = {"index": new, "keep": keep}
-    meta = {**_meta(client, old), MARKER: marker}
-    send_or_read_back(
-        lambda: once(client).indices.put_mapping(index=old, meta=meta),
-        lambda: _meta(client, old).get(MARKER) == marker,
-        what=f"PUT /{old}/_mapping",
-    )
-
-
-def _meta(client: Elasticsearch, index: str) -> dict[str, Any]:
-    body: dict[str, Any] = dict(client.indices.get_mapping(index=index).body)
-    entry: dict[str, Any] = next(iter(body.values()), {})
-    return dict(entry.get("mappings", {}).get("_meta") or {})
+    put_meta(client, old, MARKER, {"index": new, "keep": keep})
 
 
 def _blocked(info: dict[str, Any]) -> bool:
@@ -116,12 +111,14 @@ def _blocked(info: dict[str, Any]) -> bool:
 
 
 def find_leftovers(client: Elasticsearch, spec: IndexSpec) -> list[Leftover]:
-    """The old indexes of ``spec`` (a ``versioned`` model; others have none) left behind,
-    oldest first (see the module docstring).
+    """The old indexes of ``spec`` (a ``versioned`` or time-series model; plain ones have
+    none) left behind, oldest first (see the module docstring).
 
     Sends ``GET /<alias>-v*`` (aliases, mappings, settings) and ``GET /<index>/_count``
     per leftover; changes nothing. Without an alias (or with an alias on several indexes
     or on an index not named like the model's) there are none."""
+    if spec.is_time_series:
+        return _partition_leftovers(client, spec)
     if spec.kind != "versioned":
         return []
     named = re.compile(rf"{re.escape(spec.alias)}-v(\d+)")
@@ -137,20 +134,63 @@ def find_leftovers(client: Elasticsearch, spec: IndexSpec) -> list[Leftover]:
     for name, version in sorted(versions.items(), key=lambda item: item[1]):
         if name == target or version >= versions[target]:
             continue
-        info = found[name]
-        marker = (info.get("mappings", {}).get("_meta") or {}).get(MARKER) or {}
+        current = target == spec.physical_name()
         leftovers.append(
-            Leftover(
-                index=name,
-                version=version,
-                target=target,
-                current=target == spec.physical_name(),
-                docs=int(client.count(index=name)["count"]),
-                write_blocked=_blocked(info),
-                replaced_by=None if marker.get("index") is None else str(marker["index"]),
-                keep=None if marker.get("keep") is None else str(marker["keep"]),
-            )
+            _leftover(client, name, version, found[name], target=target, current=current)
         )
+    return leftovers
+
+
+def _leftover(
+    client: Elasticsearch, name: str, version: int, info: Any, *, target: str, current: bool
+) -> Leftover:
+    """The :class:`Leftover` ``name`` (``info``: its ``GET /<index>`` entry); ``target``
+    serves instead (``current``: at the model's version). Sends ``GET /<name>/_count``."""
+    marker = (info.get("mappings", {}).get("_meta") or {}).get(MARKER) or {}
+    return Leftover(
+        index=name,
+        version=version,
+        target=target,
+        current=current,
+        docs=int(client.count(index=name)["count"]),
+        write_blocked=_blocked(info),
+        replaced_by=None if marker.get("index") is None else str(marker["index"]),
+        keep=None if marker.get("keep") is None else str(marker["keep"]),
+    )
+
+
+def _partition_leftovers(client: Elasticsearch, spec: IndexSpec) -> list[Leftover]:
+    """Per period, the partitions older than the live one (the one holding the dated
+    alias); periods without a live partition have none. Sends ``GET /<alias>-v*``."""
+    found: dict[str, Any] = dict(
+        client.indices.get(index=f"{spec.alias}-v*", allow_no_indices=True).body
+    )
+    by_period: dict[_dt.datetime, list[Partition]] = {}
+    for name in found:
+        partition = parse_partition(spec, name)
+        if partition is not None:
+            by_period.setdefault(partition.start, []).append(partition)
+    leftovers = []
+    for start, group in sorted(by_period.items()):
+        dated = spec.dated_alias(start)
+        holders = [p for p in group if dated in (found[p.index].get("aliases") or {})]
+        if not holders:
+            continue
+        live = max(holders, key=lambda p: p.version)
+        for partition in sorted(group, key=lambda p: p.version):
+            if partition.version >= live.version:
+                continue
+            info, current = found[partition.index], live.version == spec.version
+            leftovers.append(
+                _leftover(
+                    client,
+                    partition.index,
+                    partition.version,
+                    info,
+                    target=live.index,
+                    current=current,
+                )
+            )
     return leftovers
 
 
@@ -160,6 +200,13 @@ def _delete(client: Elasticsearch, index: str) -> None:
             once(client).indices.delete(index=index)
 
     send_or_read_back(send, lambda: not client.indices.exists(index=index), what=f"DELETE /{index}")
+
+
+def _serving_aliases(spec: IndexSpec, index: str) -> list[str]:
+    """The aliases through which ``index`` would serve: the model's alias and, for a
+    partition, its dated alias."""
+    partition = parse_partition(spec, index) if spec.is_time_series else None
+    return [spec.alias] + ([spec.dated_alias(partition.start)] if partition else [])
 
 
 def delete_leftovers(
@@ -187,7 +234,10 @@ def delete_leftovers(
         for leftover in find_leftovers(client, spec):
             if not leftover.deletable:
                 continue
-            if client.indices.exists_alias(name=spec.alias, index=leftover.index):
+            if any(
+                client.indices.exists_alias(name=alias, index=leftover.index)
+                for alias in _serving_aliases(spec, leftover.index)
+            ):
                 continue  # moved back by hand meanwhile
             _delete(client, leftover.index)
             deleted.append(leftover.index)

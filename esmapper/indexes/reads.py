@@ -2,9 +2,13 @@
 
 A single-document GET cannot go through the umbrella alias once it spans several partitions
 (Elasticsearch: "alias has more than one index associated with it"). These helpers read by
-id the way the reference implementation does: an ObjectId id names its period, so its
-dated alias gets a real-time GET; a miss there, or any other id, falls back to an ``ids``
-search on the umbrella alias (near-real-time: it sees a write after the next refresh).
+id in real time, like a GET: an ObjectId id names its period, so its dated alias gets a
+real-time GET (a miss there falls back to an ``ids`` search on the umbrella alias, which
+sees a write after the next refresh: for documents stored outside their id's period by
+other programs); any other id is looked up with the real-time ``_mget`` on every partition
+(:mod:`esmapper.indexes.lookup`), so a document added a moment ago is found, and a miss
+means no partition holds it. (The reference implementation searches for non-ObjectId ids,
+near-real-time; esmapper does not, see the CHANGELOG.)
 
 They return raw hits (``_index``, ``_id``, ``_source``, ``_seq_no``, ``_primary_term``), the
 shape a GET answers, so the repository builds documents and versions from them as usual. A
@@ -19,9 +23,10 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from esmapper.ids import ObjectId
+from esmapper.indexes.lookup import stored_copies
 from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["get_document", "locate_documents", "search_documents"]
+__all__ = ["get_document", "get_documents", "locate_documents", "search_documents"]
 
 _IDS_PER_SEARCH = 1000
 
@@ -68,8 +73,10 @@ def get_document(
 ) -> dict[str, Any] | None:
     """The stored hit of ``id``, or ``None``.
 
-    For an ObjectId id: ``GET /<dated alias>/_doc/<id>`` (real-time); on a miss, or for any
-    other id, :func:`search_documents`. For a model that is not time-series: a plain
+    For an ObjectId id: ``GET /<dated alias>/_doc/<id>`` (real-time); on a miss,
+    :func:`search_documents`. For another id of a time-series model: the real-time lookup
+    on every partition (:func:`~esmapper.indexes.lookup.stored_copies`; the newest copy if
+    there are several). For a model that is not time-series: a plain
     ``GET /<alias>/_doc/<id>``.
     """
     lenient = client.options(ignore_status=404)
@@ -83,8 +90,28 @@ def get_document(
             return dict(response.body)
         if not spec.is_time_series:
             return None
-    found = search_documents(client, spec, [id], source_includes=source_includes)
-    return found[0] if found else None
+        found = search_documents(client, spec, [id], source_includes=source_includes)
+        return found[0] if found else None
+    copies = stored_copies(client, spec, [id], source=_source(source_includes)).get(id)
+    return copies[0] if copies else None
+
+
+def get_documents(
+    client: Elasticsearch, spec: IndexSpec, ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The stored hits among ``ids`` of a time-series model, in no particular order (missing
+    ids omitted; one copy per id, the newest).
+
+    Real-time: :func:`~esmapper.indexes.lookup.stored_copies` (ObjectId ids on their dated
+    alias, other ids on every partition); ObjectId ids missing there are then searched on
+    the umbrella alias (:func:`search_documents`), as :func:`get_document` does.
+    """
+    copies = stored_copies(client, spec, ids, source=True)
+    hits = [found[0] for found in copies.values()]
+    strays = [id for id in dict.fromkeys(ids) if id not in copies and ObjectId.is_valid(id)]
+    if strays:
+        hits += search_documents(client, spec, strays)
+    return hits
 
 
 def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -> dict[str, str]:
@@ -92,8 +119,10 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
 
     Not time-series: every id maps to the write alias, nothing sent. Time-series: an
     ObjectId id maps to its dated alias (nothing sent; the partition may not exist, then
-    the write answers 404); the other ids are looked up with :func:`search_documents` and
-    map to the partition holding them, unknown ones are left out.
+    the write answers 404); the other ids are looked up in real time on every partition
+    (:func:`~esmapper.indexes.lookup.stored_copies`) and map to the dated alias of the
+    partition holding them (the newest copy; :meth:`IndexSpec.write_alias`), unknown ones
+    are left out.
     """
     if not spec.is_time_series:
         return dict.fromkeys(ids, spec.write_target)
@@ -104,6 +133,10 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
             targets[id] = spec.read_index_for_id(id)
         else:
             others.append(id)
-    for hit in search_documents(client, spec, others):
-        targets[str(hit["_id"])] = str(hit["_index"])
+    for id, copies in stored_copies(client, spec, others).items():
+        targets[id] = spec.write_alias(str(copies[0]["_index"]))
     return targets
+
+
+def _source(includes: Sequence[str] | None) -> bool | Sequence[str]:
+    return True if includes is None else includes

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes import timeseries
+from esmapper.indexes import placement, timeseries
+from esmapper.indexes.ensure import EnsuredIndex
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
@@ -29,11 +30,12 @@ class IndexSpec:
     physical index; for ``daily``/``monthly`` indexes ``alias`` is the umbrella alias over the
     partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
 
-    Time-series writes need the spec bound to a client and a clock (``client=``/``clock=``
-    or :meth:`bind`): they create partitions lazily and check ``max_age``.
+    Writes need the spec bound to a client and a clock (``client=``/``clock=`` or
+    :meth:`bind`, which the mapper does): the first one creates the index (per process),
+    time-series writes create partitions lazily and check ``max_age``.
     """
 
-    __slots__ = ("alias", "client", "clock", "info", "options", "partitions", "prefix")
+    __slots__ = ("alias", "client", "clock", "ensured", "info", "options", "partitions", "prefix")
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class IndexSpec:
         self.client = client
         self.clock: Callable[[], _dt.datetime] = clock or _utcnow
         self.partitions = timeseries.PartitionCache()
+        self.ensured = EnsuredIndex()
         date_field = self.options.date_field
         if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
             raise IndexConfigurationError(
@@ -98,6 +101,13 @@ class IndexSpec:
         """The dated alias of the period holding ``at``: ``<alias>-2026.12.02``."""
         return f"{self.alias}-{timeseries.suffix(self.kind, at)}"
 
+    def write_alias(self, index: str) -> str:
+        """The name a write into the physical index ``index`` must use: the dated alias of
+        one of the model's partitions (so the write follows a reindex's alias swap), else
+        ``index`` unchanged. Sends nothing."""
+        partition = timeseries.parse_partition(self, index) if self.is_time_series else None
+        return index if partition is None else self.dated_alias(partition.start)
+
     @property
     def index_pattern(self) -> str:
         """The pattern of the current version's partitions (``<alias>-v<N>-*``)."""
@@ -117,39 +127,42 @@ class IndexSpec:
         """The name writes are sent to (the alias; a single-index alias is writable)."""
         return self.alias
 
-    def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
-        """The index or alias a write of ``doc`` goes to.
+    def write_targets(self, writes: Sequence[tuple[Any, bool]]) -> list[str]:
+        """The index or alias each ``(doc, removing)`` write goes to, in order.
 
-        Versioned and plain models: :attr:`write_target`, nothing sent. Time-series models:
-        the physical partition of the document's date
-        (:func:`~esmapper.indexes.timeseries.document_date`), after checking ``max_age``
-        (:class:`~esmapper.indexes.errors.IndexMaxAgeExceededError`, nothing sent) and
-        creating the partition on the first write of its period in this process (see
-        :meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`).
-
-        A document with no date (no ObjectId id, ``date_field`` empty) is looked up with
-        ``POST <alias>/_search`` by id; ``removing=True`` turns "not found" into a name the
-        delete will answer 404 for (a no-op), otherwise it raises
-        :class:`~esmapper.errors.DocumentValidationError`.
+        Versioned and plain models: :attr:`write_target` for every write, after making sure
+        the index (and alias) exists, on the first write of this spec only
+        (:meth:`~esmapper.indexes.ensure.EnsuredIndex.ensure`: nothing is sent later).
+        Time-series models: the partition of each document
+        (:func:`~esmapper.indexes.placement.time_series_targets`: ``max_age`` checked before
+        anything is sent, ids not certain looked up in real time across the partitions,
+        partitions created on the first add/save of their period in this process).
         """
-        if not self.is_time_series:
-            return self.write_target
         client = self._bound()
-        at = timeseries.document_date(self, doc)
-        if at is None:
-            found = self._locate(client, doc.id)
-            if found is not None:
-                return found
-            if removing:
-                return self.partition_name(self.clock())
-            raise DocumentValidationError(
-                f"{self.info.name}: cannot pick a partition for a document without an ObjectId "
-                f"id and without {self.date_field}",
-                field=self.date_field,
-            )
-        start = timeseries.period_start(self.kind, at)
-        timeseries.check_max_age(self, start, self.clock(), doc.id)
-        return self.partitions.ensure(client, self, start)
+        if not self.is_time_series:
+            self.ensured.ensure(client, self)
+            return [self.write_target] * len(writes)
+        return placement.time_series_targets(self, client, writes)
+
+    def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
+        """The target of one write (:meth:`write_targets`)."""
+        return self.write_targets([(doc, removing)])[0]
+
+    def is_alias(self, name: str) -> bool:
+        """Whether ``name`` is one of this model's aliases (a versioned model's alias, a
+        time-series model's umbrella or dated alias): a write naming it must not create an
+        index of that name (``require_alias``). Sends nothing."""
+        if self.kind == "versioned":
+            return name == self.alias
+        if self.is_time_series:
+            return name == self.alias or timeseries.is_dated_alias(self, name)
+        return False
+
+    def forget_ensured(self) -> None:
+        """Forget that this process ensured the model's index and partitions: the next write
+        checks (and creates) them again. Call it after deleting them."""
+        self.ensured.forget()
+        self.partitions.forget()
 
     def read_index_for_id(self, id: str) -> str:
         """Where a by-id read of ``id`` goes (FEATURES IX-10): the dated alias of an ObjectId
@@ -162,20 +175,11 @@ class IndexSpec:
     def _bound(self) -> Elasticsearch:
         if self.client is None:
             raise IndexConfigurationError(
-                f"{self.info.name}: the index spec of a time-series model needs a client "
+                f"{self.info.name}: writing through an index spec needs a client "
                 "(IndexSpec(..., client=...) or spec.bind(client, clock))",
                 index=self.alias,
             )
         return self.client
-
-    def _locate(self, client: Elasticsearch, id: str | None) -> str | None:
-        if id is None:
-            return None
-        response = client.options(ignore_status=404).search(
-            index=self.alias, query={"ids": {"values": [id]}}, size=1, source=False
-        )
-        hits = response.body.get("hits", {}).get("hits", []) if response.meta.status == 200 else []
-        return str(hits[0]["_index"]) if hits else None
 
     def body(self, *, with_alias: bool) -> dict[str, Any]:
         """The create-index body: settings, mappings and (optionally) the alias."""

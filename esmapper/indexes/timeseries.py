@@ -15,7 +15,9 @@ A write's partition comes from the document's date (FEATURES IX-5): the period o
 a loaded document was read from, else the time encoded in an ObjectId id, else the
 ``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
 ``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
-is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9).
+is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9). An id is
+unique per model across partitions: :mod:`esmapper.indexes.placement` sends each write
+where its id already lives.
 
 A missing partition is created with ``PUT /<partition>`` (with its dated alias), sent once
 without the transport's retries; a lost answer is settled with ``HEAD /<partition>`` (sent
@@ -36,6 +38,7 @@ from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes.errors import IndexMaxAgeExceededError
+from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import state_of
 
@@ -51,6 +54,7 @@ __all__ = [
     "check_max_age",
     "document_date",
     "expires_at",
+    "is_dated_alias",
     "new_document_time",
     "next_period",
     "parse_partition",
@@ -126,6 +130,14 @@ def parse_partition(spec: IndexSpec, index: str) -> Partition | None:
     return Partition(index, int(match.group(1)), parsed.replace(tzinfo=_UTC))
 
 
+def is_dated_alias(spec: IndexSpec, name: str) -> bool:
+    """Whether ``name`` is one of ``spec``'s dated aliases (``<alias>-2026.12.02``)."""
+    stem = f"{spec.alias}-"
+    return (
+        name.startswith(stem) and re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]) is not None
+    )
+
+
 def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
     """The time a new time-series document's ObjectId must encode (FEATURES IX-6): its
     ``date_field`` (``created_utc`` by default); ``None`` for other kinds or no date."""
@@ -187,7 +199,7 @@ def template_body(spec: IndexSpec) -> dict[str, Any]:
 class PartitionCache:
     """The per-process set of ensured partitions of one spec (FEATURES IX-7); thread-safe.
 
-    Maps a period start to the physical index its writes go to.
+    Maps a period start to the name its writes go to (its dated alias).
     """
 
     def __init__(self) -> None:
@@ -195,12 +207,17 @@ class PartitionCache:
         self._lock = threading.Lock()
 
     def ensure(self, client: Elasticsearch, spec: IndexSpec, start: _dt.datetime) -> str:
-        """The physical partition for the period starting at ``start``, created if missing.
+        """The dated alias writes of the period starting at ``start`` go through, its
+        partition created if missing. Writes name the dated alias, not the physical
+        partition, so they follow a version reindex's alias swap (a process's cached
+        name stays right after another process reindexed the partition).
 
         Sends, once per period and process: ``GET /_alias/<dated alias>``; if no index
-        holds it, ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the
-        dated and umbrella aliases (``resource_already_exists_exception`` from a concurrent
-        creator is tolerated: the dated alias is then added with ``PUT _alias``). Raises
+        holds it, ``HEAD`` of the umbrella and dated alias names (a concrete index under
+        either raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created),
+        then ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the dated and
+        umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
+        tolerated: the dated alias is then added with ``PUT _alias``). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
         known = self._known.get(start)
@@ -212,6 +229,11 @@ class PartitionCache:
                 known = self._ensure(client, spec, start)
                 self._known[start] = known
             return known
+
+    def known(self, start: _dt.datetime) -> str | None:
+        """The partition this process ensured for the period starting at ``start``, if any
+        (sends nothing)."""
+        return self._known.get(start)
 
     def forget(self, starts: set[_dt.datetime] | None = None) -> None:
         """Drop the cached periods ``starts`` (all by default), e.g. after deleting them."""
@@ -228,10 +250,12 @@ class PartitionCache:
             holders = sorted(client.indices.get_alias(name=dated).body)
         except NotFoundError:
             holders = []
-        partitions = [p for p in (parse_partition(spec, h) for h in holders) if p is not None]
-        if partitions:
-            return max(partitions, key=lambda p: p.version).index
+        if any(parse_partition(spec, h) is not None for h in holders):
+            return dated
         name = spec.partition_name(start)
+        for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
+            if concrete_index(client, alias):  # the new partition could not take the alias
+                raise alias_taken_error(spec.info.name, alias, f"the partition(s) {wanted!r}")
 
         def create() -> bool:
             try:
@@ -253,7 +277,7 @@ class PartitionCache:
             # Created concurrently (or by a write through the template, or by our request
             # whose answer was lost): make sure it carries the dated alias too (idempotent).
             client.indices.put_alias(index=name, name=dated)
-        return name
+        return dated
 
 
 def partitions_for_range(

@@ -14,6 +14,7 @@ from esmapper.model.catalog import FieldCatalog
 from esmapper.model.fields import FieldSpec
 from esmapper.model.lenient import LenientCodec
 from esmapper.model.normalize import Invalid, invalid_error
+from esmapper.reindex_scripts import ReindexScriptValue, check_reindex_scripts
 
 __all__ = ["IndexOptions", "ModelInfo"]
 
@@ -33,7 +34,8 @@ class IndexOptions:
     ``cache`` the default cache lifetime of by-id reads (``None``: not cached);
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
-    Painless script run while reindexing into it. ``HasCustomFields`` models (API.md §11):
+    script(s) run while reindexing into it (Painless sources and field operations, see
+    :mod:`esmapper.reindex_scripts`). ``HasCustomFields`` models (API.md §11):
     ``tenant_field`` the attribute holding the tenant key (or override ``tenant_key()``),
     ``custom_field_types`` the custom-field types (default: the standard ones),
     ``auto_create_custom_fields`` whether unknown names get a ``string`` definition.
@@ -49,7 +51,7 @@ class IndexOptions:
     cache: _dt.timedelta | None = None
     default_search_fields: tuple[str, ...] | None = None
     aliases: Mapping[str, str] = attrs.field(factory=dict)
-    reindex_scripts: Mapping[int, str] = attrs.field(factory=dict)
+    reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
     tenant_field: str | None = None
     custom_field_types: tuple[Any, ...] | None = None
@@ -103,6 +105,7 @@ class IndexOptions:
             and (not isinstance(self.max_age, _dt.timedelta))
         ):
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
+        check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
 
 
 def _default_name(model_name: str) -> str:

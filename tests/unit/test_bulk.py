@@ -141,6 +141,8 @@ def test_serializes_each_op_exactly() -> None:
             BulkAction("update", "i1", "e", {"script": {"source": "ctx._source.x++"}}),
             BulkAction("delete", "i1", "f", if_seq_no=0, if_primary_term=1),
             BulkAction("index", "i1", "g", MappingProxyType({"nested": MappingProxyType({})})),
+            BulkAction("create", "alias", "h", {"x": 5}, require_alias=True),
+            BulkAction("update", "alias", "i", {"doc": {"x": 6}}, require_alias=True),
         ]
     )
     (call,) = client.calls
@@ -154,6 +156,8 @@ def test_serializes_each_op_exactly() -> None:
         b'{"update":{"_index":"i1","_id":"e"}}\n{"script":{"source":"ctx._source.x++"}}\n'
         b'{"delete":{"_index":"i1","_id":"f","if_seq_no":0,"if_primary_term":1}}\n'
         b'{"index":{"_index":"i1","_id":"g"}}\n{"nested":{}}\n'
+        b'{"create":{"_index":"alias","_id":"h","require_alias":true}}\n{"x":5}\n'
+        b'{"update":{"_index":"alias","_id":"i","require_alias":true}}\n{"doc":{"x":6}}\n'
     )
     assert call["headers"]["content-type"] == "application/x-ndjson"
     assert "refresh" not in call["params"]
@@ -172,6 +176,7 @@ def test_serializes_each_op_exactly() -> None:
         (BulkAction("index", "i", "1", {}, if_seq_no=1), ValueError, "together"),
         (BulkAction("index", "i", "1", {}, retry_on_conflict=1), ValueError, "only for update"),
         (BulkAction("index", "i", "1", {"x": object()}), TypeError, "not JSON serializable"),
+        (BulkAction("delete", "i", "1", require_alias=True), ValueError, "not for delete"),
     ],
 )
 def test_invalid_actions_raise_before_anything_is_sent(

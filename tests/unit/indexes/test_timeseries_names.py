@@ -144,6 +144,14 @@ def test_time_series_writes_need_a_bound_spec_and_a_known_date_field() -> None:
         spec(Bad)
 
 
+def test_aliases_of_a_time_series_model() -> None:
+    daily, monthly = spec(Log), spec(Audit)
+    assert daily.is_alias("p-logs") and daily.is_alias("p-logs-2026.02.01")
+    assert monthly.is_alias("p-audit-2026.02") and not monthly.is_alias("p-audit-2026.02.01")
+    for name in ("p-logs-v1-2026.02.01", "p-logs-2026.2.1", "p-logs-x", "p-logsx", "logs"):
+        assert not daily.is_alias(name), name
+
+
 def test_read_index_for_id() -> None:
     oid = em.ObjectId.new(at=dt.datetime(2026, 2, 1, tzinfo=UTC))
     assert spec(Log).read_index_for_id(str(oid)) == "p-logs-2026.02.01"
@@ -188,5 +196,8 @@ def test_versioned_and_plain_models_are_not_partitioned() -> None:
 
     for model in (Plain, Versioned):
         s = spec(model, client=RecordingClient())
+        s.ensured.mark()  # as after configure_indexes or a first write: nothing more is sent
         assert s.write_index_for(model(id="x")) == s.alias
+        assert s.write_targets([(model(id="x"), False), (model(id="y"), True)]) == [s.alias] * 2
+        assert s.is_alias(s.alias) is (model is Versioned)
         assert partitions_for_range(s, dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 2)) is None
