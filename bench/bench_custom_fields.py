@@ -183,7 +183,7 @@ class Bench:
 
         out["add one"] = timed(one_by_one)
         if model is Custom:
-            assert docs[0].idx["int-1"] == 1 and len(docs[0].idx) == 21, docs[0].idx
+            assert docs[0].idx["int-1"] == 1 and len(docs[0].idx) == 20, docs[0].idx
         for name in list(self.created):
             self.client.indices.delete(index=name, ignore_unavailable=True)
         self.created.clear()

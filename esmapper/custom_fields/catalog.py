@@ -26,7 +26,26 @@ if TYPE_CHECKING:
     from esmapper.custom_fields.definition import CustomFieldDefinition
     from esmapper.model.info import ModelInfo
 
-__all__ = ["FieldSlot", "TenantCatalog", "TenantFields"]
+__all__ = ["IDX_TENANT", "FieldSlot", "TenantCatalog", "TenantFields", "tenant_path"]
+
+#: Where the pipeline indexes the tenant key of a model that has no tenant field to filter
+#: on (``tenant_key()`` overridden, e.g. a composite key).
+IDX_TENANT = "idx.tenant"
+
+
+def tenant_path(info: ModelInfo) -> str:
+    """The field a ``tenant=`` search filters on: ``Index.tenant_field`` (its exact path)
+    when ``tenant_key()`` is not overridden, else :data:`IDX_TENANT`, which the write
+    pipeline fills (``idx["tenant"]``) for such models only."""
+    from esmapper.model.document import HasCustomFields
+
+    field = info.index.tenant_field if info.index is not None else None
+    if field and getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key:
+        found = info.catalog.get(field)
+        if found is not None and found.exact_path is not None:
+            return found.exact_path
+    return IDX_TENANT
+
 
 log = logging.getLogger("esmapper.custom_fields")
 _reported: set[tuple[str, str]] = set()
@@ -57,13 +76,24 @@ class TenantFields:
     query of the tenant until the definitions change.
     """
 
-    __slots__ = ("_catalog", "_lock", "always", "by_name", "info", "on_value", "tenant")
+    __slots__ = (
+        "_catalog",
+        "_lock",
+        "always",
+        "by_name",
+        "info",
+        "on_value",
+        "stores_tenant",
+        "tenant",
+    )
 
     def __init__(
         self, info: ModelInfo, tenant: str, definitions: Iterable[CustomFieldDefinition]
     ) -> None:
         self.info = info
         self.tenant = tenant
+        #: whether idx holds the tenant key (see :func:`tenant_path`)
+        self.stores_tenant = tenant_path(info) == IDX_TENANT
         types = {t.type: t for t in info.custom_field_types}
         by_name: dict[str, FieldSlot] = {}
         for definition in sorted(definitions, key=lambda d: (d.index_type, d.index_slot)):

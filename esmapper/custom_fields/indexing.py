@@ -4,14 +4,15 @@
 ``idx``; processes the tenant's ``on_value`` definitions that have a value in
 ``custom_fields`` (in ``process_order``), then the ``always`` definitions, with or without
 a value (calculated fields); stores each result's ``value`` back into ``custom_fields`` and
-indexes ``idx["<type>-<slot>"]`` (the result's ``idx``, else its ``value``) when the slot's
-mapping takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise the value is
-kept but not indexed, never a rejected document, CF-11). ``idx["tenant"]`` holds the
-tenant key: searches with ``tenant=`` filter on it. Names without an active definition are
-stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a ``string``
-definition is added first); a write holding such names first reloads a cached mapping
-older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a process
-that does not share the cache client).
+indexes ``idx["<type>-<slot>"]`` (the result's ``idx``, else its ``value``) when the slot's mapping
+takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise the value is kept but
+not indexed, never a rejected document, CF-11). A model whose ``tenant_key()`` is overridden
+(no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
+on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
+definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a
+``string`` definition is added first); a write holding such names first reloads a cached
+mapping older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a
+process that does not share the cache client).
 
 Every write path goes through it:
 
@@ -189,7 +190,7 @@ def _compute(
     for name in values or ():
         if isinstance(name, str):
             present.setdefault(name.lower(), name)
-    idx: dict[str, Any] = {"tenant": fields.tenant}
+    idx: dict[str, Any] = {"tenant": fields.tenant} if fields.stores_tenant else {}
     for slot in fields.on_value:
         key = present.get(slot.lower)
         if key is None or values is None or values[key] is None:

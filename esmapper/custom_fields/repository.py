@@ -47,6 +47,7 @@ from esmapper.custom_fields.definition import (
     definition_hit,
 )
 from esmapper.custom_fields.indexing import definition_writes, reconcile_hits, stored_hit
+from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
@@ -538,7 +539,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         reindex script that changed ``custom_fields``, or after a hard-deleted slot was
         reused. Returns the number of documents updated."""
         repo: Repository[Any] = self.mapper.repository(self.entity)
-        filter = None if tenant is None else Q("term", **{"idx.tenant": tenant})
+        clause = tenant_clause(self.entity_info, tenant)
+        filter = None if clause is None else Q(clause)
         updated = 0
 
         def batch(docs: list[Any]) -> None:

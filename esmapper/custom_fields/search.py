@@ -1,8 +1,10 @@
 """What ``tenant=`` does to a search (FEATURES CF-10, QY-34): the filter (text or ``Q``
 objects), sort and aggregations resolve logical custom-field names through the tenant's
-catalog (:class:`~esmapper.custom_fields.catalog.TenantCatalog`), and the query keeps to
-the tenant's documents (``idx.tenant``), so two tenants whose fields share a slot never see
-each other's values. Without ``tenant=`` a custom-field name is an unknown field.
+catalog (:class:`~esmapper.custom_fields.catalog.TenantCatalog`), and the query keeps to the
+tenant's documents (its ``Index.tenant_field``, or ``idx.tenant`` for a model that overrides
+``tenant_key()``: :func:`~esmapper.custom_fields.catalog.tenant_path`), so two tenants whose
+fields share a slot never see each other's values. Without ``tenant=`` a custom-field name
+is an unknown field.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
+from esmapper.custom_fields.catalog import tenant_path
 from esmapper.errors import QueryValidationError
 
 if TYPE_CHECKING:
@@ -58,7 +61,7 @@ def tenant_clause(info: ModelInfo, tenant: str | None) -> dict[str, Any] | None:
     """The filter clause keeping a search to ``tenant``'s documents (``None``: none)."""
     if tenant is None or not info.custom_fields:
         return None
-    return {"term": {"idx.tenant": tenant}}
+    return {"term": {tenant_path(info): tenant}}
 
 
 def translate_query(query: Query, model: FieldCatalog, tenant: TenantCatalog) -> Query:

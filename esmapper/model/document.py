@@ -393,7 +393,7 @@ class HasCustomFields(_Trait):
 
     ``custom_fields`` maps logical names to values (stored, not indexed). ``idx`` is what
     the mapper indexes: on every write it is recomputed from ``custom_fields`` and the
-    tenant's definitions (``{"int-1": 5, "tenant": "acme"}``; see
+    tenant's definitions (``{"int-1": 5}``; see
     :mod:`esmapper.custom_fields.indexing`); do not set it. ``tenant_key()`` scopes the
     definitions: the value of ``Index.tenant_field`` by default (``""``: no tenant, nothing
     indexed); override it for a composite key.

@@ -151,7 +151,8 @@ class ModelInfo:
             f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
         }
         if self.custom_fields and "idx" in self.properties:
-            # slots are mapped by the dynamic templates (see esmapper.custom_fields.types)
+            # slots are mapped by the dynamic templates (see esmapper.custom_fields.types);
+            # idx.tenant holds the key of models that override tenant_key()
             self.properties["idx"] = {
                 "type": "object",
                 "dynamic": True,

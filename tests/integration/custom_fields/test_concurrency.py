@@ -206,7 +206,7 @@ def test_a_write_rechecks_a_stale_mapping_for_names_it_does_not_know(
     with em.Mapper(es_url, models=[Employee], index_prefix=index_prefix) as other:
         other.custom_fields(Employee).add_field("acme", "Rank", "int")  # its own cache
     kept = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
-    assert kept.idx == {"tenant": "acme"}  # a fresh mapping is trusted for a while
+    assert kept.idx == {}  # a fresh mapping is trusted for a while
     monkeypatch.setattr(indexing, "RECHECK_AFTER", 0.0)
     seen = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
-    assert seen.idx == {"tenant": "acme", "int-2": 3}
+    assert seen.idx == {"int-2": 3}

@@ -48,7 +48,6 @@ def test_add_indexes_values_by_slot_and_keeps_logical_names(
         )
     )
     assert e.idx == {
-        "tenant": "acme",
         "int-1": 5,
         "string-1": "Engineering",
         "bool-1": True,
@@ -92,7 +91,7 @@ def test_a_value_of_the_wrong_type_is_stored_but_not_indexed(
         consistency="immediate",
     )
     assert stored(mapper, e.id)["custom_fields"] == {name: value}  # never rejected
-    assert e.idx == {"tenant": "acme"}
+    assert e.idx == {}
     assert repo.count(f"_exists_:{name}", tenant="acme") == 0
 
 
@@ -104,14 +103,14 @@ def test_save_and_session_flush_recompute_idx(
     e.custom_fields["Level"] = 2
     e.custom_fields["Department"] = "Ops"
     repo.save(e)
-    assert stored(mapper, e.id)["idx"] == {"tenant": "acme", "int-1": 2, "string-1": "Ops"}
+    assert stored(mapper, e.id)["idx"] == {"int-1": 2, "string-1": "Ops"}
 
     with mapper.session() as session:
         loaded = session.get(Employee, e.id)
         assert loaded is not None and loaded.custom_fields is not None
         del loaded.custom_fields["Level"]
         session.add(Employee(name="b", company_id="acme", custom_fields={"Level": 9}))
-    assert stored(mapper, e.id)["idx"] == {"tenant": "acme", "string-1": "Ops"}
+    assert stored(mapper, e.id)["idx"] == {"string-1": "Ops"}
     assert repo.count("level:9", tenant="acme", consistency="immediate") == 1
 
 
@@ -129,15 +128,15 @@ def test_bulk_add_of_several_tenants(
         ]
     )
     assert [d.idx for d in docs] == [
-        {"tenant": "acme", "int-1": 1},
-        {"tenant": "globex", "int-1": 3, "long-1": 2},
+        {"int-1": 1},
+        {"int-1": 3, "long-1": 2},
         None,
     ]
 
 
 def test_a_user_set_idx_is_replaced(repo: em.Repository[Employee], acme: dict[str, Any]) -> None:
     e = repo.add(Employee(company_id="acme", custom_fields={"Level": 1}, idx={"int-2": 5}))
-    assert e.idx == {"tenant": "acme", "int-1": 1}
+    assert e.idx == {"int-1": 1}
 
 
 def test_patches_of_every_kind_keep_idx_consistent(
@@ -151,11 +150,11 @@ def test_patches_of_every_kind_keep_idx_consistent(
         return stored(mapper, doc.id)["idx"]
 
     repo.patch(a.id, em.PartialPatch({"custom_fields": {"Level": 2, "Score": 300}}))
-    assert idx(a) == {"tenant": "acme", "int-1": 2, "percent-1": 100}
+    assert idx(a) == {"int-1": 2, "percent-1": 100}
     assert stored(mapper, a.id)["custom_fields"] == {"Level": 2, "Score": 100}
 
     repo.patch([a.id, b.id], em.PartialPatch({"custom_fields": {"Level": None}}))
-    assert idx(a) == {"tenant": "acme", "int-1": None, "percent-1": 100}  # emptied: null
+    assert idx(a) == {"int-1": None, "percent-1": 100}  # emptied: null
     assert repo.count("_exists_:level", tenant="acme", consistency="immediate") == 0
 
     repo.patch(a.id, em.ScriptPatch("ctx._source.custom_fields.Level = params.v", {"v": 3}))
@@ -166,7 +165,7 @@ def test_patches_of_every_kind_keep_idx_consistent(
     repo.patch(a.id, em.JsonPatch([{"op": "replace", "path": "/custom_fields/Level", "value": 5}]))
     assert idx(a)["int-1"] == 5
     repo.patch(b.id, em.ActionPatch(lambda d: d.custom_fields.update(Department="Ops")))
-    assert idx(b) == {"tenant": "acme", "int-1": 4, "string-1": "Ops"}
+    assert idx(b) == {"int-1": 4, "string-1": "Ops"}
 
     changed = repo.patch_all(
         "level:4", em.ScriptPatch("ctx._source.custom_fields.Level = 6"), tenant="acme",
@@ -201,7 +200,7 @@ def test_a_patch_that_moves_a_document_to_another_tenant_moves_its_idx(
     e = repo.add(Employee(company_id="acme", custom_fields={"Level": 3}))
     assert e.id is not None
     repo.patch(e.id, em.PartialPatch({"company_id": "globex"}))
-    assert stored(mapper, e.id)["idx"] == {"tenant": "globex", "int-2": 3, "int-1": None}
+    assert stored(mapper, e.id)["idx"] == {"int-2": 3, "int-1": None}
     assert repo.count("level:3", tenant="globex", consistency="immediate") == 1
     assert repo.count("level:3", tenant="acme") == 0
 
@@ -223,11 +222,11 @@ def test_a_partially_loaded_document_saves_its_idx(
     partial.custom_fields["Department"] = None
     partial.custom_fields["Level"] = 8
     repo.save(partial, consistency="immediate")
-    assert stored(mapper, e.id)["idx"] == {"tenant": "acme", "int-1": 8, "string-1": None}
+    assert stored(mapper, e.id)["idx"] == {"int-1": 8, "string-1": None}
     [names_only] = repo.find(includes=["name"]).documents  # custom_fields not loaded
     names_only.name = "renamed"
     repo.save(names_only)
-    assert stored(mapper, e.id)["idx"] == {"tenant": "acme", "int-1": 8, "string-1": None}
+    assert stored(mapper, e.id)["idx"] == {"int-1": 8, "string-1": None}
 
 
 def test_calculated_fields_run_after_on_value_ones_and_may_update_their_definition(
@@ -241,10 +240,10 @@ def test_calculated_fields_run_after_on_value_ones_and_may_update_their_definiti
     )  # fmt: skip
     e = repo.add(Employee(company_id="acme", custom_fields={"Field1": 1, "Field2": 2}))
     assert e.custom_fields == {"Field1": 1, "Field2": 2, "Calculated": 3}
-    assert e.idx == {"tenant": "acme", "int-1": 1, "int-2": 2, "sum-1": 3}
+    assert e.idx == {"int-1": 1, "int-2": 2, "sum-1": 3}
     assert repo.count("calculated:3", tenant="acme", consistency="immediate") == 1
     empty = repo.add(Employee(company_id="acme"))  # even without any value
-    assert empty.idx == {"tenant": "acme", "sum-1": 0}
+    assert empty.idx == {"sum-1": 0}
     assert fields.get_field_mapping("acme")["calculated"].data == {
         "of": ["Field1", "Field2"], "count_runs": True, "runs": 2,
     }  # fmt: skip

@@ -167,3 +167,26 @@ def test_q_objects_are_translated() -> None:
     assert "'idx.int-1'" in text and "'idx.string-1^2'" in text
     assert "'field': 'idx.string-1'" in text and "'name'" in text
     assert "Level" not in text and "department" not in text
+
+
+class Composite(em.Document, em.HasCustomFields):
+    class Index:
+        tenant_field = "org"  # ignored for filtering: tenant_key() is overridden
+
+    org: str = ""
+    kind: str = ""
+
+    def tenant_key(self) -> str:
+        return f"{self.org}-{self.kind}"
+
+
+def test_the_tenant_filter_uses_the_tenant_field_unless_tenant_key_is_overridden() -> None:
+    from esmapper.custom_fields.catalog import tenant_path
+    from esmapper.custom_fields.search import tenant_clause
+
+    assert tenant_path(Person.__esmapper__) == "org"
+    assert tenant_clause(Person.__esmapper__, "acme") == {"term": {"org": "acme"}}
+    assert tenant_path(Composite.__esmapper__) == "idx.tenant"
+    assert _fields().stores_tenant is False
+    composite = TenantFields(Composite.__esmapper__, "a-b", [])
+    assert composite.stores_tenant is True
