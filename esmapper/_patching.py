@@ -18,9 +18,9 @@ entries:
 - Every other ``patch_all`` (PartialPatch always: the Update API's deep merge is the one
   merge rule, by id or by query) scans the matches in a point in time and writes each
   page as per-document actions conditioned on the version the scan saw. A document
-  changed meanwhile (409) is looked up again: if it still matches, it is patched at its
-  new version (up to 5 rounds), if not it is left alone; what still conflicts is
-  reported.
+  changed meanwhile (409) or deleted (404, Elasticsearch's answer to an update of it) is
+  looked up again: if it still matches, it is patched at its new version (up to 5
+  rounds), if not it is left alone; what still conflicts is reported.
 - ``remove_all`` is ``_delete_by_query`` (re-run while version conflicts remain, at most 10
   times, then :class:`VersionConflictError` says how many matches were left) unless
   removal signals have receivers or the model is cached: then the scan's pages go through
@@ -31,11 +31,15 @@ entries:
 
 Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
 by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the
-end. Patches skip validation and the saving/saved signals; ``documents_changed`` fires
-(with an empty list except for a single-document ActionPatch) only when something changed;
-a no-op (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch)
-writes and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied
-value wins for Partial/Script).
+end. A by-query request writes each match at the version the last refresh made
+searchable, so a document written since conflicts: ``_update_by_query`` (which cannot
+retry) always refreshes first, and ``_delete_by_query`` refreshes before each re-run.
+
+Patches skip validation and the saving/saved signals; ``documents_changed`` fires (with an
+empty list except for a single-document ActionPatch) only when something changed; a no-op
+(ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch) writes
+and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied value wins
+for Partial/Script).
 """
 
 from __future__ import annotations
@@ -505,9 +509,12 @@ def patch_all(
         changed += len(done)
         if notify_ids is None:
             _announce(repo, done, options)
-        conflicts = [str(o.id) for o in outcomes if o.status == 409]
-        failures.extend(o for o in outcomes if not o.ok and o.status != 409)
-        return conflicts
+        # 409: changed since the scan; 404 (Elasticsearch's answer to an update at the
+        # version of a document deleted since): gone. Both are looked up again, and
+        # patched only if they (still, or again) match
+        again = [o for o in outcomes if o.status in (404, 409)]
+        failures.extend(o for o in outcomes if not o.ok and o.status not in (404, 409))
+        return [str(o.id) for o in again]
 
     try:
         still = _each_match(repo, filter, options, apply)
@@ -556,15 +563,18 @@ def _hit_action(
 def _update_by_query(
     repo: Repository[Any], filter: str | Query | None, patch: ScriptPatch, options: Options
 ) -> int:
-    query = repo.search(filter, **_scan_kwargs(options)).query_body()
-    if options.consistency != "eventual":
-        _refresh(repo)
+    # it writes each match at the version the last refresh made searchable: a document
+    # written since would be a conflict it cannot retry (it cannot say which), so it
+    # always refreshes first (and the recently-soft-deleted hint is not needed)
+    query = repo.search(filter, **{**_scan_kwargs(options), "consistency": "immediate"})
+    body = query.query_body()
+    _refresh(repo)
     try:
         response = (
             _once(repo)
             .update_by_query(
                 index=repo.spec.write_target,
-                query=query,
+                query=body,
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
@@ -661,7 +671,12 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     lost: TransportError | None = None
     try:
         attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
-        for _attempt in range(attempts):
+        for attempt in range(attempts):
+            if attempt:
+                # a re-run: the conflicting documents changed since the last refresh (and
+                # what the previous run deleted is still searchable); without a refresh
+                # it would meet the same versions and conflict again
+                _refresh(repo)
             try:
                 response = (
                     _once(repo)
