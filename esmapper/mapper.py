@@ -26,6 +26,7 @@ from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
+    from esmapper.custom_fields.repository import CustomFieldRepository
 
 __all__ = ["Mapper"]
 
@@ -127,6 +128,7 @@ class Mapper:
         self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
+        self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
         self._install_known = False
         self._install_lock = threading.Lock()
@@ -170,7 +172,11 @@ class Mapper:
                         index=spec.alias,
                     )
             self._specs[model] = spec
-            return spec
+        if info.custom_fields:  # its definitions live in their own index
+            from esmapper.custom_fields.definition import CustomFieldDefinition
+
+            self.register(CustomFieldDefinition)
+        return spec
 
     def _before_first_index(self) -> None:
         """Called right before a write creates one of the models' indexes: until this
@@ -196,8 +202,15 @@ class Mapper:
 
     def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
-        what was found or done per model. Idempotent; call it at every start."""
+        what was found or done per model. Idempotent; call it at every start. A model with
+        custom fields brings the definitions' index along."""
         chosen = list(models) if models is not None else self.models
+        for model in list(chosen):
+            if self.spec(model).info.custom_fields:
+                from esmapper.custom_fields.definition import CustomFieldDefinition
+
+                if CustomFieldDefinition not in chosen:
+                    chosen.append(CustomFieldDefinition)
         return configure_indexes(self.client, [self.spec(m) for m in chosen])
 
     def delete_indexes(
@@ -238,6 +251,20 @@ class Mapper:
             self.spec(model)
             with self._lock:
                 repo = self._repositories.setdefault(model, Repository(self, model))
+        return repo
+
+    def custom_fields(self, model: type) -> CustomFieldRepository:
+        """The (cached, thread-safe) repository of ``model``'s custom-field definitions
+        (API.md §11); ``TypeError`` for a model without ``em.HasCustomFields``."""
+        repo = self._custom_fields.get(model)
+        if repo is None:
+            from esmapper.custom_fields.repository import CustomFieldRepository
+
+            self.spec(model)
+            with self._lock:
+                repo = self._custom_fields.get(model)
+                if repo is None:
+                    repo = self._custom_fields[model] = CustomFieldRepository(self, model)
         return repo
 
     def session(self, **options: Any) -> Session:
