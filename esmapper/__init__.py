@@ -7,6 +7,14 @@ from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.custom_fields import (
+    CustomFieldDefinition,
+    CustomFieldType,
+    ProcessResult,
+    StandardFieldType,
+    standard_field_types,
+)
+from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.errors import (
     AliasNameTakenError,
     BulkItemFailure,
@@ -100,6 +108,9 @@ __all__ = [
     "Byte",
     "CacheClient",
     "ChangeType",
+    "CustomFieldDefinition",
+    "CustomFieldRepository",
+    "CustomFieldType",
     "Date",
     "DateNanos",
     "Document",
@@ -146,6 +157,7 @@ __all__ = [
     "Options",
     "PartialPatch",
     "PlannedStep",
+    "ProcessResult",
     "OutcomeUnknownError",
     "QueryContext",
     "QueryValidationError",
@@ -161,6 +173,7 @@ __all__ = [
     "Short",
     "SnapshotExpiredError",
     "SoftDeletes",
+    "StandardFieldType",
     "Text",
     "UnsignedLong",
     "VersionConflictError",
@@ -180,5 +193,6 @@ __all__ = [
     "run_migrations",
     "sessionmaker",
     "signals",
+    "standard_field_types",
     "__version__",
 ]

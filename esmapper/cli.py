@@ -6,8 +6,9 @@ returning one, imported with the current directory on ``sys.path``) and override
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
 ``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL...
-[--yes]`` (a dry run without ``--yes``), ``ids audit MODEL`` and ``ids rekey MODEL [--apply]
-[--batch-size N]``, and ``server [--port N] [--data-dir DIR]`` (a local
+[--yes]`` (a dry run without ``--yes``), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
+[--batch-size N]``, ``fields list|add|rename|remove MODEL --tenant T``
+(:mod:`esmapper.custom_fields.cli`) and ``server [--port N] [--data-dir DIR]`` (a local
 Elasticsearch-compatible server for development; needs no ``--app``); a model NAME is its
 class name or its index name (with or without the prefix), case-insensitive. THROTTLE is
 ``--batch-size N --requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16).
@@ -627,6 +628,10 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
     if getattr(report, "failed", 0):
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
 
+
+from esmapper.custom_fields.cli import fields as _fields  # noqa: E402 - needs the helpers above
+
+main.add_command(_fields)
 
 if __name__ == "__main__":
     main(prog_name="esmapper")
