@@ -525,6 +525,7 @@ def _update_by_query(
     query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
+    _log_query(options, "update_by_query", repo.spec.write_target, query)
     try:
         response = (
             _once(repo)
@@ -617,10 +618,19 @@ def _kept_changing(
     )
 
 
+def _log_query(options: Options, what: str, target: str, query: Any) -> None:
+    """Log a by-query request at the call's ``query_log_level`` (QY-30; default DEBUG)."""
+    level = options.query_log_level
+    logging.getLogger("esmapper.query").log(
+        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
+    )
+
+
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
+    _log_query(options, "delete_by_query", repo.spec.write_target, query)
     total = 0
     # the error of the last attempt whose answer was lost: it may have deleted documents,
     # so a later attempt that fails does not mean "nothing was deleted"
