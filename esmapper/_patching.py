@@ -75,6 +75,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import check_id
+from esmapper.indexes.pipelines import by_query_params
 from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options, refresh_param
@@ -535,6 +536,7 @@ def _update_by_query(
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
+                **by_query_params(repo.spec),  # the model's ingest pipeline, if any
             )
             .body
         )

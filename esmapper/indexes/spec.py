@@ -10,6 +10,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import placement, timeseries
 from esmapper.indexes.ensure import EnsuredIndex
+from esmapper.indexes.pipelines import Pipeline
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
@@ -35,7 +36,17 @@ class IndexSpec:
     time-series writes create partitions lazily and check ``max_age``.
     """
 
-    __slots__ = ("alias", "client", "clock", "ensured", "info", "options", "partitions", "prefix")
+    __slots__ = (
+        "alias",
+        "client",
+        "clock",
+        "ensured",
+        "info",
+        "options",
+        "partitions",
+        "pipeline",
+        "prefix",
+    )
 
     def __init__(
         self,
@@ -55,6 +66,8 @@ class IndexSpec:
         self.clock: Callable[[], _dt.datetime] = clock or _utcnow
         self.partitions = timeseries.PartitionCache()
         self.ensured = EnsuredIndex()
+        #: the ingest pipeline its writes run (:mod:`esmapper.indexes.pipelines`)
+        self.pipeline = Pipeline.of(self.options, self.alias)
         date_field = self.options.date_field
         if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
             raise IndexConfigurationError(

@@ -35,7 +35,9 @@ class IndexOptions:
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
     script(s) run while reindexing into it (Painless sources and field operations, see
-    :mod:`esmapper.reindex_scripts`).
+    :mod:`esmapper.reindex_scripts`); ``pipeline`` the ingest pipeline every create and
+    index write runs through: the name of an existing one, or its definition (``{"processors":
+    [...], ...}``, created as ``<alias>-pipeline``; see :mod:`esmapper.indexes.pipelines`).
     """
 
     name: str
@@ -50,6 +52,7 @@ class IndexOptions:
     aliases: Mapping[str, str] = attrs.field(factory=dict)
     reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
+    pipeline: str | Mapping[str, Any] | None = None
 
     @classmethod
     def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
@@ -98,6 +101,19 @@ class IndexOptions:
         ):
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
         check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
+        _check_pipeline(self.pipeline, f"{where}.pipeline")
+
+
+def _check_pipeline(value: object, where: str) -> None:
+    """A pipeline is a non-empty name or a definition with a list of ``processors``."""
+    if value is None or (isinstance(value, str) and value.strip() == value and value):
+        return
+    if isinstance(value, Mapping) and isinstance(value.get("processors"), list | tuple):
+        return
+    raise IndexConfigurationError(
+        f"{where} must be the name of an ingest pipeline or its definition "
+        f'({{"processors": [...]}}), not {value!r}'
+    )
 
 
 def _default_name(model_name: str) -> str:
