@@ -26,6 +26,7 @@ from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
+    from esmapper.health import HealthReport
 
 __all__ = ["Mapper"]
 
@@ -200,6 +201,16 @@ class Mapper:
             self.documents.drop_model(spec.alias)
         if deleted:
             publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
+
+    def health(self) -> HealthReport:
+        """Whether the cluster and every model's indexes are as the code expects: cluster
+        status, each alias and the index behind it, pending reindexes, write blocks left
+        behind, mapping drift, field counts against the total-fields limit, ingest
+        pipelines, pending migrations. Read-only; see :mod:`esmapper.health` for what is
+        sent and what counts as needing attention (``report.ok``)."""
+        from esmapper.health import check_health
+
+        return check_health(self)
 
     def repository(self, model: type[T]) -> Repository[T]:
         """The (cached, thread-safe) repository of ``model``."""
