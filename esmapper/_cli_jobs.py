@@ -124,7 +124,8 @@ def _echo_result(result: JobResult, *, warn: bool = True) -> None:
     """What ``maintain`` prints per job (a failure only as a warning in a loop: a single
     run ends with one error line)."""
     if result.skipped:
-        click.echo(f"warning: {result.job} skipped: {result.message}", err=True)
+        if warn:
+            click.echo(f"warning: {result.job} skipped: {result.message}", err=True)
         return
     if not result.is_success:
         if warn:
@@ -205,8 +206,9 @@ def maintain(
             more = len(outcome.failed) - 1
             also = f" (and {more} more failed)" if more else ""
             raise cli.CliError(_message(outcome.failed[0], ctx) + also)
-        if all(r.skipped for r in outcome.results[:1]):
-            raise cli.LockHeld(outcome.results[0].message)
+        skipped = [r for r in outcome.results if r.skipped]
+        if skipped:
+            raise cli.LockHeld(f"{skipped[0].job} skipped: {skipped[0].message}")
         return
     stop, cancel = threading.Event(), threading.Event()
     click.echo(f"maintain: every {format_duration(interval)} until SIGTERM or Ctrl-C", err=True)

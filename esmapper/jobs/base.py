@@ -218,7 +218,7 @@ class Job(abc.ABC):
             return self.execute(ctx)
         mapper = self.mapper
         provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
-        ctx.sends("PUT", f"/{provider.index}/_create/{name}")
+        ctx.sends("PUT", f"/{provider.index}/_doc/{name}?op_type=create")
         try:
             lock = provider.acquire(name, self.lock_ttl, wait=self.lock_wait)
         except LockError as exc:

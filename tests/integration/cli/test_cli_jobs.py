@@ -252,3 +252,29 @@ def test_repeated_failures_end_the_loop_non_zero(app_dir: Path, app: str) -> Non
     assert last.startswith("error: maintain gave up after 2 failed runs in a row; last: "
                            "maintenance failed: cannot reach Elasticsearch")  # fmt: skip
     assert "Traceback" not in done.stderr
+
+
+def test_a_single_maintain_run_with_its_lock_held_elsewhere_exits_2(
+    app_dir: Path, app: str, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    load_mapper(app).configure_indexes()
+    with LockProvider(es_client, index_prefix=index_prefix).acquire("maintenance"):
+        held = cli(app_dir, app, "maintain")
+    assert held.returncode == 2
+    assert "maintenance skipped: lock 'maintenance' is held by another process" in (
+        one_error_line(held)
+    )
+    assert held.stdout == "index cleanup: deleted 0 indexes\n"  # the other job still ran
+
+
+def test_maintain_with_snapshots(app_dir: Path, app: str, repository: str) -> None:
+    load_mapper(app).configure_indexes()
+    done = cli(app_dir, app, "maintain", "--snapshot-repository", repository,
+               "--snapshot-max-age", "30d")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[2].startswith(f"snapshot {repository}/snapshot-") and "SUCCESS" in lines[2]
+    assert lines[3] == f"snapshot cleanup: deleted 0 of 1 snapshots in {repository}"
+    refused = cli(app_dir, app, "maintain", "--snapshot-max-age", "30d")
+    assert refused.returncode == 2
+    assert "--snapshot-max-age needs --snapshot-repository" in refused.stderr
