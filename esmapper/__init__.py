@@ -7,6 +7,14 @@ from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.custom_fields import (
+    CustomFieldDefinition,
+    CustomFieldType,
+    ProcessResult,
+    StandardFieldType,
+    standard_field_types,
+)
+from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.errors import (
     AliasNameTakenError,
     BulkItemFailure,
@@ -112,6 +120,9 @@ __all__ = [
     "ChangeType",
     "CleanupIndexesJob",
     "CleanupSnapshotsJob",
+    "CustomFieldDefinition",
+    "CustomFieldRepository",
+    "CustomFieldType",
     "Date",
     "DateNanos",
     "Document",
@@ -164,6 +175,7 @@ __all__ = [
     "OutcomeUnknownError",
     "PartialPatch",
     "PlannedStep",
+    "ProcessResult",
     "QueryContext",
     "QueryValidationError",
     "ReindexError",
@@ -179,6 +191,7 @@ __all__ = [
     "SnapshotExpiredError",
     "SnapshotJob",
     "SoftDeletes",
+    "StandardFieldType",
     "Text",
     "UnsignedLong",
     "VersionConflictError",
@@ -199,4 +212,5 @@ __all__ = [
     "run_migrations",
     "sessionmaker",
     "signals",
+    "standard_field_types",
 ]

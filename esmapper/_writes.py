@@ -27,8 +27,9 @@ this order (FEATURES EV-9, decision Q16):
 2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
    modify documents or raise to veto: then nothing at all is written);
 3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
-   and checked like assignments), then validation (``Document.validate``, the 512-byte id
-   check) unless ``validate=False``;
+   and checked like assignments), ``idx`` of custom-field models recomputed from
+   ``custom_fields`` (:mod:`esmapper.custom_fields.indexing`), then validation
+   (``Document.validate``, the 512-byte id check) unless ``validate=False``;
 4. ``documents_changing``;
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
@@ -61,6 +62,7 @@ from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -376,6 +378,7 @@ def _before_write(
     for pending in pendings:  # items mutated in place are checked like assignments
         if pending.kind != "remove":
             pending.info.normalize(pending.doc)
+    custom_fields_before_write(mapper, pendings)  # idx recomputed from custom_fields
     if options.validate:
         for pending in pendings:
             if pending.kind != "remove":
@@ -392,14 +395,17 @@ def _before_write(
 def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
-    whose partition is not certain looked up together)."""
+    whose partition is not certain looked up together), through ``mapper.client``: the
+    call's ``timeout=`` bounds those requests too."""
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
     targets: list[str] = [""] * len(pendings)
+    client = mapper.client
     for cls, positions in by_model.items():
         writes = [(pendings[i].doc, pendings[i].kind == "remove") for i in positions]
-        for i, target in zip(positions, mapper.spec(cls).write_targets(writes), strict=True):
+        chosen = mapper.spec(cls).write_targets(writes, client=client)
+        for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets
 

@@ -7,12 +7,14 @@ returning one, imported with the current directory on ``sys.path``) and override
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status [--health]``,
 ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
 [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL... [--yes]`` and
-``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``), ``ids audit MODEL``
-and ``ids rekey MODEL [--apply] [--batch-size N]`` (the job commands: :mod:`esmapper.
-_cli_jobs`); a model NAME is its class name or its index name (with or without the
-prefix), case-insensitive. THROTTLE is ``--batch-size N --requests-per-second N
---stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and ``reindex`` show a progress bar
-per reindexed model (click's: a bar on a terminal, its label once elsewhere).
+``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
+:mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
+[--batch-size N]`` and ``fields list|add|rename|remove MODEL --tenant T``
+(:mod:`esmapper.custom_fields.cli`); a model NAME is its class name or its index name (with
+or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
+--requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and
+``reindex`` show a progress bar per reindexed model (click's: a bar on a terminal, its
+label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration or job, an unreachable server, any
 esmapper error, ``status --health`` finding something that needs attention); 2 a lock is
@@ -550,6 +552,10 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
     if getattr(report, "failed", 0):
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
 
+
+from esmapper.custom_fields.cli import fields as _fields  # noqa: E402 - needs the helpers above
+
+main.add_command(_fields)
 
 if __name__ == "__main__":
     main()

@@ -26,6 +26,7 @@ from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
+    from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.health import HealthReport
 
 __all__ = ["Mapper"]
@@ -70,7 +71,12 @@ class Mapper:
     name. ``bulk_chunk_size``, ``bulk_max_bytes`` and ``max_retries`` configure the bulk
     writer; items rejected with 429/503 are retried after ``min(max_backoff,
     initial_backoff * 2**attempt)`` seconds (0.5, 1, 2 ... by default; a call's
-    ``retries=`` option overrides ``max_retries``); ``clock`` returns the aware UTC "now"
+    ``retries=`` option overrides ``max_retries``). ``write_block_wait`` (seconds, default
+    30) is a separate budget, not bounded by ``max_retries`` nor by a call's ``retries=``:
+    items refused by an index write block (a reindex blocks the old index from its final
+    catch-up until the alias swap; they were not applied) are resent with the same backoff
+    until that much waiting is spent in one write call; ``0`` fails them at once (403
+    ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
     mapper created.
     """
@@ -87,6 +93,7 @@ class Mapper:
         max_retries: int = 3,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        write_block_wait: float = 30.0,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
@@ -108,6 +115,7 @@ class Mapper:
             max_retries=max_retries,
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
+            write_block_wait=write_block_wait,
             **writer_options,
         )
         self.migrations = list(migrations)
@@ -121,7 +129,10 @@ class Mapper:
         self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
+        self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
+        self._install_known = False
+        self._install_lock = threading.Lock()
         for model in models:
             self.register(model)
 
@@ -146,7 +157,15 @@ class Mapper:
         with self._lock:
             if model in self._specs:
                 return self._specs[model]
-            spec = IndexSpec(info, self.index_prefix, client=self.client, clock=self.clock)
+            # the base client: ``self.client`` may be a view with the timeout of the call
+            # that happens to register the model, which must not stick to it
+            spec = IndexSpec(
+                info,
+                self.index_prefix,
+                client=self._client,
+                clock=self.clock,
+                before_create=self._before_first_index,
+            )
             for other in self._specs.values():
                 if other.alias.lower() == spec.alias.lower():
                     raise IndexConfigurationError(
@@ -154,7 +173,24 @@ class Mapper:
                         index=spec.alias,
                     )
             self._specs[model] = spec
-            return spec
+        if info.custom_fields:  # its definitions live in their own index
+            from esmapper.custom_fields.definition import CustomFieldDefinition
+
+            self.register(CustomFieldDefinition)
+        return spec
+
+    def _before_first_index(self) -> None:
+        """Called right before a write creates one of the models' indexes: until this
+        mapper knows an install record, decide the fresh install first (see
+        :mod:`esmapper.migrations.install`; nothing for a mapper without migrations)."""
+        if self._install_known or not self.migrations:
+            return
+        from esmapper.migrations.install import decide_before_first_index
+
+        with self._install_lock:
+            if not self._install_known:
+                decide_before_first_index(self)
+                self._install_known = True
 
     @property
     def models(self) -> list[type]:
@@ -167,8 +203,15 @@ class Mapper:
 
     def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
-        what was found or done per model. Idempotent; call it at every start."""
+        what was found or done per model. Idempotent; call it at every start. A model with
+        custom fields brings the definitions' index along."""
         chosen = list(models) if models is not None else self.models
+        for model in list(chosen):
+            if self.spec(model).info.custom_fields:
+                from esmapper.custom_fields.definition import CustomFieldDefinition
+
+                if CustomFieldDefinition not in chosen:
+                    chosen.append(CustomFieldDefinition)
         return configure_indexes(self.client, [self.spec(m) for m in chosen])
 
     def delete_indexes(
@@ -219,6 +262,20 @@ class Mapper:
             self.spec(model)
             with self._lock:
                 repo = self._repositories.setdefault(model, Repository(self, model))
+        return repo
+
+    def custom_fields(self, model: type) -> CustomFieldRepository:
+        """The (cached, thread-safe) repository of ``model``'s custom-field definitions
+        (API.md §11); ``TypeError`` for a model without ``em.HasCustomFields``."""
+        repo = self._custom_fields.get(model)
+        if repo is None:
+            from esmapper.custom_fields.repository import CustomFieldRepository
+
+            self.spec(model)
+            with self._lock:
+                repo = self._custom_fields.get(model)
+                if repo is None:
+                    repo = self._custom_fields[model] = CustomFieldRepository(self, model)
         return repo
 
     def session(self, **options: Any) -> Session:

@@ -51,6 +51,11 @@ def _one_of(allowed: tuple[str, ...]) -> Any:
     return check
 
 
+def _tenant(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"tenant={value!r} must be a non-empty string (a tenant key)")
+
+
 @attrs.frozen(slots=True)
 class Options:
     """Options of one operation.
@@ -65,10 +70,12 @@ class Options:
     version precondition on saves of ``Versioned`` models. ``timeout`` (seconds or a
     ``timedelta``: the client-side timeout of each request the call sends) and ``retries``
     (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
-    call's limits, see :mod:`esmapper._limits`. ``query_log_level`` (an int or a level
-    name, ``"trace"`` included): the level at which the call's search requests are logged
-    with their target and body on ``esmapper.query`` (FEATURES QY-30, TS-2; ``None``:
-    DEBUG).
+    call's limits, see :mod:`esmapper._limits`. ``tenant``: the tenant whose custom
+    fields a search's filter, sort and aggregations may name, and whose documents it keeps
+    to (API.md §11; :mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
+    level name, ``"trace"`` included): the level at which the call's search requests are
+    logged with their target and body on ``esmapper.query`` (FEATURES QY-30, TS-2;
+    ``None``: DEBUG).
     """
 
     consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
@@ -79,6 +86,7 @@ class Options:
     version_check: bool = True
     timeout: float | None = attrs.field(default=None, converter=check_timeout)
     retries: int | None = attrs.field(default=None, converter=check_retries)
+    tenant: str | None = attrs.field(default=None, validator=_tenant)
     query_log_level: int | None = attrs.field(default=None, converter=log_level)
 
     def merge(self, **overrides: Any) -> Options:

@@ -10,6 +10,7 @@ model's mapping with the server's, :func:`count_fields` counts like Elasticsearc
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -82,14 +83,34 @@ class MappingDrift:
         return "; ".join(parts) or "none"
 
 
+def _templated(model: Mapping[str, Any]) -> list[str]:
+    """The ``path_match`` / ``match`` patterns of ``model``'s dynamic templates: fields
+    the model maps through them (custom-field slots) are the model's."""
+    patterns = []
+    for entry in model.get("dynamic_templates") or ():
+        for template in entry.values() if isinstance(entry, Mapping) else ():
+            for key in ("path_match", "match"):
+                value = template.get(key) if isinstance(template, Mapping) else None
+                patterns += [value] if isinstance(value, str) else list(value or ())
+    return patterns
+
+
 def mapping_drift(model: Mapping[str, Any], server: Mapping[str, Any]) -> MappingDrift:
-    """Compare the model's mapping body with the server's (pure)."""
+    """Compare the model's mapping body with the server's (pure); a server field that one
+    of the model's dynamic templates maps is not ``extra``."""
     code, stored = flatten(model), flatten(server)
+    templated = _templated(model)
     missing = tuple(sorted(p for p in code if p not in stored))
     changed = tuple(
         sorted((p, code[p], stored[p]) for p in code if p in stored and code[p] != stored[p])
     )
-    extra = tuple(sorted(p for p in stored if p not in code))
+    extra = tuple(
+        sorted(
+            p
+            for p in stored
+            if p not in code and not any(fnmatch.fnmatchcase(p, t) for t in templated)
+        )
+    )
     return MappingDrift(missing, changed, extra)
 
 

@@ -25,8 +25,9 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    started are copied (models without dates: every document; unchanged ones are skipped
    as version conflicts). From the block on, writes through the alias fail with 403
    ``cluster_block_exception`` until the swap (they were not applied: the bulk writer
-   retries them with its back-off, ``BulkWriter.max_retries``, and they go to ``-vN``
-   once the alias moved). :attr:`ReindexResult.blocked_seconds` says how long it lasted.
+   resends them with its back-off for up to the mapper's ``write_block_wait``, 30 s by
+   default, whatever a call's ``retries=``, and they go to ``-vN`` once the alias moved).
+   :attr:`ReindexResult.blocked_seconds` says how long it lasted.
 5. **verify**: refresh both indexes and reconcile ids (every id the write-blocked old
    index no longer has is deleted from the new one: an id scroll of both, ``_bulk``
    deletes), so a document deleted during the run never comes back. Skipped when the
@@ -43,6 +44,10 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    old count (FEATURES IM-8; fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
    meanwhile) is fine.
+8. custom-field models (``HasCustomFields``): ``idx`` is copied as stored (slots belong to
+   the tenant, not to the index version); when reindex scripts ran, after the lock is
+   released, ``mapper.custom_fields(Model).rebuild_idx()`` recomputes it and rewrites the
+   documents whose ``idx`` a script made stale (conditional partial updates).
 
 Unknown outcomes (a dropped connection, a timeout, an unreadable answer). Every write of a
 run is sent once, without the transport's retries (:mod:`esmapper._transport`), and a lost
@@ -191,7 +196,7 @@ def reindex(
     if spec.is_time_series:
         from esmapper.indexes.partition_reindex import reindex_partitions  # it imports this
 
-        return reindex_partitions(
+        moved = reindex_partitions(
             mapper,
             model,
             progress=progress,
@@ -202,6 +207,9 @@ def reindex(
             catch_up_margin=catch_up_margin,
             throttle=throttle,
         )
+        if spec.options.reindex_scripts and moved.status != "up_to_date":
+            _rebuild_custom_fields(mapper, model)
+        return moved
     if spec.kind != "versioned":
         raise IndexConfigurationError(
             f"{spec.info.name}: only versioned and time-series indexes are reindexed "
@@ -242,9 +250,19 @@ def reindex(
         run = Run(mapper, spec, lock, progress, old, new, script, throttle)
         if cleared_for is not None:
             run.update(cleared_block_seconds=cleared_for)
-        return run_phases(
+        result = run_phases(
             run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=catch_up_margin
         )
+    if script is not None:
+        _rebuild_custom_fields(mapper, model)
+    return result
+
+
+def _rebuild_custom_fields(mapper: Mapper, model: type) -> None:
+    """After reindex scripts ran over a custom-field model (they may have changed
+    ``custom_fields`` or the tenant field): recompute ``idx`` where it went stale."""
+    if mapper.spec(model).info.custom_fields:
+        mapper.custom_fields(model).rebuild_idx()
 
 
 def reindex_outdated(

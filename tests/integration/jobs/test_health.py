@@ -134,3 +134,26 @@ def test_mapping_drift_field_limits_and_pipelines(
     assert "unknown to the model: legacy" in messages["mapping_drift"]
     assert "maps 9 fields of its limit 10" in messages["fields"]
     assert "ingest pipeline no-such-pipeline-for-health does not exist" in messages["pipeline"]
+
+
+class Tenanted(em.Document, em.HasCustomFields):
+    class Index:
+        name = "tenanted"
+        settings = SETTINGS
+        tenant_field = "company"
+
+    company: str = em.field(em.Keyword(), default="")
+
+
+def test_custom_field_slots_are_not_drift(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Tenanted)
+    mapper.configure_indexes()
+    mapper.custom_fields(Tenanted).add_field("acme", "Level", "int")
+    mapper.repository(Tenanted).add(
+        Tenanted(company="acme", custom_fields={"Level": 5}), consistency="immediate"
+    )
+    report = mapper.health()
+    assert report.ok, list(report.lines())
+    (model,) = [m for m in report.models if m.model == "Tenanted"]
+    assert model.drift is not None and model.drift.extra == ()
+    assert model.fields is not None and model.fields >= 6  # the slot counts towards the limit

@@ -140,6 +140,11 @@ def test_mapping_drift_and_field_count() -> None:
     assert mapping_drift(model, model).clean
     assert count_fields(model) == 5  # name, name.keyword, age, address, address.city
     assert count_fields({**server, "runtime": {"x": {"type": "long"}}}) == 6
+    templated = {**model, "dynamic_templates": [{"slots": {"path_match": "idx.int-*"}}]}
+    stored = {
+        "properties": {**model["properties"], "idx": {"properties": {"int-1": {"type": "integer"}}}}
+    }
+    assert mapping_drift(templated, stored).extra == ("idx",)  # the slot is the model's
 
 
 def test_query_log_level_option() -> None:
