@@ -7,6 +7,7 @@ from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.distributed import HybridCache, RedisCache, RedisMessageBus
 from esmapper.errors import (
     AliasNameTakenError,
     BulkItemFailure,
@@ -119,6 +120,7 @@ __all__ = [
     "HasCustomFields",
     "HasDates",
     "IdTooLongError",
+    "HybridCache",
     "InMemoryCache",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
@@ -134,6 +136,8 @@ __all__ = [
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
+    "RedisCache",
+    "RedisMessageBus",
     "Migration",
     "MigrationContext",
     "MigrationError",
