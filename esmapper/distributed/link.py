@@ -53,6 +53,8 @@ T = TypeVar("T")
 
 #: What a failing request raises (redis-py's errors and socket errors).
 _FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+#: At most one "unreachable" warning in this many seconds (a flapping link logs once).
+_WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
 _BATCH = 500
 
@@ -131,6 +133,7 @@ class RedisLink:
         self._down_until = 0.0
         self._outage_since: float | None = None
         self._backoff = retry_min
+        self._warned_at = float("-inf")
         # synchronisation
         self._run_id: str | None = None
         self._synced = False
@@ -169,10 +172,12 @@ class RedisLink:
         """Whether requests are sent (``False`` while backing off after a failure)."""
         return time.monotonic() >= self._down_until
 
-    def call(self, request: Callable[[redis.Redis], T]) -> T:
+    def call(self, request: Callable[[redis.Redis], T], *, force: bool = False) -> T:
         """Run ``request(client)``; raises :class:`RedisUnavailable` when it fails (the
-        breaker then opens) or while the breaker is open (nothing is sent)."""
-        if not self.available():
+        breaker then opens) or while the breaker is open (nothing is sent, unless
+        ``force``: removals are always tried, so a process backing off never leaves an
+        entry behind that others, already back, would serve)."""
+        if not force and not self.available():
             raise RedisUnavailable(f"Redis at {_safe_url(self.url)} is unavailable (backing off)")
         started = time.monotonic()
         try:
@@ -194,7 +199,8 @@ class RedisLink:
                 self._backoff = min(self._backoff * 2, self.retry_max)
             self._down_until = time.monotonic() + self._backoff * random.uniform(0.8, 1.2)
             self._synced = False
-        if first:
+        if first and time.monotonic() - self._warned_at > _WARN_EVERY:
+            self._warned_at = time.monotonic()
             log.warning(
                 "Redis at %s is unreachable (%s): the cache is bypassed and writes go on; "
                 "retrying with back-off up to %g s",
@@ -209,6 +215,7 @@ class RedisLink:
                 return
             self._outage_since = None
             self._backoff = self.retry_min
+            self._down_until = 0.0
         log.info("Redis at %s answers again", _safe_url(self.url))
 
     def outage_started(self) -> float | None:
@@ -286,7 +293,7 @@ class RedisLink:
         :data:`_BATCH`, ``UNLINK``); raises :class:`RedisUnavailable`."""
         pattern = _glob_escape(prefix) + "*"
 
-        def run(client: redis.Redis) -> int:
+        def run(client: redis.Redis) -> int:  # forced: a removal
             removed = 0
             batch: list[bytes] = []
             for key in client.scan_iter(match=pattern, count=_BATCH):
@@ -298,7 +305,7 @@ class RedisLink:
                 removed += int(client.unlink(*batch))
             return removed
 
-        return self.call(run)
+        return self.call(run, force=True)
 
     # -- the subscription --------------------------------------------------------------
 
@@ -380,6 +387,16 @@ class RedisLink:
         self._notify_reset()  # what was published before SUBSCRIBE may have been missed
         self._pong_sent = sent
         self._subscribed = True
+        if not self._synced:  # flush now, not at the next read (not on this thread: acks)
+            threading.Thread(
+                target=self._sync_quietly, name="esmapper-redis-sync", daemon=True
+            ).start()
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.ready()
+        except Exception as exc:  # closed meanwhile, or a redis-py internal error: retried
+            log.debug("synchronising the Redis cache failed: %r", exc)
 
     def _pump(self, pubsub: Any, generation: int) -> None:
         interval = self.lease / 5
@@ -455,7 +472,8 @@ class RedisLink:
     ) -> None:
         """Publish ``message`` on ``channel`` (after the requests ``before(pipeline)`` adds,
         in the same round trip) and wait until every subscriber handled it, at most
-        ``lease`` seconds. Raises :class:`RedisUnavailable` (nothing is known to be sent)."""
+        ``lease`` seconds. Sent even while the breaker is open (it carries removals).
+        Raises :class:`RedisUnavailable` (nothing is known to be sent)."""
         serial = next(self._serials)
         waiter = _Waiter()
         with self._lock:
@@ -470,7 +488,7 @@ class RedisLink:
             return pipe.execute()
 
         try:
-            results = self.call(run)
+            results = self.call(run, force=True)
             deadline = time.monotonic() + self.lease
             with self._acked:
                 waiter.needed = int(results[-1])

@@ -136,7 +136,7 @@ class RedisCache:
             if self.announce:
                 self.link.broadcast("inv", {"k": [key]}, lambda p: p.set(name, data, px=px))
             else:
-                self.link.call(lambda c: c.set(name, data, px=px))
+                self.link.call(lambda c: c.set(name, data, px=px), force=True)
             self.stats.sets += 1
         except RedisUnavailable:
             self._failed()
@@ -184,7 +184,7 @@ class RedisCache:
             if self.announce:
                 self.link.broadcast("inv", {"k": wanted}, pipeline_unlink(names))
             else:
-                self.link.call(lambda c: c.unlink(*names))
+                self.link.call(lambda c: c.unlink(*names), force=True)
             self.stats.removals += len(wanted)
         except RedisUnavailable:
             self._failed()
