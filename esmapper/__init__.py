@@ -7,6 +7,14 @@ from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.custom_fields import (
+    CustomFieldDefinition,
+    CustomFieldType,
+    ProcessResult,
+    StandardFieldType,
+    standard_field_types,
+)
+from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import HybridCache, RedisCache, RedisMessageBus
 from esmapper.errors import (
     AliasNameTakenError,
@@ -101,6 +109,9 @@ __all__ = [
     "Byte",
     "CacheClient",
     "ChangeType",
+    "CustomFieldDefinition",
+    "CustomFieldRepository",
+    "CustomFieldType",
     "Date",
     "DateNanos",
     "Document",
@@ -150,6 +161,7 @@ __all__ = [
     "Options",
     "PartialPatch",
     "PlannedStep",
+    "ProcessResult",
     "OutcomeUnknownError",
     "QueryContext",
     "QueryValidationError",
@@ -165,6 +177,7 @@ __all__ = [
     "Short",
     "SnapshotExpiredError",
     "SoftDeletes",
+    "StandardFieldType",
     "Text",
     "UnsignedLong",
     "VersionConflictError",
@@ -184,5 +197,6 @@ __all__ = [
     "run_migrations",
     "sessionmaker",
     "signals",
+    "standard_field_types",
     "__version__",
 ]

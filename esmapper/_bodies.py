@@ -21,7 +21,7 @@ from esmapper.options import Options
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
-__all__ = ["document_action", "merged", "with_extras"]
+__all__ = ["document_action", "merged", "partial_changes", "with_extras"]
 
 
 def _covers(loaded: Any, full: Any) -> bool:
@@ -48,7 +48,7 @@ def _lost_keys(before: Any, after: Any) -> bool:
     return False
 
 
-def _partial_changes(  # noqa: PLR0917 - one recursive step, all positional
+def partial_changes(  # noqa: PLR0917 - one recursive step, all positional
     info: ModelInfo,
     doc: Any,
     loaded: Mapping[str, Any],
@@ -79,7 +79,7 @@ def _partial_changes(  # noqa: PLR0917 - one recursive step, all positional
         if value == base:
             continue
         if key in loaded and isinstance(value, dict) and isinstance(base, dict):
-            inner = _partial_changes(info, doc, loaded[key], base, value, set(), f"{name}.")
+            inner = partial_changes(info, doc, loaded[key], base, value, set(), f"{name}.")
             if inner:
                 changes[key] = inner
             continue
@@ -165,7 +165,7 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
         seq_no, primary_term = split_version(doc.version, owner=info.name, id=doc.id)
     if state is not None and state.partial and original is not None:
         baseline = info.to_source(info.from_source(original, doc.id, None))
-        changes = _partial_changes(info, doc, original, baseline, body, state.assigned or set())
+        changes = partial_changes(info, doc, original, baseline, body, state.assigned or set())
         if seq_no is None and options.version_check:  # never merge into an unseen version
             seq_no, primary_term = split_version(state.version, owner=info.name, id=doc.id)
         pending.written = merged(original, changes)

@@ -18,9 +18,9 @@ entries:
 - Every other ``patch_all`` (PartialPatch always: the Update API's deep merge is the one
   merge rule, by id or by query) scans the matches in a point in time and writes each
   page as per-document actions conditioned on the version the scan saw. A document
-  changed meanwhile (409) is looked up again: if it still matches, it is patched at its
-  new version (up to 5 rounds), if not it is left alone; what still conflicts is
-  reported.
+  changed meanwhile (409) or deleted (404, Elasticsearch's answer to an update of it) is
+  looked up again: if it still matches, it is patched at its new version (up to 5
+  rounds), if not it is left alone; what still conflicts is reported.
 - ``remove_all`` is ``_delete_by_query`` (re-run while version conflicts remain, at most 10
   times, then :class:`VersionConflictError` says how many matches were left) unless
   removal signals have receivers or the model is cached: then the scan's pages go through
@@ -31,11 +31,15 @@ entries:
 
 Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
 by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the
-end. Patches skip validation and the saving/saved signals; ``documents_changed`` fires
-(with an empty list except for a single-document ActionPatch) only when something changed;
-a no-op (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch)
-writes and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied
-value wins for Partial/Script).
+end. A by-query request writes each match at the version the last refresh made
+searchable, so a document written since conflicts: ``_update_by_query`` (which cannot
+retry) always refreshes first, and ``_delete_by_query`` refreshes before each re-run.
+
+Patches skip validation and the saving/saved signals; ``documents_changed`` fires (with an
+empty list except for a single-document ActionPatch) only when something changed; a no-op
+(ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch) writes
+and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied value wins
+for Partial/Script).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from esmapper._writes import (
     write_documents,
 )
 from esmapper.bulk import BulkAction, BulkOutcome
+from esmapper.custom_fields import indexing as custom_fields
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -209,6 +214,10 @@ def patch_ids(
         check_id(id)
     if not id_list:
         return
+    if isinstance(patch, PartialPatch) and repo.info.custom_fields:
+        # idx is recomputed from the stored document: per document, at the version read
+        _patch_scanned(repo, id_list, patch, options, notify_all=False)
+        return
     if isinstance(patch, PartialPatch | ScriptPatch):
         body = _update_body(repo, patch)
         targets = locate_documents(repo.mapper.client, repo.spec, id_list)
@@ -233,6 +242,9 @@ def patch_ids(
         )
         _track_soft_deletes(repo, outcomes)
         changed = _changed(outcomes)
+        if repo.info.custom_fields:  # a script: idx brought up to date afterwards
+            refresh = refresh_param(options.consistency)
+            custom_fields.reconcile(repo.mapper, repo.info, changed, refresh=refresh)
         _announce(repo, changed, options)
         failed = [o for o in outcomes if not o.ok]
         if len(id_list) == 1 and missing:
@@ -244,23 +256,32 @@ def patch_ids(
             raise BulkWriteError(failures, changed)
         return
     if len(id_list) > 1:
-        ids_query = Ids(values=id_list)
-        seen: set[str] = set()
-        # by id is real-time: refresh, so documents written a moment ago are found
-        consistency = "immediate" if options.consistency == "eventual" else options.consistency
-        patch_all(
-            repo,
-            ids_query,
-            patch,
-            options.merge(soft_deletes="all", consistency=consistency),
-            notify_ids=id_list,
-            seen=seen,
-        )
-        absent = [id for id in id_list if id not in seen]
-        if absent:
-            raise BulkWriteError([_missing(repo, id) for id in absent], sorted(seen))
+        _patch_scanned(repo, id_list, patch, options, notify_all=True)
         return
     _patch_one_client_side(repo, id_list[0], patch, options)
+
+
+def _patch_scanned(
+    repo: Repository[Any], id_list: list[str], patch: Patch, options: Options, *, notify_all: bool
+) -> None:
+    """``patch(ids)`` as a ``patch_all`` over those ids (each document written at the version
+    the scan read); ``notify_all``: one message per listed id once anything changed."""
+    seen: set[str] = set()
+    # by id is real-time: refresh, so documents written a moment ago are found
+    consistency = "immediate" if options.consistency == "eventual" else options.consistency
+    patch_all(
+        repo,
+        Ids(values=id_list),
+        patch,
+        options.merge(soft_deletes="all", consistency=consistency),
+        notify_ids=id_list if notify_all else None,
+        seen=seen,
+    )
+    absent = [id for id in id_list if id not in seen]
+    if absent and len(id_list) == 1:
+        raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
+    if absent:
+        raise BulkWriteError([_missing(repo, id) for id in absent], sorted(seen))
 
 
 def _missing(repo: Repository[Any], id: str) -> BulkItemFailure:
@@ -342,12 +363,16 @@ def _client_side_action(
         if info.has_dates:
             new_source["updated_utc"] = _now_text(repo)
         document = info.from_source(new_source, id, version)
+        if info.custom_fields:
+            custom_fields.patched_source(repo.mapper, info, document, new_source)
     else:
         document = info.from_source(source, id, version)
         if not patch.apply(document):
             return None
         if info.has_dates:
             document.updated_utc = repo.mapper.clock()
+        if info.custom_fields:
+            custom_fields.refresh_idx(repo.mapper, [document])
         new_source = with_extras(info.to_source(document), source, info)
     seq_no = primary_term = None
     if options.version_check:
@@ -390,6 +415,7 @@ def _scan_kwargs(options: Options) -> dict[str, Any]:
         "consistency": options.consistency,
         "soft_deletes": options.soft_deletes,
         "cache": False if isinstance(options.cache, str) else options.cache,
+        "tenant": options.tenant,
     }
 
 
@@ -417,7 +443,7 @@ def _each_match(
         conflicted.extend(apply(hits))
 
     scan(repo, filter, page, limit=_PAGE, reopen=True, **_scan_kwargs(options))
-    base = repo.search(filter, soft_deletes=options.soft_deletes).query
+    base = repo.search(filter, soft_deletes=options.soft_deletes, tenant=options.tenant).query
     for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
         if not conflicted:
             break
@@ -452,7 +478,12 @@ def patch_all(
     """See the module docstring. ``notify_ids``: publish one message per listed id (noop
     ids included) once anything changed, instead of one per changed id (FEATURES MB-5);
     ``seen`` collects the ids that matched."""
-    if isinstance(patch, ScriptPatch) and notify_ids is None and not _batched(repo, options):
+    if (
+        isinstance(patch, ScriptPatch)
+        and notify_ids is None
+        and not _batched(repo, options)
+        and not repo.info.custom_fields  # idx is brought up to date per document
+    ):
         return _update_by_query(repo, filter, patch, options)
 
     changed = 0
@@ -473,12 +504,17 @@ def patch_all(
         outcomes = send(repo.mapper, actions, refresh=refresh)
         _track_soft_deletes(repo, outcomes)
         done = _changed(outcomes)
+        if isinstance(patch, ScriptPatch) and repo.info.custom_fields:
+            custom_fields.reconcile(repo.mapper, repo.info, done, refresh=refresh)
         changed += len(done)
         if notify_ids is None:
             _announce(repo, done, options)
-        conflicts = [str(o.id) for o in outcomes if o.status == 409]
-        failures.extend(o for o in outcomes if not o.ok and o.status != 409)
-        return conflicts
+        # 409: changed since the scan; 404 (Elasticsearch's answer to an update at the
+        # version of a document deleted since): gone. Both are looked up again, and
+        # patched only if they (still, or again) match
+        again = [o for o in outcomes if o.status in (404, 409)]
+        failures.extend(o for o in outcomes if not o.ok and o.status not in (404, 409))
+        return [str(o.id) for o in again]
 
     try:
         still = _each_match(repo, filter, options, apply)
@@ -505,11 +541,16 @@ def _hit_action(
         seq_no = primary_term = None
         if options.version_check:
             seq_no, primary_term = split_version(hit.version, owner=repo.info.name, id=hit.id)
+        body = _update_body(repo, patch)
+        if isinstance(patch, PartialPatch) and repo.info.custom_fields:
+            body["doc"] = custom_fields.partial_doc(
+                repo.mapper, repo.info, source, body["doc"], hit.id
+            )
         return BulkAction(
             op="update",
             index=index,
             id=hit.id,
-            body=_update_body(repo, patch),
+            body=body,
             if_seq_no=seq_no,
             if_primary_term=primary_term,
             ref=PendingWrite("patch", None, repo.info, id=hit.id),
@@ -522,15 +563,18 @@ def _hit_action(
 def _update_by_query(
     repo: Repository[Any], filter: str | Query | None, patch: ScriptPatch, options: Options
 ) -> int:
-    query = repo.search(filter, **_scan_kwargs(options)).query_body()
-    if options.consistency != "eventual":
-        _refresh(repo)
+    # it writes each match at the version the last refresh made searchable: a document
+    # written since would be a conflict it cannot retry (it cannot say which), so it
+    # always refreshes first (and the recently-soft-deleted hint is not needed)
+    query = repo.search(filter, **{**_scan_kwargs(options), "consistency": "immediate"})
+    body = query.query_body()
+    _refresh(repo)
     try:
         response = (
             _once(repo)
             .update_by_query(
                 index=repo.spec.write_target,
-                query=query,
+                query=body,
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
@@ -627,7 +671,12 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     lost: TransportError | None = None
     try:
         attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
-        for _attempt in range(attempts):
+        for attempt in range(attempts):
+            if attempt:
+                # a re-run: the conflicting documents changed since the last refresh (and
+                # what the previous run deleted is still searchable); without a refresh
+                # it would meet the same versions and conflict again
+                _refresh(repo)
             try:
                 response = (
                     _once(repo)

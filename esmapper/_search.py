@@ -31,6 +31,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
+from esmapper.custom_fields.search import tenant_clause, tenant_view
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
@@ -135,7 +136,8 @@ class SearchRequest:
         self.mapper = mapper
         self.info = info
         self.options = options
-        catalog = info.catalog
+        # with tenant=: the tenant's custom fields resolve too (filter, Q objects, sorts, aggs)
+        catalog, filter = tenant_view(mapper, info, options.tenant, filter)
         index = info.index
         assert index is not None
         compiled = compile_filter(filter, catalog, default_fields=index.default_search_fields)
@@ -212,12 +214,15 @@ class SearchRequest:
 
     def query_body(self) -> dict[str, Any]:
         """The ``query`` part: the user's filter, scored (``bool.must``), plus esmapper's own
-        clauses, not scored: the soft-delete clause (``filter``) and the ids soft-deleted
-        moments ago (``must_not``)."""
+        clauses, not scored: the soft-delete clause and the ``tenant=`` one (``filter``)
+        and the ids soft-deleted moments ago (``must_not``)."""
         own: list[dict[str, Any]] = []
         clause = soft_delete_clause(self.info, self.options.soft_deletes)
         if clause is not None:
             own.append(clause)
+        tenant = tenant_clause(self.info, self.options.tenant)
+        if tenant is not None:
+            own.append(tenant)
         # the recently soft-deleted ids are a hint for searches that do not refresh; after a
         # refresh (immediate/wait) the soft-delete clause is exact, and the hint may be stale
         # (a restore whose outcome was unknown, or made by a process not sharing the cache)

@@ -27,8 +27,9 @@ this order (FEATURES EV-9, decision Q16):
 2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
    modify documents or raise to veto: then nothing at all is written);
 3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
-   and checked like assignments), then validation (``Document.validate``, the 512-byte id
-   check) unless ``validate=False``;
+   and checked like assignments), ``idx`` of custom-field models recomputed from
+   ``custom_fields`` (:mod:`esmapper.custom_fields.indexing`), then validation
+   (``Document.validate``, the 512-byte id check) unless ``validate=False``;
 4. ``documents_changing``;
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
@@ -61,6 +62,7 @@ from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -376,6 +378,7 @@ def _before_write(
     for pending in pendings:  # items mutated in place are checked like assignments
         if pending.kind != "remove":
             pending.info.normalize(pending.doc)
+    custom_fields_before_write(mapper, pendings)  # idx recomputed from custom_fields
     if options.validate:
         for pending in pendings:
             if pending.kind != "remove":

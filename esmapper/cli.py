@@ -4,10 +4,15 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S]``, ``status``, ``maintain``,
-``reindex NAME``, ``indexes delete MODEL... [--yes]`` (a dry run without ``--yes``), ``ids
-audit MODEL`` and ``ids rekey MODEL [--apply] [--batch-size N]``; a model NAME is its class
-name or its index name (with or without the prefix), case-insensitive.
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
+``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL...
+[--yes]`` (a dry run without ``--yes``), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
+[--batch-size N]`` and ``fields list|add|rename|remove MODEL --tenant T``
+(:mod:`esmapper.custom_fields.cli`); a model NAME is its class name or its index name (with
+or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
+--requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16). ``migrate`` and
+``reindex`` show a progress bar per reindexed model (click's: a bar on a terminal, its
+label once elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
 error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
@@ -32,9 +37,13 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, NotFoundError
 
+from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
+from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
+from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
+from esmapper.locks import LockProvider
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
@@ -225,10 +234,16 @@ def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
 @click.option("--no-reindex", is_flag=True, help="Leave outdated indexes alone.")
 @click.option("--lock-wait", type=float, default=0.0, metavar="SECONDS", show_default=True,
               help="How long to wait for the migrations lock.")  # fmt: skip
-@click.option("--lock-ttl", type=click.FloatRange(min=1), default=LOCK_TTL.total_seconds(),
-              metavar="SECONDS", show_default=True,
-              help="Expiry of the migrations lock (renewed while the run progresses); "
-                   "a killed run blocks the next ones this long.")  # fmt: skip
+@click.option(
+    "--lock-ttl",
+    type=click.FloatRange(min=1),
+    default=LOCK_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Expiry of the locks the run takes (renewed every third of it while it "
+    "runs); a run killed on another machine blocks the next ones this long.",
+)
+@throttle_options
 @click.pass_context
 def migrate(
     ctx: click.Context,
@@ -238,18 +253,32 @@ def migrate(
     no_reindex: bool,
     lock_wait: float,
     lock_ttl: float,
+    batch_size: int | None,
+    requests_per_second: float | None,
+    stall_timeout: float | None,
 ) -> None:
     """Configure indexes, run pending migrations, reindex outdated indexes, delete old
-    indexes a killed reindex left behind."""
-    report = run_migrations(
-        _mapper(ctx),
-        dry_run=dry_run,
-        retry_failed=retry_failed,
-        reindex=not no_reindex,
-        lock_wait=timedelta(seconds=lock_wait),
-        lock_ttl=timedelta(seconds=lock_ttl),
-        on_outcome=None if dry_run else lambda outcome: click.echo(str(outcome)),
-    )
+    indexes a killed reindex left behind (and lift the write block it left)."""
+    mapper = _mapper(ctx)
+    names = {mapper.spec(m).alias: m.__name__ for m in mapper.models}
+    with ExitStack() as stack:
+        bars = ReindexBars(stack, lambda alias: f"reindex {names.get(alias, alias)}")
+
+        def echo(outcome: Any) -> None:
+            bars.close()
+            click.echo(str(outcome))
+
+        report = run_migrations(
+            mapper,
+            dry_run=dry_run,
+            retry_failed=retry_failed,
+            reindex=not no_reindex,
+            lock_wait=timedelta(seconds=lock_wait),
+            lock_ttl=timedelta(seconds=lock_ttl),
+            on_outcome=None if dry_run else echo,
+            progress=bars,
+            **throttle(batch_size, requests_per_second, stall_timeout),
+        )
     if dry_run:
         click.echo("plan (dry run, nothing changed):")
         for step in report.steps:
@@ -289,6 +318,8 @@ def status(ctx: click.Context) -> None:
     mapper = _mapper(ctx)
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
+    blocks: list[str] = []
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     for model in mapper.models:
         spec = mapper.spec(model)
         view = view_index(mapper.client, spec)
@@ -310,6 +341,10 @@ def status(ctx: click.Context) -> None:
         if leftovers and state == "ok":
             state = "leftover"
         left.extend(leftovers)
+        blocked = block_report(locks, spec)
+        if blocked:
+            state = "write-blocked"
+            blocks.extend(blocked)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
     for line in _table(rows) if len(rows) > 1 else ["no models"]:
@@ -318,6 +353,8 @@ def status(ctx: click.Context) -> None:
         click.echo(f"old indexes left behind: {len(left)}")
         for leftover in left:
             click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
+    for line in blocks:
+        click.echo(f"write blocked: {line}")
     running = in_progress(mapper)
     if running is not None:
         click.echo(f"migrate in progress: the migrations lock is held by {running}")
@@ -347,27 +384,51 @@ def maintain(ctx: click.Context) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option(
+    "--lock-wait",
+    type=float,
+    default=REINDEX_LOCK_WAIT.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="How long to wait for a reindex of the same index running elsewhere.",
+)
+@click.option(
+    "--lock-ttl",
+    type=click.FloatRange(min=1),
+    default=LOCK_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Expiry of the reindex lock (renewed every third of it while it runs).",
+)
+@throttle_options
 @click.pass_context
-def reindex(ctx: click.Context, name: str) -> None:
-    """Reindex NAME (a model or index name) to its current version; atomic alias swap."""
+def reindex(
+    ctx: click.Context,
+    name: str,
+    *,
+    lock_wait: float,
+    lock_ttl: float,
+    batch_size: int | None,
+    requests_per_second: float | None,
+    stall_timeout: float | None,
+) -> None:
+    """Reindex NAME (a model or index name) to its current version; atomic alias swap.
+
+    A write block a killed reindex left on the index is lifted first."""
     run = _optional("esmapper.indexes.reindex", "reindex", "reindexing")
     mapper = _mapper(ctx)
     model = find_model(mapper, name)
+    options: dict[str, Any] = {
+        "lock_wait": timedelta(seconds=lock_wait),
+        "lock_ttl": timedelta(seconds=lock_ttl),
+        **throttle(batch_size, requests_per_second, stall_timeout),
+    }
     with ExitStack() as stack:
-        bar: Any = None
-
-        def progress(p: Any) -> None:
-            nonlocal bar
-            if bar is None:
-                label = f"reindex {model.__name__}"
-                bar = stack.enter_context(click.progressbar(length=100, label=label))
-            percent = getattr(p, "percent", None)
-            if percent is None:
-                percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
-            if int(percent) > bar.pos:
-                bar.update(min(int(percent), 100) - bar.pos)
-
-        result = run(mapper, model, progress=progress)
+        bars = ReindexBars(stack, lambda alias: f"reindex {model.__name__}")
+        result = run(mapper, model, progress=bars, **options)
+    cleared = getattr(result, "cleared_block_seconds", None)
+    if cleared is not None:
+        click.echo(f"lifted the write block a killed reindex left (on for {cleared:.0f}s)")
     if getattr(result, "status", None) == "up_to_date":
         click.echo(f"{model.__name__} is up to date ({result.new_index})")
         return
@@ -376,11 +437,13 @@ def reindex(ctx: click.Context, name: str) -> None:
         return
     partitions = getattr(result, "partitions", ())
     old = "old partitions" if partitions else "old index"
+    blocked = getattr(result, "blocked_seconds", None)
+    writes = "" if blocked is None else f", writes blocked {blocked:.2f}s"
     click.echo(
         f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}"
         f"{f' ({len(partitions)} partitions)' if partitions else ''}, "
         f"{result.copied} copied, {result.caught_up} caught up, {old} "
-        f"{'deleted' if result.old_deleted else 'kept'} ({result.seconds:.1f}s)"
+        f"{'deleted' if result.old_deleted else 'kept'}{writes} ({result.seconds:.1f}s)"
     )
 
 
@@ -473,6 +536,10 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
     if getattr(report, "failed", 0):
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
 
+
+from esmapper.custom_fields.cli import fields as _fields  # noqa: E402 - needs the helpers above
+
+main.add_command(_fields)
 
 if __name__ == "__main__":
     main()

@@ -11,14 +11,28 @@ A lock named ``migrations`` or ``reindex:employees`` is the document with that i
 - **release** deletes the document, conditioned the same way.
 
 The document holds ``owner`` (``host:pid:random``), ``acquired_at`` (when this holder took
-it; kept by renewals) and ``expires_at``; :meth:`LockProvider.holder` reads it back as a
+it; kept by renewals), ``expires_at`` and, on Linux, ``process`` (the holder's identity,
+:mod:`esmapper._liveness`); :meth:`LockProvider.holder` reads it back as a
 :class:`LockHolder` (``esmapper status`` shows who runs a migration, and since when).
 
-Locks expire on their own, so a crashed holder (``kill -9``) blocks others for at most
-``ttl``; there is no way to tell a dead holder from a live one on another machine. To break
-a lock whose holder is known to be dead, delete its document
-(``DELETE /<prefix>esmapper-locks/_doc/<name>``); a live holder then gets
-:class:`~esmapper.errors.LockError` at its next renewal.
+Expiry and the heartbeat. A lock is a lease: :data:`DEFAULT_TTL` (90 s) unless the caller
+says otherwise, and a lock taken with :meth:`LockProvider.acquire` (or ``try_acquire``) is
+renewed by a daemon heartbeat thread every third of its ttl (30 s by default) for as long
+as the holder keeps the :class:`Lock` and has not released it. Long work that makes no
+callbacks (a user migration, a synchronous ``_reindex`` pass) therefore keeps its lock,
+and a holder that dies (``kill -9``, OOM, a deploy) stops renewing: its lock lapses within
+one ttl of its last renewal. A holder that hangs while alive keeps its lock; kill it. The
+holder's own code calls :meth:`Lock.check` (no request: raises
+:class:`~esmapper.errors.LockError` when the heartbeat found the lock taken over, or could
+not renew it for a whole ttl) or :meth:`Lock.renew` (a conditional write: proves the lock
+is still ours right now, e.g. just before an irreversible step).
+
+A dead holder on this machine. When the stored ``process`` ran on this machine (same boot,
+same pid namespace, same user) and is certainly gone, the lock is taken over at once,
+without waiting for it to expire (:func:`esmapper._liveness.gone`); a holder on another
+machine can only be waited for. To break a lock whose holder is known to be dead
+elsewhere, delete its document (``DELETE /<prefix>esmapper-locks/_doc/<name>``); a live
+holder then gets :class:`~esmapper.errors.LockError` at its next renewal.
 
 Every write is sent once, without the transport's retries (:mod:`esmapper._transport`): a
 blind resend of a create whose answer was lost got 409 from our own document and locked the
@@ -37,24 +51,35 @@ per attempt, so "the owner is ours" means our write was applied (its ``_seq_no``
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import socket
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
 from elasticsearch import ConflictError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper import _liveness
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
 from esmapper.model.codec import format_datetime, parse_datetime
 
-__all__ = ["Lock", "LockHolder", "LockProvider"]
+__all__ = ["DEFAULT_TTL", "Lock", "LockHolder", "LockProvider"]
+
+log = logging.getLogger("esmapper.locks")
 
 LOCK_INDEX = "esmapper-locks"
+#: The expiry of esmapper's locks unless told otherwise: renewed every ttl/3 (30 s) by the
+#: heartbeat, a dead holder's lock lapses within 90 s of its last renewal.
+DEFAULT_TTL: Final = _dt.timedelta(seconds=90)
+HEARTBEATS_PER_TTL: Final = 3
 _ATTEMPTS: Final = 2  # a write read back as not applied is sent once more
+_RETRY_AFTER: Final = 1.0  # seconds before the heartbeat retries a renewal that failed
 
 
 @attrs.frozen
@@ -66,18 +91,27 @@ class LockHolder:
     owner: str
     acquired_at: _dt.datetime | None
     expires_at: _dt.datetime
+    gone: bool = False
+    """The holder ran on this machine and its process is gone (:mod:`esmapper._liveness`)."""
 
     def live(self, now: _dt.datetime) -> bool:
-        """Whether the lock is still held at ``now`` (not expired)."""
-        return self.expires_at > now
+        """Whether the lock is still held at ``now``: not expired, and its holder not known
+        to be gone."""
+        return self.expires_at > now and not self.gone
 
     def __str__(self) -> str:
         since = "" if self.acquired_at is None else f" since {format_datetime(self.acquired_at)}"
-        return f"{self.owner}{since}, expires {format_datetime(self.expires_at)}"
+        dead = " (its process is gone)" if self.gone else ""
+        return f"{self.owner}{since}, expires {format_datetime(self.expires_at)}{dead}"
 
 
 class Lock:
-    """A held lock; use as a context manager or call :meth:`release`."""
+    """A held lock; use as a context manager or call :meth:`release`.
+
+    Thread-safe: the heartbeat thread (:meth:`start_heartbeat`) and the holder's own
+    :meth:`renew` / :meth:`release` calls are serialized, so they never race on the lock
+    document's version.
+    """
 
     def __init__(
         self,
@@ -98,20 +132,59 @@ class Lock:
         self._seq_no = seq_no
         self._primary_term = primary_term
         self.released = False
+        self._mutex = threading.RLock()
+        self._renewed_at = time.monotonic()  # of the last write known to be applied
+        self._lost: LockError | None = None
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
 
     def _held(self, hit: Mapping[str, Any]) -> None:
         self._seq_no, self._primary_term = hit["_seq_no"], hit["_primary_term"]
+        self._renewed_at = time.monotonic()
+
+    @property
+    def renewed_ago(self) -> float:
+        """Seconds since the lock document was last written by us (acquired or renewed)."""
+        return time.monotonic() - self._renewed_at
+
+    def check(self) -> None:
+        """Raise :class:`~esmapper.errors.LockError` when the lock is known to be lost:
+        released, taken over (found by a renewal, the heartbeat's included), or not renewed
+        for a whole ttl (it may have expired and been taken over). Sends nothing."""
+        if self.released:
+            raise LockError(f"lock {self.name!r} was released", ids=[self.name])
+        if self._lost is not None:
+            raise self._lost
+        stale = self.renewed_ago
+        if stale >= self.ttl.total_seconds():
+            raise LockError(
+                f"lock {self.name!r} was not renewed for {stale:.0f}s (ttl "
+                f"{self.ttl.total_seconds():.0f}s): it may have expired and been taken over",
+                index=self.provider.index,
+                ids=[self.name],
+            )
 
     def renew(self, ttl: _dt.timedelta | None = None) -> None:
-        """Extend the lock by ``ttl`` (default: its original ttl) from now.
+        """Extend the lock by ``ttl`` (default: its current ttl, which ``ttl`` replaces)
+        from now.
 
         Sends a conditional index of the lock document; raises LockError if the lock was
         lost (it expired and another process took it) or released. A lost answer is read
         back: our owner with the ``expires_at`` just sent -> renewed; our owner at our last
         version -> not applied, sent once more; anything else -> lost.
         """
-        if self.released:
-            raise LockError(f"lock {self.name!r} was released", ids=[self.name])
+        with self._mutex:
+            if self.released:
+                raise LockError(f"lock {self.name!r} was released", ids=[self.name])
+            if self._lost is not None:
+                raise self._lost
+            self._renew(ttl)
+
+    def _lose(self, lost: LockError) -> LockError:
+        self._lost = lost
+        return lost
+
+    def _renew(self, ttl: _dt.timedelta | None) -> None:
         self.ttl = ttl or self.ttl
         provider = self.provider
         body = provider.body(self)
@@ -133,14 +206,14 @@ class Lock:
                 )
             except (ConflictError, NotFoundError) as exc:
                 if unknown is None:
-                    raise lost from exc
+                    raise self._lose(lost) from exc
                 # a 409 after a lost answer: maybe our own first renewal was applied late
                 current = provider.read(self.name)
                 if _renewed_by(current, self.owner, body):
                     assert current is not None
                     self._held(current)
                     return
-                raise lost from exc
+                raise self._lose(lost) from exc
             except TransportError as exc:
                 if not is_unknown_outcome(exc):
                     raise
@@ -151,7 +224,7 @@ class Lock:
                     self._held(current)
                     return
                 if current is None or not self._is_ours_unchanged(current):
-                    raise lost from exc
+                    raise self._lose(lost) from exc
                 continue  # not applied: still our last version, send it once more
             self._held(response.body)
             return
@@ -165,13 +238,38 @@ class Lock:
         same = (hit["_seq_no"], hit["_primary_term"]) == (self._seq_no, self._primary_term)
         return same and _owner(hit) == self.owner
 
+    def start_heartbeat(self) -> Lock:
+        """Renew the lock every ttl/3 from a daemon thread until it is released (or this
+        object is garbage-collected, or the lock is found lost); see the module docstring.
+        A renewal that fails without losing the lock (the server unreachable) is retried
+        after a second. Idempotent; returns the lock."""
+        with self._mutex:
+            if self._heartbeat is None and not self.released:
+                self._heartbeat = threading.Thread(
+                    target=_beat,
+                    args=(weakref.ref(self), self._stop),
+                    name=f"esmapper-lock:{self.name}",
+                    daemon=True,
+                )
+                self._heartbeat.start()
+        return self
+
     def release(self) -> None:
-        """Delete the lock document (a no-op if it was already lost or released). A lost
-        answer is read back: gone or not ours -> released; still ours at our version ->
-        sent once more (after that the lock is left to expire)."""
-        if self.released:
-            return
-        self.released = True
+        """Stop the heartbeat and delete the lock document (a no-op if it was already lost
+        or released). A lost answer is read back: gone or not ours -> released; still ours
+        at our version -> sent once more (after that the lock is left to expire)."""
+        self._stop.set()
+        with self._mutex:
+            if self.released:
+                return
+            self.released = True
+            if self._lost is None:
+                self._delete()
+        beat = self._heartbeat
+        if beat is not None and beat is not threading.current_thread():
+            beat.join(timeout=5)
+
+    def _delete(self) -> None:
         provider = self.provider
         for _ in range(_ATTEMPTS):
             try:
@@ -197,6 +295,35 @@ class Lock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _beat(ref: weakref.ref[Lock], stop: threading.Event) -> None:
+    """The heartbeat thread of the lock ``ref`` (held weakly: a lock dropped without a
+    release stops being renewed and expires)."""
+    wait = _beat_interval(ref)
+    while wait is not None and not stop.wait(wait):
+        lock = ref()
+        if lock is None:
+            return
+        try:
+            lock.renew()
+        except LockError as exc:
+            if lock._lost is not None or lock.released:
+                log.error("the heartbeat of lock %r stopped: %s", lock.name, exc)
+                return
+            log.warning("the heartbeat could not renew lock %r: %s; retrying", lock.name, exc)
+            wait = _RETRY_AFTER
+        except Exception as exc:  # the server unreachable, a closed client: retry
+            log.warning("the heartbeat could not renew lock %r: %s; retrying", lock.name, exc)
+            wait = _RETRY_AFTER
+        else:
+            wait = _beat_interval(ref)
+        del lock
+
+
+def _beat_interval(ref: weakref.ref[Lock]) -> float | None:
+    lock = ref()
+    return None if lock is None else lock.ttl.total_seconds() / HEARTBEATS_PER_TTL
 
 
 def _owner(hit: Mapping[str, Any] | None) -> str | None:
@@ -232,11 +359,15 @@ class LockProvider:
     def body(self, lock: Lock) -> dict[str, Any]:
         """The lock document: ``owner``, ``acquired_at`` (the lock's, kept by renewals) and
         ``expires_at`` (now plus the ttl)."""
-        return {
+        body: dict[str, Any] = {
             "owner": lock.owner,
             "acquired_at": format_datetime(lock.acquired_at),
             "expires_at": format_datetime(self.clock() + lock.ttl),
         }
+        process = _liveness.identity()
+        if process is not None:
+            body["process"] = process
+        return body
 
     def read(self, name: str) -> dict[str, Any] | None:
         """The lock document ``name`` (``GET``, with ``_seq_no``/``_primary_term``), or
@@ -259,14 +390,22 @@ class LockProvider:
             owner=str(source.get("owner")),
             acquired_at=None if acquired is None else parse_datetime(acquired),
             expires_at=parse_datetime(source["expires_at"]),
+            gone=_liveness.gone(source.get("process")),
         )
 
-    def try_acquire(self, name: str, ttl: _dt.timedelta) -> Lock | None:
-        """The lock, or ``None`` when another live holder has it (one attempt).
+    def try_acquire(
+        self, name: str, ttl: _dt.timedelta = DEFAULT_TTL, *, heartbeat: bool = True
+    ) -> Lock | None:
+        """The lock, or ``None`` when another live holder has it (one attempt); with
+        ``heartbeat`` it is renewed every ttl/3 until released (:meth:`Lock.start_heartbeat`).
 
         A lost answer to the create is read back: our owner -> we hold it; no document ->
         not applied, the create is sent once more; another owner -> as a 409.
         """
+        lock = self._try_acquire(name, ttl)
+        return lock.start_heartbeat() if lock is not None and heartbeat else lock
+
+    def _try_acquire(self, name: str, ttl: _dt.timedelta) -> Lock | None:
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         lock = Lock(self, name, owner, ttl, seq_no=-1, primary_term=-1)
         body = self.body(lock)
@@ -294,9 +433,10 @@ class LockProvider:
         self, lock: Lock, current: Mapping[str, Any] | None = None, *, resend: bool = True
     ) -> Lock | None:
         """After a 409 (or a lost answer) on the create: ``lock`` if the document is ours
-        (our own create was applied), taken over if it expired, else ``None``. A lost answer
-        to the take-over is read back: ours -> held; the expired holder's version still
-        there -> not applied, sent once more."""
+        (our own create was applied), taken over if it expired or its holder's process is
+        gone (:func:`esmapper._liveness.gone`), else ``None``. A lost answer to the take-over
+        is read back: ours -> held; the previous holder's version still there -> not
+        applied, sent once more."""
         if current is None:
             current = self.read(lock.name)
             if current is None:
@@ -306,7 +446,13 @@ class LockProvider:
             return lock
         expires = parse_datetime(current["_source"]["expires_at"])
         if expires > self.clock():
-            return None
+            if not _liveness.gone(current["_source"].get("process")):
+                return None
+            log.warning(
+                "taking over lock %r before it expires: its holder %s is gone",
+                lock.name,
+                _owner(current),
+            )
         body = self.body(lock)
         try:
             response = once(self.client).index(
@@ -341,17 +487,19 @@ class LockProvider:
     def acquire(
         self,
         name: str,
-        ttl: _dt.timedelta,
+        ttl: _dt.timedelta = DEFAULT_TTL,
         *,
         wait: _dt.timedelta = _dt.timedelta(0),
         poll: float = 0.5,
+        heartbeat: bool = True,
     ) -> Lock:
         """Acquire ``name``, waiting up to ``wait`` (polling every ``poll`` seconds; an
-        expired holder is taken over). Raises LockError, naming the holder, when it stays
-        held."""
+        expired holder, or one whose process is gone, is taken over); renewed by a
+        heartbeat unless ``heartbeat=False``. Raises LockError, naming the holder, when it
+        stays held."""
         deadline = time.monotonic() + wait.total_seconds()
         while True:
-            lock = self.try_acquire(name, ttl)
+            lock = self.try_acquire(name, ttl, heartbeat=heartbeat)
             if lock is not None:
                 return lock
             if time.monotonic() >= deadline:

@@ -26,6 +26,7 @@ from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
+    from esmapper.custom_fields.repository import CustomFieldRepository
 
 __all__ = ["Mapper"]
 
@@ -146,6 +147,7 @@ class Mapper:
         self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
+        self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
         for model in models:
             self.register(model)
@@ -182,7 +184,11 @@ class Mapper:
             bind = getattr(self.bus, "bind_model", None)
             if bind is not None:  # a distributed bus names models in its messages
                 bind(model)
-            return spec
+        if info.custom_fields:  # its definitions live in their own index
+            from esmapper.custom_fields.definition import CustomFieldDefinition
+
+            self.register(CustomFieldDefinition)
+        return spec
 
     @property
     def models(self) -> list[type]:
@@ -195,8 +201,15 @@ class Mapper:
 
     def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
-        what was found or done per model. Idempotent; call it at every start."""
+        what was found or done per model. Idempotent; call it at every start. A model with
+        custom fields brings the definitions' index along."""
         chosen = list(models) if models is not None else self.models
+        for model in list(chosen):
+            if self.spec(model).info.custom_fields:
+                from esmapper.custom_fields.definition import CustomFieldDefinition
+
+                if CustomFieldDefinition not in chosen:
+                    chosen.append(CustomFieldDefinition)
         return configure_indexes(self.client, [self.spec(m) for m in chosen])
 
     def delete_indexes(
@@ -237,6 +250,20 @@ class Mapper:
             self.spec(model)
             with self._lock:
                 repo = self._repositories.setdefault(model, Repository(self, model))
+        return repo
+
+    def custom_fields(self, model: type) -> CustomFieldRepository:
+        """The (cached, thread-safe) repository of ``model``'s custom-field definitions
+        (API.md §11); ``TypeError`` for a model without ``em.HasCustomFields``."""
+        repo = self._custom_fields.get(model)
+        if repo is None:
+            from esmapper.custom_fields.repository import CustomFieldRepository
+
+            self.spec(model)
+            with self._lock:
+                repo = self._custom_fields.get(model)
+                if repo is None:
+                    repo = self._custom_fields[model] = CustomFieldRepository(self, model)
         return repo
 
     def session(self, **options: Any) -> Session:

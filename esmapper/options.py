@@ -28,6 +28,11 @@ def _one_of(allowed: tuple[str, ...]) -> Any:
     return check
 
 
+def _tenant(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"tenant={value!r} must be a non-empty string (a tenant key)")
+
+
 @attrs.frozen(slots=True)
 class Options:
     """Options of one operation.
@@ -42,7 +47,9 @@ class Options:
     version precondition on saves of ``Versioned`` models. ``timeout`` (seconds or a
     ``timedelta``: the client-side timeout of each request the call sends) and ``retries``
     (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
-    call's limits, see :mod:`esmapper._limits`.
+    call's limits, see :mod:`esmapper._limits`. ``tenant``: the tenant whose custom
+    fields a search's filter, sort and aggregations may name, and whose documents it keeps
+    to (API.md §11; :mod:`esmapper.custom_fields.search`).
     """
 
     consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
@@ -53,6 +60,7 @@ class Options:
     version_check: bool = True
     timeout: float | None = attrs.field(default=None, converter=check_timeout)
     retries: int | None = attrs.field(default=None, converter=check_retries)
+    tenant: str | None = attrs.field(default=None, validator=_tenant)
 
     def merge(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
+from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError
@@ -123,6 +124,8 @@ class Session:
         info.normalize(doc)  # a dict appended to a list[InnerDoc] has no to_source()
         if state is None or state.original is None:
             return True
+        if state.partial and state.assigned:  # an assigned field is written, even unchanged
+            return True
         current = info.to_source(doc)
         if current == state.original:
             return False
@@ -171,16 +174,77 @@ class Session:
 
     @limited(_defaults)
     def get(self, model: type[T], id: str, **options: Any) -> T | None:
-        """The document ``id`` of ``model``: from the identity map, else a real-time GET."""
+        """The document ``id`` of ``model``: from the identity map, else a real-time GET.
+
+        A document the session holds in part (loaded by a ``find`` with
+        ``includes``/``excludes``) is completed first: the whole stored document is read
+        and merged into the same object (see :meth:`_complete`)."""
         self._check_open()
         found = self._identity.get((model, id))
         if found is not None:
+            if _is_partial(found):
+                whole = self.mapper.repository(model).get(id, **self._whole_options(options))
+                if not self._complete(found, whole):
+                    return None
             return found if self._visible(found, options) else None  # type: ignore[no-any-return]
         doc = self.mapper.repository(model).get(id, **self._read_options(options))
         if doc is None:
             return None
         adopted = self._adopt(doc)
         return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
+
+    def _whole_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The read options that complete a partial document: whatever its soft-delete
+        state (the caller's mode is applied to the completed object)."""
+        return {**self._read_options(options), "soft_deletes": "all"}
+
+    def _complete(self, doc: Any, whole: Any) -> bool:
+        """Complete the partially loaded ``doc`` from ``whole`` (the same document read
+        whole, or ``None`` when it is no longer stored), like SQLAlchemy loads deferred
+        attributes: the object keeps its identity and its local changes (what a save of
+        it would write: assigned fields, changed loaded fields), every other field takes
+        the stored value. Without local changes the object takes the stored version;
+        with some it keeps the version they were made at, so a flush still detects a
+        concurrent change (VersionConflictError) instead of overwriting it.
+
+        Returns whether the object is still there to be served: a document no longer
+        stored is not, and leaves the session unless it has local changes (their flush
+        reports the conflict). A local change that cannot be merged (an unloaded field
+        mutated in place) raises DocumentError, as its save would.
+        """
+        state = state_of(doc)
+        assert state is not None and state.original is not None
+        info = type(doc).__esmapper__
+        info.normalize(doc)
+        baseline = info.to_source(info.from_source(state.original, doc.id, None))
+        changes = partial_changes(
+            info, doc, state.original, baseline, info.to_source(doc), state.assigned or set()
+        )
+        loaded = state_of(whole) if whole is not None else None
+        if loaded is None or loaded.original is None:
+            if not changes:
+                self.expunge(doc)
+            return False
+        source = loaded.original
+        fresh = info.from_source(merged(source, changes), doc.id, None)
+        for spec in info.fields:
+            if not spec.stored or spec.name == "id":
+                continue
+            value = object.__getattribute__(fresh, spec.name)
+            if object.__getattribute__(doc, spec.name) != value:  # keep what is equal
+                object.__setattr__(doc, spec.name, value)
+        state.original = source
+        state.partial = False
+        state.assigned = None
+        if loaded.index is not None:
+            state.index = loaded.index
+        if changes:
+            self._maybe_dirty[id(doc)] = doc
+        else:
+            state.version = loaded.version
+            if info.versioned:
+                object.__setattr__(doc, "version", loaded.version)
+        return True
 
     def _visible(self, doc: Any, options: dict[str, Any]) -> bool:
         """Whether the soft-delete mode of a read lets ``doc`` (as held in the session,
@@ -194,27 +258,39 @@ class Session:
 
     @limited(_defaults)
     def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
-        """Documents for ``ids`` (identity map first, then one mget), in request order."""
+        """Documents for ``ids`` (identity map first, then one mget), in request order;
+        documents held in part are completed like :meth:`get` does."""
         self._check_open()
         wanted = list(dict.fromkeys(ids))
+        partial = {
+            i: self._identity[(model, i)]
+            for i in wanted
+            if (model, i) in self._identity and _is_partial(self._identity[(model, i)])
+        }
         missing = [i for i in wanted if (model, i) not in self._identity]
-        if missing:
+        if missing or partial:
             repo = self.mapper.repository(model)
-            for doc in repo.get_many(missing, **self._read_options(options)):
-                self._adopt(doc)
+            read = repo.get_many([*missing, *partial], **self._whole_options(options))
+            loaded = {d.id: d for d in read}  # type: ignore[attr-defined]
+            for i, doc in partial.items():
+                self._complete(doc, loaded.pop(i, None))
+            for doc in loaded.values():
+                if self._visible(doc, options):
+                    self._adopt(doc)
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
-        return [d for d in held if self._visible(d, options)]
+        return [d for d in held if self._visible(d, options) and not _is_partial(d)]
 
     @limited(_defaults)
     def find(
         self, model: type[T], filter: str | Query | None = None, **kwargs: Any
     ) -> FindResults[T]:
         """Search like ``Repository.find``; hits join the identity map (a document already
-        in the session is returned as that object, with its local changes)."""
+        in the session is returned as that object, with its local changes; one it held in
+        part is completed from a whole hit, like :meth:`get` does)."""
         self._check_open()
         results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
         for hit in results.hits:
-            hit.document = self._adopt(hit.document)
+            hit.document = self._adopt_hit(hit.document)
         fetch = results._fetch_next
         if fetch is not None:  # later pages join the identity map too
 
@@ -222,11 +298,17 @@ class Session:
                 following = fetch(current)
                 if following is not None:
                     for hit in following.hits:
-                        hit.document = self._adopt(hit.document)
+                        hit.document = self._adopt_hit(hit.document)
                 return following
 
             results._fetch_next = adopt_next
         return results
+
+    def _adopt_hit(self, doc: Any) -> Any:
+        held = self._adopt(doc)
+        if held is not doc and _is_partial(held) and not _is_partial(doc):
+            self._complete(held, doc)
+        return held
 
     @limited(_defaults)
     def find_one(
@@ -257,13 +339,7 @@ class Session:
         self._deleted.pop(id(doc), None)
         state = state_of(doc)
         if state is not None and state.original is not None and doc.id is not None:
-            existing = self._identity.get((type(doc), doc.id))
-            if existing is not None and existing is not doc:
-                raise EsmapperError(
-                    f"another {type(doc).__name__} object with id {doc.id!r} is already in "
-                    "this session",
-                    ids=[doc.id],
-                )
+            self._check_not_mapped_elsewhere(doc)
             self._adopt(doc)
             self._maybe_dirty[id(doc)] = doc
             if state.watched:  # a mutable value was handed out before
@@ -283,7 +359,18 @@ class Session:
             return
         if not _is_model_doc(doc) or doc.id is None:
             raise TypeError(f"remove() takes a stored esmapper Document, got {doc!r}")
+        self._check_not_mapped_elsewhere(doc)
         self._deleted[id(doc)] = doc
+
+    def _check_not_mapped_elsewhere(self, doc: Any) -> None:
+        """One object per id: ``doc`` cannot join the session while it maps another."""
+        existing = self._identity.get((type(doc), doc.id))
+        if existing is not None and existing is not doc:
+            raise EsmapperError(
+                f"another {type(doc).__name__} object with id {doc.id!r} is already in "
+                "this session (use that one, or expunge it first)",
+                ids=[doc.id],
+            )
 
     def expunge(self, doc: Any) -> None:
         """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
@@ -344,7 +431,9 @@ class Session:
         else:
             self._deleted.pop(key, None)
             self._forget(key)
-            self._identity.pop((type(doc), doc.id), None)
+            mapped = (type(doc), doc.id)
+            if self._identity.get(mapped) is doc:  # not another object for the id
+                del self._identity[mapped]
 
     @limited(_defaults)
     def flush(self) -> None:
@@ -437,6 +526,13 @@ def _restore(doc: Any) -> None:
         if spec.stored and spec.name != "id":
             object.__setattr__(doc, spec.name, object.__getattribute__(fresh, spec.name))
     state.watched = False
+    state.assigned = None  # the assignments are undone: a save must not write them
+
+
+def _is_partial(doc: Any) -> bool:
+    """Whether ``doc`` was loaded with ``includes``/``excludes`` (see DocState.partial)."""
+    state = state_of(doc)
+    return state is not None and state.partial
 
 
 class sessionmaker:

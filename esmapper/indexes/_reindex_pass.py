@@ -10,13 +10,22 @@ Every write here is sent once, with the transport's retries off
 (:func:`esmapper._transport.once`), and an unknown outcome (a dropped connection, a timeout,
 an unreadable response) is settled by reading the state back: a ``_reindex`` pass whose
 answer was lost is run once more, deliberately (idempotent, see above); a lost ``PUT
-/<new>`` is checked with ``HEAD /<new>``; a lost write block with ``GET /<old>/_settings``;
-a lost bulk of deletes by listing the ids again.
+/<new>`` is checked with ``HEAD /<new>``; a lost bulk of deletes by listing the ids again.
+(The write block: :mod:`esmapper.indexes.blocks`.)
+
+Throttling and stalls (FEATURES IM-15, IM-16): a :class:`Throttle` sets the pass's batch
+size (``source.size``) and ``requests_per_second``, and how long a polled task may make no
+progress (its count of processed documents does not move) before it counts as stalled:
+half-way a warning is logged naming the task and how far it got; at the limit the task is
+cancelled (``POST /_tasks/<id>/_cancel``, best effort) and :class:`PassStalled` raised. A
+server without tasks runs a pass synchronously: no progress can be seen, and the pass is
+bounded by its request timeout (24 h) only.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 import weakref
@@ -34,14 +43,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PassOutcome",
+    "PassStalled",
+    "Throttle",
     "alias_target",
     "count",
     "delete_extras",
     "has_tasks",
     "prepare_target",
     "run_pass",
-    "set_write_block",
-    "write_blocked",
 ]
 
 log = logging.getLogger("esmapper.indexes")
@@ -50,6 +59,8 @@ log = logging.getLogger("esmapper.indexes")
 _HAS_TASKS: Final[weakref.WeakKeyDictionary[Elasticsearch, bool]] = weakref.WeakKeyDictionary()
 _SYNC_TIMEOUT: Final = 24 * 3600.0  # seconds: a synchronous reindex may run for long
 _MAX_POLL_ERRORS: Final = 6
+_DEFAULT_BATCH: Final = 1000  # Elasticsearch's source.size when none is given
+_MIN_STALL: Final = 600.0  # seconds: FEATURES IM-16
 _ATTEMPTS: Final = 2  # a write whose outcome is unknown and not applied is sent once more
 
 
@@ -67,6 +78,72 @@ class PassOutcome:
     @property
     def copied(self) -> int:
         return self.created + self.updated
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, not {value!r}")
+
+
+@attrs.frozen(slots=True)
+class Throttle:
+    """How a pass is paced (FEATURES IM-15/IM-16), checked when built: ``batch_size``
+    (``source.size``: documents per scroll batch, an ``int`` > 0; ``None``: the server's
+    1000), ``requests_per_second`` (``None``: unthrottled; a finite number > 0) and
+    ``stall_timeout`` (seconds without progress before a polled pass counts as stalled;
+    ``None``: ``max(600, 3 * batch / requests_per_second)``). A bad value raises
+    ``ValueError`` (``TypeError`` for a non-number) before anything is sent."""
+
+    batch_size: int | None = None
+    requests_per_second: float | None = None
+    stall_timeout: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.batch_size is not None and (
+            isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int)
+        ):
+            raise TypeError(f"batch_size must be an int, not {type(self.batch_size).__name__}")
+        _positive("batch_size", self.batch_size)
+        _positive("requests_per_second", self.requests_per_second)
+        _positive("stall_timeout", self.stall_timeout)
+
+    @property
+    def stall_seconds(self) -> float:
+        """The stall limit in seconds (see the class docstring)."""
+        if self.stall_timeout is not None:
+            return float(self.stall_timeout)
+        if self.requests_per_second is None:
+            return _MIN_STALL
+        batch = self.batch_size or _DEFAULT_BATCH
+        return max(_MIN_STALL, 3 * batch / self.requests_per_second)
+
+    def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The ``_reindex`` request for ``body``: ``source.size`` and
+        ``requests_per_second`` added when set."""
+        request = dict(body)
+        if self.batch_size is not None:
+            request["source"] = {**body["source"], "size": self.batch_size}
+        if self.requests_per_second is not None:
+            request["requests_per_second"] = self.requests_per_second
+        return request
+
+
+class PassStalled(Exception):
+    """A polled pass made no progress for ``seconds``: ``task`` had processed ``done`` of
+    ``total`` documents; it was cancelled (``cancelled``: whether the server said so)."""
+
+    def __init__(self, task: str, done: int, total: int, seconds: float, cancelled: bool) -> None:
+        state = "cancelled" if cancelled else "cancelling it failed; it may still run"
+        super().__init__(
+            f"reindex task {task} made no progress for {seconds:.0f}s at {done:,} of "
+            f"{total:,} documents ({state})"
+        )
+        self.task, self.done, self.total = task, done, total
+        self.seconds, self.cancelled = seconds, cancelled
 
 
 def _done(status: dict[str, Any]) -> int:
@@ -135,16 +212,20 @@ def run_pass(
     body: dict[str, Any],
     *,
     progress: Callable[[int, int], None],
+    throttle: Throttle = Throttle(),
     poll_interval: float = 1.0,
     sleep: Callable[[float], object] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> PassOutcome:
-    """Run ``POST /_reindex`` with ``body`` (``source``, ``dest``, optional ``script``) and
-    ``conflicts=proceed``.
+    """Run ``POST /_reindex`` with ``body`` (``source``, ``dest``, optional ``script``),
+    ``conflicts=proceed`` and ``throttle`` (:meth:`Throttle.apply`).
 
     Where the server tracks tasks (:func:`has_tasks`): ``wait_for_completion=false``, then
     ``GET /_tasks/<id>`` every ``poll_interval`` seconds, calling ``progress(done, total)``
     each time; transport errors while polling are retried with backoff (1 s doubling,
-    capped at 30 s), up to 6 in a row, then raised. Otherwise (or if the task is unknown
+    capped at 30 s), up to 6 in a row, then raised; a task whose processed count does not
+    move for ``throttle.stall_seconds`` is cancelled and :class:`PassStalled` raised (a
+    warning is logged half-way). Otherwise (or if the task is unknown
     after all): ``wait_for_completion=true``, with ``progress`` called at the start and the
     end (harmless after a lost task: external versions make a pass idempotent). Returns the
     outcome; errors of the request itself (a failing script, a refused document) become
@@ -154,7 +235,7 @@ def run_pass(
     (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
     run once more, synchronously; a second unknown outcome is raised.
     """
-    request = {**body, "conflicts": "proceed"}
+    request = {**throttle.apply(body), "conflicts": "proceed"}
     single = once(client)
     if has_tasks(client, body):
         try:
@@ -168,7 +249,15 @@ def run_pass(
                 "starting a reindex task had an unknown outcome (%s); running it again", exc
             )
         else:
-            outcome = _poll(client, str(started["task"]), progress, poll_interval, sleep)
+            stall = _Stall(throttle.stall_seconds, monotonic)
+            outcome = _poll(
+                client,
+                str(started["task"]),
+                progress=progress,
+                stall=stall,
+                poll_interval=poll_interval,
+                sleep=sleep,
+            )
             if outcome is not None:
                 return outcome
             log.warning(
@@ -194,14 +283,57 @@ def run_pass(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@attrs.define(slots=True)
+class _Stall:
+    """Watches a task's processed count: ``seen`` returns whether it stalled."""
+
+    limit: float
+    monotonic: Callable[[], float]
+    done: int = -1
+    since: float = 0.0
+    warned: bool = False
+
+    def seen(self, task: str, done: int, total: int) -> bool:
+        now = self.monotonic()
+        if done != self.done:
+            self.done, self.since, self.warned = done, now, False
+            return False
+        idle = now - self.since
+        if idle >= self.limit:
+            return True
+        if idle >= self.limit / 2 and not self.warned:
+            self.warned = True
+            log.warning(
+                "reindex task %s made no progress for %.0fs at %d of %d documents; it counts "
+                "as stalled after %.0fs",
+                task, idle, done, total, self.limit,
+            )  # fmt: skip
+        return False
+
+
+def _cancel(client: Elasticsearch, task: str) -> bool:
+    """``POST /_tasks/<task>/_cancel``; whether the server accepted it (errors logged)."""
+    try:
+        with warnings.catch_warnings():  # the tasks API is "technical preview"
+            warnings.simplefilter("ignore")
+            client.tasks.cancel(task_id=task)
+    except (ApiError, TransportError) as exc:
+        log.error("cancelling the stalled reindex task %s failed: %s", task, exc)
+        return False
+    return True
+
+
 def _poll(
     client: Elasticsearch,
     task: str,
+    *,
     progress: Callable[[int, int], None],
+    stall: _Stall,
     poll_interval: float,
     sleep: Callable[[float], object],
 ) -> PassOutcome | None:
-    """Poll ``task`` until it completes; ``None`` if the server has no record of it."""
+    """Poll ``task`` until it completes; ``None`` if the server has no record of it.
+    Raises :class:`PassStalled` (after cancelling the task) when ``stall`` says so."""
     errors = 0
     first = True
     while True:
@@ -224,11 +356,14 @@ def _poll(
             continue
         first, errors = False, 0
         task_status = status.get("task", {}).get("status", {})
-        progress(_done(task_status), int(task_status.get("total") or 0))
+        done, total = _done(task_status), int(task_status.get("total") or 0)
+        progress(done, total)
         if status.get("completed"):
             if "error" in status:
                 return PassOutcome(failures=(_error_failure(status["error"]),))
             return _outcome(status.get("response", {}))
+        if stall.seen(task, done, total):
+            raise PassStalled(task, done, total, stall.limit, _cancel(client, task))
         sleep(poll_interval)
 
 
@@ -309,28 +444,6 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
         lambda: bool(client.indices.exists(index=new)),
         what=f"PUT /{new}",
     )
-
-
-def write_blocked(client: Elasticsearch, index: str) -> bool:
-    """Whether ``index`` has ``index.blocks.write`` set (``GET /<index>/_settings``)."""
-    body = client.indices.get_settings(index=index).body
-    blocks = body.get(index, {}).get("settings", {}).get("index", {}).get("blocks", {})
-    return str(blocks.get("write", "false")).lower() == "true"
-
-
-def set_write_block(client: Elasticsearch, index: str, blocked: bool) -> None:
-    """``PUT /<index>/_block/write`` (it waits for in-flight writes), or remove the block
-    with ``PUT /<index>/_settings {"index.blocks.write": false}``. The block is sent once;
-    after an unknown outcome the settings are read back (blocked: done; not blocked: sent
-    once more)."""
-    if blocked:
-        send_or_read_back(
-            lambda: once(client).indices.add_block(index=index, block="write"),
-            lambda: write_blocked(client, index),
-            what=f"PUT /{index}/_block/write",
-        )
-    else:
-        client.indices.put_settings(index=index, settings={"index.blocks.write": False})
 
 
 def alias_target(client: Elasticsearch, spec: IndexSpec) -> str | None:

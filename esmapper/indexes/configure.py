@@ -9,9 +9,18 @@ Idempotent and safe to call at every start. For each model it sends:
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
-``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing. An index (or alias)
-that already exists, created by a concurrent process or by our own request whose answer was
-lost, is fine: the alias is checked and added when missing.
+``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing.
+
+Several processes may configure at once (every instance of an application at its start,
+FEATURES IM-24): every step is idempotent, so no lock is taken. A create answered
+``resource_already_exists_exception`` (another process created it between our read and our
+create, maybe an older version of the application on its first write) is a success once
+the index is checked to be what we expect: its mapping holds the model's (``PUT _mapping``
+otherwise, refused in place -> the error below) and, for a versioned index, the alias is on
+it (added when missing; adding an alias that is there is a no-op); it is reported
+``unchanged`` (or ``mapping_updated``). An alias a concurrent process just created is not
+taken for a concrete index named like the alias (:func:`~esmapper.indexes.occupied.
+concrete_index` asks ``HEAD /_alias/<name>`` too).
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
@@ -156,9 +165,16 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
         if spec.kind == "versioned" and current is None and concrete_index(client, spec.alias):
             raise alias_taken_error(spec.info.name, spec.alias, f"index {expected!r}")
         if not exists:
-            create_index(client, spec, with_alias=current is None)
-            action = "created" if current is None else "outdated"
-            log.info("created index %s for %s", expected, spec.info.name)
+            with_alias = spec.kind == "versioned" and current is None  # a plain index has none
+            created = create_index(client, spec, with_alias=with_alias)
+            action = "created"
+            if created is False:  # created concurrently: make sure it is what we expect
+                log.info("%s was created concurrently by another process", expected)
+                action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
+            elif created:
+                log.info("created index %s for %s", expected, spec.info.name)
+            if current is not None:
+                action = "outdated"
         else:
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current not in (None, expected):

@@ -73,13 +73,14 @@ def reason_of(exc: ApiError) -> str:
     return str(error or exc.message)
 
 
-def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> bool:
+def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> bool | None:
     """Create ``spec``'s physical index (create-only), with its alias when ``with_alias``.
 
     Sends ``PUT /<physical>`` once; a lost answer is settled with ``HEAD /<physical>``
     (sent again only if missing). ``True`` if this call created it; ``False`` if it already
-    existed (another process, or our own request whose answer was lost): then, with
-    ``with_alias``, the alias is checked and added (:func:`put_alias`). Raises
+    existed (``resource_already_exists_exception``: another process created it); ``None``
+    when the answer was lost and the index was read back (most likely ours). When not
+    ``True`` and ``with_alias``, the alias is checked and added (:func:`put_alias`). Raises
     :class:`AliasNameTakenError` when the alias name is a concrete index, else
     :class:`IndexConfigurationError` when Elasticsearch refuses the index.
     """
@@ -106,7 +107,7 @@ def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) ->
     )
     if not created and with_alias:  # read back or already there: make sure of the alias
         put_alias(client, name, spec.alias)
-    return bool(created)
+    return created
 
 
 def put_alias(client: Elasticsearch, index: str, alias: str) -> None:

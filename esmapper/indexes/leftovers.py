@@ -38,8 +38,9 @@ import attrs
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
+from esmapper.indexes._meta import put_meta
 from esmapper.indexes.timeseries import Partition, parse_partition
-from esmapper.locks import LockProvider
+from esmapper.locks import DEFAULT_TTL, LockProvider
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["MARKER", "Leftover", "delete_leftovers", "find_leftovers", "mark_replaced"]
 
 MARKER: Final = "esmapper_replaced_by"
-LOCK_TTL: Final = _dt.timedelta(minutes=5)
+LOCK_TTL: Final = DEFAULT_TTL
 
 
 @attrs.frozen
@@ -101,19 +102,7 @@ def mark_replaced(client: Elasticsearch, old: str, new: str, *, keep: str | None
     /<old>/_mapping`` with the merged ``_meta`` (allowed under a write block), once; a lost
     answer is read back (the marker is there: done; else sent once more). Raises the
     client's errors."""
-    marker = {"index": new, "keep": keep}
-    meta = {**_meta(client, old), MARKER: marker}
-    send_or_read_back(
-        lambda: once(client).indices.put_mapping(index=old, meta=meta),
-        lambda: _meta(client, old).get(MARKER) == marker,
-        what=f"PUT /{old}/_mapping",
-    )
-
-
-def _meta(client: Elasticsearch, index: str) -> dict[str, Any]:
-    body: dict[str, Any] = dict(client.indices.get_mapping(index=index).body)
-    entry: dict[str, Any] = next(iter(body.values()), {})
-    return dict(entry.get("mappings", {}).get("_meta") or {})
+    put_meta(client, old, MARKER, {"index": new, "keep": keep})
 
 
 def _blocked(info: dict[str, Any]) -> bool:

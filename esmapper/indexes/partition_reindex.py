@@ -6,14 +6,17 @@ time-series model) takes the lock ``reindex:<alias>`` once for the whole run, li
 outdated partitions (:func:`~esmapper.indexes.partition_versions.partition_versions`:
 ``GET /<alias>-v*/_alias``; lowest version first, then oldest period first; expired ones
 skipped) and moves them **one at a time**, each through the very steps of a versioned
-reindex (:func:`esmapper.indexes.reindex._reindex`: copy, catch-up, write block and final
-catch-up, verify, swap, gated delete), so a partition has the same guarantees: writes made
-while it is copied are caught up, reads never see it twice or not at all, a failure before
-the swap removes the block and the new partition and leaves the old one serving. Peak
-extra disk is about one partition.
+reindex (:func:`esmapper.indexes._reindex_run.run_phases`: copy, catch-up, write block and
+final catch-up, verify, swap, gated delete, with the same throttle), so a partition has the
+same guarantees: writes made while it is copied are caught up, reads never see it twice or
+not at all, a failure before the swap removes the block and the new partition and leaves
+the old one serving. Peak extra disk is about one partition.
 
 Per partition, before those steps:
 
+- a write block a killed run left on the old partition is lifted (under the lock held,
+  :func:`esmapper.indexes.blocks.clear_leftover_block`); a block someone else set refuses
+  the partition (:class:`~esmapper.errors.IndexConfigurationError`);
 - ``PUT /<alias>-vN-<period>`` (:func:`~esmapper.indexes._reindex_pass.prepare_target`);
   the model's index template gives a new partition the umbrella alias, so it is taken off
   at once (``POST /_aliases``, the partition is still empty): the umbrella shows the period
@@ -51,19 +54,13 @@ from elasticsearch import Elasticsearch
 
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes._reindex_pass import prepare_target
+from esmapper.indexes._reindex_pass import Throttle, prepare_target
+from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
+from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.deletion import delete_template
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.partition_versions import Upgrade, partition_versions
-from esmapper.indexes.reindex import (
-    LOCK_TTL,
-    LOCK_WAIT,
-    ReindexProgress,
-    ReindexResult,
-    _reindex,
-    _Run,
-    compose_reindex_script,
-)
+from esmapper.indexes.reindex import LOCK_TTL, LOCK_WAIT, compose_reindex_script
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
 
@@ -85,11 +82,13 @@ def reindex_partitions(
     delete_old: bool = True,
     keep_failed_index: bool = False,
     catch_up_margin: _dt.timedelta = _dt.timedelta(minutes=1),
+    throttle: Throttle | None = None,
 ) -> ReindexResult:
     """Reindex the outdated partitions of the time-series ``model`` into its current version;
     see the module docstring for every request sent. The options are those of
     :func:`esmapper.indexes.reindex.reindex` (``delete_old`` and the deletion gate apply
-    per partition; ``progress`` gets percents over the whole run).
+    per partition; ``progress`` gets percents over the whole run; ``throttle`` paces every
+    pass).
 
     Returns the totals (``status="up_to_date"`` when no live partition is outdated, e.g.
     another process finished meanwhile). Raises :class:`~esmapper.errors.LockError` when
@@ -129,6 +128,7 @@ def reindex_partitions(
                     delete_old=delete_old,
                     keep_failed_index=keep_failed_index,
                     margin=catch_up_margin,
+                    throttle=throttle or Throttle(),
                 )
             except ReindexError as exc:
                 total = _total(spec, lowest, [*done, exc.result], "failed", began)
@@ -153,10 +153,13 @@ def _upgrade(
     delete_old: bool,
     keep_failed_index: bool,
     margin: _dt.timedelta,
+    throttle: Throttle,
 ) -> ReindexResult:
     client = mapper.client
     old, new = upgrade.partition.index, upgrade.target
     log.info("reindexing partition %s -> %s", old, new)
+    cleared = clear_leftover_block(lock.provider, old, held=lock, lock_ttl=lock.ttl)
+    refuse_foreign_block(client, old, spec.info.name, mapper.clock())
     prepare_target(client, spec, new)
     _take_aliases_off(client, new)
     dated = spec.dated_alias(upgrade.partition.start)
@@ -168,8 +171,12 @@ def _upgrade(
     script = compose_reindex_script(
         spec.options.reindex_scripts, upgrade.partition.version, spec.version
     )
-    run = _Run(mapper, spec, lock, progress, old, new, script, tuple(actions), dated)
-    return _reindex(run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=margin)
+    run = Run(mapper, spec, lock, progress, old, new, script, throttle, tuple(actions), dated)
+    if cleared is not None:
+        run.update(cleared_block_seconds=cleared.seconds(mapper.clock()))
+    return run_phases(
+        run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=margin
+    )
 
 
 def _take_aliases_off(client: Elasticsearch, index: str) -> None:
@@ -244,5 +251,10 @@ def _total(
         old_deleted=bool(results) and all(r.old_deleted for r in results),
         failures=tuple(f for r in results for f in r.failures),
         seconds=time.monotonic() - began,
+        blocked_seconds=max((r.blocked_seconds for r in results), default=0.0),
+        cleared_block_seconds=max(
+            (r.cleared_block_seconds for r in results if r.cleared_block_seconds is not None),
+            default=None,
+        ),
         partitions=tuple(results),
     )

@@ -32,13 +32,17 @@ install is resumed as one by the next run; only the migrations known at that fir
 marked, a later one runs. A first ``migrate`` against existing indexes, or against records
 of an older esmapper, is never a fresh install: it runs everything.
 
-**Crashes**: a process killed while holding the ``migrations`` lock blocks other runs until
-the lock expires (``lock_ttl``, ``esmapper migrate --lock-ttl``, 30 minutes by default), or
-until its document is deleted (:mod:`esmapper.locks`). While the lock is live,
-:func:`plan` / ``esmapper status`` show its ``started`` migration as ``running`` (with the
-holder and since when); once it expired, as interrupted. An old index a killed reindex left
-behind is reported by ``esmapper status`` and deleted by the next ``migrate``
-(:mod:`esmapper.indexes.leftovers`).
+**Crashes**: the ``migrations`` lock is renewed by a heartbeat thread while the run's
+process lives (a migration never has to renew it), so a process killed while holding it
+blocks other runs only until the lock expires (``lock_ttl``, ``esmapper migrate
+--lock-ttl``, 90 seconds by default), and not at all for a run on the same machine, which
+sees the holder's process is gone; or until its document is deleted (:mod:`esmapper.locks`).
+While the lock is live, :func:`plan` / ``esmapper status`` show its ``started`` migration as
+``running`` (with the holder and since when); once it lapsed, as interrupted. A write block
+a reindex killed in its final pass left on the index behind an alias is lifted by the next
+``migrate`` right after ``configure_indexes`` (:mod:`esmapper.indexes.blocks`), and an old
+index a killed reindex left behind is reported by ``esmapper status`` and deleted by the
+next ``migrate`` (:mod:`esmapper.indexes.leftovers`).
 
 A migration id is ``str(version)`` for versioned/resumable migrations and
 ``module.QualifiedName`` for repeatable ones (override with ``id``). Duplicate versions or ids,

@@ -63,10 +63,12 @@ class MigrationContext:
     """Handed to :meth:`Migration.run`.
 
     ``mapper`` is the application's mapper, ``log`` a logger named after the migration
-    class, ``lock`` the held ``migrations`` lock (call ``ctx.lock.renew()`` in long loops:
-    it raises :class:`~esmapper.errors.LockError` when the lock was lost), ``cancel`` an
-    event set when the run should stop (check ``ctx.cancelled`` between batches) and
-    ``attempt`` the 1-based attempt number within this run. Tests may build one directly.
+    class, ``lock`` the held ``migrations`` lock (kept alive by a heartbeat thread while
+    the process runs; ``ctx.lock.renew()`` in a long loop is optional and raises
+    :class:`~esmapper.errors.LockError` when the lock was lost, which stops the run early),
+    ``cancel`` an event set when the run should stop (check ``ctx.cancelled`` between
+    batches) and ``attempt`` the 1-based attempt number within this run. Tests may build
+    one directly.
     """
 
     mapper: Mapper

@@ -17,9 +17,10 @@ The rules (also in the package docstring):
 - **repeatable** migrations come after: they run when they never completed, when their last
   run failed, when their ``version`` differs from the recorded one, or always
   (``always = True``).
-- Index steps: missing indexes are created first; after the migrations, outdated indexes
-  are reindexed, then old indexes a killed reindex left behind are deleted
-  (:mod:`esmapper.indexes.leftovers`).
+- Index steps: missing indexes are created first, and a write block a killed reindex left
+  on the index behind an alias is removed (:mod:`esmapper.indexes.blocks`); after the
+  migrations, outdated indexes are reindexed, then old indexes a killed reindex left behind
+  are deleted (:mod:`esmapper.indexes.leftovers`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 from elasticsearch import NotFoundError
 
+from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state
 from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.partition_versions import partition_versions
@@ -54,12 +56,14 @@ __all__ = [
     "index_steps",
     "leftover_steps",
     "plan",
+    "unblock_steps",
     "view_index",
 ]
 
 CREATE_INDEX = "create_index"
 REINDEX = "reindex"
 DELETE_INDEX = "delete_index"
+UNBLOCK_INDEX = "unblock_index"
 MARK_COMPLETED = "mark_completed"
 RUN = "run"
 RUNNING = "running"
@@ -73,7 +77,8 @@ class PlannedStep:
     """One thing ``migrate`` would do.
 
     ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
-    ``delete_index`` (``target`` is a leftover old index), ``mark_completed``, ``run``,
+    ``delete_index`` (``target`` is a leftover old index), ``unblock_index`` (``target`` is
+    the index behind the alias, write-blocked by a killed reindex), ``mark_completed``, ``run``,
     ``running`` (in another process, now) or ``blocked`` (migration steps: ``target`` is the
     migration id, ``migration`` the instance); ``reason`` says why.
     """
@@ -332,6 +337,22 @@ def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
     return steps
 
 
+def unblock_steps(mapper: Mapper) -> list[PlannedStep]:
+    """An ``unblock_index`` step per index serving a model that a killed reindex left
+    write-blocked (:func:`esmapper.indexes.blocks.serving_blocked` and
+    :func:`~esmapper.indexes.blocks.leftover_block`: ``GET /<alias>-v*`` per versioned or
+    time-series model and, per blocked index, its mapping and the lock); read-only."""
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    steps: list[PlannedStep] = []
+    for spec in map(mapper.spec, mapper.models):
+        for index in serving_blocked(mapper.client, spec):
+            block = leftover_block(locks, index)
+            if block is not None:
+                reason = f"{block.describe(mapper.clock())}, which no longer runs"
+                steps.append(PlannedStep(UNBLOCK_INDEX, block.index, "index", reason=reason))
+    return steps
+
+
 def in_progress(mapper: Mapper) -> LockHolder | None:
     """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
@@ -343,9 +364,10 @@ def in_progress(mapper: Mapper) -> LockHolder | None:
 def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
-    Index steps (``create_index``; after the migrations ``reindex``, then ``delete_index``)
-    come from ``GET /_alias`` / ``HEAD`` / ``GET /<alias>-v*`` requests; migration steps
-    from ``POST /<prefix>esmapper-migrations/_search``, the install record (``GET``, see
+    Index steps (``create_index`` and ``unblock_index``; after the migrations ``reindex``,
+    then ``delete_index``) come from ``GET /_alias`` / ``HEAD`` / ``_settings`` / ``GET
+    /<alias>-v*`` requests; migration steps from ``POST
+    /<prefix>esmapper-migrations/_search``, the install record (``GET``, see
     :mod:`esmapper.migrations.install`: the same freshness decision as the run's) and the
     ``migrations`` lock (``GET``: a live one shows the migration it runs as ``running``).
     Raises :class:`~esmapper.errors.MigrationError` when the migrations are invalid (e.g.
@@ -367,4 +389,4 @@ def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
         retry_failed=retry_failed,
         running=in_progress(mapper),
     )
-    return [*creates, *steps, *reindexes, *leftover_steps(mapper)]
+    return [*creates, *unblock_steps(mapper), *steps, *reindexes, *leftover_steps(mapper)]

@@ -10,14 +10,24 @@ A run sends, in order:
    is a fresh install, and ``PUT /<prefix>esmapper-migrations`` (if missing) and a
    create-only write of the record store the decision *before any model index is created*
    (:mod:`esmapper.migrations.install`), so a rerun after a crash decides the same;
-3. ``mapper.configure_indexes()``, then a search of the records;
+3. ``mapper.configure_indexes()``; per versioned or time-series model ``GET
+   /<alias>-v*`` and the removal of a write block a killed reindex left on an index serving
+   it (:mod:`esmapper.indexes.blocks`: at once when its lock is not live); then a search
+   of the records;
 4. per migration step a state write (``started``), ``Migration.run(ctx)``, a state write
    (``completed`` / ``failed``) and a lock renewal; on a fresh install the marks (one state
    write each), then the install record's ``status: completed``;
 5. when every migration succeeded, a reindex of each outdated versioned index (when
-   :mod:`esmapper.indexes.reindex` is available), then the deletion of old indexes a killed
-   reindex left behind (:func:`esmapper.indexes.leftovers.delete_leftovers`); then the lock
-   is released.
+   :mod:`esmapper.indexes.reindex` is available; its progress goes to ``progress``), then
+   the deletion of old indexes a killed reindex left behind
+   (:func:`esmapper.indexes.leftovers.delete_leftovers`); then the lock is released.
+
+The ``migrations`` lock has a short expiry (``lock_ttl``, 90 s by default) and is renewed
+every ttl/3 by a heartbeat thread while the run's process lives (:mod:`esmapper.locks`):
+a migration may run for as long as it needs without renewing it itself, and a killed run's
+lock lapses within the ttl (at once for a rerun on the same machine). The run also renews
+it explicitly after every migration and before every retry: a renewal that finds the lock
+taken over fails the run.
 """
 
 from __future__ import annotations
@@ -33,9 +43,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from esmapper.errors import LockError
+from esmapper.indexes._reindex_pass import Throttle
+from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.leftovers import delete_leftovers
-from esmapper.locks import Lock, LockProvider
+from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 from esmapper.migrations import install as inst
 from esmapper.migrations import state as st
 from esmapper.migrations.base import (
@@ -52,6 +64,7 @@ from esmapper.migrations.planning import (
     DELETE_INDEX,
     MARK_COMPLETED,
     REINDEX,
+    UNBLOCK_INDEX,
     PlannedStep,
     compute_steps,
     in_progress,
@@ -66,20 +79,21 @@ __all__ = ["LOCK_NAME", "LOCK_TTL", "MigrationRun", "StepOutcome", "migrate", "r
 
 log = logging.getLogger("esmapper.migrations")
 
-LOCK_TTL = timedelta(minutes=30)
-_RENEW_EVERY = 60.0  # seconds between lock renewals from reindex progress (at most ttl/3)
+LOCK_TTL = DEFAULT_TTL
 
 
 @attrs.define
 class StepOutcome:
-    """What happened to one step: ``status`` is ``created`` / ``reindexed`` / ``deleted``
-    (index steps), ``completed``, ``marked`` (fresh install), ``failed`` or ``blocked``."""
+    """What happened to one step: ``status`` is ``created`` / ``reindexed`` / ``deleted`` /
+    ``unblocked`` (index steps), ``completed``, ``marked`` (fresh install), ``failed`` or
+    ``blocked``; ``note`` adds figures (e.g. how long a reindex blocked writes)."""
 
     step: PlannedStep
     status: str
     attempts: int = 0
     seconds: float = 0.0
     error: str | None = None
+    note: str | None = None
 
     def __str__(self) -> str:
         step = self.step
@@ -91,6 +105,8 @@ class StepOutcome:
             text += f" after {self.attempts} attempts"
         if self.seconds >= 0.01:
             text += f" in {self.seconds:.2f}s"
+        if self.note:
+            text += f" ({self.note})"
         return f"{text}: {self.error}" if self.error else text
 
 
@@ -125,6 +141,8 @@ class _Runner:
         cancel: threading.Event,
         sleep: Callable[[float], object],
         on_outcome: Callable[[StepOutcome], object] | None,
+        progress: Callable[[Any], object] | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.mapper = mapper
         self.lock = lock
@@ -132,9 +150,10 @@ class _Runner:
         self.cancel = cancel
         self.sleep = sleep
         self.on_outcome = on_outcome
+        self.progress = progress
+        self.throttle = throttle or Throttle()
         self.store = st.StateStore(mapper.client, index_prefix=mapper.index_prefix)
         self.report = MigrationRun(MigrationResult.SUCCESS)
-        self._renewed_at = time.monotonic()
         self.cancelled = False
         self._install: inst.InstallRecord | None = None
         self._completed: set[str] = set()
@@ -149,7 +168,6 @@ class _Runner:
             self.lock.renew()
         except LockError as exc:
             raise _LockLost(str(exc)) from exc
-        self._renewed_at = time.monotonic()
 
     def install(self) -> inst.InstallRecord:
         """The install record; without one, decide now and store it (before any model
@@ -177,6 +195,7 @@ class _Runner:
                 step = PlannedStep(CREATE_INDEX, s.alias, "index", None, s.expected_index)
                 self.report.steps.append(step)
                 self.emit(StepOutcome(step, "created"))
+        self.clear_blocks()
         records = self.store.load()  # the install record exists, so does the state index
         self._install = install
         self._completed = {i for i, r in records.items() if r.completed}
@@ -193,6 +212,26 @@ class _Runner:
             result, error = MigrationResult.FAILED, f"the migrations lock was lost: {exc}"
         self.report.result, self.report.error = result, error
         return self.report
+
+    def clear_blocks(self) -> None:
+        """Remove the write blocks killed reindexes left on the indexes serving the models
+        (:func:`~esmapper.indexes.blocks.serving_blocked`; one ``unblocked`` step each); a
+        block whose reindex runs now, or someone else's, is left alone."""
+        mapper = self.mapper
+        locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+        for spec in map(mapper.spec, mapper.models):
+            for index in serving_blocked(mapper.client, spec):
+                started = time.monotonic()
+                cleared = clear_leftover_block(locks, index, lock_ttl=self.lock.ttl)
+                if cleared is None:
+                    continue
+                on = cleared.seconds(mapper.clock())
+                reason = f"write-blocked by the reindex into {cleared.into}, which no longer runs"
+                step = PlannedStep(UNBLOCK_INDEX, index, "index", reason=reason)
+                self.report.steps.append(step)
+                note = "writes were refused" + ("" if on is None else f" for {on:.0f}s")
+                seconds = time.monotonic() - started
+                self.emit(StepOutcome(step, "unblocked", 1, seconds, note=note))
 
     def run_steps(
         self, steps: Sequence[PlannedStep], records: Mapping[str, st.MigrationRecord]
@@ -325,8 +364,16 @@ class _Runner:
             self.report.steps.append(step)
             started = time.monotonic()
             try:
-                reindex(
-                    self.mapper, by_alias[s.alias], progress=self._progress, lock_ttl=self.lock.ttl
+                result = reindex(
+                    self.mapper,
+                    by_alias[s.alias],
+                    progress=self._progress,
+                    lock_ttl=self.lock.ttl,
+                    batch_size=self.throttle.batch_size,
+                    requests_per_second=self.throttle.requests_per_second,
+                    stall_timeout=None
+                    if self.throttle.stall_timeout is None
+                    else timedelta(seconds=self.throttle.stall_timeout),
                 )
             except _LockLost:
                 raise
@@ -335,7 +382,8 @@ class _Runner:
                 log.error("reindex of %s failed: %s", s.alias, error, exc_info=True)
                 self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
                 return MigrationResult.FAILED, f"reindex of {s.alias} failed: {error}"
-            self.emit(StepOutcome(step, "reindexed", 1, time.monotonic() - started))
+            seconds = time.monotonic() - started
+            self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
         return MigrationResult.SUCCESS, None
 
     def delete_leftovers(self) -> tuple[MigrationResult, str | None]:
@@ -369,10 +417,23 @@ class _Runner:
 
     def _progress(self, progress: Any) -> None:
         log.info("reindex progress: %s/%s", progress.done, progress.total)
-        if time.monotonic() - self._renewed_at >= min(
-            _RENEW_EVERY, self.lock.ttl.total_seconds() / 3
-        ):
-            self.renew()
+        try:
+            self.lock.check()  # renewed by its heartbeat; raises when that found it lost
+        except LockError as exc:
+            raise _LockLost(str(exc)) from exc
+        if self.progress is not None:
+            self.progress(progress)
+
+
+def _reindex_note(result: Any) -> str | None:
+    """``writes blocked 0.12s`` (and a leftover block removed) from a ReindexResult."""
+    blocked = getattr(result, "blocked_seconds", None)
+    note = None if blocked is None else f"writes blocked {blocked:.2f}s"
+    cleared = getattr(result, "cleared_block_seconds", None)
+    if cleared is not None:
+        left = f"removed a killed reindex's write block, on for {cleared:.0f}s"
+        note = left if note is None else f"{note}; {left}"
+    return note
 
 
 def run_migrations(
@@ -386,6 +447,10 @@ def run_migrations(
     cancel: threading.Event | None = None,
     sleep: Callable[[float], object] = time.sleep,
     on_outcome: Callable[[StepOutcome], object] | None = None,
+    progress: Callable[[Any], object] | None = None,
+    batch_size: int | None = None,
+    requests_per_second: float | None = None,
+    stall_timeout: timedelta | None = None,
 ) -> MigrationRun:
     """Configure indexes, run pending migrations, reindex outdated indexes; the full report.
 
@@ -393,18 +458,25 @@ def run_migrations(
     is taken; the result is ``FAILED`` when a step is blocked; a run in progress elsewhere,
     a live ``migrations`` lock, is a warning and its migration a ``running`` step).
     ``lock_wait`` is how long to wait for the ``migrations`` lock, ``lock_ttl`` its expiry
-    and that of the ``reindex:<alias>`` locks the run takes (renewed after every migration,
-    before every retry and during reindexes; a killed run blocks the next ones until they
-    expire; the cleanup of a killed reindex's old index waits that long for its lock).
+    and that of the ``reindex:<alias>`` locks the run takes (90 s by default; renewed by a
+    heartbeat every ttl/3 while the process lives, see the module docstring; a killed run's
+    locks block the next runs until they expire, not at all for a run on the same machine;
+    the cleanup of a killed reindex's old index waits that long for its lock).
     ``retry_failed`` runs failed versioned migrations again. ``reindex=False`` leaves
     outdated indexes (and old indexes left behind) alone. ``cancel`` stops the run between
-    steps (``CANCELLED``). ``on_outcome`` is called after every step.
+    steps (``CANCELLED``). ``on_outcome`` is called after every step, ``progress`` with
+    every :class:`~esmapper.indexes.ReindexProgress` of the reindexes. ``batch_size``,
+    ``requests_per_second`` and ``stall_timeout`` throttle them (see
+    :func:`esmapper.indexes.reindex.reindex`).
 
-    Raises :class:`~esmapper.errors.MigrationError` for invalid migrations (before anything
-    is sent), :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes``
-    and the client's transport errors; a failing migration is reported, not raised.
+    Raises :class:`~esmapper.errors.MigrationError` for invalid migrations and ``ValueError``
+    for a bad throttle value (before anything is sent),
+    :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes`` and the
+    client's transport errors; a failing migration is reported, not raised.
     """
     migrations = load_migrations(mapper.migrations)
+    stall = None if stall_timeout is None else stall_timeout.total_seconds()
+    throttle = Throttle(batch_size, requests_per_second, stall)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
         running = in_progress(mapper)
@@ -432,6 +504,8 @@ def run_migrations(
             cancel=cancel or threading.Event(),
             sleep=sleep,
             on_outcome=on_outcome,
+            progress=progress,
+            throttle=throttle,
         )
         report = runner.run(retry_failed=retry_failed, reindex=reindex)
     log.info("migrations: %s", report.result.value)

@@ -16,6 +16,7 @@ a model is constructed or an attribute is assigned: a value that cannot be mappe
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -145,6 +146,23 @@ def scalar_checker(
     return check
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None), _dt.datetime, _dt.date})
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-like value (what an ``any`` field holds: dicts, lists and
+    scalars), several times faster than ``copy.deepcopy`` on such values: immutable
+    scalars are shared, anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [json_copy(v) for v in value]
+    if kind in _ATOMIC:
+        return value
+    return copy.deepcopy(value)
+
+
 def make_converter(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
     """The attrs converter for ``spec``: checks, normalizes, or raises naming the field."""
     check = scalar_checker(spec, owner)
@@ -186,7 +204,7 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     elif spec.kind == "enum":
         one = "{}.value"
     elif spec.kind == "any":
-        ns["_deepcopy"] = copy.deepcopy
+        ns["_deepcopy"] = json_copy
         one = "_deepcopy({})"
     elif spec.many:
         return f"(None if {var} is None else list({var}))"
@@ -212,7 +230,7 @@ def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
         ns[f"_enum_{spec.name}"] = spec.enum
         one = f"_enum_{spec.name}({{}})"
     elif spec.kind == "any":
-        ns["_deepcopy"] = copy.deepcopy
+        ns["_deepcopy"] = json_copy
         one = "_deepcopy({})"
     else:
         one = "{}"

@@ -254,6 +254,18 @@ def _build_info(
             raise IndexConfigurationError(
                 f"{cls.__name__}.Index.id_fields names unknown attribute(s): {', '.join(unknown)}"
             )
+    custom_types: tuple[Any, ...] = ()
+    if is_document and issubclass(cls, HasCustomFields):
+        from esmapper.custom_fields.types import check_options
+
+        assert index is not None
+        custom_types = check_options(cls.__name__, index, {s.name for s in specs})
+    elif index is not None and (index.tenant_field or index.custom_field_types is not None):
+        from esmapper.errors import IndexConfigurationError
+
+        raise IndexConfigurationError(
+            f"{cls.__name__}.Index: tenant_field/custom_field_types need em.HasCustomFields"
+        )
     return ModelInfo(
         cls=cls,
         fields=specs,
@@ -267,6 +279,7 @@ def _build_info(
         soft_deletes=is_document and issubclass(cls, SoftDeletes),
         versioned=has_version,
         custom_fields=is_document and issubclass(cls, HasCustomFields),
+        custom_field_types=custom_types,
     )
 
 
@@ -376,10 +389,26 @@ class Versioned(_Trait):
 
 
 class HasCustomFields(_Trait):
-    """Trait: tenant custom fields, kept in ``custom_fields`` (not indexed yet)."""
+    """Trait: tenant custom fields (API.md §11).
+
+    ``custom_fields`` maps logical names to values (stored, not indexed). ``idx`` is what
+    the mapper indexes: on every write it is recomputed from ``custom_fields`` and the
+    tenant's definitions (``{"int-1": 5}``; see
+    :mod:`esmapper.custom_fields.indexing`); do not set it. ``tenant_key()`` scopes the
+    definitions: the value of ``Index.tenant_field`` by default (``""``: no tenant, nothing
+    indexed); override it for a composite key.
+    """
 
     __esm_base__ = True
     __esm_trait__ = True
     __slots__ = ()
 
     custom_fields: dict[str, Any] | None = None
+    idx: dict[str, Any] | None = None
+
+    def tenant_key(self) -> str:
+        """The tenant whose definitions apply to this document (``""``: none)."""
+        index = type(self).__esmapper__.index  # type: ignore[attr-defined]
+        name = index.tenant_field if index is not None else None
+        value = getattr(self, name) if name else None
+        return "" if value is None else str(value)

@@ -35,7 +35,10 @@ class IndexOptions:
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
     script(s) run while reindexing into it (Painless sources and field operations, see
-    :mod:`esmapper.reindex_scripts`).
+    :mod:`esmapper.reindex_scripts`). ``HasCustomFields`` models (API.md §11):
+    ``tenant_field`` the attribute holding the tenant key (or override ``tenant_key()``),
+    ``custom_field_types`` the custom-field types (default: the standard ones),
+    ``auto_create_custom_fields`` whether unknown names get a ``string`` definition.
     """
 
     name: str
@@ -50,6 +53,9 @@ class IndexOptions:
     aliases: Mapping[str, str] = attrs.field(factory=dict)
     reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
+    tenant_field: str | None = None
+    custom_field_types: tuple[Any, ...] | None = None
+    auto_create_custom_fields: bool = False
 
     @classmethod
     def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
@@ -64,6 +70,8 @@ class IndexOptions:
                 f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
+        if raw.get("custom_field_types") is not None:
+            raw["custom_field_types"] = tuple(raw["custom_field_types"])
         for key in ("id_fields", "default_search_fields"):
             value = raw.get(key)
             if isinstance(value, str):
@@ -122,6 +130,8 @@ class ModelInfo:
     soft_deletes: bool = False
     versioned: bool = False
     custom_fields: bool = False
+    #: the custom-field types of a ``HasCustomFields`` model (checked, standard by default)
+    custom_field_types: tuple[Any, ...] = ()
     normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
     #: ``(name, ModelInfo)`` of the fields holding one embedded object (saves keep the
@@ -140,6 +150,14 @@ class ModelInfo:
         self.properties = {
             f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
         }
+        if self.custom_fields and "idx" in self.properties:
+            # slots are mapped by the dynamic templates (see esmapper.custom_fields.types);
+            # idx.tenant holds the key of models that override tenant_key()
+            self.properties["idx"] = {
+                "type": "object",
+                "dynamic": True,
+                "properties": {"tenant": {"type": "keyword"}},
+            }
 
     @property
     def name(self) -> str:
@@ -170,6 +188,10 @@ class ModelInfo:
     def mapping(self) -> dict[str, Any]:
         """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``)."""
         body: dict[str, Any] = {"properties": self.properties}
+        if self.custom_fields and self.custom_field_types:
+            from esmapper.custom_fields.types import dynamic_templates
+
+            body = {"dynamic_templates": dynamic_templates(self.custom_field_types), **body}
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
         return body

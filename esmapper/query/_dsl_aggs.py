@@ -180,6 +180,8 @@ class _Checker:
                         field=field,
                     )
                 out["field"] = info.keyword
+            else:
+                out["field"] = info.path  # an alias or a tenant's custom field: the real path
         for key, value in out.items():
             if key not in ("field", "script", "query"):
                 self.inner_fields(name, value, ctx)

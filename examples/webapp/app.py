@@ -16,7 +16,9 @@ Pages:
   current values (status 409), never written over;
 - ``/employees/<id>/delete``: soft delete into the recycle bin, ``/trash``: restore or purge
   (hard delete) one employee, or empty the bin;
-- ``/teams``: the teams (ids composed from company and slug) with their head counts.
+- ``/teams``: the teams (ids composed from company and slug) with their head counts;
+  ``/teams/<slug>/fields``: a team's custom fields (:mod:`examples.webapp.fields`), which
+  its members' form shows and ``/employees?team=<slug>`` filters and sorts by.
 
 This is an example: there is no authentication and no CSRF protection.
 """
@@ -45,6 +47,13 @@ from werkzeug.wrappers import Response
 import esmapper as em
 from esmapper.contrib.flask import current_mapper, init_app, session
 from esmapper.query import escape_query_value
+from examples.webapp.fields import (
+    apply_custom,
+    custom_form_names,
+    custom_values,
+    fields_bp,
+    team_fields,
+)
 from examples.webapp.forms import (
     EMPLOYEE_FORM,
     LABELS,
@@ -95,6 +104,7 @@ def create_app(mapper: em.Mapper, **config: Any) -> Flask:
     # One session per request; writes wait for the refresh so a redirect shows them.
     init_app(app, mapper, consistency="wait")
     app.register_blueprint(bp)
+    app.register_blueprint(fields_bp)
     app.register_error_handler(em.QueryValidationError, _query_error_page)
     app.register_error_handler(em.VersionConflictError, _conflict_error_page)
     app.after_request(_name_the_worker)
@@ -174,6 +184,7 @@ class Listing:
     page: int = 1
     limit: int = 10
     default_sort: str = ""
+    team: str = ""  # a team's list: its custom fields can be filtered and sorted by
 
     @classmethod
     def from_request(cls, endpoint: str, default_sort: str) -> Listing:
@@ -185,6 +196,7 @@ class Listing:
             page=_int_arg("page", 1),
             limit=min(max(_int_arg("limit", default_limit), 1), MAX_PAGE_SIZE),
             default_sort=default_sort,
+            team=(request.args.get("team") or "").strip(),
         )
 
     def url(self, **changes: Any) -> str:
@@ -194,6 +206,7 @@ class Listing:
             "sort": self.sort,
             "page": self.page,
             "limit": self.limit,
+            "team": self.team,
         }
         args.update(changes)
         defaults: dict[str, Any] = {
@@ -201,6 +214,7 @@ class Listing:
             "sort": self.default_sort,
             "page": 1,
             "limit": current_app.config["PAGE_SIZE"],
+            "team": "",
         }
         return url_for(self.endpoint, **{k: v for k, v in args.items() if v != defaults[k]})
 
@@ -303,20 +317,36 @@ def index() -> Response:
 
 @bp.get("/employees")
 def list_employees() -> tuple[str, int]:
-    """The directory: filter box, sortable columns, pages."""
+    """The directory: filter box, sortable columns, pages. With ``?team=<slug>``: that
+    team's members, searched with ``tenant=<slug>`` so the team's custom fields can be
+    filtered and sorted by (one column each)."""
     listing = Listing.from_request(".list_employees", DEFAULT_SORT)
-    return _list(Employee, listing, "employees/list.html", columns=SORT_COLUMNS)
+    custom = team_fields(listing.team)
+    columns = SORT_COLUMNS + tuple((d.name, d.name) for d in custom)
+    options = {"tenant": listing.team} if listing.team else None
+    return _list(
+        Employee,
+        listing,
+        "employees/list.html",
+        options=options,
+        columns=columns,
+        custom=custom,
+        teams=_team_names(),
+    )
 
 
 @bp.route("/employees/new", methods=["GET", "POST"])
 def new_employee() -> Response | tuple[str, int]:
     """The creation form; a valid submission adds the employee and shows it."""
-    values: dict[str, str] = {"age": "30"}
+    values: dict[str, str] = {"age": "30", "team": (request.args.get("team") or "").strip()}
     errors: Errors = {}
     if request.method == "POST":
         values = read_form(request.form, EMPLOYEE_FORM)
         employee = Employee()
         errors = apply_employee(employee, values)
+        custom = team_fields(values.get("team"))
+        values.update(read_form(request.form, custom_form_names(custom)))
+        errors.update(apply_custom(employee, values, custom))
         if not errors:
             session.add(employee)
             try:
@@ -339,7 +369,15 @@ def show_employee(id: str) -> tuple[str, int]:
     if employee.team:
         key = Team(company_id=current_app.config["COMPANY_ID"], slug=employee.team)
         team = _load(Team, current_mapper.repository(Team).compose_id(key))
-    return render_template("employees/show.html", employee=employee, team=team), 200
+    custom = team_fields(employee.team)
+    shown = render_template(
+        "employees/show.html",
+        employee=employee,
+        team=team,
+        custom=custom,
+        custom_values=custom_values(employee, custom),
+    )
+    return shown, 200
 
 
 @bp.route("/employees/<id>/edit", methods=["GET", "POST"])
@@ -349,14 +387,17 @@ def edit_employee(id: str) -> Response | tuple[str, int]:
     by Elasticsearch's version check during the write."""
     employee = _employee_or_404(id)
     if request.method == "GET":
-        values = employee_values(employee)
+        values = employee_values(employee) | custom_values(employee, team_fields(employee.team))
         return _form_page(values, {}, employee=employee, version=employee.version), 200
 
     values = read_form(request.form, EMPLOYEE_FORM)
+    custom = team_fields(values.get("team"))
+    values.update(read_form(request.form, custom_form_names(custom)))
     seen_version = request.form.get("version", "")
     if seen_version != employee.version:
         return _conflict_page(employee, values)
     errors = apply_employee(employee, values)
+    errors.update(apply_custom(employee, values, custom))
     if not errors:
         try:
             session.flush()
@@ -388,13 +429,15 @@ def _form_page(
         employee=employee,
         version=version,
         teams=_team_names(),
+        custom=team_fields(values.get("team")),
     )
 
 
 def _conflict_page(current: Employee, submitted: dict[str, str]) -> tuple[str, int]:
     """409: someone else saved ``current`` since the form was loaded; show both versions and
     a form with the current values and version."""
-    current_values = employee_values(current)
+    custom = team_fields(current.team)
+    current_values = employee_values(current) | custom_values(current, custom)
     changed = {k for k, v in submitted.items() if current_values.get(k, "") != v}
     html = render_template(
         "employees/conflict.html",
@@ -408,6 +451,7 @@ def _conflict_page(current: Employee, submitted: dict[str, str]) -> tuple[str, i
         errors={},
         version=current.version,
         teams=_team_names(),
+        custom=custom,
     )
     return html, 409
 

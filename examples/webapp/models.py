@@ -4,6 +4,8 @@
   ``SoftDeletes`` (``is_deleted``: the recycle bin), ``Versioned`` (``version``, checked on
   every save: the edit form's conflict detection) and embeds an :class:`Address`
   (an ``em.InnerDoc``, mapped as an ``object``: filter with ``address.city:Lyon``).
+- :class:`Employee` also has per-team custom fields (``HasCustomFields``, the team is the
+  tenant: see :mod:`examples.webapp.fields`).
 - :class:`Team` has an id composed from ``("company_id", "slug")`` (``Index.id_fields``):
   the team ``platform`` of company ``acme`` is stored as ``acme:platform``, so adding it
   twice is a :class:`~esmapper.errors.DuplicateDocumentError`.
@@ -55,8 +57,9 @@ class Address(em.InnerDoc):
     country: str = em.field(em.Keyword(), default="")
 
 
-class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
-    """A person in the directory. ``team`` holds the slug of a :class:`Team`."""
+class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasCustomFields):
+    """A person in the directory. ``team`` holds the slug of a :class:`Team`, whose custom
+    fields (``custom_fields``, by name) the employee carries."""
 
     class Index:
         name = "directory_employees"
@@ -64,6 +67,7 @@ class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
         settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
         default_search_fields = ("name", "title", "email")  # what a bare word searches
         cache = dt.timedelta(minutes=5)  # by-id reads (the show and edit pages) are cached
+        tenant_field = "team"  # each team defines its own custom fields
 
     name: str = em.field(em.Text(fields={"keyword": em.Keyword()}), default="")
     email: str = em.field(em.Keyword(), default="")

@@ -1,6 +1,8 @@
 """Sample data for the directory: a few teams and ``n`` employees, the same for a given seed.
 
-``load(mapper, n=40)`` writes them through one session (one commit: bulk requests), with
+The teams ``platform`` and ``support`` get custom fields (``Level``, ``On call``;
+``Shift``) and their members values for them. ``load(mapper, n=40)`` writes the employees
+through one session (one commit: bulk requests), with
 ``consistency="wait"`` so they are searchable when it returns. Teams that already exist are
 kept; employees are always added (with fresh ids).
 """
@@ -9,10 +11,11 @@ from __future__ import annotations
 
 import random
 
+from esmapper.custom_fields import CustomFieldDefinition
 from esmapper.mapper import Mapper
 from examples.webapp.models import DEFAULT_COMPANY, Address, Employee, Team
 
-__all__ = ["TEAMS", "employees", "load", "teams"]
+__all__ = ["CUSTOM_FIELDS", "TEAMS", "employees", "load", "teams"]
 
 #: ``(slug, name, description)`` of the sample teams.
 TEAMS: tuple[tuple[str, str, str], ...] = (
@@ -41,6 +44,20 @@ _PLACES = (
     ("Montreal", "H2X 1Y4", "CA"), ("Oslo", "0150", "NO"), ("Austin", "78701", "US"),
 )  # fmt: skip
 _STREETS = ("Main Street", "Station Road", "Rue de la Paix", "Hauptstrasse", "Rua Augusta")
+#: Per-team custom fields (``(team, name, type)``) and how sample values are made.
+CUSTOM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("platform", "Level", "int"),
+    ("platform", "On call", "bool"),
+    ("support", "Shift", "keyword"),
+)
+
+
+def _custom_values(team: str, rng: random.Random) -> dict[str, object] | None:
+    if team == "platform":
+        return {"Level": rng.randint(1, 5), "On call": rng.random() < 0.3}
+    if team == "support":
+        return {"Shift": rng.choice(("day", "night", "weekend"))}
+    return None
 
 
 def teams(company_id: str = DEFAULT_COMPANY) -> list[Team]:
@@ -58,13 +75,15 @@ def employees(n: int, *, seed: int = 7) -> list[Employee]:
     for i in range(n):
         first, last = rng.choice(_FIRST), rng.choice(_LAST)
         city, postcode, country = rng.choice(_PLACES)
+        team = rng.choice(TEAMS)[0]
         people.append(
             Employee(
                 name=f"{first} {last}",
                 email=f"{first}.{last}.{i}@example.com".lower(),
                 title=rng.choice(_TITLES),
                 department=rng.choice(_DEPARTMENTS),
-                team=rng.choice(TEAMS)[0],
+                team=team,
+                custom_fields=_custom_values(team, rng),
                 age=rng.randint(21, 64),
                 skills=sorted(rng.sample(_SKILLS, rng.randint(1, 3))),
                 address=Address(
@@ -81,10 +100,17 @@ def employees(n: int, *, seed: int = 7) -> list[Employee]:
 def load(
     mapper: Mapper, n: int = 40, *, seed: int = 7, company_id: str = DEFAULT_COMPANY
 ) -> list[Employee]:
-    """Store the sample teams (those missing) and ``n`` employees; returns the employees.
+    """Store the sample teams (those missing), their custom fields and ``n`` employees;
+    returns the employees.
 
     The indexes must exist (``mapper.configure_indexes()`` or ``mapper.migrate()``).
     """
+    mapper.custom_fields(Employee).add(  # fields that exist already are kept as they are
+        [
+            CustomFieldDefinition(tenant_key=team, name=name, index_type=kind)
+            for team, name, kind in CUSTOM_FIELDS
+        ]
+    )
     people = employees(n, seed=seed)
     wanted = teams(company_id)
     with mapper.session(consistency="wait") as session:

@@ -193,10 +193,14 @@ def test_migrate_reindexes_outdated_indexes(
     load_mapper(app).configure_indexes()
     assert esmapper(app, "migrate").exit_code == 0
     v2 = f"{write_app(app_dir, es_url, index_prefix, version=2)}:mapper"
-    result = esmapper(v2, "migrate")
+    throttled = ["--batch-size", "2", "--requests-per-second", "50", "--stall-timeout", "60"]
+    result = esmapper(v2, "migrate", *throttled)
     assert result.exit_code == 0, result.output
     alias = f"{index_prefix}employees"
-    assert result.stdout.splitlines()[-2].split()[:2] == ["reindexed", alias]
+    *_, bar, reindexed, done = result.stdout.splitlines()
+    assert bar.startswith("reindex Employee")  # the progress bar (its label, off a terminal)
+    assert reindexed.split()[:2] == ["reindexed", alias] and "(writes blocked " in reindexed
+    assert done == "migrations: success"
     assert list(es_client.indices.get_alias(name=alias).body) == [f"{alias}-v2"]
     assert es_client.count(index=alias)["count"] == 1
 

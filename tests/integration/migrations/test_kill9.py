@@ -146,13 +146,15 @@ class App:
         (self.control / f"{checkpoint}.armed").touch()
         return self.control / f"{checkpoint}.reached"
 
-    def start(self, app: str, *args: str, url: str | None = None) -> subprocess.Popen[str]:
-        """``esmapper --app APP [--url URL] migrate ARGS`` in a subprocess."""
+    def start(
+        self, app: str, *args: str, url: str | None = None, command: str = "migrate"
+    ) -> subprocess.Popen[str]:
+        """``esmapper --app APP [--url URL] COMMAND ARGS`` in a subprocess."""
         root = str(Path(esmapper.__file__).resolve().parents[1])  # this checkout's esmapper
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.directory), root])}
         where = ["--url", url] if url else []
         return subprocess.Popen(
-            [sys.executable, "-m", "esmapper.cli", "--app", app, *where, "migrate", *args],
+            [sys.executable, "-m", "esmapper.cli", "--app", app, *where, command, *args],
             cwd=self.directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -407,7 +409,10 @@ def test_a_reindex_killed_around_the_swap_is_finished_by_the_rerun(
         assert dry.splitlines()[1].split()[:2] == ["delete_index", f"{v1}:"]
     else:
         assert list(es_client.indices.get_alias(name=app.alias).body) == [v1]
-        assert status.splitlines()[1].split()[-1] == "outdated"
+        assert status.splitlines()[1].split()[-1] == "write-blocked"  # and outdated
+        assert f"write blocked: {v1} is write-blocked since " in status
+        assert f"by the reindex into {v2} (lock " in status
+        assert "which no longer runs; migrate or reindex lifts it" in status
         assert "left behind" not in status
 
     rerun = app.migrate(v2_app)

@@ -80,7 +80,8 @@ def test_a_long_migration_renews_the_lock(
     mapper.configure_indexes()
     assert mapper.migrate() == MigrationResult.SUCCESS
     start = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    assert seen == [start + timedelta(minutes=50), start + timedelta(minutes=70)]
+    ttl = timedelta(seconds=90)  # the default
+    assert seen == [start + timedelta(minutes=20) + ttl, start + timedelta(minutes=40) + ttl]
     assert lock_doc(es_client, index_prefix) is None  # released at the end
 
 

@@ -361,6 +361,29 @@ def test_patch_all_leaves_a_document_that_no_longer_matches(
     assert changed == 2 and stored(raw, employees, "x0")["age"] == 10
 
 
+def test_patch_all_leaves_a_document_deleted_after_the_scan(
+    faulty: tuple[FaultProxy, em.Mapper], raw: Elasticsearch
+) -> None:
+    """Elasticsearch answers an update at the version of a document deleted since with
+    404 (the local server: 409): it no longer matches, it is not a failure."""
+    proxy, m = faulty
+    repo = m.repository(Employee)
+    repo.add([Employee(id=f"y{i}", company_id="c") for i in range(3)], consistency="wait")
+
+    def delete(sender: Any, **kwargs: Any) -> None:
+        signals.after_query.disconnect(delete, sender=Employee)
+        raw.delete(index=repo.spec.alias, id="y0", refresh=True)
+
+    signals.after_query.connect(delete, sender=Employee)
+    proxy.fail_bulk_items(lambda _pos, meta: meta.get("update", {}).get("_id") == "y0", status=404)
+    try:
+        changed = repo.patch_all("company_id:c", em.PartialPatch({"age": 7}))
+    finally:
+        signals.after_query.disconnect(delete, sender=Employee)
+    assert changed == 2 and proxy.pending_faults == 0
+    assert not raw.exists(index=repo.spec.alias, id="y0")
+
+
 def test_remove_all_does_not_delete_a_document_changed_so_it_no_longer_matches(
     employees: em.Repository[Employee], raw: Elasticsearch
 ) -> None:
@@ -383,6 +406,39 @@ def test_a_script_patch_all_reports_the_conflicts_update_by_query_skipped(
     conflicts_reported(mapper, monkeypatch, "update_by_query", 1)  # a concurrent writer
     with pytest.raises(em.VersionConflictError, match="NOT patched"):
         repo.patch_all(None, em.ScriptPatch("ctx._source.n += 1"))
+
+
+def _saved_a_moment_ago(mapper: em.Mapper) -> em.Repository[Note]:
+    """Three notes, the first saved again after the last refresh."""
+    mapper.configure_indexes([Note])
+    repo = mapper.repository(Note)
+    repo.add([Note(id=f"b{i}", n=1) for i in range(3)], consistency="wait")
+    doc = repo.get("b0")
+    doc.n = 2
+    repo.save(doc)  # eventual: not refreshed
+    return repo
+
+
+def test_a_script_patch_all_reaches_a_document_saved_a_moment_before(
+    mapper: em.Mapper, raw: Elasticsearch
+) -> None:
+    """The update-by-query wrote each match at the version the last refresh made
+    searchable: the document saved since was reported "changed concurrently" and not
+    patched, with nobody else writing."""
+    repo = _saved_a_moment_ago(mapper)
+    assert repo.patch_all(None, em.ScriptPatch("ctx._source.n += 10")) == 3
+    assert [stored(raw, repo, f"b{i}")["n"] for i in range(3)] == [12, 11, 11]
+
+
+def test_remove_all_reaches_a_document_saved_a_moment_before(
+    mapper: em.Mapper, raw: Elasticsearch
+) -> None:
+    """The delete-by-query re-runs met the same unrefreshed versions 10 times (and the
+    documents already deleted counted as conflicts), then gave up."""
+    repo = _saved_a_moment_ago(mapper)
+    assert repo.remove_all() == 3
+    raw.indices.refresh(index=repo.spec.alias)
+    assert raw.count(index=repo.spec.alias)["count"] == 0
 
 
 def test_patch_all_honours_immediate_consistency_on_its_read_side(

@@ -3,6 +3,7 @@ soft-delete mode of reads served from the map."""
 
 from __future__ import annotations
 
+import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
@@ -67,3 +68,21 @@ def test_reads_from_the_identity_map_honour_the_soft_delete_mode(
         assert s.get(Employee, "e4", soft_deletes="deleted") is None
         assert s.get_many(Employee, ["e3", "e4"]) == [live]
         assert s.get_many(Employee, ["e3", "e4"], soft_deletes="deleted") == [doc]
+
+
+def test_removing_another_object_for_a_held_id_is_refused(
+    mapper: em.Mapper, seeded: list[Employee]
+) -> None:
+    """One object per id, as for add(): the removal of a copy deleted the document and
+    dropped the held object from the identity map, while it stayed dirty (a conflict at
+    every flush)."""
+    repo = mapper.repository(Employee)
+    with mapper.session() as s:
+        held = s.get(Employee, "e0")
+        assert held is not None
+        held.age = 50
+        copy = repo.get("e0")
+        with pytest.raises(em.EsmapperError, match="already in this session"):
+            s.remove(copy)
+        assert s.deleted == [] and s.dirty == [held]
+    assert repo.get("e0").age == 50  # type: ignore[union-attr]

@@ -133,12 +133,16 @@ def test_maintain_calls_the_maintenance_module(app: str, monkeypatch: pytest.Mon
     ]
 
 
-def fake_reindex(monkeypatch: pytest.MonkeyPatch, result: Any) -> list[type]:
+def fake_reindex(
+    monkeypatch: pytest.MonkeyPatch, result: Any, seen: dict[str, Any] | None = None
+) -> list[type]:
     called: list[type] = []
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> Any:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> Any:
         called.append(model)
+        if seen is not None:
+            seen.update(options)
         for done, total in ((0, 0), (50, 100), (100, 100)):
             progress(types.SimpleNamespace(done=done, total=total))
         return result
@@ -168,6 +172,43 @@ def test_reindex_shows_progress_and_finds_the_model(
     assert_one_error_line(unknown, "unknown model 'nope'")
 
 
+def test_reindex_passes_the_lock_and_throttle_options(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import timedelta
+
+    result = types.SimpleNamespace(
+        status="reindexed", old_index="e-v1", new_index="e-v2", copied=5, caught_up=1,
+        old_deleted=True, seconds=2.5, blocked_seconds=0.125, cleared_block_seconds=75.0,
+    )  # fmt: skip
+    seen: dict[str, Any] = {}
+    fake_reindex(monkeypatch, result, seen)
+    done = invoke(
+        "--app", f"{app}:mapper", "reindex", "Employee", "--batch-size", "200",
+        "--requests-per-second", "2.5", "--stall-timeout", "30", "--lock-wait", "5",
+        "--lock-ttl", "9",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert seen == {
+        "batch_size": 200,
+        "requests_per_second": 2.5,
+        "stall_timeout": timedelta(seconds=30),
+        "lock_wait": timedelta(seconds=5),
+        "lock_ttl": timedelta(seconds=9),
+    }
+    assert done.stdout.splitlines()[-2:] == [
+        "lifted the write block a killed reindex left (on for 75s)",
+        "reindexed Employee: e-v1 -> e-v2, 5 copied, 1 caught up, old index deleted, writes "
+        "blocked 0.12s (2.5s)",
+    ]
+    assert invoke("--app", f"{app}:mapper", "reindex", "Employee").exit_code == 0
+    assert seen["batch_size"] is None and seen["requests_per_second"] is None
+    assert seen["lock_wait"] == timedelta(minutes=30) and seen["lock_ttl"] == timedelta(seconds=90)
+    for bad in (["--batch-size", "0"], ["--requests-per-second", "0"], ["--stall-timeout", "-1"]):
+        refused = invoke("--app", f"{app}:mapper", "reindex", "Employee", *bad)
+        assert refused.exit_code == 2 and bad[0] in refused.stderr, refused.output
+
+
 def test_reindex_up_to_date(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_reindex(monkeypatch, types.SimpleNamespace(status="up_to_date", new_index="e-v1"))
     done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
@@ -177,7 +218,7 @@ def test_reindex_up_to_date(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_reindex_errors_are_one_line(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any) -> None:
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         raise em.LockError("lock 'reindex:employees' is held by another process")
 
     module.reindex = reindex  # type: ignore[attr-defined]
@@ -241,6 +282,18 @@ def test_migrate_passes_the_lock_options(app: str, monkeypatch: pytest.MonkeyPat
     assert result.exit_code == 0, result.output
     assert (seen["lock_wait"], seen["lock_ttl"]) == (timedelta(seconds=5), timedelta(seconds=2))
     assert invoke("--app", f"{app}:mapper", "migrate").exit_code == 0
-    assert seen["lock_ttl"] == timedelta(minutes=30)
+    assert seen["lock_ttl"] == timedelta(seconds=90)
     refused = invoke("--app", f"{app}:mapper", "migrate", "--lock-ttl", "0")
     assert refused.exit_code == 2 and "--lock-ttl" in refused.stderr
+    assert (seen["batch_size"], seen["requests_per_second"], seen["stall_timeout"]) == (
+        None, None, None,
+    )  # fmt: skip
+    throttled = invoke(
+        "--app", f"{app}:mapper", "migrate", "--batch-size", "10", "--requests-per-second", "4",
+        "--stall-timeout", "120",
+    )  # fmt: skip
+    assert throttled.exit_code == 0, throttled.output
+    assert (seen["batch_size"], seen["requests_per_second"], seen["stall_timeout"]) == (
+        10, 4.0, timedelta(seconds=120),
+    )  # fmt: skip
+    assert callable(seen["progress"])  # the progress bars

@@ -9,7 +9,7 @@ from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import BadRequestError, NotFoundError
 
 from esmapper.indexes import ReindexError, ReindexResult, _reindex_pass, compose_reindex_script
-from esmapper.indexes._reindex_pass import run_pass
+from esmapper.indexes._reindex_pass import PassStalled, Throttle, run_pass
 
 
 def test_compose_reindex_script() -> None:
@@ -170,3 +170,118 @@ def test_reindex_error_carries_the_result() -> None:
 @pytest.fixture(autouse=True)
 def _forget_task_support() -> None:
     _reindex_pass._HAS_TASKS.clear()
+
+
+class Clock:
+    """A monotonic clock the fake sleep moves forward."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CancellingTasks(FakeTasks):
+    def __init__(self, statuses: list[dict[str, Any]]) -> None:
+        super().__init__(statuses)
+        self.cancelled: list[str] = []
+
+    def cancel(self, task_id: str) -> Response:
+        self.cancelled.append(task_id)
+        return Response()
+
+
+def test_throttle_goes_into_every_pass_request() -> None:
+    client = FakeClient(None, sync=DONE)
+    body = {"source": {"index": "a", "query": {"match_all": {}}}, "dest": {"index": "b"}}
+    throttle = Throttle(batch_size=50, requests_per_second=2.5)
+    run_pass(client, body, progress=lambda d, t: None, throttle=throttle)  # type: ignore[arg-type]
+    sent = client.calls[-1]
+    assert sent["source"] == {"index": "a", "query": {"match_all": {}}, "size": 50}
+    assert sent["requests_per_second"] == 2.5
+    assert body["source"] == {"index": "a", "query": {"match_all": {}}}  # not changed
+    run_pass(client, body, progress=lambda d, t: None)  # type: ignore[arg-type]
+    assert "size" not in client.calls[-1]["source"]
+    assert "requests_per_second" not in client.calls[-1]
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"batch_size": 0}, ValueError),
+        ({"batch_size": -5}, ValueError),
+        ({"batch_size": 1.5}, TypeError),
+        ({"batch_size": True}, TypeError),
+        ({"requests_per_second": 0}, ValueError),
+        ({"requests_per_second": -1.0}, ValueError),
+        ({"requests_per_second": float("nan")}, ValueError),
+        ({"requests_per_second": float("inf")}, ValueError),
+        ({"requests_per_second": "10"}, TypeError),
+        ({"stall_timeout": 0.0}, ValueError),
+    ],
+)
+def test_bad_throttle_values_are_refused_when_built(options: dict[str, Any], error: type) -> None:
+    with pytest.raises(error):
+        Throttle(**options)
+
+
+def test_the_stall_limit_follows_im16() -> None:
+    assert Throttle().stall_seconds == 600
+    assert Throttle(requests_per_second=10).stall_seconds == 600  # 3 * 1000 / 10 = 300
+    assert Throttle(requests_per_second=1).stall_seconds == 3000  # 3 * 1000 / 1
+    assert Throttle(batch_size=500, requests_per_second=0.5).stall_seconds == 3000
+    assert Throttle(stall_timeout=5).stall_seconds == 5
+
+
+def test_a_pass_without_progress_is_cancelled_and_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    moving = {"completed": False, "task": {"status": {"total": 100, "created": 40}}}
+    stuck = [{"completed": False, "task": {"status": {"total": 100, "created": 42}}}] * 30
+    client = FakeClient([moving, *stuck])
+    client.tasks = tasks = CancellingTasks([moving, *stuck])
+    clock = Clock()
+    with pytest.raises(PassStalled) as caught:
+        run_pass(
+            client,  # type: ignore[arg-type]
+            {"source": {"index": "a"}, "dest": {"index": "b"}},
+            progress=lambda d, t: None,
+            throttle=Throttle(stall_timeout=10),
+            sleep=clock.sleep,
+            monotonic=clock,
+        )
+    stalled = caught.value
+    assert (stalled.task, stalled.done, stalled.total) == ("node:1", 42, 100)
+    assert stalled.cancelled
+    assert str(stalled) == (
+        "reindex task node:1 made no progress for 10s at 42 of 100 documents (cancelled)"
+    )
+    assert tasks.cancelled == ["node:1"]
+    assert clock.now == 11  # 40 -> 42 after 1 s, then 10 s at 42
+    warned = [r.getMessage() for r in caplog.records if "made no progress" in r.getMessage()]
+    assert warned == [
+        "reindex task node:1 made no progress for 5s at 42 of 100 documents; it counts as "
+        "stalled after 10s"
+    ]
+
+
+def test_a_slow_pass_that_progresses_is_not_stalled() -> None:
+    statuses = [
+        {"completed": False, "task": {"status": {"total": 9, "created": i}}} for i in range(9)
+    ]
+    statuses.append({"completed": True, "task": {"status": {"total": 9}}, "response": DONE})
+    clock = Clock()
+    outcome = run_pass(
+        FakeClient(statuses),  # type: ignore[arg-type]
+        {"source": {"index": "a"}, "dest": {"index": "b"}},
+        progress=lambda d, t: None,
+        throttle=Throttle(stall_timeout=1.5),
+        poll_interval=1.0,
+        sleep=clock.sleep,
+        monotonic=clock,
+    )
+    assert outcome.copied == 2

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import esmapper as em
+from esmapper.indexes._reindex_run import _keep_reason
 from esmapper.indexes.leftovers import Leftover
-from esmapper.indexes.reindex import _keep_reason
 from esmapper.locks import LockHolder
 from esmapper.migrations import MigrationRecord, compute_steps, load_migrations
 from esmapper.migrations.install import InstallRecord, decide, fresh_marks

@@ -25,6 +25,7 @@ FULL_SOURCE: dict[str, Any] = {
     "updated_utc": "2026-03-04T12:00:00.123456Z",
     "is_deleted": True,
     "custom_fields": {"tier": "gold", "limits": [1, 2]},
+    "idx": {"tenant": "acme", "keyword-1": "gold"},
     "name": "Ada Lovelace",
     "email": "ada@example.com",
     "age": 36,

@@ -85,6 +85,12 @@ def test_the_trait_fields_are_mapped() -> None:
     assert PROPERTIES["updated_utc"] == {"type": "date"}
     assert PROPERTIES["is_deleted"] == {"type": "boolean"}
     assert PROPERTIES["custom_fields"] == {"type": "object", "enabled": False}
+    # slots are mapped by dynamic templates; idx.tenant keeps tenant= searches to a tenant
+    assert PROPERTIES["idx"] == {
+        "type": "object",
+        "dynamic": True,
+        "properties": {"tenant": {"type": "keyword"}},
+    }
 
 
 def test_version_is_metadata_not_a_mapped_or_stored_field() -> None:
@@ -97,7 +103,11 @@ def test_version_is_metadata_not_a_mapped_or_stored_field() -> None:
 
 def test_a_document_mapping_is_not_dynamic() -> None:
     assert Everything.__esmapper__.mapping["dynamic"] is False
-    assert set(Everything.__esmapper__.mapping) == {"dynamic", "properties"}
+    # custom fields add one dynamic template per type, under idx only
+    assert set(Everything.__esmapper__.mapping) == {"dynamic", "dynamic_templates", "properties"}
+    templates = Everything.__esmapper__.mapping["dynamic_templates"]
+    assert all(next(iter(t.values()))["path_match"].startswith("idx.") for t in templates)
+    assert set(Employee.__esmapper__.mapping) == {"dynamic", "properties"}
 
 
 def test_the_api_example_model_compiles_the_documented_mapping() -> None:

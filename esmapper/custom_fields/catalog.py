@@ -1,0 +1,193 @@
+"""One tenant's view of a model's fields: logical custom-field names resolve to slots.
+
+:class:`TenantFields` is the compiled form of a tenant's active definitions (what the write
+path processes, in order, and what queries resolve). :class:`TenantCatalog` is the model's
+:class:`~esmapper.model.catalog.FieldCatalog` plus the tenant's slots: a name the model does
+not declare is looked up, case-insensitively, among the tenant's custom fields (``level`` ->
+``idx.int-1``, ``department.keyword`` -> ``idx.string-1.keyword``), so filters, sorts and
+aggregations compile exactly as for a declared field of the slot's type. A model field wins
+over a custom field of the same name.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from esmapper.custom_fields.types import CustomFieldType, slot_mapping, value_checker
+from esmapper.model.catalog import FieldCatalog, FieldInfo
+
+if TYPE_CHECKING:
+    from esmapper.custom_fields.definition import CustomFieldDefinition
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["IDX_TENANT", "FieldSlot", "TenantCatalog", "TenantFields", "tenant_path"]
+
+#: Where the pipeline indexes the tenant key of a model that has no tenant field to filter
+#: on (``tenant_key()`` overridden, e.g. a composite key).
+IDX_TENANT = "idx.tenant"
+
+
+def tenant_path(info: ModelInfo) -> str:
+    """The field a ``tenant=`` search filters on: ``Index.tenant_field`` (its exact path)
+    when ``tenant_key()`` is not overridden, else :data:`IDX_TENANT`, which the write
+    pipeline fills (``idx["tenant"]``) for such models only."""
+    from esmapper.model.document import HasCustomFields
+
+    field = info.index.tenant_field if info.index is not None else None
+    if field and getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key:
+        found = info.catalog.get(field)
+        if found is not None and found.exact_path is not None:
+            return found.exact_path
+    return IDX_TENANT
+
+
+log = logging.getLogger("esmapper.custom_fields")
+_reported: set[tuple[str, str]] = set()
+
+
+@attrs.frozen(slots=True)
+class FieldSlot:
+    """An active definition as the write path and the queries use it."""
+
+    definition: CustomFieldDefinition
+    lower: str
+    key: str  # the slot's key in ``idx``: "int-1"
+    field_type: CustomFieldType
+    mapping: dict[str, Any]
+    #: what the slot indexes of a value (see ``types.value_checker``)
+    check: Callable[[Any], Any]
+
+    @property
+    def path(self) -> str:
+        return f"idx.{self.key}"
+
+
+class TenantFields:
+    """The active definitions of one (entity type, tenant): by lower-cased name, and the
+    processing order (``on_value`` ones by ``process_order``, then ``always`` ones).
+
+    Treat it (and the definitions it holds) as read-only: it is shared by every write and
+    query of the tenant until the definitions change.
+    """
+
+    __slots__ = (
+        "_catalog",
+        "_lock",
+        "always",
+        "by_name",
+        "info",
+        "on_value",
+        "stores_tenant",
+        "tenant",
+    )
+
+    def __init__(
+        self, info: ModelInfo, tenant: str, definitions: Iterable[CustomFieldDefinition]
+    ) -> None:
+        self.info = info
+        self.tenant = tenant
+        #: whether idx holds the tenant key (see :func:`tenant_path`)
+        self.stores_tenant = tenant_path(info) == IDX_TENANT
+        types = {t.type: t for t in info.custom_field_types}
+        by_name: dict[str, FieldSlot] = {}
+        for definition in sorted(definitions, key=lambda d: (d.index_type, d.index_slot)):
+            field_type = types.get(definition.index_type)
+            if field_type is None:
+                _report_unknown_type(info.name, definition)
+                continue
+            lower = definition.name.lower()
+            if lower in by_name:  # two active definitions of one name: the older slot wins
+                continue
+            mapping = slot_mapping(field_type)
+            by_name[lower] = FieldSlot(
+                definition, lower, definition.slot_name, field_type, mapping, value_checker(mapping)
+            )
+        self.by_name = by_name
+
+        def order(item: FieldSlot) -> tuple[int, str]:
+            return (item.definition.process_order, item.key)
+
+        slots = list(by_name.values())
+        self.on_value = tuple(
+            sorted((s for s in slots if s.definition.process_mode != "always"), key=order)
+        )
+        self.always = tuple(
+            sorted((s for s in slots if s.definition.process_mode == "always"), key=order)
+        )
+        self._catalog: TenantCatalog | None = None
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> FieldSlot | None:
+        """The slot of logical ``name`` (case-insensitive), or ``None``."""
+        return self.by_name.get(name.lower())
+
+    def catalog(self) -> TenantCatalog:
+        """The model's catalog with this tenant's custom fields (built once)."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = TenantCatalog(self.info, self.by_name.values())
+            return self._catalog
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+
+def _report_unknown_type(model: str, definition: CustomFieldDefinition) -> None:
+    key = (model, definition.index_type)
+    if key not in _reported and len(_reported) < 1024:
+        _reported.add(key)
+        log.warning(
+            "custom field %r of %s (tenant %r) has type %r, which %s.Index.custom_field_types "
+            "does not declare: its values are not indexed",
+            definition.name,
+            model,
+            definition.tenant_key,
+            definition.index_type,
+            model,
+        )
+
+
+class TenantCatalog(FieldCatalog):
+    """A model's field catalog plus one tenant's custom fields (see the module docstring)."""
+
+    __slots__ = ("_custom",)
+
+    def __init__(self, info: ModelInfo, slots: Iterable[FieldSlot]) -> None:
+        mapping = copy.deepcopy(info.mapping)
+        idx = mapping["properties"].setdefault("idx", {"type": "object"})
+        inner = idx.setdefault("properties", {})
+        custom: dict[str, str] = {}
+        for slot in slots:
+            inner[slot.key] = slot.mapping
+            custom[slot.lower] = slot.path
+        aliases: Mapping[str, str] = dict(info.index.aliases) if info.index else {}
+        super().__init__(mapping, aliases=aliases)
+        self._custom = custom
+
+    def resolve(self, name: str) -> FieldInfo:
+        try:
+            return super().resolve(name)
+        except KeyError:
+            path = self.custom_path(name)
+            if path is None:
+                raise
+            return super().resolve(path)
+
+    def custom_path(self, name: str) -> str | None:
+        """The slot path of custom field ``name`` (case-insensitive; ``department.keyword``
+        -> ``idx.string-1.keyword``), or ``None``."""
+        path = self._custom.get(name.lower())
+        if path is not None:
+            return path
+        head, dot, rest = name.partition(".")
+        path = self._custom.get(head.lower()) if dot else None
+        return None if path is None else f"{path}.{rest}"
+
+    def names(self) -> list[str]:
+        return sorted({*super().names(), *self._custom})

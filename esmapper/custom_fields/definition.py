@@ -1,0 +1,148 @@
+"""``CustomFieldDefinition``: one tenant's custom field of one entity type (FEATURES CF-7).
+
+Stored in its own versioned index, ``<prefix>esmapper-custom-fields`` (registered with every
+mapper that has a ``HasCustomFields`` model, so ``configure_indexes``/``migrate`` create
+it). A definition's id is its slot: ``compose_id(entity_type, tenant_key, index_type,
+str(index_slot))``, so creating it (``op_type=create``) *is* reserving the slot, and a
+second creator of the same slot gets a conflict (:mod:`esmapper.custom_fields.slots`).
+
+``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` are immutable (the id is
+made of them); ``name``, ``description``, ``display_order``, ``process_mode``,
+``process_order``, ``data`` and ``is_deleted`` may change (a rename keeps the slot, so the
+stored values answer to the new name at once).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from esmapper.errors import DocumentValidationError
+from esmapper.ids import compose_id
+from esmapper.model import Document, HasDates, SoftDeletes, Versioned, field
+from esmapper.model.fields import Integer, Keyword, Text
+from esmapper.model.state import state_of
+from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+
+__all__ = [
+    "IMMUTABLE_FIELDS",
+    "MAX_NAME_LENGTH",
+    "PROCESS_MODES",
+    "CustomFieldDefinition",
+    "apply_patch",
+    "check_name",
+    "definition_hit",
+    "definition_id",
+]
+
+PROCESS_MODES = ("on_value", "always")
+MAX_NAME_LENGTH = 128
+#: Fields a save may not change (the id is composed from them).
+IMMUTABLE_FIELDS = ("entity_type", "tenant_key", "index_type", "index_slot")
+
+
+class CustomFieldDefinition(Document, HasDates, SoftDeletes, Versioned):
+    """A custom field: ``name`` (logical, case-insensitive in queries) of ``tenant_key``'s
+    ``entity_type`` documents, held in slot ``idx.<index_type>-<index_slot>``.
+
+    ``process_mode`` is ``"on_value"`` (processed when the document has a value) or
+    ``"always"`` (calculated fields: processed even without one, after the ``on_value``
+    ones); ``process_order`` orders processing within a mode; ``data`` is for the type
+    (e.g. an expression).
+    """
+
+    class Index:
+        name = "esmapper-custom-fields"
+        version = 1
+        settings = {"number_of_shards": 1, "auto_expand_replicas": "0-1"}  # noqa: RUF012
+
+    entity_type: str = field(Keyword(), default="")
+    tenant_key: str = field(Keyword(), default="")
+    name: str = field(Keyword(), default="")
+    description: str | None = field(Text(), default=None)
+    display_order: int = field(Integer(), default=0)
+    process_mode: str = field(Keyword(), default="on_value")
+    process_order: int = field(Integer(), default=0)
+    index_type: str = field(Keyword(), default="")
+    index_slot: int = field(Integer(), default=0)
+    data: dict[str, Any] | None = None
+
+    @property
+    def slot_name(self) -> str:
+        """The slot's key in ``idx`` (``"int-1"``); its field is ``idx.<slot_name>``."""
+        return f"{self.index_type}-{self.index_slot}"
+
+
+def definition_id(entity_type: str, tenant_key: str, index_type: str, slot: int) -> str:
+    """The id of the definition holding ``slot`` (its reservation)."""
+    return compose_id(entity_type, tenant_key, index_type, str(slot))
+
+
+def check_name(name: Any, *, field: str = "name") -> str:
+    """``name`` if it can name a custom field: a non-empty string of printable characters
+    without leading or trailing spaces, at most 128 characters. Raises
+    DocumentValidationError saying what is wrong."""
+    if not isinstance(name, str) or not name:
+        raise DocumentValidationError(
+            f"a custom field needs a name (a non-empty string), got {name!r}", field=field
+        )
+    if name != name.strip():
+        raise DocumentValidationError(
+            f"custom field name {name!r} has leading or trailing spaces", field=field
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise DocumentValidationError(
+            f"custom field name {name[:20]!r}... is {len(name)} characters long; at most "
+            f"{MAX_NAME_LENGTH}",
+            field=field,
+        )
+    if any(unicodedata.category(c).startswith("C") for c in name):
+        raise DocumentValidationError(
+            f"custom field name {name!r} holds control characters", field=field
+        )
+    return name
+
+
+def definition_hit(definition: CustomFieldDefinition) -> dict[str, Any]:
+    """``definition`` as a raw hit (what ``from_hit`` takes: a copy of it)."""
+    state = state_of(definition)
+    seq_no = primary_term = None
+    if definition.version:
+        term, _, seq = definition.version.partition(":")
+        seq_no, primary_term = int(seq), int(term)
+    return {
+        "_id": definition.id,
+        "_source": definition.to_source() if state is None else state.original,
+        "_seq_no": seq_no,
+        "_primary_term": primary_term,
+    }
+
+
+def apply_patch(doc: CustomFieldDefinition, patch: Any) -> bool:
+    """Apply a Partial/Json/Action patch to a loaded definition; ``False``: no change."""
+    from esmapper._bodies import merged
+    from esmapper.model.partial import check_partial
+
+    info = CustomFieldDefinition.__esmapper__
+    if isinstance(patch, ScriptPatch):
+        raise TypeError(
+            "a ScriptPatch cannot be checked against the custom-field rules; use "
+            "PartialPatch, JsonPatch, ActionPatch or save()"
+        )
+    if isinstance(patch, ActionPatch):
+        return patch.apply(doc)
+    source = info.to_source(doc)
+    if isinstance(patch, PartialPatch):
+        new = merged(source, check_partial(info, patch.doc))
+    else:
+        assert isinstance(patch, JsonPatch)
+        import jsonpatch
+
+        new = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
+    if new == source:
+        return False
+    fresh = info.from_source(new, doc.id, doc.version)
+    for spec in info.fields:
+        if spec.stored and spec.name != "id":
+            setattr(doc, spec.name, getattr(fresh, spec.name))
+    return True

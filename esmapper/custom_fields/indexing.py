@@ -1,0 +1,427 @@
+"""Recomputing ``idx`` from ``custom_fields``: the one owner of the rule (FEATURES CF-9).
+
+:func:`refresh_idx` is the only code that writes ``idx``. For each document it clears
+``idx``; processes the tenant's ``on_value`` definitions that have a value in
+``custom_fields`` (in ``process_order``), then the ``always`` definitions, with or without
+a value (calculated fields); stores each result's ``value`` back into ``custom_fields`` and
+indexes ``idx["<type>-<slot>"]`` (the result's ``idx``, else its ``value``) when the slot's mapping
+takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise the value is kept but
+not indexed, never a rejected document, CF-11). A model whose ``tenant_key()`` is overridden
+(no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
+on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
+definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a
+``string`` definition is added first); a write holding such names first reloads a cached
+mapping older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a
+process that does not share the cache client).
+
+Every write path goes through it:
+
+- add, save, session flush (and so ``remove_all``'s and ``rekey``'s writes):
+  :func:`before_write`, called by ``esmapper._writes._before_write`` after the "-ing"
+  signals and normalization, before validation;
+- ``JsonPatch``/``ActionPatch`` (by id, ids or query): the patched document is processed
+  before it is written back (``esmapper._patching._client_side_action`` ->
+  :func:`patched_source`);
+- ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
+  the stored source): the server still does the merge (the Update API's, the one merge
+  rule), and the update carries the ``idx`` computed from the merged preview, with ``null``
+  for slots that no longer hold a value (:func:`partial_doc`);
+- ``ScriptPatch``: Painless cannot run the types' Python processing, so each document a
+  script changed is read back and, when its ``idx`` is stale, updated conditionally on
+  the version read (:func:`reconcile`; a 409 there means a newer write, which recomputed
+  ``idx`` itself). ``patch_all`` with a script on a custom-field model therefore scans
+  instead of sending ``_update_by_query``;
+- reindex copies ``idx`` as stored: slots belong to (entity, tenant), not to an index
+  version, so a copied ``idx`` is what recomputing would give. A reindex script that
+  changes ``custom_fields`` or the tenant field must be followed by
+  ``mapper.custom_fields(Model).rebuild_idx()`` (:func:`reconcile` over every document).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from esmapper.custom_fields.catalog import FieldSlot, TenantFields
+from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
+from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
+from esmapper.errors import DocumentError, DocumentValidationError
+from esmapper.model.state import state_of
+
+if TYPE_CHECKING:
+    from esmapper._pending import PendingWrite
+    from esmapper.mapper import Mapper
+    from esmapper.model.info import ModelInfo
+
+__all__ = [
+    "before_write",
+    "definition_writes",
+    "partial_doc",
+    "patched_source",
+    "reconcile",
+    "refresh_idx",
+    "same_idx",
+    "stored_hit",
+]
+
+log = logging.getLogger("esmapper.custom_fields")
+
+#: A write holding names the cached mapping does not know reloads a mapping older than this
+#: (seconds): a field defined by a process that does not share the cache client is indexed
+#: from then on, at the cost of at most one search per tenant this often.
+RECHECK_AFTER = 5.0
+
+_set = object.__setattr__
+#: set while the definitions repository writes definitions (other writers are refused)
+_DEFINITION_WRITER: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "esmapper_definition_writer", default=False
+)
+
+
+@contextlib.contextmanager
+def definition_writes() -> Iterator[None]:
+    """Let the write pipeline write CustomFieldDefinition documents (the definitions
+    repository's own writes: slots, names and caches are its rules)."""
+    token = _DEFINITION_WRITER.set(True)
+    try:
+        yield
+    finally:
+        _DEFINITION_WRITER.reset(token)
+
+
+def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> None:
+    """The write pipeline's hook: refuse definition writes that bypass their repository,
+    and recompute ``idx`` of every custom-field document being added or saved. Sends
+    nothing unless a tenant's definitions are not cached (one search), or
+    ``auto_create_custom_fields`` creates definitions."""
+    docs = []
+    for pending in pendings:
+        if pending.info.cls is CustomFieldDefinition and not _DEFINITION_WRITER.get():
+            raise DocumentError(
+                "CustomFieldDefinition documents are written through "
+                "mapper.custom_fields(Model) (it allocates slots, keeps names unique and "
+                "invalidates the field mappings), not through a session or "
+                "mapper.repository(CustomFieldDefinition)",
+                ids=[pending.doc_id],
+            )
+        if pending.kind != "remove" and pending.info.custom_fields:
+            docs.append(pending.doc)
+    if docs:
+        refresh_idx(mapper, docs)
+
+
+def _raw(doc: Any, name: str) -> Any:
+    """An attribute read without marking the document watched (see model.tracking)."""
+    descriptor = getattr(type(doc), name)
+    slot = getattr(descriptor, "slot", descriptor)
+    return slot.__get__(doc, type(doc))
+
+
+def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
+    """Recompute ``idx`` of ``docs`` (documents of ``HasCustomFields`` models) as the module
+    docstring says. A partially loaded document (``includes``/``excludes``) without
+    ``custom_fields`` is left alone."""
+    groups: dict[tuple[type, str], list[Any]] = {}
+    for doc in docs:
+        state = state_of(doc)
+        if state is not None and state.partial and "custom_fields" not in (state.original or {}):
+            continue
+        groups.setdefault((type(doc), doc.tenant_key() or ""), []).append(doc)
+    for (cls, tenant), group in groups.items():
+        info: ModelInfo = cls.__esmapper__  # type: ignore[attr-defined]
+        if not tenant:
+            for doc in group:
+                _store(doc, None, None)
+            continue
+        repo = mapper.custom_fields(cls)
+        fields = repo.tenant_fields(tenant)
+        if _unknown_names(fields, group):
+            # maybe defined since this mapping was cached (by a process not sharing the
+            # cache client): look again, at most every few seconds
+            fields = repo.tenant_fields(tenant, max_age=RECHECK_AFTER)
+        assert info.index is not None
+        if info.index.auto_create_custom_fields:
+            fields = _auto_create(repo, fields, group)
+        modified: dict[int, CustomFieldDefinition] = {}
+        for doc in group:
+            _store(doc, _compute(doc, fields, modified), fields)
+        if modified:
+            repo.save(list(modified.values()))
+
+
+def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
+    """``{lower: name}`` of the names with a value in ``docs`` that have no definition."""
+    unknown: dict[str, str] = {}
+    for doc in docs:
+        for key, value in (_raw(doc, "custom_fields") or {}).items():
+            if value is not None and isinstance(key, str) and fields.get(key) is None:
+                unknown.setdefault(key.lower(), key)
+    return unknown
+
+
+def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
+    """Add a ``string`` definition for each name without one (CF-8); the fields after."""
+    unknown: dict[str, str] = {}
+    for lower, key in _unknown_names(fields, docs).items():
+        try:
+            check_name(key)
+        except DocumentValidationError:
+            continue  # not a usable name: stored, not indexed
+        unknown[lower] = key
+    if not unknown:
+        return fields
+    repo.add(
+        [
+            CustomFieldDefinition(tenant_key=fields.tenant, name=name, index_type="string")
+            for name in unknown.values()
+        ]
+    )
+    return repo.tenant_fields(fields.tenant)  # type: ignore[no-any-return]
+
+
+def _compute(
+    doc: Any, fields: TenantFields, modified: dict[int, CustomFieldDefinition]
+) -> dict[str, Any]:
+    values: dict[str, Any] | None = _raw(doc, "custom_fields")
+    present: dict[str, str] = {}
+    for name in values or ():
+        if isinstance(name, str):
+            present.setdefault(name.lower(), name)
+    idx: dict[str, Any] = {"tenant": fields.tenant} if fields.stores_tenant else {}
+    for slot in fields.on_value:
+        key = present.get(slot.lower)
+        if key is None or values is None or values[key] is None:
+            continue
+        if type(slot.field_type) is StandardFieldType:  # fast path: indexed as given
+            indexed = slot.check(values[key])
+            if indexed is not NOT_INDEXED:
+                idx[slot.key] = indexed
+            continue
+        values = _process(doc, slot, key, values, idx, modified)
+    for slot in fields.always:
+        values = _process(doc, slot, present.get(slot.lower), values, idx, modified)
+    return idx
+
+
+def _process(  # noqa: PLR0917 - one step of _compute
+    doc: Any,
+    slot: FieldSlot,
+    key: str | None,
+    values: dict[str, Any] | None,
+    idx: dict[str, Any],
+    modified: dict[int, CustomFieldDefinition],
+) -> dict[str, Any] | None:
+    """Process one definition; returns ``custom_fields`` (created when a calculated field
+    writes into a document that had none)."""
+    value = values.get(key) if values is not None and key is not None else None
+    try:
+        result = slot.field_type.process_value(doc, value, slot.definition)
+    except Exception:
+        log.warning(
+            "custom field %r (type %r) of %s %r: process_value raised; the value is stored, "
+            "not indexed",
+            slot.definition.name,
+            slot.definition.index_type,
+            type(doc).__name__,
+            getattr(doc, "id", None),
+            exc_info=True,
+        )
+        return values
+    if not isinstance(result, ProcessResult):
+        log.warning(
+            "custom field %r: process_value of type %r returned %r, not an em.ProcessResult; "
+            "the value is stored, not indexed",
+            slot.definition.name,
+            slot.definition.index_type,
+            result,
+        )
+        return values
+    if result.value is not value and not (result.value is None and key is None):
+        if values is None:
+            values = {}
+            _set(doc, "custom_fields", values)
+        values[key if key is not None else slot.definition.name] = result.value
+    indexed = slot.check(result.idx if result.idx is not None else result.value)
+    if indexed is not NOT_INDEXED:
+        idx[slot.key] = indexed
+    if result.definition_modified:
+        modified[id(slot.definition)] = slot.definition
+    return values
+
+
+def _store(doc: Any, idx: dict[str, Any] | None, fields: TenantFields | None) -> None:
+    """Set ``doc.idx`` (no change tracking: the pipeline made it). A partially loaded
+    document's save merges ``idx``: slots it no longer fills are sent as ``null``."""
+    state = state_of(doc)
+    if state is not None and state.partial:
+        before = (state.original or {}).get("idx")
+        stale = set(before) if isinstance(before, dict) else set()
+        if not isinstance(before, dict) and fields is not None:
+            stale = {slot.key for slot in fields.by_name.values()}
+        if idx is not None or stale:
+            idx = {**dict.fromkeys(stale - set(idx or {})), **(idx or {})}
+        state.assigned = (state.assigned or set()) | {"idx"}
+    _set(doc, "idx", idx)
+
+
+def same_idx(a: Any, b: Any) -> bool:
+    """Whether two ``idx`` values index the same (``null`` slots count as absent)."""
+
+    def live(value: Any) -> dict[str, Any]:
+        return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else {}
+
+    return live(a) == live(b)
+
+
+def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
+    """``new`` plus ``null`` for every slot of ``old`` it lacks (an update merges objects:
+    a slot is emptied by sending ``null``)."""
+    out = dict(new or {})
+    if isinstance(old, dict):
+        for key in old:
+            out.setdefault(key, None)
+    return out
+
+
+def _changed_values(before: Any, after: Any) -> dict[str, Any]:
+    if not isinstance(after, dict):
+        return {}
+    base = before if isinstance(before, dict) else {}
+    return {k: v for k, v in after.items() if k not in base or base[k] != v}
+
+
+def partial_doc(
+    mapper: Mapper,
+    info: ModelInfo,
+    source: Mapping[str, Any],
+    doc_changes: Mapping[str, Any],
+    id: str,
+) -> dict[str, Any]:
+    """The ``doc`` a ``PartialPatch`` of the stored ``source`` sends: ``doc_changes`` plus
+    ``idx`` computed from the merged preview (``null`` for emptied slots) and the
+    ``custom_fields`` values processing changed (e.g. clamped), merged in. Sends nothing
+    unless the tenant's definitions are not cached."""
+    from esmapper._bodies import merged
+
+    preview = merged(source, doc_changes)
+    document = info.from_source(preview, id, None)
+    refresh_idx(mapper, [document])
+    extras: dict[str, Any] = {}
+    new_idx = _raw(document, "idx")
+    if not same_idx(new_idx, source.get("idx")):
+        extras["idx"] = _with_nulls(new_idx, source.get("idx"))
+    changed = _changed_values(preview.get("custom_fields"), _raw(document, "custom_fields"))
+    if changed:
+        extras["custom_fields"] = changed
+    return merged(doc_changes, extras)
+
+
+def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
+    """A client-side patch's result (``document``, built from ``source``): recompute its
+    ``idx`` and put it, with the processed ``custom_fields``, into ``source``."""
+    refresh_idx(mapper, [document])
+    source["idx"] = _raw(document, "idx")
+    values = _raw(document, "custom_fields")
+    if values is not None:
+        source["custom_fields"] = dict(values)
+
+
+def reconcile(
+    mapper: Mapper, info: ModelInfo, ids: Sequence[str | None], *, refresh: Any = None
+) -> int:
+    """Bring ``idx`` of documents ``ids`` up to date (after a ScriptPatch, see the module
+    docstring): one real-time multi-GET (a search by ids for time-series models), then a
+    partial update of ``idx`` per stale document, conditioned on the version read. Returns
+    the number updated; a failed update is logged (a 409: a newer write recomputed it)."""
+    wanted = [i for i in dict.fromkeys(ids) if i is not None]
+    if not wanted:
+        return 0
+    return reconcile_hits(mapper, info, _read(mapper, info, wanted), refresh=refresh)
+
+
+def reconcile_hits(
+    mapper: Mapper, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
+) -> int:
+    """:func:`reconcile` for raw hits already read (``_id``, ``_index``, ``_source``,
+    ``_seq_no``, ``_primary_term``)."""
+    from esmapper._outcomes import send
+    from esmapper._pending import PendingWrite
+    from esmapper.bulk import BulkAction
+
+    documents, stored = [], []
+    for hit in hits:
+        source = hit.get("_source") or {}
+        documents.append(info.from_source(source, hit["_id"], None))
+        stored.append(source)
+    refresh_idx(mapper, documents)
+    actions = []
+    for hit, document, source in zip(hits, documents, stored, strict=True):
+        extras: dict[str, Any] = {}
+        new_idx = _raw(document, "idx")
+        if not same_idx(new_idx, source.get("idx")):
+            extras["idx"] = _with_nulls(new_idx, source.get("idx"))
+        changed = _changed_values(source.get("custom_fields"), _raw(document, "custom_fields"))
+        if changed:
+            extras["custom_fields"] = changed
+        if not extras:
+            continue
+        actions.append(
+            BulkAction(
+                op="update",
+                index=str(hit.get("_index") or mapper.spec(info.cls).write_target),
+                id=hit["_id"],
+                body={"doc": extras},
+                if_seq_no=hit.get("_seq_no"),
+                if_primary_term=hit.get("_primary_term"),
+                ref=PendingWrite("patch", None, info, id=hit["_id"]),
+            )
+        )
+    if not actions:
+        return 0
+    outcomes = send(mapper, actions, refresh=refresh)
+    failed = [o for o in outcomes if not o.ok and o.status != 409]
+    if failed:
+        log.warning(
+            "%s: idx of %d document(s) could not be brought up to date (%s); run "
+            "mapper.custom_fields(%s).rebuild_idx()",
+            info.name,
+            len(failed),
+            ", ".join(f"{o.id}: {o.status} {o.error_type}" for o in failed[:5]),
+            info.name,
+        )
+    return sum(1 for o in outcomes if o.ok)
+
+
+def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]:
+    from elasticsearch import NotFoundError
+
+    from esmapper.indexes.reads import search_documents
+
+    spec = mapper.spec(info.cls)
+    if spec.is_time_series:
+        return [dict(raw) for raw in search_documents(mapper.client, spec, ids)]
+    try:
+        response = mapper.client.mget(index=spec.read_target, ids=ids)
+    except NotFoundError:
+        return []
+    return [dict(raw) for raw in response.body["docs"] if raw.get("found")]
+
+
+def stored_hit(doc: Any) -> dict[str, Any]:
+    """A loaded document as the raw hit it was read from (for :func:`reconcile_hits`)."""
+    state = state_of(doc)
+    version = state.version if state is not None else None
+    seq_no = primary_term = None
+    if version:
+        term, _, seq = version.partition(":")
+        seq_no, primary_term = int(seq), int(term)
+    return {
+        "_id": doc.id,
+        "_index": state.index if state is not None else None,
+        "_source": state.original if state is not None else doc.to_source(),
+        "_seq_no": seq_no,
+        "_primary_term": primary_term,
+    }

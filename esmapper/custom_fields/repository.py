@@ -1,0 +1,561 @@
+"""``mapper.custom_fields(Model)``: the definitions' repository, bound to one entity type
+(FEATURES CF-12..CF-14, API.md §11).
+
+It is a full :class:`~esmapper.repository.Repository` of
+:class:`~esmapper.custom_fields.definition.CustomFieldDefinition` whose searches only see the
+bound entity type's definitions, whose writes refresh (``consistency="immediate"`` by
+default: a definition is visible to the next slot allocation and field-mapping load), and
+whose writes keep the rules:
+
+- ``add``/``add_field``: the definition is checked (name, a type the model declares,
+  ``index_slot`` 0, no id: ids are slots); an active definition of the same name
+  (case-insensitive) is returned as it is when the type matches, and a
+  DocumentValidationError otherwise; else it gets the lowest free slot (see
+  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock.
+- ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
+  change (DocumentValidationError naming the field); a rename, or a restore of a
+  soft-deleted definition, takes a name no other active definition of the tenant holds.
+  A rename keeps the slot: stored values answer to the new name at once.
+- soft delete (``is_deleted = True``, saved) keeps the slot and frees the name; ``remove``
+  (hard delete) frees both.
+- every change drops the cached field mappings it touches (``get_field_mapping``, cached
+  15 minutes in the mapper's cache client, which other processes sharing the client
+  see: the invalidation is theirs too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from elasticsearch import NotFoundError
+from elasticsearch.dsl import Q
+from elasticsearch.dsl.query import Query
+
+from esmapper.custom_fields import slots
+from esmapper.custom_fields.catalog import TenantFields
+from esmapper.custom_fields.definition import (
+    IMMUTABLE_FIELDS,
+    PROCESS_MODES,
+    CustomFieldDefinition,
+    apply_patch,
+    check_name,
+    definition_hit,
+)
+from esmapper.custom_fields.indexing import definition_writes, reconcile_hits, stored_hit
+from esmapper.custom_fields.search import tenant_clause
+from esmapper.errors import DocumentNotFoundError, DocumentValidationError
+from esmapper.ids import decompose_id
+from esmapper.model.state import state_of
+from esmapper.options import Options
+from esmapper.patches import Patch
+from esmapper.repository import Repository
+from esmapper.results import FindResults
+
+if TYPE_CHECKING:
+    from esmapper._search import SearchRequest
+    from esmapper.mapper import Mapper
+
+__all__ = ["MAPPING_TTL", "CustomFieldRepository"]
+
+#: How long a tenant's field mapping stays cached (FEATURES CA-17).
+MAPPING_TTL = _dt.timedelta(minutes=15)
+_PAGE = 1000
+_MEMO_SIZE = 4096
+
+
+def _check_tenant(tenant: Any) -> str:
+    if not isinstance(tenant, str) or not tenant:
+        raise DocumentValidationError(
+            f"a tenant key is a non-empty string, got {tenant!r}", field="tenant_key"
+        )
+    return tenant
+
+
+class CustomFieldRepository(Repository[CustomFieldDefinition]):
+    """The definitions of ``entity``'s custom fields (see the module docstring)."""
+
+    def __init__(self, mapper: Mapper, entity: type) -> None:
+        super().__init__(mapper, CustomFieldDefinition)
+        info = entity.__esmapper__  # type: ignore[attr-defined]
+        if not info.custom_fields:
+            raise TypeError(f"{entity.__name__} has no custom fields (em.HasCustomFields)")
+        self.entity = entity
+        self.entity_info = info
+        self.entity_type: str = info.name
+        self.types = {t.type: t for t in info.custom_field_types}
+        self.defaults = Options(consistency="immediate")
+        self._memo: dict[str, tuple[Any, TenantFields]] = {}
+        self._memo_lock = threading.Lock()
+
+    # -- field mappings (cached) -----------------------------------------------------------
+
+    @property
+    def _cache_alias(self) -> str:
+        return f"customfield:{self.mapper.index_prefix}{self.entity_type}"
+
+    def tenant_fields(self, tenant: str, *, max_age: float | None = None) -> TenantFields:
+        """The compiled active definitions of ``tenant`` (what writes and queries use):
+        from the cache client, else one search (then cached for 15 minutes, unless a change
+        invalidated it meanwhile). ``max_age`` (seconds): a cached mapping loaded longer ago
+        is loaded again."""
+        documents = self.mapper.documents
+        token = None
+        if documents is not None:
+            cached, token = documents.lookup(self._cache_alias, tenant)
+            if cached is not None:
+                if max_age is None or time.time() - cached.get("loaded_at", 0.0) <= max_age:
+                    return self._compiled(tenant, cached)
+                self.invalidate(tenant)
+                return self.tenant_fields(tenant)
+        raw = {"definitions": self._load(tenant), "loaded_at": time.time()}
+        if documents is not None:
+            documents.fill(self._cache_alias, tenant, raw, token, MAPPING_TTL)
+        return self._compiled(tenant, raw)
+
+    def _compiled(self, tenant: str, raw: dict[str, Any]) -> TenantFields:
+        with self._memo_lock:
+            memo = self._memo.get(tenant)
+            if memo is not None and memo[0] is raw:
+                return memo[1]
+        fields = TenantFields(
+            self.entity_info,
+            tenant,
+            [CustomFieldDefinition.from_hit(hit) for hit in raw["definitions"]],
+        )
+        with self._memo_lock:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[tenant] = (raw, fields)
+        return fields
+
+    def _load(self, tenant: str, *, every: bool = False, refresh: bool = False) -> list[Any]:
+        """The stored definitions of ``tenant`` as raw hits (active ones, or ``every`` one),
+        by id, 1000 a page."""
+        filters: list[dict[str, Any]] = [
+            {"term": {"entity_type": self.entity_type}},
+            {"term": {"tenant_key": tenant}},
+        ]
+        if not every:
+            filters.append({"term": {"is_deleted": False}})
+        alias = self.spec.alias
+        if refresh:
+            self._refresh()
+        hits: list[Any] = []
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "query": {"bool": {"filter": filters}},
+                "size": _PAGE,
+                "sort": [{"id": "asc"}],
+                "seq_no_primary_term": True,
+            }
+            if after is not None:
+                body["search_after"] = after
+            try:
+                response = self.mapper.client.search(index=alias, body=body).body
+            except NotFoundError:
+                return hits
+            page = response["hits"]["hits"]
+            hits.extend(
+                {k: h.get(k) for k in ("_id", "_index", "_source", "_seq_no", "_primary_term")}
+                for h in page
+            )
+            if len(page) < _PAGE:
+                return hits
+            after = page[-1]["sort"]
+
+    def _refresh(self) -> None:
+        with contextlib.suppress(NotFoundError):
+            self.mapper.client.indices.refresh(index=self.spec.alias)
+
+    def get_field_mapping(self, tenant: str) -> dict[str, CustomFieldDefinition]:
+        """``{lower-cased name: definition}`` of ``tenant``'s active definitions (copies:
+        change and ``save`` them freely). Cached as :meth:`tenant_fields` says."""
+        _check_tenant(tenant)
+        fields = self.tenant_fields(tenant)
+        return {
+            lower: CustomFieldDefinition.from_hit(definition_hit(slot.definition))
+            for lower, slot in fields.by_name.items()
+        }
+
+    def invalidate(self, tenant: str | None = None) -> None:
+        """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
+        ``None``), here and in every process sharing the cache client."""
+        documents = self.mapper.documents
+        if documents is not None:
+            if tenant is None:
+                documents.invalidate_all(self._cache_alias)
+            else:
+                documents.invalidate(self._cache_alias, [tenant])
+        with self._memo_lock:
+            if tenant is None:
+                self._memo.clear()
+            else:
+                self._memo.pop(tenant, None)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _request(
+        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
+    ) -> SearchRequest:
+        """Every search of this repository sees only the bound entity type."""
+        request = super()._request(call, filter, kwargs)
+        scope = Q("term", entity_type=self.entity_type)
+        request.query = (
+            scope if request.query is None else Q("bool", filter=[scope], must=[request.query])
+        )
+        return request
+
+    def find_by_tenant(self, tenant: str, **kwargs: Any) -> FindResults[CustomFieldDefinition]:
+        """``tenant``'s definitions (active ones unless ``soft_deletes=``), sorted by
+        ``display_order`` then name, 1000 a page (``next_page()`` for more)."""
+        _check_tenant(tenant)
+        kwargs.setdefault("limit", _PAGE)
+        kwargs.setdefault("sort", "display_order name")
+        return self.find(Q("term", tenant_key=tenant), **kwargs)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add_field(
+        self,
+        tenant: str,
+        name: str,
+        index_type: str,
+        description: str | None = None,
+        display_order: int = 0,
+        *,
+        data: dict[str, Any] | None = None,
+        process_mode: str = "on_value",
+        process_order: int = 0,
+        **options: Any,
+    ) -> CustomFieldDefinition:
+        """Add the custom field ``name`` of type ``index_type`` for ``tenant``, in the
+        lowest free slot of that type; an active field of that name and type is returned
+        as it is. Sends: the tenant lock (create, delete), one refreshed search of the
+        tenant's definitions, the create (with ``refresh``). Raises
+        DocumentValidationError (before anything is sent) for a bad tenant, name, type or
+        mode, and when the name is active with another type; LockError when the tenant
+        lock stays held 60 s."""
+        definition = CustomFieldDefinition(
+            tenant_key=_check_tenant(tenant),
+            name=name,
+            index_type=index_type,
+            description=description,
+            display_order=display_order,
+            data=data,
+            process_mode=process_mode,
+            process_order=process_order,
+        )
+        return self.add(definition, **options)
+
+    @overload
+    def add(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    @overload
+    def add(
+        self, docs: Sequence[CustomFieldDefinition], **options: Any
+    ) -> list[CustomFieldDefinition]: ...
+    def add(
+        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+    ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
+        """Add definitions (see the module docstring). Returns them, an already active one
+        of the same name and type in place of its duplicate."""
+        single = isinstance(docs, CustomFieldDefinition)
+        items: list[CustomFieldDefinition] = [docs] if single else list(docs)  # type: ignore[arg-type,list-item]
+        opts = self.options(**options)
+        for item in items:
+            self._check_new(item)
+        result: dict[int, CustomFieldDefinition] = {}
+        by_tenant: dict[str, list[CustomFieldDefinition]] = {}
+        for item in items:
+            by_tenant.setdefault(item.tenant_key, []).append(item)
+        for tenant, group in by_tenant.items():
+            try:
+                with slots.tenant_lock(self.mapper, self.entity_type, tenant):
+                    result.update(self._add_tenant(tenant, group, opts))
+            finally:
+                self.invalidate(tenant)
+        out = [result[id(item)] for item in items]
+        return out[0] if single else out
+
+    def _check_new(self, item: Any) -> None:
+        if not isinstance(item, CustomFieldDefinition):
+            raise TypeError(f"add() takes CustomFieldDefinition documents, got {item!r}")
+        if not item.entity_type:
+            object.__setattr__(item, "entity_type", self.entity_type)
+        elif item.entity_type != self.entity_type:
+            raise DocumentValidationError(
+                f"definition of {item.entity_type!r} added through the {self.entity_type} "
+                f"custom fields; use mapper.custom_fields({item.entity_type})",
+                field="entity_type",
+            )
+        _check_tenant(item.tenant_key)
+        if item.id is not None or item.index_slot:
+            raise DocumentValidationError(
+                f"custom field {item.name!r}: slots are allocated by add(); leave id and "
+                f"index_slot unset (got id={item.id!r}, index_slot={item.index_slot!r})",
+                field="index_slot",
+            )
+        self._check_fields(item)
+
+    def _check_fields(self, item: CustomFieldDefinition) -> None:
+        check_name(item.name)
+        if item.index_type not in self.types:
+            raise DocumentValidationError(
+                f"custom field {item.name!r}: unknown type {item.index_type!r}; "
+                f"{self.entity_type} declares {', '.join(sorted(self.types))}",
+                field="index_type",
+            )
+        if item.process_mode not in PROCESS_MODES:
+            raise DocumentValidationError(
+                f"custom field {item.name!r}: process_mode {item.process_mode!r} is not "
+                f"one of {', '.join(PROCESS_MODES)}",
+                field="process_mode",
+            )
+
+    def _add_tenant(
+        self, tenant: str, group: list[CustomFieldDefinition], options: Options
+    ) -> dict[int, CustomFieldDefinition]:
+        stored = [
+            CustomFieldDefinition.from_hit(hit)
+            for hit in self._load(tenant, every=True, refresh=True)
+        ]
+        active = {d.name.lower(): d for d in stored if not d.is_deleted}
+        result: dict[int, CustomFieldDefinition] = {}
+        new: list[CustomFieldDefinition] = []
+        for item in group:
+            same = active.get(item.name.lower())
+            if same is None:
+                active[item.name.lower()] = item
+                new.append(item)
+                result[id(item)] = item
+            elif same.index_type == item.index_type:
+                result[id(item)] = same
+            else:
+                raise DocumentValidationError(
+                    f"custom field {item.name!r} of tenant {tenant!r} already exists with "
+                    f"type {same.index_type!r} (slot {same.slot_name}); not {item.index_type!r}",
+                    field="index_type",
+                    ids=[same.id],
+                )
+        if new:
+
+            def create(definitions: list[CustomFieldDefinition]) -> None:
+                with definition_writes():
+                    self._run("add", definitions, options)
+
+            slots.allocate(create, self.entity_type, tenant, new, stored)
+        return result
+
+    @overload
+    def save(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    @overload
+    def save(
+        self, docs: Sequence[CustomFieldDefinition], **options: Any
+    ) -> list[CustomFieldDefinition]: ...
+    def save(
+        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+    ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
+        """Save definitions (see the module docstring): immutables checked against what is
+        stored (read when the definition was not loaded), names kept unique under the
+        tenant lock when a definition is renamed or restored."""
+        single = isinstance(docs, CustomFieldDefinition)
+        items: list[CustomFieldDefinition] = [docs] if single else list(docs)  # type: ignore[arg-type,list-item]
+        opts = self.options(**options)
+        claims: dict[str, list[CustomFieldDefinition]] = {}
+        for item in items:
+            if not isinstance(item, CustomFieldDefinition):
+                raise TypeError(f"save() takes CustomFieldDefinition documents, got {item!r}")
+            stored = self._stored(item)
+            for name in IMMUTABLE_FIELDS:
+                if stored.get(name) != getattr(item, name):
+                    raise DocumentValidationError(
+                        f"custom field {item.name!r}: {name} cannot change "
+                        f"({stored.get(name)!r} -> {getattr(item, name)!r})",
+                        field=name,
+                        ids=[item.id],
+                    )
+            self._check_fields(item)
+            renamed = str(stored.get("name", "")).lower() != item.name.lower()
+            restored = bool(stored.get("is_deleted")) and not item.is_deleted
+            if not item.is_deleted and (renamed or restored):
+                claims.setdefault(item.tenant_key, []).append(item)
+        tenants = list(dict.fromkeys(item.tenant_key for item in items))
+        try:
+            for tenant in tenants:
+                group = [i for i in items if i.tenant_key == tenant]
+                if tenant in claims:
+                    with slots.tenant_lock(self.mapper, self.entity_type, tenant):
+                        self._check_free(tenant, group)
+                        self._write("save", group, opts)
+                else:
+                    self._write("save", group, opts)
+        finally:
+            for tenant in tenants:
+                self.invalidate(tenant)
+        return items[0] if single else items
+
+    def _write(self, kind: str, docs: Any, options: Any) -> Any:
+        with definition_writes():
+            opts = options if isinstance(options, Options) else self.options(**options)
+            self._run(kind, list(docs), opts)
+        return docs
+
+    def _stored(self, item: CustomFieldDefinition) -> dict[str, Any]:
+        state = state_of(item)
+        if state is not None and state.original is not None and not state.partial:
+            return state.original
+        if item.id is None:
+            raise DocumentValidationError(
+                f"custom field {item.name!r} has no id: add() it first", field="id"
+            )
+        current = self.get(item.id, soft_deletes="all", cache=False)
+        if current is None:
+            raise DocumentNotFoundError(item.id, index=self.spec.alias)
+        state = state_of(current)
+        assert state is not None and state.original is not None
+        return state.original
+
+    def _check_free(self, tenant: str, saving: list[CustomFieldDefinition]) -> None:
+        """Refuse a name another active definition of ``tenant`` holds (checked after the
+        batch's own changes); a refreshed search of the tenant's active definitions."""
+        saving_ids = {i.id for i in saving}
+        active: dict[str, str | None] = {}
+        for hit in self._load(tenant, refresh=True):
+            if hit["_id"] not in saving_ids:
+                source = hit["_source"] or {}
+                active[str(source.get("name", "")).lower()] = hit["_id"]
+        for item in saving:
+            if item.is_deleted:
+                continue
+            other = active.get(item.name.lower())
+            if other is not None and other != item.id:
+                raise DocumentValidationError(
+                    f"custom field name {item.name!r} is already used by another active "
+                    f"field of tenant {tenant!r}",
+                    field="name",
+                    ids=[item.id, other],
+                )
+            active[item.name.lower()] = item.id
+
+    def remove(self, docs: Any, **options: Any) -> None:
+        """Hard-delete definitions (documents or ids): their names and slots are free."""
+        items = [docs] if isinstance(docs, str | CustomFieldDefinition) else list(docs)
+        tenants = set()
+        for item in items:
+            tenants.add(_tenant_of(item))
+        try:
+            with definition_writes():
+                super().remove(items, **options)
+        finally:
+            for tenant in tenants:
+                self.invalidate(tenant)
+
+    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+        """Hard-delete the matching definitions of the entity type (the soft-delete mode
+        applies to matching); every cached field mapping of the entity type is dropped."""
+        try:
+            with definition_writes():
+                return super().remove_all(filter, **options)
+        finally:
+            self.invalidate()
+
+    def remove_by_tenant(self, tenant: str, **options: Any) -> int:
+        """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
+        offboarding: every name and slot is free); returns how many. One delete-by-query
+        (or a scan when removals are listened to)."""
+        _check_tenant(tenant)
+        options.setdefault("soft_deletes", "all")
+        try:
+            with definition_writes():
+                return super().remove_all(Q("term", tenant_key=tenant), **options)
+        finally:
+            self.invalidate(tenant)
+
+    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+        """Apply ``patch`` to the definitions ``ids`` and :meth:`save` them (so immutables
+        and names are checked). A ScriptPatch cannot be checked: ``TypeError``."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        docs = []
+        for id in wanted:
+            doc = self.get(id, soft_deletes="all", cache=False)
+            if doc is None:
+                raise DocumentNotFoundError(id, index=self.spec.alias)
+            docs.append(doc)
+        changed = [d for d in docs if apply_patch(d, patch)]
+        if changed:
+            self.save(changed, **options)
+
+    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+        """:meth:`patch` every matching definition; returns how many changed."""
+        found: list[CustomFieldDefinition] = []
+
+        def collect(batch: list[CustomFieldDefinition]) -> None:
+            found.extend(batch)
+
+        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
+        self.batch_process(filter, collect, **read)
+        changed = [d for d in found if apply_patch(d, patch)]
+        if changed:
+            self.save(changed, **options)
+        return len(changed)
+
+    # -- convenience (the CLI's verbs) -------------------------------------------------------
+
+    def field(self, tenant: str, name: str) -> CustomFieldDefinition:
+        """The active definition ``name`` of ``tenant``; DocumentNotFoundError if none."""
+        found = self.get_field_mapping(tenant).get(check_name(name).lower())
+        if found is None:
+            raise DocumentNotFoundError(
+                f"{self.entity_type} tenant {tenant!r} has no custom field {name!r}",
+                index=self.spec.alias,
+            )
+        return found
+
+    def rename_field(self, tenant: str, name: str, new_name: str) -> CustomFieldDefinition:
+        """Rename ``tenant``'s field ``name`` to ``new_name`` (same slot: no reindex)."""
+        definition = self.field(tenant, name)
+        definition.name = check_name(new_name)
+        return self.save(definition)
+
+    def remove_field(self, tenant: str, name: str, *, hard: bool = False) -> None:
+        """Soft-delete ``tenant``'s field ``name`` (the name is free, the slot kept), or
+        hard-delete it (``hard=True``: both free)."""
+        definition = self.field(tenant, name)
+        if hard:
+            self.remove(definition)
+        else:
+            definition.is_deleted = True
+            self.save(definition)
+
+    def rebuild_idx(self, tenant: str | None = None, *, batch_size: int = 500) -> int:
+        """Recompute ``idx`` of every stored document of the entity type (of ``tenant``
+        only, if given), writing only those whose ``idx`` changed (conditional partial
+        updates; see :func:`esmapper.custom_fields.indexing.reconcile`). For after a
+        reindex script that changed ``custom_fields``, or after a hard-deleted slot was
+        reused. Returns the number of documents updated."""
+        repo: Repository[Any] = self.mapper.repository(self.entity)
+        clause = tenant_clause(self.entity_info, tenant)
+        filter = None if clause is None else Q(clause)
+        updated = 0
+
+        def batch(docs: list[Any]) -> None:
+            nonlocal updated
+            hits = [stored_hit(doc) for doc in docs]
+            updated += reconcile_hits(self.mapper, self.entity_info, hits)
+
+        repo.batch_process(filter, batch, batch_size=batch_size, soft_deletes="all")
+        return updated
+
+
+def _tenant_of(item: Any) -> str | None:
+    if isinstance(item, CustomFieldDefinition):
+        return item.tenant_key
+    try:
+        return decompose_id(str(item))[1]
+    except (ValueError, IndexError):
+        return None

@@ -1,0 +1,100 @@
+"""Slot allocation: the lowest free slot from 1 per (entity type, tenant, index type), race
+free between threads and processes (FEATURES CF-12, CF-14).
+
+A definition's id is its slot (``<entity>:<tenant>:<type>:<slot>``, composed), and it is
+created with ``op_type=create``: creating the definition reserves the slot, and a conflict
+(409) means another writer took it first, so the next free slot is tried. No lock is
+needed for slots; a soft-deleted definition still holds its slot (its document exists), a
+hard delete frees it (its document is gone). A create whose answer was lost is read back
+by the write pipeline (:func:`esmapper._outcomes.send`): our source there means we hold
+the slot; anything else is a conflict, and the next slot is tried.
+
+Names are another matter: "same name returns the existing definition" needs one decision
+per (entity type, tenant) at a time, so adds, renames and restores run under the lock
+``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, 30 s
+expiry; a killed holder blocks that tenant's name changes for at most that long). The slot
+reservation stays create-only under it, so even a holder whose lock expired cannot give
+one slot twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from esmapper.custom_fields.definition import CustomFieldDefinition, definition_id
+from esmapper.errors import BulkWriteError, DocumentError, DuplicateDocumentError
+from esmapper.ids import compose_id
+from esmapper.locks import LockProvider
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["LOCK_TTL", "LOCK_WAIT", "allocate", "lowest_free", "tenant_lock"]
+
+LOCK_TTL = _dt.timedelta(seconds=30)
+LOCK_WAIT = _dt.timedelta(seconds=60)
+_LOCK_POLL = 0.02
+#: create rounds before giving up (each round retries only the slots others took)
+MAX_ROUNDS = 50
+
+
+def lowest_free(used: set[int]) -> int:
+    """The lowest slot from 1 not in ``used``."""
+    slot = 1
+    while slot in used:
+        slot += 1
+    return slot
+
+
+@contextlib.contextmanager
+def tenant_lock(mapper: Mapper, entity_type: str, tenant: str) -> Iterator[None]:
+    """Hold ``customfield:<entity>:<tenant>`` (see the module docstring); raises LockError
+    when another holder keeps it longer than 60 s."""
+    provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    name = "customfield:" + compose_id(entity_type, tenant)
+    with provider.acquire(name, LOCK_TTL, wait=LOCK_WAIT, poll=_LOCK_POLL):
+        yield
+
+
+def allocate(
+    create: Any,
+    entity_type: str,
+    tenant: str,
+    new: Sequence[CustomFieldDefinition],
+    existing: Iterable[CustomFieldDefinition],
+) -> None:
+    """Give each of ``new`` the lowest slot free of its type (``existing``: every stored
+    definition of the tenant, soft-deleted ones included) and create them with
+    ``create(definitions)`` (the write pipeline's ``add``: create-only). A definition whose
+    create conflicts gets the next free slot, until all are created. Raises the pipeline's
+    error for any other failure, DocumentError after :data:`MAX_ROUNDS` rounds."""
+    used: dict[str, set[int]] = {}
+    for definition in existing:
+        used.setdefault(definition.index_type, set()).add(definition.index_slot)
+    pending = list(new)
+    for _round in range(MAX_ROUNDS):
+        for definition in pending:
+            taken = used.setdefault(definition.index_type, set())
+            slot = lowest_free(taken)
+            taken.add(slot)
+            object.__setattr__(definition, "index_slot", slot)
+            object.__setattr__(
+                definition, "id", definition_id(entity_type, tenant, definition.index_type, slot)
+            )
+        try:
+            create(pending)
+            return
+        except (DuplicateDocumentError, BulkWriteError) as exc:
+            conflicts = [f for f in exc.failures if f.status == 409]
+            if len(conflicts) != len(exc.failures):
+                raise
+            lost = {id(f.document) for f in conflicts}
+            pending = [d for d in pending if id(d) in lost]
+    raise DocumentError(
+        f"could not reserve a custom-field slot for {entity_type} tenant {tenant!r} after "
+        f"{MAX_ROUNDS} attempts (every slot tried was taken concurrently)",
+        ids=[d.id for d in pending],
+    )

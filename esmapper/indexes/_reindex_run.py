@@ -1,0 +1,392 @@
+"""One reindex ``<alias>-vK -> <alias>-vN`` under its lock: the phases, progress and result.
+
+:func:`run_phases` is the body of :func:`esmapper.indexes.reindex.reindex` once the lock is
+held and the leftovers of a killed run are cleared; the module docstring of
+:mod:`esmapper.indexes.reindex` describes every phase and request.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
+
+from esmapper._transport import is_unknown_outcome, once
+from esmapper.errors import LockError
+from esmapper.indexes._reindex_pass import (
+    PassOutcome,
+    PassStalled,
+    Throttle,
+    count,
+    delete_extras,
+    prepare_target,
+    run_pass,
+)
+from esmapper.indexes.blocks import block_writes, unblock_writes
+from esmapper.indexes.errors import ReindexError
+from esmapper.indexes.leftovers import mark_replaced
+from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import Lock
+from esmapper.model.codec import format_datetime
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["ReindexProgress", "ReindexResult", "Run", "run_phases"]
+
+log = logging.getLogger("esmapper.indexes")
+
+# phase -> (percent at its start, percent at its end), after FEATURES IM-14
+_PERCENT = {
+    "prepare": (0, 0),
+    "copy": (0, 85),
+    "catch_up": (85, 89),
+    "final_catch_up": (89, 90),
+    "verify": (90, 91),
+    "swap": (91, 92),
+    "delete_old": (99, 99),
+    "done": (100, 100),
+}
+
+
+@attrs.frozen(slots=True)
+class ReindexProgress:
+    """A progress report: ``done`` of ``total`` documents in ``phase`` (``prepare``,
+    ``copy``, ``catch_up``, ``final_catch_up``, ``verify``, ``swap``, ``delete_old``,
+    ``done``); ``total`` is 0 when unknown (a server without tasks reports a pass's start
+    and end only). ``percent`` follows FEATURES IM-14; ``message`` is for humans."""
+
+    done: int
+    total: int
+    phase: str
+    alias: str = ""
+    percent: int = 0
+    message: str = ""
+
+
+@attrs.frozen(slots=True)
+class ReindexResult:
+    """What :func:`~esmapper.indexes.reindex.reindex` did for one model.
+
+    ``status``: ``reindexed``, ``up_to_date`` (the alias already pointed at
+    ``new_index``) or ``failed`` (then :class:`ReindexError` carries this result).
+    ``swapped``: whether the alias now points at ``new_index``. ``copied`` / ``caught_up``:
+    documents written by the copy and by the catch-up passes; ``removed``: documents deleted
+    from the old index during the run and so from the new one. ``old_count`` /
+    ``new_count``: the counts compared before the swap; ``old_deleted``: whether the old
+    index was deleted. ``failures``: Elasticsearch's failures. ``seconds``: duration.
+    ``blocked_seconds``: how long writes through the alias were refused (403) because of
+    this run, from its write block on the old index to the alias swap (or to the block's
+    removal when the run failed). ``cleared_block_seconds``: when the run first removed a
+    write block a killed reindex had left on the old index, how long that block had been
+    on (``None``: there was none).
+
+    Time-series models: the totals over the partitions reindexed, one result each in
+    ``partitions`` (oldest version, then oldest period first); ``old_index`` /
+    ``new_index`` are the patterns ``<alias>-v<K>-*`` / ``<alias>-v<N>-*``;
+    ``blocked_seconds`` is the longest window of one partition (each blocks only its
+    period's writes) and ``cleared_block_seconds`` the longest leftover block lifted.
+    """
+
+    model: str
+    alias: str
+    old_index: str | None
+    new_index: str
+    status: str
+    swapped: bool = False
+    copied: int = 0
+    caught_up: int = 0
+    removed: int = 0
+    old_count: int = 0
+    new_count: int = 0
+    old_deleted: bool = False
+    failures: tuple[dict[str, Any], ...] = ()
+    seconds: float = 0.0
+    blocked_seconds: float = 0.0
+    cleared_block_seconds: float | None = None
+    partitions: tuple[ReindexResult, ...] = ()
+
+
+@attrs.define(slots=True, eq=False)
+class Run:
+    """One reindex ``old -> new`` of ``spec``: reports progress, checks the lock (renewed by
+    its heartbeat, :mod:`esmapper.locks`) and builds the result.
+
+    ``actions``: the alias swap's actions (default: move ``spec.alias`` from ``old`` to
+    ``new``); ``probe``: the alias read back after a swap whose answer was lost (default
+    ``spec.alias``). A time-series partition moves all its aliases and probes its dated
+    alias (:mod:`esmapper.indexes.partition_reindex`).
+    """
+
+    mapper: Mapper
+    spec: IndexSpec
+    lock: Lock
+    progress: Callable[[ReindexProgress], None] | None
+    old: str
+    new: str
+    script: str | None
+    throttle: Throttle = attrs.field(factory=Throttle)
+    actions: tuple[dict[str, Any], ...] = ()
+    probe: str = ""
+    result: ReindexResult = attrs.field(init=False)
+    began: float = attrs.field(init=False, factory=time.monotonic)
+    blocked_at: float | None = attrs.field(init=False, default=None)
+    rollback: bool = attrs.field(init=False, default=True)
+    """False once the alias may already point at the new index."""
+
+    def __attrs_post_init__(self) -> None:
+        self.result = ReindexResult(
+            self.spec.info.name, self.spec.alias, self.old, self.new, "failed"
+        )
+
+    @property
+    def client(self) -> Elasticsearch:
+        return self.mapper.client
+
+    def swap_actions(self) -> list[dict[str, Any]]:
+        """The one atomic ``POST /_aliases`` of the swap."""
+        if self.actions:
+            return list(self.actions)
+        return [
+            {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
+            {"add": {"index": self.new, "alias": self.spec.alias}},
+        ]
+
+    def update(self, **changes: Any) -> None:
+        self.result = attrs.evolve(self.result, **changes)
+
+    def blocked_for(self) -> float:
+        """Seconds since the write block was sent (0 before it)."""
+        return 0.0 if self.blocked_at is None else time.monotonic() - self.blocked_at
+
+    def fail(self, message: str, failures: tuple[dict[str, Any], ...]) -> ReindexError:
+        done = attrs.evolve(
+            self.result,
+            failures=failures,
+            seconds=time.monotonic() - self.began,
+            blocked_seconds=self.blocked_for(),
+        )
+        return ReindexError(f"reindex {self.old} -> {self.new} failed: {message}", result=done)
+
+    def report(self, phase: str, done: int = 0, total: int = 0, message: str = "") -> None:
+        self.lock.check()  # raises LockError when the heartbeat found the lock lost
+        low, high = _PERCENT[phase]
+        percent = low + (high - low) * min(done, total) // total if total > 0 else low
+        if self.progress is not None:
+            self.progress(ReindexProgress(done, total, phase, self.spec.alias, percent, message))
+
+    def copy(self, phase: str, query: dict[str, Any] | None) -> PassOutcome:
+        """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents);
+        a stalled pass raises :class:`ReindexError` naming the task and how far it got."""
+        source: dict[str, Any] = {"index": self.old}
+        if query is not None:
+            source["query"] = query
+        body: dict[str, Any] = {
+            "source": source,
+            "dest": {"index": self.new, "version_type": "external"},
+        }
+        if self.script is not None:
+            body["script"] = {"source": self.script, "lang": "painless"}
+        try:
+            outcome = run_pass(
+                self.client,
+                body,
+                progress=lambda done, total: self.report(phase, done, total),
+                throttle=self.throttle,
+            )
+        except PassStalled as exc:
+            failure = {"status": None, "type": "reindex_stalled", "reason": str(exc)}
+            raise self.fail(f"the {phase} pass stalled: {exc}", (failure,)) from exc
+        self.report(
+            phase,
+            outcome.total,
+            outcome.total,
+            f"Total: {outcome.total:,} Copied: {outcome.copied:,} VersionConflicts: "
+            f"{outcome.version_conflicts:,} Failures: {len(outcome.failures)}",
+        )
+        return outcome
+
+    def since(self, start: _dt.datetime) -> dict[str, Any] | None:
+        """The catch-up query: changed since ``start`` (``None``: every document)."""
+        if not self.spec.info.has_dates:
+            return None
+        return {"range": {"updated_utc": {"gte": format_datetime(start)}}}
+
+    def reconcile(self) -> int:
+        """Under the block, after the final pass: delete from ``new`` what ``old`` no longer
+        has; how many. Skipped (0) when the counts show there is nothing to delete: without a
+        script and without dates the final pass copied every document of ``old``, so ``new``
+        holds them all and equal counts mean no extra (with dates, or a script that may drop
+        documents, the counts prove nothing and the ids are compared)."""
+        client, old, new = self.client, self.old, self.new
+        client.indices.refresh(index=[old, new])
+        provable = self.script is None and not self.spec.info.has_dates
+        if provable and count(client, old) == count(client, new):
+            return 0
+        removed = delete_extras(client, old, new)
+        client.indices.refresh(index=new)
+        return removed
+
+
+def _still_ours(lock: Lock, exc: BaseException) -> bool:
+    """Whether a failed run may roll back: the lock is still ours (a run whose lock was
+    taken over must not delete the new index or lift the block: they are the new holder's
+    now). Proved with a renewal; a renewal that fails otherwise does not forbid it."""
+    try:
+        lock.renew()
+    except LockError as lost:
+        log.error(
+            "the reindex failed (%s) and its lock is lost (%s): leaving the indexes to the new "
+            "holder",
+            exc,
+            lost,
+        )
+        return False
+    except Exception:  # e.g. the server unreachable: the rollback will say
+        return True
+    return True
+
+
+def run_phases(
+    run: Run, *, delete_old: bool, keep_failed_index: bool, margin: _dt.timedelta
+) -> ReindexResult:
+    """Run every phase of ``run``; see :mod:`esmapper.indexes.reindex`."""
+    client, spec, old, new, clock = run.client, run.spec, run.old, run.new, run.mapper.clock
+    try:  # until the swap, any failure leaves the old index serving and drops the new one
+        run.report("prepare", message=f"Reindexing {old} -> {new}")
+        prepare_target(client, spec, new)
+        client.indices.refresh(index=old)
+        since = clock() - margin
+        first = run.copy("copy", None)
+        if first.failures:
+            raise run.fail("the copy reported failures; the old index still serves", first.failures)
+        caught_up = 0
+        if spec.info.has_dates:
+            since, previous = clock() - margin, since
+            client.indices.refresh(index=old)
+            second = run.copy("catch_up", run.since(previous))
+            if second.failures:
+                raise run.fail("the catch-up reported failures", second.failures)
+            caught_up = second.copied
+        run.blocked_at = time.monotonic()  # before sending: a lost answer is undone too
+        block_writes(client, old, lock=run.lock, into=new)
+        client.indices.refresh(index=old)
+        last = run.copy("final_catch_up", run.since(since))
+        run.update(copied=first.copied, caught_up=caught_up + last.copied)
+        if last.failures:
+            raise run.fail("the final catch-up reported failures", last.failures)
+        run.report("verify")
+        # Always (a script may drop documents): a document deleted from the old index after
+        # it was copied must not come back in the new one.
+        run.update(removed=run.reconcile())
+        old_count, new_count = count(client, old), count(client, new)
+        run.update(old_count=old_count, new_count=new_count)
+        run.report("verify", 1, 1, f"Old Docs: {old_count:,} New Docs: {new_count:,}")
+        keep = _keep_reason(delete_old, old_count, new_count, new)
+        mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
+        run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
+        run.lock.renew()  # the lock is ours right now (else: LockError, no swap)
+        _swap(run)
+    except BaseException as exc:
+        if run.rollback and _still_ours(run.lock, exc):
+            if run.blocked_at is not None:
+                unblock_writes(client, old)
+                log.warning("writes to %s were blocked for %.2fs", old, run.blocked_for())
+            if not keep_failed_index:
+                client.options(ignore_status=404).indices.delete(index=new)
+        raise
+    blocked = run.blocked_for()
+    run.update(swapped=True, blocked_seconds=blocked)
+    run.report(
+        "swap",
+        1,
+        1,
+        f"Updated alias {spec.alias}: removed {old}, added {new}; writes were blocked for "
+        f"{blocked:.2f}s",
+    )
+    deleted = keep is None
+    if deleted:
+        run.report("delete_old", message=f"Deleting index {old}")
+        try:
+            once(client).indices.delete(index=old)
+        except NotFoundError:
+            log.warning("%s was already deleted", old)
+        except TransportError as exc:
+            if not is_unknown_outcome(exc) or client.indices.exists(index=old):
+                raise
+            log.warning("deleting %s had an unknown outcome (%s); it is gone", old, exc)
+    elif delete_old:  # e.g. a script dropped documents (ctx.op = 'noop')
+        log.warning("kept %s (%d documents): %s", old, run.result.old_count, keep)
+    run.report("done", message=f"Reindexed {old} -> {new}")
+    run.update(status="reindexed", old_deleted=deleted, seconds=time.monotonic() - run.began)
+    return run.result
+
+
+def _swap(run: Run) -> None:
+    """The atomic alias swap, sent once; an unknown outcome is read back (on neither index:
+    ``run.rollback`` is switched off, the alias may point at the new index)."""
+    client, spec, old, new = run.client, run.spec, run.old, run.new
+    try:
+        swap = once(client).indices.update_aliases(actions=run.swap_actions())
+        refused = swap.body.get("errors")  # a partial answer (noida-db); ES is atomic
+        unknown: BaseException | None = None
+    except TransportError as exc:
+        if not is_unknown_outcome(exc):
+            raise
+        refused, unknown = False, exc
+    if not refused and unknown is None:
+        return
+    # Read the alias back: never delete the index it may already point at.
+    probe = run.probe or spec.alias
+    target = _swap_target(client, probe, old, new)
+    if target is None:
+        run.rollback = False
+        raise run.fail(
+            f"the alias swap's outcome is unknown ({unknown or 'a partial answer'}) and "
+            f"{probe!r} points neither at {old} alone nor at {new} alone; nothing "
+            f"was deleted and {old} is still write-blocked: inspect the alias, point it "
+            f"at the index holding the documents and remove the block by hand",
+            tuple(swap.body.get("action_results", ())) if refused else (),
+        )
+    if target == old:
+        if refused:
+            raise run.fail("the alias swap was refused", tuple(swap.body.get("action_results", ())))
+        raise run.fail(
+            f"the alias swap's answer was lost ({unknown}) and {probe!r} still "
+            f"points at {old}: the swap did not happen; the old index still serves",
+            (),
+        ) from unknown
+    log.warning(
+        "the alias swap's answer was %s; read back: %s points at %s",
+        f"lost ({unknown})" if unknown is not None else "partial",
+        probe,
+        new,
+    )
+
+
+def _keep_reason(delete_old: bool, old_count: int, new_count: int, new: str) -> str | None:
+    """Why the old index is kept after the swap, ``None`` when it is deleted."""
+    if not delete_old:
+        return "delete_old=False"
+    if new_count < old_count:
+        return f"{new} has {new_count} documents, fewer than its {old_count}"
+    return None
+
+
+def _swap_target(client: Elasticsearch, alias: str, old: str, new: str) -> str | None:
+    """After a swap whose outcome is unknown: ``new`` if ``alias`` points at it alone (the
+    swap happened), ``old`` if it still points at it alone (it did not), else ``None``
+    (also when the alias cannot be read). Sends ``GET /_alias/<alias>``."""
+    try:
+        targets = sorted(client.indices.get_alias(name=alias).body)
+    except NotFoundError:
+        return None
+    except (TransportError, ApiError) as exc:
+        log.error("reading alias %s back after the swap failed: %s", alias, exc)
+        return None
+    return targets[0] if len(targets) == 1 and targets[0] in (old, new) else None
