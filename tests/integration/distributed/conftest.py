@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +27,16 @@ def redis_server() -> Iterator[RedisServer]:
     """A Redis of this test alone (the test may kill and restart it)."""
     with RedisServer() as server:
         yield server
+
+
+def wait_ready(link: Any, timeout: float = 20.0) -> bool:
+    """Poll ``link.ready()`` (``False`` while another thread synchronises the link)."""
+    deadline = time.monotonic() + timeout
+    while not link.ready():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 class WorkerProcess:

@@ -14,16 +14,18 @@ import pytest
 import esmapper as em
 from esmapper.cache import InMemoryCache
 from esmapper.distributed import HybridCache, RedisMessageBus
+from esmapper.testing import RedisServer
 from tests.integration.session.test_cache import *  # noqa: F403  (the same rules, on Redis)
 from tests.integration.session.test_cache import Cached
 
+from .conftest import wait_ready
 from .worker import Item
 
 
 @pytest.fixture
 def cache(redis_url: str) -> Iterator[HybridCache]:  # replaces the in-process cache
     hybrid = HybridCache(redis_url, namespace=f"t-{uuid.uuid4().hex[:8]}")
-    assert hybrid.link.ready()
+    assert wait_ready(hybrid.link)
     yield hybrid
     hybrid.close()
 
@@ -72,3 +74,37 @@ def test_a_save_through_one_mapper_is_read_through_the_other(two: list[em.Mapper
     assert b.get("x").name == "v19"
     b.remove("x")
     assert a.get("x") is None
+
+
+def test_a_hung_redis_does_not_hang_writes(es_url: str, index_prefix: str) -> None:
+    """Redis stopped (SIGSTOP: connections accepted, nothing answered): writes and reads go
+    on, each request waiting at most the socket timeout; after SIGCONT nothing is stale."""
+    import os
+    import signal
+
+    with RedisServer() as server:
+        options = {"socket_timeout": 0.1, "retry_max": 0.2}
+        with em.Mapper(
+            es_url, models=[Cached], index_prefix=index_prefix, redis=server.url,
+            redis_options=options,
+        ) as m:  # fmt: skip
+            m.configure_indexes()
+            repo = m.repository(Cached)
+            doc = repo.add(Cached(id="h", name="v0"))
+            assert repo.get("h").name == "v0" and repo.get("h").name == "v0"  # cached
+            assert server.pid is not None
+            os.kill(server.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                for i in range(1, 6):
+                    doc.name = f"v{i}"
+                    repo.save(doc)  # returns: bounded by the timeouts, not by Redis
+                    assert repo.get("h").name == f"v{i}"
+                print(f"\n5 saves and reads with Redis stopped: {time.monotonic() - started:.2f} s")
+                assert not m.cache.link.available()  # type: ignore[union-attr]
+            finally:
+                os.kill(server.pid, signal.SIGCONT)
+            doc.name = "after"
+            repo.save(doc)
+            for _ in range(3):
+                assert repo.get("h").name == "after"

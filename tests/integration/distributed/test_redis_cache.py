@@ -13,6 +13,8 @@ from esmapper.cache import DocumentCache, ReadMarker
 from esmapper.distributed import HybridCache, RedisCache, RedisLink
 from esmapper.testing import RedisServer
 
+from .conftest import wait_ready
+
 
 @pytest.fixture
 def namespace() -> str:
@@ -22,7 +24,7 @@ def namespace() -> str:
 @pytest.fixture
 def links(redis_url: str, namespace: str) -> Iterator[list[RedisLink]]:
     made = [RedisLink(redis_url, namespace=namespace) for _ in range(2)]
-    assert all(link.ready() for link in made)  # synchronised (a first use flushes)
+    assert all(wait_ready(link) for link in made)  # synchronised (a first use flushes)
     yield made
     for link in made:
         link.close()
@@ -69,7 +71,7 @@ def test_remove_by_prefix_scans_and_stays_in_its_namespace(
 ) -> None:
     cache = RedisCache(links[0])
     elsewhere = RedisLink(redis_url, namespace=links[0].namespace + "-other")
-    assert elsewhere.ready()
+    assert wait_ready(elsewhere)
     try:
         other = RedisCache(elsewhere)
         for i in range(1200):  # more than one SCAN batch
@@ -134,7 +136,7 @@ def test_redis_down_reads_miss_writes_go_on_one_warning_then_flush(
         other_link = RedisLink(server.url, namespace=namespace)
         try:
             cache, other = ready(HybridCache(link)), RedisCache(other_link)
-            assert link.ready() and other_link.ready()
+            assert wait_ready(link) and wait_ready(other_link)
             cache.set("k", "old")
             assert other.get("k") == "old"
             server.kill()
@@ -148,12 +150,7 @@ def test_redis_down_reads_miss_writes_go_on_one_warning_then_flush(
             assert not link.lease_valid()
             server.restart()
             other.set("k", "stale, as if restored")  # an entry this process failed to remove
-            import time
-
-            deadline = time.monotonic() + 20
-            while not link.ready() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert link.ready()
+            assert wait_ready(link)
             assert cache.get("k") is None  # flushed before anything was served
         finally:
             link.close()
