@@ -15,6 +15,7 @@ from esmapper.custom_fields import (
     standard_field_types,
 )
 from esmapper.custom_fields.repository import CustomFieldRepository
+from esmapper.distributed import HybridCache, RedisCache, RedisMessageBus
 from esmapper.errors import (
     AliasNameTakenError,
     BulkItemFailure,
@@ -130,6 +131,7 @@ __all__ = [
     "HasCustomFields",
     "HasDates",
     "IdTooLongError",
+    "HybridCache",
     "InMemoryCache",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
@@ -145,6 +147,8 @@ __all__ = [
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
+    "RedisCache",
+    "RedisMessageBus",
     "Migration",
     "MigrationContext",
     "MigrationError",
