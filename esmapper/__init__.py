@@ -15,6 +15,7 @@ from esmapper.custom_fields import (
     standard_field_types,
 )
 from esmapper.custom_fields.repository import CustomFieldRepository
+from esmapper.distributed import HybridCache, RedisCache, RedisMessageBus
 from esmapper.errors import (
     AliasNameTakenError,
     BulkItemFailure,
@@ -142,6 +143,7 @@ __all__ = [
     "HasCustomFields",
     "HasDates",
     "IdTooLongError",
+    "HybridCache",
     "InMemoryCache",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
@@ -162,6 +164,8 @@ __all__ = [
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
+    "RedisCache",
+    "RedisMessageBus",
     "Migration",
     "MigrationContext",
     "MigrationError",
