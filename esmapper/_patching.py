@@ -85,6 +85,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import check_id
+from esmapper.indexes.pipelines import by_query_params
 from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options, refresh_param
@@ -575,6 +576,7 @@ def _update_by_query(
     query = repo.search(filter, **{**_scan_kwargs(options), "consistency": "immediate"})
     body = query.query_body()
     _refresh(repo)
+    _log_query(options, "update_by_query", repo.spec.write_target, body)
     try:
         response = (
             _once(repo)
@@ -584,6 +586,7 @@ def _update_by_query(
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
+                **by_query_params(repo.spec),  # the model's ingest pipeline, if any
             )
             .body
         )
@@ -667,10 +670,19 @@ def _kept_changing(
     )
 
 
+def _log_query(options: Options, what: str, target: str, query: Any) -> None:
+    """Log a by-query request at the call's ``query_log_level`` (QY-30; default DEBUG)."""
+    level = options.query_log_level
+    logging.getLogger("esmapper.query").log(
+        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
+    )
+
+
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
+    _log_query(options, "delete_by_query", repo.spec.write_target, query)
     total = 0
     # the error of the last attempt whose answer was lost: it may have deleted documents,
     # so a later attempt that fails does not mean "nothing was deleted"

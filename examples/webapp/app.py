@@ -119,7 +119,14 @@ def create_app(mapper: em.Mapper, **config: Any) -> Flask:
     app.register_error_handler(em.VersionConflictError, _conflict_error_page)
     app.register_error_handler(404, _not_found_page)
     app.register_error_handler(405, _not_allowed_page)
+    app.after_request(_name_the_worker)
     return app
+
+
+def _name_the_worker(response: Response) -> Response:
+    """``X-Worker: <pid>``: which process answered (the app may run as several workers)."""
+    response.headers["X-Worker"] = str(os.getpid())
+    return response
 
 
 # -- helpers -----------------------------------------------------------------------------
