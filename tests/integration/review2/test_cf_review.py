@@ -282,3 +282,79 @@ def test_remove_all_with_tenant_does_not_delete_a_document_moved_to_another_tena
     stored = repo.get(doc.id)
     assert stored is not None, "acme's remove_all deleted globex's document"
     assert stored.company_id == "globex"
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [("Cost Center", r"cost\ center:5"), ("a:b", r"a\:b:5"), ("x*", r"x\*:5"),
+     ("Größe", "größe:5"), ("ΣIGMA", "σigma:5")],
+)
+def test_an_accepted_name_can_be_queried(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee], name: str, query: str
+) -> None:
+    """add_field accepts the name, so a filter can name it (escaped), or add_field must
+    refuse it up front."""
+    fields.add_field("acme", name, "int")
+    repo.add(Employee(name="a", company_id="acme", custom_fields={name: 5}),
+             consistency="immediate")
+    assert _levels(repo, query) == ["a"]
+
+
+def test_a_write_after_another_process_retyped_a_field_is_not_indexed_in_the_old_slot(
+    es_url: str, index_prefix: str, mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    """Process A (the app, default in-memory cache) has acme's mapping cached; process B
+    (e.g. ``esmapper fields remove/add`` from a shell) soft-deletes Level (int-1) and adds
+    Level as keyword (keyword-1). A's next write of Level indexes it in int-1: the value is
+    then invisible to ``level:`` queries for good (until the document is written again),
+    not only for the cache's lifetime. A known name must be rechecked too, or writes
+    must not trust a mapping older than a few seconds."""
+    fields = mapper.custom_fields(Employee)
+    fields.add_field("acme", "Level", "int")
+    repo.add(Employee(name="warm", company_id="acme", custom_fields={"Level": 1}))  # cached
+    with em.Mapper(es_url, models=[Employee], index_prefix=index_prefix) as other:
+        theirs = other.custom_fields(Employee)
+        theirs.remove_field("acme", "Level")
+        theirs.add_field("acme", "Level", "keyword")
+    import time
+
+    time.sleep(6)  # past RECHECK_AFTER: a fresh-enough mapping is not the excuse
+    doc = repo.add(Employee(name="new", company_id="acme", custom_fields={"Level": "7"}),
+                   consistency="immediate")
+    assert doc.idx == {"keyword-1": "7"}
+
+
+def test_concurrent_writes_with_a_definition_modifying_type_lose_nothing(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    """A type whose process_value asks for its definition to be saved (CF-6
+    ``IsCustomFieldDefinitionModified``): writes from several threads must all be stored,
+    and every run counted (the definition saves must not fail the documents' writes nor
+    overwrite each other's counts)."""
+    import threading
+
+    fields.add_field("acme", "F1", "int")
+    fields.add_field("acme", "Total", "sum", process_mode="always",
+                     data={"of": ["F1"], "count_runs": True})
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def run(n: int) -> None:
+        barrier.wait()
+        for i in range(3):
+            try:
+                repo.add(Employee(name=f"t{n}-{i}", company_id="acme",
+                                  custom_fields={"F1": i}))
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], errors[:2]
+    assert repo.count(consistency="immediate") == 12
+    total = fields.field("acme", "Total")
+    assert (total.data or {}).get("runs") == 12
+
