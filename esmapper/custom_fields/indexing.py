@@ -24,8 +24,10 @@ Every write path goes through it:
   :func:`patched_source`);
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
-  rule), and the update carries the ``idx`` computed from the merged preview, with ``null``
-  for slots that no longer hold a value (:func:`partial_doc`);
+  rule), and the update always carries the ``idx`` computed from the merged preview, with
+  ``null`` for slots that no longer hold a value (:func:`partial_doc`). A patch naming
+  ``idx`` is refused (``check_partial``) or, with ``validate=False``, its ``idx`` dropped;
+  a ``JsonPatch``/``ActionPatch``/save that sets ``idx`` is overwritten by the recompute;
 - ``ScriptPatch``: Painless cannot run the types' Python processing, so each document a
   script changed is read back and, when its ``idx`` is stale, updated conditionally on
   the version read (:func:`reconcile`; a 409 there means a newer write, which recomputed
@@ -128,6 +130,7 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
     for doc in docs:
         state = state_of(doc)
         if state is not None and state.partial and "custom_fields" not in (state.original or {}):
+            _keep_loaded_idx(doc, state)
             continue
         groups.setdefault((type(doc), doc.tenant_key() or ""), []).append(doc)
     for (cls, tenant), group in groups.items():
@@ -150,6 +153,14 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
             _store(doc, _compute(doc, fields, modified), fields)
         if modified:
             repo.save(list(modified.values()))
+
+
+def _keep_loaded_idx(doc: Any, state: Any) -> None:
+    """A partially loaded document without ``custom_fields`` cannot have its ``idx``
+    recomputed: an ``idx`` the caller assigned is put back as loaded, never written."""
+    if state.assigned and "idx" in state.assigned:
+        state.assigned.discard("idx")
+        _set(doc, "idx", (state.original or {}).get("idx"))
 
 
 def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
@@ -306,17 +317,17 @@ def partial_doc(
     unless the tenant's definitions are not cached."""
     from esmapper._bodies import merged
 
-    preview = merged(source, doc_changes)
+    # idx is never taken from the caller (check_partial refuses it; with validate=False it
+    # is dropped here): the recomputed one is always sent, with null for every slot stored
+    changes = {k: v for k, v in doc_changes.items() if k != "idx"}
+    preview = merged(source, changes)
     document = info.from_source(preview, id, None)
     refresh_idx(mapper, [document])
-    extras: dict[str, Any] = {}
-    new_idx = _raw(document, "idx")
-    if not same_idx(new_idx, source.get("idx")):
-        extras["idx"] = _with_nulls(new_idx, source.get("idx"))
+    extras: dict[str, Any] = {"idx": _with_nulls(_raw(document, "idx"), source.get("idx"))}
     changed = _changed_values(preview.get("custom_fields"), _raw(document, "custom_fields"))
     if changed:
         extras["custom_fields"] = changed
-    return merged(doc_changes, extras)
+    return merged(changes, extras)
 
 
 def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
