@@ -81,6 +81,7 @@ class TenantFields:
         "_lock",
         "always",
         "by_name",
+        "former",
         "info",
         "on_value",
         "stores_tenant",
@@ -109,6 +110,12 @@ class TenantFields:
                 definition, lower, definition.slot_name, field_type, mapping, value_checker(mapping)
             )
         self.by_name = by_name
+        #: lower-cased former names (of renamed fields) no active field holds -> the slot
+        self.former: dict[str, FieldSlot] = {}
+        for slot in by_name.values():
+            for name in slot.definition.former_names:
+                if name.lower() not in by_name:
+                    self.former.setdefault(name.lower(), slot)
 
         def order(item: FieldSlot) -> tuple[int, str]:
             return (item.definition.process_order, item.key)
@@ -126,6 +133,11 @@ class TenantFields:
     def get(self, name: str) -> FieldSlot | None:
         """The slot of logical ``name`` (case-insensitive), or ``None``."""
         return self.by_name.get(name.lower())
+
+    def known(self, name: str) -> bool:
+        """Whether ``name`` is a field's current or former name (a value stored under it
+        is indexed)."""
+        return name.lower() in self.by_name or name.lower() in self.former
 
     def catalog(self) -> TenantCatalog:
         """The model's catalog with this tenant's custom fields (built once)."""

@@ -168,7 +168,7 @@ def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
     unknown: dict[str, str] = {}
     for doc in docs:
         for key, value in (_raw(doc, "custom_fields") or {}).items():
-            if value is not None and isinstance(key, str) and fields.get(key) is None:
+            if value is not None and isinstance(key, str) and not fields.known(key):
                 unknown.setdefault(key.lower(), key)
     return unknown
 
@@ -201,6 +201,8 @@ def _compute(
     for name in values or ():
         if isinstance(name, str):
             present.setdefault(name.lower(), name)
+    if fields.former and values is not None:
+        values = _move_former_names(doc, fields, values, present)
     idx: dict[str, Any] = {"tenant": fields.tenant} if fields.stores_tenant else {}
     for slot in fields.on_value:
         key = present.get(slot.lower)
@@ -215,6 +217,33 @@ def _compute(
     for slot in fields.always:
         values = _process(doc, slot, present.get(slot.lower), values, idx, modified)
     return idx
+
+
+def _move_former_names(
+    doc: Any, fields: TenantFields, values: dict[str, Any], present: dict[str, str]
+) -> dict[str, Any]:
+    """A value stored under a renamed field's former name (and not under its current one)
+    moves to the current name: indexed now, and stored under it by this write."""
+    moves = {}
+    for lower, key in present.items():
+        slot = fields.former.get(lower)
+        if slot is not None and slot.lower not in present:
+            moves[key] = slot
+    if not moves:
+        return values
+    values = dict(values)
+    state = state_of(doc)
+    partial = state is not None and state.partial  # its save cannot remove keys: null them
+    for key, slot in moves.items():
+        values[slot.definition.name] = values[key]
+        if partial:
+            values[key] = None
+        else:
+            del values[key]
+        present.pop(key.lower(), None)
+        present[slot.lower] = slot.definition.name
+    _set(doc, "custom_fields", values)
+    return values
 
 
 def _process(  # noqa: PLR0917 - one step of _compute
@@ -298,10 +327,14 @@ def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
 
 
 def _changed_values(before: Any, after: Any) -> dict[str, Any]:
+    """What an update must send to turn ``custom_fields`` ``before`` into ``after`` (it
+    merges objects: a key processing removed, a renamed field's former name, is nulled)."""
     if not isinstance(after, dict):
         return {}
     base = before if isinstance(before, dict) else {}
-    return {k: v for k, v in after.items() if k not in base or base[k] != v}
+    out = {k: v for k, v in after.items() if k not in base or base[k] != v}
+    out.update((k, None) for k in base if k not in after and base[k] is not None)
+    return out
 
 
 def partial_doc(

@@ -15,7 +15,9 @@ whose writes keep the rules:
 - ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
   change (DocumentValidationError naming the field); a rename, or a restore of a
   soft-deleted definition, takes a name no other active definition of the tenant holds.
-  A rename keeps the slot: stored values answer to the new name at once.
+  A rename keeps the slot: stored values answer to the new name at once; the former name
+  is kept on the definition (``former_names``) so documents holding their value under it
+  stay indexed, and move it to the new name on their next write.
 - soft delete (``is_deleted = True``, saved) keeps the slot and frees the name; ``remove``
   (hard delete) frees both.
 - every change drops the cached field mappings it touches (``get_field_mapping``, cached
@@ -381,6 +383,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                     )
             self._check_fields(item)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
+            if renamed:
+                _remember_former_name(item, str(stored.get("name", "")))
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
@@ -550,6 +554,16 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
         repo.batch_process(filter, batch, batch_size=batch_size, soft_deletes="all")
         return updated
+
+
+def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:
+    """Keep ``former`` among ``item``'s former names (documents written before the rename
+    hold their value under it), the current name not among them."""
+    names: dict[str, str] = {}
+    for name in [*item.former_names, former]:
+        if name and name.lower() != item.name.lower():
+            names.setdefault(name.lower(), name)
+    item.former_names = list(names.values())
 
 
 def _tenant_of(item: Any) -> str | None:
