@@ -19,7 +19,8 @@ whose writes keep the rules:
   is kept on the definition (``former_names``) so documents holding their value under it
   stay indexed, and move it to the new name on their next write.
 - soft delete (``is_deleted = True``, saved) keeps the slot and frees the name; ``remove``
-  (hard delete) frees both.
+  (hard delete) frees both, after clearing the slot's values from the tenant's documents
+  (so a field that reuses the slot never shows the old field's values).
 - every change drops the cached field mappings it touches (``get_field_mapping``, cached
   15 minutes in the mapper's cache client, which other processes sharing the client
   see: the invalidation is theirs too).
@@ -447,38 +448,94 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             active[item.name.lower()] = item.id
 
     def remove(self, docs: Any, **options: Any) -> None:
-        """Hard-delete definitions (documents or ids): their names and slots are free."""
+        """Hard-delete definitions (documents or ids): their names and slots are free.
+
+        A freed slot is reused by the tenant's next field of that type, so its values are
+        cleared from the tenant's documents first, while the slot is still held: an active
+        definition is soft-deleted (saved), then every document of the tenant holding the
+        slot gets its ``idx`` recomputed (:meth:`_clear_slots`: conditional per-document
+        updates), then the definition is deleted. A failure on the way leaves the
+        definition soft-deleted (the slot held): removing it again finishes the job."""
         items = [docs] if isinstance(docs, str | CustomFieldDefinition) else list(docs)
+        definitions = [self._definition(item) for item in items]
+        active = [d for d in definitions if d is not None and not d.is_deleted]
+        for definition in active:
+            definition.is_deleted = True
+        if active:
+            self.save(active)
+        held: dict[str, set[str]] = {}
+        for definition in definitions:
+            if definition is not None:
+                held.setdefault(definition.tenant_key, set()).add(definition.slot_name)
+        for tenant, keys in held.items():
+            self._clear_slots(tenant, keys)
+        # the definitions as stored now (the soft delete changed their version)
+        current = [d if d is not None else i for d, i in zip(definitions, items, strict=True)]
         tenants = set()
         for item in items:
             tenants.add(_tenant_of(item))
         try:
             with definition_writes():
-                super().remove(items, **options)
+                super().remove(current, **options)
         finally:
             for tenant in tenants:
                 self.invalidate(tenant)
 
+    def _definition(self, item: Any) -> CustomFieldDefinition | None:
+        """``item`` (a definition or an id) as stored now; ``None`` if it is not stored."""
+        id = item.id if isinstance(item, CustomFieldDefinition) else str(item)
+        if id is None:
+            return None
+        return self.get(id, soft_deletes="all", cache=False)
+
+    def _clear_slots(self, tenant: str, keys: set[str]) -> int:
+        """Recompute ``idx`` of ``tenant``'s documents that hold one of the slots ``keys``
+        (their definitions no longer active, the values leave ``idx``); returns how many
+        were updated."""
+        clause = tenant_clause(self.entity_info, tenant)
+        holding = Q(
+            "bool",
+            should=[Q("exists", field=f"idx.{key}") for key in sorted(keys)],
+            minimum_should_match=1,
+        )
+        filter = holding if clause is None else Q("bool", filter=[Q(clause), holding])
+        return self._reconcile(filter)
+
+    def _reconcile(self, filter: Query | None, batch_size: int = 500) -> int:
+        repo: Repository[Any] = self.mapper.repository(self.entity)
+        updated = 0
+
+        def batch(docs: list[Any]) -> None:
+            nonlocal updated
+            hits = [stored_hit(doc) for doc in docs]
+            updated += reconcile_hits(self.mapper, self.entity_info, hits, refresh=True)
+
+        repo.batch_process(
+            filter, batch, batch_size=batch_size, soft_deletes="all", consistency="immediate"
+        )
+        return updated
+
     def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
         """Hard-delete the matching definitions of the entity type (the soft-delete mode
-        applies to matching); every cached field mapping of the entity type is dropped."""
+        applies to matching), as :meth:`remove` does (their slots cleared from the
+        documents first); returns how many."""
+        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
+        found: list[CustomFieldDefinition] = []
+        self.batch_process(filter, found.extend, batch_size=_PAGE, **read)
         try:
-            with definition_writes():
-                return super().remove_all(filter, **options)
+            if found:
+                self.remove(found, **options)
         finally:
             self.invalidate()
+        return len(found)
 
     def remove_by_tenant(self, tenant: str, **options: Any) -> int:
         """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
-        offboarding: every name and slot is free); returns how many. One delete-by-query
-        (or a scan when removals are listened to)."""
+        offboarding: every name and slot is free, the slots cleared from the tenant's
+        documents first); returns how many."""
         _check_tenant(tenant)
         options.setdefault("soft_deletes", "all")
-        try:
-            with definition_writes():
-                return super().remove_all(Q("term", tenant_key=tenant), **options)
-        finally:
-            self.invalidate(tenant)
+        return self.remove_all(Q("term", tenant_key=tenant), **options)
 
     def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
         """Apply ``patch`` to the definitions ``ids`` and :meth:`save` them (so immutables
@@ -542,18 +599,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         updates; see :func:`esmapper.custom_fields.indexing.reconcile`). For after a
         reindex script that changed ``custom_fields``, or after a hard-deleted slot was
         reused. Returns the number of documents updated."""
-        repo: Repository[Any] = self.mapper.repository(self.entity)
         clause = tenant_clause(self.entity_info, tenant)
-        filter = None if clause is None else Q(clause)
-        updated = 0
-
-        def batch(docs: list[Any]) -> None:
-            nonlocal updated
-            hits = [stored_hit(doc) for doc in docs]
-            updated += reconcile_hits(self.mapper, self.entity_info, hits)
-
-        repo.batch_process(filter, batch, batch_size=batch_size, soft_deletes="all")
-        return updated
+        return self._reconcile(None if clause is None else Q(clause), batch_size)
 
 
 def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:

@@ -62,3 +62,46 @@ def test_a_former_name_taken_by_a_new_field_belongs_to_the_new_field(
     )
     assert _names(repo, "level:x") == ["a"]
     assert _names(repo, "_exists_:rank") == []
+
+
+def test_a_hard_delete_clears_the_slot_in_the_tenants_documents_before_it_is_reused(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    fields.add_field("acme", "Level", "int")
+    fields.add_field("globex", "Salary", "int")  # globex's int-1: not touched
+    old = repo.add(
+        Employee(name="old", company_id="acme", custom_fields={"Level": 5}),
+        consistency="immediate",
+    )
+    repo.add(
+        Employee(name="g", company_id="globex", custom_fields={"Salary": 5}),
+        consistency="immediate",
+    )
+    fields.remove_field("acme", "Level", hard=True)
+    stored = repo.get(old.id)
+    assert stored is not None
+    assert stored.custom_fields == {"Level": 5}  # kept, no longer indexed
+    assert not any((stored.idx or {}).values())
+    score = fields.add_field("acme", "Score", "int")
+    assert score.index_slot == 1
+    assert _names(repo, "score:5") == []
+    assert _names(repo, "salary:5", tenant="globex") == ["g"]
+
+
+def test_removing_a_tenants_definitions_clears_their_slots(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    level = fields.add_field("acme", "Level", "int")
+    fields.add_field("acme", "Dept", "keyword")
+    fields.remove_field("acme", "Dept")  # soft-deleted: removed too
+    repo.add(
+        Employee(name="a", company_id="acme", custom_fields={"Level": 5}),
+        consistency="immediate",
+    )
+    assert fields.remove_by_tenant("acme") == 2
+    fields.add_field("acme", "Score", "int")
+    assert _names(repo, "score:5") == []
+    fields.add_field("acme", "Level", "int")
+    fields.remove(fields.field("acme", "Level").id or "")  # by id
+    assert level.index_slot == 1
+    assert _names(repo, "_exists_:score") == []
