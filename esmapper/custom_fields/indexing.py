@@ -14,6 +14,11 @@ definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (
 mapping older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a
 process that does not share the cache client).
 
+A type's ``process_value`` gets a working copy of the definition (the cached ones are
+shared, read-only); when it asks for the definition to be saved (``definition_modified``)
+the save happens after the documents' write (:class:`DefinitionSaves`), retrying version
+conflicts by re-reading, and a failure there is a logged warning, never a failed write.
+
 Every write path goes through it:
 
 - add, save, session flush (and so ``remove_all``'s and ``rekey``'s writes):
@@ -44,11 +49,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+import random
+import time
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
-from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
+from esmapper.custom_fields.definition import CustomFieldDefinition, check_name, definition_hit
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
 from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.model.state import state_of
@@ -59,6 +66,7 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = [
+    "DefinitionSaves",
     "before_write",
     "definition_writes",
     "partial_doc",
@@ -94,11 +102,14 @@ def definition_writes() -> Iterator[None]:
         _DEFINITION_WRITER.reset(token)
 
 
-def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> None:
+def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> DefinitionSaves:
     """The write pipeline's hook: refuse definition writes that bypass their repository,
     and recompute ``idx`` of every custom-field document being added or saved. Sends
     nothing unless a tenant's definitions are not cached (one search), or
-    ``auto_create_custom_fields`` creates definitions."""
+    ``auto_create_custom_fields`` creates definitions. Returns the definitions the types
+    modified, for the pipeline to save after the documents' write
+    (:meth:`DefinitionSaves.save`)."""
+    saves = DefinitionSaves(mapper)
     docs = []
     for pending in pendings:
         if pending.info.cls is CustomFieldDefinition and not _DEFINITION_WRITER.get():
@@ -112,7 +123,8 @@ def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> None:
         if pending.kind != "remove" and pending.info.custom_fields:
             docs.append(pending.doc)
     if docs:
-        refresh_idx(mapper, docs)
+        refresh_idx(mapper, docs, saves=saves)
+    return saves
 
 
 def _raw(doc: Any, name: str) -> Any:
@@ -122,10 +134,13 @@ def _raw(doc: Any, name: str) -> Any:
     return slot.__get__(doc, type(doc))
 
 
-def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
+def refresh_idx(
+    mapper: Mapper, docs: Sequence[Any], *, saves: DefinitionSaves | None = None
+) -> None:
     """Recompute ``idx`` of ``docs`` (documents of ``HasCustomFields`` models) as the module
     docstring says. A partially loaded document (``includes``/``excludes``) without
-    ``custom_fields`` is left alone."""
+    ``custom_fields`` is left alone. Definitions a type modified are collected in ``saves``
+    (saved by the caller after its write), or saved at once without it."""
     groups: dict[tuple[type, str], list[Any]] = {}
     for doc in docs:
         state = state_of(doc)
@@ -148,11 +163,14 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
         assert info.index is not None
         if info.index.auto_create_custom_fields:
             fields = _auto_create(repo, fields, group)
-        modified: dict[int, CustomFieldDefinition] = {}
+        modified = _Modified(cls)
         for doc in group:
             _store(doc, _compute(doc, fields, modified), fields)
-        if modified:
-            repo.save(list(modified.values()))
+        if modified.changed:
+            pending = saves if saves is not None else DefinitionSaves(mapper)
+            pending.groups.append(modified)
+            if saves is None:
+                pending.save()
 
 
 def _keep_loaded_idx(doc: Any, state: Any) -> None:
@@ -193,9 +211,7 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
     return repo.tenant_fields(fields.tenant)  # type: ignore[no-any-return]
 
 
-def _compute(
-    doc: Any, fields: TenantFields, modified: dict[int, CustomFieldDefinition]
-) -> dict[str, Any]:
+def _compute(doc: Any, fields: TenantFields, modified: _Modified) -> dict[str, Any]:
     values: dict[str, Any] | None = _raw(doc, "custom_fields")
     present: dict[str, str] = {}
     for name in values or ():
@@ -252,13 +268,14 @@ def _process(  # noqa: PLR0917 - one step of _compute
     key: str | None,
     values: dict[str, Any] | None,
     idx: dict[str, Any],
-    modified: dict[int, CustomFieldDefinition],
+    modified: _Modified,
 ) -> dict[str, Any] | None:
     """Process one definition; returns ``custom_fields`` (created when a calculated field
     writes into a document that had none)."""
     value = values.get(key) if values is not None and key is not None else None
     try:
-        result = slot.field_type.process_value(doc, value, slot.definition)
+        # a working copy: the cached definition is shared by every write of the tenant
+        result = slot.field_type.process_value(doc, value, modified.working(slot))
     except Exception:
         log.warning(
             "custom field %r (type %r) of %s %r: process_value raised; the value is stored, "
@@ -288,8 +305,127 @@ def _process(  # noqa: PLR0917 - one step of _compute
     if indexed is not NOT_INDEXED:
         idx[slot.key] = indexed
     if result.definition_modified:
-        modified[id(slot.definition)] = slot.definition
+        modified.record(slot, doc, key)
     return values
+
+
+#: save rounds of a definition a type modified (each conflict re-reads and replays)
+DEFINITION_SAVE_ROUNDS = 50
+
+
+class _Modified:
+    """The definitions types modified while one group of documents (one model, one tenant)
+    was processed: working copies of the cached ones, and which documents (with their value
+    key) modified each, to replay them on a fresh copy after a conflict."""
+
+    __slots__ = ("changed", "cls", "copies")
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.copies: dict[str, CustomFieldDefinition] = {}
+        self.changed: dict[str, tuple[FieldSlot, list[tuple[Any, str | None]]]] = {}
+
+    def working(self, slot: FieldSlot) -> CustomFieldDefinition:
+        copy = self.copies.get(slot.key)
+        if copy is None:
+            copy = CustomFieldDefinition.from_hit(definition_hit(slot.definition))
+            self.copies[slot.key] = copy
+        return copy
+
+    def record(self, slot: FieldSlot, doc: Any, key: str | None) -> None:
+        self.changed.setdefault(slot.key, (slot, []))[1].append((doc, key))
+
+
+class DefinitionSaves:
+    """Definitions ``process_value`` asked to save (CF-6 ``definition_modified``). The
+    write pipeline saves them after the documents' write (:meth:`save`): each on the
+    working copy the documents were processed with; a version conflict (another writer
+    saved it meanwhile) re-reads it and replays the documents' ``process_value`` on the
+    fresh copy, up to :data:`DEFINITION_SAVE_ROUNDS` times. A definition that cannot be
+    saved is logged (a warning), never a failed document write."""
+
+    __slots__ = ("groups", "mapper")
+
+    def __init__(self, mapper: Mapper) -> None:
+        self.mapper = mapper
+        self.groups: list[_Modified] = []
+
+    def save(self, written: Collection[int] | None = None) -> None:
+        """Save the modified definitions; ``written``: the ``id()`` of the documents whose
+        write succeeded (the others' modifications are dropped), all when ``None``."""
+        for group in self.groups:
+            for key, (slot, docs) in group.changed.items():
+                done = [d for d in docs if written is None or id(d[0]) in written]
+                if done:
+                    # the working copy holds what failed writes did too: replay the others
+                    replay = len(done) != len(docs)
+                    _save_definition(
+                        self.mapper, group.cls, slot, group.copies[key], done, replay=replay
+                    )
+        self.groups = []
+
+
+def _save_definition(
+    mapper: Mapper,
+    cls: type,
+    slot: FieldSlot,
+    definition: CustomFieldDefinition,
+    docs: list[tuple[Any, str | None]],
+    *,
+    replay: bool,
+) -> None:
+    from esmapper.errors import VersionConflictError
+
+    repo = mapper.custom_fields(cls)
+    for _round in range(DEFINITION_SAVE_ROUNDS):
+        try:
+            if replay:
+                fresh = _replayed(repo, slot, definition, docs)
+                if fresh is None:
+                    return  # deleted meanwhile: nothing to save
+                definition = fresh
+            repo.save(definition)
+            return
+        except VersionConflictError:
+            replay = True
+        except Exception:
+            log.warning(
+                "custom field %r (type %r): the definition its type modified could not be "
+                "saved; the documents were written",
+                slot.definition.name,
+                slot.definition.index_type,
+                exc_info=True,
+            )
+            return
+        time.sleep(random.uniform(0, 0.01 * (_round + 1)))
+    log.warning(
+        "custom field %r (type %r): the definition its type modified kept changing "
+        "concurrently (%d rounds) and was not saved; the documents were written",
+        slot.definition.name,
+        slot.definition.index_type,
+        DEFINITION_SAVE_ROUNDS,
+    )
+
+
+def _replayed(
+    repo: Any,
+    slot: FieldSlot,
+    definition: CustomFieldDefinition,
+    docs: list[tuple[Any, str | None]],
+) -> CustomFieldDefinition | None:
+    """A fresh read of ``definition`` with the documents' ``process_value`` run on it again
+    (their results are not used: only what they do to the definition)."""
+    fresh: CustomFieldDefinition | None = repo.get(definition.id, soft_deletes="all", cache=False)
+    if fresh is None or fresh.is_deleted:
+        return None
+    for doc, key in docs:
+        values = _raw(doc, "custom_fields") or {}
+        value = values.get(key) if key is not None else None
+        try:
+            slot.field_type.process_value(doc, value, fresh)
+        except Exception:
+            log.debug("process_value raised while replayed on a fresh definition", exc_info=True)
+    return fresh
 
 
 def _store(doc: Any, idx: dict[str, Any] | None, fields: TenantFields | None) -> None:

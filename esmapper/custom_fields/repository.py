@@ -464,11 +464,11 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         if active:
             self.save(active)
         held: dict[str, set[str]] = {}
-        for definition in definitions:
-            if definition is not None:
-                held.setdefault(definition.tenant_key, set()).add(definition.slot_name)
-        for tenant, keys in held.items():
-            self._clear_slots(tenant, keys)
+        for stored in definitions:
+            if stored is not None:
+                held.setdefault(stored.tenant_key, set()).add(stored.slot_name)
+        for owner, keys in held.items():
+            self._clear_slots(owner, keys)
         # the definitions as stored now (the soft delete changed their version)
         current = [d if d is not None else i for d, i in zip(definitions, items, strict=True)]
         tenants = set()
@@ -483,7 +483,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     def _definition(self, item: Any) -> CustomFieldDefinition | None:
         """``item`` (a definition or an id) as stored now; ``None`` if it is not stored."""
-        id = item.id if isinstance(item, CustomFieldDefinition) else str(item)
+        id: str | None = item.id if isinstance(item, CustomFieldDefinition) else str(item)
         if id is None:
             return None
         return self.get(id, soft_deletes="all", cache=False)
