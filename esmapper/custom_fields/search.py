@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from esmapper.model.catalog import FieldCatalog
     from esmapper.model.info import ModelInfo
 
-__all__ = ["tenant_clause", "tenant_view", "translate_query"]
+__all__ = ["check_tenant_aggregations", "tenant_clause", "tenant_view", "translate_query"]
 
 #: Query types whose body is ``{field: params}`` (plus a few option keys).
 _KEYED = frozenset(
@@ -62,6 +62,27 @@ def tenant_clause(info: ModelInfo, tenant: str | None) -> dict[str, Any] | None:
     if tenant is None or not info.custom_fields:
         return None
     return {"term": {tenant_path(info): tenant}}
+
+
+def check_tenant_aggregations(tenant: str | None, aggs: Any) -> None:
+    """Refuse a ``global`` aggregation (at any depth) under ``tenant=``: it ignores the query,
+    so the tenant and soft-delete clauses would not apply to it and its sub-aggregations
+    on a custom field would bucket other tenants' values of the same slot.
+    QueryValidationError naming the aggregation."""
+    if tenant is None or not isinstance(aggs, dict):
+        return
+    for name, body in aggs.items():
+        if not isinstance(body, dict):
+            continue
+        if "global" in body:
+            raise QueryValidationError(
+                f"aggregation {name!r} is a global aggregation: it ignores the query, so "
+                f"tenant={tenant!r} (and the soft-delete filter) would not apply to it; use "
+                "a filter aggregation, or search without tenant=",
+                field=str(name),
+            )
+        for key in ("aggs", "aggregations"):
+            check_tenant_aggregations(tenant, body.get(key))
 
 
 def translate_query(query: Query, model: FieldCatalog, tenant: TenantCatalog) -> Query:
