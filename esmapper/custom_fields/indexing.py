@@ -196,7 +196,7 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
     unknown: dict[str, str] = {}
     for lower, key in _unknown_names(fields, docs).items():
         try:
-            check_name(key)
+            check_name(key)  # (a model field's name is known: never unknown)
         except DocumentValidationError:
             continue  # not a usable name: stored, not indexed
         unknown[lower] = key

@@ -40,7 +40,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper.custom_fields import slots
-from esmapper.custom_fields.catalog import TenantFields
+from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
     PROCESS_MODES,
@@ -307,6 +307,13 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     def _check_fields(self, item: CustomFieldDefinition) -> None:
         check_name(item.name)
+        clash = model_names(self.entity_info).get(item.name.lower())
+        if clash is not None:
+            raise DocumentValidationError(
+                f"custom field {item.name!r}: {self.entity_type} has its own field {clash!r} "
+                "(names are case-insensitive, and a model field would always win in queries)",
+                field="name",
+            )
         if item.index_type not in self.types:
             raise DocumentValidationError(
                 f"custom field {item.name!r}: unknown type {item.index_type!r}; "

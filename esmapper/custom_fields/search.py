@@ -95,7 +95,7 @@ def translate_query(query: Query, model: FieldCatalog, tenant: TenantCatalog) ->
         if not isinstance(name, str) or name in model:
             return name
         head, caret, boost = name.partition("^")
-        path = tenant.custom_path(head)
+        path = tenant.model_name(head) or tenant.custom_path(head)
         return name if path is None else f"{path}{caret}{boost}"
 
     body = _walk(query.to_dict(), rename)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from elasticsearch.dsl import Q
 
 import esmapper as em
 
@@ -105,3 +106,30 @@ def test_removing_a_tenants_definitions_clears_their_slots(
     fields.remove(fields.field("acme", "Level").id or "")  # by id
     assert level.index_slot == 1
     assert _names(repo, "_exists_:score") == []
+
+
+@pytest.mark.parametrize("name", ["Age", "AGE", "name", "Company_ID", "custom_fields", "IDX"])
+def test_a_custom_field_cannot_be_named_like_a_model_field_in_any_case(
+    fields: em.CustomFieldRepository, name: str
+) -> None:
+    with pytest.raises(em.DocumentValidationError) as refused:
+        fields.add_field("acme", name, "int")
+    assert refused.value.field == "name"
+    fields.add_field("acme", "Level", "int")
+    with pytest.raises(em.DocumentValidationError):
+        fields.rename_field("acme", "Level", name)
+
+
+def test_a_model_field_resolves_the_same_in_any_case_under_tenant(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    fields.add_field("acme", "Level", "int")
+    repo.add(
+        Employee(name="a", company_id="acme", age=30, custom_fields={"Age": 99, "Level": 1}),
+        consistency="immediate",
+    )
+    assert _names(repo, "age:30") == ["a"]
+    assert _names(repo, "AGE:30") == _names(repo, "age:30")
+    assert _names(repo, "Age:99") == _names(repo, "age:99") == []
+    found = repo.find(Q("term", AGE=30), tenant="acme", consistency="immediate")
+    assert [d.name for d in found] == ["a"]
