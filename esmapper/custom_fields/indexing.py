@@ -10,9 +10,11 @@ not indexed, never a rejected document, CF-11). A model whose ``tenant_key()`` i
 (no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
 on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
 definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a
-``string`` definition is added first); a write holding such names first reloads a cached
-mapping older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a
-process that does not share the cache client).
+``string`` definition is added first). Writes bound the staleness of the mapping they use:
+a cached mapping older than ``recheck_after`` seconds (:data:`RECHECK_AFTER` by default;
+set ``mapper.custom_fields(Model).recheck_after``) is loaded again first, so a definition
+changed by a process that does not share the cache client is honoured by every write after
+at most that long (queries keep the cached mapping for its 15 minutes).
 
 A type's ``process_value`` gets a working copy of the definition (the cached ones are
 shared, read-only); when it asks for the definition to be saved (``definition_modified``)
@@ -79,9 +81,10 @@ __all__ = [
 
 log = logging.getLogger("esmapper.custom_fields")
 
-#: A write holding names the cached mapping does not know reloads a mapping older than this
-#: (seconds): a field defined by a process that does not share the cache client is indexed
-#: from then on, at the cost of at most one search per tenant this often.
+#: A write reloads a cached mapping older than this (seconds; the default of
+#: ``CustomFieldRepository.recheck_after``): a field defined, retyped, renamed or removed
+#: by a process that does not share the cache client is written by its current definition
+#: after at most this long, at the cost of at most one search per tenant this often.
 RECHECK_AFTER = 5.0
 
 _set = object.__setattr__
@@ -155,11 +158,9 @@ def refresh_idx(
                 _store(doc, None, None)
             continue
         repo = mapper.custom_fields(cls)
-        fields = repo.tenant_fields(tenant)
-        if _unknown_names(fields, group):
-            # maybe defined since this mapping was cached (by a process not sharing the
-            # cache client): look again, at most every few seconds
-            fields = repo.tenant_fields(tenant, max_age=RECHECK_AFTER)
+        # a write never trusts a mapping older than recheck_after: another process (not
+        # sharing the cache client) may have renamed, retyped or removed a field
+        fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)
         assert info.index is not None
         if info.index.auto_create_custom_fields:
             fields = _auto_create(repo, fields, group)

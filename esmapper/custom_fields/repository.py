@@ -49,7 +49,12 @@ from esmapper.custom_fields.definition import (
     check_name,
     definition_hit,
 )
-from esmapper.custom_fields.indexing import definition_writes, reconcile_hits, stored_hit
+from esmapper.custom_fields.indexing import (
+    RECHECK_AFTER,
+    definition_writes,
+    reconcile_hits,
+    stored_hit,
+)
 from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
@@ -92,6 +97,9 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         self.entity_type: str = info.name
         self.types = {t.type: t for t in info.custom_field_types}
         self.defaults = Options(consistency="immediate")
+        #: writes reload a cached field mapping older than this (seconds); see
+        #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
+        self.recheck_after: float = RECHECK_AFTER
         self._memo: dict[str, tuple[Any, TenantFields]] = {}
         self._memo_lock = threading.Lock()
 
