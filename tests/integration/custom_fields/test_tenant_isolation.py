@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from elasticsearch.dsl import A
+from elasticsearch.dsl import A, Q
 
 import esmapper as em
 
@@ -30,3 +30,39 @@ def test_a_global_aggregation_is_refused_under_tenant(
     assert refused.value.field in {"all", "inner"}
     assert "global" in str(refused.value)
     repo.search(aggregations={"all": {"global": {}}}, limit=0)  # without tenant=: as before
+
+
+@pytest.fixture
+def two_tenants(fields: em.CustomFieldRepository, repo: em.Repository[Employee]) -> None:
+    fields.add_field("acme", "Level", "int")
+    fields.add_field("globex", "Salary", "int")  # the same slot: int-1
+    repo.add(
+        [
+            Employee(name="a1", company_id="acme", age=30, custom_fields={"Level": 3}),
+            Employee(name="g1", company_id="globex", custom_fields={"Salary": 3}),
+        ],
+        consistency="immediate",
+    )
+
+
+def _found(repo: em.Repository[Employee], query: Any) -> list[str]:
+    return sorted(d.name for d in repo.find(query, tenant="acme", consistency="immediate"))
+
+
+def test_a_query_string_q_object_resolves_custom_names_like_a_string_filter(
+    repo: em.Repository[Employee], two_tenants: None
+) -> None:
+    assert _found(repo, Q("query_string", query="level:3")) == ["a1"]
+    assert _found(repo, Q("query_string", query="LEVEL:3 AND AGE:30")) == ["a1"]
+    assert _found(repo, Q("bool", must=[Q("query_string", query="level:[1 TO 5]")])) == ["a1"]
+    assert _found(repo, Q("query_string", query="level:4")) == []
+    # only the model's names, as written: sent as it is (options kept)
+    own = Q("query_string", query="age:30", default_operator="AND")
+    assert repr(own.to_dict()) in repr(repo.search(own, tenant="acme").body()["query"])
+
+
+def test_a_query_string_with_options_naming_custom_fields_is_refused(
+    repo: em.Repository[Employee], two_tenants: None
+) -> None:
+    with pytest.raises(em.QueryValidationError, match="filter string"):
+        repo.find(Q("query_string", query="level:3", default_operator="AND"), tenant="acme")
