@@ -133,3 +133,25 @@ def test_a_model_field_resolves_the_same_in_any_case_under_tenant(
     assert _names(repo, "Age:99") == _names(repo, "age:99") == []
     found = repo.find(Q("term", AGE=30), tenant="acme", consistency="immediate")
     assert [d.name for d in found] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("Cost Center", r"cost\ center:5"),
+        ("a:b", r"a\:b:5"),
+        ("x*", r"x\*:5"),
+        ("Größe", "größe:5"),
+        ("ΣIGMA", "σigma:5"),  # noqa: RUF001 - a Greek sigma on purpose
+    ],
+)
+def test_every_accepted_name_can_be_queried_escaped(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee], name: str, query: str
+) -> None:
+    """add_field accepts the name, so a filter can name it (escaped), or add_field must
+    refuse it up front."""
+    fields.add_field("acme", name, "int")
+    repo.add(
+        Employee(name="a", company_id="acme", custom_fields={name: 5}), consistency="immediate"
+    )
+    assert _names(repo, query) == ["a"]

@@ -8,7 +8,7 @@ from elasticsearch.dsl import Q
 
 import esmapper as em
 
-from .models import Employee
+from .models import Employee, Ticket
 
 
 def _levels(repo: em.Repository[Employee], query: str, tenant: str = "acme") -> list[str]:
@@ -18,8 +18,10 @@ def _levels(repo: em.Repository[Employee], query: str, tenant: str = "acme") -> 
 @pytest.fixture
 def level_doc(fields: em.CustomFieldRepository, repo: em.Repository[Employee]) -> Employee:
     fields.add_field("acme", "Level", "int")
+    fields.add_field("acme", "Dept", "keyword")
     return repo.add(
-        Employee(name="a", company_id="acme", custom_fields={"Level": 5}), consistency="immediate"
+        Employee(name="a", company_id="acme", custom_fields={"Level": 5, "Dept": "x"}),
+        consistency="immediate",
     )
 
 
@@ -45,7 +47,7 @@ def test_an_unvalidated_partial_patch_sends_the_recomputed_idx_not_the_callers(
     )
     stored = repo.get(level_doc.id)
     assert stored is not None
-    assert (stored.name, stored.idx) == ("b", {"int-1": 5})
+    assert (stored.name, stored.idx) == ("b", {"int-1": 5, "keyword-1": "x"})
 
 
 @pytest.mark.parametrize(
@@ -79,4 +81,76 @@ def test_a_save_of_a_caller_assigned_idx_stores_the_recomputed_one(
     repo.save(partial, consistency="immediate")
     stored = repo.get(level_doc.id)
     assert stored is not None
-    assert (stored.name, stored.idx) == ("b", {"int-1": 5})
+    assert (stored.name, stored.idx) == ("b", {"int-1": 5, "keyword-1": "x"})
+
+
+def test_a_session_flush_reindexes_custom_fields_mutated_in_place(
+    mapper: em.Mapper, repo: em.Repository[Employee], level_doc: Employee
+) -> None:
+    with mapper.session(consistency="immediate") as s:
+        doc = s.get(Employee, level_doc.id)
+        assert doc is not None
+        doc.custom_fields["Level"] = 9
+    assert _levels(repo, "level:9") == ["a"]
+    assert _levels(repo, "level:5") == []
+
+
+def test_every_patch_kind_by_id_and_by_query_recomputes_idx(
+    repo: em.Repository[Employee], level_doc: Employee
+) -> None:
+    repo.patch_all(
+        "level:5",
+        em.PartialPatch({"custom_fields": {"Level": 6}}),
+        tenant="acme",
+        consistency="immediate",
+    )
+    assert _levels(repo, "level:6") == ["a"]
+    repo.patch(
+        level_doc.id,
+        em.JsonPatch([{"op": "replace", "path": "/custom_fields/Level", "value": 7}]),
+        consistency="immediate",
+    )
+    assert _levels(repo, "level:7") == ["a"]
+    repo.patch(
+        level_doc.id,
+        em.JsonPatch([{"op": "remove", "path": "/custom_fields/Dept"}]),
+        consistency="immediate",
+    )
+    assert _levels(repo, "_exists_:dept") == []
+    repo.patch(
+        level_doc.id, em.ScriptPatch("ctx._source.custom_fields.Level = 8"), consistency="immediate"
+    )
+    assert _levels(repo, "level:8") == ["a"]
+    repo.patch_all(
+        "level:8",
+        em.ScriptPatch("ctx._source.custom_fields.Level = 1"),
+        tenant="acme",
+        consistency="immediate",
+    )
+    assert _levels(repo, "level:1") == ["a"]
+
+
+def test_moving_a_document_to_another_tenant_leaves_its_values_behind(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee], level_doc: Employee
+) -> None:
+    fields.add_field("globex", "Other", "int")  # globex's int-1
+    repo.patch(level_doc.id, em.PartialPatch({"company_id": "globex"}), consistency="immediate")
+    # globex has no Level: acme's value must not show up under globex's int-1 field
+    assert _levels(repo, "other:5", tenant="globex") == []
+    assert _levels(repo, "level:5") == []
+
+
+def test_a_partial_patch_cannot_move_a_ticket_into_another_tenant_via_idx(
+    mapper: em.Mapper,
+) -> None:
+    tickets = mapper.repository(Ticket)
+    t = tickets.add(
+        Ticket(company_id="acme", kind="bug", title="secret", custom_fields={"Sev": "high"}),
+        consistency="immediate",
+    )
+    with pytest.raises(em.DocumentValidationError) as refused:
+        tickets.patch(t.id, em.PartialPatch({"idx": {"tenant": "globex-bug"}}))
+    assert refused.value.field == "idx"
+    assert [x.title for x in tickets.find(tenant="globex-bug", consistency="immediate")] == []
+    found = tickets.find(tenant="acme-bug", consistency="immediate")
+    assert [x.title for x in found] == ["secret"]

@@ -66,3 +66,56 @@ def test_a_query_string_with_options_naming_custom_fields_is_refused(
 ) -> None:
     with pytest.raises(em.QueryValidationError, match="filter string"):
         repo.find(Q("query_string", query="level:3", default_operator="AND"), tenant="acme")
+
+
+def test_patch_all_retries_keep_the_tenant_a_document_moved_out_of_is_not_patched(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    """patch_all(..., tenant="acme"): a document that conflicts because it was moved to
+    globex meanwhile is searched again; that search must keep the tenant clause (not only
+    the translated filter), or acme's patch lands on globex's document."""
+    fields.add_field("acme", "Level", "int")
+    fields.add_field("globex", "Level", "int")  # the same slot: int-1
+    doc = repo.add(
+        Employee(name="a", company_id="acme", custom_fields={"Level": 5}), consistency="immediate"
+    )
+    calls = []
+
+    def action(d: Employee) -> bool:
+        if not calls:  # another writer moves the document to globex (same Level)
+            repo.patch(d.id, em.PartialPatch({"company_id": "globex"}), consistency="immediate")
+        calls.append(d.company_id)
+        d.name = "patched-by-acme"
+        return True
+
+    repo.patch_all("level:5", em.ActionPatch(action), tenant="acme", consistency="immediate")
+    stored = repo.get(doc.id)
+    assert stored is not None and stored.company_id == "globex"
+    assert stored.name == "a", f"acme's patch_all patched globex's document ({calls})"
+
+
+def test_remove_all_retries_keep_the_tenant_a_document_moved_out_of_is_not_deleted(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    """Same hole as above, on remove_all's per-document path (taken when removals are
+    listened to): data loss in another tenant."""
+    fields.add_field("acme", "Level", "int")
+    fields.add_field("globex", "Level", "int")
+    doc = repo.add(
+        Employee(name="a", company_id="acme", custom_fields={"Level": 5}), consistency="immediate"
+    )
+    calls: list[int] = []
+
+    def removing(sender: Any, **kwargs: Any) -> None:
+        if not calls:
+            repo.patch(doc.id, em.PartialPatch({"company_id": "globex"}), consistency="immediate")
+        calls.append(1)
+
+    em.signals.documents_removing.connect(removing, sender=Employee)
+    try:
+        repo.remove_all("level:5", tenant="acme", consistency="immediate")
+    finally:
+        em.signals.documents_removing.disconnect(removing, sender=Employee)
+    stored = repo.get(doc.id)
+    assert stored is not None, "acme's remove_all deleted globex's document"
+    assert stored.company_id == "globex"
