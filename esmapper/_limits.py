@@ -5,12 +5,20 @@ current ones for everything the call sends, whatever layer sends it:
 
 - ``timeout`` (seconds, or a ``timedelta``) is the client-side ``request_timeout`` of every
   request: :attr:`Mapper.client <esmapper.mapper.Mapper.client>` and the bulk writer read
-  it here. A call that sends several requests (a bulk in chunks, paging, a read-back) may
-  take up to that long for each. A write whose answer times out is an unknown outcome and
+  it here. That includes what a write sends before its bulk (the index check of a first
+  write, a new time-series partition, the real-time id lookup): the write path hands
+  ``mapper.client`` to :meth:`IndexSpec.write_targets
+  <esmapper.indexes.spec.IndexSpec.write_targets>`. Nothing keeps a call's view of the
+  client past the call (index specs hold the mapper's base client). A call that sends
+  several requests (a bulk in chunks, paging, a read-back) may take up to that long for
+  each. A write whose answer times out is an unknown outcome and
   is settled like a dropped connection (read back, never resent blindly).
 - ``retries`` bounds what a call retries because retrying is safe: ``_bulk`` items rejected
   with 429/503 (default: the mapper's ``max_retries``) and the version-conflict rounds of
-  ``patch_all`` (default 5) and ``remove_all`` (default 10).
+  ``patch_all`` (default 5) and ``remove_all`` (default 10). Not the items refused by a
+  reindex's write block (403 ``cluster_block_exception``): they wait for the swap on their
+  own budget, the mapper's ``write_block_wait`` (seconds of backoff per write call, 30 by
+  default), also under ``retries=0`` (see :mod:`esmapper.bulk`).
 
 A call that does not give a limit inherits the one of the call it runs in (a session's
 ``find`` inside its own defaults), else none applies (the client's own settings).

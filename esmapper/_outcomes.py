@@ -20,6 +20,7 @@ from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import EsmapperError
+from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
@@ -62,11 +63,15 @@ def send(
     ``require_alias`` (set here, on the caller's actions): Elasticsearch then never creates
     an index named like the alias (with guessed mappings) when the alias is missing, it
     answers 404. A ``create``/``index`` answered so (the alias was deleted after this
-    process ensured it) is sent once more after the index is ensured again (a refused item
-    was not applied); when that is impossible (a concrete index took the alias name) the
-    failure's reason says why (:func:`esmapper.indexes.occupied.alias_taken_error`).
+    process ensured it, e.g. by another mapper's ``delete_indexes``) is sent once more
+    after its target is made to exist again (a refused item was not applied; a time-series
+    period is forgotten and its partition ensured again:
+    :meth:`IndexSpec.ensure_again <esmapper.indexes.spec.IndexSpec.ensure_again>`); when
+    that is impossible (a concrete index took the alias name) the failure's reason says
+    why (:func:`esmapper.indexes.occupied.alias_taken_error`).
     """
     _require_aliases(mapper, actions)
+    apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
     try:
         try:
             outcomes = mapper.writer.write(actions, refresh=refresh)
@@ -80,18 +85,32 @@ def send(
 
 
 def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
-    """Mark the actions whose target is one of their model's aliases ``require_alias``
-    (the one place every document write passes; one spec lookup per model and target)."""
+    """The guard of "every document write goes through the model's aliases"
+    (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`), in the one
+    place every document write passes, before anything is sent: an action naming one of
+    its model's physical indexes raises ``ValueError`` (a programming error: the path
+    that built it must map its target with ``write_name``; such a write would not follow
+    a reindex's alias swap, and after the old index's delete Elasticsearch would create it
+    again). Actions whose target is one of their model's aliases are then marked
+    ``require_alias`` (set here, on the caller's actions). One spec lookup per model and
+    target."""
     aliases: dict[tuple[type, str], bool] = {}
     for action in actions:
-        if action.op == "delete":  # a delete never creates an index
-            continue
         cls = action.ref.info.cls
         key = (cls, action.index)
         flag = aliases.get(key)
         if flag is None:
-            flag = aliases[key] = mapper.spec(cls).is_alias(action.index)
-        action.require_alias = flag
+            spec = mapper.spec(cls)
+            through = spec.write_name(action.index)  # ValueError: not the model's at all
+            if through != action.index:
+                raise ValueError(
+                    f"{spec.info.name}: a {action.op} of {action.id!r} names the physical "
+                    f"index {action.index!r}; document writes go through {through!r} "
+                    "(IndexSpec.write_name), so that they follow a reindex's alias swap"
+                )
+            flag = aliases[key] = spec.is_alias(action.index)
+        if action.op != "delete":  # a delete never creates an index
+            action.require_alias = flag
 
 
 def _vanished(outcome: BulkOutcome) -> bool:
@@ -107,20 +126,21 @@ def _vanished(outcome: BulkOutcome) -> bool:
 def _recreate_vanished(
     mapper: Mapper, outcomes: list[BulkOutcome], refresh: bool | Literal["wait_for"] | None
 ) -> list[BulkOutcome]:
-    """Ensure the index again for writes whose alias vanished, and send them once more."""
+    """Make the targets of writes whose alias vanished exist again
+    (:meth:`IndexSpec.ensure_again <esmapper.indexes.spec.IndexSpec.ensure_again>`, once
+    per model and target), and send those writes once more."""
     positions = [i for i, o in enumerate(outcomes) if _vanished(o)]
     if not positions:
         return outcomes
     result = list(outcomes)
-    by_model: dict[type, list[int]] = {}
+    by_target: dict[tuple[type, str], list[int]] = {}
     for i in positions:
-        by_model.setdefault(result[i].action.ref.info.cls, []).append(i)
+        action = result[i].action
+        by_target.setdefault((action.ref.info.cls, action.index), []).append(i)
     resend: list[int] = []
-    for cls, group in by_model.items():
-        spec = mapper.spec(cls)
-        spec.ensured.forget()
+    for (cls, target), group in by_target.items():
         try:
-            spec.ensured.ensure(mapper.client, spec)
+            mapper.spec(cls).ensure_again(mapper.client, target)
         except (EsmapperError, ApiError, TransportError) as exc:
             for i in group:
                 result[i] = attrs.evolve(
@@ -131,6 +151,7 @@ def _recreate_vanished(
             continue
         resend += group
     if resend:
+        resend.sort()
         again = _write_again(mapper, [result[i].action for i in resend], refresh)
         for i, outcome in zip(resend, again, strict=True):
             result[i] = outcome
@@ -163,6 +184,11 @@ def _resolve(
             break
         try:
             stored = _read_back(mapper, [result[i].action for i in open_])
+            piped = {  # what a pipeline made of the body (else the body is compared)
+                i: expected_source(mapper.client, result[i].action)
+                for i, current in zip(open_, stored, strict=True)
+                if result[i].action.pipeline is not None and isinstance(current, dict)
+            }
         except (ApiError, TransportError) as exc:
             for i in open_:
                 if result[i].status == 0:
@@ -175,7 +201,7 @@ def _resolve(
             if current is _UNREADABLE:
                 verdict: Verdict = ("unknown", None)
             else:
-                verdict = _verdict(action, current)  # type: ignore[arg-type]
+                verdict = _verdict(action, current, piped.get(i, action.body))  # type: ignore[arg-type]
             if verdict[0] == "applied":
                 result[i] = _applied(action, current)  # type: ignore[arg-type]
             elif result[i].status != 0:
@@ -277,9 +303,13 @@ def _seen(action: BulkAction) -> tuple[int, int] | None:
     return None if seq_no is None or primary_term is None else (seq_no, primary_term)
 
 
-def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
+def _verdict(
+    action: BulkAction, current: dict[str, Any] | None, sent: Mapping[str, Any] | None
+) -> Verdict:
     """Whether a write without an answer was applied, is safe to send again (and on what
-    condition), or is unknown; see docs/architecture.md for the table."""
+    condition), or is unknown; see docs/architecture.md for the table. ``sent``: what the
+    write stores when applied (its body, or what its ingest pipeline makes of it; ``None``:
+    not known)."""
     op = action.op
     version = None if current is None else (current.get("_seq_no"), current.get("_primary_term"))
     condition = (
@@ -291,7 +321,7 @@ def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
     if op == "delete" and current is None:
         return ("applied", None)
     if current is not None and (
-        (op in ("create", "index") and _same(action.body, current.get("_source")))
+        (op in ("create", "index") and _same(sent, current.get("_source")))
         or (
             op == "update"
             and "doc" in body
@@ -300,6 +330,8 @@ def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
     ):
         return ("applied", None)
     if op == "create":
+        if current is not None and action.pipeline is not None:
+            return ("unknown", None)  # maybe ours, changed by a pipeline not deterministic
         return ("resend", None)  # absent (or another's: the resend answers 409)
     if condition is not None:  # a conditional write: applied iff the version moved
         return ("resend", None) if version == condition else ("unknown", None)

@@ -11,6 +11,11 @@ entries:
   back with ``if_seq_no``/``if_primary_term`` (the ``_source`` fields the model does not
   declare are kept); ``patch(ids, Json|Action)`` runs as ``patch_all`` over those ids and
   reports the ids that do not exist.
+- Every per-document write names the model's alias of the index its document was read
+  from (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`:
+  versioned alias, dated alias), never the physical index: a reindex that swapped and
+  deleted it meanwhile must not get it created again; the version read from the old index
+  answers 409 in the new one, a conflict like any other.
 - ``patch_all(filter, ScriptPatch)`` on a model not cached by default is one
   ``_update_by_query``: version conflicts (documents changed by another writer while it
   ran) are *reported* (:class:`VersionConflictError` with the counts), never skipped
@@ -80,6 +85,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import check_id
+from esmapper.indexes.pipelines import by_query_params
 from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options, refresh_param
@@ -343,7 +349,8 @@ def _client_side_action(
     source: dict[str, Any],
     version: str | None,
 ) -> BulkAction | None:
-    """The conditional ``index`` action of a Json/Action patch applied to ``source``, or
+    """The conditional ``index`` action of a Json/Action patch applied to ``source``,
+    through the alias of ``index`` (the index ``source`` was read from), or
     ``None`` for a no-op (an empty JsonPatch, an ActionPatch whose callables all returned
     False)."""
     info = repo.info
@@ -379,7 +386,7 @@ def _client_side_action(
         seq_no, primary_term = split_version(version, owner=info.name, id=id)
     return BulkAction(
         op="index",
-        index=index or repo.spec.write_target,
+        index=repo.spec.write_name(index),  # through the alias: it follows a reindex
         id=id,
         body=new_source,
         if_seq_no=seq_no,
@@ -543,7 +550,7 @@ def _hit_action(
     """The write of ``patch`` for one scanned hit, conditioned on the hit's version."""
     state = hit.document._esm_state
     source = state.original if state is not None else {}
-    index = hit.index or repo.spec.write_target
+    index = repo.spec.write_name(hit.index)  # through the alias: it follows a reindex
     if isinstance(patch, PartialPatch | ScriptPatch):
         seq_no = primary_term = None
         if options.version_check:
@@ -576,6 +583,7 @@ def _update_by_query(
     query = repo.search(filter, **_scan_kwargs(options, retry=True))
     body = query.query_body()
     _refresh(repo)
+    _log_query(options, "update_by_query", repo.spec.write_target, body)
     try:
         response = (
             _once(repo)
@@ -585,6 +593,7 @@ def _update_by_query(
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
+                **by_query_params(repo.spec),  # the model's ingest pipeline, if any
             )
             .body
         )
@@ -668,10 +677,19 @@ def _kept_changing(
     )
 
 
+def _log_query(options: Options, what: str, target: str, query: Any) -> None:
+    """Log a by-query request at the call's ``query_log_level`` (QY-30; default DEBUG)."""
+    level = options.query_log_level
+    logging.getLogger("esmapper.query").log(
+        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
+    )
+
+
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
+    _log_query(options, "delete_by_query", repo.spec.write_target, query)
     total = 0
     # the error of the last attempt whose answer was lost: it may have deleted documents,
     # so a later attempt that fails does not mean "nothing was deleted"

@@ -296,7 +296,8 @@ class SearchRequest:
         if signals.has_receivers(signals.before_query, self.info.cls):
             signals.before_query.send(self.info.cls, query=context, options=self.options)
             body = context.body
-        log.debug("search %s %s", alias, body)
+        level = self.options.query_log_level
+        log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
         try:
             if pit_id is not None:
                 response = self.mapper.client.search(

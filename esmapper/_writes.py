@@ -409,14 +409,17 @@ def _before_write(
 def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
-    whose partition is not certain looked up together)."""
+    whose partition is not certain looked up together), through ``mapper.client``: the
+    call's ``timeout=`` bounds those requests too."""
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
     targets: list[str] = [""] * len(pendings)
+    client = mapper.client
     for cls, positions in by_model.items():
         writes = [(pendings[i].doc, pendings[i].kind == "remove") for i in positions]
-        for i, target in zip(positions, mapper.spec(cls).write_targets(writes), strict=True):
+        chosen = mapper.spec(cls).write_targets(writes, client=client)
+        for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets
 

@@ -22,13 +22,20 @@ Retries
     Items answered with 429 or 503 are sent again, alone (the other items of the chunk are
     done), after ``min(max_backoff, initial_backoff * 2**attempt)`` seconds, up to
     ``max_retries`` times; items still 429/503 after that are returned as failures with that
-    status. A whole ``_bulk`` request answered 429 or 503 is retried the same way. 409 and
-    every other status are never retried. A chunk that gets no response (connection error,
-    timeout, unreadable response) is *not* retried either, because its index/create/update
-    items may have been applied and a resend would duplicate auto-id documents, turn a
-    successful create into a 409, or apply a script twice: its items are returned as
-    failures with status 0 and ``error_type`` ``"connection_error"`` (``"transport_error"``
-    for an unreadable response), and the later chunks are still sent. For the same reason
+    status. A whole ``_bulk`` request answered 429 or 503 is retried the same way. Items
+    refused by an index write block (403 ``cluster_block_exception``: a reindex blocks the
+    old index from its final catch-up until the alias swap) were not applied either and
+    have their own budget, independent of ``max_retries`` and of a call's ``retries=``
+    (which may be 0): they are sent again, alone, after the same backoff schedule (at least
+    :data:`MIN_BLOCK_BACKOFF`, at most what is left) until ``write_block_wait`` seconds of
+    backoff are spent in one :meth:`BulkWriter.write` call, then returned as the 403
+    failures. 409 and every other status are never retried. A chunk that gets no
+    response (connection error, timeout, unreadable response) is *not* retried either,
+    because its index/create/update items may have been applied and a resend would
+    duplicate auto-id documents, turn a successful create into a 409, or apply a script
+    twice: its items are returned as failures with status 0 and ``error_type``
+    ``"connection_error"`` (``"transport_error"`` for an unreadable response), and the
+    later chunks are still sent. For the same reason
     the writer switches off the client's own transport retries (``max_retries=0``,
     ``retry_on_status=()``) for its requests, so a dropped connection is not resent blindly
     (with several nodes, this also means a refused connection is not tried on another node).
@@ -73,6 +80,7 @@ __all__ = [
     "BulkRequestError",
     "BulkStats",
     "BulkWriter",
+    "MIN_BLOCK_BACKOFF",
     "RETRYABLE_STATUSES",
 ]
 
@@ -81,6 +89,10 @@ _OPS: frozenset[str] = frozenset(get_args(BulkOp))
 
 #: Item and request statuses the writer retries with backoff.
 RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
+
+#: The shortest wait (seconds) before resending items refused by a write block, so that
+#: ``write_block_wait`` is spent even with ``initial_backoff=0``.
+MIN_BLOCK_BACKOFF = 0.05
 
 _HEADERS = {"accept": "application/json", "content-type": "application/x-ndjson"}
 
@@ -97,7 +109,8 @@ class BulkAction:
     of the caller's (e.g. the model instance), handed back untouched in the outcome.
     ``require_alias`` (``index``/``create``/``update``) makes Elasticsearch refuse the item
     with a 404 ``index_not_found_exception`` unless ``index`` is an alias, instead of
-    creating an index of that name.
+    creating an index of that name. ``pipeline`` (``index``/``create`` only: the Update API
+    has none) names the ingest pipeline the document runs through.
     """
 
     op: BulkOp
@@ -110,6 +123,7 @@ class BulkAction:
     retry_on_conflict: int | None = None
     ref: Any = None
     require_alias: bool = False
+    pipeline: str | None = None
 
 
 @attrs.define(slots=True)
@@ -226,6 +240,10 @@ def _encode(position: int, action: BulkAction) -> bytes:
         if op == "delete":
             raise ValueError(f"bulk action {position}: require_alias is not for delete")
         meta["require_alias"] = True
+    if action.pipeline is not None:
+        if op not in ("index", "create"):
+            raise ValueError(f"bulk action {position}: pipeline is only for index and create")
+        meta["pipeline"] = action.pipeline
     if action.retry_on_conflict is not None:
         if op != "update":
             raise ValueError(f"bulk action {position}: retry_on_conflict is only for update")
@@ -293,8 +311,10 @@ class BulkWriter:
     """Writes :class:`BulkAction` s through the ``_bulk`` API (see the module docstring).
 
     ``chunk_size`` and ``max_bytes`` bound each request; ``max_retries``,
-    ``initial_backoff`` and ``max_backoff`` shape the 429/503 retries; ``sleep`` is called
-    with each backoff in seconds (inject a recorder in tests). A writer holds no per-call
+    ``initial_backoff`` and ``max_backoff`` shape the 429/503 retries; ``write_block_wait``
+    is how many seconds of backoff one :meth:`write` spends on items refused by a write
+    block (0: none); ``sleep`` is called with each backoff in seconds (inject a recorder in
+    tests). A writer holds no per-call
     state except :attr:`last_stats`, so one writer can serve several threads (``last_stats``
     is then the stats of whichever call finished last).
     """
@@ -308,6 +328,7 @@ class BulkWriter:
         max_retries: int = 3,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        write_block_wait: float = 30.0,
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         if chunk_size < 1:
@@ -318,6 +339,8 @@ class BulkWriter:
             raise ValueError("max_retries must be >= 0")
         if initial_backoff < 0 or max_backoff < 0:
             raise ValueError("backoff times must be >= 0")
+        if not write_block_wait >= 0:
+            raise ValueError("write_block_wait must be >= 0 seconds")
         self.client = client
         # The writer owns the retry policy: no blind resend of a bulk body by the transport.
         self._client = client.options(max_retries=0, retry_on_status=())
@@ -326,6 +349,7 @@ class BulkWriter:
         self.max_retries = max_retries
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
+        self.write_block_wait = float(write_block_wait)
         self.sleep = sleep
         self.last_stats: BulkStats | None = None
 
@@ -344,7 +368,9 @@ class BulkWriter:
         ``refresh`` (``True``, ``False``, ``"wait_for"`` or ``None`` to leave it out) is
         passed to every chunk's request. Inside a call with ``timeout=``/``retries=`` (see
         :mod:`esmapper._limits`) each request uses that ``request_timeout`` and items are
-        retried up to ``retries`` times instead of ``max_retries``.
+        retried up to ``retries`` times instead of ``max_retries``; items refused by a write
+        block are retried for ``write_block_wait`` seconds of backoff in all, whatever
+        ``retries`` says (module docstring).
         """
         params: dict[str, str] = {}
         if refresh is not None:
@@ -363,6 +389,7 @@ class BulkWriter:
         blobs = [_encode(i, a) for i, a in enumerate(actions)]
         outcomes: list[BulkOutcome | None] = [None] * len(actions)
         stats = BulkStats()
+        blocked = _BlockWait(self.write_block_wait)
         try:
             chunks = _chunks(blobs, self.chunk_size, self.max_bytes)
             stats.chunks = len(chunks)
@@ -376,6 +403,7 @@ class BulkWriter:
                     stats=stats,
                     client=client,
                     max_retries=max_retries,
+                    blocked=blocked,
                 )
         finally:
             self.last_stats = stats
@@ -392,8 +420,10 @@ class BulkWriter:
         stats: BulkStats,
         client: Elasticsearch,
         max_retries: int,
+        blocked: _BlockWait,
     ) -> None:
-        """Send one chunk and its 429/503 retries; fills ``outcomes`` at the chunk's positions."""
+        """Send one chunk and its 429/503 and write-block retries; fills ``outcomes`` at the
+        chunk's positions."""
         pending = chunk
         attempt = 0
         while True:
@@ -456,17 +486,30 @@ class BulkWriter:
                 )
             retry: list[int] = []
             can_retry = attempt < max_retries
+            throttled = waiting = False
             for i, item in zip(pending, items, strict=True):
                 # Each item is {op: {...}}.
                 result: Mapping[str, Any] = next(iter(item.values()))
                 status = result.get("status", 0)
-                if can_retry and (status in RETRYABLE_STATUSES or _write_blocked(result)):
+                if can_retry and status in RETRYABLE_STATUSES:
                     retry.append(i)
-                    continue
-                outcomes[i] = _outcome(actions[i], status, result)
+                    throttled = True
+                elif blocked.left > 0 and _write_blocked(result):
+                    retry.append(i)  # not applied: sent again once the block is gone
+                    waiting = True
+                else:
+                    outcomes[i] = _outcome(actions[i], status, result)
             if not retry:
                 return
-            attempt = self._backoff(attempt, stats)
+            if throttled:
+                delay = self.backoff(attempt)
+                attempt += 1
+            else:
+                delay = min(blocked.left, max(MIN_BLOCK_BACKOFF, self.backoff(blocked.rounds)))
+            if waiting:
+                blocked.spend(delay)
+            stats.backoffs.append(delay)
+            self.sleep(delay)
             pending = retry
 
     def _backoff(self, attempt: int, stats: BulkStats) -> int:
@@ -474,6 +517,22 @@ class BulkWriter:
         stats.backoffs.append(delay)
         self.sleep(delay)
         return attempt + 1
+
+
+class _BlockWait:
+    """What is left of one :meth:`BulkWriter.write` call's ``write_block_wait``."""
+
+    __slots__ = ("left", "rounds")
+
+    def __init__(self, seconds: float) -> None:
+        self.left = seconds
+        self.rounds = 0
+
+    def spend(self, delay: float) -> None:
+        self.left = max(0.0, self.left - delay)
+        if self.left < 1e-6:  # rounding: nothing meaningful left to wait
+            self.left = 0.0
+        self.rounds += 1
 
 
 def _write_blocked(result: Mapping[str, Any]) -> bool:

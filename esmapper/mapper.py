@@ -27,6 +27,7 @@ from esmapper.session import Session, sessionmaker
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
     from esmapper.custom_fields.repository import CustomFieldRepository
+    from esmapper.health import HealthReport
 
 __all__ = ["Mapper"]
 
@@ -38,6 +39,19 @@ DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
 
 def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _shared_side_channels(
+    url: str | None, index_prefix: str, options: dict[str, Any] | None
+) -> tuple[CacheClient, MessageBus, Any] | None:
+    """``(cache, bus, link)`` sharing Redis at ``url`` (``None``: ``$ESMAPPER_REDIS_URL``)."""
+    from esmapper.distributed import connect, redis_url_from_env
+
+    url = redis_url_from_env() if url is None else url.strip()
+    if not url:
+        return None
+    namespace = f"esmapper:{index_prefix}" if index_prefix else "esmapper"
+    return connect(url, namespace=namespace, **(options or {}))
 
 
 def _client_from(
@@ -70,9 +84,21 @@ class Mapper:
     name. ``bulk_chunk_size``, ``bulk_max_bytes`` and ``max_retries`` configure the bulk
     writer; items rejected with 429/503 are retried after ``min(max_backoff,
     initial_backoff * 2**attempt)`` seconds (0.5, 1, 2 ... by default; a call's
-    ``retries=`` option overrides ``max_retries``); ``clock`` returns the aware UTC "now"
+    ``retries=`` option overrides ``max_retries``). ``write_block_wait`` (seconds, default
+    30) is a separate budget, not bounded by ``max_retries`` nor by a call's ``retries=``:
+    items refused by an index write block (a reindex blocks the old index from its final
+    catch-up until the alias swap; they were not applied) are resent with the same backoff
+    until that much waiting is spent in one write call; ``0`` fails them at once (403
+    ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
     mapper created.
+
+    ``redis="redis://..."`` (default: ``$ESMAPPER_REDIS_URL``; ``""`` ignores it) shares the
+    cache and the notifications with the application's other processes: ``cache`` becomes
+    an :class:`~esmapper.distributed.HybridCache` and ``bus`` a
+    :class:`~esmapper.distributed.RedisMessageBus` (those given explicitly win), on one
+    :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
+    made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
     """
 
     def __init__(
@@ -87,10 +113,13 @@ class Mapper:
         max_retries: int = 3,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        write_block_wait: float = 30.0,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
         bus: MessageBus | None = None,
+        redis: str | None = None,
+        redis_options: dict[str, Any] | None = None,
         **client_options: Any,
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
@@ -108,9 +137,14 @@ class Mapper:
             max_retries=max_retries,
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
+            write_block_wait=write_block_wait,
             **writer_options,
         )
         self.migrations = list(migrations)
+        self._redis = _shared_side_channels(redis, index_prefix, redis_options)
+        if self._redis is not None:
+            cache = self._redis[0] if cache is None or cache is True else cache
+            bus = self._redis[1] if bus is None else bus
         if cache is False:
             self.cache: CacheClient | None = None
         elif cache is None or cache is True:
@@ -123,6 +157,8 @@ class Mapper:
         self._repositories: dict[type, Repository[Any]] = {}
         self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
+        self._install_known = False
+        self._install_lock = threading.Lock()
         for model in models:
             self.register(model)
 
@@ -147,7 +183,15 @@ class Mapper:
         with self._lock:
             if model in self._specs:
                 return self._specs[model]
-            spec = IndexSpec(info, self.index_prefix, client=self.client, clock=self.clock)
+            # the base client: ``self.client`` may be a view with the timeout of the call
+            # that happens to register the model, which must not stick to it
+            spec = IndexSpec(
+                info,
+                self.index_prefix,
+                client=self._client,
+                clock=self.clock,
+                before_create=self._before_first_index,
+            )
             for other in self._specs.values():
                 if other.alias.lower() == spec.alias.lower():
                     raise IndexConfigurationError(
@@ -155,11 +199,27 @@ class Mapper:
                         index=spec.alias,
                     )
             self._specs[model] = spec
+            bind = getattr(self.bus, "bind_model", None)
+            if bind is not None:  # a distributed bus names models in its messages
+                bind(model)
         if info.custom_fields:  # its definitions live in their own index
             from esmapper.custom_fields.definition import CustomFieldDefinition
 
             self.register(CustomFieldDefinition)
         return spec
+
+    def _before_first_index(self) -> None:
+        """Called right before a write creates one of the models' indexes: until this
+        mapper knows an install record, decide the fresh install first (see
+        :mod:`esmapper.migrations.install`; nothing for a mapper without migrations)."""
+        if self._install_known or not self.migrations:
+            return
+        from esmapper.migrations.install import decide_before_first_index
+
+        with self._install_lock:
+            if not self._install_known:
+                decide_before_first_index(self)
+                self._install_known = True
 
     @property
     def models(self) -> list[type]:
@@ -213,6 +273,16 @@ class Mapper:
             self.documents.drop_model(spec.alias)
         if deleted:
             publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
+
+    def health(self) -> HealthReport:
+        """Whether the cluster and every model's indexes are as the code expects: cluster
+        status, each alias and the index behind it, pending reindexes, write blocks left
+        behind, mapping drift, field counts against the total-fields limit, ingest
+        pipelines, pending migrations. Read-only; see :mod:`esmapper.health` for what is
+        sent and what counts as needing attention (``report.ok``)."""
+        from esmapper.health import check_health
+
+        return check_health(self)
 
     def repository(self, model: type[T]) -> Repository[T]:
         """The (cached, thread-safe) repository of ``model``."""
@@ -348,6 +418,8 @@ class Mapper:
         """Close the client if the mapper created it."""
         if self._owns_client:
             self._client.close()
+        if self._redis is not None:
+            self._redis[2].close()
 
     def __enter__(self) -> Mapper:
         return self

@@ -43,8 +43,12 @@ What is sent to Elasticsearch:
   it), ``(<new> already holds a different document; ...)`` when it holds another one.
 * ``rekey(apply=True)``, per ``rewrite`` (there is no multi-document transaction):
   1. ``PUT /<index>/_create/<new id>`` with the raw ``_source`` (not through the model, so
-     unmapped fields survive) into the physical index the old document lives in, with its
-     routing. A stored ``"id"`` key equal to the old id is set to the new id. On 409
+     unmapped fields survive) into the index the old document lives in, with its
+     routing. ``<index>`` here and below is the model's alias of that index (the
+     versioned alias, the partition's dated alias, a plain index itself; the create is
+     sent with ``require_alias``), never the physical name: a reindex run meanwhile must
+     not get its deleted old index created again. A stored ``"id"`` key equal to the old
+     id is set to the new id. On 409
      ``GET /<index>/_doc/<new id>``: the same source means an earlier run got this far
      (continue); a different source is ``FAILED 409`` and both documents are left alone.
   2. ``DELETE /<index>/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with the values from
@@ -98,6 +102,7 @@ from esmapper.ids import check_id, compose_id, id_term
 from esmapper.model.info import ModelInfo
 
 if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
     from esmapper.mapper import Mapper
 
 __all__ = ["RekeyPlan", "RekeyReport", "audit", "plan_for", "rekey"]
@@ -339,6 +344,7 @@ def rekey(
     plans = audit(mapper, model, batch_size=batch_size)
     report = RekeyReport(applied=apply)
     info = _id_info(model)
+    spec = mapper.spec(model)
 
     def say(line: str) -> None:
         report.lines.append(line)
@@ -364,7 +370,7 @@ def rekey(
                 report.to_rewrite += 1
                 say(f"REWRITE {plan.old_id} -> {plan.new_id}")
                 try:
-                    failure, resumed = _move(mapper.client, plan, _before_delete)
+                    failure, resumed = _move(mapper.client, plan, _before_delete, spec=spec)
                 finally:  # both ids were written (or may have been): drop any cached copy
                     mapper.invalidate_ids(info, [plan.old_id, plan.new_id])
                 if failure is None:
@@ -431,21 +437,29 @@ def _move(
     client: Elasticsearch,
     plan: RekeyPlan,
     before_delete: Callable[[RekeyPlan], object] | None,
+    *,
+    spec: IndexSpec,
 ) -> tuple[str | None, bool]:
     """Create ``plan.new_id``, then delete ``plan.old_id``: the failure text or None, and
     whether the new document was there already (an earlier, interrupted run created it).
 
+    Every request names the model's alias for ``plan.index``
+    (:meth:`IndexSpec.write_name`: the versioned alias, a partition's dated alias), never
+    the physical index: a reindex that swapped and deleted it meanwhile must not get it
+    created again; the create carries ``require_alias`` when the name is an alias, and
+    the scanned version condition makes the delete of a copy the reindex moved a 409.
     Both writes are sent once (:func:`esmapper._transport.once`); an unknown outcome is
     settled by reading the document back, never by a blind resend."""
-    old, new, index = plan.old_id, plan.new_id, plan.index
+    old, new, index = plan.old_id, plan.new_id, spec.write_name(plan.index)
     assert new is not None
     source = _copy_source(plan)
     routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
     single = once(client)
     created: tuple[int, int] | None = None
+    alias_only: dict[str, Any] = {"require_alias": True} if spec.is_alias(index) else {}
     try:
         response = single.create(
-            index=index, id=check_id(new, index=index), document=source, **routing
+            index=index, id=check_id(new, index=index), document=source, **routing, **alias_only
         )
         created = (response["_seq_no"], response["_primary_term"])
     except ConflictError:
@@ -458,7 +472,7 @@ def _move(
                 False,
             )
         if found.get("_source") != source:
-            return _different(index, old, new), False
+            return _different(plan.index, old, new), False
         # An earlier run created it and stopped before the delete: finish that move.
     except ApiError as exc:
         status, text = _describe(exc)
@@ -478,12 +492,12 @@ def _move(
                 f"({found}); {old} left in place; rerun"
             ), False
         if found.get("_source") != source:
-            return _different(index, old, new), False
+            return _different(plan.index, old, new), False
         created = (found["_seq_no"], found["_primary_term"])  # ours: it was created
 
     if before_delete is not None:
         before_delete(plan)
-    failed = _delete_old(client, plan, routing, source)
+    failed = _delete_old(client, plan, index, routing, source)
     if failed is None:
         return None, created is None
     message, compensate = failed
@@ -514,14 +528,19 @@ def _read(
 
 
 def _delete_old(
-    client: Elasticsearch, plan: RekeyPlan, routing: dict[str, Any], source: dict[str, Any]
+    client: Elasticsearch,
+    plan: RekeyPlan,
+    index: str,
+    routing: dict[str, Any],
+    source: dict[str, Any],
 ) -> tuple[str, bool] | None:
     """Delete the old document, conditioned on the scanned version: ``None`` once it is
     gone and the new id holds ``source``, else ``(why not, whether to compensate)``. A 409
     or a lost answer is read back first; compensate only when the old document is known to
     be still there (changed): never when it is gone (another run finished this move, and
-    the new document is the only copy left) or unknown."""
-    old, index = plan.old_id, plan.index
+    the new document is the only copy left) or unknown. ``index``: the alias of the
+    document's index (:func:`_move`)."""
+    old = plan.old_id
     for attempt in (1, 2):
         try:
             once(client).delete(
@@ -538,7 +557,7 @@ def _delete_old(
                 return f"{status}: deleting {old} failed ({text}); rerun", True
             found = _read(client, index, old, routing)
             if found is None:  # deleted by another run that completed this move?
-                return _old_gone(client, plan, routing, source, f"{exc.meta.status}")
+                return _old_gone(client, plan, routing, source, f"{exc.meta.status}", index=index)
             if isinstance(found, Exception):
                 return (
                     f"{exc.meta.status}: deleting {old} was refused and reading it back failed "
@@ -551,7 +570,9 @@ def _delete_old(
                 raise
             found = _read(client, index, old, routing)
             if found is None:  # the delete was applied: the move succeeded
-                return _old_gone(client, plan, routing, source, f"unknown outcome ({exc})")
+                return _old_gone(
+                    client, plan, routing, source, f"unknown outcome ({exc})", index=index
+                )
             if isinstance(found, Exception):
                 return (
                     f"deleting {old} had an unknown outcome ({exc}) and reading it back failed "
@@ -572,12 +593,14 @@ def _old_gone(
     routing: dict[str, Any],
     source: dict[str, Any],
     what: str,
+    *,
+    index: str,
 ) -> tuple[str, bool] | None:
     """The old document is gone: the move is complete when the new id holds ``source``;
     otherwise a failure, never compensated (nothing is deleted)."""
     new = plan.new_id
     assert new is not None
-    found = _read(client, plan.index, new, routing)
+    found = _read(client, index, new, routing)
     if isinstance(found, dict) and found.get("_source") == source:
         return None
     state = (

@@ -552,7 +552,9 @@ def reconcile_hits(
         actions.append(
             BulkAction(
                 op="update",
-                index=str(hit.get("_index") or mapper.spec(info.cls).write_target),
+                # through the alias of the index it was read from (IndexSpec.write_name):
+                # a reindex that swapped meanwhile must not get the old index back
+                index=mapper.spec(info.cls).write_name(hit.get("_index")),
                 id=hit["_id"],
                 body={"doc": extras},
                 if_seq_no=hit.get("_seq_no"),

@@ -18,6 +18,10 @@ nothing more; ``configure_indexes`` counts as that first time):
 - plain: ``HEAD /<alias>``; when missing, ``PUT /<alias>``;
 - time-series: nothing here.
 
+Before it creates the index, the write calls ``spec.before_create`` (the mapper's
+fresh-install decision, :func:`esmapper.migrations.install.decide_before_first_index`:
+whichever path creates the first model index decides, before creating it).
+
 Race-free between processes: the create is create-only, so two processes' first writes at
 once create one index; the loser's ``resource_already_exists_exception`` is success once
 the alias is seen on the index (``HEAD /<index>/_alias/<alias>``; added with
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EnsuredIndex",
     "alias_targets",
+    "announce_create",
     "create_index",
     "ensure_index",
     "put_alias",
@@ -124,7 +129,8 @@ def put_alias(client: Elasticsearch, index: str, alias: str) -> None:
 def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
     """Make sure ``spec``'s write target exists, creating it from the model if missing.
 
-    Sends what the module docstring lists (nothing for time-series models). Raises
+    Sends what the module docstring lists (nothing for time-series models), and before
+    a create whatever ``spec.before_create`` sends (:func:`announce_create`). Raises
     :class:`~esmapper.errors.AliasNameTakenError` for a concrete index under a versioned
     model's alias name, :class:`IndexConfigurationError` when Elasticsearch refuses the
     index, the client's errors otherwise. Mappings of an existing index are not checked
@@ -135,6 +141,7 @@ def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
     if spec.kind == "plain":
         if client.indices.exists(index=spec.alias):
             return
+        announce_create(spec)
         if create_index(client, spec, with_alias=False):
             log.info("created index %s for %s on its first write", spec.alias, spec.info.name)
         return
@@ -142,6 +149,7 @@ def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
         return
     if concrete_index(client, spec.alias):
         raise alias_taken_error(spec.info.name, spec.alias, f"index {spec.physical_name()!r}")
+    announce_create(spec)
     if create_index(client, spec, with_alias=True):
         log.info(
             "created index %s (alias %s) for %s on its first write",
@@ -149,6 +157,14 @@ def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
             spec.alias,
             spec.info.name,
         )
+
+
+def announce_create(spec: IndexSpec) -> None:
+    """Call ``spec.before_create`` (the mapper's install decision, see
+    :mod:`esmapper.migrations.install`) right before a write creates one of the model's
+    indexes; what it raises stops the write before anything is created."""
+    if spec.before_create is not None:
+        spec.before_create()
 
 
 class EnsuredIndex:

@@ -122,7 +122,7 @@ def time_series_targets(
                     found[0]["_index"],
                 )
             if found:  # through its dated alias, so the write follows a reindex's swap
-                target = spec.write_alias(str(found[0]["_index"]))
+                target = spec.write_name(str(found[0]["_index"]))
             elif removing:  # checked everywhere: the delete answers 404, already gone
                 target = spec.dated_alias(start if start is not None else now)
             elif start is None:
@@ -148,5 +148,5 @@ def _partition(
         return spec.partitions.ensure(client, spec, start)
     state = state_of(doc)
     if state is not None and state.index and timeseries.parse_partition(spec, state.index):
-        return spec.write_alias(state.index)
+        return spec.write_name(state.index)
     return spec.partitions.known(start) or spec.dated_alias(start)

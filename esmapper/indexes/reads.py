@@ -121,7 +121,7 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
     ObjectId id maps to its dated alias (nothing sent; the partition may not exist, then
     the write answers 404); the other ids are looked up in real time on every partition
     (:func:`~esmapper.indexes.lookup.stored_copies`) and map to the dated alias of the
-    partition holding them (the newest copy; :meth:`IndexSpec.write_alias`), unknown ones
+    partition holding them (the newest copy; :meth:`IndexSpec.write_name`), unknown ones
     are left out.
     """
     if not spec.is_time_series:
@@ -134,7 +134,7 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
         else:
             others.append(id)
     for id, copies in stored_copies(client, spec, others).items():
-        targets[id] = spec.write_alias(str(copies[0]["_index"]))
+        targets[id] = spec.write_name(str(copies[0]["_index"]))
     return targets
 
 

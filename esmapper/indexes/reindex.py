@@ -25,8 +25,9 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    started are copied (models without dates: every document; unchanged ones are skipped
    as version conflicts). From the block on, writes through the alias fail with 403
    ``cluster_block_exception`` until the swap (they were not applied: the bulk writer
-   retries them with its back-off, ``BulkWriter.max_retries``, and they go to ``-vN``
-   once the alias moved). :attr:`ReindexResult.blocked_seconds` says how long it lasted.
+   resends them with its back-off for up to the mapper's ``write_block_wait``, 30 s by
+   default, whatever a call's ``retries=``, and they go to ``-vN`` once the alias moved).
+   :attr:`ReindexResult.blocked_seconds` says how long it lasted.
 5. **verify**: refresh both indexes and reconcile ids (every id the write-blocked old
    index no longer has is deleted from the new one: an id scroll of both, ``_bulk``
    deletes), so a document deleted during the run never comes back. Skipped when the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import placement, timeseries
 from esmapper.indexes.ensure import EnsuredIndex
+from esmapper.indexes.pipelines import Pipeline
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
@@ -31,11 +33,25 @@ class IndexSpec:
     partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
 
     Writes need the spec bound to a client and a clock (``client=``/``clock=`` or
-    :meth:`bind`, which the mapper does): the first one creates the index (per process),
-    time-series writes create partitions lazily and check ``max_age``.
+    :meth:`bind`, which the mapper does with its base client): the first one creates the
+    index (per process), time-series writes create partitions lazily and check
+    ``max_age``. A method that sends requests takes the client of the running call
+    (``mapper.client``, which carries a call's ``timeout=``); the bound one is only the
+    fallback.
     """
 
-    __slots__ = ("alias", "client", "clock", "ensured", "info", "options", "partitions", "prefix")
+    __slots__ = (
+        "alias",
+        "before_create",
+        "client",
+        "clock",
+        "ensured",
+        "info",
+        "options",
+        "partitions",
+        "pipeline",
+        "prefix",
+    )
 
     def __init__(
         self,
@@ -44,6 +60,7 @@ class IndexSpec:
         *,
         client: Elasticsearch | None = None,
         clock: Callable[[], _dt.datetime] | None = None,
+        before_create: Callable[[], object] | None = None,
     ) -> None:
         if info.index is None:
             raise TypeError(f"{info.name} is not a Document and has no index")
@@ -53,8 +70,14 @@ class IndexSpec:
         self.alias = f"{prefix}{self.options.name}"
         self.client = client
         self.clock: Callable[[], _dt.datetime] = clock or _utcnow
+        #: called right before a write creates one of the model's indexes (the index of a
+        #: versioned/plain model, a time-series partition); the mapper's install decision
+        #: (:func:`esmapper.migrations.install.decide_before_first_index`)
+        self.before_create: Callable[[], object] | None = before_create
         self.partitions = timeseries.PartitionCache()
         self.ensured = EnsuredIndex()
+        #: the ingest pipeline its writes run (:mod:`esmapper.indexes.pipelines`)
+        self.pipeline = Pipeline.of(self.options, self.alias)
         date_field = self.options.date_field
         if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
             raise IndexConfigurationError(
@@ -101,12 +124,41 @@ class IndexSpec:
         """The dated alias of the period holding ``at``: ``<alias>-2026.12.02``."""
         return f"{self.alias}-{timeseries.suffix(self.kind, at)}"
 
-    def write_alias(self, index: str) -> str:
-        """The name a write into the physical index ``index`` must use: the dated alias of
-        one of the model's partitions (so the write follows a reindex's alias swap), else
-        ``index`` unchanged. Sends nothing."""
-        partition = timeseries.parse_partition(self, index) if self.is_time_series else None
-        return index if partition is None else self.dated_alias(partition.start)
+    def write_name(self, index: str | None = None) -> str:
+        """The alias a document write aimed at ``index`` must name: the one rule "every
+        document write goes through the model's aliases" (docs/architecture.md).
+
+        A write that names a physical index does not follow a reindex's alias swap: after
+        the swap and the delete of the old index, Elasticsearch would create the old index
+        again (guessed mappings, behind no alias) and store the write where no read finds
+        it. Through the alias, the write reaches the new index, where a version condition
+        read from the old one answers 409 (a conflict round), never a lost write.
+
+        - versioned and plain models: :attr:`write_target` (the alias) for ``None``, the
+          alias itself and any ``<alias>-v<N>``;
+        - time-series models: the dated alias of a partition's period for a partition of
+          any version (``<alias>-v<N>-<period>``), a dated alias unchanged.
+
+        Sends nothing. Raises ``ValueError`` (a programming error) for a name that is none
+        of the model's indexes or aliases, and for a time-series write that names no period
+        (``None``, the umbrella alias).
+        """
+        if not self.is_time_series:
+            if index is None or index == self.alias:
+                return self.write_target
+            if self.kind == "versioned" and re.fullmatch(rf"{re.escape(self.alias)}-v\d+", index):
+                return self.write_target
+        elif index is not None:
+            partition = timeseries.parse_partition(self, index)
+            if partition is not None:
+                return self.dated_alias(partition.start)
+            if timeseries.is_dated_alias(self, index):
+                return index
+        hint = " (a time-series write names its period's dated alias)"
+        raise ValueError(
+            f"{self.info.name}: a document write cannot go to {index!r}: it is not one of the "
+            f"model's indexes or aliases{hint if self.is_time_series else ''}"
+        )
 
     @property
     def index_pattern(self) -> str:
@@ -127,8 +179,13 @@ class IndexSpec:
         """The name writes are sent to (the alias; a single-index alias is writable)."""
         return self.alias
 
-    def write_targets(self, writes: Sequence[tuple[Any, bool]]) -> list[str]:
+    def write_targets(
+        self, writes: Sequence[tuple[Any, bool]], *, client: Elasticsearch | None = None
+    ) -> list[str]:
         """The index or alias each ``(doc, removing)`` write goes to, in order.
+
+        ``client`` sends the requests below: the write path passes ``mapper.client``, so a
+        call's ``timeout=`` bounds them too; without it, the bound client.
 
         Versioned and plain models: :attr:`write_target` for every write, after making sure
         the index (and alias) exists, on the first write of this spec only
@@ -138,15 +195,17 @@ class IndexSpec:
         anything is sent, ids not certain looked up in real time across the partitions,
         partitions created on the first add/save of their period in this process).
         """
-        client = self._bound()
+        client = client if client is not None else self._bound()
         if not self.is_time_series:
             self.ensured.ensure(client, self)
             return [self.write_target] * len(writes)
         return placement.time_series_targets(self, client, writes)
 
-    def write_index_for(self, doc: Any, *, removing: bool = False) -> str:
+    def write_index_for(
+        self, doc: Any, *, removing: bool = False, client: Elasticsearch | None = None
+    ) -> str:
         """The target of one write (:meth:`write_targets`)."""
-        return self.write_targets([(doc, removing)])[0]
+        return self.write_targets([(doc, removing)], client=client)[0]
 
     def is_alias(self, name: str) -> bool:
         """Whether ``name`` is one of this model's aliases (a versioned model's alias, a
@@ -157,6 +216,31 @@ class IndexSpec:
         if self.is_time_series:
             return name == self.alias or timeseries.is_dated_alias(self, name)
         return False
+
+    def ensure_again(self, client: Elasticsearch, target: str) -> None:
+        """The recovery of "a write's target vanished": a write through ``target`` (one of
+        the model's aliases) was refused because it does not exist (``require_alias``;
+        deleted by another mapper or process, e.g. ``delete_indexes``, or by hand). Forget
+        what this process believed about it and make it exist again.
+
+        Versioned and plain models: the index is ensured again
+        (:class:`~esmapper.indexes.ensure.EnsuredIndex`: the first-write requests of
+        :mod:`esmapper.indexes.ensure`). Time-series models: the period of the dated alias
+        ``target`` is dropped from :attr:`partitions` and its partition ensured again
+        (:meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`). Raises what those
+        raise (:class:`~esmapper.errors.AliasNameTakenError` when a concrete index took the
+        name, :class:`IndexConfigurationError`, the client's errors), and ``ValueError``
+        for a time-series ``target`` that is no dated alias of the model.
+        """
+        if not self.is_time_series:
+            self.ensured.forget()
+            self.ensured.ensure(client, self)
+            return
+        start = timeseries.dated_alias_start(self, target)
+        if start is None:
+            raise ValueError(f"{self.info.name}: {target!r} is not one of its dated aliases")
+        self.partitions.forget({start})
+        self.partitions.ensure(client, self, start)
 
     def forget_ensured(self) -> None:
         """Forget that this process ensured the model's index and partitions: the next write

@@ -37,6 +37,7 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
+from esmapper.indexes.ensure import announce_create
 from esmapper.indexes.errors import IndexMaxAgeExceededError
 from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.model.codec import parse_datetime
@@ -52,6 +53,7 @@ __all__ = [
     "Partition",
     "PartitionCache",
     "check_max_age",
+    "dated_alias_start",
     "document_date",
     "expires_at",
     "is_dated_alias",
@@ -130,12 +132,22 @@ def parse_partition(spec: IndexSpec, index: str) -> Partition | None:
     return Partition(index, int(match.group(1)), parsed.replace(tzinfo=_UTC))
 
 
+def dated_alias_start(spec: IndexSpec, name: str) -> _dt.datetime | None:
+    """The UTC start of the period whose dated alias is ``name`` (``<alias>-2026.12.02``),
+    or ``None`` when ``name`` is none of ``spec``'s dated aliases."""
+    stem = f"{spec.alias}-"
+    if not name.startswith(stem) or not re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]):
+        return None
+    try:
+        parsed = _dt.datetime.strptime(name[len(stem) :], _FORMATS[spec.kind])
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=_UTC)
+
+
 def is_dated_alias(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s dated aliases (``<alias>-2026.12.02``)."""
-    stem = f"{spec.alias}-"
-    return (
-        name.startswith(stem) and re.fullmatch(_SUFFIX_RE[spec.kind], name[len(stem) :]) is not None
-    )
+    return dated_alias_start(spec, name) is not None
 
 
 def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
@@ -217,7 +229,9 @@ class PartitionCache:
         either raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created),
         then ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the dated and
         umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
-        tolerated: the dated alias is then added with ``PUT _alias``). Raises
+        tolerated: the dated alias is then added with ``PUT _alias``). Before the create,
+        ``spec.before_create`` (the install decision,
+        :func:`~esmapper.indexes.ensure.announce_create`). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
         known = self._known.get(start)
@@ -256,6 +270,7 @@ class PartitionCache:
         for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
             if concrete_index(client, alias):  # the new partition could not take the alias
                 raise alias_taken_error(spec.info.name, alias, f"the partition(s) {wanted!r}")
+        announce_create(spec)  # the install decision precedes a first model index
 
         def create() -> bool:
             try:

@@ -23,21 +23,63 @@ A migration added later (not in ``marks``) runs, even when the install it follow
 interrupted: data written meanwhile came from code that did not know it. Limitation: an
 install interrupted by an esmapper older than this record (model indexes created, no
 state) is not recognised as fresh.
+
+**Who decides: whichever path creates the first model index.** ``migrate`` is not the
+only one: a write creates its model's index when it is missing (FEATURES IM-20), so on a
+first deploy the web process may write before the deploy's ``migrate`` job runs. Were the
+decision left to ``migrate``, it would find that index and take a brand-new deployment
+for an existing one (running migrations written for old data over the new code's
+documents). So the write path decides first, by the same function
+(:func:`settle_install`, steps 1-2 above): right before a write creates a model index
+(``ensure``'s first-write creation of a versioned or plain index, a new time-series
+partition) while its mapper does not know an install record yet, the mapper reads the
+record and, without one, decides and writes it create-only
+(:func:`decide_before_first_index`; ``Mapper`` calls it at most until a record is known,
+so later index creations send nothing more). ``configure_indexes`` called by itself does
+not decide (``migrate`` calls it after deciding; tests and tools use it to stand for "an
+existing deployment").
+
+Only a mapper **with migrations registered** decides on writes, with ``marks`` = the
+versioned and resumable migrations it knows. The CLI loads the application's mapper, and
+that usually is the very object the web process writes with, so it carries the same
+migrations. A mapper without migrations records nothing: an application that uses no
+migrations gets no state index from its writes, and if it adopts migrations later, its
+deployment is an existing one and they run (right: its data was written by code that did
+not know them). The cost of that choice: a web process whose mapper does *not* register
+the migrations the CLI's mapper has (two different objects) still makes the first deploy
+look existing; register them on the mapper the application writes with. Recording
+``fresh`` with no marks would not help (the migrations not in ``marks`` run), and
+recording "marks to be filled by the first ``migrate``" would skip, unrun, migrations a
+later deploy adds for data written by this one. Like ``migrate``'s own decision, "nothing
+existed" is judged over the mapper's registered models (:func:`~esmapper.migrations.
+planning.index_steps`): give the mapper its models (``models=``) rather than registering
+them lazily on first use.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from esmapper.migrations.base import Migration
+from esmapper.migrations.base import Migration, load_migrations
 from esmapper.migrations.state import INSTALL_ID, MigrationRecord, StateStore
 from esmapper.model.codec import format_datetime, parse_datetime
 
-__all__ = ["InstallRecord", "complete_install", "fresh_marks", "read_install", "record_install"]
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = [
+    "InstallRecord",
+    "complete_install",
+    "decide_before_first_index",
+    "fresh_marks",
+    "read_install",
+    "record_install",
+    "settle_install",
+]
 
 STARTED = "started"
 COMPLETED = "completed"
@@ -120,6 +162,50 @@ def record_install(store: StateStore, record: InstallRecord) -> InstallRecord:
     :meth:`StateStore.create` for the requests and how a lost answer is settled."""
     store.ensure()
     return InstallRecord.from_source(store.create(INSTALL_ID, record.to_source()))
+
+
+def settle_install(
+    store: StateStore,
+    migrations: Sequence[Migration],
+    *,
+    nothing_existed: Callable[[], bool],
+    now: _dt.datetime,
+) -> InstallRecord:
+    """The install record, decided at most once (steps 1-2 of the module docstring): the
+    stored one (:func:`read_install`), else :func:`decide` (``nothing_existed`` is asked
+    only then) written create-only (:func:`record_install`: a lost answer or a concurrent
+    writer is settled by reading back; what is stored wins). The one function of both
+    deciders, ``migrate``'s run and :func:`decide_before_first_index`. Raises the client's
+    errors (then nothing is decided)."""
+    record = read_install(store)
+    if record is not None:
+        return record
+    decided = decide(migrations, store.load(), nothing_existed=nothing_existed(), now=now)
+    return record_install(store, decided)
+
+
+def decide_before_first_index(mapper: Mapper) -> InstallRecord | None:
+    """The write path's decision (module docstring): called right before a write creates
+    one of ``mapper``'s model indexes while the mapper knows no install record.
+
+    ``None`` (nothing sent) for a mapper without migrations; else :func:`settle_install`
+    with its migrations and "nothing existed" judged like ``migrate`` does
+    (:func:`~esmapper.migrations.planning.index_steps` over the registered models):
+    ``GET`` the record, and without one a search of the records, the index reads and
+    ``PUT /<prefix>esmapper-migrations`` (if missing) + the create-only record. Raises
+    :class:`~esmapper.errors.MigrationError` for invalid migrations and the client's
+    errors; the write then fails before creating anything.
+    """
+    if not mapper.migrations:
+        return None
+    from esmapper.migrations.planning import index_steps  # planning imports this module
+
+    return settle_install(
+        StateStore(mapper.client, index_prefix=mapper.index_prefix),
+        load_migrations(mapper.migrations),
+        nothing_existed=lambda: index_steps(mapper)[2],
+        now=mapper.clock(),
+    )
 
 
 def complete_install(

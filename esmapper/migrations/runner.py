@@ -172,16 +172,12 @@ class _Runner:
     def install(self) -> inst.InstallRecord:
         """The install record; without one, decide now and store it (before any model
         index is created: a crash after this point is rerun with the same decision)."""
-        record = inst.read_install(self.store)
-        if record is not None:
-            return record
-        decided = inst.decide(
+        return inst.settle_install(
+            self.store,
             self.migrations,
-            self.store.load(),
-            nothing_existed=index_steps(self.mapper)[2],
+            nothing_existed=lambda: index_steps(self.mapper)[2],
             now=self.mapper.clock(),
         )
-        return inst.record_install(self.store, decided)
 
     def run(self, *, retry_failed: bool, reindex: bool) -> MigrationRun:
         install = self.install()

@@ -22,6 +22,15 @@ The rules, level by level (the document, then each embedded object a dict value 
 - a value is checked like an assignment of the field (``None`` only for optional fields, a
   list for list fields); a dict for an embedded object is itself a partial object (merged
   key by key, so it may name only some fields), an ``InnerDoc`` instance is written whole;
+- a list is **replaced whole** by the Update API (its items are never merged), so a dict
+  item of a list of embedded objects is a *complete* object, checked like a new one: a
+  field without a default that it leaves out is refused, the others get their defaults in
+  the model's stored form (what the model itself would store for that item); objects
+  inside such an item are complete too. Decision: a dict for a single embedded object
+  stays partial, since merging is what the Update API does with it when an object is
+  stored (a patch naming one field of ``address`` must not reset the others). When the
+  stored value is ``null`` or missing, that dict is stored as given; pass the
+  ``InnerDoc`` instance (written whole) to set an object that may be absent;
 - ``NaN`` and infinities are refused anywhere (JSON has neither; they would be stored as
   ``null``), also with ``validate=False``, which skips the other checks
   (:func:`check_finite`).
@@ -32,6 +41,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from esmapper.errors import DocumentValidationError
 from esmapper.model.codec import describe, format_datetime, scalar_checker
@@ -81,7 +92,11 @@ def _error(info: ModelInfo, refused: _Refused) -> DocumentValidationError:
     )
 
 
-def _object(info: ModelInfo, doc: Any, prefix: str, open_: bool) -> dict[str, Any]:
+def _object(
+    info: ModelInfo, doc: Any, prefix: str, open_: bool, whole: bool = False
+) -> dict[str, Any]:
+    """``doc`` checked and converted; ``whole``: a complete object (a list item), see
+    :func:`_completed`."""
     if not isinstance(doc, Mapping):
         raise _Refused(prefix.rstrip(".") or "<root>", f"expected an object, got {describe(doc)}")
     out: dict[str, Any] = {}
@@ -112,8 +127,31 @@ def _object(info: ModelInfo, doc: Any, prefix: str, open_: bool) -> dict[str, An
                 "idx is esmapper's own field (recomputed from custom_fields and the tenant on "
                 "every write); patch custom_fields instead",
             )
-        out[key] = _value(spec, value, path, open_, info.name)
-    return out
+        out[key] = _value(spec, value, path, open_, info.name, whole)
+    return _completed(info, out, prefix) if whole else out
+
+
+def _completed(info: ModelInfo, checked: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A complete object from the checked dict of a list item: every stored field of the
+    model, the ones left out at their defaults, as the model stores a new object
+    (``to_source`` of the object loaded from ``checked``: the same defaults and stored
+    forms as ``InnerDoc(...)``); undeclared keys of an open mapping kept. A left-out
+    field without a default is refused."""
+    declared = attrs.fields_dict(info.cls) if attrs.has(info.cls) else {}
+    for spec in info.fields:
+        field = declared.get(spec.name)
+        if (
+            spec.stored
+            and spec.name not in checked
+            and field is not None
+            and field.default is attrs.NOTHING
+        ):
+            raise _Refused(
+                f"{prefix}{spec.name}",
+                "missing: a list is stored whole (the update replaces it, it never merges its "
+                f"items), so each item is a complete {info.name} and this field has no default",
+            )
+    return {**info.to_source(info.from_source(checked, None, None)), **checked}
 
 
 def _unknown(info: ModelInfo, key: str, spec: FieldSpec | None) -> str:
@@ -125,19 +163,24 @@ def _unknown(info: ModelInfo, key: str, spec: FieldSpec | None) -> str:
     return f"{info.name} has no field {key!r}{hint}"
 
 
-def _value(spec: FieldSpec, value: Any, path: str, open_: bool, owner: str) -> Any:
+def _value(  # noqa: PLR0917 - one recursive step, all positional
+    spec: FieldSpec, value: Any, path: str, open_: bool, owner: str, whole: bool
+) -> Any:
     if value is None:
         if spec.optional:
             return None
         raise _Refused(path, "None is not allowed")
     if not spec.many:
-        return _one(spec, value, path, open_, owner)
+        return _one(spec, value, path, open_, owner, whole)
     if not isinstance(value, list | tuple | set | frozenset):
         raise _Refused(path, f"expected a list, got {describe(value)}")
-    return [_one(spec, item, f"{path}[{i}]", open_, owner) for i, item in enumerate(value)]
+    # the update replaces the list: each item is a complete object
+    return [_one(spec, item, f"{path}[{i}]", open_, owner, True) for i, item in enumerate(value)]
 
 
-def _one(spec: FieldSpec, value: Any, path: str, open_: bool, owner: str) -> Any:
+def _one(  # noqa: PLR0917 - one recursive step, all positional
+    spec: FieldSpec, value: Any, path: str, open_: bool, owner: str, whole: bool
+) -> Any:
     kind = spec.kind
     if value is None:  # an item of a list (a field's own None is checked by _value)
         return None
@@ -157,7 +200,7 @@ def _one(spec: FieldSpec, value: Any, path: str, open_: bool, owner: str) -> Any
         if isinstance(value, Mapping):
             dynamic = (spec.mapping or {}).get("dynamic")
             inner_open = open_ if dynamic is None else dynamic in _OPEN
-            return _object(inner_info, value, f"{path}.", inner_open)
+            return _object(inner_info, value, f"{path}.", inner_open, whole)
         raise _Refused(path, f"expected {inner.__name__} or an object, got {describe(value)}")
     try:
         checked = scalar_checker(spec, owner, mismatch)(value)

@@ -107,7 +107,14 @@ def create_app(mapper: em.Mapper, **config: Any) -> Flask:
     app.register_blueprint(fields_bp)
     app.register_error_handler(em.QueryValidationError, _query_error_page)
     app.register_error_handler(em.VersionConflictError, _conflict_error_page)
+    app.after_request(_name_the_worker)
     return app
+
+
+def _name_the_worker(response: Response) -> Response:
+    """``X-Worker: <pid>``: which process answered (the app may run as several workers)."""
+    response.headers["X-Worker"] = str(os.getpid())
+    return response
 
 
 # -- helpers -----------------------------------------------------------------------------

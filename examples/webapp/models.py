@@ -10,13 +10,19 @@
   the team ``platform`` of company ``acme`` is stored as ``acme:platform``, so adding it
   twice is a :class:`~esmapper.errors.DuplicateDocumentError`.
 
-``mapper`` is built from the environment (``ESMAPPER_URL``, ``ESMAPPER_INDEX_PREFIX``) when
+Employees read by id are cached for 5 minutes: in-process by default, and shared by every
+worker with ``ESMAPPER_REDIS_URL`` set (an edit through one worker is never served stale
+by another, see :mod:`examples.webapp.workers`).
+
+``mapper`` is built from the environment (``ESMAPPER_URL``, ``ESMAPPER_INDEX_PREFIX``,
+``ESMAPPER_REDIS_URL``) when
 this module is imported; the client connects on first use, so importing is cheap. The CLI
 finds it with ``esmapper --app examples.webapp.models:mapper migrate``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from typing import Any
@@ -60,6 +66,7 @@ class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasCus
         version = 1
         settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
         default_search_fields = ("name", "title", "email")  # what a bare word searches
+        cache = dt.timedelta(minutes=5)  # by-id reads (the show and edit pages) are cached
         tenant_field = "team"  # each team defines its own custom fields
 
     name: str = em.field(em.Text(fields={"keyword": em.Keyword()}), default="")

@@ -3,7 +3,9 @@
 It uses the cluster at ``ESMAPPER_URL``, or starts the embedded local test server (the
 ``noida-db`` package of the ``test`` extra) when that is not set; runs ``mapper.migrate()``
 (indexes and migrations); loads sample data into an empty directory; and serves the app on
-http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C.
+http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C. ``--workers 2`` serves it as two worker
+processes on that port sharing Redis (``ESMAPPER_REDIS_URL``, else an embedded Redis is
+started; see :mod:`examples.webapp.workers`).
 
 :func:`serve_in_background` starts the app on a real socket in a thread (tests, demos).
 """
@@ -28,8 +30,16 @@ from esmapper.migrations import MigrationResult
 from examples.webapp import sample_data
 from examples.webapp.app import create_app
 from examples.webapp.models import Employee, build_mapper
+from examples.webapp.workers import Workers
 
-__all__ = ["BackgroundServer", "main", "prepare", "serve", "serve_in_background"]
+__all__ = [
+    "BackgroundServer",
+    "main",
+    "prepare",
+    "serve",
+    "serve_in_background",
+    "serve_workers",
+]
 
 
 @attrs.define
@@ -92,6 +102,27 @@ def serve(mapper: em.Mapper, host: str = "127.0.0.1", port: int = 5000) -> None:
     print("\nstopped", flush=True)
 
 
+def serve_workers(url: str, prefix: str, n: int, host: str, port: int) -> int:
+    """Serve the directory as ``n`` worker processes on ``host:port`` sharing Redis
+    (``ESMAPPER_REDIS_URL``, else an embedded one) until Ctrl-C or SIGTERM."""
+    from esmapper.testing import redis_url
+
+    redis = os.environ.get("ESMAPPER_REDIS_URL") or redis_url()
+    env = {"ESMAPPER_URL": url, "ESMAPPER_INDEX_PREFIX": prefix, "ESMAPPER_REDIS_URL": redis}
+    workers = Workers(n, host, port, env).start()
+    print(
+        f"Employee directory on {workers.url}/ ({n} worker processes sharing Redis at "
+        f"{redis}; Ctrl-C to stop)",
+        flush=True,
+    )
+    try:
+        workers.wait()
+    except KeyboardInterrupt:
+        workers.stop()
+    print("\nstopped", flush=True)
+    return 0
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the embedded server is stopped too
 
@@ -103,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 5000))
     parser.add_argument(
         "--sample", type=int, default=40, help="employees to load into an empty directory"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes sharing Redis (default 1)"
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
@@ -131,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"migrations: {result.value}", flush=True)
             if result is not MigrationResult.SUCCESS:
                 return 1
+            if args.workers > 1:
+                return serve_workers(url, mapper.index_prefix, args.workers, args.host, args.port)
             serve(mapper, args.host, args.port)
     finally:
         if local is not None:

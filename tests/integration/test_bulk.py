@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+import esmapper as em
 from esmapper.bulk import BulkAction, BulkRequestError, BulkWriter
 from esmapper.testing.faults import FaultProxy
 
@@ -251,3 +252,52 @@ def test_chunking_by_bytes_sends_several_requests(
     assert requests[-1].bulk_items == 1  # the oversize action went alone
     assert sum(r.bulk_items or 0 for r in requests) == 61
     assert len(_stored_ids(es_client, index)) == 61
+
+
+class Blocked(em.Document):
+    class Index:
+        name = "blocked"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    name: str = ""
+
+
+def test_a_write_held_by_a_write_block_waits_for_its_removal_even_with_retries_0(
+    es_url: str, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """A reindex blocks the old index from its final catch-up until the swap; a write in
+    that window (here ``retries=0``, the strictest call) waits on ``write_block_wait``, not
+    on ``retries``. The block is lifted during the writer's second wait."""
+    physical = f"{index_prefix}blocked-v1"
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:  # the reindex swapped: the block is gone
+            es_client.indices.put_settings(index=physical, settings={"index.blocks.write": False})
+
+    with em.Mapper(es_url, models=[Blocked], index_prefix=index_prefix, sleep=sleep) as mapper:
+        mapper.configure_indexes()
+        es_client.indices.add_block(index=physical, block="write")
+        doc = mapper.repository(Blocked).add(Blocked(name="a"), retries=0)
+        assert mapper.repository(Blocked).get(doc.id) is not None
+    assert waits == [0.5, 1.0]
+
+
+def test_a_write_block_held_longer_than_write_block_wait_fails_the_write(
+    es_url: str, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    waits: list[float] = []
+    with em.Mapper(
+        es_url,
+        models=[Blocked],
+        index_prefix=index_prefix,
+        sleep=waits.append,
+        write_block_wait=1.2,
+    ) as mapper:
+        mapper.configure_indexes()
+        es_client.indices.add_block(index=f"{index_prefix}blocked-v1", block="write")
+        with pytest.raises(em.DocumentError) as caught:
+            mapper.repository(Blocked).add(Blocked(name="a"))
+    assert caught.value.error_type == "cluster_block_exception"
+    assert sum(waits) == pytest.approx(1.2)

@@ -303,6 +303,90 @@ def test_item_429_and_503_are_retried_alone_with_exponential_backoff() -> None:
     assert stats.backoffs == [0.5, 1.0, 2.0]
 
 
+def blocked_item(client: FakeClient, action: dict[str, Any]) -> dict[str, Any]:
+    """The item a write-blocked index answers (a reindex's final catch-up until its swap)."""
+    reason = "index [idx-v1] blocked by: [FORBIDDEN/8/index write (api)];"
+    return client.item(action, 403, error={"type": "cluster_block_exception", "reason": reason})
+
+
+def blocking(client_rounds: int, blocked: set[int]) -> Callable[[FakeClient], Responder]:
+    """A responder refusing the items ``blocked`` (by ``n``) for ``client_rounds`` rounds."""
+
+    def make(client: FakeClient) -> Responder:
+        def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
+            held = len(client.calls) <= client_rounds
+            return {
+                "items": [
+                    blocked_item(client, a)
+                    if held and a["source"]["n"] in blocked
+                    else client.item(a)
+                    for a in actions
+                ]
+            }
+
+        return respond
+
+    return make
+
+
+def test_write_blocked_items_wait_on_their_own_budget_even_without_retries() -> None:
+    """``max_retries=0`` (or a call's ``retries=0``) does not give up on items a reindex's
+    write block refused: they were not applied, and the swap is moments away."""
+    client = FakeClient()
+    client.respond = blocking(3, {1})(client)
+    writer, sleeps = make_writer(client, max_retries=0)
+    outcomes = writer.write(docs(3))
+    assert all(o.ok for o in outcomes)
+    assert sleeps == [0.5, 1.0, 2.0]
+    assert [[a["source"]["n"] for a in c["actions"]] for c in client.calls] == [
+        [0, 1, 2], [1], [1], [1],
+    ]  # fmt: skip
+
+
+def test_write_blocked_items_fail_with_the_403_once_write_block_wait_is_spent() -> None:
+    client = FakeClient()
+    client.respond = blocking(100, {0, 2})(client)
+    writer, sleeps = make_writer(client, write_block_wait=2.0)
+    outcomes = writer.write(docs(3))
+    assert sleeps == [0.5, 1.0, 0.5]  # the last wait is what was left of the 2 s
+    assert [(o.ok, o.status) for o in outcomes] == [(False, 403), (True, 201), (False, 403)]
+    assert outcomes[0].error_type == "cluster_block_exception"
+
+
+def test_write_block_wait_is_one_budget_per_write_call_and_0_waits_not_at_all() -> None:
+    client = FakeClient()
+    client.respond = blocking(100, {0, 1})(client)
+    writer, sleeps = make_writer(client, write_block_wait=1.0, chunk_size=1)
+    outcomes = writer.write(docs(2))  # two chunks: the second finds the budget spent
+    assert sleeps == [0.5, 0.5]
+    assert [o.status for o in outcomes] == [403, 403]
+    assert len(client.calls) == 4
+
+    writer, sleeps = make_writer(client, write_block_wait=0)
+    assert [o.status for o in writer.write(docs(1))] == [403]
+    assert sleeps == []
+
+
+def test_a_429_and_a_write_block_in_one_chunk_keep_their_own_budgets() -> None:
+    def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
+        items = []
+        for a in actions:
+            n = a["source"]["n"]
+            if n == 0:
+                items.append(client.item(a, 429))  # always throttled
+            elif n == 1 and len(client.calls) <= 3:
+                items.append(blocked_item(client, a))
+            else:
+                items.append(client.item(a))
+        return {"items": items}
+
+    client = FakeClient(respond)
+    writer, sleeps = make_writer(client, max_retries=1)
+    outcomes = writer.write(docs(2))
+    assert [(o.ok, o.status) for o in outcomes] == [(False, 429), (True, 201)]
+    assert sleeps == [0.5, 1.0, 2.0]  # the 429's one retry, then the block's own waits
+
+
 def test_backoff_is_capped_by_max_backoff() -> None:
     writer, _ = make_writer(FakeClient(), initial_backoff=10.0, max_backoff=25.0)
     assert [writer.backoff(a) for a in range(4)] == [10.0, 20.0, 25.0, 25.0]
@@ -539,6 +623,7 @@ def test_outcome_is_slotted() -> None:
         {"max_bytes": 0},
         {"max_retries": -1},
         {"initial_backoff": -1.0},
+        {"write_block_wait": -1.0},
     ],
 )
 def test_invalid_settings(kwargs: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ from elasticsearch import ApiError, ConflictError, NotFoundError
 import esmapper as em
 from esmapper._writes import composed_id
 from esmapper.ids import MAX_ID_BYTES, compose_id
+from esmapper.indexes.spec import IndexSpec
 from esmapper.rekey import RekeyPlan, audit, plan_for, rekey
 
 
@@ -248,18 +249,14 @@ class FakeClient:
         return {}
 
 
-class FakeSpec:
-    read_target = "inbox"
-
-
 class FakeMapper:
     def __init__(self, client: FakeClient) -> None:
         self.client = client
 
         self.invalidated: list[str | None] = []
 
-    def spec(self, model: type) -> FakeSpec:
-        return FakeSpec()
+    def spec(self, model: type) -> IndexSpec:
+        return IndexSpec(model.__esmapper__)  # type: ignore[attr-defined]
 
     def invalidate_ids(self, info: Any, ids: list[str | None]) -> None:
         self.invalidated.extend(ids)
@@ -361,7 +358,9 @@ def test_dry_run_shows_interrupted_moves_and_taken_new_ids() -> None:
     assert names(client).count("mget") == 2  # one per page
 
 
-def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
+def test_apply_creates_then_deletes_conditionally_through_the_alias_then_refreshes() -> None:
+    """The hits come from the physical ``inbox-v1``; the writes name the alias (a reindex
+    swapping meanwhile must not get ``inbox-v1`` created again by the create)."""
     client = FakeClient(sorted_hits(HITS[:1]))
     report = rekey(FakeMapper(client), Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
     assert report.lines == ["REWRITE acme_1_H -> acme:1:H"]
@@ -371,13 +370,14 @@ def test_apply_creates_then_deletes_conditionally_then_refreshes() -> None:
         (
             "create",
             {
-                "index": "inbox-v1",
+                "index": "inbox",
                 "id": "acme:1:H",
                 # the mapper's copy of the id follows; everything else is copied as is
                 "document": msg("acme", "1", "H", id="acme:1:H", extra={"x": 1}),
+                "require_alias": True,
             },
         ),
-        ("delete", {"index": "inbox-v1", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1}),
+        ("delete", {"index": "inbox", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1}),
         ("refresh", {"index": "inbox"}),
     ]
     assert names(client)[0] == "refresh"  # before the scan, too
@@ -418,7 +418,7 @@ def test_a_failed_delete_is_compensated_and_a_failed_compensation_reported() -> 
         "failed: 404 not_found: gone; remove it by hand)"
     )
     deletes = [kw for n, kw in client.calls if n == "delete"]
-    compensation = {"index": "inbox-v1", "id": "acme:1:H", "if_seq_no": 101, "if_primary_term": 1}
+    compensation = {"index": "inbox", "id": "acme:1:H", "if_seq_no": 101, "if_primary_term": 1}
     assert deletes[1] == compensation
 
 

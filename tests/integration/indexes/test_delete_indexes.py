@@ -14,7 +14,7 @@ from esmapper.indexes.deletion import IndexDeletion
 from esmapper.testing.faults import FaultProxy
 
 from .conftest import FakeClock, MakeMapper
-from .models import SETTINGS, DailyLog, DailyLogV2
+from .models import SETTINGS, DailyLog, DailyLogV2, ItemV1
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
 
@@ -196,3 +196,39 @@ def test_a_lost_answer_to_a_template_delete_is_read_back(
     assert report.templates == (f"{index_prefix}logs-v1-template",)
     assert _templates(es_client, index_prefix) == []
     assert proxy.count(path, method="DELETE") == 1
+
+
+def test_a_time_series_model_writes_again_after_another_mapper_deleted_its_indexes(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """``writer`` cached today's partition; ``admin`` (another mapper or process) deletes
+    every index of the model. ``writer``'s next add is refused by the vanished dated alias
+    (``require_alias``); the period is forgotten, its partition made again and the add sent
+    once more (it used to fail with the same 404 forever)."""
+    clock = FakeClock(NOW)
+    writer = make_mapper(DailyLog, clock=clock)
+    admin = make_mapper(DailyLog, clock=clock)
+    repo = writer.repository(DailyLog)
+    repo.add(DailyLog(message="before", created_utc=NOW))  # partition cached by `writer`
+
+    admin.delete_indexes([DailyLog])
+
+    doc = repo.add(DailyLog(message="after", created_utc=NOW), consistency="immediate")
+    got = repo.get(doc.id)
+    assert got is not None and got.message == "after"
+    assert [d.message for d in repo.find().documents] == ["after"]
+
+
+def test_a_versioned_model_writes_again_after_another_mapper_deleted_its_indexes(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    writer = make_mapper(ItemV1)
+    admin = make_mapper(ItemV1)
+    repo = writer.repository(ItemV1)
+    repo.add(ItemV1(name="a"))
+    admin.delete_indexes([ItemV1])
+    doc = repo.add(ItemV1(name="b"), consistency="immediate")
+    assert [d.id for d in repo.find().documents] == [doc.id]
+    assert es_client.indices.get_alias(name=f"{index_prefix}items").body.keys() == {
+        f"{index_prefix}items-v1"
+    }

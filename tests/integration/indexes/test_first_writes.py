@@ -214,6 +214,33 @@ def test_writes_through_a_vanished_alias_never_create_an_index_named_like_it(
     assert _indexes(es_client, index_prefix) == {alias: []}
 
 
+def test_a_time_series_partition_deleted_by_hand_is_made_again_by_the_next_write(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """The mapper cached its partitions of two periods; both are deleted behind its back.
+    One bulk writing to both (an ObjectId id, a supplied id found by the lookup nowhere)
+    is refused per dated alias (``require_alias``): each period is forgotten and its
+    partition ensured again, and the writes are sent once more."""
+    clock = FakeClock(NOW)
+    mapper = make_mapper(DailyLog, clock=clock)
+    repo = mapper.repository(DailyLog)
+    yesterday = NOW - dt.timedelta(days=1)
+    repo.add([DailyLog(message="a", created_utc=NOW), DailyLog(message="b", created_utc=yesterday)])
+    partitions = [f"{index_prefix}logs-v1-2026.03.10", f"{index_prefix}logs-v1-2026.03.09"]
+    es_client.indices.delete(index=",".join(partitions))
+
+    added = repo.add(
+        [
+            DailyLog(message="c", created_utc=NOW),
+            DailyLog(id="supplied", message="d", created_utc=yesterday),
+        ],
+        consistency="immediate",
+    )
+    assert sorted(_indexes(es_client, index_prefix)) == sorted(partitions)
+    assert sorted(d.message for d in repo.find().documents) == ["c", "d"]
+    assert repo.get("supplied") is not None and repo.get(added[0].id) is not None
+
+
 _RACER = textwrap.dedent(
     """
     import json, os, sys, time

@@ -20,7 +20,7 @@ from esmapper.migrations import plan
 from esmapper.testing.faults import FaultProxy
 
 from .conftest import FakeClock, MakeMapper
-from .models import SETTINGS
+from .models import SETTINGS, DailyLog, DailyLogV2
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=UTC)
@@ -378,3 +378,31 @@ def test_an_old_partition_left_after_the_swap_is_found_and_deleted(
 
     assert delete_leftovers(checker, Log2) == [f"{p}tlogs-v1-2026.03.10"]
     assert set(_aliases(es_client, p)) == {"tlogs-v2-2026.03.10"}
+
+
+def test_patch_all_racing_a_partition_reindex_writes_through_the_dated_alias(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """``patch_all`` scans hits of the partition ``logs-v1-2026.03.10``; a reindex swaps
+    and deletes it before the first page is written. Each write names the period's dated
+    alias (``IndexSpec.write_name``), never ``hit.index``: the old partition does not come
+    back, the version read from it answers 409 in the new one, and the conflict round
+    patches the documents there."""
+    clock = FakeClock(NOW)
+    old = make_mapper(DailyLog, clock=clock)
+    new = make_mapper(DailyLogV2, clock=clock)
+    repo = old.repository(DailyLog)
+    repo.add([DailyLog(message=f"m{i}", created_utc=NOW) for i in range(3)], consistency="wait")
+    ran: list[Any] = []
+
+    def bump(doc: Any) -> bool:
+        if not ran:
+            ran.append(reindex(new, DailyLogV2))
+        doc.message = doc.message + "!"
+        return True
+
+    assert repo.patch_all("*", em.ActionPatch(bump), consistency="wait") == 3
+    names = es_client.options(ignore_status=404).indices.get(index=f"{index_prefix}logs*").body
+    assert sorted(names) == [f"{index_prefix}logs-v2-2026.03.10"]  # v1 did not come back
+    stored = new.repository(DailyLogV2).find(consistency="immediate").documents
+    assert sorted(d.message for d in stored) == ["m0!", "m1!", "m2!"]

@@ -224,3 +224,39 @@ def test_reindex_outdated_reindexes_only_outdated_versioned_models(
     ]
     assert reindex_outdated(mapper) == []
     assert [s.action for s in mapper.configure_indexes()] == ["unchanged"] * 2
+
+
+def _index_names(client: Elasticsearch, prefix: str) -> list[str]:
+    return sorted(client.options(ignore_status=404).indices.get_alias(index=f"{prefix}*").body)
+
+
+@pytest.mark.parametrize("version_check", [True, False])
+def test_a_patch_read_before_a_reindex_is_written_through_the_alias_not_the_old_index(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str, version_check: bool
+) -> None:
+    """``patch(id, ActionPatch)`` reads the document from ``items-v1``; a reindex to v2
+    swaps and deletes v1 before the write. Named physically, the write would make the
+    server create ``items-v1`` again (guessed mappings, behind no alias) and store the
+    patch where no read finds it. Through the alias it reaches v2: the version read from v1
+    answers 409 there (a conflict, nothing lost; unless the copy happens to be at the same
+    seq_no and primary term, then it is that version's copy and the patch applies), or
+    without the check it is stored in v2."""
+    old = make_mapper(ItemV1)
+    new = make_mapper(ItemV2)
+    repo = old.repository(ItemV1)
+    item = repo.add(ItemV1(name="a", n=1), consistency="wait")
+
+    def bump(doc: Any) -> bool:
+        reindex(new, ItemV2)  # another process upgrades meanwhile (swap + delete v1)
+        doc.n = 2
+        return True
+
+    try:
+        repo.patch(item.id, em.ActionPatch(bump), version_check=version_check)
+        patched = True
+    except em.VersionConflictError:  # the copy in v2 is at another (seq_no, primary_term)
+        assert version_check
+        patched = False
+    assert f"{index_prefix}items-v1" not in _index_names(es_client, index_prefix)
+    got = new.repository(ItemV2).get(item.id)
+    assert got is not None and got.n == (2 if patched else 1)

@@ -9,12 +9,28 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.indexes import reindex
 from esmapper.rekey import RekeyPlan, RekeyReport, audit, rekey
 
 
 class Inbox(em.Document):
     class Index:
         name = "inbox"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+        id_fields = ("tenant", "message_id", "handler_type")
+
+    tenant: str = ""
+    message_id: str = ""
+    handler_type: str = ""
+    body: str = ""
+
+
+class InboxV2(em.Document):
+    """``Inbox`` after a version bump: a reindex moves it to ``inbox-v2``."""
+
+    class Index:
+        name = "inbox"
+        version = 2
         settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
         id_fields = ("tenant", "message_id", "handler_type")
 
@@ -342,3 +358,30 @@ def test_a_scan_whose_point_in_time_is_lost_says_how_far_it_got(
     es_client.close_point_in_time(id=opened[0])  # as if the next page came too late
     with pytest.raises(em.MigrationError, match=r"lost after 2 document\(s\).*run it again"):
         list(plans)
+
+
+def test_a_reindex_between_the_scan_and_the_moves_does_not_bring_the_old_index_back(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str, es_url: str, index_prefix: str
+) -> None:
+    """The scan saw ``inbox-v1``; another process reindexes to v2 (swap, delete v1) after
+    the first move's create. The moves name the alias, so the next create does not make the
+    server create ``inbox-v1`` again (where the moved document would be lost from reads);
+    what the race refused is reported, and a rerun on v2 completes every move."""
+    for n in (1, 2):
+        put(es_client, physical, f"acme_{n}_H", **msg("acme", str(n), "H"), body=f"b{n}")
+    with em.Mapper(es_url, models=[InboxV2], index_prefix=index_prefix) as upgraded:
+        done: list[Any] = []
+
+        def reindex_meanwhile(plan: RekeyPlan) -> None:
+            if not done:
+                done.append(reindex(upgraded, InboxV2))
+
+        rekey(mapper, Inbox, apply=True, echo=lambda _: None, _before_delete=reindex_meanwhile)
+        assert done and not es_client.indices.exists(index=physical)
+        rerun = rekey(upgraded, InboxV2, apply=True, echo=lambda _: None)
+        assert rerun.failed == 0, rerun.lines
+        docs = stored(es_client, mapper)  # through the alias: v2
+        assert {id_: (index, source["body"]) for id_, (index, _, source) in docs.items()} == {
+            "acme:1:H": (f"{index_prefix}inbox-v2", "b1"),
+            "acme:2:H": (f"{index_prefix}inbox-v2", "b2"),
+        }

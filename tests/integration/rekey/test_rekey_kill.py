@@ -304,9 +304,10 @@ def next_point(plan: tuple[str, str, str, bool], data: Data, todo: int, left: in
     paths = {
         "pit": f"^/{data.alias}/_pit$",
         "search": "^/_search$",
-        "create": f"^/{data.physical}/_create/",
-        "delete": f"^/{data.physical}/_doc/",
-        "last": f"^/{data.physical}/_doc/",
+        # the moves name the alias, never the physical index (IndexSpec.write_name)
+        "create": f"^/{data.alias}/_create/",
+        "delete": f"^/{data.alias}/_doc/",
+        "last": f"^/{data.alias}/_doc/",
     }
     skip = {"pit": 0, "search": 1, "last": todo - 1}.get(kind, todo // (left + 2))
     return KillPoint(name, method, paths[kind], skip, forward)
@@ -425,7 +426,7 @@ def test_killed_after_the_last_move_the_rerun_has_nothing_to_do(
 ) -> None:
     # Killed once the last delete was applied, before reading its answer: every move is
     # done, none was refreshed.
-    last = KillPoint("after the last delete", "DELETE", f"^/{data.physical}/_doc/", DOCS - 1, True)
+    last = KillPoint("after the last delete", "DELETE", f"^/{data.alias}/_doc/", DOCS - 1, True)
     cli.kill_at(proxy, last, 1)
     state = observe(es_client, data)
     assert (len(state.moved), state.pending, state.both) == (len(data.docs), set(), set())

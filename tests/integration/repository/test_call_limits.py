@@ -15,6 +15,10 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
+from tests.integration.indexes.conftest import FakeClock
+from tests.integration.indexes.models import DailyLog, ItemV1
+
+NOW = _dt.datetime(2026, 3, 10, 12, 30, tzinfo=_dt.timezone.utc)
 
 
 class Note(em.Document, em.Versioned):
@@ -121,6 +125,49 @@ def test_a_later_page_runs_under_the_timeout_of_its_find(
     # the same page again, without the fault
     assert results.next_page()
     assert [d.id for d in results] == ["n2", "n3"]
+
+
+def test_the_timeout_of_the_call_that_registers_a_model_does_not_stick_to_it(
+    proxy: FaultProxy, index_prefix: str
+) -> None:
+    """The first use of a model inside ``session(timeout=0.5)`` registers it. Its spec
+    holds the mapper's base client, not that call's view: a later write without a timeout
+    (the client's 30 s) may wait 1.5 s for its time-series id lookup."""
+    with em.Mapper(proxy.url, index_prefix=index_prefix, clock=FakeClock(NOW)) as mapper:
+        with mapper.session(timeout=0.5) as session:
+            session.get(DailyLog, "never")  # first use of DailyLog: registered here
+        repo = mapper.repository(DailyLog)
+        repo.add(DailyLog(message="first", created_utc=NOW))  # today's partition
+        proxy.delay(1.5, path=r"/_mget$")  # the real-time id lookup of a supplied id
+        doc = repo.add(DailyLog(id="supplied-1", message="m", created_utc=NOW))
+        assert repo.get(doc.id) is not None
+
+
+def test_timeout_bounds_the_time_series_id_lookup_of_a_write(
+    proxy: FaultProxy, index_prefix: str
+) -> None:
+    """``timeout=`` is the request_timeout of every request of the call: the id lookup a
+    write sends before the bulk (``IndexSpec.write_targets(client=mapper.client)``)."""
+    with em.Mapper(
+        proxy.url, models=[DailyLog], index_prefix=index_prefix, clock=FakeClock(NOW)
+    ) as mapper:
+        repo = mapper.repository(DailyLog)
+        repo.add(DailyLog(message="first", created_utc=NOW))
+        proxy.delay(2.0, path=r"/_mget$")
+        with pytest.raises(ConnectionTimeout):
+            repo.add(DailyLog(id="supplied-2", message="m", created_utc=NOW), timeout=0.5)
+        assert proxy.count(r"/_bulk$") == 1  # the first add only: nothing more was written
+
+
+def test_timeout_bounds_the_index_check_of_a_first_write(
+    proxy: FaultProxy, index_prefix: str
+) -> None:
+    with em.Mapper(proxy.url, models=[ItemV1], index_prefix=index_prefix) as mapper:
+        proxy.delay(2.0, path=rf"/_alias/{index_prefix}items$", method="GET")
+        with pytest.raises(ConnectionTimeout):
+            mapper.repository(ItemV1).add(ItemV1(name="a"), timeout=0.5)
+        proxy.clear_faults()
+        assert mapper.repository(ItemV1).add(ItemV1(name="b")).id is not None
 
 
 def test_a_write_that_times_out_is_settled_by_reading_it_back(

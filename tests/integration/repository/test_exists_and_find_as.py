@@ -135,3 +135,37 @@ def test_find_as_refuses_a_projection_the_model_cannot_fill(
     with pytest.raises(TypeError, match=r"find_as\(\) got unknown keyword\(s\): sotr"):
         books.find_as(TitleOnly, sotr="title")
     assert sent == []
+
+
+def test_find_as_pages_through_a_snapshot(books: em.Repository[Book]) -> None:
+    books.add([Book(title=f"t{i}", pages=i) for i in range(7)], consistency="immediate")
+    results = books.find_as(dict, limit=3, snapshot=True, sort="pages")
+    seen = [d["title"] for d in results.documents]
+    while results.next_page():
+        seen += [d["title"] for d in results.documents]
+    assert seen == [f"t{i}" for i in range(7)]
+    assert all(isinstance(d, dict) for d in results.documents)
+
+
+def test_find_as_a_projection_pages_through_a_snapshot_descending(
+    books: em.Repository[Book],
+) -> None:
+    books.add([Book(title=f"s{i}", pages=i) for i in range(5)], consistency="immediate")
+    results = books.find_as(TitleAndPages, limit=2, snapshot=True, sort="-pages")
+    seen = [c.title for c in results.documents]
+    while results.next_page():
+        seen += [c.title for c in results.documents]
+    assert seen == [f"s{i}" for i in reversed(range(5))]
+
+
+def test_exists_find_as_and_count_hide_a_soft_delete_not_yet_refreshed(
+    books: em.Repository[Book],
+) -> None:
+    book = books.add(Book(id="sd1", title="Dune"), consistency="wait")
+    assert books.exists(filter="title:Dune")
+    book.is_deleted = True
+    books.save(book)  # soft delete, eventual: not refreshed yet
+    assert books.find(filter="title:Dune").documents == []
+    assert not books.exists(filter="title:Dune")
+    assert books.find_as(dict, filter="title:Dune").documents == []
+    assert books.count("title:Dune") == 0

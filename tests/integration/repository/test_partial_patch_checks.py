@@ -117,3 +117,44 @@ def test_a_dynamic_model_takes_undeclared_fields(
     with pytest.raises(em.DocumentValidationError) as raised:
         loose.patch("l1", em.PartialPatch({"name": 5}))
     assert raised.value.field == "name"
+
+
+class Part(em.InnerDoc):
+    sku: str  # required: no default
+    qty: int = 0
+
+
+class Order(em.Document):
+    class Index:
+        name = "orders"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    parts: list[Part] = em.field(em.Nested(Part), factory=list)
+
+
+@pytest.fixture
+def orders(es_url: str, index_prefix: str) -> Iterator[em.Repository[Order]]:
+    with em.Mapper(es_url, models=[Order], index_prefix=index_prefix) as mapper:
+        yield mapper.repository(Order)
+
+
+def test_list_items_are_complete_objects_since_the_update_replaces_the_list(
+    orders: em.Repository[Order], es_client: Elasticsearch
+) -> None:
+    """The Update API replaces a list, it never merges list items: a dict item naming
+    only some fields would be stored as the whole item, missing its required ``sku``.
+    It is refused; a complete one gets the model's defaults."""
+    orders.add(Order(id="o1", parts=[Part(sku="A", qty=1)]), consistency="wait")
+    with pytest.raises(em.DocumentValidationError) as caught:
+        orders.patch("o1", em.PartialPatch({"parts": [{"qty": 2}]}))
+    assert caught.value.field == "parts[0].sku"
+    with pytest.raises(em.DocumentValidationError):
+        orders.patch_all("*", em.PartialPatch({"parts": [{"qty": 2}]}))
+    assert es_client.get(index=orders.spec.alias, id="o1")["_source"]["parts"] == [
+        {"sku": "A", "qty": 1}
+    ]
+
+    orders.patch("o1", em.PartialPatch({"parts": [{"sku": "B"}]}), consistency="wait")
+    assert es_client.get(index=orders.spec.alias, id="o1")["_source"]["parts"] == [
+        {"sku": "B", "qty": 0}
+    ]

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import pytest
 from elasticsearch import Elasticsearch
 
@@ -114,3 +115,42 @@ def test_the_known_values_of_other_documents_are_unaffected(
     book = books.get("old")
     assert book is not None and book.genre is Genre.FABLE
     assert books.count("genre:poetry") == 3
+
+
+def test_a_partially_loaded_save_keeps_unknown_values_inside_a_list_loaded_whole(
+    books: em.Repository[Book], newer: list[str], es_client: Elasticsearch
+) -> None:
+    book = books.find_one("title:Newer AND pages:100", includes=["title", "reviews"])
+    assert book is not None and book.id == "n0"
+    book.reviews[0].rating = 1
+    books.save(book)
+    stored = es_client.get(index=books.spec.alias, id="n0")["_source"]
+    assert stored["reviews"] == [{"author": "a", "rating": 1, "genre": "drama"}]
+    assert stored["genre"] == "poetry" and stored["shelf"] == "added by the newer deploy"
+
+
+def test_a_list_appended_to_keeps_the_unknown_values_of_its_other_items(
+    books: em.Repository[Book], newer: list[str], es_client: Elasticsearch
+) -> None:
+    book = books.get("n0")
+    assert book is not None
+    book.reviews.append(Review(author="c", rating=3, genre=Genre.TECH))
+    book.title = "changed"
+    books.save(book)
+    stored = es_client.get(index=books.spec.alias, id="n0")["_source"]
+    assert stored["genre"] == "poetry"
+    assert stored["reviews"][0] == {"author": "a", "rating": 5, "genre": "drama"}
+    assert stored["reviews"][1] == {"author": "c", "rating": 3, "genre": "tech"}
+
+
+@attrs.define
+class Card:
+    title: str = ""
+    genre: Genre = Genre.TECH
+
+
+def test_find_as_a_projection_holding_an_unknown_value_does_not_break_the_read(
+    books: em.Repository[Book], newer: list[str]
+) -> None:
+    cards = books.find_as(Card, sort="pages").documents
+    assert [c.title for c in cards] == ["Newer 0", "Newer 1", "Newer 2"]

@@ -201,3 +201,47 @@ def test_versioned_and_plain_models_are_not_partitioned() -> None:
         assert s.write_targets([(model(id="x"), False), (model(id="y"), True)]) == [s.alias] * 2
         assert s.is_alias(s.alias) is (model is Versioned)
         assert partitions_for_range(s, dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 2)) is None
+
+
+def test_every_write_target_maps_to_the_models_alias() -> None:
+    """``IndexSpec.write_name``: the one mapping from a target a write path computed (a
+    hit's physical index, a loaded document's partition) to the alias it must name."""
+
+    class Plain(em.Document):
+        class Index:
+            name = "plain"
+            kind = "plain"
+
+    class Versioned(em.Document):
+        class Index:
+            name = "versioned"
+
+    versioned, plain, daily, monthly = spec(Versioned), spec(Plain), spec(Log), spec(Audit)
+    for name in (None, "p-versioned", "p-versioned-v1", "p-versioned-v12"):
+        assert versioned.write_name(name) == "p-versioned"
+    assert plain.write_name(None) == plain.write_name("p-plain") == "p-plain"
+    assert daily.write_name("p-logs-v1-2026.03.10") == "p-logs-2026.03.10"
+    assert daily.write_name("p-logs-v7-2026.03.10") == "p-logs-2026.03.10"  # any version
+    assert daily.write_name("p-logs-2026.03.10") == "p-logs-2026.03.10"  # already the alias
+    assert monthly.write_name("p-audit-v2-2026.03") == "p-audit-2026.03"
+    refused = [
+        (versioned, "p-versioned-archive"),  # another index
+        (versioned, "p-versioned-v1-2026.03.10"),
+        (plain, "p-plain-v1"),
+        (daily, None),  # a time-series write names its period
+        (daily, "p-logs"),  # the umbrella alias
+        (daily, "p-logs-v1-2026.03"),  # a monthly name on a daily model
+        (monthly, "other"),
+    ]
+    for s, name in refused:
+        with pytest.raises(ValueError, match="a document write cannot go to"):
+            s.write_name(name)
+
+
+def test_a_dated_alias_names_its_period() -> None:
+    from esmapper.indexes.timeseries import dated_alias_start
+
+    assert dated_alias_start(spec(Log), "p-logs-2026.03.10") == dt.datetime(2026, 3, 10, tzinfo=UTC)
+    assert dated_alias_start(spec(Audit), "p-audit-2026.03") == dt.datetime(2026, 3, 1, tzinfo=UTC)
+    for name in ("p-logs", "p-logs-v1-2026.03.10", "p-logs-2026.13.10", "logs-2026.03.10"):
+        assert dated_alias_start(spec(Log), name) is None

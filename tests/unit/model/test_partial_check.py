@@ -85,7 +85,7 @@ def test_values_become_what_the_model_stores() -> None:
         "genre": "fable",
         "updated_utc": "2026-05-01T12:00:00Z",
         "is_deleted": True,
-        "reviews": [{"author": "a", "rating": 5}, {"rating": 1}],
+        "reviews": [{"author": "a", "rating": 5}, {"author": "", "rating": 1}],  # whole items
         "address": {"city": "Oslo", "tags": []},
         "meta": {"anything": [1, {"goes": None}]},
         "custom_fields": {"Level": 5},
@@ -159,3 +159,76 @@ def test_check_finite_only_refuses_nan_and_infinities() -> None:
     with pytest.raises(em.DocumentValidationError) as raised:
         check_finite(info, {"nested": {"deep": [1.0, -math.inf]}})
     assert raised.value.field == "nested.deep[1]"
+
+
+class Part(em.InnerDoc):
+    sku: str  # required: no default
+    qty: int = 0
+    genre: Genre = Genre.TECH
+    where: Address | None = None
+    tags: list[str] = em.field(factory=list)
+
+
+class Order(em.Document):
+    class Index:
+        name = "orders"
+
+    parts: list[Part] = em.field(em.Nested(Part), factory=list)
+    open_parts: list[Part] = em.field(em.Nested(Part, dynamic=True), factory=list)
+    main: Part | None = None
+
+
+def test_a_list_item_is_a_complete_object_with_the_models_defaults() -> None:
+    """The update replaces a list whole: each dict item is stored as the whole item, so it
+    gets what the model would store for a new one (defaults in stored form), objects inside
+    it too; an ``InnerDoc`` item is written as it is."""
+    assert checked(
+        {
+            "parts": [
+                {"sku": "a"},
+                {"sku": "b", "qty": 2, "genre": Genre.FABLE, "where": {"city": "Oslo"}},
+                Part(sku="c"),
+            ],
+            "open_parts": [{"sku": "d", "extra": 1}],  # undeclared keys where dynamic
+        },
+        Order,
+    ) == {
+        "parts": [
+            {"sku": "a", "qty": 0, "genre": "tech", "where": None, "tags": []},
+            {
+                "sku": "b",
+                "qty": 2,
+                "genre": "fable",
+                "where": {"city": "Oslo", "tags": []},
+                "tags": [],
+            },
+            {"sku": "c", "qty": 0, "genre": "tech", "where": None, "tags": []},
+        ],
+        "open_parts": [
+            {"sku": "d", "qty": 0, "genre": "tech", "where": None, "tags": [], "extra": 1}
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"parts": [{"qty": 2}]}, "parts[0].sku"),
+        ({"parts": [{"sku": "a"}, {"qty": 1}]}, "parts[1].sku"),
+        ({"parts": [{"sku": "a", "where": {"city": "x", "zip": 1}}]}, "parts[0].where.zip"),
+    ],
+)
+def test_a_list_item_missing_a_field_without_default_is_refused(
+    doc: dict[str, Any], field: str
+) -> None:
+    error = refused(doc, Order)
+    assert error.field == field
+    if field.endswith("sku"):
+        assert "a list is stored whole" in str(error)
+
+
+def test_a_single_embedded_object_stays_a_merge_even_with_required_fields() -> None:
+    """Decision: a dict for one embedded object is merged into the stored one (patching
+    ``main.qty`` must not reset ``main.sku``); an instance is written whole."""
+    assert checked({"main": {"qty": 3}}, Order) == {"main": {"qty": 3}}
+    assert checked({"main": Part(sku="x")}, Order)["main"]["sku"] == "x"
