@@ -31,7 +31,11 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
-from esmapper.custom_fields.search import tenant_clause, tenant_view
+from esmapper.custom_fields.search import (
+    check_tenant_aggregations,
+    tenant_clause,
+    tenant_view,
+)
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
@@ -154,6 +158,7 @@ class SearchRequest:
         self.query = compiled.query
         self.sort = compile_sort(sort, catalog)
         self.aggs = compile_aggregations(aggregations, catalog)
+        check_tenant_aggregations(options.tenant, self.aggs)
         self.highlight = compile_highlight(highlight, catalog)
         self.limit = DEFAULT_LIMIT if limit is None else limit
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:

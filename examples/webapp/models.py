@@ -79,16 +79,27 @@ class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasCus
     skills: list[str] = em.field(em.Keyword(), factory=list)
     address: Address = em.field(factory=Address)
 
-    def validate(self) -> None:
-        """Business rules, checked by esmapper before every add and save."""
+    def problems(self) -> dict[str, str]:
+        """Every broken business rule, by field, in words for the user (a form shows them
+        all at once)."""
+        found: dict[str, str] = {}
         if not self.name.strip():
-            raise em.DocumentValidationError("A name is required.", field="name")
+            found["name"] = "A name is required."
         if not _EMAIL.match(self.email):
-            raise em.DocumentValidationError(
-                f"{self.email!r} is not an e-mail address.", field="email"
+            found["email"] = (
+                "Enter an e-mail address, e.g. jane@example.com."
+                if not self.email
+                else f"{self.email!r} is not an e-mail address."
             )
         if not 16 <= self.age <= 100:
-            raise em.DocumentValidationError("The age must be between 16 and 100.", field="age")
+            found["age"] = "The age must be between 16 and 100."
+        return found
+
+    def validate(self) -> None:
+        """Business rules, checked by esmapper before every add and save (the first one
+        broken is raised; :meth:`problems` lists them all)."""
+        for field, message in self.problems().items():
+            raise em.DocumentValidationError(message, field=field)
 
 
 class Team(em.Document, em.HasDates, em.Versioned):

@@ -13,9 +13,11 @@ started; see :mod:`examples.webapp.workers`).
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -35,6 +37,7 @@ from examples.webapp.workers import Workers
 __all__ = [
     "BackgroundServer",
     "main",
+    "port_problem",
     "prepare",
     "serve",
     "serve_in_background",
@@ -102,6 +105,34 @@ def serve(mapper: em.Mapper, host: str = "127.0.0.1", port: int = 5000) -> None:
     print("\nstopped", flush=True)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be served on (in use, not allowed), with how to choose
+    another port; ``None`` when it is free. Checked before any start-up work."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return f"cannot serve on {host}: {exc.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        if os.name != "nt":  # as the server does: a port in TIME_WAIT is free
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = (
+                "is already in use"
+                if exc.errno == errno.EADDRINUSE
+                else f"cannot be used ({exc.strerror})"
+            )
+            other = 8000 if port != 8000 else 8001
+            return (
+                f"port {port} on {host} {reason}. Choose another port with --port "
+                f"(python -m examples.webapp --port {other}) or the PORT variable "
+                f"(PORT={other} python -m examples.webapp)."
+            )
+    return None
+
+
 def serve_workers(url: str, prefix: str, n: int, host: str, port: int) -> int:
     """Serve the directory as ``n`` worker processes on ``host:port`` sharing Redis
     (``ESMAPPER_REDIS_URL``, else an embedded one) until Ctrl-C or SIGTERM."""
@@ -139,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers", type=int, default=1, help="worker processes sharing Redis (default 1)"
     )
     args = parser.parse_args(argv)
+    problem = port_problem(args.host, args.port)
+    if problem is not None:  # before starting a server or migrating anything
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
 
