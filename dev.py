@@ -7,12 +7,17 @@
 Each creates ./.venv on first use and installs the package with its test extras into it
 (again whenever setup.cfg changes), then runs inside it. Extra arguments are passed on
 (``python3 dev.py test -k ids``).
+
+``test`` also needs a browser for the web app's browser tests: when Chromium or its driver
+is missing it installs the ``chromium`` and ``chromium-driver`` packages with apt-get (as
+root, non-interactively, saying so); without apt-get and a browser those tests are skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,12 +54,44 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
+CHROMEDRIVER = Path("/usr/bin/chromedriver")  # where the tests look for it (Debian's)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+BROWSER_PACKAGES = ("chromium", "chromium-driver")
+
+
+def ensure_browser() -> None:
+    """Install Chromium and chromedriver with apt-get when one is missing (root only)."""
+    has_browser = any(shutil.which(name) for name in BROWSERS)
+    if has_browser and CHROMEDRIVER.exists():
+        return
+    apt = shutil.which("apt-get")
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if apt is None or not is_root:
+        why = "apt-get is not available" if apt is None else "not running as root"
+        print(
+            f"note: no Chromium with chromedriver and {why}: the browser tests will be skipped "
+            f"(install them with: sudo apt-get install {' '.join(BROWSER_PACKAGES)})",
+            flush=True,
+        )
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [apt, "install", "-y", "-q", "--no-install-recommends", *BROWSER_PACKAGES]
+    print(f"installing {' and '.join(BROWSER_PACKAGES)} for the browser tests:", flush=True)
+    print(f"  {apt} update -q", flush=True)
+    updated = subprocess.run([apt, "update", "-q"], check=False, env=env)
+    print("  " + " ".join(install), flush=True)
+    if updated.returncode != 0 or subprocess.run(install, check=False, env=env).returncode:
+        print("warning: apt-get failed: the browser tests will be skipped", flush=True)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__)
         return 2
     ensure_venv()
     command, rest = argv[0], argv[1:]
+    if command == "test":
+        ensure_browser()
     module = "examples.demo" if command == "demo" else "pytest"
     return run_child([str(PYTHON), "-m", module, *rest])
 

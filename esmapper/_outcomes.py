@@ -20,6 +20,7 @@ from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import EsmapperError
+from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def send(
     why (:func:`esmapper.indexes.occupied.alias_taken_error`).
     """
     _require_aliases(mapper, actions)
+    apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
     try:
         try:
             outcomes = mapper.writer.write(actions, refresh=refresh)
@@ -182,6 +184,11 @@ def _resolve(
             break
         try:
             stored = _read_back(mapper, [result[i].action for i in open_])
+            piped = {  # what a pipeline made of the body (else the body is compared)
+                i: expected_source(mapper.client, result[i].action)
+                for i, current in zip(open_, stored, strict=True)
+                if result[i].action.pipeline is not None and isinstance(current, dict)
+            }
         except (ApiError, TransportError) as exc:
             for i in open_:
                 if result[i].status == 0:
@@ -194,7 +201,7 @@ def _resolve(
             if current is _UNREADABLE:
                 verdict: Verdict = ("unknown", None)
             else:
-                verdict = _verdict(action, current)  # type: ignore[arg-type]
+                verdict = _verdict(action, current, piped.get(i, action.body))  # type: ignore[arg-type]
             if verdict[0] == "applied":
                 result[i] = _applied(action, current)  # type: ignore[arg-type]
             elif result[i].status != 0:
@@ -296,9 +303,13 @@ def _seen(action: BulkAction) -> tuple[int, int] | None:
     return None if seq_no is None or primary_term is None else (seq_no, primary_term)
 
 
-def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
+def _verdict(
+    action: BulkAction, current: dict[str, Any] | None, sent: Mapping[str, Any] | None
+) -> Verdict:
     """Whether a write without an answer was applied, is safe to send again (and on what
-    condition), or is unknown; see docs/architecture.md for the table."""
+    condition), or is unknown; see docs/architecture.md for the table. ``sent``: what the
+    write stores when applied (its body, or what its ingest pipeline makes of it; ``None``:
+    not known)."""
     op = action.op
     version = None if current is None else (current.get("_seq_no"), current.get("_primary_term"))
     condition = (
@@ -310,7 +321,7 @@ def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
     if op == "delete" and current is None:
         return ("applied", None)
     if current is not None and (
-        (op in ("create", "index") and _same(action.body, current.get("_source")))
+        (op in ("create", "index") and _same(sent, current.get("_source")))
         or (
             op == "update"
             and "doc" in body
@@ -319,6 +330,8 @@ def _verdict(action: BulkAction, current: dict[str, Any] | None) -> Verdict:
     ):
         return ("applied", None)
     if op == "create":
+        if current is not None and action.pipeline is not None:
+            return ("unknown", None)  # maybe ours, changed by a pipeline not deterministic
         return ("resend", None)  # absent (or another's: the resend answers 409)
     if condition is not None:  # a conditional write: applied iff the version moved
         return ("resend", None) if version == condition else ("unknown", None)

@@ -85,6 +85,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import check_id
+from esmapper.indexes.pipelines import by_query_params
 from esmapper.indexes.reads import get_document, locate_documents
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options, refresh_param
@@ -414,15 +415,31 @@ def _batched(repo: Repository[Any], options: Options) -> bool:
     return options.cache is True or repo.mapper.is_cached(repo.info)
 
 
-def _scan_kwargs(options: Options) -> dict[str, Any]:
+def _scan_kwargs(options: Options, *, retry: bool = False) -> dict[str, Any]:
     """The options of the internal searches of by-query writes (never cached under a
-    caller's custom key: those keys are for the caller's reads)."""
+    caller's custom key: those keys are for the caller's reads). The one place that says
+    what a by-query write matches: the scan, the conflict retries (``retry``: refreshed,
+    not cached) and the by-query requests all keep the call's ``tenant=`` and
+    ``soft_deletes=`` (a retry without the tenant clause would write another tenant's
+    document that moved meanwhile)."""
     return {
-        "consistency": options.consistency,
+        "consistency": "immediate" if retry else options.consistency,
         "soft_deletes": options.soft_deletes,
-        "cache": False if isinstance(options.cache, str) else options.cache,
+        "cache": False if retry or isinstance(options.cache, str) else options.cache,
         "tenant": options.tenant,
     }
+
+
+def _matching_again(
+    repo: Repository[Any], filter: str | Query | None, options: Options, ids: list[str]
+) -> list[FindHit[Any]]:
+    """Those of ``ids`` that still match the by-query write's filter and options
+    (:func:`_scan_kwargs`): the filter compiled as the scan compiled it, restricted to
+    ``ids``."""
+    request = repo.search(filter, limit=len(ids), **_scan_kwargs(options, retry=True))
+    only = Ids(values=ids)
+    request.query = only if request.query is None else only & request.query
+    return request.find().hits
 
 
 def _refresh(repo: Repository[Any]) -> None:
@@ -449,26 +466,17 @@ def _each_match(
         conflicted.extend(apply(hits))
 
     scan(repo, filter, page, limit=_PAGE, reopen=True, **_scan_kwargs(options))
-    base = repo.search(filter, soft_deletes=options.soft_deletes, tenant=options.tenant).query
     for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
         if not conflicted:
             break
         retry, conflicted = conflicted, []
         for start in range(0, len(retry), _PAGE):
-            chunk = retry[start : start + _PAGE]
-            query = Ids(values=chunk) if base is None else Ids(values=chunk) & base
             # refreshed ("immediate"): the conflicting writes are visible, and the
             # recently-soft-deleted hint (for unrefreshed searches only) does not hide
             # a document restored meanwhile
-            again = repo.find(
-                query,
-                limit=len(chunk),
-                soft_deletes=options.soft_deletes,
-                cache=False,
-                consistency="immediate",
-            )
-            if again.hits:
-                conflicted.extend(apply(again.hits))
+            hits = _matching_again(repo, filter, options, retry[start : start + _PAGE])
+            if hits:
+                conflicted.extend(apply(hits))
     return conflicted
 
 
@@ -572,9 +580,10 @@ def _update_by_query(
     # it writes each match at the version the last refresh made searchable: a document
     # written since would be a conflict it cannot retry (it cannot say which), so it
     # always refreshes first (and the recently-soft-deleted hint is not needed)
-    query = repo.search(filter, **{**_scan_kwargs(options), "consistency": "immediate"})
+    query = repo.search(filter, **_scan_kwargs(options, retry=True))
     body = query.query_body()
     _refresh(repo)
+    _log_query(options, "update_by_query", repo.spec.write_target, body)
     try:
         response = (
             _once(repo)
@@ -584,6 +593,7 @@ def _update_by_query(
                 script=_update_body(repo, patch)["script"],
                 conflicts="proceed",
                 refresh=bool(refresh_param(options.consistency, by_query=True)),
+                **by_query_params(repo.spec),  # the model's ingest pipeline, if any
             )
             .body
         )
@@ -667,10 +677,19 @@ def _kept_changing(
     )
 
 
+def _log_query(options: Options, what: str, target: str, query: Any) -> None:
+    """Log a by-query request at the call's ``query_log_level`` (QY-30; default DEBUG)."""
+    level = options.query_log_level
+    logging.getLogger("esmapper.query").log(
+        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
+    )
+
+
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     query = repo.search(filter, **_scan_kwargs(options)).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
+    _log_query(options, "delete_by_query", repo.spec.write_target, query)
     total = 0
     # the error of the last attempt whose answer was lost: it may have deleted documents,
     # so a later attempt that fails does not mean "nothing was deleted"

@@ -32,7 +32,11 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
-from esmapper.custom_fields.search import tenant_clause, tenant_view
+from esmapper.custom_fields.search import (
+    check_tenant_aggregations,
+    tenant_clause,
+    tenant_view,
+)
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState
@@ -155,6 +159,7 @@ class SearchRequest:
         self.query = compiled.query
         self.sort = compile_sort(sort, catalog)
         self.aggs = compile_aggregations(aggregations, catalog)
+        check_tenant_aggregations(options.tenant, self.aggs)
         self.highlight = compile_highlight(highlight, catalog)
         self.limit = DEFAULT_LIMIT if limit is None else limit
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
@@ -292,7 +297,8 @@ class SearchRequest:
         if signals.has_receivers(signals.before_query, self.info.cls):
             signals.before_query.send(self.info.cls, query=context, options=self.options)
             body = context.body
-        log.debug("search %s %s", alias, body)
+        level = self.options.query_log_level
+        log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
         try:
             if pit_id is not None:
                 response = self.mapper.client.search(

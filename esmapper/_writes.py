@@ -63,6 +63,7 @@ from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
     BulkItemFailure,
@@ -368,23 +369,35 @@ def _write_documents(
     try:
         for pending in pendings:
             _prepare(pending, now, mapper)
-        actions = _before_write(mapper, pendings, options)
+        actions, definitions = _before_write(mapper, pendings, options)
     except BaseException:
         for pending in pendings:  # vetoed or invalid: nothing was sent, leave no trace
             pending.undo_prepare()
         raise
+    written: set[int] = set()
+
+    def succeeded(pending: PendingWrite) -> None:
+        written.add(id(pending.doc))
+        if on_success is not None:
+            on_success(pending)
+
     try:
-        outcomes = send(mapper, actions, refresh=refresh_param(options.consistency))
-    except BulkRequestError as exc:
-        settle(mapper, exc.outcomes, options, on_success)
-        raise
-    return settle(mapper, outcomes, options, on_success, raise_failures=True)
+        try:
+            outcomes = send(mapper, actions, refresh=refresh_param(options.consistency))
+        except BulkRequestError as exc:
+            settle(mapper, exc.outcomes, options, succeeded)
+            raise
+        return settle(mapper, outcomes, options, succeeded, raise_failures=True)
+    finally:
+        # after the documents' write, never failing it (custom_fields.indexing)
+        definitions.save(written)
 
 
 def _before_write(
     mapper: Mapper, pendings: Sequence[PendingWrite], options: Options
-) -> list[BulkAction]:
-    """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions."""
+) -> tuple[list[BulkAction], DefinitionSaves]:
+    """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions and
+    the custom-field definitions to save after the write."""
     groups: dict[tuple[type, str], list[PendingWrite]] = {}
     for pending in pendings:
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
@@ -393,7 +406,7 @@ def _before_write(
     for pending in pendings:  # items mutated in place are checked like assignments
         if pending.kind != "remove":
             pending.info.normalize(pending.doc)
-    custom_fields_before_write(mapper, pendings)  # idx recomputed from custom_fields
+    definitions = custom_fields_before_write(mapper, pendings)  # idx from custom_fields
     if options.validate:
         for pending in pendings:
             if pending.kind != "remove":
@@ -404,7 +417,8 @@ def _before_write(
     for (cls, kind), group in groups.items():
         _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
 
-    return [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
+    actions = [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
+    return actions, definitions
 
 
 def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:

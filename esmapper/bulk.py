@@ -111,7 +111,8 @@ class BulkAction:
     of the caller's (e.g. the model instance), handed back untouched in the outcome.
     ``require_alias`` (``index``/``create``/``update``) makes Elasticsearch refuse the item
     with a 404 ``index_not_found_exception`` unless ``index`` is an alias, instead of
-    creating an index of that name.
+    creating an index of that name. ``pipeline`` (``index``/``create`` only: the Update API
+    has none) names the ingest pipeline the document runs through.
     """
 
     op: BulkOp
@@ -124,6 +125,7 @@ class BulkAction:
     retry_on_conflict: int | None = None
     ref: Any = None
     require_alias: bool = False
+    pipeline: str | None = None
 
 
 @attrs.define(slots=True)
@@ -287,6 +289,10 @@ def _encode_general(position: int, action: BulkAction) -> bytes:
         if op == "delete":
             raise ValueError(f"bulk action {position}: require_alias is not for delete")
         meta["require_alias"] = True
+    if action.pipeline is not None:
+        if op not in ("index", "create"):
+            raise ValueError(f"bulk action {position}: pipeline is only for index and create")
+        meta["pipeline"] = action.pipeline
     if action.retry_on_conflict is not None:
         if op != "update":
             raise ValueError(f"bulk action {position}: retry_on_conflict is only for update")

@@ -259,6 +259,8 @@ class DocumentCache:
                 return
             if self.client.compare_and_set(key, current, live, self.deleted_ttl):
                 return
+            if not getattr(self.client, "usable", lambda: True)():
+                return  # a shared cache out of reach (it warned): the list is best effort
         raise RuntimeError(f"could not update the soft-deleted list of {alias!r}: contention")
 
     def remember_deleted(self, alias: str, ids: Iterable[str]) -> None:

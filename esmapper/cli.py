@@ -4,9 +4,11 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status``, ``maintain``,
-``reindex NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL...
-[--yes]`` (a dry run without ``--yes``), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status [--health]``,
+``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
+[--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL... [--yes]`` and
+``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
+:mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
 [--batch-size N]`` and ``fields list|add|rename|remove MODEL --tenant T``
 (:mod:`esmapper.custom_fields.cli`); a model NAME is its class name or its index name (with
 or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
@@ -14,9 +16,11 @@ or without the prefix), case-insensitive. THROTTLE is ``--batch-size N
 ``reindex`` show a progress bar per reindexed model (click's: a bar on a terminal, its
 label once elsewhere).
 
-Exit codes: 0 success; 1 failure (a failed migration, an unreachable server, any esmapper
-error); 2 a lock is held by another process (or click's usage errors); 3 cancelled. Expected
-failures print one ``error: ...`` line on stderr, never a traceback (``-v`` shows the logs).
+Exit codes: 0 success; 1 failure (a failed migration or job, an unreachable server, any
+esmapper error, ``status --health`` finding something that needs attention); 2 a lock is
+held by another process (or click's usage errors); 3 cancelled. Expected failures print one
+``error: ...`` line on stderr, never a traceback (``-v`` shows the logs: INFO, one summary
+line per command and job; ``-vv``: DEBUG, every request sent).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from datetime import timedelta
@@ -37,6 +42,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, NotFoundError
 
+from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._version import __version__
 from esmapper.errors import EsmapperError, LockError
@@ -50,6 +56,8 @@ from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
 
 __all__ = ["main"]
+
+log = logging.getLogger("esmapper.cli")
 
 
 class CliError(click.ClickException):
@@ -104,15 +112,28 @@ class _Group(click.Group):
     """Turns expected exceptions of any command into one ``error:`` line."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        started = time.monotonic()
         try:
-            return super().invoke(ctx)
-        except click.ClickException:
+            result = super().invoke(ctx)
+        except click.ClickException as exc:
+            _summary(ctx, started, f"failed (exit {exc.exit_code}): {exc.format_message()}")
             raise
         except Exception as exc:
             error = _error_for(exc, ctx)
+            _summary(ctx, started, f"failed: {error.format_message() if error else exc!r}")
             if error is None:
                 raise
             raise error from exc
+        _summary(ctx, started, "done")
+        return result
+
+
+def _summary(ctx: click.Context, started: float, outcome: str) -> None:
+    """The one-line INFO summary of a command (``esmapper status: done in 0.2s``)."""
+    command = ctx.invoked_subcommand
+    if command is not None:
+        seconds = time.monotonic() - started
+        log.info("esmapper %s: %s (%.1fs)", command, outcome, seconds)
 
 
 class _EchoHandler(logging.Handler):
@@ -311,11 +332,17 @@ def _table(rows: list[list[str]]) -> Iterator[str]:
 
 
 @main.command()
+@click.option("--health", is_flag=True,
+              help="Check health instead; exit 1 when something needs attention.")  # fmt: skip
 @click.pass_context
-def status(ctx: click.Context) -> None:
+def status(ctx: click.Context, health: bool) -> None:
     """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
-    in progress and pending migrations (read-only)."""
+    in progress and pending migrations (read-only). --health: cluster status, alias ->
+    index, pending reindexes, write blocks, mapping drift, field counts, pipelines."""
     mapper = _mapper(ctx)
+    if health:
+        print_health(mapper)
+        return
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
     blocks: list[str] = []
@@ -362,24 +389,6 @@ def status(ctx: click.Context) -> None:
     click.echo(f"pending migrations: {len(steps) or 'none'}")
     for step in steps:
         click.echo(f"  {step}")
-
-
-@main.command()
-@click.pass_context
-def maintain(ctx: click.Context) -> None:
-    """Index maintenance: time-series aliases and expired partitions."""
-    run = _optional("esmapper.indexes.maintenance", "maintain", "index maintenance")
-    report = run(_mapper(ctx))
-    deleted, expired = getattr(report, "deleted", ()), getattr(report, "expired", ())
-    actions = getattr(report, "alias_actions", ())
-    for name in deleted:
-        click.echo(f"deleted {name}")
-    for action in actions:
-        for verb, target in dict(action).items():
-            click.echo(f"alias {verb} {target.get('alias')} -> {target.get('index')}")
-    click.echo(
-        f"maintenance: {len(expired)} expired, {len(deleted)} deleted, {len(actions)} alias changes"
-    )
 
 
 @main.command()
@@ -447,9 +456,16 @@ def reindex(
     )
 
 
+main.add_command(maintain)
+main.add_command(snapshot)
+
+
 @main.group()
 def indexes() -> None:
-    """Index lifecycle: delete a model's indexes."""
+    """Index lifecycle: delete a model's indexes, clean up old ones."""
+
+
+indexes.add_command(indexes_cleanup)
 
 
 def _plural(count: int, word: str) -> str:

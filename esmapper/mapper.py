@@ -27,6 +27,7 @@ from esmapper.session import Session, sessionmaker
 if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
     from esmapper.custom_fields.repository import CustomFieldRepository
+    from esmapper.health import HealthReport
 
 __all__ = ["Mapper"]
 
@@ -38,6 +39,19 @@ DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
 
 def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _shared_side_channels(
+    url: str | None, index_prefix: str, options: dict[str, Any] | None
+) -> tuple[CacheClient, MessageBus, Any] | None:
+    """``(cache, bus, link)`` sharing Redis at ``url`` (``None``: ``$ESMAPPER_REDIS_URL``)."""
+    from esmapper.distributed import connect, redis_url_from_env
+
+    url = redis_url_from_env() if url is None else url.strip()
+    if not url:
+        return None
+    namespace = f"esmapper:{index_prefix}" if index_prefix else "esmapper"
+    return connect(url, namespace=namespace, **(options or {}))
 
 
 def _client_from(
@@ -78,6 +92,13 @@ class Mapper:
     ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
     mapper created.
+
+    ``redis="redis://..."`` (default: ``$ESMAPPER_REDIS_URL``; ``""`` ignores it) shares the
+    cache and the notifications with the application's other processes: ``cache`` becomes
+    an :class:`~esmapper.distributed.HybridCache` and ``bus`` a
+    :class:`~esmapper.distributed.RedisMessageBus` (those given explicitly win), on one
+    :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
+    made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
     """
 
     def __init__(
@@ -97,6 +118,8 @@ class Mapper:
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
         bus: MessageBus | None = None,
+        redis: str | None = None,
+        redis_options: dict[str, Any] | None = None,
         **client_options: Any,
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
@@ -118,6 +141,10 @@ class Mapper:
             **writer_options,
         )
         self.migrations = list(migrations)
+        self._redis = _shared_side_channels(redis, index_prefix, redis_options)
+        if self._redis is not None:
+            cache = self._redis[0] if cache is None or cache is True else cache
+            bus = self._redis[1] if bus is None else bus
         if cache is False:
             self.cache: CacheClient | None = None
         elif cache is None or cache is True:
@@ -172,6 +199,9 @@ class Mapper:
                         index=spec.alias,
                     )
             self._specs[model] = spec
+            bind = getattr(self.bus, "bind_model", None)
+            if bind is not None:  # a distributed bus names models in its messages
+                bind(model)
         if info.custom_fields:  # its definitions live in their own index
             from esmapper.custom_fields.definition import CustomFieldDefinition
 
@@ -243,6 +273,16 @@ class Mapper:
             self.documents.drop_model(spec.alias)
         if deleted:
             publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
+
+    def health(self) -> HealthReport:
+        """Whether the cluster and every model's indexes are as the code expects: cluster
+        status, each alias and the index behind it, pending reindexes, write blocks left
+        behind, mapping drift, field counts against the total-fields limit, ingest
+        pipelines, pending migrations. Read-only; see :mod:`esmapper.health` for what is
+        sent and what counts as needing attention (``report.ok``)."""
+        from esmapper.health import check_health
+
+        return check_health(self)
 
     def repository(self, model: type[T]) -> Repository[T]:
         """The (cached, thread-safe) repository of ``model``."""
@@ -378,6 +418,8 @@ class Mapper:
         """Close the client if the mapper created it."""
         if self._owns_client:
             self._client.close()
+        if self._redis is not None:
+            self._redis[2].close()
 
     def __enter__(self) -> Mapper:
         return self

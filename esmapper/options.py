@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
 from esmapper._limits import check_retries, check_timeout
 
-__all__ = ["Options", "check_keywords", "refresh_param"]
+__all__ = ["TRACE", "Options", "check_keywords", "log_level", "refresh_param"]
 
 Consistency = Literal["eventual", "immediate", "wait"]
 SoftDeleteMode = Literal["active", "deleted", "all"]
 
 _CONSISTENCY = ("eventual", "immediate", "wait")
 _SOFT_DELETES = ("active", "deleted", "all")
+
+#: The level below DEBUG that the reference library's default query log level maps to
+#: (Python has no TRACE; FEATURES QY-30). Named "TRACE" in log output.
+TRACE: Final = 5
+if logging.getLevelName(TRACE) == f"Level {TRACE}":
+    logging.addLevelName(TRACE, "TRACE")
+
+
+def log_level(value: int | str | None) -> int | None:
+    """A logging level from an int or a level name (``"debug"``, ``"INFO"``, ``"trace"``);
+    ``None`` stays ``None``. Anything else raises ``ValueError``."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    if isinstance(value, str):
+        name = value.strip().upper()
+        level = TRACE if name == "TRACE" else logging.getLevelName(name)
+        if isinstance(level, int):
+            return level
+    raise ValueError(
+        f"query_log_level={value!r} is not a logging level (an int, or a name such as "
+        "'debug', 'info', 'trace')"
+    )
 
 
 def _one_of(allowed: tuple[str, ...]) -> Any:
@@ -49,7 +72,10 @@ class Options:
     (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
     call's limits, see :mod:`esmapper._limits`. ``tenant``: the tenant whose custom
     fields a search's filter, sort and aggregations may name, and whose documents it keeps
-    to (API.md §11; :mod:`esmapper.custom_fields.search`).
+    to (API.md §11; :mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
+    level name, ``"trace"`` included): the level at which the call's search requests are
+    logged with their target and body on ``esmapper.query`` (FEATURES QY-30, TS-2;
+    ``None``: DEBUG).
     """
 
     consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
@@ -61,6 +87,7 @@ class Options:
     timeout: float | None = attrs.field(default=None, converter=check_timeout)
     retries: int | None = attrs.field(default=None, converter=check_retries)
     tenant: str | None = attrs.field(default=None, validator=_tenant)
+    query_log_level: int | None = attrs.field(default=None, converter=log_level)
 
     def merge(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""

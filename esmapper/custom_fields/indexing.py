@@ -10,9 +10,16 @@ not indexed, never a rejected document, CF-11). A model whose ``tenant_key()`` i
 (no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
 on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
 definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a
-``string`` definition is added first); a write holding such names first reloads a cached
-mapping older than :data:`RECHECK_AFTER` seconds (it may have been defined meanwhile by a
-process that does not share the cache client).
+``string`` definition is added first). Writes bound the staleness of the mapping they use:
+a cached mapping older than ``recheck_after`` seconds (:data:`RECHECK_AFTER` by default;
+set ``mapper.custom_fields(Model).recheck_after``) is loaded again first, so a definition
+changed by a process that does not share the cache client is honoured by every write after
+at most that long (queries keep the cached mapping for its 15 minutes).
+
+A type's ``process_value`` gets a working copy of the definition (the cached ones are
+shared, read-only); when it asks for the definition to be saved (``definition_modified``)
+the save happens after the documents' write (:class:`DefinitionSaves`), retrying version
+conflicts by re-reading, and a failure there is a logged warning, never a failed write.
 
 Every write path goes through it:
 
@@ -24,8 +31,10 @@ Every write path goes through it:
   :func:`patched_source`);
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
-  rule), and the update carries the ``idx`` computed from the merged preview, with ``null``
-  for slots that no longer hold a value (:func:`partial_doc`);
+  rule), and the update always carries the ``idx`` computed from the merged preview, with
+  ``null`` for slots that no longer hold a value (:func:`partial_doc`). A patch naming
+  ``idx`` is refused (``check_partial``) or, with ``validate=False``, its ``idx`` dropped;
+  a ``JsonPatch``/``ActionPatch``/save that sets ``idx`` is overwritten by the recompute;
 - ``ScriptPatch``: Painless cannot run the types' Python processing, so each document a
   script changed is read back and, when its ``idx`` is stale, updated conditionally on
   the version read (:func:`reconcile`; a 409 there means a newer write, which recomputed
@@ -42,11 +51,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+import random
+import time
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
-from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
+from esmapper.custom_fields.definition import CustomFieldDefinition, check_name, definition_hit
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
 from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.model.state import state_of
@@ -57,6 +68,7 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = [
+    "DefinitionSaves",
     "before_write",
     "definition_writes",
     "partial_doc",
@@ -69,9 +81,10 @@ __all__ = [
 
 log = logging.getLogger("esmapper.custom_fields")
 
-#: A write holding names the cached mapping does not know reloads a mapping older than this
-#: (seconds): a field defined by a process that does not share the cache client is indexed
-#: from then on, at the cost of at most one search per tenant this often.
+#: A write reloads a cached mapping older than this (seconds; the default of
+#: ``CustomFieldRepository.recheck_after``): a field defined, retyped, renamed or removed
+#: by a process that does not share the cache client is written by its current definition
+#: after at most this long, at the cost of at most one search per tenant this often.
 RECHECK_AFTER = 5.0
 
 _set = object.__setattr__
@@ -92,11 +105,14 @@ def definition_writes() -> Iterator[None]:
         _DEFINITION_WRITER.reset(token)
 
 
-def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> None:
+def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> DefinitionSaves:
     """The write pipeline's hook: refuse definition writes that bypass their repository,
     and recompute ``idx`` of every custom-field document being added or saved. Sends
     nothing unless a tenant's definitions are not cached (one search), or
-    ``auto_create_custom_fields`` creates definitions."""
+    ``auto_create_custom_fields`` creates definitions. Returns the definitions the types
+    modified, for the pipeline to save after the documents' write
+    (:meth:`DefinitionSaves.save`)."""
+    saves = DefinitionSaves(mapper)
     docs = []
     for pending in pendings:
         if pending.info.cls is CustomFieldDefinition and not _DEFINITION_WRITER.get():
@@ -110,7 +126,8 @@ def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> None:
         if pending.kind != "remove" and pending.info.custom_fields:
             docs.append(pending.doc)
     if docs:
-        refresh_idx(mapper, docs)
+        refresh_idx(mapper, docs, saves=saves)
+    return saves
 
 
 def _raw(doc: Any, name: str) -> Any:
@@ -120,14 +137,18 @@ def _raw(doc: Any, name: str) -> Any:
     return slot.__get__(doc, type(doc))
 
 
-def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
+def refresh_idx(
+    mapper: Mapper, docs: Sequence[Any], *, saves: DefinitionSaves | None = None
+) -> None:
     """Recompute ``idx`` of ``docs`` (documents of ``HasCustomFields`` models) as the module
     docstring says. A partially loaded document (``includes``/``excludes``) without
-    ``custom_fields`` is left alone."""
+    ``custom_fields`` is left alone. Definitions a type modified are collected in ``saves``
+    (saved by the caller after its write), or saved at once without it."""
     groups: dict[tuple[type, str], list[Any]] = {}
     for doc in docs:
         state = state_of(doc)
         if state is not None and state.partial and "custom_fields" not in (state.original or {}):
+            _keep_loaded_idx(doc, state)
             continue
         groups.setdefault((type(doc), doc.tenant_key() or ""), []).append(doc)
     for (cls, tenant), group in groups.items():
@@ -137,19 +158,28 @@ def refresh_idx(mapper: Mapper, docs: Sequence[Any]) -> None:
                 _store(doc, None, None)
             continue
         repo = mapper.custom_fields(cls)
-        fields = repo.tenant_fields(tenant)
-        if _unknown_names(fields, group):
-            # maybe defined since this mapping was cached (by a process not sharing the
-            # cache client): look again, at most every few seconds
-            fields = repo.tenant_fields(tenant, max_age=RECHECK_AFTER)
+        # a write never trusts a mapping older than recheck_after: another process (not
+        # sharing the cache client) may have renamed, retyped or removed a field
+        fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)
         assert info.index is not None
         if info.index.auto_create_custom_fields:
             fields = _auto_create(repo, fields, group)
-        modified: dict[int, CustomFieldDefinition] = {}
+        modified = _Modified(cls)
         for doc in group:
             _store(doc, _compute(doc, fields, modified), fields)
-        if modified:
-            repo.save(list(modified.values()))
+        if modified.changed:
+            pending = saves if saves is not None else DefinitionSaves(mapper)
+            pending.groups.append(modified)
+            if saves is None:
+                pending.save()
+
+
+def _keep_loaded_idx(doc: Any, state: Any) -> None:
+    """A partially loaded document without ``custom_fields`` cannot have its ``idx``
+    recomputed: an ``idx`` the caller assigned is put back as loaded, never written."""
+    if state.assigned and "idx" in state.assigned:
+        state.assigned.discard("idx")
+        _set(doc, "idx", (state.original or {}).get("idx"))
 
 
 def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
@@ -157,7 +187,7 @@ def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
     unknown: dict[str, str] = {}
     for doc in docs:
         for key, value in (_raw(doc, "custom_fields") or {}).items():
-            if value is not None and isinstance(key, str) and fields.get(key) is None:
+            if value is not None and isinstance(key, str) and not fields.known(key):
                 unknown.setdefault(key.lower(), key)
     return unknown
 
@@ -167,7 +197,7 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
     unknown: dict[str, str] = {}
     for lower, key in _unknown_names(fields, docs).items():
         try:
-            check_name(key)
+            check_name(key)  # (a model field's name is known: never unknown)
         except DocumentValidationError:
             continue  # not a usable name: stored, not indexed
         unknown[lower] = key
@@ -182,14 +212,14 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
     return repo.tenant_fields(fields.tenant)  # type: ignore[no-any-return]
 
 
-def _compute(
-    doc: Any, fields: TenantFields, modified: dict[int, CustomFieldDefinition]
-) -> dict[str, Any]:
+def _compute(doc: Any, fields: TenantFields, modified: _Modified) -> dict[str, Any]:
     values: dict[str, Any] | None = _raw(doc, "custom_fields")
     present: dict[str, str] = {}
     for name in values or ():
         if isinstance(name, str):
             present.setdefault(name.lower(), name)
+    if fields.former and values is not None:
+        values = _move_former_names(doc, fields, values, present)
     idx: dict[str, Any] = {"tenant": fields.tenant} if fields.stores_tenant else {}
     for slot in fields.on_value:
         key = present.get(slot.lower)
@@ -206,19 +236,47 @@ def _compute(
     return idx
 
 
+def _move_former_names(
+    doc: Any, fields: TenantFields, values: dict[str, Any], present: dict[str, str]
+) -> dict[str, Any]:
+    """A value stored under a renamed field's former name (and not under its current one)
+    moves to the current name: indexed now, and stored under it by this write."""
+    moves = {}
+    for lower, key in present.items():
+        slot = fields.former.get(lower)
+        if slot is not None and slot.lower not in present:
+            moves[key] = slot
+    if not moves:
+        return values
+    values = dict(values)
+    state = state_of(doc)
+    partial = state is not None and state.partial  # its save cannot remove keys: null them
+    for key, slot in moves.items():
+        values[slot.definition.name] = values[key]
+        if partial:
+            values[key] = None
+        else:
+            del values[key]
+        present.pop(key.lower(), None)
+        present[slot.lower] = slot.definition.name
+    _set(doc, "custom_fields", values)
+    return values
+
+
 def _process(  # noqa: PLR0917 - one step of _compute
     doc: Any,
     slot: FieldSlot,
     key: str | None,
     values: dict[str, Any] | None,
     idx: dict[str, Any],
-    modified: dict[int, CustomFieldDefinition],
+    modified: _Modified,
 ) -> dict[str, Any] | None:
     """Process one definition; returns ``custom_fields`` (created when a calculated field
     writes into a document that had none)."""
     value = values.get(key) if values is not None and key is not None else None
     try:
-        result = slot.field_type.process_value(doc, value, slot.definition)
+        # a working copy: the cached definition is shared by every write of the tenant
+        result = slot.field_type.process_value(doc, value, modified.working(slot))
     except Exception:
         log.warning(
             "custom field %r (type %r) of %s %r: process_value raised; the value is stored, "
@@ -248,8 +306,127 @@ def _process(  # noqa: PLR0917 - one step of _compute
     if indexed is not NOT_INDEXED:
         idx[slot.key] = indexed
     if result.definition_modified:
-        modified[id(slot.definition)] = slot.definition
+        modified.record(slot, doc, key)
     return values
+
+
+#: save rounds of a definition a type modified (each conflict re-reads and replays)
+DEFINITION_SAVE_ROUNDS = 50
+
+
+class _Modified:
+    """The definitions types modified while one group of documents (one model, one tenant)
+    was processed: working copies of the cached ones, and which documents (with their value
+    key) modified each, to replay them on a fresh copy after a conflict."""
+
+    __slots__ = ("changed", "cls", "copies")
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.copies: dict[str, CustomFieldDefinition] = {}
+        self.changed: dict[str, tuple[FieldSlot, list[tuple[Any, str | None]]]] = {}
+
+    def working(self, slot: FieldSlot) -> CustomFieldDefinition:
+        copy = self.copies.get(slot.key)
+        if copy is None:
+            copy = CustomFieldDefinition.from_hit(definition_hit(slot.definition))
+            self.copies[slot.key] = copy
+        return copy
+
+    def record(self, slot: FieldSlot, doc: Any, key: str | None) -> None:
+        self.changed.setdefault(slot.key, (slot, []))[1].append((doc, key))
+
+
+class DefinitionSaves:
+    """Definitions ``process_value`` asked to save (CF-6 ``definition_modified``). The
+    write pipeline saves them after the documents' write (:meth:`save`): each on the
+    working copy the documents were processed with; a version conflict (another writer
+    saved it meanwhile) re-reads it and replays the documents' ``process_value`` on the
+    fresh copy, up to :data:`DEFINITION_SAVE_ROUNDS` times. A definition that cannot be
+    saved is logged (a warning), never a failed document write."""
+
+    __slots__ = ("groups", "mapper")
+
+    def __init__(self, mapper: Mapper) -> None:
+        self.mapper = mapper
+        self.groups: list[_Modified] = []
+
+    def save(self, written: Collection[int] | None = None) -> None:
+        """Save the modified definitions; ``written``: the ``id()`` of the documents whose
+        write succeeded (the others' modifications are dropped), all when ``None``."""
+        for group in self.groups:
+            for key, (slot, docs) in group.changed.items():
+                done = [d for d in docs if written is None or id(d[0]) in written]
+                if done:
+                    # the working copy holds what failed writes did too: replay the others
+                    replay = len(done) != len(docs)
+                    _save_definition(
+                        self.mapper, group.cls, slot, group.copies[key], done, replay=replay
+                    )
+        self.groups = []
+
+
+def _save_definition(
+    mapper: Mapper,
+    cls: type,
+    slot: FieldSlot,
+    definition: CustomFieldDefinition,
+    docs: list[tuple[Any, str | None]],
+    *,
+    replay: bool,
+) -> None:
+    from esmapper.errors import VersionConflictError
+
+    repo = mapper.custom_fields(cls)
+    for _round in range(DEFINITION_SAVE_ROUNDS):
+        try:
+            if replay:
+                fresh = _replayed(repo, slot, definition, docs)
+                if fresh is None:
+                    return  # deleted meanwhile: nothing to save
+                definition = fresh
+            repo.save(definition)
+            return
+        except VersionConflictError:
+            replay = True
+        except Exception:
+            log.warning(
+                "custom field %r (type %r): the definition its type modified could not be "
+                "saved; the documents were written",
+                slot.definition.name,
+                slot.definition.index_type,
+                exc_info=True,
+            )
+            return
+        time.sleep(random.uniform(0, 0.01 * (_round + 1)))
+    log.warning(
+        "custom field %r (type %r): the definition its type modified kept changing "
+        "concurrently (%d rounds) and was not saved; the documents were written",
+        slot.definition.name,
+        slot.definition.index_type,
+        DEFINITION_SAVE_ROUNDS,
+    )
+
+
+def _replayed(
+    repo: Any,
+    slot: FieldSlot,
+    definition: CustomFieldDefinition,
+    docs: list[tuple[Any, str | None]],
+) -> CustomFieldDefinition | None:
+    """A fresh read of ``definition`` with the documents' ``process_value`` run on it again
+    (their results are not used: only what they do to the definition)."""
+    fresh: CustomFieldDefinition | None = repo.get(definition.id, soft_deletes="all", cache=False)
+    if fresh is None or fresh.is_deleted:
+        return None
+    for doc, key in docs:
+        values = _raw(doc, "custom_fields") or {}
+        value = values.get(key) if key is not None else None
+        try:
+            slot.field_type.process_value(doc, value, fresh)
+        except Exception:
+            log.debug("process_value raised while replayed on a fresh definition", exc_info=True)
+    return fresh
 
 
 def _store(doc: Any, idx: dict[str, Any] | None, fields: TenantFields | None) -> None:
@@ -287,10 +464,14 @@ def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
 
 
 def _changed_values(before: Any, after: Any) -> dict[str, Any]:
+    """What an update must send to turn ``custom_fields`` ``before`` into ``after`` (it
+    merges objects: a key processing removed, a renamed field's former name, is nulled)."""
     if not isinstance(after, dict):
         return {}
     base = before if isinstance(before, dict) else {}
-    return {k: v for k, v in after.items() if k not in base or base[k] != v}
+    out = {k: v for k, v in after.items() if k not in base or base[k] != v}
+    out.update((k, None) for k in base if k not in after and base[k] is not None)
+    return out
 
 
 def partial_doc(
@@ -306,17 +487,17 @@ def partial_doc(
     unless the tenant's definitions are not cached."""
     from esmapper._bodies import merged
 
-    preview = merged(source, doc_changes)
+    # idx is never taken from the caller (check_partial refuses it; with validate=False it
+    # is dropped here): the recomputed one is always sent, with null for every slot stored
+    changes = {k: v for k, v in doc_changes.items() if k != "idx"}
+    preview = merged(source, changes)
     document = info.from_source(preview, id, None)
     refresh_idx(mapper, [document])
-    extras: dict[str, Any] = {}
-    new_idx = _raw(document, "idx")
-    if not same_idx(new_idx, source.get("idx")):
-        extras["idx"] = _with_nulls(new_idx, source.get("idx"))
+    extras: dict[str, Any] = {"idx": _with_nulls(_raw(document, "idx"), source.get("idx"))}
     changed = _changed_values(preview.get("custom_fields"), _raw(document, "custom_fields"))
     if changed:
         extras["custom_fields"] = changed
-    return merged(doc_changes, extras)
+    return merged(changes, extras)
 
 
 def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:

@@ -15,9 +15,12 @@ whose writes keep the rules:
 - ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
   change (DocumentValidationError naming the field); a rename, or a restore of a
   soft-deleted definition, takes a name no other active definition of the tenant holds.
-  A rename keeps the slot: stored values answer to the new name at once.
+  A rename keeps the slot: stored values answer to the new name at once; the former name
+  is kept on the definition (``former_names``) so documents holding their value under it
+  stay indexed, and move it to the new name on their next write.
 - soft delete (``is_deleted = True``, saved) keeps the slot and frees the name; ``remove``
-  (hard delete) frees both.
+  (hard delete) frees both, after clearing the slot's values from the tenant's documents
+  (so a field that reuses the slot never shows the old field's values).
 - every change drops the cached field mappings it touches (``get_field_mapping``, cached
   15 minutes in the mapper's cache client, which other processes sharing the client
   see: the invalidation is theirs too).
@@ -37,7 +40,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper.custom_fields import slots
-from esmapper.custom_fields.catalog import TenantFields
+from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
     PROCESS_MODES,
@@ -46,7 +49,12 @@ from esmapper.custom_fields.definition import (
     check_name,
     definition_hit,
 )
-from esmapper.custom_fields.indexing import definition_writes, reconcile_hits, stored_hit
+from esmapper.custom_fields.indexing import (
+    RECHECK_AFTER,
+    definition_writes,
+    reconcile_hits,
+    stored_hit,
+)
 from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
@@ -89,6 +97,9 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         self.entity_type: str = info.name
         self.types = {t.type: t for t in info.custom_field_types}
         self.defaults = Options(consistency="immediate")
+        #: writes reload a cached field mapping older than this (seconds); see
+        #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
+        self.recheck_after: float = RECHECK_AFTER
         self._memo: dict[str, tuple[Any, TenantFields]] = {}
         self._memo_lock = threading.Lock()
 
@@ -304,6 +315,13 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     def _check_fields(self, item: CustomFieldDefinition) -> None:
         check_name(item.name)
+        clash = model_names(self.entity_info).get(item.name.lower())
+        if clash is not None:
+            raise DocumentValidationError(
+                f"custom field {item.name!r}: {self.entity_type} has its own field {clash!r} "
+                "(names are case-insensitive, and a model field would always win in queries)",
+                field="name",
+            )
         if item.index_type not in self.types:
             raise DocumentValidationError(
                 f"custom field {item.name!r}: unknown type {item.index_type!r}; "
@@ -381,6 +399,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                     )
             self._check_fields(item)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
+            if renamed:
+                _remember_former_name(item, str(stored.get("name", "")))
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
@@ -443,38 +463,94 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             active[item.name.lower()] = item.id
 
     def remove(self, docs: Any, **options: Any) -> None:
-        """Hard-delete definitions (documents or ids): their names and slots are free."""
+        """Hard-delete definitions (documents or ids): their names and slots are free.
+
+        A freed slot is reused by the tenant's next field of that type, so its values are
+        cleared from the tenant's documents first, while the slot is still held: an active
+        definition is soft-deleted (saved), then every document of the tenant holding the
+        slot gets its ``idx`` recomputed (:meth:`_clear_slots`: conditional per-document
+        updates), then the definition is deleted. A failure on the way leaves the
+        definition soft-deleted (the slot held): removing it again finishes the job."""
         items = [docs] if isinstance(docs, str | CustomFieldDefinition) else list(docs)
+        definitions = [self._definition(item) for item in items]
+        active = [d for d in definitions if d is not None and not d.is_deleted]
+        for definition in active:
+            definition.is_deleted = True
+        if active:
+            self.save(active)
+        held: dict[str, set[str]] = {}
+        for stored in definitions:
+            if stored is not None:
+                held.setdefault(stored.tenant_key, set()).add(stored.slot_name)
+        for owner, keys in held.items():
+            self._clear_slots(owner, keys)
+        # the definitions as stored now (the soft delete changed their version)
+        current = [d if d is not None else i for d, i in zip(definitions, items, strict=True)]
         tenants = set()
         for item in items:
             tenants.add(_tenant_of(item))
         try:
             with definition_writes():
-                super().remove(items, **options)
+                super().remove(current, **options)
         finally:
             for tenant in tenants:
                 self.invalidate(tenant)
 
+    def _definition(self, item: Any) -> CustomFieldDefinition | None:
+        """``item`` (a definition or an id) as stored now; ``None`` if it is not stored."""
+        id: str | None = item.id if isinstance(item, CustomFieldDefinition) else str(item)
+        if id is None:
+            return None
+        return self.get(id, soft_deletes="all", cache=False)
+
+    def _clear_slots(self, tenant: str, keys: set[str]) -> int:
+        """Recompute ``idx`` of ``tenant``'s documents that hold one of the slots ``keys``
+        (their definitions no longer active, the values leave ``idx``); returns how many
+        were updated."""
+        clause = tenant_clause(self.entity_info, tenant)
+        holding = Q(
+            "bool",
+            should=[Q("exists", field=f"idx.{key}") for key in sorted(keys)],
+            minimum_should_match=1,
+        )
+        filter = holding if clause is None else Q("bool", filter=[Q(clause), holding])
+        return self._reconcile(filter)
+
+    def _reconcile(self, filter: Query | None, batch_size: int = 500) -> int:
+        repo: Repository[Any] = self.mapper.repository(self.entity)
+        updated = 0
+
+        def batch(docs: list[Any]) -> None:
+            nonlocal updated
+            hits = [stored_hit(doc) for doc in docs]
+            updated += reconcile_hits(self.mapper, self.entity_info, hits, refresh=True)
+
+        repo.batch_process(
+            filter, batch, batch_size=batch_size, soft_deletes="all", consistency="immediate"
+        )
+        return updated
+
     def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
         """Hard-delete the matching definitions of the entity type (the soft-delete mode
-        applies to matching); every cached field mapping of the entity type is dropped."""
+        applies to matching), as :meth:`remove` does (their slots cleared from the
+        documents first); returns how many."""
+        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
+        found: list[CustomFieldDefinition] = []
+        self.batch_process(filter, found.extend, batch_size=_PAGE, **read)
         try:
-            with definition_writes():
-                return super().remove_all(filter, **options)
+            if found:
+                self.remove(found, **options)
         finally:
             self.invalidate()
+        return len(found)
 
     def remove_by_tenant(self, tenant: str, **options: Any) -> int:
         """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
-        offboarding: every name and slot is free); returns how many. One delete-by-query
-        (or a scan when removals are listened to)."""
+        offboarding: every name and slot is free, the slots cleared from the tenant's
+        documents first); returns how many."""
         _check_tenant(tenant)
         options.setdefault("soft_deletes", "all")
-        try:
-            with definition_writes():
-                return super().remove_all(Q("term", tenant_key=tenant), **options)
-        finally:
-            self.invalidate(tenant)
+        return self.remove_all(Q("term", tenant_key=tenant), **options)
 
     def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
         """Apply ``patch`` to the definitions ``ids`` and :meth:`save` them (so immutables
@@ -538,18 +614,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         updates; see :func:`esmapper.custom_fields.indexing.reconcile`). For after a
         reindex script that changed ``custom_fields``, or after a hard-deleted slot was
         reused. Returns the number of documents updated."""
-        repo: Repository[Any] = self.mapper.repository(self.entity)
         clause = tenant_clause(self.entity_info, tenant)
-        filter = None if clause is None else Q(clause)
-        updated = 0
+        return self._reconcile(None if clause is None else Q(clause), batch_size)
 
-        def batch(docs: list[Any]) -> None:
-            nonlocal updated
-            hits = [stored_hit(doc) for doc in docs]
-            updated += reconcile_hits(self.mapper, self.entity_info, hits)
 
-        repo.batch_process(filter, batch, batch_size=batch_size, soft_deletes="all")
-        return updated
+def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:
+    """Keep ``former`` among ``item``'s former names (documents written before the rename
+    hold their value under it), the current name not among them."""
+    names: dict[str, str] = {}
+    for name in [*item.former_names, former]:
+        if name and name.lower() != item.name.lower():
+            names.setdefault(name.lower(), name)
+    item.former_names = list(names.values())
 
 
 def _tenant_of(item: Any) -> str | None:

@@ -9,7 +9,7 @@ is an unknown field.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch.dsl import Q
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from esmapper.model.catalog import FieldCatalog
     from esmapper.model.info import ModelInfo
 
-__all__ = ["tenant_clause", "tenant_view", "translate_query"]
+__all__ = ["check_tenant_aggregations", "tenant_clause", "tenant_view", "translate_query"]
 
 #: Query types whose body is ``{field: params}`` (plus a few option keys).
 _KEYED = frozenset(
@@ -53,7 +53,8 @@ def tenant_view(
         )
     catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
     if isinstance(filter, Query):
-        filter = translate_query(filter, info.catalog, catalog)
+        defaults = info.index.default_search_fields if info.index is not None else None
+        filter = translate_query(filter, info.catalog, catalog, default_fields=defaults)
     return catalog, filter
 
 
@@ -64,31 +65,112 @@ def tenant_clause(info: ModelInfo, tenant: str | None) -> dict[str, Any] | None:
     return {"term": {tenant_path(info): tenant}}
 
 
-def translate_query(query: Query, model: FieldCatalog, tenant: TenantCatalog) -> Query:
+def check_tenant_aggregations(tenant: str | None, aggs: Any) -> None:
+    """Refuse a ``global`` aggregation (at any depth) under ``tenant=``: it ignores the query,
+    so the tenant and soft-delete clauses would not apply to it and its sub-aggregations
+    on a custom field would bucket other tenants' values of the same slot.
+    QueryValidationError naming the aggregation."""
+    if tenant is None or not isinstance(aggs, dict):
+        return
+    for name, body in aggs.items():
+        if not isinstance(body, dict):
+            continue
+        if "global" in body:
+            raise QueryValidationError(
+                f"aggregation {name!r} is a global aggregation: it ignores the query, so "
+                f"tenant={tenant!r} (and the soft-delete filter) would not apply to it; use "
+                "a filter aggregation, or search without tenant=",
+                field=str(name),
+            )
+        for key in ("aggs", "aggregations"):
+            check_tenant_aggregations(tenant, body.get(key))
+
+
+def translate_query(
+    query: Query,
+    model: FieldCatalog,
+    tenant: TenantCatalog,
+    *,
+    default_fields: Sequence[str] | None = None,
+) -> Query:
     """``query`` with the custom-field names of its leaf queries (``term``, ``range``,
     ``match``, ``exists``, ``multi_match`` fields, ...) replaced by their slot paths; a name
     the model declares is left alone. Compound queries (``bool``, ``nested``, ...) are
-    followed."""
+    followed. A ``query_string`` whose text names fields the model does not resolve as
+    written (custom fields, a model field in another case) is compiled by the string
+    filters' translator (:func:`~esmapper.query.compile_filter`, bare terms searching
+    ``default_fields``); with options besides ``query`` it cannot be, and is refused
+    (QueryValidationError)."""
 
     def rename(name: Any) -> Any:
         if not isinstance(name, str) or name in model:
             return name
         head, caret, boost = name.partition("^")
-        path = tenant.custom_path(head)
+        path = tenant.model_name(head) or tenant.custom_path(head)
         return name if path is None else f"{path}{caret}{boost}"
 
-    body = _walk(query.to_dict(), rename)
+    def text(body: dict[str, Any]) -> dict[str, Any] | None:
+        return _query_string(body, model, tenant, default_fields)
+
+    body = _walk(query.to_dict(), rename, text)
     translated: Query = Q(body)
     return translated
 
 
-def _walk(node: Any, rename: Callable[[Any], Any]) -> Any:
+def _query_string(
+    body: dict[str, Any],
+    model: FieldCatalog,
+    tenant: TenantCatalog,
+    default_fields: Sequence[str] | None,
+) -> dict[str, Any] | None:
+    """The query replacing a ``query_string`` body whose text needs the tenant's names
+    (see :func:`translate_query`), or ``None`` to keep it as it is."""
+    from esmapper.query import compile_filter
+
+    text = body.get("query")
+    if not isinstance(text, str):
+        return None
+    try:
+        compile_filter(text, model, default_fields=default_fields)
+        return None  # the model's own names, as written: Elasticsearch resolves them
+    except QueryValidationError:
+        pass
+    try:
+        compiled = compile_filter(text, tenant, default_fields=default_fields)
+    except QueryValidationError:
+        return None  # not esmapper's syntax: left to Elasticsearch as written
+    options = sorted(set(body) - {"query"})
+    if options or compiled.query is None:
+        raise QueryValidationError(
+            f"a query_string Q object under tenant= names custom fields in its text "
+            f"({text!r}) and has options esmapper cannot keep when resolving them "
+            f"({', '.join(options)}); pass the text as the filter string instead",
+            field="query_string",
+        )
+    resolved: dict[str, Any] = compiled.query.to_dict()
+    return resolved
+
+
+def _walk(
+    node: Any,
+    rename: Callable[[Any], Any],
+    text: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> Any:
     if isinstance(node, list):
-        return [_walk(item, rename) for item in node]
+        return [_walk(item, rename, text) for item in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for kind, body in node.items():
+        if kind == "query_string" and isinstance(body, dict):
+            replaced = text(body)
+            if replaced is not None:
+                if len(node) == 1:
+                    return replaced
+                raise QueryValidationError(
+                    "a query_string needing the tenant's names must be a query of its own",
+                    field="query_string",
+                )
         if kind in _KEYED and isinstance(body, dict):
             out[kind] = {rename(k): v for k, v in body.items()}
         elif kind == "exists" and isinstance(body, dict):
@@ -101,5 +183,5 @@ def _walk(node: Any, rename: Callable[[Any], Any]) -> Any:
                 changed["default_field"] = rename(body["default_field"])
             out[kind] = changed
         else:
-            out[kind] = _walk(body, rename)
+            out[kind] = _walk(body, rename, text)
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -220,7 +221,6 @@ _INT_RANGES = {
     "integer": 2**31,
     "long": 2**63,
 }
-_FLOATS = frozenset({"float", "double", "half_float", "scaled_float"})
 _TEXTS = frozenset({"keyword", "text", "constant_keyword", "wildcard", "match_only_text"})
 #: Lucene's limit for one indexed term, in UTF-8 bytes.
 _MAX_TERM_BYTES = 32_766
@@ -243,7 +243,17 @@ def _integer(value: Any, bound: int) -> Any:
     return value if -bound <= value < bound else NOT_INDEXED
 
 
-def _floating(value: Any) -> Any:
+#: The largest magnitude each floating mapping type stores finite (Elasticsearch parses a
+#: ``float`` as a 32-bit float and refuses the whole document for what overflows it).
+_FLOAT_LIMITS = {
+    "float": 3.4028234663852886e38,  # float32 max
+    "half_float": 65504.0,
+    "double": sys.float_info.max,
+    "scaled_float": sys.float_info.max,
+}
+
+
+def _floating(value: Any, limit: float) -> Any:
     if isinstance(value, bool):
         return NOT_INDEXED
     if isinstance(value, str):
@@ -251,11 +261,15 @@ def _floating(value: Any) -> Any:
             value = float(value.strip())
         except ValueError:
             return NOT_INDEXED
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    return NOT_INDEXED
+    if not isinstance(value, int | float):
+        return NOT_INDEXED
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:  # an int beyond any float
+        return NOT_INDEXED
+    if not math.isfinite(magnitude) or magnitude > limit:
+        return NOT_INDEXED
+    return value
 
 
 def _boolean(value: Any) -> Any:
@@ -293,8 +307,9 @@ def _scalar_check(mapping_type: str) -> Callable[[Any], Any]:
     bound = _INT_RANGES.get(mapping_type)
     if bound is not None:
         return lambda value: _integer(value, bound)
-    if mapping_type in _FLOATS:
-        return _floating
+    limit = _FLOAT_LIMITS.get(mapping_type)
+    if limit is not None:
+        return lambda value: _floating(value, limit)
     if mapping_type == "boolean":
         return _boolean
     if mapping_type in ("date", "date_nanos"):

@@ -30,6 +30,7 @@ from esmapper.indexes._reindex_pass import (
 from esmapper.indexes.blocks import block_writes, unblock_writes
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
+from esmapper.indexes.pipelines import reindex_dest
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock
 from esmapper.model.codec import format_datetime
@@ -188,7 +189,7 @@ class Run:
             source["query"] = query
         body: dict[str, Any] = {
             "source": source,
-            "dest": {"index": self.new, "version_type": "external"},
+            "dest": reindex_dest(self.spec, {"index": self.new, "version_type": "external"}),
         }
         if self.script is not None:
             body["script"] = {"source": self.script, "lang": "painless"}

@@ -50,6 +50,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.ensure import alias_targets, create_index, put_alias, reason_of
 from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
+from esmapper.indexes.pipelines import configure_pipeline
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
 
@@ -153,6 +154,7 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
     """Create missing indexes and aliases and update mappings; see the module docstring."""
     states: list[IndexState] = []
     for spec in specs:
+        configure_pipeline(client, spec)  # before the first write that runs it
         if spec.is_time_series:
             if concrete_index(client, spec.alias):  # partitions could not join the umbrella
                 raise alias_taken_error(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import logging
 import re
 from typing import TYPE_CHECKING, Any, Final
 
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
 __all__ = ["MARKER", "Leftover", "delete_leftovers", "find_leftovers", "mark_replaced"]
+
+log = logging.getLogger("esmapper.indexes")
 
 MARKER: Final = "esmapper_replaced_by"
 LOCK_TTL: Final = DEFAULT_TTL
@@ -195,6 +198,8 @@ def _partition_leftovers(client: Elasticsearch, spec: IndexSpec) -> list[Leftove
 
 
 def _delete(client: Elasticsearch, index: str) -> None:
+    log.debug("DELETE /%s", index)
+
     def send() -> None:
         with contextlib.suppress(NotFoundError):  # already gone
             once(client).indices.delete(index=index)
@@ -240,5 +245,8 @@ def delete_leftovers(
             ):
                 continue  # moved back by hand meanwhile
             _delete(client, leftover.index)
+            log.info(
+                "deleted %s, left behind by the reindex into %s", leftover.index, leftover.target
+            )
             deleted.append(leftover.index)
     return deleted

@@ -30,7 +30,7 @@ from esmapper.indexes.timeseries import Partition, expires_at, parse_partition
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
-__all__ = ["MaintenanceReport", "maintain"]
+__all__ = ["MaintenanceReport", "expired_partitions", "list_partitions", "maintain"]
 
 log = logging.getLogger("esmapper.indexes")
 _CHUNK = 50  # index names per DELETE request
@@ -91,6 +91,14 @@ def _plan(
     return expired, actions
 
 
+def expired_partitions(
+    spec: IndexSpec, partitions: dict[Partition, set[str]], now: _dt.datetime
+) -> list[Partition]:
+    """The partitions among ``partitions`` (:func:`list_partitions`) whose period expired
+    at ``now``: what :func:`maintain` deletes (pure; the dry run of the index cleanup)."""
+    return _plan(spec, partitions, now)[0]
+
+
 def maintain(
     mapper: Mapper, models: Iterable[type] | None = None, *, discard_expired: bool = True
 ) -> MaintenanceReport:
@@ -122,6 +130,7 @@ def maintain(
                 for a in sorted(partitions[p] & {spec.alias, spec.dated_alias(p.start)})
             ]
         if actions:
+            log.debug("POST /_aliases %s", {"actions": actions})
             response = client.indices.update_aliases(actions=actions)
             if response.body.get("errors"):  # a partial answer (noida-db); ES is atomic
                 raise IndexConfigurationError(
@@ -132,6 +141,7 @@ def maintain(
         if discard_expired and expired:
             names = sorted(p.index for p in expired)
             for i in range(0, len(names), _CHUNK):
+                log.debug("DELETE /%s", ",".join(names[i : i + _CHUNK]))
                 client.indices.delete(index=names[i : i + _CHUNK], ignore_unavailable=True)
             deleted += names
             spec.partitions.forget({p.start for p in expired})

@@ -11,6 +11,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import placement, timeseries
 from esmapper.indexes.ensure import EnsuredIndex
+from esmapper.indexes.pipelines import Pipeline
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class IndexSpec:
         "info",
         "options",
         "partitions",
+        "pipeline",
         "prefix",
     )
 
@@ -74,6 +76,8 @@ class IndexSpec:
         self.before_create: Callable[[], object] | None = before_create
         self.partitions = timeseries.PartitionCache()
         self.ensured = EnsuredIndex()
+        #: the ingest pipeline its writes run (:mod:`esmapper.indexes.pipelines`)
+        self.pipeline = Pipeline.of(self.options, self.alias)
         date_field = self.options.date_field
         if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
             raise IndexConfigurationError(

@@ -39,6 +39,9 @@ class IndexOptions:
     ``tenant_field`` the attribute holding the tenant key (or override ``tenant_key()``),
     ``custom_field_types`` the custom-field types (default: the standard ones),
     ``auto_create_custom_fields`` whether unknown names get a ``string`` definition.
+    ``pipeline``: the ingest pipeline every create and index write runs through: the name
+    of an existing one, or its definition (``{"processors": [...], ...}``, created as
+    ``<alias>-pipeline``; see :mod:`esmapper.indexes.pipelines`).
     """
 
     name: str
@@ -56,6 +59,7 @@ class IndexOptions:
     tenant_field: str | None = None
     custom_field_types: tuple[Any, ...] | None = None
     auto_create_custom_fields: bool = False
+    pipeline: str | Mapping[str, Any] | None = None
 
     @classmethod
     def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
@@ -106,6 +110,19 @@ class IndexOptions:
         ):
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
         check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
+        _check_pipeline(self.pipeline, f"{where}.pipeline")
+
+
+def _check_pipeline(value: object, where: str) -> None:
+    """A pipeline is a non-empty name or a definition with a list of ``processors``."""
+    if value is None or (isinstance(value, str) and value.strip() == value and value):
+        return
+    if isinstance(value, Mapping) and isinstance(value.get("processors"), list | tuple):
+        return
+    raise IndexConfigurationError(
+        f"{where} must be the name of an ingest pipeline or its definition "
+        f'({{"processors": [...]}}), not {value!r}'
+    )
 
 
 def _default_name(model_name: str) -> str:

@@ -121,6 +121,12 @@ def _object(
             raise _Refused(path, _unknown(info, key, spec))
         if key == "id" and info.is_document:
             raise _Refused(path, "the id is the document's identity; it cannot be patched")
+        if key == "idx" and not prefix and info.custom_fields:
+            raise _Refused(
+                path,
+                "idx is esmapper's own field (recomputed from custom_fields and the tenant on "
+                "every write); patch custom_fields instead",
+            )
         out[key] = _value(spec, value, path, open_, info.name, whole)
     return _completed(info, out, prefix) if whole else out
 

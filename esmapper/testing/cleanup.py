@@ -34,8 +34,8 @@ def _chunks(names: list[str]) -> Iterable[list[str]]:
 
 
 def delete_prefixed(client: Elasticsearch, prefix: str) -> None:
-    """Delete every index, alias, index template (composable and legacy) and component
-    template whose name starts with ``prefix``.
+    """Delete every index, alias, index template (composable and legacy), component
+    template and ingest pipeline whose name starts with ``prefix``.
 
     ``prefix`` must be a non-empty, lowercase index-name prefix without wildcards, so that this
     can never delete everything.
@@ -72,3 +72,6 @@ def delete_prefixed(client: Elasticsearch, prefix: str) -> None:
     found = lenient.cluster.get_component_template(name=pattern).body
     for name in _listed(found, "component_templates", prefix):
         lenient.cluster.delete_component_template(name=name)
+    pipelines = lenient.ingest.get_pipeline(id=pattern).body
+    for name in _names(pipelines, prefix):
+        lenient.ingest.delete_pipeline(id=name)

@@ -4,7 +4,8 @@ Session fixtures ``es_server`` / ``es_url`` / ``es_client`` start the server laz
 first time a test asks for one, and stop it at the end of the session (also on failures and
 Ctrl-C; the servers register themselves with atexit too). ``index_prefix`` gives each test
 its own name prefix and deletes what the test created under it. Tests marked ``real_es`` are
-skipped when the server is the local noida-db one.
+skipped when the server is the local noida-db one. ``redis_url`` is a Redis for the session
+(``ESMAPPER_TEST_REDIS_URL``, else an embedded ``redis-server`` stopped at exit).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper.testing.base import ServerHandle, ServerKind
 from esmapper.testing.cleanup import delete_prefixed
+from esmapper.testing.redis_server import redis_url as _redis_url
 from esmapper.testing.selection import real_es_skip_reason, server_kind, start_test_server
 
 _MARKER = "real_es: behaviour the local test server does not reproduce (skipped there)"
@@ -68,6 +70,12 @@ def es_client(es_url: str) -> Iterator[Elasticsearch]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis URL for the session (see :func:`esmapper.testing.redis_url`)."""
+    return _redis_url()
 
 
 @pytest.fixture

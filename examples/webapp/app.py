@@ -15,7 +15,10 @@ Pages:
   ``version`` it was rendered from and a save over a newer version is refused with the
   current values (status 409), never written over;
 - ``/employees/<id>/delete``: soft delete into the recycle bin, ``/trash``: restore or purge
-  (hard delete) one employee, or empty the bin;
+  (hard delete) one employee, or empty the bin, each hard delete after a confirmation page;
+  saving the edit of an employee deleted meanwhile explains it and offers to restore it
+  with the edit or to create it again;
+- unknown addresses and ids: a 404 page;
 - ``/teams``: the teams (ids composed from company and slug) with their head counts;
   ``/teams/<slug>/fields``: a team's custom fields (:mod:`examples.webapp.fields`), which
   its members' form shows and ``/employees?team=<slug>`` filters and sorts by.
@@ -84,6 +87,13 @@ MAX_PAGE_SIZE = 100
 #: Elasticsearch's default ``index.max_result_window``: page paging stops there.
 RESULT_WINDOW = 10_000
 
+SOFT_DELETE_FIELD = "is_deleted"
+DELETED_FILTER_MESSAGE = (
+    "The filter cannot name is_deleted: deleted employees are kept apart. This list shows "
+    "the active employees and the recycle bin the deleted ones; remove is_deleted from "
+    "the filter, or open the recycle bin."
+)
+
 bp = Blueprint("directory", __name__)
 
 
@@ -107,7 +117,16 @@ def create_app(mapper: em.Mapper, **config: Any) -> Flask:
     app.register_blueprint(fields_bp)
     app.register_error_handler(em.QueryValidationError, _query_error_page)
     app.register_error_handler(em.VersionConflictError, _conflict_error_page)
+    app.register_error_handler(404, _not_found_page)
+    app.register_error_handler(405, _not_allowed_page)
+    app.after_request(_name_the_worker)
     return app
+
+
+def _name_the_worker(response: Response) -> Response:
+    """``X-Worker: <pid>``: which process answered (the app may run as several workers)."""
+    response.headers["X-Worker"] = str(os.getpid())
+    return response
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -156,14 +175,21 @@ class QueryProblem:
     expression: str | None = None
 
     @classmethod
-    def from_error(cls, exc: em.QueryValidationError, *, sort: str = "") -> QueryProblem:
+    def from_error(
+        cls, exc: em.QueryValidationError, *, sort: str = "", user_sort: str = ""
+    ) -> QueryProblem:
+        """The problem of ``exc``; ``sort`` is the sort sent (``user_sort`` plus the id
+        tiebreaker), ``user_sort`` the one shown (the tiebreaker is internal)."""
+        if exc.field == SOFT_DELETE_FIELD:
+            return cls(DELETED_FILTER_MESSAGE, "filter", exc.field)
         if exc.expression is None:
-            source = "paging"
-        elif exc.expression == sort:
-            source = "sort"
-        else:
-            source = "filter"
-        return cls(str(exc), source, exc.field, exc.position, exc.expression)
+            return cls(str(exc), "paging", exc.field, exc.position, exc.expression)
+        if exc.expression == sort:
+            position = exc.position
+            if position is not None and position > len(user_sort):
+                position = None  # cannot happen for a valid tiebreaker; never point past it
+            return cls(str(exc), "sort", exc.field, position, user_sort or sort)
+        return cls(str(exc), "filter", exc.field, exc.position, exc.expression)
 
 
 @attrs.define
@@ -279,11 +305,14 @@ def _list(
             **(options or {}),
         )
     except em.QueryValidationError as exc:
-        problem = QueryProblem.from_error(exc, sort=sort)
+        problem = QueryProblem.from_error(exc, sort=sort, user_sort=listing.sort)
         html = render_template(template, listing=listing, problem=problem, results=None, **context)
         return html, 400
     pager = Pager.of(results, listing.limit)
-    html = render_template(template, listing=listing, results=results, pager=pager, **context)
+    past_end = not results.documents and results.total > 0  # e.g. ?page=9 of 4
+    html = render_template(
+        template, listing=listing, results=results, pager=pager, past_end=past_end, **context
+    )
     return html, 200
 
 
@@ -298,6 +327,19 @@ def _query_error_page(exc: em.QueryValidationError) -> tuple[str, int]:
 def _conflict_error_page(exc: em.VersionConflictError) -> tuple[str, int]:
     message = "The document was changed by someone else in the meantime; reload and retry."
     return render_template("error.html", title="Version conflict", message=message), 409
+
+
+def _not_found_page(exc: Exception) -> tuple[str, int]:
+    message = (
+        "There is no such page or employee: the address may be mistyped, or the employee "
+        "was deleted for good."
+    )
+    return render_template("error.html", title="Not found", message=message), 404
+
+
+def _not_allowed_page(exc: Exception) -> tuple[str, int]:
+    message = "This address does not accept that kind of request; use the app's links."
+    return render_template("error.html", title="Not allowed", message=message), 405
 
 
 # -- employees ---------------------------------------------------------------------------
@@ -378,8 +420,13 @@ def edit_employee(id: str) -> Response | tuple[str, int]:
     """The edit form. It carries the ``version`` it shows; a save made over another version
     is refused with the current values (409), whether the change is seen before writing or
     by Elasticsearch's version check during the write."""
-    employee = _employee_or_404(id)
+    found = _load(Employee, id)
     if request.method == "GET":
+        if found is None:
+            deleted = _employee_or_404(id, soft_deletes="deleted")
+            flash(f"{deleted.name} is in the recycle bin: restore it to edit it.", "error")
+            return _see_other(".show_employee", id=id)
+        employee: Employee = found
         values = employee_values(employee) | custom_values(employee, team_fields(employee.team))
         return _form_page(values, {}, employee=employee, version=employee.version), 200
 
@@ -387,6 +434,16 @@ def edit_employee(id: str) -> Response | tuple[str, int]:
     custom = team_fields(values.get("team"))
     values.update(read_form(request.form, custom_form_names(custom)))
     seen_version = request.form.get("version", "")
+    if found is None:
+        # Deleted since the form was opened (in another tab, by someone else): say so and
+        # offer to restore it with these changes, or to create it again from them.
+        deleted = _load(Employee, id, soft_deletes="deleted", cache=False)
+        if deleted is None or request.form.get("restore") != "1":
+            return _gone_page(id, deleted, values)
+        deleted.is_deleted = False
+        employee = deleted
+    else:
+        employee = found
     if seen_version != employee.version:
         return _conflict_page(employee, values)
     errors = apply_employee(employee, values)
@@ -399,9 +456,8 @@ def edit_employee(id: str) -> Response | tuple[str, int]:
             session.rollback()
             session.expunge(employee)
             current = _load(Employee, id, cache=False, soft_deletes="all")
-            if current is None:
-                flash("This employee was deleted in the meantime.", "error")
-                return _see_other(".list_employees")
+            if current is None or current.is_deleted:
+                return _gone_page(id, current, values)
             return _conflict_page(current, values)
         except em.DocumentValidationError as exc:
             errors = error_for(exc)
@@ -427,26 +483,61 @@ def _form_page(
 
 
 def _conflict_page(current: Employee, submitted: dict[str, str]) -> tuple[str, int]:
-    """409: someone else saved ``current`` since the form was loaded; show both versions and
-    a form with the current values and version."""
+    """409: someone else saved ``current`` since the form was loaded; show both versions
+    (highlighting the fields where *your* edit differs from the current version) and a form
+    with the current values and version."""
     custom = team_fields(current.team)
     current_values = employee_values(current) | custom_values(current, custom)
-    changed = {k for k, v in submitted.items() if current_values.get(k, "") != v}
+    yours = _as_stored(submitted)
+    changed = {k for k, v in yours.items() if current_values.get(k, "") != v}
+    teams = _team_names()
+    labels = LABELS | {f"cf.{d.name}": d.name for d in custom}
+    rows = [name for name in (*EMPLOYEE_FORM, *custom_form_names(custom))]
+
+    def shown(name: str, value: str) -> str:
+        return teams.get(value, value) if name == "team" else value
+
     html = render_template(
         "employees/conflict.html",
         employee=current,
-        current=current_values,
-        submitted=submitted,
+        current={k: shown(k, v) for k, v in current_values.items()},
+        submitted={k: shown(k, v) for k, v in submitted.items()},
         changed=changed,
-        fields=EMPLOYEE_FORM,
-        labels=LABELS,
+        fields=rows,
+        labels=labels,
         values=current_values,
         errors={},
         version=current.version,
-        teams=_team_names(),
+        teams=teams,
         custom=custom,
     )
     return html, 409
+
+
+def _as_stored(submitted: dict[str, str]) -> dict[str, str]:
+    """The submitted form values as they would be stored then shown again (``python,go``
+    is ``python, go``, ``041`` is ``41``): only real differences count as changes. A value
+    the model refuses is kept as typed."""
+    probe = Employee()
+    custom = team_fields(submitted.get("team"))
+    errors = apply_employee(probe, submitted)
+    errors.update(apply_custom(probe, submitted, custom))
+    stored = employee_values(probe) | custom_values(probe, custom)
+    return {k: (v if k in errors or k not in stored else stored[k]) for k, v in submitted.items()}
+
+
+def _gone_page(id: str, deleted: Employee | None, submitted: dict[str, str]) -> tuple[str, int]:
+    """An edit saved after the employee was deleted: explain, and offer to restore it with
+    the edit (soft-deleted: 409) or to create it again from the edit (deleted for good:
+    410). Nothing is written by this page."""
+    html = render_template(
+        "employees/gone.html",
+        id=id,
+        deleted=deleted,
+        submitted=submitted,
+        team_name=_team_names().get(submitted.get("team", ""), submitted.get("team", "")),
+    )
+    return html, 409 if deleted is not None else 410
 
 
 @bp.post("/employees/<id>/delete")
@@ -483,19 +574,25 @@ def restore_employee(id: str) -> Response:
     return _see_other(".trash")
 
 
-@bp.post("/trash/<id>/purge")
-def purge_employee(id: str) -> Response:
-    """Hard delete of one employee of the recycle bin."""
+@bp.route("/trash/<id>/purge", methods=["GET", "POST"])
+def purge_employee(id: str) -> Response | tuple[str, int]:
+    """Hard delete of one employee of the recycle bin; GET asks for confirmation."""
     employee = _employee_or_404(id, soft_deletes="deleted")
+    if request.method == "GET":
+        return render_template("confirm.html", employee=employee, count=None), 200
     session.remove(employee)
     session.flush()
     flash(f"{employee.name} was deleted for good.")
     return _see_other(".trash")
 
 
-@bp.post("/trash/empty")
-def empty_trash() -> Response:
-    """Hard delete of every soft-deleted employee (one delete-by-query, not the session)."""
+@bp.route("/trash/empty", methods=["GET", "POST"])
+def empty_trash() -> Response | tuple[str, int]:
+    """Hard delete of every soft-deleted employee (one delete-by-query, not the session);
+    GET asks for confirmation."""
+    if request.method == "GET":
+        count = current_mapper.repository(Employee).count(soft_deletes="deleted")
+        return render_template("confirm.html", employee=None, count=count), 200
     removed = current_mapper.repository(Employee).remove_all(
         None, soft_deletes="deleted", consistency="wait"
     )

@@ -1,9 +1,8 @@
 """Between HTML forms and models: read a submitted form, copy it into a document.
 
-Values are assigned attribute by attribute, so the model's own checks report every bad field
-at once (a value that cannot be mapped, e.g. ``age="abc"``, raises
-:class:`~esmapper.errors.DocumentValidationError` naming the field on assignment); the
-business rules of ``Employee.validate`` run later, when the session flushes.
+Values are assigned attribute by attribute and the business rules are checked with
+``Employee.problems()``, so a form shows every bad field at once, in words for the user;
+``Employee.validate`` runs again when the session flushes (the last word before writing).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ __all__ = [
     "employee_values",
     "error_for",
     "read_form",
+    "user_message",
 ]
 
 #: The form fields of an employee, in display order (address fields are prefixed).
@@ -80,26 +80,45 @@ def _assign(target: Any, attribute: str, value: Any, errors: Errors, key: str) -
     try:
         setattr(target, attribute, value)
     except em.DocumentValidationError as exc:
-        errors[key] = str(exc)
+        errors[key] = user_message(exc)
+
+
+def user_message(exc: em.DocumentError) -> str:
+    """The message of ``exc`` without the ``Model.field:`` prefix of the model's checks."""
+    message = str(exc)
+    field = getattr(exc, "field", None)
+    if field:
+        prefix = re.match(r"^\w+\.[\w.]+: ", message)
+        if prefix:
+            message = message[prefix.end() :]
+    return message[:1].upper() + message[1:]
 
 
 def apply_employee(employee: Employee, values: Mapping[str, str]) -> Errors:
-    """Copy form ``values`` into ``employee``; returns the fields the model refused.
+    """Copy form ``values`` into ``employee``; returns every problem at once, by field, in
+    words for the user: the values the model refused and the broken business rules of
+    :meth:`Employee.problems` (which ``validate()`` would only report one at a time).
 
-    ``age`` is converted when it is an integer and otherwise handed over as typed, for the
-    model to refuse; an empty ``department`` means none; ``skills`` are comma-separated.
+    ``age`` must be a whole number; an empty ``department`` means none; ``skills`` are
+    comma-separated.
     """
     errors: Errors = {}
     for name in ("name", "email", "title", "team"):
         _assign(employee, name, values.get(name, ""), errors, name)
     _assign(employee, "department", values.get("department") or None, errors, "department")
     raw_age = values.get("age", "")
-    age: int | str = int(raw_age) if _INTEGER.match(raw_age) else raw_age
-    _assign(employee, "age", age, errors, "age")
+    if not raw_age:
+        errors["age"] = "The age is required."
+    elif not _INTEGER.match(raw_age):
+        errors["age"] = f"Enter the age as a whole number, e.g. 42 (not {raw_age!r})."
+    else:
+        _assign(employee, "age", int(raw_age), errors, "age")
     skills = [s.strip() for s in values.get("skills", "").split(",") if s.strip()]
     _assign(employee, "skills", skills, errors, "skills")
     address = {name: values.get(f"address.{name}", "") for name in ADDRESS_FIELDS}
     _assign(employee, "address", Address(**address), errors, "address")
+    for field, message in employee.problems().items():
+        errors.setdefault(field, message)
     return errors
 
 
@@ -114,4 +133,4 @@ def apply_team(team: Team, values: Mapping[str, str]) -> Errors:
 def error_for(exc: em.DocumentError) -> Errors:
     """The form errors of a failed write: on its field when it names one."""
     field = getattr(exc, "field", None)
-    return {field or "": str(exc)}
+    return {field or "": user_message(exc)}

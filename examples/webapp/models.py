@@ -10,13 +10,19 @@
   the team ``platform`` of company ``acme`` is stored as ``acme:platform``, so adding it
   twice is a :class:`~esmapper.errors.DuplicateDocumentError`.
 
-``mapper`` is built from the environment (``ESMAPPER_URL``, ``ESMAPPER_INDEX_PREFIX``) when
+Employees read by id are cached for 5 minutes: in-process by default, and shared by every
+worker with ``ESMAPPER_REDIS_URL`` set (an edit through one worker is never served stale
+by another, see :mod:`examples.webapp.workers`).
+
+``mapper`` is built from the environment (``ESMAPPER_URL``, ``ESMAPPER_INDEX_PREFIX``,
+``ESMAPPER_REDIS_URL``) when
 this module is imported; the client connects on first use, so importing is cheap. The CLI
 finds it with ``esmapper --app examples.webapp.models:mapper migrate``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from typing import Any
@@ -60,6 +66,7 @@ class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasCus
         version = 1
         settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
         default_search_fields = ("name", "title", "email")  # what a bare word searches
+        cache = dt.timedelta(minutes=5)  # by-id reads (the show and edit pages) are cached
         tenant_field = "team"  # each team defines its own custom fields
 
     name: str = em.field(em.Text(fields={"keyword": em.Keyword()}), default="")
@@ -72,16 +79,27 @@ class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasCus
     skills: list[str] = em.field(em.Keyword(), factory=list)
     address: Address = em.field(factory=Address)
 
-    def validate(self) -> None:
-        """Business rules, checked by esmapper before every add and save."""
+    def problems(self) -> dict[str, str]:
+        """Every broken business rule, by field, in words for the user (a form shows them
+        all at once)."""
+        found: dict[str, str] = {}
         if not self.name.strip():
-            raise em.DocumentValidationError("A name is required.", field="name")
+            found["name"] = "A name is required."
         if not _EMAIL.match(self.email):
-            raise em.DocumentValidationError(
-                f"{self.email!r} is not an e-mail address.", field="email"
+            found["email"] = (
+                "Enter an e-mail address, e.g. jane@example.com."
+                if not self.email
+                else f"{self.email!r} is not an e-mail address."
             )
         if not 16 <= self.age <= 100:
-            raise em.DocumentValidationError("The age must be between 16 and 100.", field="age")
+            found["age"] = "The age must be between 16 and 100."
+        return found
+
+    def validate(self) -> None:
+        """Business rules, checked by esmapper before every add and save (the first one
+        broken is raised; :meth:`problems` lists them all)."""
+        for field, message in self.problems().items():
+            raise em.DocumentValidationError(message, field=field)
 
 
 class Team(em.Document, em.HasDates, em.Versioned):

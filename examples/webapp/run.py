@@ -3,7 +3,9 @@
 It uses the cluster at ``ESMAPPER_URL``, or starts the embedded local test server (the
 ``noida-db`` package of the ``test`` extra) when that is not set; runs ``mapper.migrate()``
 (indexes and migrations); loads sample data into an empty directory; and serves the app on
-http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C.
+http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C. ``--workers 2`` serves it as two worker
+processes on that port sharing Redis (``ESMAPPER_REDIS_URL``, else an embedded Redis is
+started; see :mod:`examples.webapp.workers`).
 
 :func:`serve_in_background` starts the app on a real socket in a thread (tests, demos).
 """
@@ -11,9 +13,11 @@ http://127.0.0.1:$PORT/ (default 5000) until Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -28,8 +32,17 @@ from esmapper.migrations import MigrationResult
 from examples.webapp import sample_data
 from examples.webapp.app import create_app
 from examples.webapp.models import Employee, build_mapper
+from examples.webapp.workers import Workers
 
-__all__ = ["BackgroundServer", "main", "prepare", "serve", "serve_in_background"]
+__all__ = [
+    "BackgroundServer",
+    "main",
+    "port_problem",
+    "prepare",
+    "serve",
+    "serve_in_background",
+    "serve_workers",
+]
 
 
 @attrs.define
@@ -92,6 +105,55 @@ def serve(mapper: em.Mapper, host: str = "127.0.0.1", port: int = 5000) -> None:
     print("\nstopped", flush=True)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be served on (in use, not allowed), with how to choose
+    another port; ``None`` when it is free. Checked before any start-up work."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return f"cannot serve on {host}: {exc.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        if os.name != "nt":  # as the server does: a port in TIME_WAIT is free
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = (
+                "is already in use"
+                if exc.errno == errno.EADDRINUSE
+                else f"cannot be used ({exc.strerror})"
+            )
+            other = 8000 if port != 8000 else 8001
+            return (
+                f"port {port} on {host} {reason}. Choose another port with --port "
+                f"(python -m examples.webapp --port {other}) or the PORT variable "
+                f"(PORT={other} python -m examples.webapp)."
+            )
+    return None
+
+
+def serve_workers(url: str, prefix: str, n: int, host: str, port: int) -> int:
+    """Serve the directory as ``n`` worker processes on ``host:port`` sharing Redis
+    (``ESMAPPER_REDIS_URL``, else an embedded one) until Ctrl-C or SIGTERM."""
+    from esmapper.testing import redis_url
+
+    redis = os.environ.get("ESMAPPER_REDIS_URL") or redis_url()
+    env = {"ESMAPPER_URL": url, "ESMAPPER_INDEX_PREFIX": prefix, "ESMAPPER_REDIS_URL": redis}
+    workers = Workers(n, host, port, env).start()
+    print(
+        f"Employee directory on {workers.url}/ ({n} worker processes sharing Redis at "
+        f"{redis}; Ctrl-C to stop)",
+        flush=True,
+    )
+    try:
+        workers.wait()
+    except KeyboardInterrupt:
+        workers.stop()
+    print("\nstopped", flush=True)
+    return 0
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the embedded server is stopped too
 
@@ -104,7 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sample", type=int, default=40, help="employees to load into an empty directory"
     )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes sharing Redis (default 1)"
+    )
     args = parser.parse_args(argv)
+    problem = port_problem(args.host, args.port)
+    if problem is not None:  # before starting a server or migrating anything
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
 
@@ -131,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"migrations: {result.value}", flush=True)
             if result is not MigrationResult.SUCCESS:
                 return 1
+            if args.workers > 1:
+                return serve_workers(url, mapper.index_prefix, args.workers, args.host, args.port)
             serve(mapper, args.host, args.port)
     finally:
         if local is not None:

@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -193,20 +194,43 @@ def test_a_change_in_another_process_invalidates_the_cached_mapping(
 
 
 def test_a_write_rechecks_a_stale_mapping_for_names_it_does_not_know(
-    es_url: str, index_prefix: str, mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+    es_url: str, index_prefix: str, mapper: em.Mapper
 ) -> None:
     """A mapper whose cache client another mapper does not share still indexes a field
-    the other defined: a write with names its cached mapping lacks reloads it (when older
-    than RECHECK_AFTER seconds; 0 here)."""
-    from esmapper.custom_fields import indexing
-
+    the other defined: a write reloads a cached mapping older than ``recheck_after``
+    seconds (an hour, then 0 here)."""
     repo = mapper.repository(Employee)
-    mapper.custom_fields(Employee).add_field("acme", "Level", "int")
+    fields = mapper.custom_fields(Employee)
+    fields.recheck_after = 3600.0
+    fields.add_field("acme", "Level", "int")
     repo.add(Employee(company_id="acme", custom_fields={"Level": 1}))  # mapping cached
     with em.Mapper(es_url, models=[Employee], index_prefix=index_prefix) as other:
         other.custom_fields(Employee).add_field("acme", "Rank", "int")  # its own cache
     kept = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
-    assert kept.idx == {}  # a fresh mapping is trusted for a while
-    monkeypatch.setattr(indexing, "RECHECK_AFTER", 0.0)
+    assert kept.idx == {}  # a fresh-enough mapping is trusted
+    fields.recheck_after = 0.0
     seen = repo.add(Employee(company_id="acme", custom_fields={"Rank": 3}))
     assert seen.idx == {"int-2": 3}
+
+
+def test_a_write_after_another_process_retyped_a_field_uses_the_new_slot(
+    es_url: str, index_prefix: str, mapper: em.Mapper
+) -> None:
+    """Process A has the mapping cached; process B (not sharing A's cache) soft-deletes
+    Level (int-1) and adds Level as keyword (keyword-1). Once A's mapping is older than
+    ``recheck_after``, A's writes of Level go to keyword-1, even though A knew the name."""
+    repo = mapper.repository(Employee)
+    fields = mapper.custom_fields(Employee)
+    fields.recheck_after = 0.2
+    fields.add_field("acme", "Level", "int")
+    repo.add(Employee(name="warm", company_id="acme", custom_fields={"Level": 1}))  # cached
+    with em.Mapper(es_url, models=[Employee], index_prefix=index_prefix) as other:
+        theirs = other.custom_fields(Employee)
+        theirs.remove_field("acme", "Level")
+        theirs.add_field("acme", "Level", "keyword")
+    time.sleep(0.3)  # past recheck_after (a wait, not a timed assertion)
+    doc = repo.add(
+        Employee(name="new", company_id="acme", custom_fields={"Level": "7"}),
+        consistency="immediate",
+    )
+    assert doc.idx == {"keyword-1": "7"}

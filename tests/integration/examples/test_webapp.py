@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,7 +24,8 @@ from esmapper.migrations import MigrationResult
 from examples.webapp import sample_data
 from examples.webapp.migrations import DEFAULT_DEPARTMENT
 from examples.webapp.models import Employee, Team
-from examples.webapp.run import serve_in_background
+from examples.webapp.run import main as run_main
+from examples.webapp.run import port_problem, serve_in_background
 
 from .conftest import make_employee
 
@@ -105,6 +107,7 @@ def test_list_filters_sorts_and_pages(client: FlaskClient, employees: list[Emplo
         ({"sort": "-salary"}, ["Invalid sort", "salary"]),
         ({"page": "x"}, ["Invalid paging", "page must be a whole number"]),
         ({"page": "5000"}, ["Invalid paging", "search_after"]),
+        ({"q": "is_deleted:true"}, ["Invalid filter", "recycle bin", "is_deleted"]),
     ],
 )
 def test_an_invalid_list_request_is_a_400_with_a_message(
@@ -117,6 +120,7 @@ def test_an_invalid_list_request_is_a_400_with_a_message(
     for fragment in expected:
         assert fragment in page
     assert names(page) == []
+    assert "soft_deletes" not in page and " id\n" not in page  # no internals
     # the filter box keeps what the user typed
     if "q" in args:
         assert f'value="{args["q"]}"' in page
@@ -150,8 +154,19 @@ def test_create_shows_validation_errors_on_the_form(
     bad_age = client.post("/employees/new", data={**FORM, "age": "forty"})
     assert bad_age.status_code == 400
     page = text(bad_age)
-    assert 'id="error-age"' in page and "Employee.age: expected an integer" in page
+    assert 'id="error-age"' in page and "Enter the age as a whole number" in page
+    assert "Employee.age" not in page  # user words, not the model's
     assert 'value="forty"' in page and 'value="Jane Roe"' in page  # the input is kept
+
+    # every problem at once: refused values and business rules alike
+    everything = client.post("/employees/new", data={**FORM, "age": "", "name": "", "email": "x"})
+    assert everything.status_code == 400
+    errors = dict(re.findall(r'class="error" id="error-([\w.]+)">([^<]*)<', text(everything)))
+    assert errors == {
+        "name": "A name is required.",
+        "email": "'x' is not an e-mail address.",
+        "age": "The age is required.",
+    }
 
     bad_email = client.post("/employees/new", data={**FORM, "email": "not-an-email"})
     assert bad_email.status_code == 400
@@ -333,9 +348,90 @@ def test_teams_use_composite_ids(
 
 
 def test_an_unknown_employee_is_a_404(client: FlaskClient, employees: list[Employee]) -> None:
-    assert client.get("/employees/nope").status_code == 404
-    assert client.get("/employees/" + "x" * 600).status_code == 404
-    assert client.post("/employees/nope/edit", data=FORM).status_code == 404
+    for url in ("/employees/nope", "/employees/" + "x" * 600, "/no/such/page"):
+        response = client.get(url)
+        assert response.status_code == 404
+        assert "<h1>Not found</h1>" in text(response) and "esmapper directory" in text(response)
+    # an edit of an id that never existed: nothing to restore, it can be added as new
+    gone = client.post("/employees/nope/edit", data=FORM)
+    assert gone.status_code == 410
+    assert "deleted for good" in text(gone) and 'id="restore-with-changes"' not in text(gone)
+
+
+def test_the_sort_error_does_not_show_the_id_tiebreaker(
+    client: FlaskClient, employees: list[Employee]
+) -> None:
+    page = text(client.get("/employees", query_string={"sort": "-salary"}))
+    assert "<pre>-salary\n^</pre>" in page
+
+
+def test_a_page_past_the_end_says_so(client: FlaskClient, employees: list[Employee]) -> None:
+    page = text(client.get("/employees?page=9"))
+    assert "Page 9 is past the end" in page and "No employee matches" not in page
+    assert 'id="last-page" href="/employees?page=3"' in page or 'href="/employees?page=3"' in page
+
+
+def test_saving_an_edit_of_a_deleted_employee_offers_restore_or_recreate(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    seen = hidden_version(text(client.get(f"/employees/{employee.id}/edit")))
+    assert client.post(f"/employees/{employee.id}/delete").status_code == 303  # other tab
+    mine = {**FORM, "name": "Person 01", "title": "Mine", "version": seen}
+    response = client.post(f"/employees/{employee.id}/edit", data=mine)
+    assert response.status_code == 409
+    page = text(response)
+    assert "moved to the recycle bin" in page and "not saved" in page
+    assert "Not Found" not in page
+
+    # "Restore it with my changes" posts the edit again, against the deleted version
+    restore = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page))
+    assert restore["restore"] == "1"
+    again = client.post(f"/employees/{employee.id}/edit", data=restore)
+    assert again.status_code == 303, text(again)
+    stored = repo.get(employee.id)
+    assert stored is not None and not stored.is_deleted and stored.title == "Mine"
+
+    # deleted for good: it can be added again as a new employee
+    client.post(f"/employees/{employee.id}/delete")
+    client.post(f"/trash/{employee.id}/purge")
+    gone = client.post(f"/employees/{employee.id}/edit", data={**mine, "version": "x"})
+    assert gone.status_code == 410 and 'id="recreate"' in text(gone)
+    created = client.post("/employees/new", data={**FORM, "name": "Person 01", "title": "Mine"})
+    assert created.status_code == 303
+    assert repo.count("title:mine", consistency="immediate") == 1
+
+
+def test_editing_an_employee_of_the_recycle_bin_says_so(
+    client: FlaskClient, employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    client.post(f"/employees/{employee.id}/delete")
+    response = client.get(f"/employees/{employee.id}/edit")
+    assert response.status_code == 303
+    assert "restore it to edit it" in text(client.get(response.headers["Location"]))
+
+
+def test_the_conflict_page_highlights_only_real_differences(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee], team: Team
+) -> None:
+    employee = employees[0]
+    form = text(client.get(f"/employees/{employee.id}/edit"))
+    seen = hidden_version(form)
+    other = repo.get(employee.id)
+    assert other is not None
+    other.title = "Changed by Bob"
+    repo.save(other, consistency="wait")
+    values = dict(
+        re.findall(r'<input id="f-([\w.]+)" name="[^"]+" type="\w+" value="([^"]*)">', form)
+    )
+    mine = {**values, "team": "platform", "age": "021", "city": "x", "version": seen}
+    mine["address.city"] = "Paris"
+    response = client.post(f"/employees/{employee.id}/edit", data=mine)
+    assert response.status_code == 409
+    changed = re.findall(r'class="changed" data-field="([\w.]+)"', text(response))
+    assert changed == ["title", "address.city"]  # not age "021" (21), not team
+    assert ">Platform</td>" in text(response)  # the team by name
 
 
 # -- migrations and sample data ----------------------------------------------------------
@@ -402,3 +498,31 @@ def test_the_app_on_a_real_socket(
     assert caught.value.code == 400
     assert "Invalid filter" in html.unescape(caught.value.read().decode())
     caught.value.close()
+
+
+def test_deleting_for_good_asks_for_confirmation_first(
+    client: FlaskClient, repo: em.Repository[Employee], employees: list[Employee]
+) -> None:
+    employee = employees[0]
+    client.post(f"/employees/{employee.id}/delete")
+    ask = client.get(f"/trash/{employee.id}/purge")
+    assert ask.status_code == 200 and "cannot be restored" in text(ask)
+    assert "1 employee in the recycle bin" in text(client.get("/trash/empty"))
+    assert repo.get(employee.id, soft_deletes="all") is not None  # asking deleted nothing
+
+
+def test_a_busy_port_is_reported_before_starting_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        problem = port_problem("127.0.0.1", port)
+        assert problem is not None and "already in use" in problem
+        assert "--port" in problem and "PORT=" in problem
+        assert run_main(["--port", str(port)]) == 1
+    out, err = capsys.readouterr()
+    assert f"port {port} on 127.0.0.1 is already in use" in err
+    assert "embedded" not in out and "migrations" not in out  # nothing was started
+    assert port_problem("127.0.0.1", port) is None

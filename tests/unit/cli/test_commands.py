@@ -109,28 +109,47 @@ def test_find_model_by_class_or_index_name(app: str) -> None:
         find_model(mapper, "nope")
 
 
-def test_maintain_without_the_maintenance_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.maintenance", None)
-    result = invoke("--app", f"{app}:mapper", "maintain")
-    assert_one_error_line(result, "index maintenance is unavailable")
+def test_maintain_prints_the_report_of_each_job(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from esmapper import _cli_jobs
+    from esmapper.indexes.maintenance import MaintenanceReport
+    from esmapper.jobs import CleanupItem, IndexCleanupReport, JobResult
 
-
-def test_maintain_calls_the_maintenance_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("esmapper.indexes.maintenance")
-    report = types.SimpleNamespace(
+    report = MaintenanceReport(
         expired=("logs-v1-2020.01.01",),
         deleted=("logs-v1-2020.01.01",),
         alias_actions=({"add": {"index": "logs-v1-2030.01.01", "alias": "logs"}},),
     )
-    module.maintain = lambda mapper: report  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.maintenance", module)
+    cleaned = IndexCleanupReport(
+        candidates=(CleanupItem("emp-v1", "leftover", "replaced", "Employee"),),
+        deleted=("emp-v1",),
+        dry_run=False,
+    )
+
+    class FakeJob:
+        def __init__(self, result: JobResult) -> None:
+            self.result = result
+
+        def run(self, cancel: Any = None) -> JobResult:
+            return self.result
+
+    done = JobResult.success("maintenance", "1 expired, 1 deleted, 1 alias changes", report)
+    swept = JobResult.success("index-cleanup", "deleted 1 indexes", cleaned)
+    monkeypatch.setattr(_cli_jobs, "MaintainIndexesJob", lambda mapper: FakeJob(done))
+    monkeypatch.setattr(_cli_jobs, "CleanupIndexesJob", lambda mapper, **kw: FakeJob(swept))
     result = invoke("--app", f"{app}:mapper", "maintain")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         "deleted logs-v1-2020.01.01",
         "alias add logs -> logs-v1-2030.01.01",
         "maintenance: 1 expired, 1 deleted, 1 alias changes",
+        "deleted emp-v1",
+        "index cleanup: deleted 1 indexes",
     ]
+
+
+def test_maintain_against_an_unreachable_server_is_one_error_line(app: str) -> None:
+    result = invoke("--app", f"{app}:mapper", "--url", UNREACHABLE, "maintain")
+    assert_one_error_line(result, "maintenance failed: cannot reach Elasticsearch")
 
 
 def fake_reindex(

@@ -1,0 +1,103 @@
+"""RedisMessageBus: ``entity_changed`` delivered to every process of the application.
+
+``publish`` delivers the message in this process first (``signals.entity_changed``, sender
+= the model class, ``message.origin == "local"``), then publishes it as JSON on the
+namespace's ``ev`` channel (``PUBLISH``, no waiting). The link's listener thread delivers
+what other processes published to ``signals.entity_changed`` in this one, with
+``message.origin == "remote"`` and ``options=None``; a process never gets its own messages
+twice (each carries the link's random token).
+
+Delivery is Redis pub/sub: at most once, to the processes subscribed at that moment. While
+Redis is unreachable the messages of this process reach only this process (the failure is
+logged once per outage by the link); the listener reconnects with back-off.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from esmapper import signals
+from esmapper.bus import Subscription, subscribe
+from esmapper.distributed.link import RedisLink, RedisUnavailable
+
+__all__ = ["RedisMessageBus"]
+
+log = logging.getLogger("esmapper.redis")
+
+
+class RedisMessageBus:
+    """A :class:`~esmapper.bus.MessageBus` over Redis pub/sub (see the module docstring).
+
+    ``link`` is a URL (a :class:`RedisLink` is made with ``namespace`` and
+    ``link_options``) or a link shared with the cache. Remote messages name their model
+    (``message.type``); the class is found among the models passed to :meth:`bind_model`
+    (the :class:`~esmapper.Mapper` binds its models) or to :meth:`subscribe`; a message of
+    an unknown model is sent with the model name as sender.
+    """
+
+    def __init__(
+        self, link: str | RedisLink, *, namespace: str = "esmapper", **link_options: Any
+    ) -> None:
+        self._owns_link = not isinstance(link, RedisLink)
+        self.link = (
+            link
+            if isinstance(link, RedisLink)
+            else RedisLink(link, namespace=namespace, **link_options)
+        )
+        self._models: dict[str, type] = {}
+        self.link.on("ev", self._deliver)
+
+    def bind_model(self, model: type) -> None:
+        """Deliver remote messages of ``model`` with the class as sender."""
+        info = getattr(model, "__esmapper__", None)
+        self._models[getattr(info, "name", None) or model.__name__] = model
+
+    def publish(self, model: type, message: signals.EntityChanged, **context: Any) -> None:
+        """Deliver to this process's receivers, then to the other processes (one
+        ``PUBLISH``; skipped, with the outage's one warning, while Redis is unreachable).
+        Raises ``TypeError`` when ``message.data`` does not serialize to JSON."""
+        self.bind_model(model)
+        message.origin = "local"
+        signals.send_safely(signals.entity_changed, model, message=message, **context)
+        payload = {
+            "t": message.type,
+            "i": message.id,
+            "c": int(message.change_type),
+            "d": message.data,
+        }
+        try:
+            self.link.publish("ev", payload)
+        except RedisUnavailable as exc:
+            log.debug(
+                "entity_changed for %s %r not sent to other processes: %s",
+                message.type,
+                message.id,
+                exc,
+            )
+
+    def subscribe(self, model: type, handler: Any) -> Subscription:
+        """Call ``handler(message)`` for every change of ``model``, local or remote
+        (``message.origin`` tells); ``.cancel()`` on the result stops it."""
+        self.bind_model(model)
+        return subscribe(model, handler)
+
+    def _deliver(self, payload: dict[str, Any]) -> None:
+        name = payload.get("t")
+        message = signals.EntityChanged(
+            type=name or "",
+            id=payload.get("i"),
+            change_type=signals.ChangeType(payload.get("c", signals.ChangeType.SAVED)),
+            data=payload.get("d") or {},
+            origin="remote",
+        )
+        sender: Any = self._models.get(name or "", name)
+        signals.send_safely(signals.entity_changed, sender, message=message, options=None)
+
+    def close(self) -> None:
+        """Close the link if this bus made it."""
+        if self._owns_link:
+            self.link.close()
+
+    def __repr__(self) -> str:
+        return f"RedisMessageBus({self.link!r})"

@@ -1,0 +1,337 @@
+"""``mapper.health()`` and ``esmapper status --health``: is everything as the code expects?
+
+:func:`check_health` only reads. It sends ``GET /_cluster/health``, then per registered
+model ``GET /_alias/<alias>`` and ``HEAD /<index>`` (time-series: the template and
+``GET /<alias>-v*/_alias``), ``GET /<alias>-v*`` (leftovers, write blocks), the mapping and
+the total-fields limit of the index serving it, the ``reindex:<alias>`` lock and the
+ingest pipeline (``GET /_ingest/pipeline/<name>``); then the migration plan
+(:func:`esmapper.migrations.plan`). What it finds becomes :class:`HealthIssue` s of two
+severities:
+
+``attention`` (``HealthReport.ok`` is false, ``esmapper status --health`` exits 1): the
+cluster is red; a model's index or alias is missing; a reindex is pending (the alias
+points at an older version); an index serving a model is write-blocked and no reindex runs
+(left behind by a killed one, or someone else's block); the model declares fields the
+index does not map, or with another type; an index uses 90% or more of its total-fields
+limit; a named ingest pipeline does not exist; the migrations cannot be planned.
+
+``warning``: the cluster is yellow; a reindex or a migrate runs now; old indexes left
+behind; fields mapped on the server the model does not know; 75% of the field limit;
+pending migrations; a defined pipeline not created yet (the first write creates it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import attrs
+from elasticsearch import NotFoundError
+
+from esmapper.errors import EsmapperError
+from esmapper.indexes.blocks import read_block, serving_blocked
+from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
+from esmapper.indexes.leftovers import find_leftovers
+from esmapper.indexes.maintenance import list_partitions
+from esmapper.locks import LockProvider
+
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.mapper import Mapper
+
+__all__ = ["HealthIssue", "HealthReport", "ModelHealth", "check_health"]
+
+Severity = Literal["attention", "warning"]
+#: Shares of the total-fields limit that make a warning / need attention.
+FIELDS_WARNING: Final = 0.75
+FIELDS_ATTENTION: Final = 0.90
+
+
+@attrs.frozen
+class HealthIssue:
+    """Something found: ``severity`` (``attention`` or ``warning``), ``code`` (``cluster``,
+    ``missing``, ``no_alias``, ``reindex_pending``, ``reindex_running``, ``write_block``,
+    ``leftover``, ``mapping_drift``, ``fields``, ``pipeline``, ``migrations``), the
+    ``model`` (class name, ``None`` for the cluster and migrations) and a ``message``."""
+
+    severity: Severity
+    code: str
+    message: str
+    model: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.model}: " if self.model else ""
+        return f"{self.severity}: {where}{self.message}"
+
+
+@attrs.frozen
+class ModelHealth:
+    """One model: its ``alias`` and the ``indexes`` behind it (time-series: the number
+    of partitions in ``partitions``), the ``expected`` index (or partition pattern),
+    ``state`` (``ok``, ``missing``, ``no alias``, ``outdated``), the checked index's
+    ``fields`` and ``field_limit``, its ``drift`` and the ``pipeline`` writes run."""
+
+    model: str
+    alias: str
+    kind: str
+    expected: str
+    indexes: tuple[str, ...] = ()
+    partitions: int = 0
+    state: str = "ok"
+    fields: int | None = None
+    field_limit: int | None = None
+    drift: MappingDrift | None = None
+    pipeline: str | None = None
+    issues: tuple[HealthIssue, ...] = ()
+
+
+@attrs.frozen
+class HealthReport:
+    """The cluster's ``status`` (``green``, ``yellow``, ``red``), its ``cluster_name``
+    and ``nodes``, one :class:`ModelHealth` per model, and every issue found."""
+
+    status: str
+    cluster_name: str
+    nodes: int
+    models: tuple[ModelHealth, ...] = ()
+    issues: tuple[HealthIssue, ...] = ()
+
+    @property
+    def attention(self) -> list[HealthIssue]:
+        return [i for i in self.issues if i.severity == "attention"]
+
+    @property
+    def warnings(self) -> list[HealthIssue]:
+        return [i for i in self.issues if i.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        """Nothing needs attention (warnings allowed)."""
+        return not self.attention
+
+    def lines(self) -> Iterator[str]:
+        """The report for humans (``esmapper status --health``)."""
+        yield f"cluster {self.cluster_name}: {self.status} ({self.nodes} nodes)"
+        rows = [["MODEL", "ALIAS", "INDEX", "FIELDS", "PIPELINE", "STATE"]]
+        for model in self.models:
+            index = ", ".join(model.indexes) or "-"
+            if model.kind in ("daily", "monthly"):
+                index = f"{model.expected} ({model.partitions} partitions)"
+            fields = "-" if model.fields is None else f"{model.fields}/{model.field_limit}"
+            rows.append(
+                [model.model, model.alias, index, fields, model.pipeline or "-", model.state]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        if len(rows) > 1:
+            for row in rows:
+                yield "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for issue in sorted(self.issues, key=lambda i: i.severity != "attention"):
+            yield str(issue)
+        yield (
+            f"health: {len(self.attention)} need attention, {len(self.warnings)} warnings"
+            if self.issues
+            else "health: ok"
+        )
+
+
+def check_health(mapper: Mapper) -> HealthReport:
+    """Read the state of the cluster and of every registered model (see the module
+    docstring). Raises the client's errors when the server cannot be reached."""
+    client = mapper.client
+    cluster = client.cluster.health().body
+    status = str(cluster.get("status", "unknown"))
+    issues: list[HealthIssue] = []
+    if status == "red":
+        issues.append(HealthIssue("attention", "cluster", "the cluster status is red"))
+    elif status != "green":
+        issues.append(HealthIssue("warning", "cluster", f"the cluster status is {status}"))
+    locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    models = []
+    for model in mapper.models:
+        health = _model_health(mapper, mapper.spec(model), locks)
+        models.append(health)
+        issues += health.issues
+    issues += _migration_issues(mapper)
+    return HealthReport(
+        status=status,
+        cluster_name=str(cluster.get("cluster_name", "")),
+        nodes=int(cluster.get("number_of_nodes") or 0),
+        models=tuple(models),
+        issues=tuple(issues),
+    )
+
+
+def _migration_issues(mapper: Mapper) -> list[HealthIssue]:
+    from esmapper.migrations import plan
+    from esmapper.migrations.planning import in_progress
+
+    issues: list[HealthIssue] = []
+    running = in_progress(mapper)
+    if running is not None:
+        issues.append(HealthIssue("warning", "migrations", f"migrate runs now ({running})"))
+    try:
+        pending = [s for s in plan(mapper) if s.is_migration]
+    except EsmapperError as exc:
+        return [*issues, HealthIssue("attention", "migrations", f"cannot plan: {exc}")]
+    if pending and running is None:
+        issues.append(
+            HealthIssue("warning", "migrations", f"{len(pending)} pending migrations (migrate)")
+        )
+    return issues
+
+
+def _model_health(mapper: Mapper, spec: IndexSpec, locks: LockProvider) -> ModelHealth:
+    from esmapper.migrations.planning import view_index
+
+    client = mapper.client
+    name = spec.info.name
+    issues: list[HealthIssue] = []
+
+    def issue(severity: Severity, code: str, message: str) -> None:
+        issues.append(HealthIssue(severity, code, message, name))
+
+    view = view_index(client, spec)
+    state = "ok"
+    checked: str | None = None  # the index whose mapping is compared
+    indexes: tuple[str, ...] = ()
+    expected = spec.physical_name()
+    if spec.is_time_series:
+        expected = spec.index_pattern
+        live = sorted(
+            (p for p, aliases in list_partitions(client, spec).items() if spec.alias in aliases),
+            key=lambda p: (p.version, p.start),
+        )
+        current = [p for p in live if p.version == spec.version]
+        checked = current[-1].index if current else None
+        if not view.exists:
+            state = "missing"
+            issue("attention", "missing", f"no index template {spec.template_name}: run migrate")
+    elif view.current is None and not view.exists:
+        state = "missing"
+        issue("attention", "missing", f"no index {expected}: run migrate or configure_indexes")
+    elif view.current is None:
+        state = "no alias"
+        issue("attention", "no_alias", f"{expected} exists but the alias {spec.alias} does not")
+    else:
+        indexes, checked = (view.current,), view.current
+    if view.outdated:
+        state = "outdated"
+        target = f"version {view.lowest_version}" if spec.is_time_series else view.current
+        issue(
+            "attention",
+            "reindex_pending",
+            f"reindex pending: {spec.alias} serves {target}, the model is at version "
+            f"{spec.version} (run migrate or reindex)",
+        )
+        checked = None if not spec.is_time_series else checked
+    issues += _lock_issues(locks, spec, name)
+    for leftover in find_leftovers(client, spec) if not view.empty else []:
+        issue(
+            "warning",
+            "leftover",
+            f"{leftover.index} ({leftover.docs} documents): {leftover.reason}",
+        )
+    fields = limit = None
+    drift = None
+    if checked is not None:
+        drift, fields, limit = _mapping_checks(mapper, spec, checked, issue)
+    pipeline = _pipeline_check(client, spec, issue)
+    if any(i.severity == "attention" for i in issues) and state == "ok":
+        state = "attention"
+    return ModelHealth(
+        model=name,
+        alias=spec.alias,
+        kind=spec.kind,
+        expected=expected,
+        indexes=indexes,
+        partitions=view.partitions,
+        state=state,
+        fields=fields,
+        field_limit=limit,
+        drift=drift,
+        pipeline=pipeline,
+        issues=tuple(issues),
+    )
+
+
+def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[HealthIssue]:
+    """A reindex running now, and write blocks on the indexes serving the model."""
+    issues = []
+    now = locks.clock()
+    holder = locks.holder(f"reindex:{spec.alias}")
+    running = holder is not None and holder.live(now)
+    if running:
+        issues.append(
+            HealthIssue("warning", "reindex_running", f"a reindex runs now ({holder})", name)
+        )
+    for index in serving_blocked(locks.client, spec) if spec.kind != "plain" else []:
+        block = read_block(locks.client, index)
+        if block is None:
+            continue
+        live = block.marked and block.lock is not None and _live(locks, block.lock)
+        if live:
+            issues.append(
+                HealthIssue("warning", "write_block", f"{block.describe(now)}, running now", name)
+            )
+            continue
+        lift = "migrate or reindex lifts it" if block.marked else "remove it by hand"
+        issues.append(
+            HealthIssue(
+                "attention", "write_block", f"{block.describe(now)}; writes fail: {lift}", name
+            )
+        )
+    return issues
+
+
+def _live(locks: LockProvider, lock: str) -> bool:
+    holder = locks.holder(lock)
+    return holder is not None and holder.live(locks.clock())
+
+
+def _mapping_checks(
+    mapper: Mapper, spec: IndexSpec, index: str, issue: Any
+) -> tuple[MappingDrift | None, int | None, int | None]:
+    """Drift and field count of ``index`` against ``spec``'s model."""
+    client = mapper.client
+    try:
+        body = client.indices.get_mapping(index=index).body
+    except NotFoundError:
+        return None, None, None
+    entry: dict[str, Any] = next(iter(body.values()), {})
+    stored: dict[str, Any] = entry.get("mappings", {})
+    drift = mapping_drift(spec.info.mapping, stored)
+    if not drift.clean:
+        remedy = (
+            "bump Index.version and reindex"
+            if drift.changed
+            else "run migrate or configure_indexes"
+        )
+        issue("attention", "mapping_drift", f"{index}: {drift.describe()} ({remedy})")
+    elif drift.extra:
+        issue("warning", "mapping_drift", f"{index}: {drift.describe()}")
+    fields, limit = count_fields(stored), field_limit(client, index)
+    share = fields / limit if limit else 0.0
+    text = f"{index} maps {fields} fields of its limit {limit} (index.mapping.total_fields.limit)"
+    if share >= FIELDS_ATTENTION:
+        issue("attention", "fields", text)
+    elif share >= FIELDS_WARNING:
+        issue("warning", "fields", text)
+    return drift, fields, limit
+
+
+def _pipeline_check(client: Any, spec: IndexSpec, issue: Any) -> str | None:
+    pipeline = spec.pipeline
+    if pipeline is None:
+        return None
+    try:
+        client.ingest.get_pipeline(id=pipeline.name)
+    except NotFoundError:
+        if pipeline.definition is None:
+            issue("attention", "pipeline", f"ingest pipeline {pipeline.name} does not exist")
+        else:
+            issue(
+                "warning",
+                "pipeline",
+                f"ingest pipeline {pipeline.name} not created yet (configure_indexes creates it)",
+            )
+    return pipeline.name

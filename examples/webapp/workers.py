@@ -1,0 +1,190 @@
+"""Several worker processes of the directory behind one port, sharing Redis.
+
+``python -m examples.webapp --workers 2`` (and ``python3 dev.py demo``) serve the app this
+way, as a production server would: each worker is its own Python process with its own
+mapper, and the mappers share the cache and the change notifications through Redis
+(``ESMAPPER_REDIS_URL``; the demo starts an embedded one). Each worker binds its own socket
+to the same address with ``SO_REUSEPORT`` (Linux), and the kernel spreads new connections
+over them by a hash of the client's address and port. Every response names its worker in
+an ``X-Worker`` header (its process id). Each worker also listens on a port of its own
+(:attr:`Workers.private_urls`), so a test or a demo can talk to one worker on purpose.
+
+``python -m examples.webapp.workers HOST PORT PRIVATE_PORT`` is one worker (the environment
+gives ``ESMAPPER_URL``, ``ESMAPPER_INDEX_PREFIX`` and ``ESMAPPER_REDIS_URL``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from http.client import HTTPConnection
+from pathlib import Path
+
+import attrs
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from esmapper.testing.server import free_port
+from examples.webapp.forms import employee_values
+from examples.webapp.models import Employee
+
+__all__ = ["Page", "Workers", "edit_name", "main", "page"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@attrs.frozen
+class Page:
+    """An answer: ``status``, the HTML ``text`` (entities decoded), the ``worker`` pid."""
+
+    status: int
+    text: str
+    worker: str
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass  # quiet: two workers would interleave their access logs
+
+
+def _reuse_port_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+class Workers:
+    """``n`` worker processes on ``host:port`` (``port`` 0: a free one, chosen here);
+    ``env`` is added to this process's environment for them. A context manager."""
+
+    def __init__(self, n: int, host: str, port: int, env: Mapping[str, str]) -> None:
+        if port == 0:
+            with _reuse_port_socket(host, 0) as probe:
+                port = probe.getsockname()[1]
+        self.host, self.port = host, port
+        self.url = f"http://{host}:{port}"
+        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        self._env = {**os.environ, **env, "PYTHONPATH": path}
+        self._n = n
+        self.private_urls: list[str] = []
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self) -> Workers:
+        """Start every worker and wait until each serves (raises ``RuntimeError`` if one
+        exits first)."""
+        for _ in range(self._n):
+            private = free_port()
+            command = [sys.executable, "-m", "examples.webapp.workers", self.host]
+            command += [str(self.port), str(private)]
+            self.procs.append(
+                subprocess.Popen(
+                    command, env=self._env, cwd=ROOT, stdout=subprocess.PIPE, text=True
+                )
+            )
+            self.private_urls.append(f"http://{self.host}:{private}")
+        for proc in self.procs:
+            assert proc.stdout is not None
+            if not proc.stdout.readline().startswith("serving"):
+                self.stop()
+                raise RuntimeError("a web app worker did not start (see its error above)")
+        return self
+
+    def wait(self) -> None:
+        """Wait until every worker exited (Ctrl-C stops them all)."""
+        try:
+            for proc in self.procs:
+                proc.wait()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM every worker and wait for them (idempotent)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+    def __enter__(self) -> Workers:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def page(url: str, path: str, form: Mapping[str, str] | None = None) -> Page:
+    """``GET url+path`` (``POST`` with ``form``); redirects are not followed."""
+    parts = urllib.parse.urlsplit(url)
+    conn = HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    if form is None:
+        conn.request("GET", path)
+    else:
+        body = urllib.parse.urlencode(form)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        conn.request("POST", path, body=body, headers=headers)
+    try:
+        response = conn.getresponse()
+        text = html.unescape(response.read().decode())
+        return Page(response.status, text, response.getheader("X-Worker") or "")
+    finally:
+        conn.close()
+
+
+def edit_name(url: str, employee: Employee, name: str) -> Page:
+    """Submit ``employee``'s edit form at ``url`` with a new ``name`` (and the version the
+    employee holds)."""
+    form = {**employee_values(employee), "name": name, "version": employee.version or ""}
+    return page(url, f"/employees/{employee.id}/edit", form)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """One worker: serve the directory on ``HOST PORT`` (shared) and ``PRIVATE_PORT`` until
+    SIGTERM."""
+    host, port, private = (argv if argv is not None else sys.argv[1:])[:3]
+    signal.signal(signal.SIGTERM, _stop)
+    from examples.webapp.app import create_app
+    from examples.webapp.models import mapper  # built from the environment
+
+    with mapper:
+        app = create_app(mapper)
+        sock = _reuse_port_socket(host, int(port))
+        shared = make_server(
+            host, int(port), app, threaded=True, request_handler=_Quiet, fd=sock.fileno()
+        )
+        own = make_server(host, int(private), app, threaded=True, request_handler=_Quiet)
+        threading.Thread(
+            target=own.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        ).start()
+        print(f"serving {os.getpid()}", flush=True)
+        try:
+            shared.serve_forever(poll_interval=0.1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            own.shutdown()
+            shared.server_close()
+            own.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,407 @@
+"""The example web application in a real browser (headless Chromium driven by Selenium).
+
+The app is served on a real port by a thread, against the test server with this test's own
+index prefix. Every page visited is photographed into ``build/screenshots/`` (gitignored),
+on every run. The browser is the system's: ``/usr/bin/chromium`` with
+``/usr/bin/chromedriver`` (``python3 dev.py test`` installs them with apt-get when it can);
+Selenium is given the driver's path so it never downloads one. Without them the tests are
+skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+import esmapper as em
+from examples.webapp.app import create_app
+from examples.webapp.models import Employee, Team
+from examples.webapp.run import serve_in_background
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+#: How long a page may take to show what a test waits for (a condition, not a sleep).
+WAIT = 20
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+#: The screenshots written by this run.
+WRITTEN: set[Path] = set()
+
+FORM = {
+    "name": "Jane Roe",
+    "email": "jane.roe@example.com",
+    "title": "Staff Engineer",
+    "department": "Engineering",
+    "age": "41",
+    "skills": "python, elasticsearch",
+    "address.street": "1 Rue de la Paix",
+    "address.city": "Lyon",
+    "address.postcode": "69002",
+    "address.country": "FR",
+}
+
+
+def _browser() -> str | None:
+    for path in (os.environ.get("CHROME_BINARY", ""), *BROWSERS):
+        if path and os.path.exists(path):
+            return path
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[WebDriver]:
+    browser = _browser()
+    if browser is None or not os.path.exists(CHROMEDRIVER):
+        pytest.skip(
+            "browser tests skipped: no Chromium and chromedriver on this machine "
+            "(python3 dev.py test installs them with apt-get when run as root; or "
+            "apt-get install chromium chromium-driver)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # root in containers
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(argument)
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not go online
+    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture
+def app(mapper: em.Mapper) -> Flask:
+    return create_app(mapper, SECRET_KEY="test", PAGE_SIZE=5)
+
+
+@pytest.fixture
+def url(app: Flask, driver: WebDriver) -> Iterator[str]:
+    with serve_in_background(app) as server:
+        yield server.url
+    # one tab, no cookies left for the next test
+    for handle in driver.window_handles[1:]:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(driver.window_handles[0])
+    driver.delete_all_cookies()
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def shot(driver: WebDriver, name: str) -> None:
+    """Photograph the page as ``build/screenshots/<name>.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    assert driver.save_screenshot(str(path))
+    WRITTEN.add(path)
+
+
+def wait_text(driver: WebDriver, css: str, text: str) -> WebElement:
+    """The element ``css`` once it contains ``text``."""
+    try:
+        WebDriverWait(driver, WAIT).until(
+            ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
+        )
+    except TimeoutException:
+        shown = driver.find_element(By.TAG_NAME, "body").text
+        raise AssertionError(f"{css!r} never showed {text!r}; the page shows:\n{shown}") from None
+    return driver.find_element(By.CSS_SELECTOR, css)
+
+
+def heading(driver: WebDriver, text: str) -> None:
+    wait_text(driver, "h1", text)
+
+
+def click(driver: WebDriver, css: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, css).click()
+
+
+def click_link(driver: WebDriver, text: str) -> None:
+    driver.find_element(By.LINK_TEXT, text).click()
+
+
+def fill(driver: WebDriver, values: dict[str, str]) -> None:
+    for name, value in values.items():
+        element = driver.find_element(By.NAME, name)
+        element.clear()
+        element.send_keys(value)
+
+
+def names(driver: WebDriver) -> list[str]:
+    """The names in the list's table, in display order."""
+    cells = driver.find_elements(By.CSS_SELECTOR, "tbody tr td:first-child a")
+    return [cell.text for cell in cells]
+
+
+def summary(driver: WebDriver) -> str:
+    return driver.find_element(By.ID, "summary").text
+
+
+def submit_filter(driver: WebDriver, query: str) -> None:
+    box = driver.find_element(By.NAME, "q")
+    box.clear()
+    box.send_keys(query)
+    click(driver, "form.toolbar button[type=submit]")
+
+
+def changed_rows(driver: WebDriver) -> list[str]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#comparison tr.changed")
+    return [row.get_attribute("data-field") or "" for row in rows]
+
+
+# -- the tests ---------------------------------------------------------------------------
+
+
+def test_list_filter_sort_and_pages(
+    driver: WebDriver, url: str, employees: list[Employee], team: Team
+) -> None:
+    driver.get(url)
+    heading(driver, "Employees")
+    wait_text(driver, "#summary", "12 employees")
+    assert names(driver) == [f"Person {i:02d}" for i in range(1, 6)]
+    assert "Platform" in driver.find_element(By.CSS_SELECTOR, "tbody").text  # team by name
+    shot(driver, "list")
+
+    click_link(driver, "Age")  # ascending, then descending
+    wait_text(driver, "thead", "Age ▲")
+    click_link(driver, "Age ▲")
+    wait_text(driver, "thead", "Age ▼")
+    assert names(driver)[:2] == ["Person 12", "Person 11"]
+
+    submit_filter(driver, "address.city:Lyon")
+    wait_text(driver, "#summary", "6 employees matching address.city:Lyon")
+    click_link(driver, "2")
+    wait_text(driver, ".pager .current", "2")
+    assert names(driver) == ["Person 02"]  # still by age descending, 6th of 6
+    shot(driver, "list-filtered")
+
+    driver.get(f"{url}/employees?page=9")
+    wait_text(driver, "#summary", "Page 9 is past the end")
+    assert "No employee matches" not in driver.page_source
+    shot(driver, "list-past-the-end")
+    click(driver, "#last-page")
+    wait_text(driver, ".pager .current", "3")
+
+    submit_filter(driver, "salary:>1000")
+    wait_text(driver, ".problem", "Invalid filter")
+    shot(driver, "list-invalid-filter")
+    submit_filter(driver, "is_deleted:true")
+    problem = wait_text(driver, ".problem", "recycle bin").text
+    assert "Invalid filter" in problem and "paging" not in problem
+
+
+def test_create_with_every_error_shown_then_edit(
+    driver: WebDriver, url: str, team: Team, repo: em.Repository[Employee]
+) -> None:
+    driver.get(f"{url}/employees")
+    click_link(driver, "+ New employee")
+    heading(driver, "New employee")
+    fill(driver, {"email": "nope", "age": ""})
+    click(driver, "form button[type=submit]")
+    wait_text(driver, "#error-age", "The age is required.")
+    errors = {
+        e.get_attribute("id"): e.text for e in driver.find_elements(By.CSS_SELECTOR, ".error")
+    }
+    assert errors == {
+        "error-name": "A name is required.",
+        "error-email": "'nope' is not an e-mail address.",
+        "error-age": "The age is required.",
+    }
+    shot(driver, "form-errors")
+
+    fill(driver, FORM)
+    Select(driver.find_element(By.NAME, "team")).select_by_visible_text("Platform")
+    click(driver, "form button[type=submit]")
+    wait_text(driver, ".flash", "Jane Roe was added.")
+    assert driver.find_element(By.LINK_TEXT, "Platform")  # the team by name
+    shot(driver, "employee")
+
+    click_link(driver, "Edit")
+    heading(driver, "Edit Jane Roe")
+    shot(driver, "form-edit")
+    fill(driver, {"title": "Principal Engineer"})
+    click(driver, "form button[type=submit]")
+    wait_text(driver, ".flash", "Jane Roe was saved.")
+    assert "Principal Engineer" in driver.find_element(By.TAG_NAME, "dl").text
+    assert repo.count("title:principal", consistency="immediate") == 1
+
+
+def test_the_two_tab_edit_conflict(
+    driver: WebDriver, url: str, employees: list[Employee], repo: em.Repository[Employee]
+) -> None:
+    employee = employees[0]
+    edit = f"{url}/employees/{employee.id}/edit"
+    driver.get(edit)
+    heading(driver, "Edit Person 01")
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(edit)
+    heading(driver, "Edit Person 01")
+    second = driver.current_window_handle
+
+    driver.switch_to.window(first)  # tab 1 saves a new title
+    fill(driver, {"title": "Changed in tab 1"})
+    click(driver, "form button[type=submit]")
+    wait_text(driver, ".flash", "Person 01 was saved.")
+
+    driver.switch_to.window(second)  # tab 2, opened before, saves another city
+    fill(driver, {"address.city": "Paris"})
+    click(driver, "form button[type=submit]")
+    heading(driver, "Edit conflict: Person 01")
+    # tab 2 left the title as it was: it differs from the current one; so does its city
+    assert changed_rows(driver) == ["title", "address.city"]
+    assert "Changed in tab 1" in driver.find_element(By.ID, "comparison").text
+    shot(driver, "edit-conflict")
+
+    # the form below edits the current version: saving it now is an informed save
+    fill(driver, {"address.city": "Paris"})
+    click(driver, "form button[type=submit]")
+    wait_text(driver, ".flash", "Person 01 was saved.")
+    stored = repo.get(employee.id, cache=False)
+    assert stored is not None
+    assert (stored.title, stored.address.city) == ("Changed in tab 1", "Paris")
+
+
+def test_saving_an_employee_deleted_in_another_tab(
+    driver: WebDriver, url: str, employees: list[Employee], repo: em.Repository[Employee]
+) -> None:
+    employee = employees[0]
+    driver.get(f"{url}/employees/{employee.id}/edit")
+    heading(driver, "Edit Person 01")
+    editing = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(f"{url}/employees/{employee.id}")
+    click(driver, "form[action$='/delete'] button")
+    wait_text(driver, ".flash", "Person 01 was moved to the recycle bin.")
+
+    driver.switch_to.window(editing)
+    fill(driver, {"title": "Saved after all"})
+    click(driver, "form button[type=submit]")
+    wait_text(driver, "#gone", "moved to the recycle bin")
+    assert "Not Found" not in driver.page_source
+    shot(driver, "edit-of-a-deleted-employee")
+    click(driver, "#restore-with-changes")
+    wait_text(driver, ".flash", "Person 01 was saved.")
+    stored = repo.get(employee.id, cache=False)
+    assert stored is not None and not stored.is_deleted and stored.title == "Saved after all"
+
+
+def test_the_recycle_bin(
+    driver: WebDriver, url: str, employees: list[Employee], repo: em.Repository[Employee]
+) -> None:
+    for employee in employees[:3]:
+        driver.get(f"{url}/employees/{employee.id}")
+        click(driver, "form[action$='/delete'] button")
+        wait_text(driver, ".flash", "moved to the recycle bin")
+    click_link(driver, "Recycle bin")
+    wait_text(driver, "#summary", "3 deleted employees.")
+    shot(driver, "recycle-bin")
+
+    restore = driver.find_element(By.XPATH, "//tr[td/a='Person 01']//button[.='Restore']")
+    restore.click()
+    wait_text(driver, ".flash", "Person 01 was restored.")
+    wait_text(driver, "#summary", "2 deleted employees.")
+
+    # "Delete for good" asks first; cancelling deletes nothing
+    driver.find_element(By.XPATH, "//tr[td/a='Person 02']//button[@class='purge']").click()
+    wait_text(driver, "#confirm", "Person 02")
+    shot(driver, "confirm-delete-for-good")
+    click(driver, "#cancel")
+    wait_text(driver, "#summary", "2 deleted employees.")
+    driver.find_element(By.XPATH, "//tr[td/a='Person 02']//button[@class='purge']").click()
+    click(driver, "#confirm-delete")
+    wait_text(driver, ".flash", "Person 02 was deleted for good.")
+    assert repo.get(employees[1].id, soft_deletes="all") is None
+
+    click(driver, "#empty-trash")
+    wait_text(driver, "#confirm", "The 1 employee in the recycle bin")
+    shot(driver, "confirm-empty-the-recycle-bin")
+    click(driver, "#confirm-delete")
+    wait_text(driver, ".flash", "The recycle bin was emptied (1 employee(s)")
+    wait_text(driver, "tbody", "The recycle bin is empty.")
+    assert repo.count(soft_deletes="all", consistency="immediate") == 10
+
+
+def test_custom_fields(driver: WebDriver, url: str, employees: list[Employee], team: Team) -> None:
+    driver.get(f"{url}/teams")
+    heading(driver, "Teams")
+    shot(driver, "teams")
+    click_link(driver, "fields")
+    heading(driver, "Custom fields of Platform")
+    fill(driver, {"name": "Level"})
+    Select(driver.find_element(By.NAME, "type")).select_by_visible_text("Whole number")
+    click(driver, "form:not(.inline) button[type=submit]")
+    wait_text(driver, ".flash", "The field Level was added to Platform.")
+    shot(driver, "team-fields")
+
+    for level, employee in zip(("5", "2", "4"), employees[:3], strict=True):
+        driver.get(f"{url}/employees/{employee.id}/edit")
+        heading(driver, f"Edit {employee.name}")
+        assert "belong to the team Platform" in driver.page_source
+        fill(driver, {"cf.Level": level})
+        click(driver, "form button[type=submit]")
+        wait_text(driver, ".flash", "was saved.")
+    shot(driver, "employee-with-custom-fields")
+
+    driver.get(f"{url}/employees")
+    Select(driver.find_element(By.NAME, "team")).select_by_visible_text("Platform")
+    submit_filter(driver, "level:>=3")
+    wait_text(driver, "#summary", "2 employees matching level:>=3 in Platform")
+    click_link(driver, "Level")
+    wait_text(driver, "thead", "Level ▲")
+    assert names(driver) == ["Person 03", "Person 01"]  # level 4, then 5
+    shot(driver, "list-by-custom-field")
+
+
+def test_unknown_pages_are_a_styled_404(
+    driver: WebDriver, url: str, employees: list[Employee]
+) -> None:
+    for path in ("/employees/nope", "/no/such/page", "/trash/nope/purge"):
+        driver.get(url + path)
+        heading(driver, "Not found")
+        assert driver.find_element(By.CSS_SELECTOR, "header .brand").text == "esmapper directory"
+    shot(driver, "not-found")
+
+
+def test_screenshots_are_written_on_every_run(
+    driver: WebDriver, url: str, employees: list[Employee]
+) -> None:
+    pages = {
+        "page-list": "/employees",
+        "page-new-employee": "/employees/new",
+        "page-teams": "/teams",
+        "page-recycle-bin": "/trash",
+        "page-not-found": "/nope",
+    }
+    for name, path in pages.items():
+        driver.get(url + path)
+        wait_text(driver, "header", "Recycle bin")
+        shot(driver, name)
+    assert {SCREENSHOTS / f"{name}.png" for name in pages} <= WRITTEN
+    for path in sorted(WRITTEN):
+        data = path.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 1000, path
