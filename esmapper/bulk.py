@@ -217,9 +217,9 @@ class BulkRequestError(DocumentError):
 
 
 #: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain
-#: write (an id, no condition, routing or retry_on_conflict) is that prefix, the id and
-#: :data:`_HEAD_ENDS` (the same bytes as the general path). Bounded: cleared when it grows
-#: past _HEAD_PREFIXES_MAX entries.
+#: write (an id; no condition, routing, pipeline or retry_on_conflict) is that prefix,
+#: the id and :data:`_HEAD_ENDS` (the same bytes as the general path). Bounded: cleared
+#: when it grows past _HEAD_PREFIXES_MAX entries.
 _head_prefixes: dict[tuple[str, str], bytes] = {}
 _HEAD_PREFIXES_MAX = 256
 _HEAD_ENDS = {False: b"}}\n", True: b',"require_alias":true}}\n'}
@@ -246,6 +246,7 @@ def _encode(position: int, action: BulkAction) -> bytes:
         and action.if_seq_no is None
         and action.if_primary_term is None
         and action.retry_on_conflict is None
+        and action.pipeline is None
         and action.body is not None
         and isinstance(action.index, str)
         and action.index
