@@ -168,7 +168,14 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=200, help="single gets per timed loop")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--chart", default=None, help="write the CPU ratios as a PNG here")
+    parser.add_argument(
+        "--pause-gc", action="store_true", help="as with Mapper(pause_gc=True) (batch jobs)"
+    )
     args = parser.parse_args()
+    if args.pause_gc:
+        from esmapper import _gcpause
+
+        _gcpause.enable(True)
 
     cpu: dict[str, list[float]] = {}
     wall: dict[str, list[float]] = {}
