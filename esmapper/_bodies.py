@@ -124,8 +124,11 @@ def with_extras(
     embedded objects (``info`` given: its non-list InnerDoc fields are followed)."""
     if original is None:
         return body
-    extra = original.keys() - body.keys()
-    out = body if not extra else {**{k: original[k] for k in extra}, **body}
+    if original.keys() <= body.keys():  # the common case: nothing undeclared (no new set)
+        out = body
+    else:
+        extra = original.keys() - body.keys()
+        out = {**{k: original[k] for k in extra}, **body}
     if info is None or not info.inner_fields:
         return out
     for name, inner in info.inner_fields:

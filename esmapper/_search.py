@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
+from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._limits import applied
 from esmapper._pit import (
@@ -368,6 +369,12 @@ class SearchRequest:
         return self._page(self.page, self.search_after, pit_id)
 
     def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
+        with _gc.paused():  # the parsed response and the documents all live on: no GC passes
+            return self._read_page(page, after, pit_id)
+
+    def _read_page(
+        self, page: int, after: list[Any] | None, pit_id: str | None
+    ) -> FindResults[Any]:
         body = self.body(page=page)
         if self.search_after_mode and after is not None:
             body["search_after"] = after

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
@@ -224,7 +225,10 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
-    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+    kind = pending.kind
+    if kind == "add":
+        return ChangeType.ADDED
+    if kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
         original = pending.original_source
         if original is not None and not original.get("is_deleted"):
             return ChangeType.REMOVED
@@ -268,17 +272,18 @@ def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkActi
     if pending.kind == "remove":
         object.__setattr__(doc, "_esm_state", None)
         return
+    seq_no, term = outcome.seq_no, outcome.primary_term
+    version = None if seq_no is None or term is None else f"{term}:{seq_no}"
     if pending.info.versioned:
-        _set(doc, "version", outcome.version)
-    if pending.written is not None:
-        written = pending.written
-    else:
+        _set(doc, "version", version)
+    written = pending.written
+    if written is None:
         assert isinstance(action.body, dict)
-        written = action.body
-    state = remember(doc, written, outcome.index, outcome.version)
-    state.assigned = None
-    if pending.written is None:
+        state = remember(doc, action.body, outcome.index, version)
         state.partial = False
+    else:
+        state = remember(doc, written, outcome.index, version)
+    state.assigned = None
 
 
 def failure_error(
@@ -351,6 +356,16 @@ def write_documents(
     """
     if not pendings:
         return []
+    with _gc.paused():  # per-document objects that all live to the end: no GC passes
+        return _write_documents(mapper, pendings, options, on_success)
+
+
+def _write_documents(
+    mapper: Mapper,
+    pendings: Sequence[PendingWrite],
+    options: Options,
+    on_success: Callable[[PendingWrite], None] | None,
+) -> list[PendingWrite]:
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     try:
         for pending in pendings:

@@ -86,6 +86,8 @@ __all__ = [
 
 BulkOp = Literal["index", "create", "delete", "update"]
 _OPS: frozenset[str] = frozenset(get_args(BulkOp))
+#: Ops whose action line may take the cached-prefix fast path of :func:`_encode`.
+_PLAIN_OPS: frozenset[str] = frozenset({"index", "create", "update"})
 
 #: Item and request statuses the writer retries with backoff.
 RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
@@ -214,8 +216,56 @@ class BulkRequestError(DocumentError):
         self.outcomes = list(outcomes)
 
 
+#: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain
+#: write (an id; no condition, routing, pipeline or retry_on_conflict) is that prefix,
+#: the id and :data:`_HEAD_ENDS` (the same bytes as the general path). Bounded: cleared
+#: when it grows past _HEAD_PREFIXES_MAX entries.
+_head_prefixes: dict[tuple[str, str], bytes] = {}
+_HEAD_PREFIXES_MAX = 256
+_HEAD_ENDS = {False: b"}}\n", True: b',"require_alias":true}}\n'}
+
+
+def _head_prefix(op: str, index: str) -> bytes:
+    prefix = _head_prefixes.get((op, index))
+    if prefix is None:
+        if len(_head_prefixes) >= _HEAD_PREFIXES_MAX:
+            _head_prefixes.clear()
+        # '{"op":{"_index":"..."}}' -> '{"op":{"_index":"...","_id":'
+        prefix = _json.dumps({op: {"_index": index}})[:-2] + b',"_id":'
+        _head_prefixes[op, index] = prefix
+    return prefix
+
+
 def _encode(position: int, action: BulkAction) -> bytes:
     """The NDJSON lines (with trailing newlines) of one action; raises on invalid actions."""
+    op = action.op
+    if (
+        op in _PLAIN_OPS
+        and action.id is not None
+        and action.routing is None
+        and action.if_seq_no is None
+        and action.if_primary_term is None
+        and action.retry_on_conflict is None
+        and action.pipeline is None
+        and action.body is not None
+        and isinstance(action.index, str)
+        and action.index
+        and isinstance(action.id, str)
+    ):  # the common case: one cached prefix, two encodes
+        try:
+            body = _json.dumps(action.body)
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                f"bulk action {position} ({op} {action.index}/{action.id}): "
+                f"body is not JSON serializable: {e}"
+            ) from e
+        head = _head_prefix(op, action.index)
+        end = _HEAD_ENDS[bool(action.require_alias)]
+        return b"%b%b%b%b\n" % (head, _json.dumps(action.id), end, body)
+    return _encode_general(position, action)
+
+
+def _encode_general(position: int, action: BulkAction) -> bytes:
     op = action.op
     if op not in _OPS:
         raise ValueError(f"bulk action {position}: unknown op {op!r}")
@@ -489,12 +539,25 @@ class BulkWriter:
             throttled = waiting = False
             for i, item in zip(pending, items, strict=True):
                 # Each item is {op: {...}}.
-                result: Mapping[str, Any] = next(iter(item.values()))
-                status = result.get("status", 0)
-                if can_retry and status in RETRYABLE_STATUSES:
+                (result,) = item.values()
+                get = result.get
+                status = get("status", 0)
+                if 200 <= status < 300 and "error" not in result:  # the common case, inline
+                    action = actions[i]
+                    outcomes[i] = BulkOutcome(
+                        action,
+                        True,
+                        status,
+                        get("_id", action.id),
+                        get("_index", action.index),
+                        get("result"),
+                        get("_seq_no"),
+                        get("_primary_term"),
+                    )
+                elif can_retry and status in RETRYABLE_STATUSES:
                     retry.append(i)
                     throttled = True
-                elif blocked.left > 0 and _write_blocked(result):
+                elif status == 403 and blocked.left > 0 and _write_blocked(result):
                     retry.append(i)  # not applied: sent again once the block is gone
                     waiting = True
                 else:

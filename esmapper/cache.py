@@ -123,8 +123,13 @@ class InMemoryCache:
 
     def remove_many(self, keys: Iterable[str]) -> None:
         with self._lock:
+            cache = self._cache
+            if not cache:  # nothing cached: no per-key work (a bulk write's invalidation)
+                return
+            pop = cache.pop
             for key in keys:
-                self.remove(key)
+                if pop(key, None) is not None:
+                    self.stats.removals += 1
 
     def remove_by_prefix(self, prefix: str) -> int:
         with self._lock:

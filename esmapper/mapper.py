@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from elasticsearch import Elasticsearch
 
-from esmapper import signals
+from esmapper import _gcpause, signals
 from esmapper._limits import current as current_limits
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
@@ -90,8 +90,10 @@ class Mapper:
     catch-up until the alias swap; they were not applied) are resent with the same backoff
     until that much waiting is spent in one write call; ``0`` fails them at once (403
     ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
-    used for dates (inject it in tests). Thread-safe; ``close()`` releases a client the
-    mapper created.
+    used for dates (inject it in tests). ``pause_gc=True`` lets write batches, search pages
+    and ``get_many`` switch Python's cyclic garbage collector off while they run (process
+    wide; see :mod:`esmapper._gcpause`): for batch jobs and bulk loads, not servers.
+    Thread-safe; ``close()`` releases a client the mapper created.
 
     ``redis="redis://..."`` (default: ``$ESMAPPER_REDIS_URL``; ``""`` ignores it) shares the
     cache and the notifications with the application's other processes: ``cache`` becomes
@@ -113,6 +115,7 @@ class Mapper:
         max_retries: int = 3,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        pause_gc: bool = False,
         write_block_wait: float = 30.0,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
@@ -124,6 +127,8 @@ class Mapper:
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
             raise ValueError(f"index_prefix {index_prefix!r} must be lowercase")
+        if pause_gc:
+            _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)
         self.index_prefix = index_prefix
         self.clock = clock

@@ -15,6 +15,7 @@ import attrs
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
+from esmapper import _gcpause as _gc
 from esmapper import _patching, _scan, signals
 from esmapper._limits import limited
 from esmapper._projection import projection
@@ -183,6 +184,7 @@ class Repository(Generic[T]):
         return self._hydrate(raw)
 
     @limited(_defaults)
+    @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
     def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
         """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
         omitted, duplicates once. Time-series models: see

@@ -2,11 +2,11 @@
 a clone show them) become the site's ``index.md`` and ``changelog.md``, and every page's
 links to files are made to work on the site.
 
-A relative link to a Markdown file under docs/ (``docs/architecture.md`` in the README)
-points at that page; a link to README.md or CHANGELOG.md at their pages; a link to any
-other file of the repository (``bench/README.md``) has no page on the site, so it becomes
-its text and the path in the repository. Sections added to the README later need nothing
-here.
+A relative link to a file under docs/ (``docs/architecture.md`` in the README, or an
+image such as ``docs/performance.png``) points at it on the site; a link to README.md or
+CHANGELOG.md at their pages; a link to any other file of the repository
+(``bench/README.md``) has no page on the site, so it becomes its text and the path in the
+repository. Sections added to the README later need nothing here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GENERATED = {"index.md": ROOT / "README.md", "changelog.md": ROOT / "CHANGELOG.md"}
 PAGES_OF = {source: name for name, source in GENERATED.items()}
-_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)\)")
+_LINK = re.compile(r"(?P<image>!?)\[(?P<text>[^\]\n]*)\]\((?P<target>[^)\s]+)\)")
 _CODE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 
 
@@ -43,17 +43,17 @@ def on_page_markdown(markdown: str, page: Page, config: Any, files: Files) -> st
     page_dir = posixpath.dirname(name)
 
     def fix(match: re.Match[str]) -> str:
-        text, target = match.group("text"), match.group("target")
+        image, text, target = match.group("image"), match.group("text"), match.group("target")
         if re.match(r"[a-z][a-z0-9+.-]*:|#|/", target):  # a URL, an anchor, a site path
             return match.group(0)
         path, _, anchor = target.partition("#")
         resolved = (source.parent / path).resolve()
         page_name = PAGES_OF.get(resolved)
-        if page_name is None and resolved.suffix == ".md" and resolved.is_relative_to(DOCS):
+        if page_name is None and resolved.is_relative_to(DOCS):  # a page, an image...
             page_name = resolved.relative_to(DOCS).as_posix()
         if page_name is not None and files.get_file_from_path(page_name) is not None:
             link = posixpath.relpath(page_name, page_dir or ".")
-            return f"[{text}]({link}{'#' + anchor if anchor else ''})"
+            return f"{image}[{text}]({link}{'#' + anchor if anchor else ''})"
         where = resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else path
         return f"{text} (`{where}` in the repository)"
 

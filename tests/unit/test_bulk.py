@@ -635,3 +635,19 @@ def test_invalid_refresh() -> None:
     writer, _ = make_writer(FakeClient())
     with pytest.raises(ValueError, match="refresh"):
         writer.write(docs(1), refresh="now")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("op", ["index", "create", "update"])
+@pytest.mark.parametrize("require_alias", [False, True])
+@pytest.mark.parametrize("doc_id", ["a1", 'é"x'])
+def test_fast_encoding_writes_the_general_paths_bytes(
+    op: str, require_alias: bool, doc_id: str
+) -> None:
+    from esmapper.bulk import _encode, _encode_general
+
+    body = {"doc": {"x": 1}} if op == "update" else {"x": 1, "s": "é"}
+    action = BulkAction(op, "idx-é", doc_id, body, require_alias=require_alias)  # type: ignore[arg-type]
+    assert _encode(0, action) == _encode_general(0, action)
+    if op != "update":
+        piped = BulkAction(op, "idx", doc_id, body, pipeline="p")  # type: ignore[arg-type]
+        assert b'"pipeline":"p"' in _encode(0, piped)

@@ -63,7 +63,7 @@ def _hook() -> Any:
 def test_links_to_files_are_made_to_work_on_the_site() -> None:
     _require_build_tools()
     hook = _hook()
-    known = {"index.md", "changelog.md", "architecture.md", "reference/api.md"}
+    known = {"index.md", "changelog.md", "architecture.md", "reference/api.md", "chart.png"}
     files = types.SimpleNamespace(get_file_from_path=lambda name: name if name in known else None)
 
     def page(name: str) -> Any:
@@ -72,12 +72,14 @@ def test_links_to_files_are_made_to_work_on_the_site() -> None:
     readme = (
         "See [the pipeline](docs/architecture.md#the-paths), [bench](bench/README.md), "
         "[changes](CHANGELOG.md), [up](#set-up), [web](https://example.org/x.md).\n"
+        "![a chart](docs/chart.png) ![gone](bench/gone.png)\n"
         "```md\n[kept](bench/README.md)\n```\n"
     )
     assert hook.on_page_markdown(readme, page("index.md"), None, files) == (
         "See [the pipeline](architecture.md#the-paths), bench (`bench/README.md` in the "
         "repository), [changes](changelog.md), [up](#set-up), [web](https://example.org/x.md)."
-        "\n```md\n[kept](bench/README.md)\n```\n"
+        "\n![a chart](chart.png) gone (`bench/gone.png` in the repository)\n"
+        "```md\n[kept](bench/README.md)\n```\n"
     )
     nested = "[home](../../README.md) and [guide](../architecture.md)"
     assert hook.on_page_markdown(nested, page("reference/api.md"), None, files) == (
