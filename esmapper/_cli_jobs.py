@@ -27,6 +27,7 @@ import click
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
+from esmapper._cli_types import DURATION, POSITIVE_DURATION
 from esmapper.jobs import (
     DEFAULT_NAME,
     DEFAULT_REPOSITORY,
@@ -42,7 +43,6 @@ from esmapper.jobs import (
     SnapshotJob,
     SnapshotProgress,
     format_duration,
-    parse_duration,
     snapshot_name,
     stop_on_signals,
 )
@@ -51,29 +51,7 @@ if TYPE_CHECKING:
     from esmapper.health import HealthReport
     from esmapper.mapper import Mapper
 
-__all__ = ["DURATION", "indexes_cleanup", "maintain", "print_health", "snapshot"]
-
-
-class Duration(click.ParamType):  # type: ignore[type-arg]
-    """``30d``, ``1h30m``, ``90s`` (:func:`esmapper.jobs.parse_duration`)."""
-
-    name = "duration"
-
-    def __init__(self, *, positive: bool = False) -> None:
-        self.positive = positive
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, _dt.timedelta):
-            return value
-        what = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "value"
-        try:
-            return parse_duration(value, what=what, positive=self.positive)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
-POSITIVE_DURATION = Duration(positive=True)
+__all__ = ["indexes_cleanup", "maintain", "print_health", "snapshot"]
 
 
 def _cli() -> Any:

@@ -10,6 +10,7 @@ command line's (``--retry-failed``).
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 import click
 from elastic_transport.client_utils import url_to_node_config
 
-__all__ = ["ElasticsearchUrl", "Rate", "Seconds", "cli_spelling"]
+from esmapper.jobs.durations import parse_duration
+
+__all__ = [
+    "DURATION",
+    "POSITIVE_DURATION",
+    "Duration",
+    "ElasticsearchUrl",
+    "Rate",
+    "Seconds",
+    "cli_spelling",
+]
 
 MAX_DAYS = 366
 MAX_SECONDS = MAX_DAYS * 24 * 3600.0
@@ -130,3 +141,25 @@ def cli_spelling(message: str) -> str:
     """``message`` with the library's keyword arguments spelled as the CLI's options
     (``migrate with retry_failed=True`` -> ``migrate with --retry-failed``)."""
     return _SPELLING.sub(lambda m: _SPELLINGS[m.group(0)], message)
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]
+    """``30d``, ``1h30m``, ``90s`` (:func:`esmapper.jobs.parse_duration`)."""
+
+    name = "duration"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, _dt.timedelta):
+            return value
+        what = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "value"
+        try:
+            return parse_duration(value, what=what, positive=self.positive)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()
+POSITIVE_DURATION = Duration(positive=True)
