@@ -71,7 +71,7 @@ from elasticsearch import ApiError, Elasticsearch
 
 from esmapper import _json
 from esmapper._limits import current as current_limits
-from esmapper.errors import BulkItemFailure, DocumentError
+from esmapper.errors import BulkItemFailure, BulkRequestError
 
 __all__ = [
     "BulkAction",
@@ -189,31 +189,6 @@ class BulkStats:
     bytes_sent: int = 0
     chunks: int = 0
     backoffs: list[float] = attrs.Factory(list)
-
-
-class BulkRequestError(DocumentError):
-    """A whole ``_bulk`` request was rejected (a status other than 429/503) or garbled.
-
-    ``status`` is the HTTP status (0 when the response was unusable), ``ids`` the ids of
-    the rejected request's actions. ``outcomes`` holds every outcome known when the error
-    was raised, in input order (the earlier chunks, plus items of the current chunk that
-    were answered before a retry of the others was rejected): process them like any other
-    write's outcomes. Actions without an outcome were not applied, except that with
-    ``status`` 0 (a response with the wrong number of items) the rejected request's
-    actions may have been.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int,
-        outcomes: Sequence[BulkOutcome] = (),
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(message, **kwargs)
-        self.status = status
-        self.outcomes = list(outcomes)
 
 
 #: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain

@@ -52,7 +52,7 @@ from esmapper._cli_server import server
 from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
 from esmapper._text import article
 from esmapper._version import __version__
-from esmapper.errors import EsmapperError, LockError
+from esmapper.errors import EsmapperError, LockError, ServerStartError
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
@@ -61,7 +61,6 @@ from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
-from esmapper.testing.base import ServerStartError
 
 __all__ = ["main"]
 

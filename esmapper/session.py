@@ -38,7 +38,7 @@ from esmapper import signals
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._writes import PendingWrite, write_documents
-from esmapper.errors import EsmapperError
+from esmapper.errors import EsmapperError, SessionClosedError
 from esmapper.model.state import DocState, state_of
 from esmapper.options import Options
 from esmapper.results import FindResults
@@ -49,10 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Session", "SessionClosedError"]
 
 T = TypeVar("T")
-
-
-class SessionClosedError(EsmapperError):
-    """The session was closed; open a new one."""
 
 
 def _is_model_doc(doc: Any) -> bool:
