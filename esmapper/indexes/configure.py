@@ -54,7 +54,7 @@ from esmapper.indexes.pipelines import configure_pipeline
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
 
-__all__ = ["IndexState", "configure_indexes", "index_state"]
+__all__ = ["IndexState", "configure_indexes", "index_state", "is_outdated"]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -76,6 +76,16 @@ class IndexState:
     expected_index: str
     current_index: str | None
     action: str
+
+
+def is_outdated(spec: IndexSpec, *, current: str | None, lowest: int | None) -> bool:
+    """Whether a reindex must move the model's documents to its version: a ``versioned``
+    alias resolves to ``current``, another physical index than the model's (``None``: no
+    alias yet), or a time-series model's lowest live partition version ``lowest`` is below
+    ``Index.version``. Plain models are never outdated. Sends nothing."""
+    if spec.is_time_series:
+        return lowest is not None and lowest < spec.version
+    return spec.kind == "versioned" and current not in (None, spec.physical_name())
 
 
 def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, bool]:
@@ -140,7 +150,7 @@ def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
     lowest = partition_versions(client, spec, spec.clock()).lowest
-    outdated = lowest is not None and lowest < spec.version
+    outdated = is_outdated(spec, current=None, lowest=lowest)
     return IndexState(
         model=spec.info.name,
         alias=spec.alias,
@@ -175,14 +185,12 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
                 action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             elif created:
                 log.info("created index %s for %s", expected, spec.info.name)
-            if current is not None:
-                action = "outdated"
         else:
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
-            if spec.kind == "versioned" and current not in (None, expected):
-                action = "outdated"
-            elif spec.kind == "versioned" and current is None:
+            if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)
+        if is_outdated(spec, current=current, lowest=None):
+            action = "outdated"
         spec.ensured.mark()  # the first write need not check again
         states.append(
             IndexState(
