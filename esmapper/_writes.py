@@ -61,7 +61,7 @@ from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
-from esmapper._pending import PendingWrite, split_version
+from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.custom_fields.indexing import DefinitionSaves
@@ -101,24 +101,12 @@ __all__ = [
 
 log = logging.getLogger("esmapper.writes")
 
-_BEFORE = {
-    "add": signals.documents_adding,
-    "save": signals.documents_saving,
-    "remove": signals.documents_removing,
-}
-_AFTER = {
-    "add": signals.documents_added,
-    "save": signals.documents_saved,
-    "remove": signals.documents_removed,
-}
 #: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
 
 #: How far in the future a supplied created_utc may lie before it counts as invalid.
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
-
-_CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -225,14 +213,11 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
-    kind = pending.kind
-    if kind == "add":
-        return ChangeType.ADDED
-    if kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
         original = pending.original_source
         if original is not None and not original.get("is_deleted"):
             return ChangeType.REMOVED
-    return _CHANGE[pending.kind]
+    return KINDS[pending.kind].change_type
 
 
 def publish_changes(
@@ -399,11 +384,11 @@ def _before_write(
 ) -> tuple[list[BulkAction], DefinitionSaves]:
     """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions and
     the custom-field definitions to save after the write."""
-    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
     for pending in pendings:
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
     for (cls, kind), group in groups.items():
-        _fire(_BEFORE[kind], cls, group, change_type=_CHANGE[kind], options=options)
+        _fire(KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options)
     for pending in pendings:  # items mutated in place are checked like assignments
         if pending.kind != "remove":
             pending.info.normalize(pending.doc)
@@ -416,7 +401,8 @@ def _before_write(
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
-        _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
+        change = KINDS[kind].change_type
+        _fire(signals.documents_changing, cls, group, change_type=change, options=options)
 
     actions = [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
     return actions, definitions
@@ -475,16 +461,15 @@ def settle(
         else:
             failed.append(outcome)
     mapper.track_soft_deletes(confirmed)
-    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
     for pending in confirmed:
         if on_success is not None:
             on_success(pending)
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
     for (cls, kind), group in groups.items():
-        _fire_after(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
-        _fire_after(
-            signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options
-        )
+        change = KINDS[kind].change_type
+        _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
+        _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
         publish_changes(mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options)
     if failed and raise_failures:
         raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))

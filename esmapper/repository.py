@@ -18,6 +18,7 @@ from elasticsearch.dsl.query import Query
 from esmapper import _gcpause as _gc
 from esmapper import _patching, _scan, signals
 from esmapper._limits import limited
+from esmapper._pending import WriteKind
 from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
@@ -138,7 +139,7 @@ class Repository(Generic[T]):
         if pendings:
             write_documents(self.mapper, pendings, self.options(**options))
 
-    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
+    def _write(self, kind: WriteKind, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
         single = isinstance(docs, self.model)
         items = [docs] if single else list(docs)  # type: ignore[arg-type]
         for item in items:
@@ -147,7 +148,7 @@ class Repository(Generic[T]):
         self._run(kind, items, self.options(**options))
         return items[0] if single else items  # type: ignore[no-any-return]
 
-    def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
+    def _run(self, kind: WriteKind, docs: Sequence[Any], options: Options) -> None:
         if docs:
             write_documents(self.mapper, [PendingWrite(kind, d, self.info) for d in docs], options)
 

@@ -39,6 +39,7 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
+from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
@@ -419,7 +420,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 self.invalidate(tenant)
         return items[0] if single else items
 
-    def _write(self, kind: str, docs: Any, options: Any) -> Any:
+    def _write(self, kind: WriteKind, docs: Any, options: Any) -> Any:
         with definition_writes():
             opts = options if isinstance(options, Options) else self.options(**options)
             self._run(kind, list(docs), opts)
