@@ -17,7 +17,7 @@ pass through the bulk writer for all models (chunked by count and bytes), versio
 partial failure the confirmed writes are applied (their signals fire), then the error is
 raised; failed documents stay pending. Sessions are not thread-safe.
 
-Change tracking follows the caller's references (see :mod:`esmapper.model.tracking`): a
+Change tracking follows the caller's references (see :mod:`esmapper.model._tracking`): a
 document whose list, embedded object or dict was handed out (read, or an embedded object
 assigned) is *watched*, diffed at every flush until it leaves the session, so
 ``tags = e.tags; s.flush(); tags.append("x"); s.flush()`` writes ``"x"``. Other documents

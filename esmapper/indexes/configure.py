@@ -19,7 +19,7 @@ the index is checked to be what we expect: its mapping holds the model's (``PUT 
 otherwise, refused in place -> the error below) and, for a versioned index, the alias is on
 it (added when missing; adding an alias that is there is a no-op); it is reported
 ``unchanged`` (or ``mapping_updated``). An alias a concurrent process just created is not
-taken for a concrete index named like the alias (:func:`~esmapper.indexes.occupied.
+taken for a concrete index named like the alias (:func:`~esmapper.indexes._occupied.
 concrete_index` asks ``HEAD /_alias/<name>`` too).
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
@@ -47,8 +47,8 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes.ensure import alias_targets, create_index, put_alias, reason_of
-from esmapper.indexes.occupied import alias_taken_error, concrete_index
+from esmapper.indexes._ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.pipelines import configure_pipeline
 from esmapper.indexes.spec import IndexSpec

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import attrs
 from typing_extensions import Self, dataclass_transform
 
-from esmapper.model import tracking
+from esmapper.model import _tracking as tracking
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
