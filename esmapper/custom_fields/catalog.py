@@ -42,12 +42,12 @@ IDX_TENANT = "idx.tenant"
 
 def tenant_path(info: ModelInfo) -> str:
     """The field a ``tenant=`` search filters on: ``Index.tenant_field`` (its exact path)
-    when ``tenant_key()`` is not overridden, else :data:`IDX_TENANT`, which the write
+    when ``tenant_key()`` is not overridden (see
+    :meth:`~esmapper.custom_fields.access.CustomValues.uses_tenant_field`), else
+    :data:`IDX_TENANT`, which the write
     pipeline fills (``idx["tenant"]``) for such models only."""
-    from esmapper.model.document import HasCustomFields
-
     field = info.index.tenant_field if info.index is not None else None
-    if field and getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key:
+    if field and info.custom_access is not None and info.custom_access.uses_tenant_field(info):
         found = info.catalog.get(field)
         if found is not None and found.exact_path is not None:
             return found.exact_path

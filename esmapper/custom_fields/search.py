@@ -48,7 +48,8 @@ def tenant_view(
         return info.catalog, filter
     if not info.custom_fields:
         raise QueryValidationError(
-            f"tenant= is for models with custom fields; {info.name} has none (em.HasCustomFields)",
+            f"tenant= is for models with custom fields; {info.name} has none "
+            "(em.HasCustomFields or em.HasVirtualCustomFields)",
             field="tenant",
         )
     catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
