@@ -69,13 +69,19 @@ class CustomValues:
         """The tenant whose definitions apply to ``doc`` (``""``: none, nothing indexed)."""
         raise NotImplementedError
 
+    def source_paths(self, info: Any) -> tuple[str, ...]:
+        """The ``_source`` paths an ``includes`` naming a custom field loads besides its
+        slot: where the values and the tenant are (none known for a virtual model)."""
+        return ()
+
     def uses_tenant_field(self, info: Any) -> bool:
         """Whether a ``tenant=`` search can filter on ``Index.tenant_field`` (else on
         ``idx.tenant``, which the write path fills)."""
         return False
 
-    def loaded(self, state: Any) -> bool:
-        """Whether a partially loaded document (its ``state``) holds its custom values."""
+    def loaded(self, doc: Any, state: Any) -> bool:
+        """Whether a partially loaded ``doc`` (its ``state``) holds what recomputing its
+        ``idx`` needs: its custom values and its tenant."""
         return True
 
     def source_changes(self, before: Mapping[str, Any], doc: Any) -> dict[str, Any]:
@@ -128,13 +134,27 @@ class DictValues(CustomValues):
     def tenant(self, doc: Any) -> str:
         return str(doc.tenant_key() or "")
 
+    def source_paths(self, info: Any) -> tuple[str, ...]:
+        # the dict whole: its keys keep the case they were written in, and a document
+        # loaded with part of them could not have its idx recomputed
+        field = info.index.tenant_field if self.uses_tenant_field(info) else None
+        return ("custom_fields", field) if field else ("custom_fields",)
+
     def uses_tenant_field(self, info: Any) -> bool:
         from esmapper.model.document import HasCustomFields
 
         return getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key
 
-    def loaded(self, state: Any) -> bool:
-        return "custom_fields" in (state.original or {})
+    def loaded(self, doc: Any, state: Any) -> bool:
+        original = state.original or {}
+        if "custom_fields" not in original:
+            return False
+        # without its tenant the document would look tenant-less and lose its slots
+        info = type(doc).__esmapper__
+        field = None
+        if info.index is not None and self.uses_tenant_field(info):
+            field = info.index.tenant_field
+        return field is None or field in original
 
     def source_changes(self, before: Mapping[str, Any], doc: Any) -> dict[str, Any]:
         changed = changed_values(before.get("custom_fields"), self.values(doc))
@@ -171,7 +191,7 @@ class VirtualValues(CustomValues):
         tenant = doc.get_tenant_key()
         return "" if tenant is None else str(tenant)
 
-    def loaded(self, state: Any) -> bool:
+    def loaded(self, doc: Any, state: Any) -> bool:
         # which attributes hold the values is the model's business: a partially loaded
         # document keeps its idx as loaded rather than lose slots it may not show
         return False

@@ -149,7 +149,7 @@ def refresh_idx(
     for doc in docs:
         state = state_of(doc)
         access = _access(doc)
-        if state is not None and state.partial and not access.loaded(state):
+        if state is not None and state.partial and not access.loaded(doc, state):
             _keep_loaded_idx(doc, state)
             continue
         groups.setdefault((type(doc), access.tenant(doc)), []).append(doc)

@@ -257,3 +257,20 @@ def test_a_get_custom_fields_that_returns_no_dict_fails_the_write_clearly(
     with pytest.raises(TypeError, match=r"get_custom_fields\(\) must return a dict"):
         vmapper.repository(Contact).add(contact("x"), consistency="immediate")
     assert vmapper.repository(Contact).count() == 0  # refused before anything was sent
+
+
+def test_includes_and_highlight_by_logical_name(
+    vmapper: em.Mapper, crepo: em.Repository[Contact], cfields: em.CustomFieldRepository
+) -> None:
+    c = crepo.add(contact("a", Level=3, Team="Eng Ops"), consistency="immediate")
+    [doc] = crepo.find(tenant=ACME, includes=["level"]).documents
+    assert doc.idx == {"int-1": 3} and doc.name == ""
+    doc.name = "renamed"  # a partially loaded virtual document keeps its idx as loaded
+    crepo.save(doc, consistency="immediate")
+    assert stored(vmapper, c.id)["idx"] == {
+        "tenant": ACME,
+        "int-1": 3,
+        "string-1": "Eng Ops",
+    }
+    found = crepo.find("team:ops", tenant=ACME, highlight="Team")
+    assert found.hits[0].highlight == {"Team": ["Eng <em>Ops</em>"]}
