@@ -20,9 +20,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from esmapper.errors import IndexConfigurationError
+from esmapper.errors import (
+    DocumentValidationError,
+    IndexConfigurationError,
+    QueryValidationError,
+)
 
-__all__ = ["VIRTUAL_METHODS", "CustomValues", "DictValues", "VirtualValues", "check_virtual"]
+__all__ = [
+    "VIRTUAL_METHODS",
+    "CustomValues",
+    "DictValues",
+    "VirtualValues",
+    "check_tenant_writes",
+    "check_virtual",
+    "in_tenant",
+    "require_custom_fields",
+]
 
 _set = object.__setattr__
 
@@ -232,3 +245,43 @@ def changed_values(before: Any, after: Any) -> dict[str, Any]:
 
 DICT_VALUES = DictValues()
 VIRTUAL_VALUES = VirtualValues()
+
+
+def require_custom_fields(info: Any) -> CustomValues:
+    """The custom-value access of ``info``'s model; QueryValidationError (``field="tenant"``)
+    for ``tenant=`` on a model without custom fields."""
+    access: CustomValues | None = info.custom_access
+    if access is None:
+        raise QueryValidationError(
+            f"tenant= is for models with custom fields; {info.name} has none "
+            "(em.HasCustomFields or em.HasVirtualCustomFields)",
+            field="tenant",
+        )
+    return access
+
+
+def in_tenant(info: Any, doc: Any, tenant: str | None) -> bool:
+    """Whether a read with ``tenant=`` may return ``doc`` (always without ``tenant``): a
+    document of another tenant is not there for it, as a search filtered by the tenant
+    would not find it."""
+    if tenant is None:
+        return True
+    return require_custom_fields(info).tenant(doc) == tenant
+
+
+def check_tenant_writes(info: Any, docs: Any, tenant: str | None, kind: str) -> None:
+    """Refuse, before anything is sent, a write with ``tenant=`` of a document that belongs
+    to another tenant (DocumentValidationError naming the document, its tenant and the
+    one given; QueryValidationError for a model without custom fields)."""
+    if tenant is None:
+        return
+    access = require_custom_fields(info)
+    for doc in docs:
+        own = access.tenant(doc)
+        if own != tenant:
+            raise DocumentValidationError(
+                f"{kind}(tenant={tenant!r}): {info.name} {getattr(doc, 'id', None)!r} belongs "
+                f"to tenant {own!r}" + (" (none)" if not own else ""),
+                field="tenant",
+                ids=[str(doc.id)] if getattr(doc, "id", None) is not None else [],
+            )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
+from esmapper.custom_fields.access import require_custom_fields
 from esmapper.custom_fields.catalog import tenant_path
 from esmapper.errors import QueryValidationError
 
@@ -53,12 +54,7 @@ def tenant_view(
     ``tenant=`` on a model without custom fields."""
     if tenant is None:
         return info.catalog, filter
-    if not info.custom_fields:
-        raise QueryValidationError(
-            f"tenant= is for models with custom fields; {info.name} has none "
-            "(em.HasCustomFields or em.HasVirtualCustomFields)",
-            field="tenant",
-        )
+    require_custom_fields(info)
     catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
     if isinstance(filter, Query):
         defaults = info.index.default_search_fields if info.index is not None else None
