@@ -252,7 +252,8 @@ class Repository(Generic[T]):
         matches every document; FEATURES QY-28). A soft-deleted document counts only with
         ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
         before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
-        ``TypeError``."""
+        ``TypeError``. With ``tenant=``, another tenant's document does not exist (the
+        GET reads the whole document: its tenant is the model's to compute)."""
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
@@ -262,6 +263,8 @@ class Repository(Generic[T]):
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
         opts = self.options(**options)
         check_id(id)
+        if opts.tenant is not None:  # the tenant is the document's business: read it whole
+            return self.get(id, **{**options, "cache": False}) is not None
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
             return found is not None and _visible(

@@ -48,6 +48,7 @@ def test_get_and_get_many_with_tenant_see_only_the_tenants_documents(
     assert repo.get(a.id, tenant="globex", cache=True) is None  # served from the cache
     assert ids(repo.get_many([g.id, a.id], tenant="acme")) == [a.id]
     assert ids(repo.get_many([g.id, a.id])) == [g.id, a.id]
+    assert repo.exists(a.id, tenant="acme") and not repo.exists(a.id, tenant="globex")
     # as a search filtered by tenant would say
     assert repo.count(f"id:{g.id}", tenant="acme") == 0
 

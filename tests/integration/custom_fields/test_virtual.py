@@ -274,3 +274,54 @@ def test_includes_and_highlight_by_logical_name(
     }
     found = crepo.find("team:ops", tenant=ACME, highlight="Team")
     assert found.hits[0].highlight == {"Team": ["Eng <em>Ops</em>"]}
+
+
+def _virtual_model(version: int, scripts: dict[int, str] | None = None) -> type:
+    """``Contact`` (the entity type is the class name) at index version ``version``."""
+    number, by_version = version, scripts or {}
+
+    class Contact(em.Document, em.HasVirtualCustomFields):
+        class Index:
+            name = "cf_virtual_reindexed"
+            version = number
+            reindex_scripts = by_version
+            settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+        org: str = em.field(em.Keyword(), default="")
+        extra: dict[str, Any] = em.field(em.Object(enabled=False), factory=dict)
+
+        def get_custom_fields(self) -> dict[str, Any]:
+            return dict(self.extra)
+
+        def get_custom_field(self, name: str) -> Any:
+            return self.extra.get(name)
+
+        def set_custom_field(self, name: str, value: Any) -> None:
+            self.extra[name] = value
+
+        def remove_custom_field(self, name: str) -> None:
+            self.extra.pop(name, None)
+
+        def get_tenant_key(self) -> str | None:
+            return self.org or None
+
+    return Contact
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_a_reindex_keeps_idx_consistent(es_url: str, index_prefix: str, scripted: bool) -> None:
+    v1 = _virtual_model(1)
+    with em.Mapper(es_url, models=[v1], index_prefix=index_prefix) as old:
+        old.configure_indexes()
+        old.custom_fields(v1).add_field("acme", "Level", "int")
+        old.repository(v1).add([v1(org="acme", extra={"Level": n}) for n in range(5)])
+    script = "ctx._source.extra.Level = ctx._source.extra.Level * 100"
+    v2 = _virtual_model(2, {2: script} if scripted else None)
+    with em.Mapper(es_url, models=[v2], index_prefix=index_prefix) as new:
+        new.configure_indexes()
+        assert em.reindex(new, v2).status == "reindexed"
+        repo = new.repository(v2)
+        level = 300 if scripted else 3
+        assert repo.count(f"level:{level}", tenant="acme", consistency="immediate") == 1
+        [top] = repo.find(tenant="acme", sort="-level", limit=1).documents
+        assert top.idx == {"tenant": "acme", "int-1": 4 * (100 if scripted else 1)}
