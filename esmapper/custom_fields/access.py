@@ -128,21 +128,22 @@ class DictValues(CustomValues):
         values: Mapping[str, Any] | None = _raw(doc, "custom_fields")
         return values
 
+    # copy on write: the dict may be shared with what the document was loaded from
     def set(self, doc: Any, name: str, value: Any) -> None:
-        values = _raw(doc, "custom_fields")
-        if values is None:
-            values = {}
-            _set(doc, "custom_fields", values)
+        values = dict(_raw(doc, "custom_fields") or {})
         values[name] = value
+        _set(doc, "custom_fields", values)
 
     def remove(self, doc: Any, name: str, *, partial: bool = False) -> None:
         values = _raw(doc, "custom_fields")
         if values is None or name not in values:
             return
+        values = dict(values)
         if partial:
             values[name] = None
         else:
             del values[name]
+        _set(doc, "custom_fields", values)
 
     def tenant(self, doc: Any) -> str:
         return str(doc.tenant_key() or "")
