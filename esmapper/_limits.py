@@ -30,6 +30,7 @@ import contextlib
 import contextvars
 import datetime as _dt
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -110,12 +111,25 @@ def applied(timeout: Any = None, retries: Any = None) -> Iterator[CallLimits]:
 
 
 def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
-    """Decorate a method taking the options as keyword arguments: it runs under the
-    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``."""
+    """Decorate a public method taking the options as keyword arguments: it runs under the
+    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``.
+
+    A keyword the method does not take raises ``TypeError`` naming it and listing every
+    keyword the method takes (its own, then the options), before the method runs."""
 
     def decorate(method: F) -> F:
+        parameters = inspect.signature(method).parameters.values()
+        accepted = frozenset(
+            p.name
+            for p in parameters
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+        )
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not takes_any and not accepted.issuperset(kwargs):
+                _unknown_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
             timeout = kwargs.get("timeout", fallback.get("timeout"))
             retries = kwargs.get("retries", fallback.get("retries"))
@@ -127,3 +141,15 @@ def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _unknown_keywords(call: str, given: Mapping[str, Any], accepted: frozenset[str]) -> None:
+    """Raise the ``TypeError`` of a call given keywords it does not take (Python's own
+    message names one and lists none): every unknown keyword, then what the call takes."""
+    from esmapper.options import OPTION_NAMES, check_keywords
+
+    check_keywords(call, given, accepted - set(OPTION_NAMES))
+    unknown = ", ".join(sorted(set(given) - accepted))  # an option this call does not take
+    raise TypeError(
+        f"{call}() got unknown keyword(s): {unknown}; it takes {', '.join(sorted(accepted))}"
+    )

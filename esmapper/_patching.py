@@ -425,7 +425,7 @@ def _scan_kwargs(options: Options, *, retry: bool = False) -> dict[str, Any]:
     return {
         "consistency": "immediate" if retry else options.consistency,
         "soft_deletes": options.soft_deletes,
-        "cache": False if retry or isinstance(options.cache, str) else options.cache,
+        "cache": False if retry or options.cache_key is not None else options.cache,
         "tenant": options.tenant,
     }
 

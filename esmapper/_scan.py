@@ -37,6 +37,7 @@ from elasticsearch.dsl.query import Query
 
 from esmapper._pit import expired_error, release
 from esmapper.errors import SnapshotExpiredError
+from esmapper.options import Snapshot
 from esmapper.results import FindHit, FindResults, decode_token
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def scan(
     on_page: Callable[[list[FindHit[Any]]], bool | None],
     *,
     limit: int,
-    snapshot: object = True,
+    snapshot: Snapshot = True,
     reopen: bool = False,
     **find_kwargs: Any,
 ) -> int:

@@ -343,11 +343,12 @@ class Mapper:
         )
 
     def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
-        """How long a by-id read of ``info`` is cached under ``options`` (``None``: not)."""
+        """How long a by-id read of ``info`` (or a search's response under ``cache_key``)
+        is cached under ``options`` (``None``: not)."""
         if self.documents is None or options.cache is False:
             return None
         default = info.index.cache if info.index is not None else None
-        if options.cache is None:
+        if options.cache is None and options.cache_key is None:
             return default
         return default or DEFAULT_CACHE_TTL
 

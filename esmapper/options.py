@@ -2,18 +2,43 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
+import sys
+import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
 from esmapper._limits import check_retries, check_timeout
 
-__all__ = ["TRACE", "Options", "check_keywords", "log_level", "refresh_param"]
+__all__ = [
+    "OPTION_NAMES",
+    "TRACE",
+    "Consistency",
+    "LogLevel",
+    "Options",
+    "Snapshot",
+    "SoftDeleteMode",
+    "Timeout",
+    "check_keywords",
+    "given",
+    "log_level",
+    "refresh_param",
+]
 
-Consistency = Literal["eventual", "immediate", "wait"]
-SoftDeleteMode = Literal["active", "deleted", "all"]
+#: How a write is made visible to searches (see :class:`Options`).
+Consistency: TypeAlias = Literal["eventual", "immediate", "wait"]
+#: Which documents of a soft-deleting model a read or by-query write sees.
+SoftDeleteMode: TypeAlias = Literal["active", "deleted", "all"]
+#: A per-call timeout: seconds, or a ``timedelta``.
+Timeout: TypeAlias = float | _dt.timedelta
+#: A logging level: an int, or a level name (``"debug"``, ``"trace"``...).
+LogLevel: TypeAlias = int | str
+#: A search's ``snapshot=``: ``True`` (a point in time kept alive 5 minutes between page
+#: requests), a keep-alive (``"90s"``, ``"10m"``, a ``timedelta``), ``False``/``None``: none.
+Snapshot: TypeAlias = bool | str | _dt.timedelta | None
 
 _CONSISTENCY = ("eventual", "immediate", "wait")
 _SOFT_DELETES = ("active", "deleted", "all")
@@ -56,14 +81,47 @@ def _tenant(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # t
         raise ValueError(f"tenant={value!r} must be a non-empty string (a tenant key)")
 
 
+def _cache(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(
+            f"cache={value!r} must be True, False or None (the model's default); a key "
+            "for a search's cached response is cache_key="
+        )
+
+
+def _cache_key(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"cache_key={value!r} must be a non-empty string")
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside esmapper (and attrs' generated code),
+    so a warning points at the caller's line."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module == "esmapper" or module.startswith(("esmapper.", "attr"))) and (
+            not frame.f_code.co_filename.startswith("<attrs generated")
+        ):
+            return level
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
 @attrs.frozen(slots=True)
 class Options:
     """Options of one operation.
 
     ``consistency``: ``eventual`` (no refresh), ``immediate`` (``refresh=true``), ``wait``
     (``refresh=wait_for``; by-query APIs take only a bool, so ``wait`` means ``true`` there).
-    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: ``True`` /
-    ``False`` / a cache key (``None``: the model's default). ``notifications``: publish
+    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: whether
+    by-id reads use the document cache (``None``: the model's default, ``class Index:
+    cache = ...``). ``cache_key``: a search's response is cached under this key (and
+    served from it while it lives; ``repo.invalidate_cache(key)`` drops it).
+    ``cache="key"`` (a string) is deprecated: it means ``cache_key="key"`` and warns.
+    ``notifications``: publish
     ``entity_changed``. ``validate``: run ``Document.validate`` on writes of documents, and
     check a ``PartialPatch`` against the model (unknown fields, types); type checks of
     whole documents and the refusal of ``NaN`` always run. ``version_check``: send the
@@ -72,15 +130,18 @@ class Options:
     (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
     call's limits, see :mod:`esmapper._limits`. ``tenant``: the tenant whose custom
     fields a search's filter, sort and aggregations may name, and whose documents it keeps
-    to (API.md §11; :mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
+    to (:mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
     level name, ``"trace"`` included): the level at which the call's search requests are
-    logged with their target and body on ``esmapper.query`` (FEATURES QY-30, TS-2;
-    ``None``: DEBUG).
+    logged with their target and body on ``esmapper.query`` (``None``: DEBUG).
+
+    Repository and session calls take each option as a keyword argument whose default,
+    ``None``, means "the repository's (or session's) default".
     """
 
-    consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
-    soft_deletes: str = attrs.field(default="active", validator=_one_of(_SOFT_DELETES))
-    cache: bool | str | None = None
+    consistency: Consistency = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
+    soft_deletes: SoftDeleteMode = attrs.field(default="active", validator=_one_of(_SOFT_DELETES))
+    cache: bool | None = attrs.field(default=None, validator=_cache)
+    cache_key: str | None = attrs.field(default=None, validator=_cache_key)
     notifications: bool = True
     validate: bool = True
     version_check: bool = True
@@ -90,28 +151,57 @@ class Options:
     query_log_level: int | None = attrs.field(default=None, converter=log_level)
 
     def merge(self, **overrides: Any) -> Options:
-        """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
+        """A copy with ``overrides`` applied; an unknown option raises ``TypeError``.
+        ``cache="key"`` (deprecated) becomes ``cache_key="key"`` with a DeprecationWarning."""
         if not overrides:
             return self
-        unknown = set(overrides) - set(attrs.fields_dict(Options))
+        unknown = set(overrides) - set(OPTION_NAMES)
         if unknown:
             raise TypeError(
-                f"unknown option(s): {', '.join(sorted(unknown))}; known: "
-                f"{', '.join(attrs.fields_dict(Options))}"
+                f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}"
             )
-        return attrs.evolve(self, **overrides)
+        return attrs.evolve(self, **_undeprecated(overrides))
+
+
+def _undeprecated(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with a string ``cache`` (the 0.x spelling of a cache key) moved to
+    ``cache_key``, with a DeprecationWarning."""
+    cache = options.get("cache")
+    if isinstance(cache, str):
+        warnings.warn(
+            f"cache={cache!r} (a cache key) is deprecated; pass cache_key={cache!r}",
+            DeprecationWarning,
+            stacklevel=_caller_level(),
+        )
+        options = {**options, "cache": None, "cache_key": cache}
+    return options
+
+
+#: The option keywords every repository and session call takes, in declaration order.
+OPTION_NAMES: Final = tuple(attrs.fields_dict(Options))
+
+
+def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
+    """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
+    (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
+    every option keyword's default: the repository's or the session's value)."""
+    picked = {name: scope[name] for name in OPTION_NAMES if scope[name] is not None}
+    for name in extra:
+        if scope.get(name) is not None:
+            picked[name] = scope[name]
+    return picked
 
 
 def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ()) -> None:
     """Raise ``TypeError`` when ``given`` holds a keyword that is neither one of the call's
     ``own`` nor an option; the message lists both, so a typo shows what was meant."""
-    known = set(own) | set(attrs.fields_dict(Options))
+    known = set(own) | set(OPTION_NAMES)
     unknown = sorted(set(given) - known)
     if unknown:
         listed = f"{', '.join(sorted(own))}; and the options " if own else "the options "
         raise TypeError(
             f"{call}() got unknown keyword(s): {', '.join(unknown)}; it takes {listed}"
-            f"{', '.join(attrs.fields_dict(Options))}"
+            f"{', '.join(OPTION_NAMES)}"
         )
 
 

@@ -26,10 +26,20 @@ from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import DocState
-from esmapper.options import Options, check_keywords
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    Snapshot,
+    SoftDeleteMode,
+    Timeout,
+    given,
+)
 from esmapper.patches import PartialPatch, Patch
 from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
@@ -95,34 +105,140 @@ class Repository(Generic[T]):
     # -- writes ------------------------------------------------------------------------
 
     @overload
-    def add(self, docs: T, **options: Any) -> T: ...
+    def add(
+        self,
+        docs: T,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T: ...
     @overload
-    def add(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def add(
+        self,
+        docs: Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]: ...
     @limited(_defaults)
-    def add(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+    def add(
+        self,
+        docs: T | Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | list[T]:
         """Create document(s): ``op_type=create``, so an existing id raises
         :class:`DuplicateDocumentError` and leaves the stored document unchanged. Sets
         ``id`` (composed from ``id_fields`` or a new ObjectId), dates and ``version``."""
-        return self._write("add", docs, options)  # type: ignore[no-any-return]
+        return self._write("add", docs, given(locals()))  # type: ignore[no-any-return]
 
     @overload
-    def save(self, docs: T, **options: Any) -> T: ...
+    def save(
+        self,
+        docs: T,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T: ...
     @overload
-    def save(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def save(
+        self,
+        docs: Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]: ...
     @limited(_defaults)
-    def save(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+    def save(
+        self,
+        docs: T | Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | list[T]:
         """Replace document(s) (Index API). ``Versioned`` models send
         ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
         :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`."""
-        return self._write("save", docs, options)  # type: ignore[no-any-return]
+        return self._write("save", docs, given(locals()))  # type: ignore[no-any-return]
 
     @limited(_defaults)
-    def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
+    def remove(
+        self,
+        docs: T | str | Iterable[T | str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
         a no-op. A ``Versioned`` document is deleted only at the version it holds
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
         deletes whatever is stored. Ids are loaded first (one mget) when removal signals
         have receivers, so those see the documents' content."""
+        options = given(locals())
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
         loaded: dict[str, Any] | None = None
@@ -138,14 +254,14 @@ class Repository(Generic[T]):
         if pendings:
             write_documents(self.mapper, pendings, self.options(**options))
 
-    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
+    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> T | list[T]:
         single = isinstance(docs, self.model)
         items = [docs] if single else list(docs)  # type: ignore[arg-type]
         for item in items:
             if not isinstance(item, self.model):
                 raise TypeError(f"{kind}() takes {self.model.__name__} documents, got {item!r}")
         self._run(kind, items, self.options(**options))
-        return items[0] if single else items  # type: ignore[no-any-return]
+        return items[0] if single else items  # type: ignore[return-value]
 
     def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
         if docs:
@@ -154,10 +270,25 @@ class Repository(Generic[T]):
     # -- reads by id --------------------------------------------------------------------
 
     @limited(_defaults)
-    def get(self, id: str, **options: Any) -> T | None:
+    def get(
+        self,
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         check_id(id)
         ttl = self.mapper.cache_ttl(self.info, opts)
         token = None
@@ -185,11 +316,26 @@ class Repository(Generic[T]):
 
     @limited(_defaults)
     @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
-    def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
+    def get_many(
+        self,
+        ids: Iterable[str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]:
         """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
         omitted, duplicates once. Time-series models: see
         :func:`esmapper.indexes.reads.get_documents`."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
@@ -231,7 +377,24 @@ class Repository(Generic[T]):
         ]
 
     @limited(_defaults)
-    def exists(self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Any) -> bool:
+    def exists(
+        self,
+        id: str | None = None,
+        *,
+        filter: Any = _NO_FILTER,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> bool:
         """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
         ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
         near-real-time ``size=0`` search with ``terminate_after=1``; ``filter=None``
@@ -242,11 +405,12 @@ class Repository(Generic[T]):
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            check_keywords("exists", options, ("partitions",))
-            return self._request("exists", filter, dict(options)).exists()
+            return self._request("exists", filter, given(locals(), ("partitions",))).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
-        opts = self.options(**options)
+        if partitions is not None:
+            raise TypeError("exists() takes partitions= with filter=, not with an id")
+        opts = self.options(**given(locals()))
         check_id(id)
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
@@ -275,25 +439,74 @@ class Repository(Generic[T]):
 
     # -- search ------------------------------------------------------------------------
 
-    def search(self, filter: str | Query | None = None, **kwargs: Any) -> SearchRequest:
+    def search(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> SearchRequest:
         """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
 
         Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
         every keyword the call takes.
         """
-        return self._request("search", filter, kwargs)
+        return self._request("search", filter, given(locals(), SEARCH_OPTIONS))
 
     def _request(
         self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
     ) -> SearchRequest:
-        check_keywords(call, kwargs, SEARCH_OPTIONS)
         search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
         return SearchRequest(
             self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
         )
 
     @limited(_defaults)
-    def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
+    def find(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> FindResults[T]:
         """Search (near-real-time); sends one ``_search`` to the model's alias (a
         point-in-time is opened first for ``snapshot``).
 
@@ -315,11 +528,35 @@ class Repository(Generic[T]):
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
         whose point in time is gone raises :class:`SnapshotExpiredError`.
         """
-        return self._request("find", filter, kwargs).find()
+        return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
 
     @limited(_defaults)
     def find_as(
-        self, result_type: type[R], filter: str | Query | None = None, **kwargs: Any
+        self,
+        result_type: type[R],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> FindResults[R]:
         """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
         ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
@@ -330,25 +567,66 @@ class Repository(Generic[T]):
         Raises QueryValidationError before sending for a bad filter, or a required
         attribute the model does not declare or ``includes`` leave out (FEATURES QY-33;
         see :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
-        project, includes = projection(self.info, result_type, kwargs.get("includes"))
-        if includes is not None:
-            kwargs["includes"] = includes
+        kwargs = given(locals(), SEARCH_OPTIONS)
+        project, projected = projection(self.info, result_type, includes)
+        if projected is not None:
+            kwargs["includes"] = projected
         request = self._request("find_as", filter, kwargs)
         request.project = project
         return request.find()
 
     @limited(_defaults)
-    def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
+    def find_one(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
-        kwargs["limit"] = 1
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self._request("find_one", filter, kwargs).find()
         return results.hits[0].document if results.hits else None
 
     @limited(_defaults)
-    def count(self, filter: str | Query | None = None, **options: Any) -> int:
+    def count(
+        self,
+        filter: str | Query | None = None,
+        *,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
         """The number of matching documents (exact; soft-delete mode applies): one
         ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
-        return self._request("count", filter, options).count()
+        return self._request("count", filter, given(locals(), ("partitions",))).count()
 
     @limited(_defaults)
     def aggregate(
@@ -356,7 +634,18 @@ class Repository(Generic[T]):
         filter: str | Query | None = None,
         *old_order: Any,
         aggregations: AggregationsSpec = None,
-        **options: Any,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> Aggregations:
         """Only the aggregations of the documents matching ``filter``: one ``_search`` with
         ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
@@ -373,27 +662,59 @@ class Repository(Generic[T]):
                 " aggregations='terms:company_id') (the order was aggregate(aggregations,"
                 " filter) before)"
             )
-        options["aggregations"] = aggregations
-        return self._request("aggregate", filter, options).aggregate_only()
+        kwargs = given(locals(), ("aggregations", "partitions"))
+        return self._request("aggregate", filter, kwargs).aggregate_only()
 
     # -- by query and patches ------------------------------------------------------------
 
     @limited(_defaults)
-    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+    def patch(
+        self,
+        ids: str | Iterable[str],
+        patch: Patch,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
         :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
         ``PartialPatch`` is checked against the model first (:func:`_checked`)."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
 
     @limited(_defaults)
-    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+    def patch_all(
+        self,
+        filter: str | Query | None,
+        patch: Patch,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
         with version checks: see :mod:`esmapper._patching`). A scan whose point in time is
         lost more than 10 times raises :class:`SnapshotExpiredError`. A ``PartialPatch`` is
         checked against the model first (:func:`_checked`)."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         return _patching.patch_all(self, filter, self._checked(patch, opts), opts)
 
     def _checked(self, patch: Patch, options: Options) -> Patch:
@@ -410,12 +731,27 @@ class Repository(Generic[T]):
         return attrs.evolve(patch, doc=check_partial(self.info, patch.doc))
 
     @limited(_defaults)
-    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+    def remove_all(
+        self,
+        filter: str | Query | None = None,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
         the number removed. Uses delete-by-query when nothing listens to removals and the
         model is not cached, else a point-in-time scan (a scan whose point in time is lost
         more than 10 times raises :class:`SnapshotExpiredError`)."""
-        return _patching.remove_all(self, filter, self.options(**options))
+        return _patching.remove_all(self, filter, self.options(**given(locals())))
 
     @limited(_defaults)
     def batch_process(
@@ -423,7 +759,24 @@ class Repository(Generic[T]):
         filter: str | Query | None,
         fn: Callable[[list[T]], bool | None],
         batch_size: int = 100,
-        **options: Any,
+        *,
+        sort: SortSpec = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> int:
         """Call ``fn`` with batches of matching documents until they run out or ``fn``
         returns ``False``; returns the number of documents given to ``fn``.
@@ -447,7 +800,7 @@ class Repository(Generic[T]):
         """
         if batch_size < 1 or batch_size > 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
-        snapshot = options.pop("snapshot", True)
+        kwargs = given(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
         if snapshot is False:
             raise QueryValidationError(
                 "batch_process always pages through a point in time; snapshot= sets its "
@@ -460,7 +813,7 @@ class Repository(Generic[T]):
             lambda hits: fn([hit.document for hit in hits]),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,
-            **options,
+            **kwargs,
         )
 
     def compose_id(self, doc: T) -> str:
@@ -481,9 +834,24 @@ class Repository(Generic[T]):
         return soft_delete_clause(self.info, mode)
 
     @limited(_defaults)
-    def require(self, id: str, **options: Any) -> T:
+    def require(
+        self,
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T:
         """Like :meth:`get`, but a missing document raises :class:`DocumentNotFoundError`."""
-        document = self.get(id, **options)
+        document = self.get(id, **given(locals()))
         if document is None:
             raise DocumentNotFoundError(id, index=self.spec.alias)
         return document

@@ -29,7 +29,7 @@ DocumentValidationError before anything is sent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from elasticsearch.dsl.query import Query
@@ -37,10 +37,22 @@ from elasticsearch.dsl.query import Query
 from esmapper import signals
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
+from esmapper._search import SEARCH_OPTIONS
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError
 from esmapper.model.state import DocState, state_of
-from esmapper.options import Options
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    Snapshot,
+    SoftDeleteMode,
+    Timeout,
+    given,
+)
+from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
@@ -72,9 +84,24 @@ class Session:
     every flush and read of the session.
     """
 
-    def __init__(self, mapper: Mapper, **options: Any) -> None:
+    def __init__(
+        self,
+        mapper: Mapper,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         self.mapper = mapper
-        self.options = Options().merge(**options)
+        self.options = Options().merge(**given(locals()))
         self._identity: dict[tuple[type, str], Any] = {}
         self._new: dict[int, Any] = {}
         self._deleted: dict[int, Any] = {}
@@ -173,12 +200,29 @@ class Session:
     # -- loading -------------------------------------------------------------------------
 
     @limited(_defaults)
-    def get(self, model: type[T], id: str, **options: Any) -> T | None:
+    def get(
+        self,
+        model: type[T],
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
         """The document ``id`` of ``model``: from the identity map, else a real-time GET.
 
         A document the session holds in part (loaded by a ``find`` with
         ``includes``/``excludes``) is completed first: the whole stored document is read
         and merged into the same object (see :meth:`_complete`)."""
+        options = given(locals())
         self._check_open()
         found = self._identity.get((model, id))
         if found is not None:
@@ -257,9 +301,26 @@ class Session:
         return deleted == (mode == "deleted")
 
     @limited(_defaults)
-    def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
+    def get_many(
+        self,
+        model: type[T],
+        ids: Iterable[str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order;
         documents held in part are completed like :meth:`get` does."""
+        options = given(locals())
         self._check_open()
         wanted = list(dict.fromkeys(ids))
         partial = {
@@ -282,12 +343,37 @@ class Session:
 
     @limited(_defaults)
     def find(
-        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> FindResults[T]:
         """Search like ``Repository.find``; hits join the identity map (a document already
         in the session is returned as that object, with its local changes; one it held in
         part is completed from a whole hit, like :meth:`get` does)."""
         self._check_open()
+        kwargs = given(locals(), SEARCH_OPTIONS)
         results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
         for hit in results.hits:
             hit.document = self._adopt_hit(hit.document)
@@ -312,10 +398,33 @@ class Session:
 
     @limited(_defaults)
     def find_one(
-        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
-        kwargs["limit"] = 1
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self.find(model, filter, **kwargs)
         return results.hits[0].document if results.hits else None
 
@@ -324,6 +433,7 @@ class Session:
         merged: dict[str, Any] = {
             "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
+            "cache_key": self.options.cache_key,
         }
         merged.update(options)
         return merged
@@ -538,9 +648,24 @@ def _is_partial(doc: Any) -> bool:
 class sessionmaker:
     """A factory of sessions with preset options (one session per web request)."""
 
-    def __init__(self, mapper: Mapper, **options: Any) -> None:
+    def __init__(
+        self,
+        mapper: Mapper,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         self.mapper = mapper
-        self.options = options
+        self.options = given(locals())
 
     def __call__(self, **overrides: Any) -> Session:
         return Session(self.mapper, **{**self.options, **overrides})
