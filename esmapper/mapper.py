@@ -28,10 +28,13 @@ if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
     from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.health import HealthReport
+    from esmapper.migrations import MigrationResult
+    from esmapper.model import Document
 
 __all__ = ["Mapper"]
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 
 #: Cache lifetime of an operation that asks for caching on a model without a default.
 DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
@@ -320,7 +323,7 @@ class Mapper:
         """A factory of sessions with preset ``options`` (e.g. one per web request)."""
         return sessionmaker(self, **options)
 
-    def migrate(self, **kwargs: Any) -> Any:
+    def migrate(self, **kwargs: Any) -> MigrationResult:
         """Configure indexes, reindex outdated versions and run pending migrations
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
         from esmapper.migrations import migrate

@@ -45,6 +45,7 @@ from esmapper.results import FindResults
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.mapper import Mapper
+    from esmapper.model import Document
 
 __all__ = ["Repository"]
 
@@ -55,7 +56,8 @@ _REMOVE_SIGNALS = (
     signals.documents_changed,
 )
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 R = TypeVar("R")
 
 #: ``exists(filter=...)`` was not given (``filter=None`` matches every document)
@@ -243,7 +245,7 @@ class Repository(Generic[T]):
         ids = [item for item in items if isinstance(item, str)]
         loaded: dict[str, Any] | None = None
         if ids and any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS):
-            loaded = {d.id: d for d in self.get_many(ids, soft_deletes="all")}  # type: ignore[attr-defined]
+            loaded = {str(d.id): d for d in self.get_many(ids, soft_deletes="all")}
         pendings = []
         for item in items:
             if not isinstance(item, str):

@@ -57,10 +57,12 @@ from esmapper.results import FindResults
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
+    from esmapper.model import Document
 
 __all__ = ["Session", "SessionClosedError"]
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 
 
 class SessionClosedError(EsmapperError):
@@ -162,17 +164,17 @@ class Session:
         return bool(current != baseline)
 
     @property
-    def new(self) -> list[Any]:
+    def new(self) -> list[Document]:
         """Documents added to the session and not flushed yet."""
         return list(self._new.values())
 
     @property
-    def deleted(self) -> list[Any]:
+    def deleted(self) -> list[Document]:
         """Documents marked for removal and not flushed yet."""
         return list(self._deleted.values())
 
     @property
-    def dirty(self) -> list[Any]:
+    def dirty(self) -> list[Document]:
         """Loaded documents whose values differ from what the store last confirmed.
 
         Normalizes the documents it compares (see :meth:`ModelInfo.normalize`), so a
@@ -194,7 +196,7 @@ class Session:
         model_id = getattr(doc, "id", None)
         return self._identity.get((type(doc), model_id)) is doc  # type: ignore[arg-type]
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Document]:
         return iter(list(self._identity.values()) + self.new)
 
     # -- loading -------------------------------------------------------------------------
@@ -440,7 +442,7 @@ class Session:
 
     # -- changes -------------------------------------------------------------------------
 
-    def add(self, doc: Any) -> Any:
+    def add(self, doc: T) -> T:
         """Track ``doc``: a new document becomes a pending create; a document loaded
         elsewhere joins the identity map and is saved at flush if it changed."""
         self._check_open()
@@ -458,11 +460,11 @@ class Session:
             self._new[id(doc)] = doc
         return doc
 
-    def add_all(self, docs: Iterable[Any]) -> None:
+    def add_all(self, docs: Iterable[Document]) -> None:
         for doc in docs:
             self.add(doc)
 
-    def remove(self, doc: Any) -> None:
+    def remove(self, doc: Document) -> None:
         """Mark ``doc`` for a hard delete at flush (a pending create is just dropped)."""
         self._check_open()
         if self._new.pop(id(doc), None) is not None:
@@ -482,13 +484,13 @@ class Session:
                 ids=[doc.id],
             )
 
-    def expunge(self, doc: Any) -> None:
+    def expunge(self, doc: Document) -> None:
         """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
         self._new.pop(id(doc), None)
         self._deleted.pop(id(doc), None)
         self._forget(id(doc))
-        if getattr(doc, "id", None) is not None:
-            key = (type(doc), doc.id)
+        if doc.id is not None:
+            key: tuple[type, str] = (type(doc), doc.id)
             if self._identity.get(key) is doc:
                 del self._identity[key]
         state = state_of(doc)
