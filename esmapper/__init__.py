@@ -100,7 +100,7 @@ from esmapper.model.fields import (
     UnsignedLong,
     Wildcard,
 )
-from esmapper.options import Options
+from esmapper.options import Consistency, Options, SoftDeleteMode
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
@@ -121,6 +121,7 @@ __all__ = [
     "ChangeType",
     "CleanupIndexesJob",
     "CleanupSnapshotsJob",
+    "Consistency",
     "CustomFieldDefinition",
     "CustomFieldRepository",
     "CustomFieldType",
@@ -142,8 +143,8 @@ __all__ = [
     "HalfFloat",
     "HasCustomFields",
     "HasDates",
-    "IdTooLongError",
     "HybridCache",
+    "IdTooLongError",
     "InMemoryCache",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
@@ -164,8 +165,6 @@ __all__ = [
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
-    "RedisCache",
-    "RedisMessageBus",
     "Migration",
     "MigrationContext",
     "MigrationError",
@@ -182,6 +181,8 @@ __all__ = [
     "ProcessResult",
     "QueryContext",
     "QueryValidationError",
+    "RedisCache",
+    "RedisMessageBus",
     "ReindexError",
     "ReindexProgress",
     "ReindexResult",
@@ -194,6 +195,7 @@ __all__ = [
     "Short",
     "SnapshotExpiredError",
     "SnapshotJob",
+    "SoftDeleteMode",
     "SoftDeletes",
     "StandardFieldType",
     "Text",
