@@ -63,7 +63,7 @@ def created_id(response: Any) -> str:
     assert response.status_code == 303, text(response)
     location = response.headers["Location"]
     assert location.startswith("/employees/")
-    return location.rsplit("/", 1)[-1]
+    return location.rsplit("/", 1)[-1]  # type: ignore[no-any-return]
 
 
 # -- list: filter, sort, pages -----------------------------------------------------------

@@ -20,7 +20,7 @@ def make_mapper(es_url: str, index_prefix: str) -> Iterator[MakeMapper]:
         *models: type, clock: Callable[[], dt.datetime] | None = None, url: str | None = None
     ) -> em.Mapper:
         options = {} if clock is None else {"clock": clock}
-        mapper = em.Mapper(url or es_url, models=list(models), index_prefix=index_prefix, **options)
+        mapper = em.Mapper(url or es_url, models=list(models), index_prefix=index_prefix, **options)  # type: ignore[arg-type]
         for model in mapper.models:
             spec = mapper.spec(model)
             if spec.client is None:  # until Mapper binds the specs it creates

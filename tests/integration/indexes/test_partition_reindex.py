@@ -263,7 +263,7 @@ def test_writes_during_the_reindex_all_reach_the_new_partitions(
                     return
                 time.sleep(0.01)  # refused by the write block, not applied
             except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)
+                errors.append(exc)  # type: ignore[arg-type]
                 return
 
     def progress(report: ReindexProgress) -> None:

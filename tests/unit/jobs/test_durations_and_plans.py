@@ -111,7 +111,7 @@ def test_job_results() -> None:
 def test_bulk_actions_carry_a_pipeline_on_index_and_create_only() -> None:
     line = _encode(0, BulkAction("create", "i", "1", {"a": 1}, pipeline="p")).split(b"\n")[0]
     assert line == b'{"create":{"_index":"i","_id":"1","pipeline":"p"}}'
-    for op, body in (("update", {"doc": {}}), ("delete", None)):
+    for op, body in (("update", {"doc": {}}), ("delete", None)):  # type: ignore[var-annotated]
         with pytest.raises(ValueError, match="pipeline is only for index and create"):
             _encode(0, BulkAction(op, "i", "1", body, pipeline="p"))  # type: ignore[arg-type]
 
