@@ -48,7 +48,7 @@ def test_a_search_keyword_the_call_does_not_take_is_refused(mapper: em.Mapper) -
 def test_bad_option_values_are_refused_before_sending(mapper: em.Mapper) -> None:
     repo = mapper.repository(Note)
     with pytest.raises(ValueError, match="consistency='soon' is not one of"):
-        repo.add(Note(), consistency="soon")  # type: ignore[arg-type]
+        repo.add(Note(), consistency="soon")  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="soft_deletes='gone' is not one of"):
         repo.get("n1", soft_deletes="gone")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout=-1 must be a positive"):
