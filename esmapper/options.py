@@ -25,6 +25,7 @@ __all__ = [
     "check_keywords",
     "given",
     "log_level",
+    "picked",
     "refresh_param",
 ]
 
@@ -185,11 +186,13 @@ def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]
     """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
     (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
     every option keyword's default: the repository's or the session's value)."""
-    picked = {name: scope[name] for name in OPTION_NAMES if scope[name] is not None}
-    for name in extra:
-        if scope.get(name) is not None:
-            picked[name] = scope[name]
-    return picked
+    return {**picked(scope, OPTION_NAMES), **picked(scope, extra)}
+
+
+def picked(scope: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The entries of ``scope`` named in ``names`` that are not ``None`` (a name missing
+    from ``scope`` is skipped)."""
+    return {name: scope[name] for name in names if scope.get(name) is not None}
 
 
 def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ()) -> None:

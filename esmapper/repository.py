@@ -34,6 +34,7 @@ from esmapper.options import (
     SoftDeleteMode,
     Timeout,
     given,
+    picked,
 )
 from esmapper.patches import PartialPatch, Patch
 from esmapper.query import Aggregations
@@ -290,7 +291,10 @@ class Repository(Generic[T]):
     ) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``."""
-        opts = self.options(**given(locals()))
+        return self._get(id, self.options(**given(locals())))
+
+    def _get(self, id: str, opts: Options) -> T | None:
+        """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
         ttl = self.mapper.cache_ttl(self.info, opts)
         token = None
@@ -317,7 +321,6 @@ class Repository(Generic[T]):
         return self._hydrate(raw)
 
     @limited(_defaults)
-    @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
     def get_many(
         self,
         ids: Iterable[str],
@@ -337,7 +340,11 @@ class Repository(Generic[T]):
         """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
         omitted, duplicates once. Time-series models: see
         :func:`esmapper.indexes.reads.get_documents`."""
-        opts = self.options(**given(locals()))
+        return self._get_many(ids, self.options(**given(locals())))
+
+    @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
+    def _get_many(self, ids: Iterable[str], opts: Options) -> list[T]:
+        """:meth:`get_many` under ``opts`` (what a session's read runs)."""
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
@@ -478,9 +485,14 @@ class Repository(Generic[T]):
         self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
     ) -> SearchRequest:
         search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
-        return SearchRequest(
-            self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
-        )
+        return self._search_request(filter, self.options(**kwargs), search_args)
+
+    def _search_request(
+        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
+    ) -> SearchRequest:
+        """The compiled search of ``filter`` under ``options`` (``search_args``: the
+        search's own keywords, those of :meth:`find`)."""
+        return SearchRequest(self.mapper, self.info, options, filter=filter, **search_args)
 
     @limited(_defaults)
     def find(
@@ -802,7 +814,7 @@ class Repository(Generic[T]):
         """
         if batch_size < 1 or batch_size > 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
-        kwargs = given(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
+        kwargs = picked(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
         if snapshot is False:
             raise QueryValidationError(
                 "batch_process always pages through a point in time; snapshot= sets its "
@@ -813,6 +825,7 @@ class Repository(Generic[T]):
             self,
             filter,
             lambda hits: fn([hit.document for hit in hits]),
+            self.options(**given(locals())),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,
             **kwargs,

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
@@ -49,6 +50,7 @@ from esmapper.options import (
     SoftDeleteMode,
     Timeout,
     given,
+    picked,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec
@@ -58,6 +60,7 @@ from esmapper.results import FindResults
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
     from esmapper.model import Document
+    from esmapper.repository import Repository
 
 __all__ = ["Session", "SessionClosedError"]
 
@@ -224,25 +227,21 @@ class Session:
         A document the session holds in part (loaded by a ``find`` with
         ``includes``/``excludes``) is completed first: the whole stored document is read
         and merged into the same object (see :meth:`_complete`)."""
-        options = given(locals())
         self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
         found = self._identity.get((model, id))
         if found is not None:
             if _is_partial(found):
-                whole = self.mapper.repository(model).get(id, **self._whole_options(options))
+                whole = repo._get(id, _whole(options))
                 if not self._complete(found, whole):
                     return None
             return found if self._visible(found, options) else None  # type: ignore[no-any-return]
-        doc = self.mapper.repository(model).get(id, **self._read_options(options))
+        doc = repo._get(id, options)
         if doc is None:
             return None
         adopted = self._adopt(doc)
         return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
-
-    def _whole_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The read options that complete a partial document: whatever its soft-delete
-        state (the caller's mode is applied to the completed object)."""
-        return {**self._read_options(options), "soft_deletes": "all"}
 
     def _complete(self, doc: Any, whole: Any) -> bool:
         """Complete the partially loaded ``doc`` from ``whole`` (the same document read
@@ -292,11 +291,11 @@ class Session:
                 object.__setattr__(doc, "version", loaded.version)
         return True
 
-    def _visible(self, doc: Any, options: dict[str, Any]) -> bool:
+    def _visible(self, doc: Any, options: Options) -> bool:
         """Whether the soft-delete mode of a read lets ``doc`` (as held in the session,
         with its local changes) through, like ``repo.get`` does for stored documents."""
         info = type(doc).__esmapper__
-        mode: str = options.get("soft_deletes", self.options.soft_deletes)
+        mode = options.soft_deletes
         if not info.soft_deletes or mode == "all":
             return True
         deleted: bool = bool(doc.is_deleted)
@@ -322,8 +321,9 @@ class Session:
     ) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order;
         documents held in part are completed like :meth:`get` does."""
-        options = given(locals())
         self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
         wanted = list(dict.fromkeys(ids))
         partial = {
             i: self._identity[(model, i)]
@@ -332,8 +332,7 @@ class Session:
         }
         missing = [i for i in wanted if (model, i) not in self._identity]
         if missing or partial:
-            repo = self.mapper.repository(model)
-            read = repo.get_many([*missing, *partial], **self._whole_options(options))
+            read = repo._get_many([*missing, *partial], _whole(options))
             loaded = {d.id: d for d in read}  # type: ignore[attr-defined]
             for i, doc in partial.items():
                 self._complete(doc, loaded.pop(i, None))
@@ -375,8 +374,10 @@ class Session:
         in the session is returned as that object, with its local changes; one it held in
         part is completed from a whole hit, like :meth:`get` does)."""
         self._check_open()
-        kwargs = given(locals(), SEARCH_OPTIONS)
-        results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
+        search_args = picked(locals(), SEARCH_OPTIONS)
+        results = repo._search_request(filter, options, search_args).find()
         for hit in results.hits:
             hit.document = self._adopt_hit(hit.document)
         fetch = results._fetch_next
@@ -430,15 +431,16 @@ class Session:
         results = self.find(model, filter, **kwargs)
         return results.hits[0].document if results.hits else None
 
-    def _read_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        # the session's consistency is for its flushes; a read asks for its own
-        merged: dict[str, Any] = {
+    def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
+        """The options of a read: the repository's defaults, the session's soft-delete mode
+        and cache choice, then what the call gave (the session's consistency is for its
+        flushes; a read asks for its own)."""
+        session = {
             "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
             "cache_key": self.options.cache_key,
         }
-        merged.update(options)
-        return merged
+        return repo.defaults.merge(**{**session, **given})
 
     # -- changes -------------------------------------------------------------------------
 
@@ -639,6 +641,12 @@ def _restore(doc: Any) -> None:
             object.__setattr__(doc, spec.name, object.__getattribute__(fresh, spec.name))
     state.watched = False
     state.assigned = None  # the assignments are undone: a save must not write them
+
+
+def _whole(options: Options) -> Options:
+    """The read options that complete a partial document: whatever its soft-delete state
+    (the caller's mode is applied to the completed object)."""
+    return attrs.evolve(options, soft_deletes="all")
 
 
 def _is_partial(doc: Any) -> bool:

@@ -232,7 +232,7 @@ def test_writes_during_the_reindex_all_reach_the_new_partitions(
     mapper.configure_indexes()
     repo = mapper.repository(Log2Plain)
     latest: dict[str, str] = {}
-    stop, errors = threading.Event(), []
+    stop, errors = threading.Event(), list[Exception]()
 
     def write(step: int, rnd: random.Random) -> None:
         if step % 3 == 0:
@@ -263,7 +263,7 @@ def test_writes_during_the_reindex_all_reach_the_new_partitions(
                     return
                 time.sleep(0.01)  # refused by the write block, not applied
             except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)  # type: ignore[arg-type]
+                errors.append(exc)
                 return
 
     def progress(report: ReindexProgress) -> None:

@@ -48,7 +48,7 @@ def test_writes_during_a_reindex_all_reach_the_new_index(
 
     repo = mapper.repository(ItemV2)
     latest: dict[str, int] = {}
-    stop, errors = threading.Event(), []
+    stop, errors = threading.Event(), list[Exception]()
 
     def write(step: int, rnd: random.Random) -> None:
         if step % 3 == 0:
@@ -77,7 +77,7 @@ def test_writes_during_a_reindex_all_reach_the_new_index(
                     return
                 time.sleep(0.01)
             except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)  # type: ignore[arg-type]
+                errors.append(exc)
                 return
 
     phases: list[str] = []

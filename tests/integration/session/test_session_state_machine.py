@@ -263,13 +263,13 @@ class SessionMachine(RuleBasedStateMachine):
     @rule(id=st.sampled_from(IDS), mode=MODES)
     def get(self, id: str, mode: em.SoftDeleteMode) -> None:
         expected = self.expect_read(id, mode)
-        self.check_read(id, expected, self.session.get(self.model, id, soft_deletes=mode))  # type: ignore[arg-type]
+        self.check_read(id, expected, self.session.get(self.model, id, soft_deletes=mode))
 
     @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3), mode=MODES)
     def get_many(self, ids: list[str], mode: em.SoftDeleteMode) -> None:
         wanted = list(dict.fromkeys(ids))
         expected = {id: self.expect_read(id, mode) for id in wanted}
-        got = self.session.get_many(self.model, ids, soft_deletes=mode)  # type: ignore[arg-type]
+        got = self.session.get_many(self.model, ids, soft_deletes=mode)
         present = [id for id in wanted if expected[id] is not None]
         assert [d.id for d in got] == present
         for doc in got:
@@ -292,7 +292,7 @@ class SessionMachine(RuleBasedStateMachine):
             soft_deletes=mode,
             consistency="immediate",
             limit=50,
-            **kwargs,  # type: ignore[arg-type]
+            **kwargs,
         )
         expected = sorted(
             id for id, s in self.store.items() if visible(s.fields["is_deleted"], mode)
