@@ -129,7 +129,9 @@ def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not takes_any and not accepted.issuperset(kwargs):
-                _unknown_keywords(method.__name__, kwargs, accepted)
+                from esmapper.options import refuse_keywords
+
+                refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
             timeout = kwargs.get("timeout", fallback.get("timeout"))
             retries = kwargs.get("retries", fallback.get("retries"))
@@ -141,15 +143,3 @@ def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
-
-
-def _unknown_keywords(call: str, given: Mapping[str, Any], accepted: frozenset[str]) -> None:
-    """Raise the ``TypeError`` of a call given keywords it does not take (Python's own
-    message names one and lists none): every unknown keyword, then what the call takes."""
-    from esmapper.options import OPTION_NAMES, check_keywords
-
-    check_keywords(call, given, accepted - set(OPTION_NAMES))
-    unknown = ", ".join(sorted(set(given) - accepted))  # an option this call does not take
-    raise TypeError(
-        f"{call}() got unknown keyword(s): {unknown}; it takes {', '.join(sorted(accepted))}"
-    )

@@ -20,7 +20,15 @@ from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.model.info import ModelInfo
-from esmapper.options import Options
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    SoftDeleteMode,
+    Timeout,
+    given,
+    keywords_checked,
+)
 from esmapper.repository import Repository
 from esmapper.session import Session, sessionmaker
 
@@ -315,13 +323,44 @@ class Mapper:
                     repo = self._custom_fields[model] = CustomFieldRepository(self, model)
         return repo
 
-    def session(self, **options: Any) -> Session:
-        """A new :class:`~esmapper.session.Session` (a context manager) with ``options``."""
-        return Session(self, **options)
+    @keywords_checked
+    def session(
+        self,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> Session:
+        """A new :class:`~esmapper.session.Session` (a context manager) with these options
+        for its flushes and reads (``None``: the default)."""
+        return Session(self, **given(locals()))
 
-    def sessionmaker(self, **options: Any) -> sessionmaker:
-        """A factory of sessions with preset ``options`` (e.g. one per web request)."""
-        return sessionmaker(self, **options)
+    @keywords_checked
+    def sessionmaker(
+        self,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> sessionmaker:
+        """A factory of sessions with these options preset (e.g. one per web request)."""
+        return sessionmaker(self, **given(locals()))
 
     def migrate(self, **kwargs: Any) -> MigrationResult:
         """Configure indexes, reindex outdated versions and run pending migrations

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import inspect
 import logging
 import sys
 import warnings
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -24,10 +26,14 @@ __all__ = [
     "Timeout",
     "check_keywords",
     "given",
+    "keywords_checked",
     "log_level",
     "picked",
     "refresh_param",
+    "refuse_keywords",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: How a write is made visible to searches (see :class:`Options`).
 Consistency: TypeAlias = Literal["eventual", "immediate", "wait"]
@@ -206,6 +212,41 @@ def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ())
             f"{call}() got unknown keyword(s): {', '.join(unknown)}; it takes {listed}"
             f"{', '.join(OPTION_NAMES)}"
         )
+
+
+def refuse_keywords(call: str, given: Mapping[str, Any], accepted: Iterable[str]) -> None:
+    """Raise the ``TypeError`` of a call given keywords it does not take (Python's own
+    message names one and lists none): every unknown keyword, then what the call takes
+    (its own keywords, then the options)."""
+    accepted = set(accepted)
+    check_keywords(call, given, accepted - set(OPTION_NAMES))
+    unknown = ", ".join(sorted(set(given) - accepted))  # an option this call does not take
+    raise TypeError(
+        f"{call}() got unknown keyword(s): {unknown}; it takes {', '.join(sorted(accepted))}"
+    )
+
+
+def keywords_checked(method: F) -> F:
+    """Decorate a method that takes options as keyword arguments: a keyword it does not
+    take raises the ``TypeError`` of :func:`refuse_keywords` (see also
+    :func:`esmapper._limits.limited`, which checks the same way)."""
+    accepted = frozenset(
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+    )
+
+    name = method.__name__
+    if name == "__init__":  # Session(...), not __init__(...)
+        name = method.__qualname__.rpartition(".")[0]
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not accepted.issuperset(kwargs):
+            refuse_keywords(name, kwargs, accepted)
+        return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def refresh_param(consistency: str, *, by_query: bool = False) -> bool | Literal["wait_for"] | None:

@@ -50,6 +50,7 @@ from esmapper.options import (
     SoftDeleteMode,
     Timeout,
     given,
+    keywords_checked,
     picked,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
@@ -89,6 +90,7 @@ class Session:
     every flush and read of the session.
     """
 
+    @keywords_checked
     def __init__(
         self,
         mapper: Mapper,
@@ -658,6 +660,7 @@ def _is_partial(doc: Any) -> bool:
 class sessionmaker:
     """A factory of sessions with preset options (one session per web request)."""
 
+    @keywords_checked
     def __init__(
         self,
         mapper: Mapper,

@@ -53,3 +53,15 @@ def test_bad_option_values_are_refused_before_sending(mapper: em.Mapper) -> None
         repo.get("n1", soft_deletes="gone")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout=-1 must be a positive"):
         repo.get("n1", timeout=-1)
+
+
+def test_sessions_check_their_options(mapper: em.Mapper) -> None:
+    with pytest.raises(TypeError, match=r"^session\(\) got unknown keyword\(s\): consistancy;"):
+        mapper.session(consistancy="wait")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Session\(\) got unknown keyword\(s\): soft_delete;"):
+        em.Session(mapper, soft_delete="all")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^sessionmaker\(\) got unknown keyword\(s\): cach;"):
+        mapper.sessionmaker(cach=False)  # type: ignore[call-arg]
+    factory = mapper.sessionmaker(consistency="wait")
+    with factory(soft_deletes="all") as session:
+        assert (session.options.consistency, session.options.soft_deletes) == ("wait", "all")
