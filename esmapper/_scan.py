@@ -41,7 +41,7 @@ from esmapper.options import Options, Snapshot
 from esmapper.results import FindHit, FindResults, decode_token
 
 if TYPE_CHECKING:
-    from esmapper.repository import Repository
+    from esmapper._searching import Searching
 
 __all__ = ["MAX_REOPENS", "scan"]
 
@@ -52,7 +52,7 @@ MAX_REOPENS: Final = 10
 
 
 def scan(
-    repo: Repository[Any],
+    repo: Searching[Any],
     filter: str | Query | None,
     on_page: Callable[[list[FindHit[Any]]], bool | None],
     options: Options,
@@ -111,7 +111,7 @@ def scan(
             _close(repo, results)
 
 
-def _close(repo: Repository[Any], results: FindResults[Any]) -> None:
+def _close(repo: Searching[Any], results: FindResults[Any]) -> None:
     """Close the point in time of a scan that ends before its last page."""
     if results.pit_id is not None:
         release(repo.mapper.client, results.pit_id)
@@ -119,7 +119,7 @@ def _close(repo: Repository[Any], results: FindResults[Any]) -> None:
 
 
 def _so_far(
-    repo: Repository[Any],
+    repo: Searching[Any],
     exc: SnapshotExpiredError,
     delivered: int,
     pages: int,

@@ -3,25 +3,27 @@
 Reads use the real-time GET/mget for ids and the Search API for everything else; every
 write goes through the shared write pipeline (:mod:`esmapper._writes`) as a one-shot unit
 of work, so signals, version checks, id checks and cache invalidation are the same as in a
-session. Repositories are thread-safe; get one with ``mapper.repository(Model)``.
+session. The searches (``find`` and its relatives, ``batch_process``) live in
+:mod:`esmapper._searching`. Repositories are thread-safe; get one with
+``mapper.repository(Model)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _gcpause as _gc
-from esmapper import _patching, _scan, signals
+from esmapper import _patching, signals
 from esmapper._limits import limited
-from esmapper._projection import projection
-from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
+from esmapper._search import is_index_missing, soft_delete_clause
+from esmapper._searching import Searching, _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
-from esmapper.errors import DocumentNotFoundError, QueryValidationError
+from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.partial import check_finite, check_partial
@@ -30,18 +32,11 @@ from esmapper.options import (
     Consistency,
     LogLevel,
     Options,
-    Snapshot,
     SoftDeleteMode,
     Timeout,
     given,
-    picked,
 )
 from esmapper.patches import PartialPatch, Patch
-from esmapper.query import Aggregations
-from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.query.highlight import HighlightSpec
-from esmapper.query.sort import SortSpec
-from esmapper.results import FindResults
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -83,12 +78,7 @@ def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
     return deleted if mode == "deleted" else not deleted
 
 
-def _defaults(repo: Repository[Any]) -> dict[str, Any]:
-    """The limits a repository call runs under when it gives none (see ``_limits``)."""
-    return {"timeout": repo.defaults.timeout, "retries": repo.defaults.retries}
-
-
-class Repository(Generic[T]):
+class Repository(Searching[T]):
     """Immediate operations on the documents of ``model``. Options (API.md §5) are keyword
     arguments of every call; see :class:`esmapper.options.Options`."""
 
@@ -101,9 +91,6 @@ class Repository(Generic[T]):
     @property
     def spec(self) -> IndexSpec:
         return self.mapper.spec(self.model)
-
-    def options(self, **overrides: Any) -> Options:
-        return self.defaults.merge(**overrides)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -446,239 +433,6 @@ class Repository(Generic[T]):
         )
         return document
 
-    # -- search ------------------------------------------------------------------------
-
-    def search(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> SearchRequest:
-        """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
-
-        Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
-        every keyword the call takes.
-        """
-        return self._request("search", filter, given(locals(), SEARCH_OPTIONS))
-
-    def _request(
-        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
-    ) -> SearchRequest:
-        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
-        return self._search_request(filter, self.options(**kwargs), search_args)
-
-    def _search_request(
-        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
-    ) -> SearchRequest:
-        """The compiled search of ``filter`` under ``options`` (``search_args``: the
-        search's own keywords, those of :meth:`find`)."""
-        return SearchRequest(self.mapper, self.info, options, filter=filter, **search_args)
-
-    @limited(_defaults)
-    def find(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> FindResults[T]:
-        """Search (near-real-time); sends one ``_search`` to the model's alias (a
-        point-in-time is opened first for ``snapshot``).
-
-        ``filter`` in Lucene syntax or a ``Q`` object (scored: without ``sort`` the best
-        hits come first, with their ``score``); ``sort`` (``"-age name"``, ``{"age":
-        "desc"}`` or a list of those; a sorted search ends with the ``id`` tiebreaker, so
-        ``search_after=hit.sort`` continues after any hit); ``aggregations`` (an
-        expression, ``A(...)`` objects or a dict of named ones); ``highlight`` (field
-        names: fragments in ``hit.highlight``); ``limit`` (default 10, max 10,000; ``0``
-        for counts and aggregations only); ``page`` (1-based); ``search_after`` (``True``,
-        a token from ``results.search_after_token`` or a hit's ``sort`` values);
-        ``snapshot`` (page through a point in time: ``True`` keeps it alive 5 minutes
-        between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
-        ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
-        end)`` (time-series models: search only the dated partitions of that period;
-        FEATURES IX-11); and the options of API.md §5.
-
-        Raises QueryValidationError (naming the field or the argument) before sending
-        anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
-        whose point in time is gone raises :class:`SnapshotExpiredError`.
-        """
-        return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
-
-    @limited(_defaults)
-    def find_as(
-        self,
-        result_type: type[R],
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> FindResults[R]:
-        """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
-        ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
-        ``em.InnerDoc`` subclass (its own fields and converters) or an attrs class (its
-        attributes the model declares, with the model's values; ``id`` from the hit).
-        Without ``includes=`` a class asks only for its own fields. Sends one search (and
-        one per ``next_page()``); projections are not documents (they cannot be saved).
-        Raises QueryValidationError before sending for a bad filter, or a required
-        attribute the model does not declare or ``includes`` leave out (FEATURES QY-33;
-        see :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
-        kwargs = given(locals(), SEARCH_OPTIONS)
-        project, projected = projection(self.info, result_type, includes)
-        if projected is not None:
-            kwargs["includes"] = projected
-        request = self._request("find_as", filter, kwargs)
-        request.project = project
-        return request.find()
-
-    @limited(_defaults)
-    def find_one(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T | None:
-        """The first document :meth:`find` would return, or ``None``."""
-        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
-        results = self._request("find_one", filter, kwargs).find()
-        return results.hits[0].document if results.hits else None
-
-    @limited(_defaults)
-    def count(
-        self,
-        filter: str | Query | None = None,
-        *,
-        partitions: tuple[Any, Any] | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> int:
-        """The number of matching documents (exact; soft-delete mode applies): one
-        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
-        return self._request("count", filter, given(locals(), ("partitions",))).count()
-
-    @limited(_defaults)
-    def aggregate(
-        self,
-        filter: str | Query | None = None,
-        *old_order: Any,
-        aggregations: AggregationsSpec = None,
-        partitions: tuple[Any, Any] | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> Aggregations:
-        """Only the aggregations of the documents matching ``filter``: one ``_search`` with
-        ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
-        expression, ``A(...)`` objects or a dict of named ones) is keyword-only.
-
-        Raises ``TypeError`` when ``aggregations`` is missing or a second positional
-        argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
-        QueryValidationError for a bad filter or aggregation, before sending anything.
-        """
-        if old_order or aggregations is None:
-            raise TypeError(
-                "aggregate() takes the filter as its only positional argument and the"
-                " aggregations as a keyword, like find(): aggregate(filter,"
-                " aggregations='terms:company_id') (the order was aggregate(aggregations,"
-                " filter) before)"
-            )
-        kwargs = given(locals(), ("aggregations", "partitions"))
-        return self._request("aggregate", filter, kwargs).aggregate_only()
-
     # -- by query and patches ------------------------------------------------------------
 
     @limited(_defaults)
@@ -766,70 +520,6 @@ class Repository(Generic[T]):
         model is not cached, else a point-in-time scan (a scan whose point in time is lost
         more than 10 times raises :class:`SnapshotExpiredError`)."""
         return _patching.remove_all(self, filter, self.options(**given(locals())))
-
-    @limited(_defaults)
-    def batch_process(
-        self,
-        filter: str | Query | None,
-        fn: Callable[[list[T]], bool | None],
-        batch_size: int = 100,
-        *,
-        sort: SortSpec = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> int:
-        """Call ``fn`` with batches of matching documents until they run out or ``fn``
-        returns ``False``; returns the number of documents given to ``fn``.
-
-        Sends ``POST /<alias>/_pit?keep_alive=K``, one search per batch (``pit`` with the
-        same ``keep_alive``, so each batch extends the point in time; sorted by ``sort``,
-        if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
-        the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by
-        default; ``"30m"``, a ``timedelta``): the longest ``fn`` may take on one batch.
-        Other keyword arguments are those of :meth:`find` (``sort``, ``includes``,
-        ``search_after=token`` to start after a document) and the options.
-
-        Raises ``ValueError`` for a ``batch_size`` outside 1..10000 and
-        :class:`QueryValidationError` for a bad filter, sort or ``snapshot`` (before
-        anything is sent). When the point in time is gone anyway (``fn`` took longer than
-        ``K``, or it was closed) raises :class:`SnapshotExpiredError` with ``processed``,
-        ``pages`` and ``last_sort``/``search_after``: ``batch_process(filter, fn,
-        search_after=err.search_after)`` continues after the last document ``fn`` got. It
-        does not reopen a point in time by itself: a new one shows documents written since
-        the run began, which ``fn`` would then see, in the same run.
-        """
-        if batch_size < 1 or batch_size > 10_000:
-            raise ValueError("batch_size must be between 1 and 10000")
-        kwargs = picked(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
-        if snapshot is False:
-            raise QueryValidationError(
-                "batch_process always pages through a point in time; snapshot= sets its "
-                "keep-alive (e.g. snapshot='10m')",
-                field="snapshot",
-            )
-        return _scan.scan(
-            self,
-            filter,
-            lambda hits: fn([hit.document for hit in hits]),
-            self.options(**given(locals())),
-            limit=batch_size,
-            snapshot=True if snapshot is None else snapshot,
-            **kwargs,
-        )
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``
