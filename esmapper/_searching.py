@@ -150,8 +150,8 @@ class Searching(Generic[T]):
         ``snapshot`` (page through a point in time: ``True`` keeps it alive 5 minutes
         between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
         ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
-        end)`` (time-series models: search only the dated partitions of that period;
-        FEATURES IX-11); and the options of API.md §5.
+        end)`` (time-series models: search only the dated partitions of that period);
+        and the options (:class:`~esmapper.options.Options`).
 
         Raises QueryValidationError (naming the field or the argument) before sending
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
@@ -194,8 +194,8 @@ class Searching(Generic[T]):
         Without ``includes=`` a class asks only for its own fields. Sends one search (and
         one per ``next_page()``); projections are not documents (they cannot be saved).
         Raises QueryValidationError before sending for a bad filter, or a required
-        attribute the model does not declare or ``includes`` leave out (FEATURES QY-33;
-        see :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
+        attribute the model does not declare or ``includes`` leave out (see
+        :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
         kwargs = given(locals(), SEARCH_OPTIONS)
         project, projected = projection(self.info, result_type, includes)
         if projected is not None:
