@@ -89,7 +89,7 @@ def _tenant(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # t
 
 
 def _cache(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
-    if value is not None and not isinstance(value, bool):
+    if value is not None and not isinstance(value, bool | str):  # str: deprecated cache_key
         raise ValueError(
             f"cache={value!r} must be True, False or None (the model's default); a key "
             "for a search's cached response is cache_key="
@@ -158,8 +158,7 @@ class Options:
     query_log_level: int | None = attrs.field(default=None, converter=log_level)
 
     def merge(self, **overrides: Any) -> Options:
-        """A copy with ``overrides`` applied; an unknown option raises ``TypeError``.
-        ``cache="key"`` (deprecated) becomes ``cache_key="key"`` with a DeprecationWarning."""
+        """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
         if not overrides:
             return self
         unknown = set(overrides) - set(OPTION_NAMES)
@@ -167,21 +166,19 @@ class Options:
             raise TypeError(
                 f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}"
             )
-        return attrs.evolve(self, **_undeprecated(overrides))
+        return attrs.evolve(self, **overrides)
 
-
-def _undeprecated(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with a string ``cache`` (the 0.x spelling of a cache key) moved to
-    ``cache_key``, with a DeprecationWarning."""
-    cache = options.get("cache")
-    if isinstance(cache, str):
-        warnings.warn(
-            f"cache={cache!r} (a cache key) is deprecated; pass cache_key={cache!r}",
-            DeprecationWarning,
-            stacklevel=_caller_level(),
-        )
-        options = {**options, "cache": None, "cache_key": cache}
-    return options
+    def __attrs_post_init__(self) -> None:
+        cache: object = self.cache
+        if isinstance(cache, str):  # the 0.x spelling of a cache key
+            warnings.warn(
+                f"cache={cache!r} (a cache key) is deprecated; pass cache_key={cache!r}",
+                DeprecationWarning,
+                stacklevel=_caller_level(),
+            )
+            object.__setattr__(self, "cache", None)
+            if self.cache_key is None:
+                object.__setattr__(self, "cache_key", cache)
 
 
 #: The option keywords every repository and session call takes, in declaration order.

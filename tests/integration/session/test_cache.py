@@ -155,6 +155,10 @@ def test_a_string_cache_is_a_deprecated_cache_key(
     assert first is not None
     cached = repo.find_one("name:dep", cache_key="cached:dep")  # the same entry
     assert cached is not None and cached.id == "d"
+    with pytest.warns(DeprecationWarning, match="cache_key='k'") as warned:
+        options = em.Options(cache="k")  # type: ignore[arg-type]
+    assert warned[0].filename == __file__
+    assert (options.cache, options.cache_key) == (None, "k")
 
 
 def test_bad_cache_options_are_refused_before_sending(repo: em.Repository[Cached]) -> None:
