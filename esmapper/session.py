@@ -40,6 +40,7 @@ from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._search import SEARCH_OPTIONS
 from esmapper._writes import PendingWrite, write_documents
+from esmapper.custom_fields.access import in_tenant
 from esmapper.errors import EsmapperError
 from esmapper.model.state import DocState, state_of
 from esmapper.options import (
@@ -293,10 +294,14 @@ class Session:
                 object.__setattr__(doc, "version", loaded.version)
         return True
 
-    def _visible(self, doc: Any, options: Options) -> bool:
-        """Whether the soft-delete mode of a read lets ``doc`` (as held in the session,
-        with its local changes) through, like ``repo.get`` does for stored documents."""
+    def _visible(self, doc: Any, options: Options, *, any_tenant: bool = False) -> bool:
+        """Whether the soft-delete mode and tenant of a read (its ``tenant=``, else the
+        session's; none with ``any_tenant``) let ``doc`` (as held in the session, with its
+        local changes) through, like ``repo.get`` does for stored documents."""
         info = type(doc).__esmapper__
+        tenant = None if any_tenant else options.tenant or self.options.tenant
+        if not in_tenant(info, doc, tenant):
+            return False
         mode = options.soft_deletes
         if not info.soft_deletes or mode == "all":
             return True
@@ -339,7 +344,7 @@ class Session:
             for i, doc in partial.items():
                 self._complete(doc, loaded.pop(i, None))
             for doc in loaded.values():
-                if self._visible(doc, options):
+                if self._visible(doc, options, any_tenant=True):  # held whatever its tenant
                     self._adopt(doc)
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
         return [d for d in held if self._visible(d, options) and not _is_partial(d)]
@@ -647,8 +652,8 @@ def _restore(doc: Any) -> None:
 
 def _whole(options: Options) -> Options:
     """The read options that complete a partial document: whatever its soft-delete state
-    (the caller's mode is applied to the completed object)."""
-    return attrs.evolve(options, soft_deletes="all")
+    and tenant (the caller's mode and ``tenant=`` are applied to the completed object)."""
+    return attrs.evolve(options, soft_deletes="all", tenant=None)
 
 
 def _is_partial(doc: Any) -> bool:
