@@ -222,7 +222,14 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
                 f"if {var}.tzinfo is _UTC else _fmt_dt({var})))"
             )
     elif spec.kind == "inner":
-        one = "{}.to_source()"
+        assert spec.inner is not None
+        # the embedded model's compiled converter, straight (a subclass: its own)
+        ns[f"_inner_cls_{spec.name}"] = spec.inner
+        ns[f"_inner_dump_{spec.name}"] = spec.inner.__esmapper__.to_source  # type: ignore[attr-defined]
+        one = (
+            f"(_inner_dump_{spec.name}({{0}}) if type({{0}}) is _inner_cls_{spec.name} "
+            "else {0}.to_source())"
+        )
     elif spec.kind == "enum":
         one = "{}.value"
     elif spec.kind == "any":
@@ -295,15 +302,20 @@ def compile_codec(
     raw_slots = raw_slots or {}
     attr_by_name = {a.name: a for a in attributes}
 
-    dump_lines = ["def to_source(self):", "    try:", "        return {"]
+    reads: list[str] = []  # values read once into locals (expressions use them twice)
+    entries: list[str] = []
     for spec in specs:
         if spec.stored:
             getter = f"self.{spec.name}"
             if spec.name in raw_slots:
                 ns[f"_raw_{spec.name}"] = raw_slots[spec.name].__get__
                 getter = f"_raw_{spec.name}(self)"
+            if spec.kind in ("inner", "datetime") and not spec.many:
+                reads.append(f"        _f_{spec.name} = {getter}")
+                getter = f"_f_{spec.name}"
             expression = _dump_expr(spec, getter, ns)
-            dump_lines.append(f"            {spec.name!r}: {expression},")
+            entries.append(f"            {spec.name!r}: {expression},")
+    dump_lines = ["def to_source(self):", "    try:", *reads, "        return {", *entries]
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
     setter = _setters(cls, raw_slots, ns)
