@@ -270,7 +270,7 @@ def _encode(position: int, action: BulkAction) -> bytes:
             ) from e
         head = _head_prefix(op, action.index)
         end = _HEAD_ENDS[bool(action.require_alias)]
-        if seq_no is None:
+        if seq_no is None or term is None:  # (both or neither: checked above)
             return b"%b%b%b%b\n" % (head, _json.dumps(action.id), end, body)
         return b'%b%b,"if_seq_no":%d,"if_primary_term":%d%b%b\n' % (
             head,
