@@ -9,10 +9,9 @@ What it sends
     into chunks of at most ``chunk_size`` actions and ``max_bytes`` bytes (an action larger
     than ``max_bytes`` on its own is sent alone rather than refused), and each chunk is one
     ``POST /_bulk`` whose body is the already encoded bytes (the client passes bytes through
-    its NDJSON serializer untouched). ``refresh`` is sent on every chunk, and a
-    ``filter_path`` that keeps of each item only what is read back (:data:`FILTER_PATH`:
-    status, id, index, result, ``_seq_no``/``_primary_term`` and the error): the response
-    is about half as long to read, which is most of the client's cost per item.
+    its NDJSON serializer untouched). ``refresh`` is sent on every chunk. (No
+    ``filter_path``: keeping only what outcomes read saves the client about 0.5 µs of
+    parsing per item, and cost the local server about 20% more wall time per request.)
 
 What comes back
     :meth:`BulkWriter.write` returns one :class:`BulkOutcome` per action, in input order:
@@ -99,13 +98,6 @@ RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
 MIN_BLOCK_BACKOFF = 0.05
 
 _HEADERS = {"accept": "application/json", "content-type": "application/x-ndjson"}
-
-#: What a ``_bulk`` response keeps of each item: every field :class:`BulkOutcome` reads
-#: (``_version``, ``_shards``, ``took`` and ``errors`` are left out).
-FILTER_PATH = ",".join(
-    f"items.*.{key}"
-    for key in ("status", "_id", "_index", "result", "_seq_no", "_primary_term", "error")
-)
 
 
 @attrs.define(slots=True)
@@ -440,7 +432,7 @@ class BulkWriter:
         block are retried for ``write_block_wait`` seconds of backoff in all, whatever
         ``retries`` says (module docstring).
         """
-        params: dict[str, str] = {"filter_path": FILTER_PATH}
+        params: dict[str, str] = {}
         if refresh is not None:
             if refresh == "wait_for":
                 params["refresh"] = "wait_for"

@@ -188,17 +188,6 @@ def test_a_condition_that_is_not_two_ints_takes_the_general_path() -> None:
         bulk_module._encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
 
 
-def test_the_response_is_trimmed_to_what_outcomes_read() -> None:
-    client = FakeClient()
-    writer, _ = make_writer(client)
-    writer.write(docs(2))
-    fields = client.calls[0]["params"]["filter_path"].split(",")
-    assert sorted(fields) == sorted(
-        f"items.*.{key}"
-        for key in ("status", "_id", "_index", "result", "_seq_no", "_primary_term", "error")
-    )
-
-
 @pytest.mark.parametrize(
     ("action", "exc", "match"),
     [
