@@ -272,7 +272,7 @@ def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.Monkey
     def rekey(
         mapper: em.Mapper, model: type, *, apply: bool, echo: Any, batch_size: int
     ) -> RekeyReport:
-        seen.append(("rekey", apply, batch_size))
+        seen.append(("rekey", apply, batch_size))  # type: ignore[arg-type]
         echo("REWRITE a/b -> a%2Fb" if apply else "DRY RUN a/b -> a%2Fb")
         return RekeyReport(apply, to_rewrite=1, rewritten=0, failed=1 if apply else 0)
 
