@@ -1,0 +1,81 @@
+"""Adversarial review: a tenant's search must never see what only another tenant defines,
+nor another tenant's values through a slot the two share."""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch.dsl import A, Q
+
+import esmapper as em
+
+from .models import Employee
+
+
+@pytest.fixture
+def people(fields: em.CustomFieldRepository, repo: em.Repository[Employee]) -> list[Employee]:
+    fields.add_field("acme", "Secret", "string")  # string-1 for acme
+    fields.add_field("globex", "Team", "string")  # string-1 for globex too
+    return repo.add(
+        [
+            Employee(name="a1", company_id="acme", custom_fields={"Secret": "red"}),
+            Employee(name="a2", company_id="acme", custom_fields={"Secret": "red"}),
+            Employee(name="g1", company_id="globex", custom_fields={"Team": "blue"}),
+            Employee(name="g2", company_id="globex", custom_fields={"Team": "blue", "Secret": "x"}),
+        ],
+        consistency="immediate",
+    )
+
+
+def test_names_only_another_tenant_defines_are_unknown(
+    repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    failures = []
+    for n, call in enumerate((
+        lambda: repo.find("secret:red", tenant="globex"),
+        lambda: repo.find(tenant="globex", sort="secret"),
+        lambda: repo.find(tenant="globex", aggregations="terms:secret"),
+        lambda: repo.find(tenant="globex", includes=["secret"]),
+        lambda: repo.find(tenant="globex", excludes=["secret"]),
+        lambda: repo.find(tenant="globex", highlight=["secret"]),
+        lambda: repo.aggregate(tenant="globex", aggregations={"s": A("terms", field="secret")}),
+    )):
+        try:
+            call()
+        except em.QueryValidationError as error:
+            if "secret" not in str(error).lower():
+                failures.append((n, str(error)))
+        else:
+            failures.append((n, "accepted"))
+    assert failures == []
+
+
+def test_filter_aggregation_queries_use_logical_names_under_tenant(
+    repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    # before: the query inside a filter aggregation was sent as written, so a logical name
+    # matched nothing (an unmapped field) and the bucket was silently empty
+    aggs = repo.aggregate(
+        tenant="acme",
+        aggregations={
+            "reds": A("filter", Q("term", **{"SECRET.keyword": "red"})),
+            "by": {"filters": {"filters": {"red": {"match": {"secret": "red"}}}}},
+            "outer": {
+                "terms": {"field": "company_id"},
+                "aggs": {"inner": {"filter": {"exists": {"field": "Secret"}}}},
+            },
+        },
+    )
+    reds = aggs.single_bucket("reds")
+    assert reds is not None and reds.total == 2
+    by, outer = aggs.terms("by"), aggs.terms("outer")
+    assert by is not None and [(b.key, b.total) for b in by.buckets] == [("red", 2)]
+    assert outer is not None
+    inner = outer.buckets[0].aggregations.single_bucket("inner")
+    assert inner is not None and inner.total == 2
+    # globex's documents hold "x" under the name Secret, which globex does not define
+    aggs = repo.aggregate(
+        tenant="globex", aggregations={"t": A("filter", Q("term", **{"team.keyword": "blue"}))}
+    )
+    t = aggs.single_bucket("t")
+    assert t is not None and t.total == 2
+
