@@ -157,20 +157,22 @@ def tenant_aggregations(
 
     def level(bodies: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, body in bodies.items():
-            if not isinstance(body, dict):
-                out[name] = body
+        for name, raw in bodies.items():
+            if not isinstance(raw, dict):
+                out[name] = raw
                 continue
-            body = dict(body)
+            body = dict(raw)
             if "filter" in body:
                 body["filter"] = query(body["filter"])
             for kind in ("filters", "adjacency_matrix"):
                 params = body.get(kind)
-                if isinstance(params, dict) and isinstance(params.get("filters"), dict):
-                    named = {k: query(v) for k, v in params["filters"].items()}
-                    body[kind] = {**params, "filters": named}
-                elif isinstance(params, dict) and isinstance(params.get("filters"), list):
-                    body[kind] = {**params, "filters": [query(v) for v in params["filters"]]}
+                if not isinstance(params, dict):
+                    continue
+                named = params.get("filters")
+                if isinstance(named, dict):
+                    body[kind] = {**params, "filters": {k: query(v) for k, v in named.items()}}
+                elif isinstance(named, list):
+                    body[kind] = {**params, "filters": [query(v) for v in named]}
             for key in ("aggs", "aggregations"):
                 if isinstance(body.get(key), dict):
                     body[key] = level(body[key])

@@ -30,15 +30,17 @@ def test_names_only_another_tenant_defines_are_unknown(
     repo: em.Repository[Employee], people: list[Employee]
 ) -> None:
     failures = []
-    for n, call in enumerate((
-        lambda: repo.find("secret:red", tenant="globex"),
-        lambda: repo.find(tenant="globex", sort="secret"),
-        lambda: repo.find(tenant="globex", aggregations="terms:secret"),
-        lambda: repo.find(tenant="globex", includes=["secret"]),
-        lambda: repo.find(tenant="globex", excludes=["secret"]),
-        lambda: repo.find(tenant="globex", highlight=["secret"]),
-        lambda: repo.aggregate(tenant="globex", aggregations={"s": A("terms", field="secret")}),
-    )):
+    for n, call in enumerate(
+        (
+            lambda: repo.find("secret:red", tenant="globex"),
+            lambda: repo.find(tenant="globex", sort="secret"),
+            lambda: repo.find(tenant="globex", aggregations="terms:secret"),
+            lambda: repo.find(tenant="globex", includes=["secret"]),
+            lambda: repo.find(tenant="globex", excludes=["secret"]),
+            lambda: repo.find(tenant="globex", highlight=["secret"]),
+            lambda: repo.aggregate(tenant="globex", aggregations={"s": A("terms", field="secret")}),
+        )
+    ):
         try:
             call()
         except em.QueryValidationError as error:
@@ -78,4 +80,3 @@ def test_filter_aggregation_queries_use_logical_names_under_tenant(
     )
     t = aggs.single_bucket("t")
     assert t is not None and t.total == 2
-
