@@ -391,7 +391,7 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        definitions.save(written)
+        definitions.save(written, refresh=refresh_param(options.consistency))
 
 
 def _before_write(
