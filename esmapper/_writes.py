@@ -64,6 +64,7 @@ from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import PendingWrite, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields.access import check_tenant_pendings
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
@@ -356,6 +357,7 @@ def write_documents(
     """
     if not pendings:
         return []
+    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 

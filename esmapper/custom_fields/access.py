@@ -32,6 +32,7 @@ __all__ = [
     "CustomValues",
     "DictValues",
     "VirtualValues",
+    "check_tenant_pendings",
     "check_tenant_writes",
     "check_virtual",
     "in_tenant",
@@ -309,3 +310,17 @@ def check_tenant_writes(info: Any, docs: Any, tenant: str | None, kind: str) -> 
                 field="tenant",
                 ids=[str(doc.id)] if getattr(doc, "id", None) is not None else [],
             )
+
+
+def check_tenant_pendings(pendings: Any, tenant: str | None) -> None:
+    """:func:`check_tenant_writes` for the documents of a write pipeline run (adds, saves
+    and removes of repositories, sessions and by-query removals alike), by model and kind,
+    before anything is sent."""
+    if tenant is None:
+        return
+    groups: dict[tuple[Any, str], list[Any]] = {}
+    for pending in pendings:
+        if pending.kind in ("add", "save", "remove") and pending.doc is not None:
+            groups.setdefault((pending.info, pending.kind), []).append(pending.doc)
+    for (info, kind), docs in groups.items():
+        check_tenant_writes(info, docs, tenant, kind)

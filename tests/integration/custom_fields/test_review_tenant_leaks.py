@@ -80,3 +80,43 @@ def test_filter_aggregation_queries_use_logical_names_under_tenant(
     )
     t = aggs.single_bucket("t")
     assert t is not None and t.total == 2
+
+
+def _stored_names(mapper: em.Mapper) -> list[str]:
+    alias = mapper.spec(Employee).alias
+    mapper.client.indices.refresh(index=alias)
+    hits = mapper.client.search(index=alias, size=100).body["hits"]["hits"]
+    return sorted(h["_source"]["name"] for h in hits)
+
+
+def test_remove_with_tenant_never_deletes_another_tenants_document(
+    mapper: em.Mapper, repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    a1, _a2, g1, g2 = people
+    assert g1.id is not None and a1.id is not None
+    # before: both deleted globex's documents, tenant= ignored
+    with pytest.raises(em.DocumentValidationError, match="globex"):
+        repo.remove(g1, tenant="acme")
+    repo.remove([g2.id or "", a1.id], tenant="acme")  # by id: another tenant's is not there
+    assert _stored_names(mapper) == ["a2", "g1", "g2"]
+    repo.remove(g1, tenant="globex")
+    assert _stored_names(mapper) == ["a2", "g2"]
+
+
+def test_a_session_with_tenant_writes_only_that_tenants_documents(
+    mapper: em.Mapper, people: list[Employee]
+) -> None:
+    _a1, _a2, g1, _g2 = people
+    with (
+        pytest.raises(em.DocumentValidationError, match="globex"),
+        mapper.session(tenant="acme") as session,
+    ):
+        session.add(Employee(name="x", company_id="globex"))
+    with (
+        pytest.raises(em.DocumentValidationError, match="globex"),
+        mapper.session(tenant="acme") as session,
+    ):
+        session.remove(g1)
+    with mapper.session(tenant="globex") as session:
+        session.remove(g1)
+    assert _stored_names(mapper) == ["a1", "a2", "g2"]
