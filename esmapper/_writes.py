@@ -379,7 +379,8 @@ def _write_documents(
         raise
     written: set[int] = set()
     succeeded: Callable[[PendingWrite], None] | None = on_success
-    if definitions.groups:  # definitions to save: only for the documents written
+    # definitions to save, custom-field documents to recheck: only the documents written
+    if definitions.groups or definitions.computed:
 
         def succeeded(pending: PendingWrite) -> None:
             written.add(id(pending.doc))
