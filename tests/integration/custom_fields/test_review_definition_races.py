@@ -12,7 +12,7 @@ import pytest
 import esmapper as em
 
 #: what the hook type runs once, in the middle of a write (after the mapping was read)
-_hooks: list[Callable[[], None]] = []
+_hooks: list[Callable[[], object]] = []
 
 
 class HookType:

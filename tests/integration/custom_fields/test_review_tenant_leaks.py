@@ -3,6 +3,8 @@ nor another tenant's values through a slot the two share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from elasticsearch.dsl import A, Q
 
@@ -29,18 +31,17 @@ def people(fields: em.CustomFieldRepository, repo: em.Repository[Employee]) -> l
 def test_names_only_another_tenant_defines_are_unknown(
     repo: em.Repository[Employee], people: list[Employee]
 ) -> None:
-    failures = []
-    for n, call in enumerate(
-        (
-            lambda: repo.find("secret:red", tenant="globex"),
-            lambda: repo.find(tenant="globex", sort="secret"),
-            lambda: repo.find(tenant="globex", aggregations="terms:secret"),
-            lambda: repo.find(tenant="globex", includes=["secret"]),
-            lambda: repo.find(tenant="globex", excludes=["secret"]),
-            lambda: repo.find(tenant="globex", highlight=["secret"]),
-            lambda: repo.aggregate(tenant="globex", aggregations={"s": A("terms", field="secret")}),
-        )
-    ):
+    failures: list[tuple[int, str]] = []
+    calls: list[Callable[[], object]] = [
+        lambda: repo.find("secret:red", tenant="globex"),
+        lambda: repo.find(tenant="globex", sort="secret"),
+        lambda: repo.find(tenant="globex", aggregations="terms:secret"),
+        lambda: repo.find(tenant="globex", includes=["secret"]),
+        lambda: repo.find(tenant="globex", excludes=["secret"]),
+        lambda: repo.find(tenant="globex", highlight=["secret"]),
+        lambda: repo.aggregate(tenant="globex", aggregations={"s": A("terms", field="secret")}),
+    ]
+    for n, call in enumerate(calls):
         try:
             call()
         except em.QueryValidationError as error:
