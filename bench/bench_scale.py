@@ -276,17 +276,17 @@ class Bench:
         return repo
 
 
-def batch_process(repo: em.Repository[Any], n: int) -> None:
+def batch_process(repo: em.Repository[Any], n: int, batch: int) -> None:
     seen = [0]
 
     def fn(docs: list[Any]) -> None:
         seen[0] += len(docs)
 
-    assert repo.batch_process(None, fn, batch_size=1000) == n == seen[0]
+    assert repo.batch_process(None, fn, batch_size=batch) == n == seen[0]
 
 
-def snapshot_pages(repo: em.Repository[Any], n: int) -> None:
-    results = repo.find(snapshot=True, limit=1000, sort="id")
+def snapshot_pages(repo: em.Repository[Any], n: int, batch: int) -> None:
+    results = repo.find(snapshot=True, limit=batch, sort="id")
     seen = len(results.documents)
     while results.next_page():
         seen += len(results.documents)
@@ -323,6 +323,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=20_000, help="the memory baseline run")
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=1000, help="documents per page (memory)")
     parser.add_argument("--only", default="writes,reindex,memory")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -361,10 +362,11 @@ def main() -> None:
                 for n in (args.small, args.docs):
                     repo = bench.seed_rows(n)
                     for name, fn in (
-                        ("batch_process", lambda r=repo, n=n: batch_process(r, n)),
-                        ("snapshot paging", lambda r=repo, n=n: snapshot_pages(r, n)),
+                        ("batch_process", lambda r=repo, n=n: batch_process(r, n, args.batch)),
+                        ("snapshot paging", lambda r=repo, n=n: snapshot_pages(r, n, args.batch)),
                     ):
-                        fn()  # warm-up: imports, caches, connections
+                        if n == args.small:  # warm-up (imports, connections) before both
+                            fn()
                         memory[f"{name} {n}"] = min(peak(fn) for _ in range(args.repeat))
                     bench.drop(repo.spec.physical_name())
         finally:

@@ -95,6 +95,7 @@ class Mapper:
     session flush, patches) against a cluster with spare capacity, with the same
     per-item outcomes, retries, signals and cache invalidation as one at a time (writes
     that name one document twice are still sent in order; see :mod:`esmapper.bulk`).
+    Keep it at most the client's ``connections_per_node`` (10 by default).
     ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). ``pause_gc=True`` lets write batches, search pages
     and ``get_many`` switch Python's cyclic garbage collector off while they run (process

@@ -228,7 +228,9 @@ class Run:
         counts mean no extra. A script may drop documents: then the ids are always
         compared (an id scroll of both indexes)."""
         client, old, new = self.client, self.old, self.new
-        client.indices.refresh(index=[old, new])
+        # ``old`` is write-blocked and was refreshed before the final pass: only the copies
+        # into ``new`` may not be visible yet
+        client.indices.refresh(index=new)
         old_count, new_count = count(client, old), count(client, new)
         if self.script is None and old_count == new_count:
             return 0, old_count, new_count
