@@ -28,6 +28,7 @@ import argparse
 import collections
 import datetime as _dt
 import platform
+import sys
 import threading
 import time
 import tracemalloc
@@ -331,6 +332,7 @@ def main() -> None:
     phases: dict[str, dict[str, float]] = collections.defaultdict(dict)
 
     def keep(name: str, measured: tuple[float, float]) -> None:
+        print(f"  ... {name}: wall {measured[0]:.2f}s cpu {measured[1]:.2f}s", file=sys.stderr)
         old = best.get(name)
         best[name] = measured if old is None or measured[0] < old[0] else old
 
