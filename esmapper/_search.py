@@ -34,7 +34,9 @@ from esmapper._pit import (
 )
 from esmapper.custom_fields.search import (
     check_tenant_aggregations,
+    logical_highlight,
     tenant_clause,
+    tenant_source_fields,
     tenant_view,
 )
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
@@ -161,6 +163,7 @@ class SearchRequest:
         self.aggs = compile_aggregations(aggregations, catalog)
         check_tenant_aggregations(options.tenant, self.aggs)
         self.highlight = compile_highlight(highlight, catalog)
+        self.catalog = catalog  # hits name highlighted slots by their custom field
         self.limit = DEFAULT_LIMIT if limit is None else limit
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
             raise QueryValidationError(
@@ -208,6 +211,9 @@ class SearchRequest:
                 " the same way",
                 field="search_after",
             )
+        # logical custom-field names (tenant=) become their slots (and stored values)
+        includes = tenant_source_fields(info, catalog, includes, include=True)
+        excludes = tenant_source_fields(info, catalog, excludes, include=False)
         inc, exc = merge_source_filter(includes, excludes, catalog=catalog)
         self.includes, self.excludes = inc, exc
         # how far search-after paging got (for SnapshotExpiredError)
@@ -429,7 +435,7 @@ class SearchRequest:
                     document,
                     sort if sort is None or width is None else sort[:width],
                     raw.get("_index"),
-                    raw.get("highlight") or {},
+                    logical_highlight(self.catalog, raw.get("highlight") or {}),
                 )
             )
         total = int(response["hits"]["total"]["value"])

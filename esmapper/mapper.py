@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from esmapper.health import HealthReport
 
 __all__ = ["Mapper"]
+
+log = logging.getLogger("esmapper.indexes")
 
 T = TypeVar("T")
 
@@ -271,8 +274,18 @@ class Mapper:
         each once; a lost answer is read back). Then drops the model's state cached by this
         mapper and its cache client (partitions ensured, documents, soft-deleted ids) and
         publishes ``entity_changed`` (``REMOVED``, ``id=None``) when something was deleted.
-        Raises the client's errors (an ``ApiError`` when Elasticsearch refuses a delete)."""
+        Raises the client's errors (an ``ApiError`` when Elasticsearch refuses a delete).
+
+        The custom-field definitions index (``em.CustomFieldDefinition``, the tenants'
+        fields of every custom-field model) goes along, as one more report at the end, when
+        every custom-field model of this mapper is among ``models`` and it holds no
+        definition of another entity type (another application sharing the index prefix;
+        one ``_count``); otherwise it is kept, definitions of the deleted models included,
+        so recreating their indexes finds the tenants' fields again. Naming
+        ``CustomFieldDefinition`` (or deleting every model: ``models=None``) deletes it
+        regardless. The cached field mappings are dropped when it goes."""
         chosen = list(models) if models is not None else self.models
+        chosen.extend(self._definitions_going_along(chosen))
         specs = [self.spec(m) for m in chosen]
         everyone = [self.spec(m) for m in self.models]
         reports = delete_indexes(self.client, specs, everyone, dry_run=dry_run)
@@ -281,10 +294,43 @@ class Mapper:
                 self._forget(spec, deleted=not report.empty)
         return reports
 
+    def _definitions_going_along(self, chosen: list[type]) -> list[type]:
+        """``[CustomFieldDefinition]`` when deleting ``chosen`` takes the definitions index
+        along (see :meth:`delete_indexes`), else ``[]``."""
+        from esmapper.custom_fields.definition import CustomFieldDefinition
+
+        if CustomFieldDefinition in chosen:
+            return []
+        users = [m for m in self.models if self.spec(m).info.custom_fields]
+        if not users or not all(m in chosen for m in users):
+            return []
+        types = [self.spec(m).info.name for m in users]
+        alias = self.spec(CustomFieldDefinition).alias
+        response = self.client.options(ignore_status=404).count(
+            index=alias,
+            query={"bool": {"must_not": [{"terms": {"entity_type": types}}]}},
+        )
+        if response.meta.status == 404:
+            return [CustomFieldDefinition]  # nothing left of it: reported empty
+        if int(response.body.get("count", 0)) > 0:
+            log.info(
+                "kept %s: it holds custom-field definitions of entity types other than %s",
+                alias,
+                ", ".join(types),
+            )
+            return []
+        return [CustomFieldDefinition]
+
     def _forget(self, spec: IndexSpec, *, deleted: bool) -> None:
         spec.forget_ensured()
         if self.documents is not None:
             self.documents.drop_model(spec.alias)
+        from esmapper.custom_fields.definition import CustomFieldDefinition
+
+        if spec.info.cls is CustomFieldDefinition:  # the field mappings cached from it
+            for model in self.models:
+                if self.spec(model).info.custom_fields:
+                    self.custom_fields(model).invalidate()
         if deleted:
             publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
 

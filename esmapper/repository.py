@@ -21,6 +21,7 @@ from esmapper._limits import limited
 from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
 from esmapper._writes import PendingWrite, composed_id, write_documents
+from esmapper.custom_fields.access import check_tenant_writes, in_tenant, require_custom_fields
 from esmapper.errors import DocumentNotFoundError, QueryValidationError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
@@ -144,7 +145,9 @@ class Repository(Generic[T]):
         for item in items:
             if not isinstance(item, self.model):
                 raise TypeError(f"{kind}() takes {self.model.__name__} documents, got {item!r}")
-        self._run(kind, items, self.options(**options))
+        opts = self.options(**options)
+        check_tenant_writes(self.info, items, opts.tenant, kind)
+        self._run(kind, items, opts)
         return items[0] if single else items  # type: ignore[no-any-return]
 
     def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
@@ -159,6 +162,8 @@ class Repository(Generic[T]):
         only with ``soft_deletes="all"``/``"deleted"``."""
         opts = self.options(**options)
         check_id(id)
+        if opts.tenant is not None:
+            require_custom_fields(self.info)
         ttl = self.mapper.cache_ttl(self.info, opts)
         token = None
         if ttl is not None:
@@ -166,7 +171,7 @@ class Repository(Generic[T]):
             if cached is not None:
                 if not _visible(self.info, cached.get("_source"), opts.soft_deletes):
                     return None
-                return self._hydrate(cached)
+                return self._in_tenant(self._hydrate(cached), opts.tenant)
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id)
             if found is None:
@@ -181,7 +186,11 @@ class Repository(Generic[T]):
             self.mapper.cache_fill(self.info, id, raw, token, ttl)
         if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
             return None
-        return self._hydrate(raw)
+        return self._in_tenant(self._hydrate(raw), opts.tenant)
+
+    def _in_tenant(self, doc: T, tenant: str | None) -> T | None:
+        """``doc``, or ``None`` when ``tenant=`` names another tenant than its own."""
+        return doc if in_tenant(self.info, doc, tenant) else None
 
     @limited(_defaults)
     @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
@@ -193,6 +202,8 @@ class Repository(Generic[T]):
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
+        if opts.tenant is not None:
+            require_custom_fields(self.info)
         ttl = self.mapper.cache_ttl(self.info, opts)
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
@@ -224,11 +235,14 @@ class Repository(Generic[T]):
                             self.mapper.cache_fill(
                                 self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
                             )
-        return [
+        found: list[T] = [
             self._hydrate(hits[id])
             for id in wanted
             if id in hits and _visible(self.info, hits[id].get("_source"), opts.soft_deletes)
         ]
+        if opts.tenant is None:
+            return found
+        return [d for d in found if in_tenant(self.info, d, opts.tenant)]
 
     @limited(_defaults)
     def exists(self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Any) -> bool:
@@ -238,7 +252,8 @@ class Repository(Generic[T]):
         matches every document; FEATURES QY-28). A soft-deleted document counts only with
         ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
         before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
-        ``TypeError``."""
+        ``TypeError``. With ``tenant=``, another tenant's document does not exist (the
+        GET reads the whole document: its tenant is the model's to compute)."""
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
@@ -248,6 +263,8 @@ class Repository(Generic[T]):
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
         opts = self.options(**options)
         check_id(id)
+        if opts.tenant is not None:  # the tenant is the document's business: read it whole
+            return self.get(id, **{**options, "cache": False}) is not None
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
             return found is not None and _visible(

@@ -38,6 +38,7 @@ from esmapper import signals
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._writes import PendingWrite, write_documents
+from esmapper.custom_fields.access import in_tenant
 from esmapper.errors import EsmapperError
 from esmapper.model.state import DocState, state_of
 from esmapper.options import Options
@@ -195,8 +196,9 @@ class Session:
 
     def _whole_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The read options that complete a partial document: whatever its soft-delete
-        state (the caller's mode is applied to the completed object)."""
-        return {**self._read_options(options), "soft_deletes": "all"}
+        state and tenant (the caller's mode and ``tenant=`` are applied to the completed
+        object)."""
+        return {**self._read_options(options), "soft_deletes": "all", "tenant": None}
 
     def _complete(self, doc: Any, whole: Any) -> bool:
         """Complete the partially loaded ``doc`` from ``whole`` (the same document read
@@ -247,9 +249,12 @@ class Session:
         return True
 
     def _visible(self, doc: Any, options: dict[str, Any]) -> bool:
-        """Whether the soft-delete mode of a read lets ``doc`` (as held in the session,
-        with its local changes) through, like ``repo.get`` does for stored documents."""
+        """Whether the soft-delete mode and ``tenant=`` of a read let ``doc`` (as held in
+        the session, with its local changes) through, like ``repo.get`` does for stored
+        documents."""
         info = type(doc).__esmapper__
+        if not in_tenant(info, doc, options.get("tenant", self.options.tenant)):
+            return False
         mode: str = options.get("soft_deletes", self.options.soft_deletes)
         if not info.soft_deletes or mode == "all":
             return True
@@ -275,7 +280,7 @@ class Session:
             for i, doc in partial.items():
                 self._complete(doc, loaded.pop(i, None))
             for doc in loaded.values():
-                if self._visible(doc, options):
+                if self._visible(doc, {**options, "tenant": None}):  # held whatever its tenant
                     self._adopt(doc)
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
         return [d for d in held if self._visible(d, options) and not _is_partial(d)]

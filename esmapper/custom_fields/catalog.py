@@ -42,12 +42,12 @@ IDX_TENANT = "idx.tenant"
 
 def tenant_path(info: ModelInfo) -> str:
     """The field a ``tenant=`` search filters on: ``Index.tenant_field`` (its exact path)
-    when ``tenant_key()`` is not overridden, else :data:`IDX_TENANT`, which the write
+    when ``tenant_key()`` is not overridden (see
+    :meth:`~esmapper.custom_fields.access.CustomValues.uses_tenant_field`), else
+    :data:`IDX_TENANT`, which the write
     pipeline fills (``idx["tenant"]``) for such models only."""
-    from esmapper.model.document import HasCustomFields
-
     field = info.index.tenant_field if info.index is not None else None
-    if field and getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key:
+    if field and info.custom_access is not None and info.custom_access.uses_tenant_field(info):
         found = info.catalog.get(field)
         if found is not None and found.exact_path is not None:
             return found.exact_path
@@ -201,19 +201,22 @@ def _report(model: str, definition: CustomFieldDefinition, why: str, key: str = 
 class TenantCatalog(FieldCatalog):
     """A model's field catalog plus one tenant's custom fields (see the module docstring)."""
 
-    __slots__ = ("_custom", "_model")
+    __slots__ = ("_custom", "_logical", "_model")
 
     def __init__(self, info: ModelInfo, slots: Iterable[FieldSlot]) -> None:
         mapping = copy.deepcopy(info.mapping)
         idx = mapping["properties"].setdefault("idx", {"type": "object"})
         inner = idx.setdefault("properties", {})
         custom: dict[str, str] = {}
+        logical: dict[str, str] = {}
         for slot in slots:
             inner[slot.key] = slot.mapping
             custom[slot.lower] = slot.path
+            logical[slot.path] = slot.definition.name
         aliases: Mapping[str, str] = dict(info.index.aliases) if info.index else {}
         super().__init__(mapping, aliases=aliases)
         self._custom = custom
+        self._logical = logical
         self._model = model_names(info)
 
     def resolve(self, name: str) -> FieldInfo:
@@ -240,6 +243,16 @@ class TenantCatalog(FieldCatalog):
         head, dot, rest = name.partition(".")
         path = self._custom.get(head.lower()) if dot else None
         return None if path is None else f"{path}.{rest}"
+
+    def logical_name(self, path: str) -> str | None:
+        """The custom field a slot path holds, by its definition's name
+        (``idx.string-1.keyword`` -> ``Department.keyword``), or ``None``."""
+        name = self._logical.get(path)
+        if name is not None:
+            return name
+        head, dot, rest = path.rpartition(".")
+        name = self._logical.get(head) if dot else None
+        return None if name is None else f"{name}.{rest}"
 
     def names(self) -> list[str]:
         return sorted({*super().names(), *self._custom})

@@ -25,7 +25,10 @@ def _fields(ctx: click.Context, model_name: str) -> CustomFieldRepository:
     mapper = cli._mapper(ctx)
     model = cli.find_model(mapper, model_name)
     if not model.__esmapper__.custom_fields:  # type: ignore[attr-defined]
-        raise cli.CliError(f"{model.__name__} has no custom fields (em.HasCustomFields)")
+        raise cli.CliError(
+            f"{model.__name__} has no custom fields "
+            "(em.HasCustomFields or em.HasVirtualCustomFields)"
+        )
     return mapper.custom_fields(model)
 
 

@@ -56,6 +56,7 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from esmapper.custom_fields.access import CustomValues
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name, definition_hit
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
@@ -147,10 +148,11 @@ def refresh_idx(
     groups: dict[tuple[type, str], list[Any]] = {}
     for doc in docs:
         state = state_of(doc)
-        if state is not None and state.partial and "custom_fields" not in (state.original or {}):
+        access = _access(doc)
+        if state is not None and state.partial and not access.loaded(doc, state):
             _keep_loaded_idx(doc, state)
             continue
-        groups.setdefault((type(doc), doc.tenant_key() or ""), []).append(doc)
+        groups.setdefault((type(doc), access.tenant(doc)), []).append(doc)
     for (cls, tenant), group in groups.items():
         info: ModelInfo = cls.__esmapper__  # type: ignore[attr-defined]
         if not tenant:
@@ -174,6 +176,14 @@ def refresh_idx(
                 pending.save()
 
 
+def _access(doc: Any) -> CustomValues:
+    """How ``doc``'s model holds custom values (see :mod:`esmapper.custom_fields.access`)."""
+    access: CustomValues | None = type(doc).__esmapper__.custom_access
+    if access is None:
+        raise TypeError(f"{type(doc).__name__} has no custom fields")
+    return access
+
+
 def _keep_loaded_idx(doc: Any, state: Any) -> None:
     """A partially loaded document without ``custom_fields`` cannot have its ``idx``
     recomputed: an ``idx`` the caller assigned is put back as loaded, never written."""
@@ -186,7 +196,7 @@ def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
     """``{lower: name}`` of the names with a value in ``docs`` that have no definition."""
     unknown: dict[str, str] = {}
     for doc in docs:
-        for key, value in (_raw(doc, "custom_fields") or {}).items():
+        for key, value in (_access(doc).values(doc) or {}).items():
             if value is not None and isinstance(key, str) and not fields.known(key):
                 unknown.setdefault(key.lower(), key)
     return unknown
@@ -213,13 +223,17 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
 
 
 def _compute(doc: Any, fields: TenantFields, modified: _Modified) -> dict[str, Any]:
-    values: dict[str, Any] | None = _raw(doc, "custom_fields")
+    access = _access(doc)
+    stored = access.values(doc)
+    # a working view: the values are written back through the access (a dict model's
+    # custom_fields, a virtual model's set_custom_field)
+    values: dict[str, Any] | None = None if stored is None else dict(stored)
     present: dict[str, str] = {}
     for name in values or ():
         if isinstance(name, str):
             present.setdefault(name.lower(), name)
     if fields.former and values is not None:
-        values = _move_former_names(doc, fields, values, present)
+        values = _move_former_names(doc, access, fields, values, present)
     idx: dict[str, Any] = {"tenant": fields.tenant} if fields.stores_tenant else {}
     for slot in fields.on_value:
         key = present.get(slot.lower)
@@ -230,14 +244,18 @@ def _compute(doc: Any, fields: TenantFields, modified: _Modified) -> dict[str, A
             if indexed is not NOT_INDEXED:
                 idx[slot.key] = indexed
             continue
-        values = _process(doc, slot, key, values, idx, modified)
+        values = _process(doc, access, slot, key, values, idx, modified)
     for slot in fields.always:
-        values = _process(doc, slot, present.get(slot.lower), values, idx, modified)
+        values = _process(doc, access, slot, present.get(slot.lower), values, idx, modified)
     return idx
 
 
 def _move_former_names(
-    doc: Any, fields: TenantFields, values: dict[str, Any], present: dict[str, str]
+    doc: Any,
+    access: CustomValues,
+    fields: TenantFields,
+    values: dict[str, Any],
+    present: dict[str, str],
 ) -> dict[str, Any]:
     """A value stored under a renamed field's former name (and not under its current one)
     moves to the current name: indexed now, and stored under it by this write."""
@@ -248,23 +266,21 @@ def _move_former_names(
             moves[key] = slot
     if not moves:
         return values
-    values = dict(values)
     state = state_of(doc)
     partial = state is not None and state.partial  # its save cannot remove keys: null them
     for key, slot in moves.items():
-        values[slot.definition.name] = values[key]
-        if partial:
-            values[key] = None
-        else:
-            del values[key]
+        value = values.pop(key)
+        values[slot.definition.name] = value
+        access.set(doc, slot.definition.name, value)
+        access.remove(doc, key, partial=partial)
         present.pop(key.lower(), None)
         present[slot.lower] = slot.definition.name
-    _set(doc, "custom_fields", values)
     return values
 
 
 def _process(  # noqa: PLR0917 - one step of _compute
     doc: Any,
+    access: CustomValues,
     slot: FieldSlot,
     key: str | None,
     values: dict[str, Any] | None,
@@ -298,10 +314,11 @@ def _process(  # noqa: PLR0917 - one step of _compute
         )
         return values
     if result.value is not value and not (result.value is None and key is None):
+        name = key if key is not None else slot.definition.name
         if values is None:
             values = {}
-            _set(doc, "custom_fields", values)
-        values[key if key is not None else slot.definition.name] = result.value
+        values[name] = result.value
+        access.set(doc, name, result.value)
     indexed = slot.check(result.idx if result.idx is not None else result.value)
     if indexed is not NOT_INDEXED:
         idx[slot.key] = indexed
@@ -420,7 +437,7 @@ def _replayed(
     if fresh is None or fresh.is_deleted:
         return None
     for doc, key in docs:
-        values = _raw(doc, "custom_fields") or {}
+        values = _access(doc).values(doc) or {}
         value = values.get(key) if key is not None else None
         try:
             slot.field_type.process_value(doc, value, fresh)
@@ -463,17 +480,6 @@ def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
     return out
 
 
-def _changed_values(before: Any, after: Any) -> dict[str, Any]:
-    """What an update must send to turn ``custom_fields`` ``before`` into ``after`` (it
-    merges objects: a key processing removed, a renamed field's former name, is nulled)."""
-    if not isinstance(after, dict):
-        return {}
-    base = before if isinstance(before, dict) else {}
-    out = {k: v for k, v in after.items() if k not in base or base[k] != v}
-    out.update((k, None) for k in base if k not in after and base[k] is not None)
-    return out
-
-
 def partial_doc(
     mapper: Mapper,
     info: ModelInfo,
@@ -494,9 +500,7 @@ def partial_doc(
     document = info.from_source(preview, id, None)
     refresh_idx(mapper, [document])
     extras: dict[str, Any] = {"idx": _with_nulls(_raw(document, "idx"), source.get("idx"))}
-    changed = _changed_values(preview.get("custom_fields"), _raw(document, "custom_fields"))
-    if changed:
-        extras["custom_fields"] = changed
+    extras.update(_access(document).source_changes(preview, document))
     return merged(changes, extras)
 
 
@@ -505,9 +509,7 @@ def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[
     ``idx`` and put it, with the processed ``custom_fields``, into ``source``."""
     refresh_idx(mapper, [document])
     source["idx"] = _raw(document, "idx")
-    values = _raw(document, "custom_fields")
-    if values is not None:
-        source["custom_fields"] = dict(values)
+    _access(document).write_back(document, source)
 
 
 def reconcile(
@@ -544,9 +546,7 @@ def reconcile_hits(
         new_idx = _raw(document, "idx")
         if not same_idx(new_idx, source.get("idx")):
             extras["idx"] = _with_nulls(new_idx, source.get("idx"))
-        changed = _changed_values(source.get("custom_fields"), _raw(document, "custom_fields"))
-        if changed:
-            extras["custom_fields"] = changed
+        extras.update(_access(document).source_changes(source, document))
         if not extras:
             continue
         actions.append(

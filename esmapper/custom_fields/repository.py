@@ -91,7 +91,10 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         super().__init__(mapper, CustomFieldDefinition)
         info = entity.__esmapper__  # type: ignore[attr-defined]
         if not info.custom_fields:
-            raise TypeError(f"{entity.__name__} has no custom fields (em.HasCustomFields)")
+            raise TypeError(
+                f"{entity.__name__} has no custom fields "
+                "(em.HasCustomFields or em.HasVirtualCustomFields)"
+            )
         self.entity = entity
         self.entity_info = info
         self.entity_type: str = info.name

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
+from esmapper.custom_fields.access import require_custom_fields
 from esmapper.custom_fields.catalog import tenant_path
 from esmapper.errors import QueryValidationError
 
@@ -24,7 +25,14 @@ if TYPE_CHECKING:
     from esmapper.model.catalog import FieldCatalog
     from esmapper.model.info import ModelInfo
 
-__all__ = ["check_tenant_aggregations", "tenant_clause", "tenant_view", "translate_query"]
+__all__ = [
+    "check_tenant_aggregations",
+    "logical_highlight",
+    "tenant_clause",
+    "tenant_source_fields",
+    "tenant_view",
+    "translate_query",
+]
 
 #: Query types whose body is ``{field: params}`` (plus a few option keys).
 _KEYED = frozenset(
@@ -46,16 +54,56 @@ def tenant_view(
     ``tenant=`` on a model without custom fields."""
     if tenant is None:
         return info.catalog, filter
-    if not info.custom_fields:
-        raise QueryValidationError(
-            f"tenant= is for models with custom fields; {info.name} has none (em.HasCustomFields)",
-            field="tenant",
-        )
+    require_custom_fields(info)
     catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
     if isinstance(filter, Query):
         defaults = info.index.default_search_fields if info.index is not None else None
         filter = translate_query(filter, info.catalog, catalog, default_fields=defaults)
     return catalog, filter
+
+
+def tenant_source_fields(
+    info: ModelInfo, catalog: FieldCatalog, selection: Any, *, include: bool
+) -> Any:
+    """``includes``/``excludes`` (``selection``: names or field masks) with the logical
+    custom-field names of a ``tenant=`` search replaced (case-insensitive), a model field in
+    another case by its own spelling. Included, a custom field brings its slot
+    (``idx.int-1``) and what recomputing ``idx`` on a save needs (the whole
+    ``custom_fields`` dict and ``Index.tenant_field`` of a ``HasCustomFields`` model; a
+    virtual model's own attributes are the model's to include); excluded, its slot. Other
+    names are left for the source-filter validation (unknown ones raise
+    QueryValidationError there). Without ``tenant=``: unchanged."""
+    from esmapper.custom_fields.catalog import TenantCatalog
+    from esmapper.query.fields import field_paths
+
+    if selection is None or not isinstance(catalog, TenantCatalog):
+        return selection
+    out: list[str] = []
+    for path in field_paths(selection):
+        if path in info.catalog or "*" in path or "?" in path:
+            out.append(path)
+            continue
+        own = catalog.model_name(path)
+        slot = None if own is not None else catalog.custom_path(path)
+        if slot is None:
+            out.append(own or path)
+            continue
+        out.append(slot)
+        if include and "." not in path and info.custom_access is not None:
+            out.extend(info.custom_access.source_paths(info))
+    return list(dict.fromkeys(out))
+
+
+def logical_highlight(
+    catalog: FieldCatalog, highlight: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """A hit's ``highlight`` with slot paths named by their custom field again
+    (``idx.string-1`` -> ``Department``)."""
+    from esmapper.custom_fields.catalog import TenantCatalog
+
+    if not highlight or not isinstance(catalog, TenantCatalog):
+        return highlight
+    return {catalog.logical_name(key) or key: value for key, value in highlight.items()}
 
 
 def tenant_clause(info: ModelInfo, tenant: str | None) -> dict[str, Any] | None:

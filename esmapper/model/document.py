@@ -36,6 +36,7 @@ from esmapper.model.state import DocState
 __all__ = [
     "Document",
     "HasCustomFields",
+    "HasVirtualCustomFields",
     "HasDates",
     "InnerDoc",
     "SoftDeletes",
@@ -255,16 +256,25 @@ def _build_info(
                 f"{cls.__name__}.Index.id_fields names unknown attribute(s): {', '.join(unknown)}"
             )
     custom_types: tuple[Any, ...] = ()
-    if is_document and issubclass(cls, HasCustomFields):
+    custom_access = _custom_access(cls) if is_document else None
+    if custom_access is not None:
         from esmapper.custom_fields.types import check_options
 
         assert index is not None
+        if custom_access.dict_attribute is None and index.tenant_field:
+            from esmapper.errors import IndexConfigurationError
+
+            raise IndexConfigurationError(
+                f"{cls.__name__}.Index.tenant_field is for em.HasCustomFields; a "
+                "HasVirtualCustomFields model names its tenant with get_tenant_key()"
+            )
         custom_types = check_options(cls.__name__, index, {s.name for s in specs})
     elif index is not None and (index.tenant_field or index.custom_field_types is not None):
         from esmapper.errors import IndexConfigurationError
 
         raise IndexConfigurationError(
-            f"{cls.__name__}.Index: tenant_field/custom_field_types need em.HasCustomFields"
+            f"{cls.__name__}.Index: tenant_field/custom_field_types need em.HasCustomFields "
+            "or em.HasVirtualCustomFields"
         )
     return ModelInfo(
         cls=cls,
@@ -278,9 +288,26 @@ def _build_info(
         has_dates=is_document and issubclass(cls, HasDates),
         soft_deletes=is_document and issubclass(cls, SoftDeletes),
         versioned=has_version,
-        custom_fields=is_document and issubclass(cls, HasCustomFields),
+        custom_fields=custom_access is not None,
         custom_field_types=custom_types,
+        custom_access=custom_access,
     )
+
+
+def _custom_access(cls: type) -> Any:
+    """How ``cls``'s documents hold custom values (esmapper.custom_fields.access), or
+    ``None`` for a model without custom fields. Raises IndexConfigurationError for a
+    ``HasVirtualCustomFields`` model that does not implement its accessors."""
+    if issubclass(cls, HasVirtualCustomFields):
+        from esmapper.custom_fields.access import VIRTUAL_VALUES, check_virtual
+
+        check_virtual(cls)
+        return VIRTUAL_VALUES
+    if issubclass(cls, HasCustomFields):
+        from esmapper.custom_fields.access import DICT_VALUES
+
+        return DICT_VALUES
+    return None
 
 
 class _ModelBase(metaclass=ModelMeta):
@@ -412,3 +439,46 @@ class HasCustomFields(_Trait):
         name = index.tenant_field if index is not None else None
         value = getattr(self, name) if name else None
         return "" if value is None else str(value)
+
+
+class HasVirtualCustomFields(_Trait):
+    """Trait: tenant custom fields whose values the model keeps itself (its own
+    attributes, another structure) instead of a ``custom_fields`` dict.
+
+    Implement ``get_custom_fields()`` (``{logical name: value}``), ``get_custom_field(name)``,
+    ``set_custom_field(name, value)``, ``remove_custom_field(name)`` and
+    ``get_tenant_key()`` (the tenant, ``None``/``""``: none); a document class that leaves
+    one out raises IndexConfigurationError when it is defined. ``idx`` is what the mapper
+    indexes, recomputed on every write from ``get_custom_fields()`` and the tenant's
+    definitions exactly as for ``em.HasCustomFields``; a type's processed value (e.g.
+    clamped) and a renamed field's value are stored back through ``set_custom_field`` /
+    ``remove_custom_field``. ``tenant=`` searches filter on ``idx.tenant``, which the
+    write path fills. A partially loaded document (``includes``/``excludes``) is written
+    with its ``idx`` as loaded: load it whole to change its custom values.
+    """
+
+    __esm_base__ = True
+    __esm_trait__ = True
+    __slots__ = ()
+
+    idx: dict[str, Any] | None = None
+
+    def get_custom_fields(self) -> dict[str, Any]:
+        """``{logical name: value}`` of this document's custom fields."""
+        raise NotImplementedError(f"{type(self).__name__}.get_custom_fields()")
+
+    def get_custom_field(self, name: str) -> Any:
+        """The value of custom field ``name`` (``None``: none)."""
+        raise NotImplementedError(f"{type(self).__name__}.get_custom_field()")
+
+    def set_custom_field(self, name: str, value: Any) -> None:
+        """Store ``value`` as custom field ``name``."""
+        raise NotImplementedError(f"{type(self).__name__}.set_custom_field()")
+
+    def remove_custom_field(self, name: str) -> None:
+        """Drop custom field ``name``."""
+        raise NotImplementedError(f"{type(self).__name__}.remove_custom_field()")
+
+    def get_tenant_key(self) -> str | None:
+        """The tenant whose definitions apply to this document (``None``/``""``: none)."""
+        raise NotImplementedError(f"{type(self).__name__}.get_tenant_key()")

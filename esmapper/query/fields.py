@@ -9,7 +9,7 @@ from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog
 from esmapper.query._resolve import ID_NAMES, unknown_field_message
 
-__all__ = ["merge_source_filter", "parse_field_mask", "validate_source_fields"]
+__all__ = ["field_paths", "merge_source_filter", "parse_field_mask", "validate_source_fields"]
 
 #: Deepest accepted parenthesis nesting in a field mask.
 MAX_MASK_DEPTH = 32
@@ -107,6 +107,11 @@ def _expand(selection: FieldSelection) -> list[tuple[str, int, str]]:
             raise TypeError(f"field selections are strings, not {type(mask)!r}")
         out.extend((path, pos, mask) for path, pos in _MaskParser(mask).parse())
     return out
+
+
+def field_paths(selection: FieldSelection) -> list[str]:
+    """The paths ``selection`` (names or field masks) selects, masks expanded, unchecked."""
+    return [path for path, _, _ in _expand(selection)]
 
 
 def validate_source_fields(fields: FieldSelection, catalog: FieldCatalog) -> list[str]:

@@ -12,14 +12,16 @@ from elasticsearch import Elasticsearch
 from esmapper.testing.cleanup import delete_prefixed
 
 README = Path(__file__).resolve().parents[3] / "README.md"
-PREFIX = "readme-cf-"
+PREFIXES = ("readme-cf-", "readme-vcf-")
 
 
 @pytest.fixture
 def readme_indexes(es_client: Elasticsearch) -> Iterator[None]:
-    delete_prefixed(es_client, PREFIX)
+    for prefix in PREFIXES:
+        delete_prefixed(es_client, prefix)
     yield
-    delete_prefixed(es_client, PREFIX)
+    for prefix in PREFIXES:
+        delete_prefixed(es_client, prefix)
 
 
 @pytest.mark.usefixtures("readme_indexes")
@@ -30,6 +32,8 @@ def test_the_custom_fields_section_runs_as_printed(
     start = text.index("\n## Custom fields\n")
     end = text.index("\n## ", start + 1)
     blocks = re.findall(r"```python\n(.*?)```", text[start:end], re.DOTALL)
-    assert len(blocks) == 1
+    assert len(blocks) == 2  # a dict model, then a virtual one, in one namespace
     monkeypatch.setenv("ESMAPPER_URL", es_url)
-    exec(compile(blocks[0], f"{README}: Custom fields", "exec"), {"__name__": "readme_cf"})
+    namespace = {"__name__": "readme_cf"}
+    for block in blocks:
+        exec(compile(block, f"{README}: Custom fields", "exec"), namespace)
