@@ -134,6 +134,8 @@ def with_extras(
     for name, inner in info.inner_fields:
         value, before = out.get(name), original.get(name)
         if isinstance(value, dict) and isinstance(before, dict):
+            if before.keys() <= value.keys() and not inner.inner_fields:
+                continue  # the common case, without a call: nothing undeclared in there
             merged = with_extras(value, before, inner)
             if merged is not value:
                 out = out if out is not body else dict(body)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
+import functools
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -60,10 +61,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 
 else:
     BACKEND = "orjson"
-    _orjson_dumps = orjson.dumps
-
-    def dumps(obj: Any) -> bytes:
-        """Serialize ``obj`` to compact JSON ``bytes``."""
-        return _orjson_dumps(obj, default=_default)
+    # a partial, not a wrapper function: no Python frame per call (hot in the bulk writer)
+    dumps = functools.partial(orjson.dumps, default=_default)
 
     loads = orjson.loads

@@ -424,9 +424,15 @@ class SearchRequest:
             if project is not None:
                 document = project(raw, version)
             else:
-                document = from_source(raw.get("_source") or {}, raw["_id"], version)
-                _remember(document, raw, version, partial)
+                source = raw.get("_source")
+                document = from_source(source or {}, raw["_id"], version)
+                if source is not None:
+                    # keep what the hit confirmed; a hit read with includes/excludes is
+                    # partial (a save then writes only the fields that changed)
+                    state = DocState(source, raw.get("_index"), partial=partial, version=version)
+                    object.__setattr__(document, "_esm_state", state)
             sort = raw.get("sort")
+            highlight = raw.get("highlight")
             hits.append(
                 FindHit(
                     raw["_id"],
@@ -435,7 +441,7 @@ class SearchRequest:
                     document,
                     sort if sort is None or width is None else sort[:width],
                     raw.get("_index"),
-                    logical_highlight(self.catalog, raw.get("highlight") or {}),
+                    logical_highlight(self.catalog, highlight) if highlight else {},
                 )
             )
         total = int(response["hits"]["total"]["value"])
@@ -491,12 +497,3 @@ class SearchRequest:
 
 def _sort_keys(sort: Sequence[dict[str, Any]]) -> str:
     return ", ".join(key for entry in sort for key in entry)
-
-
-def _remember(document: Any, raw: dict[str, Any], version: str | None, partial: bool) -> None:
-    """Keep what the hit confirmed; a hit read with ``includes``/``excludes`` is partial
-    (a save then writes only the fields that changed)."""
-    source = raw.get("_source")
-    if source is not None:
-        state = DocState(source, raw.get("_index"), partial=partial, version=version)
-        object.__setattr__(document, "_esm_state", state)

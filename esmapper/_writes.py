@@ -376,11 +376,13 @@ def _write_documents(
             pending.undo_prepare()
         raise
     written: set[int] = set()
+    succeeded: Callable[[PendingWrite], None] | None = on_success
+    if definitions.groups:  # definitions to save: only for the documents written
 
-    def succeeded(pending: PendingWrite) -> None:
-        written.add(id(pending.doc))
-        if on_success is not None:
-            on_success(pending)
+        def succeeded(pending: PendingWrite) -> None:
+            written.add(id(pending.doc))
+            if on_success is not None:
+                on_success(pending)
 
     try:
         try:
@@ -391,7 +393,8 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        definitions.save(written)
+        if definitions.groups:
+            definitions.save(written)
 
 
 def _before_write(
@@ -461,10 +464,19 @@ def settle(
     confirmed: list[PendingWrite] = []
     changes: dict[int, ChangeType] = {}
     failed: list[BulkOutcome] = []
+    # whether entity_changed messages go out for a model (else no change types are kept)
+    publishes: dict[type, bool] = {}
     for outcome in outcomes:
         pending: PendingWrite = outcome.action.ref
         if outcome.ok:
-            changes[id(pending)] = _change_type(pending)  # before the originals move on
+            cls = pending.info.cls
+            publish = publishes.get(cls)
+            if publish is None:
+                publish = publishes[cls] = bool(options.notifications) and (
+                    mapper.has_subscribers(cls)
+                )
+            if publish:
+                changes[id(pending)] = _change_type(pending)  # before the originals move on
             _apply_success(pending, outcome, outcome.action)
             confirmed.append(pending)
         elif pending.kind == "remove" and _already_gone(outcome):
@@ -476,16 +488,25 @@ def settle(
             failed.append(outcome)
     mapper.track_soft_deletes(confirmed)
     groups: dict[tuple[type, str], list[PendingWrite]] = {}
-    for pending in confirmed:
-        if on_success is not None:
+    if on_success is not None:
+        for pending in confirmed:
             on_success(pending)
-        groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
+    for pending in confirmed:
+        key = (pending.info.cls, pending.kind)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [pending]
+        else:
+            group.append(pending)
     for (cls, kind), group in groups.items():
         _fire_after(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
         _fire_after(
             signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options
         )
-        publish_changes(mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options)
+        if publishes.get(cls):
+            publish_changes(
+                mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options
+            )
     if failed and raise_failures:
         raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
     return confirmed

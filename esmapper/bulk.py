@@ -9,8 +9,9 @@ What it sends
     into chunks of at most ``chunk_size`` actions and ``max_bytes`` bytes (an action larger
     than ``max_bytes`` on its own is sent alone rather than refused), and each chunk is one
     ``POST /_bulk`` whose body is the already encoded bytes (the client passes bytes through
-    its NDJSON serializer untouched). ``refresh`` is sent on every chunk. (No ``filter_path``:
-    trimming the response cost the server more time than it saved the client.)
+    its NDJSON serializer untouched). ``refresh`` is sent on every chunk. (No
+    ``filter_path``: keeping only what outcomes read saves the client about 0.5 µs of
+    parsing per item, and cost the local server about 20% more wall time per request.)
 
 What comes back
     :meth:`BulkWriter.write` returns one :class:`BulkOutcome` per action, in input order:
@@ -246,8 +247,9 @@ class BulkRequestError(DocumentError):
 
 
 #: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain
-#: write (an id; no condition, routing, pipeline or retry_on_conflict) is that prefix,
-#: the id and :data:`_HEAD_ENDS` (the same bytes as the general path). Bounded: cleared
+#: write (an id, maybe ``if_seq_no``/``if_primary_term``; no routing, pipeline or
+#: retry_on_conflict) is that prefix, the id, the condition and :data:`_HEAD_ENDS` (the
+#: same bytes as the general path). Bounded: cleared
 #: when it grows past _HEAD_PREFIXES_MAX entries.
 _head_prefixes: dict[tuple[str, str], bytes] = {}
 _HEAD_PREFIXES_MAX = 256
@@ -268,18 +270,17 @@ def _head_prefix(op: str, index: str) -> bytes:
 def _encode(position: int, action: BulkAction) -> bytes:
     """The NDJSON lines (with trailing newlines) of one action; raises on invalid actions."""
     op = action.op
+    seq_no, term = action.if_seq_no, action.if_primary_term
     if (
         op in _PLAIN_OPS
-        and action.id is not None
         and action.routing is None
-        and action.if_seq_no is None
-        and action.if_primary_term is None
         and action.retry_on_conflict is None
         and action.pipeline is None
         and action.body is not None
-        and isinstance(action.index, str)
+        and type(action.id) is str
+        and type(action.index) is str
         and action.index
-        and isinstance(action.id, str)
+        and ((seq_no is None and term is None) or (type(seq_no) is int and type(term) is int))
     ):  # the common case: one cached prefix, two encodes
         try:
             body = _json.dumps(action.body)
@@ -290,7 +291,16 @@ def _encode(position: int, action: BulkAction) -> bytes:
             ) from e
         head = _head_prefix(op, action.index)
         end = _HEAD_ENDS[bool(action.require_alias)]
-        return b"%b%b%b%b\n" % (head, _json.dumps(action.id), end, body)
+        if seq_no is None or term is None:  # (both or neither: checked above)
+            return b"%b%b%b%b\n" % (head, _json.dumps(action.id), end, body)
+        return b'%b%b,"if_seq_no":%d,"if_primary_term":%d%b%b\n' % (
+            head,
+            _json.dumps(action.id),
+            seq_no,
+            term,
+            end,
+            body,
+        )
     return _encode_general(position, action)
 
 

@@ -229,17 +229,21 @@ class Repository(Generic[T]):
             else:
                 for raw in docs:
                     if raw.get("found"):
+                        if ttl is None:  # hydrated from the answer as it is
+                            hits[raw["_id"]] = raw
+                            continue
                         hit = _hit(raw)
                         hits[hit["_id"]] = hit
-                        if ttl is not None:
-                            self.mapper.cache_fill(
-                                self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
-                            )
-        found: list[T] = [
-            self._hydrate(hits[id])
-            for id in wanted
-            if id in hits and _visible(self.info, hits[id].get("_source"), opts.soft_deletes)
-        ]
+                        self.mapper.cache_fill(
+                            self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
+                        )
+        info, mode = self.info, opts.soft_deletes
+        filtered = info.soft_deletes and mode != "all"
+        found: list[T] = []
+        for id in wanted:
+            got = hits.get(id)
+            if got is not None and (not filtered or _visible(info, got.get("_source"), mode)):
+                found.append(self._hydrate(got))
         if opts.tenant is None:
             return found
         return [d for d in found if in_tenant(self.info, d, opts.tenant)]

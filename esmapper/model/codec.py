@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+import inspect
+import sys
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +27,7 @@ import attrs
 
 from esmapper._text import article
 from esmapper.errors import DocumentValidationError
-from esmapper.model.dates import format_datetime, parse_datetime
+from esmapper.model.dates import UTC, format_datetime, parse_datetime
 from esmapper.model.fields import FieldSpec
 from esmapper.model.lenient import LenientCodec
 
@@ -195,13 +198,38 @@ def make_converter(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
     return convert
 
 
+try:  # the datetime fast paths of the generated code (format_datetime's own forms)
+    from orjson import OPT_UTC_Z as _OPT_UTC_Z
+    from orjson import dumps as _orjson_dumps
+except ImportError:  # pragma: no cover - orjson is optional
+    _orjson_dumps = None  # type: ignore[assignment]
+    _OPT_UTC_Z = 0
+#: Python 3.11+ reads a trailing ``Z`` as UTC: a stored date then parses in one call.
+_ISO_Z = sys.version_info >= (3, 11)
+
+
 def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     """A Python expression turning the attribute value ``var`` into its JSON form."""
     if spec.kind == "datetime":
         ns["_fmt_dt"] = format_datetime
         one = "_fmt_dt({})"
+        if _orjson_dumps is not None and not spec.many:
+            # an aware UTC value (what the converter keeps) is formatted inline, as
+            # format_datetime would; anything else takes format_datetime
+            ns.update(_odumps=_orjson_dumps, _OPT_Z=_OPT_UTC_Z, _UTC=UTC)
+            return (
+                f"(None if {var} is None else (_odumps({var}, option=_OPT_Z)[1:-1].decode() "
+                f"if {var}.tzinfo is _UTC else _fmt_dt({var})))"
+            )
     elif spec.kind == "inner":
-        one = "{}.to_source()"
+        assert spec.inner is not None
+        # the embedded model's compiled converter, straight (a subclass: its own)
+        ns[f"_inner_cls_{spec.name}"] = spec.inner
+        ns[f"_inner_dump_{spec.name}"] = spec.inner.__esmapper__.to_source  # type: ignore[attr-defined]
+        one = (
+            f"(_inner_dump_{spec.name}({{0}}) if type({{0}}) is _inner_cls_{spec.name} "
+            "else {0}.to_source())"
+        )
     elif spec.kind == "enum":
         one = "{}.value"
     elif spec.kind == "any":
@@ -221,6 +249,14 @@ def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     if spec.kind == "datetime":
         ns["_parse_dt"] = parse_datetime
         one = "_parse_dt({})"
+        if _ISO_Z and not spec.many:
+            # a stored UTC date (``...Z``) parses in one call to an aware UTC datetime,
+            # as parse_datetime would; anything else takes parse_datetime
+            ns["_fromiso"] = _dt.datetime.fromisoformat
+            return (
+                f"(None if {var} is None else (_fromiso({var}) if type({var}) is str "
+                f"and {var}[-1:] == 'Z' else _parse_dt({var})))"
+            )
     elif spec.kind == "inner":
         assert spec.inner is not None
         # without the fallback: a value the embedded model does not know is handled (and
@@ -266,38 +302,43 @@ def compile_codec(
     raw_slots = raw_slots or {}
     attr_by_name = {a.name: a for a in attributes}
 
-    dump_lines = ["def to_source(self):", "    try:", "        return {"]
+    reads: list[str] = []  # values read once into locals (expressions use them twice)
+    entries: list[str] = []
     for spec in specs:
         if spec.stored:
             getter = f"self.{spec.name}"
             if spec.name in raw_slots:
                 ns[f"_raw_{spec.name}"] = raw_slots[spec.name].__get__
                 getter = f"_raw_{spec.name}(self)"
+            if spec.kind in ("inner", "datetime") and not spec.many:
+                reads.append(f"        _f_{spec.name} = {getter}")
+                getter = f"_f_{spec.name}"
             expression = _dump_expr(spec, getter, ns)
-            dump_lines.append(f"            {spec.name!r}: {expression},")
+            entries.append(f"            {spec.name!r}: {expression},")
+    dump_lines = ["def to_source(self):", "    try:", *reads, "        return {", *entries]
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
+    setter = _setters(cls, raw_slots, ns)
     body: list[str] = [
         "self = _new(_cls)",
-        "_set(self, '_esm_state', None)",
+        f"{setter('_esm_state')}None)",
         "get = src.get",
     ]
     missing_values: list[tuple[FieldSpec, Callable[[], Any]]] = []
     for i, spec in enumerate(specs):
         if spec.name == "id" and has_id:
-            body.append("_set(self, 'id', id if id is not None else get('id'))")
+            body.append(f"{setter('id')}id if id is not None else get('id'))")
             missing_values.append((spec, _none))
             continue
         if spec.name == "version" and has_version:
-            body.append("_set(self, 'version', version)")
+            body.append(f"{setter('version')}version)")
             missing_values.append((spec, _none))
             continue
         missing, make_missing = _missing_value(spec, attr_by_name[spec.name], cls, i, ns)
         missing_values.append((spec, make_missing))
         body.append(f"_v = get({spec.name!r}, _MISSING)")
         body.append(
-            f"_set(self, {spec.name!r}, {missing} if _v is _MISSING else "
-            f"{_load_expr(spec, '_v', ns)})"
+            f"{setter(spec.name)}{missing} if _v is _MISSING else {_load_expr(spec, '_v', ns)})"
         )
     body.append("return self")
     ns["_MISSING"] = _MISSING
@@ -326,6 +367,26 @@ def compile_codec(
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
     lenient.strict = ns["from_source_strict"]
     return ns["to_source"], ns["from_source"], lenient
+
+
+def _setters(cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any]) -> Callable[[str], str]:
+    """``setter(name)``: the start of a generated call that stores an attribute of a new
+    instance (``...value)``) without conversion or tracking: through the slot descriptor
+    itself when there is one (the raw slot of a tracked field), else
+    ``object.__setattr__``."""
+
+    def setter(name: str) -> str:
+        slot = raw_slots.get(name)
+        if slot is None:
+            found = inspect.getattr_static(cls, name, None)
+            if isinstance(found, types.MemberDescriptorType):
+                slot = found
+        if slot is None:
+            return f"_set(self, {name!r}, "
+        ns[f"_slot_{name}"] = slot.__set__
+        return f"_slot_{name}(self, "
+
+    return setter
 
 
 def _none() -> None:

@@ -165,6 +165,30 @@ def test_serializes_each_op_exactly() -> None:
 
 
 @pytest.mark.parametrize(
+    "action",
+    [
+        BulkAction("index", "i1", "a", {"x": 1}),
+        BulkAction("index", "i1", "a", {"x": 1}, if_seq_no=7, if_primary_term=2),
+        BulkAction(
+            "index", "al", "a", {"x": 1}, if_seq_no=0, if_primary_term=1, require_alias=True
+        ),
+        BulkAction("create", "al", 'b"q', {"x": [1, 2]}, require_alias=True),
+        BulkAction("update", "i1", "c", {"doc": {"x": 2}}, if_seq_no=3, if_primary_term=4),
+    ],
+)
+def test_the_cached_prefix_encoding_writes_the_general_paths_bytes(action: BulkAction) -> None:
+    # plain and conditional writes skip building the action line's dict
+    assert bulk_module._encode(0, action) == bulk_module._encode_general(0, action)
+
+
+def test_a_condition_that_is_not_two_ints_takes_the_general_path() -> None:
+    odd = BulkAction("index", "i", "1", {}, if_seq_no=True, if_primary_term=1)  # type: ignore[arg-type]
+    assert bulk_module._encode(0, odd) == bulk_module._encode_general(0, odd)
+    with pytest.raises(ValueError, match="together"):
+        bulk_module._encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
+
+
+@pytest.mark.parametrize(
     ("action", "exc", "match"),
     [
         (BulkAction("upsert", "i", "1", {}), ValueError, "unknown op"),  # type: ignore[arg-type]

@@ -235,6 +235,50 @@ def test_dates_in_the_source_may_be_offsets_or_epoch_milliseconds() -> None:
     assert doc.to_source()["created_utc"] == "2026-03-04T12:00:00Z"
 
 
+def test_stored_utc_dates_and_other_forms_read_the_same() -> None:
+    # "...Z" takes the one-call path, an offset, a naive text and a "z" the general one
+    for text in ("2026-03-04T12:00:00Z", "2026-03-04T13:00:00+01:00", "2026-03-04T12:00:00"):
+        doc = Everything.from_hit({"_id": "a", "_source": {"born": text}})
+        assert doc.born == NOON and doc.born is not None and doc.born.tzinfo is UTC
+    bad = Everything.from_hit({"_id": "a", "_source": {"born": "2026-13-04T12:00:00Z"}})
+    assert bad.to_source()["born"] == "2026-13-04T12:00:00Z"  # kept as stored (lenient)
+
+
+def test_a_date_set_around_the_converter_is_still_written_in_utc() -> None:
+    doc = Everything(born=NOON)
+    object.__setattr__(doc, "born", NOON.astimezone(dt.timezone(dt.timedelta(hours=2))))
+    assert doc.to_source()["born"] == "2026-03-04T12:00:00Z"
+    object.__setattr__(doc, "born", NOON.replace(tzinfo=None))  # naive: read as UTC
+    assert doc.to_source()["born"] == "2026-03-04T12:00:00Z"
+
+
+def test_an_embedded_subclass_is_written_with_its_own_fields() -> None:
+    class Site(Address):
+        floor: int = em.field(em.Integer(), default=0)
+
+    doc = Everything(address=Site(city="Oslo", floor=3))
+    assert doc.to_source()["address"] == {
+        "street": "",
+        "city": "Oslo",
+        "zip_code": None,
+        "floor": 3,
+    }
+
+
+def test_hydrated_mutable_fields_are_still_watched() -> None:
+    doc = Employee.from_hit(
+        {"_id": "a", "_source": {"name": "x"}, "_seq_no": 1, "_primary_term": 1}
+    )
+    state = state_of(doc)
+    assert state is not None and not state.watched
+    assert doc.name == "x" and not state.watched  # a scalar read hands nothing out
+    doc2 = Everything.from_hit({"_id": "b", "_source": {"tags": ["a"]}})
+    state2 = state_of(doc2)
+    assert state2 is not None and not state2.watched
+    doc2.tags.append("b")  # reading the list hands it out
+    assert state2.watched
+
+
 def test_from_source_builds_embedded_objects_too() -> None:
     assert Address.from_source({"city": "Oslo"}) == Address(city="Oslo")
     assert Address(city="Oslo", zip_code=150).to_source() == {
