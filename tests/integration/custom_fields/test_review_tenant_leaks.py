@@ -121,3 +121,26 @@ def test_a_session_with_tenant_writes_only_that_tenants_documents(
     with mapper.session(tenant="globex") as session:
         session.remove(g1)
     assert _stored_names(mapper) == ["a1", "a2", "g2"]
+
+
+def test_significant_terms_background_is_the_tenants_documents(
+    repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    # the background set of significant_terms/significant_text is the whole index unless
+    # filtered: other tenants' values of a shared slot would weigh in the scores
+    aggs = {
+        "sig": A("significant_terms", field="secret"),
+        "text": A("significant_text", field="name", background_filter=Q("term", secret="red")),
+    }
+    body = repo.search(tenant="acme", aggregations=aggs).body()
+    acme = {"term": {"company_id": "acme"}}
+    sig = body["aggs"]["sig"]["significant_terms"]
+    assert sig["field"].startswith("idx.string-")
+    assert sig["background_filter"] == acme
+    text = body["aggs"]["text"]["significant_text"]["background_filter"]["bool"]["filter"]
+    assert text[0] == acme
+    # the caller's own background filter is kept, its logical name resolved to the slot
+    assert text[1] == {"term": {sig["field"].removesuffix(".keyword"): "red"}}
+    # without tenant= the aggregation is sent as written
+    plain = repo.search(aggregations={"sig": A("significant_terms", field="name")}).body()
+    assert "background_filter" not in plain["aggs"]["sig"]["significant_terms"]
