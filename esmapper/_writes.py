@@ -64,6 +64,7 @@ from esmapper._outcomes import UNKNOWN, send
 from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields._access import check_tenant_pendings
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
@@ -341,6 +342,7 @@ def write_documents(
     """
     if not pendings:
         return []
+    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 
@@ -362,7 +364,8 @@ def _write_documents(
         raise
     written: set[int] = set()
     succeeded: Callable[[PendingWrite], None] | None = on_success
-    if definitions.groups:  # definitions to save: only for the documents written
+    # definitions to save, custom-field documents to recheck: only the documents written
+    if definitions.groups or definitions.computed:
 
         def succeeded(pending: PendingWrite) -> None:
             written.add(id(pending.doc))
@@ -378,8 +381,8 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        if definitions.groups:
-            definitions.save(written)
+        if definitions.groups or definitions.computed:
+            definitions.save(written, refresh=refresh_param(options.consistency))
 
 
 def _before_write(

@@ -104,15 +104,23 @@ class TenantFields:
         "info",
         "model_names",
         "on_value",
+        "stamp",
         "stores_tenant",
         "tenant",
     )
 
     def __init__(
-        self, info: ModelInfo, tenant: str, definitions: Iterable[CustomFieldDefinition]
+        self,
+        info: ModelInfo,
+        tenant: str,
+        definitions: Iterable[CustomFieldDefinition],
+        stamp: Any = None,
     ) -> None:
         self.info = info
         self.tenant = tenant
+        #: which stored definitions (ids and versions) this was compiled from: a write
+        #: compares it after sending to see whether the definitions changed meanwhile
+        self.stamp = stamp
         #: whether idx holds the tenant key (see :func:`tenant_path`)
         self.stores_tenant = tenant_path(info) == IDX_TENANT
         types = {t.type: t for t in info.custom_field_types}

@@ -31,9 +31,10 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 5. **verify**: refresh both indexes and reconcile ids (every id the write-blocked old
    index no longer has is deleted from the new one: an id scroll of both, ``_bulk``
    deletes), so a document deleted during the run never comes back. Skipped when the
-   counts prove there is nothing to delete: a model without dates and without a script
-   had every document copied by the final pass, so equal counts mean no extra. Then
-   count both.
+   counts prove there is nothing to delete: without a script every document of the old
+   index is in the new one (without dates the final pass copied them all; with dates the
+   copy and the catch-ups took them, by ``updated_utc``), so equal counts mean no extra.
+   A script may drop documents: then the ids are always compared.
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
@@ -64,8 +65,9 @@ Blocking the old index before the last pass (instead of catching up after the sw
 reference implementation does) means no write made during the run can be lost or reverted
 by a late copy, and reads never see the new index missing recent writes. The price is the
 blocked window: the final pass (for ``HasDates`` models only what changed since the
-catch-up; without dates a pass over every document), the id reconciliation, two counts,
-the marker and the swap. Give large models ``HasDates`` to keep it short.
+catch-up; without dates a pass over every document), two counts (and the id reconciliation
+when the counts differ or a script ran), the marker and the swap. Give large models
+``HasDates`` to keep it short.
 
 Throttling (FEATURES IM-15/IM-16): ``batch_size`` and ``requests_per_second`` go into
 every pass; a polled pass without progress for ``stall_timeout`` is cancelled and fails the
