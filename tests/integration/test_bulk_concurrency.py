@@ -204,12 +204,9 @@ def test_repository_add_and_save_through_threads_keep_versions_signals_and_confl
     def on_added(sender: Any, documents: Any = None, **_: Any) -> None:
         added.extend(d.value.id for d in documents)
 
-    signals.documents_added.connect(on_added, sender=Crate)
-    try:
-        crates = [Crate(name=f"c{i}", qty=i) for i in range(100)]
+    crates = [Crate(name=f"c{i}", qty=i) for i in range(100)]
+    with signals.documents_added.connected_to(on_added, sender=Crate):
         repo.add(crates, consistency="immediate")
-    finally:
-        signals.documents_added.disconnect(on_added, sender=Crate)
     assert sorted(added) == sorted(c.id for c in crates) and len(set(added)) == 100
     assert all(c.version for c in crates)
     assert repo.count() == 100

@@ -146,11 +146,8 @@ def test_a_remove_with_removal_receivers_loads_in_real_time_too(
     def on_removed(sender: type, documents: list[em.ModifiedDocument], **_: object) -> None:
         seen.extend(d.value.kind for d in documents)
 
-    em.signals.documents_removed.connect(on_removed, sender=Event)
-    try:
+    with em.signals.documents_removed.connected_to(on_removed, sender=Event):
         repo.remove("k8")
-    finally:
-        em.signals.documents_removed.disconnect(on_removed, sender=Event)
     assert seen == ["old"]
     assert _stored(es_client, f"{index_prefix}events", "k8") == []
 

@@ -154,15 +154,12 @@ class Race:
         ]
         threads.append(threading.Thread(target=self.guard(self.rounds, rounds), name="rounds"))
         threads.append(threading.Thread(target=self.guard(self.reader, ids), name="reader"))
-        signals.entity_changed.connect(self.heard, sender=self.model)
-        try:
+        with signals.entity_changed.connected_to(self.heard, sender=self.model):
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(120)
                 assert not thread.is_alive(), f"{thread.name} did not finish"
-        finally:
-            signals.entity_changed.disconnect(self.heard, sender=self.model)
         if self.errors:
             raise self.errors[0]
 
