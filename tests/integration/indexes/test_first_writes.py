@@ -251,7 +251,9 @@ _RACER = textwrap.dedent(
     url, prefix, go, name = sys.argv[1:5]
     mapper = em.Mapper(url, models=[ItemV1], index_prefix=prefix)
     open(go + "-ready-" + name, "w").close()
-    while not os.path.exists(go):
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go):  # the start line both racers wait on
+        assert time.monotonic() < deadline, "never told to go"
         time.sleep(0.001)
     try:
         item = mapper.repository(ItemV1).add(ItemV1(name=name))

@@ -155,7 +155,7 @@ def test_slow_batches_finish_because_each_page_extends_the_keep_alive(
 
     def slow(docs: list[Employee]) -> None:
         seen.extend(str(d.id) for d in docs)
-        time.sleep(0.6)
+        time.sleep(0.6)  # the behaviour under test: a batch slower than the keep-alive allows
 
     assert repo.batch_process(None, slow, batch_size=4, snapshot="2s") == 23
     assert seen == IDS
