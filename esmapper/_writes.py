@@ -19,7 +19,7 @@ that owns each:
 The table of paths and rules is docs/architecture.md.
 
 One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
-this order (FEATURES EV-9, decision Q16):
+this order (events before validation, so receivers may set what validation needs):
 
 1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
    when valid; ``add``/``save``: ``updated_utc = now``; a partial document's
@@ -38,7 +38,7 @@ this order (FEATURES EV-9, decision Q16):
 6. :func:`settle` for confirmed items: version and stored state written back onto the
    documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
    ``before_publish_entity_changed`` and ``entity_changed``;
-7. failures raise after the successes were applied (FEATURES ER-2): a single kind of 409
+7. failures raise after the successes were applied: a single kind of 409
    raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, a single write
    of unknown outcome :class:`OutcomeUnknownError`, anything else
    :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
@@ -147,7 +147,7 @@ def _assign_id(pending: PendingWrite, mapper: Mapper, now: _dt.datetime) -> None
         _set(doc, "id", composed_id(info, doc))
         return
     at = new_document_time(info, doc)
-    if at is not None:  # time-series: an expired period is refused first (IX-9)
+    if at is not None:  # time-series: an expired period is refused first
         spec = mapper.spec(info.cls)
         check_max_age(spec, period_start(spec.kind, at), now, None)
     try:
@@ -469,7 +469,7 @@ def settle(
             _apply_success(pending, outcome, outcome.action)
             confirmed.append(pending)
         elif pending.kind == "remove" and _already_gone(outcome):
-            # already gone: a no-op (Q4), but the removal is complete for a session too
+            # already gone: a no-op, but the removal is complete for a session too
             if on_success is not None:
                 on_success(pending)
             object.__setattr__(pending.doc, "_esm_state", None)

@@ -365,8 +365,8 @@ class Mapper:
         return repo
 
     def custom_fields(self, model: type) -> CustomFieldRepository:
-        """The (cached, thread-safe) repository of ``model``'s custom-field definitions
-        (API.md §11); ``TypeError`` for a model without ``em.HasCustomFields``."""
+        """The (cached, thread-safe) repository of ``model``'s custom-field definitions;
+        ``TypeError`` for a model without ``em.HasCustomFields``."""
         repo = self._custom_fields.get(model)
         if repo is None:
             from esmapper.custom_fields.repository import CustomFieldRepository
@@ -480,7 +480,7 @@ class Mapper:
 
     def track_soft_deletes(self, confirmed: Sequence[PendingWrite]) -> None:
         """Record confirmed soft deletes and restores in the shared recently-deleted list
-        (FEATURES SD-9), so unrefreshed searches of every process hide them."""
+        (kept ``deleted_ttl`` seconds), so unrefreshed searches of every process hide them."""
         if self.documents is None:
             return
         by_model: dict[type, list[PendingWrite]] = {}
