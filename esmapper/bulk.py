@@ -328,6 +328,9 @@ def _encode_general(position: int, action: BulkAction) -> bytes:
 def _chunks(blobs: Sequence[bytes], chunk_size: int, max_bytes: int) -> list[list[int]]:
     """Positions of ``blobs`` cut into runs of at most ``chunk_size`` items and
     ``max_bytes`` bytes; an item larger than ``max_bytes`` forms a run of its own."""
+    n = len(blobs)
+    if sum(map(len, blobs)) <= max_bytes:  # the common case: only chunk_size cuts
+        return [list(range(k, min(k + chunk_size, n))) for k in range(0, n, chunk_size)]
     chunks: list[list[int]] = []
     current: list[int] = []
     size = 0

@@ -244,6 +244,32 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     return f"(None if {var} is None else {one.format(var)})"
 
 
+#: The dates a write sets to one ``now`` for every document of a batch: their compiled
+#: serializer remembers the last value it formatted (:func:`_remembered_date_expr`).
+_BATCH_DATES = frozenset({"created_utc", "updated_utc"})
+
+
+def _format_remembered(value: _dt.datetime, last: list[tuple[Any, str | None]]) -> str:
+    """``format_datetime(value)``, remembered in ``last`` as ``(value, text)``."""
+    text = format_datetime(value)
+    last[0] = (value, text)  # one assignment: a reader in another thread sees a whole pair
+    return text
+
+
+def _remembered_date_expr(name: str, var: str, ns: dict[str, Any]) -> str:
+    """A datetime field's JSON form that reuses the text of the previous document's value
+    when it is the same object (the pipeline's ``now``: the same for a whole batch). The
+    pair read once into ``_c_<name>`` holds the value it was made from, so an ``is`` match
+    cannot be a reused ``id``."""
+    ns[f"_last_{name}"] = [(None, None)]
+    ns["_fmt_remembered"] = _format_remembered
+    cached = f"_c_{name}"
+    return (
+        f"(None if {var} is None else ({cached}[1] if {cached}[0] is {var} "
+        f"else _fmt_remembered({var}, _last_{name})))"
+    )
+
+
 def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     """A Python expression turning the JSON value ``var`` into the attribute value."""
     if spec.kind == "datetime":
@@ -313,7 +339,11 @@ def compile_codec(
             if spec.kind in ("inner", "datetime") and not spec.many:
                 reads.append(f"        _f_{spec.name} = {getter}")
                 getter = f"_f_{spec.name}"
-            expression = _dump_expr(spec, getter, ns)
+            if spec.name in _BATCH_DATES and spec.kind == "datetime" and not spec.many:
+                reads.append(f"        _c_{spec.name} = _last_{spec.name}[0]")
+                expression = _remembered_date_expr(spec.name, getter, ns)
+            else:
+                expression = _dump_expr(spec, getter, ns)
             entries.append(f"            {spec.name!r}: {expression},")
     dump_lines = ["def to_source(self):", "    try:", *reads, "        return {", *entries]
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
