@@ -81,7 +81,7 @@ from esmapper.ids import ObjectId, check_id, compose_id, id_term
 from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
-from esmapper.model.state import remember, state_of
+from esmapper.model.state import DocState, state_of
 from esmapper.options import Options, refresh_param
 from esmapper.signals import ChangeType, ModifiedDocument
 
@@ -543,12 +543,19 @@ def settle(
             if pending.info.versioned:
                 _set(doc, "version", version)
             source = pending.written
+            partial = source is not None  # a partial update: ``written`` is the merge
             if source is None:
                 source = action.body  # type: ignore[assignment]
-                state = remember(doc, source, outcome.index, version)
+            state = state_of(doc)
+            if state is None:  # remember(), inline: a new document's first state
+                _set(doc, "_esm_state", DocState(source, outcome.index, version=version))
+                continue
+            state.original = source
+            state.version = version
+            if outcome.index is not None:
+                state.index = outcome.index
+            if not partial:
                 state.partial = False
-            else:
-                state = remember(doc, source, outcome.index, version)
             state.assigned = None
         elif pending.kind == "remove" and _already_gone(outcome):
             # already gone: a no-op (Q4), but the removal is complete for a session too

@@ -433,3 +433,5 @@ def test_the_batch_dates_reuse_the_text_of_the_same_value_only() -> None:
     object.__setattr__(local, "updated_utc", NOON.astimezone(paris))
     assert local.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
     assert first.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
+    bare = Employee(id="e").to_source()
+    assert bare["created_utc"] is None and bare["updated_utc"] is None
