@@ -481,6 +481,15 @@ def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
     (the index ensured on the model's first write; time-series partitions, with the ids
     whose partition is not certain looked up together), through ``mapper.client``: the
     call's ``timeout=`` bounds those requests too."""
+    first = pendings[0].info.cls
+    if all(p.info.cls is first for p in pendings):  # the common case: one model
+        spec = mapper.spec(first)
+        if spec.is_time_series:
+            writes = [(p.doc, p.kind == "remove") for p in pendings]
+            return spec.write_targets(writes, client=mapper.client)
+        # one target for every write, whatever the document (the index ensured on the
+        # model's first write): asked once
+        return spec.write_targets(((None, False),), client=mapper.client) * len(pendings)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
