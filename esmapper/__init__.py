@@ -101,7 +101,7 @@ from esmapper.model.fields import (
     UnsignedLong,
     Wildcard,
 )
-from esmapper.options import Options
+from esmapper.options import Consistency, Options, SoftDeleteMode
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
@@ -122,6 +122,7 @@ __all__ = [
     "ChangeType",
     "CleanupIndexesJob",
     "CleanupSnapshotsJob",
+    "Consistency",
     "CustomFieldDefinition",
     "CustomFieldRepository",
     "CustomFieldType",
@@ -142,10 +143,10 @@ __all__ = [
     "GeoPoint",
     "HalfFloat",
     "HasCustomFields",
-    "HasVirtualCustomFields",
     "HasDates",
-    "IdTooLongError",
+    "HasVirtualCustomFields",
     "HybridCache",
+    "IdTooLongError",
     "InMemoryCache",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
@@ -166,8 +167,6 @@ __all__ = [
     "Mapper",
     "MatchOnlyText",
     "MessageBus",
-    "RedisCache",
-    "RedisMessageBus",
     "Migration",
     "MigrationContext",
     "MigrationError",
@@ -184,6 +183,8 @@ __all__ = [
     "ProcessResult",
     "QueryContext",
     "QueryValidationError",
+    "RedisCache",
+    "RedisMessageBus",
     "ReindexError",
     "ReindexProgress",
     "ReindexResult",
@@ -196,6 +197,7 @@ __all__ = [
     "Short",
     "SnapshotExpiredError",
     "SnapshotJob",
+    "SoftDeleteMode",
     "SoftDeletes",
     "StandardFieldType",
     "Text",

@@ -30,6 +30,7 @@ import contextlib
 import contextvars
 import datetime as _dt
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -110,12 +111,27 @@ def applied(timeout: Any = None, retries: Any = None) -> Iterator[CallLimits]:
 
 
 def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
-    """Decorate a method taking the options as keyword arguments: it runs under the
-    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``."""
+    """Decorate a public method taking the options as keyword arguments: it runs under the
+    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``.
+
+    A keyword the method does not take raises ``TypeError`` naming it and listing every
+    keyword the method takes (its own, then the options), before the method runs."""
 
     def decorate(method: F) -> F:
+        parameters = inspect.signature(method).parameters.values()
+        accepted = frozenset(
+            p.name
+            for p in parameters
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+        )
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not takes_any and not accepted.issuperset(kwargs):
+                from esmapper.options import refuse_keywords
+
+                refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
             timeout = kwargs.get("timeout", fallback.get("timeout"))
             retries = kwargs.get("retries", fallback.get("retries"))

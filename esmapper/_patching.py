@@ -54,6 +54,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import jsonpatch
 from elastic_transport import TransportError
 from elasticsearch import ApiError, NotFoundError
@@ -415,28 +416,28 @@ def _batched(repo: Repository[Any], options: Options) -> bool:
     return options.cache is True or repo.mapper.is_cached(repo.info)
 
 
-def _scan_kwargs(options: Options, *, retry: bool = False) -> dict[str, Any]:
-    """The options of the internal searches of by-query writes (never cached under a
-    caller's custom key: those keys are for the caller's reads). The one place that says
-    what a by-query write matches: the scan, the conflict retries (``retry``: refreshed,
-    not cached) and the by-query requests all keep the call's ``tenant=`` and
+def _scan_options(options: Options, *, retry: bool = False) -> Options:
+    """The options of the internal searches of by-query writes: the call's, never cached
+    under a caller's custom key (those keys are for the caller's reads). The one place
+    that says what a by-query write matches: the scan, the conflict retries (``retry``:
+    refreshed, not cached) and the by-query requests all keep the call's ``tenant=`` and
     ``soft_deletes=`` (a retry without the tenant clause would write another tenant's
     document that moved meanwhile)."""
-    return {
-        "consistency": "immediate" if retry else options.consistency,
-        "soft_deletes": options.soft_deletes,
-        "cache": False if retry or isinstance(options.cache, str) else options.cache,
-        "tenant": options.tenant,
-    }
+    return attrs.evolve(
+        options,
+        consistency="immediate" if retry else options.consistency,
+        cache=False if retry or options.cache_key is not None else options.cache,
+        cache_key=None,
+    )
 
 
 def _matching_again(
     repo: Repository[Any], filter: str | Query | None, options: Options, ids: list[str]
 ) -> list[FindHit[Any]]:
     """Those of ``ids`` that still match the by-query write's filter and options
-    (:func:`_scan_kwargs`): the filter compiled as the scan compiled it, restricted to
+    (:func:`_scan_options`): the filter compiled as the scan compiled it, restricted to
     ``ids``."""
-    request = repo.search(filter, limit=len(ids), **_scan_kwargs(options, retry=True))
+    request = repo._search_request(filter, _scan_options(options, retry=True), {"limit": len(ids)})
     only = Ids(values=ids)
     request.query = only if request.query is None else only & request.query
     return request.find().hits
@@ -465,7 +466,7 @@ def _each_match(
     def page(hits: list[FindHit[Any]]) -> None:
         conflicted.extend(apply(hits))
 
-    scan(repo, filter, page, limit=_PAGE, reopen=True, **_scan_kwargs(options))
+    scan(repo, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
     for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
         if not conflicted:
             break
@@ -580,7 +581,7 @@ def _update_by_query(
     # it writes each match at the version the last refresh made searchable: a document
     # written since would be a conflict it cannot retry (it cannot say which), so it
     # always refreshes first (and the recently-soft-deleted hint is not needed)
-    query = repo.search(filter, **_scan_kwargs(options, retry=True))
+    query = repo._search_request(filter, _scan_options(options, retry=True), {})
     body = query.query_body()
     _refresh(repo)
     _log_query(options, "update_by_query", repo.spec.write_target, body)
@@ -686,7 +687,7 @@ def _log_query(options: Options, what: str, target: str, query: Any) -> None:
 
 
 def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
-    query = repo.search(filter, **_scan_kwargs(options)).query_body()
+    query = repo._search_request(filter, _scan_options(options), {}).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
     _log_query(options, "delete_by_query", repo.spec.write_target, query)

@@ -37,10 +37,11 @@ from elasticsearch.dsl.query import Query
 
 from esmapper._pit import expired_error, release
 from esmapper.errors import SnapshotExpiredError
+from esmapper.options import Options, Snapshot
 from esmapper.results import FindHit, FindResults, decode_token
 
 if TYPE_CHECKING:
-    from esmapper.repository import Repository
+    from esmapper._searching import Searching
 
 __all__ = ["MAX_REOPENS", "scan"]
 
@@ -51,29 +52,30 @@ MAX_REOPENS: Final = 10
 
 
 def scan(
-    repo: Repository[Any],
+    repo: Searching[Any],
     filter: str | Query | None,
     on_page: Callable[[list[FindHit[Any]]], bool | None],
+    options: Options,
     *,
     limit: int,
-    snapshot: object = True,
+    snapshot: Snapshot = True,
     reopen: bool = False,
-    **find_kwargs: Any,
+    **search_args: Any,
 ) -> int:
     """Call ``on_page`` with each page of hits (at most ``limit``) until they run out or it
     returns ``False``; returns the number of hits delivered. ``snapshot`` is the keep-alive
-    (see :func:`esmapper._pit.keep_alive`), ``find_kwargs`` go to ``repo.find`` (a
-    ``search_after`` token starts after it). Raises
+    (see :func:`esmapper._pit.keep_alive`); each page is searched under ``options`` with
+    the other keywords of ``repo.find`` in ``search_args`` (a ``search_after`` token
+    starts after it). Raises
     :class:`~esmapper.errors.SnapshotExpiredError` as the module docstring says, and
     whatever ``on_page`` raises."""
-    after = find_kwargs.pop("search_after", None)
+    after = search_args.pop("search_after", None)
     last_sort = None if after is None or after is True else decode_token(after)
     delivered = pages = reopened = 0
     while True:
         try:
-            results = repo.find(
-                filter, limit=limit, snapshot=snapshot, search_after=after, **find_kwargs
-            )
+            paging = {"limit": limit, "snapshot": snapshot, "search_after": after}
+            results = repo._search_request(filter, options, {**search_args, **paging}).find()
         except SnapshotExpiredError as exc:  # a new point in time lost at once: no progress
             raise _so_far(repo, exc, delivered, pages, last_sort) from exc
         try:
@@ -109,7 +111,7 @@ def scan(
             _close(repo, results)
 
 
-def _close(repo: Repository[Any], results: FindResults[Any]) -> None:
+def _close(repo: Searching[Any], results: FindResults[Any]) -> None:
     """Close the point in time of a scan that ends before its last page."""
     if results.pit_id is not None:
         release(repo.mapper.client, results.pit_id)
@@ -117,7 +119,7 @@ def _close(repo: Repository[Any], results: FindResults[Any]) -> None:
 
 
 def _so_far(
-    repo: Repository[Any],
+    repo: Searching[Any],
     exc: SnapshotExpiredError,
     delivered: int,
     pages: int,

@@ -354,7 +354,7 @@ class SearchRequest:
         )
 
     def find(self) -> FindResults[Any]:
-        key = self.options.cache if isinstance(self.options.cache, str) else None
+        key = self.options.cache_key
         cache = self.mapper.cache
         if key is not None and cache is not None:
             cached = cache.get(key)
@@ -387,7 +387,7 @@ class SearchRequest:
         response = self._send(body, pit_id)
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
-        key = self.options.cache if isinstance(self.options.cache, str) else None
+        key = self.options.cache_key
         if key is not None and self.mapper.cache is not None and page == self.page:
             ttl = self.mapper.cache_ttl(self.info, self.options)
             self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)

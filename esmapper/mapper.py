@@ -21,7 +21,15 @@ from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.model.info import ModelInfo
-from esmapper.options import Options
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    SoftDeleteMode,
+    Timeout,
+    given,
+    keywords_checked,
+)
 from esmapper.repository import Repository
 from esmapper.session import Session, sessionmaker
 
@@ -29,12 +37,15 @@ if TYPE_CHECKING:
     from esmapper._writes import PendingWrite
     from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.health import HealthReport
+    from esmapper.migrations import MigrationResult
+    from esmapper.model import Document
 
 __all__ = ["Mapper"]
 
 log = logging.getLogger("esmapper.indexes")
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 
 #: Cache lifetime of an operation that asks for caching on a model without a default.
 DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
@@ -358,15 +369,46 @@ class Mapper:
                     repo = self._custom_fields[model] = CustomFieldRepository(self, model)
         return repo
 
-    def session(self, **options: Any) -> Session:
-        """A new :class:`~esmapper.session.Session` (a context manager) with ``options``."""
-        return Session(self, **options)
+    @keywords_checked
+    def session(
+        self,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> Session:
+        """A new :class:`~esmapper.session.Session` (a context manager) with these options
+        for its flushes and reads (``None``: the default)."""
+        return Session(self, **given(locals()))
 
-    def sessionmaker(self, **options: Any) -> sessionmaker:
-        """A factory of sessions with preset ``options`` (e.g. one per web request)."""
-        return sessionmaker(self, **options)
+    @keywords_checked
+    def sessionmaker(
+        self,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> sessionmaker:
+        """A factory of sessions with these options preset (e.g. one per web request)."""
+        return sessionmaker(self, **given(locals()))
 
-    def migrate(self, **kwargs: Any) -> Any:
+    def migrate(self, **kwargs: Any) -> MigrationResult:
         """Configure indexes, reindex outdated versions and run pending migrations
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
         from esmapper.migrations import migrate
@@ -389,11 +431,12 @@ class Mapper:
         )
 
     def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
-        """How long a by-id read of ``info`` is cached under ``options`` (``None``: not)."""
+        """How long a by-id read of ``info`` (or a search's response under ``cache_key``)
+        is cached under ``options`` (``None``: not)."""
         if self.documents is None or options.cache is False:
             return None
         default = info.index.cache if info.index is not None else None
-        if options.cache is None:
+        if options.cache is None and options.cache_key is None:
             return default
         return default or DEFAULT_CACHE_TTL
 

@@ -2,18 +2,50 @@
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
+import inspect
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
 from esmapper._limits import check_retries, check_timeout
 
-__all__ = ["TRACE", "Options", "check_keywords", "log_level", "refresh_param"]
+__all__ = [
+    "OPTION_NAMES",
+    "TRACE",
+    "Consistency",
+    "LogLevel",
+    "Options",
+    "Snapshot",
+    "SoftDeleteMode",
+    "Timeout",
+    "check_keywords",
+    "given",
+    "keywords_checked",
+    "log_level",
+    "picked",
+    "refresh_param",
+    "refuse_keywords",
+]
 
-Consistency = Literal["eventual", "immediate", "wait"]
-SoftDeleteMode = Literal["active", "deleted", "all"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: How a write is made visible to searches (see :class:`Options`).
+Consistency: TypeAlias = Literal["eventual", "immediate", "wait"]
+#: Which documents of a soft-deleting model a read or by-query write sees.
+SoftDeleteMode: TypeAlias = Literal["active", "deleted", "all"]
+#: A per-call timeout: seconds, or a ``timedelta``.
+Timeout: TypeAlias = float | _dt.timedelta
+#: A logging level: an int, or a level name (``"debug"``, ``"trace"``...).
+LogLevel: TypeAlias = int | str
+#: A search's ``snapshot=``: ``True`` (a point in time kept alive 5 minutes between page
+#: requests), a keep-alive (``"90s"``, ``"10m"``, a ``timedelta``), ``False``/``None``: none.
+Snapshot: TypeAlias = bool | str | _dt.timedelta | None
 
 _CONSISTENCY = ("eventual", "immediate", "wait")
 _SOFT_DELETES = ("active", "deleted", "all")
@@ -56,14 +88,47 @@ def _tenant(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # t
         raise ValueError(f"tenant={value!r} must be a non-empty string (a tenant key)")
 
 
+def _cache(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and not isinstance(value, bool | str):  # str: deprecated cache_key
+        raise ValueError(
+            f"cache={value!r} must be True, False or None (the model's default); a key "
+            "for a search's cached response is cache_key="
+        )
+
+
+def _cache_key(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"cache_key={value!r} must be a non-empty string")
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside esmapper (and attrs' generated code),
+    so a warning points at the caller's line."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module == "esmapper" or module.startswith(("esmapper.", "attr"))) and (
+            not frame.f_code.co_filename.startswith("<attrs generated")
+        ):
+            return level
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
 @attrs.frozen(slots=True)
 class Options:
     """Options of one operation.
 
     ``consistency``: ``eventual`` (no refresh), ``immediate`` (``refresh=true``), ``wait``
     (``refresh=wait_for``; by-query APIs take only a bool, so ``wait`` means ``true`` there).
-    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: ``True`` /
-    ``False`` / a cache key (``None``: the model's default). ``notifications``: publish
+    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: whether
+    by-id reads use the document cache (``None``: the model's default, ``class Index:
+    cache = ...``). ``cache_key``: a search's response is cached under this key (and
+    served from it while it lives; ``repo.invalidate_cache(key)`` drops it).
+    ``cache="key"`` (a string) is deprecated: it means ``cache_key="key"`` and warns.
+    ``notifications``: publish
     ``entity_changed``. ``validate``: run ``Document.validate`` on writes of documents, and
     check a ``PartialPatch`` against the model (unknown fields, types); type checks of
     whole documents and the refusal of ``NaN`` always run. ``version_check``: send the
@@ -72,15 +137,18 @@ class Options:
     (429/503 retries of bulk items, conflict rounds of ``patch_all``/``remove_all``): the
     call's limits, see :mod:`esmapper._limits`. ``tenant``: the tenant whose custom
     fields a search's filter, sort and aggregations may name, and whose documents it keeps
-    to (API.md §11; :mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
+    to (:mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
     level name, ``"trace"`` included): the level at which the call's search requests are
-    logged with their target and body on ``esmapper.query`` (FEATURES QY-30, TS-2;
-    ``None``: DEBUG).
+    logged with their target and body on ``esmapper.query`` (``None``: DEBUG).
+
+    Repository and session calls take each option as a keyword argument whose default,
+    ``None``, means "the repository's (or session's) default".
     """
 
-    consistency: str = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
-    soft_deletes: str = attrs.field(default="active", validator=_one_of(_SOFT_DELETES))
-    cache: bool | str | None = None
+    consistency: Consistency = attrs.field(default="eventual", validator=_one_of(_CONSISTENCY))
+    soft_deletes: SoftDeleteMode = attrs.field(default="active", validator=_one_of(_SOFT_DELETES))
+    cache: bool | None = attrs.field(default=None, validator=_cache)
+    cache_key: str | None = attrs.field(default=None, validator=_cache_key)
     notifications: bool = True
     validate: bool = True
     version_check: bool = True
@@ -93,26 +161,89 @@ class Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
         if not overrides:
             return self
-        unknown = set(overrides) - set(attrs.fields_dict(Options))
+        unknown = set(overrides) - set(OPTION_NAMES)
         if unknown:
             raise TypeError(
-                f"unknown option(s): {', '.join(sorted(unknown))}; known: "
-                f"{', '.join(attrs.fields_dict(Options))}"
+                f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}"
             )
         return attrs.evolve(self, **overrides)
+
+    def __attrs_post_init__(self) -> None:
+        cache: object = self.cache
+        if isinstance(cache, str):  # the 0.x spelling of a cache key
+            warnings.warn(
+                f"cache={cache!r} (a cache key) is deprecated; pass cache_key={cache!r}",
+                DeprecationWarning,
+                stacklevel=_caller_level(),
+            )
+            object.__setattr__(self, "cache", None)
+            if self.cache_key is None:
+                object.__setattr__(self, "cache_key", cache)
+
+
+#: The option keywords every repository and session call takes, in declaration order.
+OPTION_NAMES: Final = tuple(attrs.fields_dict(Options))
+
+
+def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
+    """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
+    (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
+    every option keyword's default: the repository's or the session's value)."""
+    return {**picked(scope, OPTION_NAMES), **picked(scope, extra)}
+
+
+def picked(scope: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The entries of ``scope`` named in ``names`` that are not ``None`` (a name missing
+    from ``scope`` is skipped)."""
+    return {name: scope[name] for name in names if scope.get(name) is not None}
 
 
 def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ()) -> None:
     """Raise ``TypeError`` when ``given`` holds a keyword that is neither one of the call's
     ``own`` nor an option; the message lists both, so a typo shows what was meant."""
-    known = set(own) | set(attrs.fields_dict(Options))
+    known = set(own) | set(OPTION_NAMES)
     unknown = sorted(set(given) - known)
     if unknown:
         listed = f"{', '.join(sorted(own))}; and the options " if own else "the options "
         raise TypeError(
             f"{call}() got unknown keyword(s): {', '.join(unknown)}; it takes {listed}"
-            f"{', '.join(attrs.fields_dict(Options))}"
+            f"{', '.join(OPTION_NAMES)}"
         )
+
+
+def refuse_keywords(call: str, given: Mapping[str, Any], accepted: Iterable[str]) -> None:
+    """Raise the ``TypeError`` of a call given keywords it does not take (Python's own
+    message names one and lists none): every unknown keyword, then what the call takes
+    (its own keywords, then the options)."""
+    accepted = set(accepted)
+    check_keywords(call, given, accepted - set(OPTION_NAMES))
+    unknown = ", ".join(sorted(set(given) - accepted))  # an option this call does not take
+    raise TypeError(
+        f"{call}() got unknown keyword(s): {unknown}; it takes {', '.join(sorted(accepted))}"
+    )
+
+
+def keywords_checked(method: F) -> F:
+    """Decorate a method that takes options as keyword arguments: a keyword it does not
+    take raises the ``TypeError`` of :func:`refuse_keywords` (see also
+    :func:`esmapper._limits.limited`, which checks the same way)."""
+    accepted = frozenset(
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+    )
+
+    name = method.__name__
+    if name == "__init__":  # Session(...), not __init__(...)
+        name = method.__qualname__.rpartition(".")[0]
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not accepted.issuperset(kwargs):
+            refuse_keywords(name, kwargs, accepted)
+        return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def refresh_param(consistency: str, *, by_query: bool = False) -> bool | Literal["wait_for"] | None:

@@ -3,39 +3,46 @@
 Reads use the real-time GET/mget for ids and the Search API for everything else; every
 write goes through the shared write pipeline (:mod:`esmapper._writes`) as a one-shot unit
 of work, so signals, version checks, id checks and cache invalidation are the same as in a
-session. Repositories are thread-safe; get one with ``mapper.repository(Model)``.
+session. The searches (``find`` and its relatives, ``batch_process``) live in
+:mod:`esmapper._searching`. Repositories are thread-safe; get one with
+``mapper.repository(Model)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _gcpause as _gc
-from esmapper import _patching, _scan, signals
+from esmapper import _patching, signals
 from esmapper._limits import limited
-from esmapper._projection import projection
-from esmapper._search import SEARCH_OPTIONS, SearchRequest, is_index_missing, soft_delete_clause
+from esmapper._search import is_index_missing, soft_delete_clause
+from esmapper._searching import Searching, _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.custom_fields.access import check_tenant_writes, in_tenant, require_custom_fields
-from esmapper.errors import DocumentNotFoundError, QueryValidationError
+from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import DocState
-from esmapper.options import Options, check_keywords
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    SoftDeleteMode,
+    Timeout,
+    given,
+)
 from esmapper.patches import PartialPatch, Patch
-from esmapper.query import Aggregations
-from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.results import FindResults
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.mapper import Mapper
+    from esmapper.model import Document
 
 __all__ = ["Repository"]
 
@@ -46,7 +53,8 @@ _REMOVE_SIGNALS = (
     signals.documents_changed,
 )
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 R = TypeVar("R")
 
 #: ``exists(filter=...)`` was not given (``filter=None`` matches every document)
@@ -71,12 +79,7 @@ def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
     return deleted if mode == "deleted" else not deleted
 
 
-def _defaults(repo: Repository[Any]) -> dict[str, Any]:
-    """The limits a repository call runs under when it gives none (see ``_limits``)."""
-    return {"timeout": repo.defaults.timeout, "retries": repo.defaults.retries}
-
-
-class Repository(Generic[T]):
+class Repository(Searching[T]):
     """Immediate operations on the documents of ``model``. Options (API.md §5) are keyword
     arguments of every call; see :class:`esmapper.options.Options`."""
 
@@ -90,45 +93,148 @@ class Repository(Generic[T]):
     def spec(self) -> IndexSpec:
         return self.mapper.spec(self.model)
 
-    def options(self, **overrides: Any) -> Options:
-        return self.defaults.merge(**overrides)
-
     # -- writes ------------------------------------------------------------------------
 
     @overload
-    def add(self, docs: T, **options: Any) -> T: ...
+    def add(
+        self,
+        docs: T,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T: ...
     @overload
-    def add(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def add(
+        self,
+        docs: Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]: ...
     @limited(_defaults)
-    def add(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+    def add(
+        self,
+        docs: T | Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | list[T]:
         """Create document(s): ``op_type=create``, so an existing id raises
         :class:`DuplicateDocumentError` and leaves the stored document unchanged. Sets
         ``id`` (composed from ``id_fields`` or a new ObjectId), dates and ``version``."""
-        return self._write("add", docs, options)  # type: ignore[no-any-return]
+        return self._write("add", docs, given(locals()))  # type: ignore[no-any-return]
 
     @overload
-    def save(self, docs: T, **options: Any) -> T: ...
+    def save(
+        self,
+        docs: T,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T: ...
     @overload
-    def save(self, docs: Sequence[T], **options: Any) -> list[T]: ...
+    def save(
+        self,
+        docs: Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]: ...
     @limited(_defaults)
-    def save(self, docs: T | Sequence[T], **options: Any) -> T | list[T]:
+    def save(
+        self,
+        docs: T | Sequence[T],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | list[T]:
         """Replace document(s) (Index API). ``Versioned`` models send
         ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
         :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`."""
-        return self._write("save", docs, options)  # type: ignore[no-any-return]
+        return self._write("save", docs, given(locals()))  # type: ignore[no-any-return]
 
     @limited(_defaults)
-    def remove(self, docs: T | str | Iterable[T | str], **options: Any) -> None:
+    def remove(
+        self,
+        docs: T | str | Iterable[T | str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
         a no-op. A ``Versioned`` document is deleted only at the version it holds
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
         deletes whatever is stored. Ids are loaded first (one mget) when removal signals
         have receivers, so those see the documents' content."""
+        options = given(locals())
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
         loaded: dict[str, Any] | None = None
         if ids and any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS):
-            loaded = {d.id: d for d in self.get_many(ids, soft_deletes="all")}  # type: ignore[attr-defined]
+            loaded = {str(d.id): d for d in self.get_many(ids, soft_deletes="all")}
         pendings = []
         for item in items:
             if not isinstance(item, str):
@@ -139,7 +245,7 @@ class Repository(Generic[T]):
         if pendings:
             write_documents(self.mapper, pendings, self.options(**options))
 
-    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> Any:
+    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> T | list[T]:
         single = isinstance(docs, self.model)
         items = [docs] if single else list(docs)  # type: ignore[arg-type]
         for item in items:
@@ -148,7 +254,7 @@ class Repository(Generic[T]):
         opts = self.options(**options)
         check_tenant_writes(self.info, items, opts.tenant, kind)
         self._run(kind, items, opts)
-        return items[0] if single else items  # type: ignore[no-any-return]
+        return items[0] if single else items  # type: ignore[return-value]
 
     def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
         if docs:
@@ -157,10 +263,28 @@ class Repository(Generic[T]):
     # -- reads by id --------------------------------------------------------------------
 
     @limited(_defaults)
-    def get(self, id: str, **options: Any) -> T | None:
+    def get(
+        self,
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``."""
-        opts = self.options(**options)
+        return self._get(id, self.options(**given(locals())))
+
+    def _get(self, id: str, opts: Options) -> T | None:
+        """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
         if opts.tenant is not None:
             require_custom_fields(self.info)
@@ -193,12 +317,30 @@ class Repository(Generic[T]):
         return doc if in_tenant(self.info, doc, tenant) else None
 
     @limited(_defaults)
-    @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
-    def get_many(self, ids: Iterable[str], **options: Any) -> list[T]:
+    def get_many(
+        self,
+        ids: Iterable[str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]:
         """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
         omitted, duplicates once. Time-series models: see
         :func:`esmapper.indexes.reads.get_documents`."""
-        opts = self.options(**options)
+        return self._get_many(ids, self.options(**given(locals())))
+
+    @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
+    def _get_many(self, ids: Iterable[str], opts: Options) -> list[T]:
+        """:meth:`get_many` under ``opts`` (what a session's read runs)."""
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
@@ -249,7 +391,24 @@ class Repository(Generic[T]):
         return [d for d in found if in_tenant(self.info, d, opts.tenant)]
 
     @limited(_defaults)
-    def exists(self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Any) -> bool:
+    def exists(
+        self,
+        id: str | None = None,
+        *,
+        filter: Any = _NO_FILTER,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> bool:
         """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
         ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
         near-real-time ``size=0`` search with ``terminate_after=1``; ``filter=None``
@@ -261,14 +420,15 @@ class Repository(Generic[T]):
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            check_keywords("exists", options, ("partitions",))
-            return self._request("exists", filter, dict(options)).exists()
+            return self._request("exists", filter, given(locals(), ("partitions",))).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
-        opts = self.options(**options)
+        if partitions is not None:
+            raise TypeError("exists() takes partitions= with filter=, not with an id")
+        opts = self.options(**given(locals()))
         check_id(id)
         if opts.tenant is not None:  # the tenant is the document's business: read it whole
-            return self.get(id, **{**options, "cache": False}) is not None
+            return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
             return found is not None and _visible(
@@ -294,127 +454,56 @@ class Repository(Generic[T]):
         )
         return document
 
-    # -- search ------------------------------------------------------------------------
-
-    def search(self, filter: str | Query | None = None, **kwargs: Any) -> SearchRequest:
-        """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
-
-        Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
-        every keyword the call takes.
-        """
-        return self._request("search", filter, kwargs)
-
-    def _request(
-        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
-    ) -> SearchRequest:
-        check_keywords(call, kwargs, SEARCH_OPTIONS)
-        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
-        return SearchRequest(
-            self.mapper, self.info, self.options(**kwargs), filter=filter, **search_args
-        )
-
-    @limited(_defaults)
-    def find(self, filter: str | Query | None = None, **kwargs: Any) -> FindResults[T]:
-        """Search (near-real-time); sends one ``_search`` to the model's alias (a
-        point-in-time is opened first for ``snapshot``).
-
-        ``filter`` in Lucene syntax or a ``Q`` object (scored: without ``sort`` the best
-        hits come first, with their ``score``); ``sort`` (``"-age name"``, ``{"age":
-        "desc"}`` or a list of those; a sorted search ends with the ``id`` tiebreaker, so
-        ``search_after=hit.sort`` continues after any hit); ``aggregations`` (an
-        expression, ``A(...)`` objects or a dict of named ones); ``highlight`` (field
-        names: fragments in ``hit.highlight``); ``limit`` (default 10, max 10,000; ``0``
-        for counts and aggregations only); ``page`` (1-based); ``search_after`` (``True``,
-        a token from ``results.search_after_token`` or a hit's ``sort`` values);
-        ``snapshot`` (page through a point in time: ``True`` keeps it alive 5 minutes
-        between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
-        ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
-        end)`` (time-series models: search only the dated partitions of that period;
-        FEATURES IX-11); and the options of API.md §5.
-
-        Raises QueryValidationError (naming the field or the argument) before sending
-        anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
-        whose point in time is gone raises :class:`SnapshotExpiredError`.
-        """
-        return self._request("find", filter, kwargs).find()
-
-    @limited(_defaults)
-    def find_as(
-        self, result_type: type[R], filter: str | Query | None = None, **kwargs: Any
-    ) -> FindResults[R]:
-        """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
-        ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
-        ``em.InnerDoc`` subclass (its own fields and converters) or an attrs class (its
-        attributes the model declares, with the model's values; ``id`` from the hit).
-        Without ``includes=`` a class asks only for its own fields. Sends one search (and
-        one per ``next_page()``); projections are not documents (they cannot be saved).
-        Raises QueryValidationError before sending for a bad filter, or a required
-        attribute the model does not declare or ``includes`` leave out (FEATURES QY-33;
-        see :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
-        project, includes = projection(self.info, result_type, kwargs.get("includes"))
-        if includes is not None:
-            kwargs["includes"] = includes
-        request = self._request("find_as", filter, kwargs)
-        request.project = project
-        return request.find()
-
-    @limited(_defaults)
-    def find_one(self, filter: str | Query | None = None, **kwargs: Any) -> T | None:
-        """The first document :meth:`find` would return, or ``None``."""
-        kwargs["limit"] = 1
-        results = self._request("find_one", filter, kwargs).find()
-        return results.hits[0].document if results.hits else None
-
-    @limited(_defaults)
-    def count(self, filter: str | Query | None = None, **options: Any) -> int:
-        """The number of matching documents (exact; soft-delete mode applies): one
-        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
-        return self._request("count", filter, options).count()
-
-    @limited(_defaults)
-    def aggregate(
-        self,
-        filter: str | Query | None = None,
-        *old_order: Any,
-        aggregations: AggregationsSpec = None,
-        **options: Any,
-    ) -> Aggregations:
-        """Only the aggregations of the documents matching ``filter``: one ``_search`` with
-        ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
-        expression, ``A(...)`` objects or a dict of named ones) is keyword-only.
-
-        Raises ``TypeError`` when ``aggregations`` is missing or a second positional
-        argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
-        QueryValidationError for a bad filter or aggregation, before sending anything.
-        """
-        if old_order or aggregations is None:
-            raise TypeError(
-                "aggregate() takes the filter as its only positional argument and the"
-                " aggregations as a keyword, like find(): aggregate(filter,"
-                " aggregations='terms:company_id') (the order was aggregate(aggregations,"
-                " filter) before)"
-            )
-        options["aggregations"] = aggregations
-        return self._request("aggregate", filter, options).aggregate_only()
-
     # -- by query and patches ------------------------------------------------------------
 
     @limited(_defaults)
-    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+    def patch(
+        self,
+        ids: str | Iterable[str],
+        patch: Patch,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
         :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
         ``PartialPatch`` is checked against the model first (:func:`_checked`)."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
 
     @limited(_defaults)
-    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+    def patch_all(
+        self,
+        filter: str | Query | None,
+        patch: Patch,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
         with version checks: see :mod:`esmapper._patching`). A scan whose point in time is
         lost more than 10 times raises :class:`SnapshotExpiredError`. A ``PartialPatch`` is
         checked against the model first (:func:`_checked`)."""
-        opts = self.options(**options)
+        opts = self.options(**given(locals()))
         return _patching.patch_all(self, filter, self._checked(patch, opts), opts)
 
     def _checked(self, patch: Patch, options: Options) -> Patch:
@@ -431,58 +520,27 @@ class Repository(Generic[T]):
         return attrs.evolve(patch, doc=check_partial(self.info, patch.doc))
 
     @limited(_defaults)
-    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+    def remove_all(
+        self,
+        filter: str | Query | None = None,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
         the number removed. Uses delete-by-query when nothing listens to removals and the
         model is not cached, else a point-in-time scan (a scan whose point in time is lost
         more than 10 times raises :class:`SnapshotExpiredError`)."""
-        return _patching.remove_all(self, filter, self.options(**options))
-
-    @limited(_defaults)
-    def batch_process(
-        self,
-        filter: str | Query | None,
-        fn: Callable[[list[T]], bool | None],
-        batch_size: int = 100,
-        **options: Any,
-    ) -> int:
-        """Call ``fn`` with batches of matching documents until they run out or ``fn``
-        returns ``False``; returns the number of documents given to ``fn``.
-
-        Sends ``POST /<alias>/_pit?keep_alive=K``, one search per batch (``pit`` with the
-        same ``keep_alive``, so each batch extends the point in time; sorted by ``sort``,
-        if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
-        the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by
-        default; ``"30m"``, a ``timedelta``): the longest ``fn`` may take on one batch.
-        Other keyword arguments are those of :meth:`find` (``sort``, ``includes``,
-        ``search_after=token`` to start after a document) and the options.
-
-        Raises ``ValueError`` for a ``batch_size`` outside 1..10000 and
-        :class:`QueryValidationError` for a bad filter, sort or ``snapshot`` (before
-        anything is sent). When the point in time is gone anyway (``fn`` took longer than
-        ``K``, or it was closed) raises :class:`SnapshotExpiredError` with ``processed``,
-        ``pages`` and ``last_sort``/``search_after``: ``batch_process(filter, fn,
-        search_after=err.search_after)`` continues after the last document ``fn`` got. It
-        does not reopen a point in time by itself: a new one shows documents written since
-        the run began, which ``fn`` would then see, in the same run.
-        """
-        if batch_size < 1 or batch_size > 10_000:
-            raise ValueError("batch_size must be between 1 and 10000")
-        snapshot = options.pop("snapshot", True)
-        if snapshot is False:
-            raise QueryValidationError(
-                "batch_process always pages through a point in time; snapshot= sets its "
-                "keep-alive (e.g. snapshot='10m')",
-                field="snapshot",
-            )
-        return _scan.scan(
-            self,
-            filter,
-            lambda hits: fn([hit.document for hit in hits]),
-            limit=batch_size,
-            snapshot=True if snapshot is None else snapshot,
-            **options,
-        )
+        return _patching.remove_all(self, filter, self.options(**given(locals())))
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``
@@ -502,9 +560,24 @@ class Repository(Generic[T]):
         return soft_delete_clause(self.info, mode)
 
     @limited(_defaults)
-    def require(self, id: str, **options: Any) -> T:
+    def require(
+        self,
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T:
         """Like :meth:`get`, but a missing document raises :class:`DocumentNotFoundError`."""
-        document = self.get(id, **options)
+        document = self.get(id, **given(locals()))
         if document is None:
             raise DocumentNotFoundError(id, index=self.spec.alias)
         return document

@@ -29,27 +29,45 @@ DocumentValidationError before anything is sent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 from elasticsearch.dsl.query import Query
 
 from esmapper import signals
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
+from esmapper._search import SEARCH_OPTIONS
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.custom_fields.access import in_tenant
 from esmapper.errors import EsmapperError
 from esmapper.model.state import DocState, state_of
-from esmapper.options import Options
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    Snapshot,
+    SoftDeleteMode,
+    Timeout,
+    given,
+    keywords_checked,
+    picked,
+)
+from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
+    from esmapper.model import Document
+    from esmapper.repository import Repository
 
 __all__ = ["Session", "SessionClosedError"]
 
-T = TypeVar("T")
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
 
 
 class SessionClosedError(EsmapperError):
@@ -73,9 +91,25 @@ class Session:
     every flush and read of the session.
     """
 
-    def __init__(self, mapper: Mapper, **options: Any) -> None:
+    @keywords_checked
+    def __init__(
+        self,
+        mapper: Mapper,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         self.mapper = mapper
-        self.options = Options().merge(**options)
+        self.options = Options().merge(**given(locals()))
         self._identity: dict[tuple[type, str], Any] = {}
         self._new: dict[int, Any] = {}
         self._deleted: dict[int, Any] = {}
@@ -136,17 +170,17 @@ class Session:
         return bool(current != baseline)
 
     @property
-    def new(self) -> list[Any]:
+    def new(self) -> list[Document]:
         """Documents added to the session and not flushed yet."""
         return list(self._new.values())
 
     @property
-    def deleted(self) -> list[Any]:
+    def deleted(self) -> list[Document]:
         """Documents marked for removal and not flushed yet."""
         return list(self._deleted.values())
 
     @property
-    def dirty(self) -> list[Any]:
+    def dirty(self) -> list[Document]:
         """Loaded documents whose values differ from what the store last confirmed.
 
         Normalizes the documents it compares (see :meth:`ModelInfo.normalize`), so a
@@ -168,37 +202,49 @@ class Session:
         model_id = getattr(doc, "id", None)
         return self._identity.get((type(doc), model_id)) is doc  # type: ignore[arg-type]
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Document]:
         return iter(list(self._identity.values()) + self.new)
 
     # -- loading -------------------------------------------------------------------------
 
     @limited(_defaults)
-    def get(self, model: type[T], id: str, **options: Any) -> T | None:
+    def get(
+        self,
+        model: type[T],
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
         """The document ``id`` of ``model``: from the identity map, else a real-time GET.
 
         A document the session holds in part (loaded by a ``find`` with
         ``includes``/``excludes``) is completed first: the whole stored document is read
         and merged into the same object (see :meth:`_complete`)."""
         self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
         found = self._identity.get((model, id))
         if found is not None:
             if _is_partial(found):
-                whole = self.mapper.repository(model).get(id, **self._whole_options(options))
+                whole = repo._get(id, _whole(options))
                 if not self._complete(found, whole):
                     return None
             return found if self._visible(found, options) else None  # type: ignore[no-any-return]
-        doc = self.mapper.repository(model).get(id, **self._read_options(options))
+        doc = repo._get(id, options)
         if doc is None:
             return None
         adopted = self._adopt(doc)
         return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
-
-    def _whole_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The read options that complete a partial document: whatever its soft-delete
-        state and tenant (the caller's mode and ``tenant=`` are applied to the completed
-        object)."""
-        return {**self._read_options(options), "soft_deletes": "all", "tenant": None}
 
     def _complete(self, doc: Any, whole: Any) -> bool:
         """Complete the partially loaded ``doc`` from ``whole`` (the same document read
@@ -248,24 +294,43 @@ class Session:
                 object.__setattr__(doc, "version", loaded.version)
         return True
 
-    def _visible(self, doc: Any, options: dict[str, Any]) -> bool:
-        """Whether the soft-delete mode and ``tenant=`` of a read let ``doc`` (as held in
-        the session, with its local changes) through, like ``repo.get`` does for stored
-        documents."""
+    def _visible(self, doc: Any, options: Options, *, any_tenant: bool = False) -> bool:
+        """Whether the soft-delete mode and tenant of a read (its ``tenant=``, else the
+        session's; none with ``any_tenant``) let ``doc`` (as held in the session, with its
+        local changes) through, like ``repo.get`` does for stored documents."""
         info = type(doc).__esmapper__
-        if not in_tenant(info, doc, options.get("tenant", self.options.tenant)):
+        tenant = None if any_tenant else options.tenant or self.options.tenant
+        if not in_tenant(info, doc, tenant):
             return False
-        mode: str = options.get("soft_deletes", self.options.soft_deletes)
+        mode = options.soft_deletes
         if not info.soft_deletes or mode == "all":
             return True
         deleted: bool = bool(doc.is_deleted)
         return deleted == (mode == "deleted")
 
     @limited(_defaults)
-    def get_many(self, model: type[T], ids: Iterable[str], **options: Any) -> list[T]:
+    def get_many(
+        self,
+        model: type[T],
+        ids: Iterable[str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order;
         documents held in part are completed like :meth:`get` does."""
         self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
         wanted = list(dict.fromkeys(ids))
         partial = {
             i: self._identity[(model, i)]
@@ -274,26 +339,52 @@ class Session:
         }
         missing = [i for i in wanted if (model, i) not in self._identity]
         if missing or partial:
-            repo = self.mapper.repository(model)
-            read = repo.get_many([*missing, *partial], **self._whole_options(options))
+            read = repo._get_many([*missing, *partial], _whole(options))
             loaded = {d.id: d for d in read}  # type: ignore[attr-defined]
             for i, doc in partial.items():
                 self._complete(doc, loaded.pop(i, None))
             for doc in loaded.values():
-                if self._visible(doc, {**options, "tenant": None}):  # held whatever its tenant
+                if self._visible(doc, options, any_tenant=True):  # held whatever its tenant
                     self._adopt(doc)
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
         return [d for d in held if self._visible(d, options) and not _is_partial(d)]
 
     @limited(_defaults)
     def find(
-        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> FindResults[T]:
         """Search like ``Repository.find``; hits join the identity map (a document already
         in the session is returned as that object, with its local changes; one it held in
         part is completed from a whole hit, like :meth:`get` does)."""
         self._check_open()
-        results = self.mapper.repository(model).find(filter, **self._read_options(kwargs))
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
+        search_args = picked(locals(), SEARCH_OPTIONS)
+        results = repo._search_request(filter, options, search_args).find()
         for hit in results.hits:
             hit.document = self._adopt_hit(hit.document)
         fetch = results._fetch_next
@@ -317,25 +408,50 @@ class Session:
 
     @limited(_defaults)
     def find_one(
-        self, model: type[T], filter: str | Query | None = None, **kwargs: Any
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
     ) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
-        kwargs["limit"] = 1
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self.find(model, filter, **kwargs)
         return results.hits[0].document if results.hits else None
 
-    def _read_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        # the session's consistency is for its flushes; a read asks for its own
-        merged: dict[str, Any] = {
+    def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
+        """The options of a read: the repository's defaults, the session's soft-delete mode
+        and cache choice, then what the call gave (the session's consistency is for its
+        flushes; a read asks for its own)."""
+        session = {
             "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
+            "cache_key": self.options.cache_key,
         }
-        merged.update(options)
-        return merged
+        return repo.defaults.merge(**{**session, **given})
 
     # -- changes -------------------------------------------------------------------------
 
-    def add(self, doc: Any) -> Any:
+    def add(self, doc: T) -> T:
         """Track ``doc``: a new document becomes a pending create; a document loaded
         elsewhere joins the identity map and is saved at flush if it changed."""
         self._check_open()
@@ -353,11 +469,11 @@ class Session:
             self._new[id(doc)] = doc
         return doc
 
-    def add_all(self, docs: Iterable[Any]) -> None:
+    def add_all(self, docs: Iterable[Document]) -> None:
         for doc in docs:
             self.add(doc)
 
-    def remove(self, doc: Any) -> None:
+    def remove(self, doc: Document) -> None:
         """Mark ``doc`` for a hard delete at flush (a pending create is just dropped)."""
         self._check_open()
         if self._new.pop(id(doc), None) is not None:
@@ -377,13 +493,13 @@ class Session:
                 ids=[doc.id],
             )
 
-    def expunge(self, doc: Any) -> None:
+    def expunge(self, doc: Document) -> None:
         """Forget ``doc``: it is no longer tracked, and nothing pending for it is written."""
         self._new.pop(id(doc), None)
         self._deleted.pop(id(doc), None)
         self._forget(id(doc))
-        if getattr(doc, "id", None) is not None:
-            key = (type(doc), doc.id)
+        if doc.id is not None:
+            key: tuple[type, str] = (type(doc), doc.id)
             if self._identity.get(key) is doc:
                 del self._identity[key]
         state = state_of(doc)
@@ -534,6 +650,12 @@ def _restore(doc: Any) -> None:
     state.assigned = None  # the assignments are undone: a save must not write them
 
 
+def _whole(options: Options) -> Options:
+    """The read options that complete a partial document: whatever its soft-delete state
+    and tenant (the caller's mode and ``tenant=`` are applied to the completed object)."""
+    return attrs.evolve(options, soft_deletes="all", tenant=None)
+
+
 def _is_partial(doc: Any) -> bool:
     """Whether ``doc`` was loaded with ``includes``/``excludes`` (see DocState.partial)."""
     state = state_of(doc)
@@ -543,9 +665,25 @@ def _is_partial(doc: Any) -> bool:
 class sessionmaker:
     """A factory of sessions with preset options (one session per web request)."""
 
-    def __init__(self, mapper: Mapper, **options: Any) -> None:
+    @keywords_checked
+    def __init__(
+        self,
+        mapper: Mapper,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> None:
         self.mapper = mapper
-        self.options = options
+        self.options = given(locals())
 
     def __call__(self, **overrides: Any) -> Session:
         return Session(self.mapper, **{**self.options, **overrides})

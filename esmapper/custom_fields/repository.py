@@ -214,11 +214,11 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def _request(
-        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
+    def _search_request(
+        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
     ) -> SearchRequest:
         """Every search of this repository sees only the bound entity type."""
-        request = super()._request(call, filter, kwargs)
+        request = super()._search_request(filter, options, search_args)
         scope = Q("term", entity_type=self.entity_type)
         request.query = (
             scope if request.query is None else Q("bool", filter=[scope], must=[request.query])

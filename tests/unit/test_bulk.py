@@ -217,14 +217,14 @@ def test_each_action_is_serialized_once_even_when_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = 0
-    real = bulk_module._json.dumps
+    real = bulk_module._json.dumps  # type: ignore[attr-defined]
 
     def counting(obj: Any) -> bytes:
         nonlocal calls
         calls += 1
-        return real(obj)
+        return real(obj)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(bulk_module._json, "dumps", counting)
+    monkeypatch.setattr(bulk_module._json, "dumps", counting)  # type: ignore[attr-defined]
     attempts = 0
 
     def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def upstream() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler.received
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.received  # type: ignore[attr-defined]
     finally:
         server.shutdown()
         server.server_close()

@@ -34,7 +34,7 @@ def test_a_process_that_exited_is_gone_and_a_reused_pid_too() -> None:
     try:
         holder = recorded(child.pid)
         assert not _liveness.gone(holder)  # alive
-        assert _liveness.gone({**holder, "start": holder["start"] + 1})  # another process
+        assert _liveness.gone({**holder, "start": holder["start"] + 1})  # type: ignore[operator]  # another process
     finally:
         child.kill()
         child.wait()

@@ -42,7 +42,7 @@ def test_a_document_write_naming_a_physical_index_is_refused_before_anything_is_
     reindex deleted. (Nothing listens on the URL: a request would fail differently.)"""
     with em.Mapper("http://127.0.0.1:9", models=[model], max_retries=0) as mapper:
         info = model.__esmapper__  # type: ignore[attr-defined]
-        body = None if op == "delete" else {"doc": {}} if op == "update" else {"name": "x"}
+        body = None if op == "delete" else {"doc": {}} if op == "update" else {"name": "x"}  # type: ignore[dict-item]
         action = BulkAction(
             op=op, index=physical, id="a", body=body, ref=PendingWrite("patch", None, info, id="a")
         )

@@ -7,6 +7,7 @@ import pytest
 from elasticsearch.dsl import Q
 
 import esmapper as em
+from esmapper.patches import Patch
 
 from .models import Employee, Ticket
 
@@ -54,12 +55,12 @@ def test_an_unvalidated_partial_patch_sends_the_recomputed_idx_not_the_callers(
     "patch",
     [
         em.JsonPatch([{"op": "add", "path": "/idx", "value": {"int-1": 999}}]),
-        em.ActionPatch(lambda d: setattr(d, "idx", {"int-1": 999}) or True),
+        em.ActionPatch(lambda d: setattr(d, "idx", {"int-1": 999}) or True),  # type: ignore[func-returns-value]
     ],
     ids=["json", "action"],
 )
 def test_json_and_action_patches_setting_idx_are_overwritten_by_the_recompute(
-    repo: em.Repository[Employee], level_doc: Employee, patch: em.Patch
+    repo: em.Repository[Employee], level_doc: Employee, patch: Patch
 ) -> None:
     repo.patch(level_doc.id, patch, consistency="immediate")
     assert _levels(repo, "level:999") == []

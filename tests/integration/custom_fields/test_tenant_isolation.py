@@ -79,7 +79,7 @@ def test_patch_all_retries_keep_the_tenant_a_document_moved_out_of_is_not_patche
     doc = repo.add(
         Employee(name="a", company_id="acme", custom_fields={"Level": 5}), consistency="immediate"
     )
-    calls = []
+    calls: list[object] = []
 
     def action(d: Employee) -> bool:
         if not calls:  # another writer moves the document to globex (same Level)

@@ -276,7 +276,7 @@ def test_includes_and_highlight_by_logical_name(
     assert found.hits[0].highlight == {"Team": ["Eng <em>Ops</em>"]}
 
 
-def _virtual_model(version: int, scripts: dict[int, str] | None = None) -> type:
+def _virtual_model(version: int, scripts: dict[int, str] | None = None) -> type[Any]:
     """``Contact`` (the entity type is the class name) at index version ``version``."""
     number, by_version = version, scripts or {}
 

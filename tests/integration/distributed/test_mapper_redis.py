@@ -22,7 +22,7 @@ from .conftest import wait_ready
 from .worker import Item
 
 
-@pytest.fixture
+@pytest.fixture  # type: ignore[no-redef]
 def cache(redis_url: str) -> Iterator[HybridCache]:  # replaces the in-process cache
     hybrid = HybridCache(redis_url, namespace=f"t-{uuid.uuid4().hex[:8]}")
     assert wait_ready(hybrid.link)
@@ -54,7 +54,8 @@ def two(es_url: str, redis_url: str, index_prefix: str) -> Iterator[list[em.Mapp
     ]
     mappers[0].configure_indexes()
     for m in mappers:
-        link = m.cache.link  # type: ignore[union-attr]
+        assert isinstance(m.cache, HybridCache)
+        link = m.cache.link
         deadline = time.monotonic() + 20
         while not link.lease_valid() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -101,7 +102,8 @@ def test_a_hung_redis_does_not_hang_writes(es_url: str, index_prefix: str) -> No
                     repo.save(doc)  # returns: bounded by the timeouts, not by Redis
                     assert repo.get("h").name == f"v{i}"
                 print(f"\n5 saves and reads with Redis stopped: {time.monotonic() - started:.2f} s")
-                assert not m.cache.link.available()  # type: ignore[union-attr]
+                assert isinstance(m.cache, HybridCache)
+                assert not m.cache.link.available()
             finally:
                 os.kill(server.pid, signal.SIGCONT)
             doc.name = "after"

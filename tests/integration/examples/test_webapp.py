@@ -61,7 +61,7 @@ def hidden_version(page: str) -> str:
 
 def created_id(response: Any) -> str:
     assert response.status_code == 303, text(response)
-    location = response.headers["Location"]
+    location: str = response.headers["Location"]
     assert location.startswith("/employees/")
     return location.rsplit("/", 1)[-1]
 

@@ -402,6 +402,6 @@ def test_screenshots_are_written_on_every_run(
         wait_text(driver, "header", "Recycle bin")
         shot(driver, name)
     assert {SCREENSHOTS / f"{name}.png" for name in pages} <= WRITTEN
-    for path in sorted(WRITTEN):
-        data = path.read_bytes()
+    for written in sorted(WRITTEN):
+        data = written.read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 1000, path

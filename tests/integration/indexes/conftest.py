@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ def make_mapper(es_url: str, index_prefix: str) -> Iterator[MakeMapper]:
     def make(
         *models: type, clock: Callable[[], dt.datetime] | None = None, url: str | None = None
     ) -> em.Mapper:
-        options = {} if clock is None else {"clock": clock}
+        options: dict[str, Any] = {} if clock is None else {"clock": clock}
         mapper = em.Mapper(url or es_url, models=list(models), index_prefix=index_prefix, **options)
         for model in mapper.models:
             spec = mapper.spec(model)

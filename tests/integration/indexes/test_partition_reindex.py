@@ -232,7 +232,7 @@ def test_writes_during_the_reindex_all_reach_the_new_partitions(
     mapper.configure_indexes()
     repo = mapper.repository(Log2Plain)
     latest: dict[str, str] = {}
-    stop, errors = threading.Event(), []
+    stop, errors = threading.Event(), list[Exception]()
 
     def write(step: int, rnd: random.Random) -> None:
         if step % 3 == 0:

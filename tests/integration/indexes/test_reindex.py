@@ -22,7 +22,7 @@ def _targets(client: Elasticsearch, alias: str) -> list[str]:
     return sorted(client.options(ignore_status=404).indices.get_alias(name=alias).body)
 
 
-def _seed(make_mapper: MakeMapper, model: type, count: int, **values: Any) -> list[str]:
+def _seed(make_mapper: MakeMapper, model: type[Any], count: int, **values: Any) -> list[str]:
     mapper = make_mapper(model)
     mapper.configure_indexes()
     docs = mapper.repository(model).add([model(n=i, **values) for i in range(count)])
@@ -48,7 +48,7 @@ def test_writes_during_a_reindex_all_reach_the_new_index(
 
     repo = mapper.repository(ItemV2)
     latest: dict[str, int] = {}
-    stop, errors = threading.Event(), []
+    stop, errors = threading.Event(), list[Exception]()
 
     def write(step: int, rnd: random.Random) -> None:
         if step % 3 == 0:

@@ -5,6 +5,7 @@ come back, whatever the counts."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -48,7 +49,7 @@ def aliased(es: Elasticsearch, alias: str) -> list[str]:
     return sorted(es.options(ignore_status=404).indices.get_alias(name=alias).body)
 
 
-def seed(make_mapper: MakeMapper, model: type, count: int) -> set[str]:
+def seed(make_mapper: MakeMapper, model: type[Any], count: int) -> set[str]:
     mapper = make_mapper(model)
     mapper.configure_indexes()
     return {d.id for d in mapper.repository(model).add([model(n=i) for i in range(count)])}

@@ -317,8 +317,10 @@ def test_dates_an_id_cannot_encode_get_the_max_age_error_first_or_a_field_error(
 ) -> None:
     repo = make_mapper(Reading, clock=FakeClock(NOW)).repository(Reading)
     with pytest.raises(IndexMaxAgeExceededError):  # expired: that error comes first
-        repo.add(Reading(taken=dt.datetime(1960, 1, 1, tzinfo=dt.UTC)))
-    later = make_mapper(Reading, clock=FakeClock(dt.datetime(2107, 1, 1, tzinfo=dt.UTC)))
+        repo.add(Reading(taken=dt.datetime(1960, 1, 1, tzinfo=dt.timezone.utc)))
+    later = make_mapper(Reading, clock=FakeClock(dt.datetime(2107, 1, 1, tzinfo=dt.timezone.utc)))
     with pytest.raises(em.DocumentValidationError, match="taken") as caught:
-        later.repository(Reading).add(Reading(taken=dt.datetime(2107, 1, 1, tzinfo=dt.UTC)))
+        later.repository(Reading).add(
+            Reading(taken=dt.datetime(2107, 1, 1, tzinfo=dt.timezone.utc))
+        )
     assert caught.value.field == "taken"

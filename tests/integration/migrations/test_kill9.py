@@ -273,7 +273,7 @@ def test_a_fresh_install_killed_before_its_state_is_resumed_as_fresh(
     model_index = es_client.indices.exists(index=f"{app.alias}-v1")
     assert store.exists() and state(es_client, index_prefix) == {}
     if point.startswith("after the state index"):
-        assert (install, model_index) == (None, False)
+        assert install is None and not model_index
     else:
         assert install is not None and (install.fresh, install.status) == (True, "started")
         assert model_index == point.startswith("after configure_indexes")

@@ -43,7 +43,8 @@ def lose(proxy: FaultProxy, how: str, method: str, skip: int = 0) -> None:
 
 def stored_owner(es: Elasticsearch, locks: LockProvider) -> str | None:
     found = es.options(ignore_status=404).get(index=locks.index, id=NAME)
-    return found["_source"]["owner"] if found.get("found") else None
+    owner: str | None = found["_source"]["owner"] if found.get("found") else None
+    return owner
 
 
 @pytest.mark.parametrize("how", LOST)

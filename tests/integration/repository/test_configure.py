@@ -41,7 +41,7 @@ def test_new_fields_are_added_in_place(es_url: str, index_prefix: str) -> None:
     with em.Mapper(es_url, models=[Grown], index_prefix=index_prefix) as mapper:
         assert mapper.configure_indexes()[0].action == "mapping_updated"
         repo = mapper.repository(Grown)
-        repo.add(Grown(age=3), consistency="wait")
+        repo.add(Grown(age=3), consistency="wait")  # type: ignore[call-arg, call-overload]
         assert repo.count("age:3") == 1
 
 
@@ -79,6 +79,6 @@ def test_consistency_maps_to_refresh() -> None:
     assert refresh_param("wait") == "wait_for"
     assert refresh_param("wait", by_query=True) is True
     with pytest.raises(ValueError, match="consistency"):
-        em.Options(consistency="sometimes")
+        em.Options(consistency="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option"):
         em.Options().merge(consistancy="wait")

@@ -26,7 +26,7 @@ def test_lists_and_single_objects_round_trip(books: em.Repository[Book]) -> None
     book = Book(
         id="b1",
         title="Dune",
-        reviews=[Review(author="a", rating=4), {"author": "b", "rating": 5}],
+        reviews=[Review(author="a", rating=4), {"author": "b", "rating": 5}],  # type: ignore[list-item]
         best=Review(author="b", rating=5),
         address=Address(city="Oslo", country="NO"),
     )

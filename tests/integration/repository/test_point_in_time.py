@@ -137,10 +137,10 @@ def test_a_bad_keep_alive_is_refused_before_anything_is_sent(
 ) -> None:
     called: list[int] = []
     with pytest.raises(em.QueryValidationError, match="snapshot=") as raised:
-        repo.batch_process(None, lambda docs: called.append(1), snapshot=bad)
+        repo.batch_process(None, lambda docs: called.append(1), snapshot=bad)  # type: ignore[arg-type]
     assert raised.value.field == "snapshot"
     with pytest.raises(em.QueryValidationError, match="snapshot="):
-        repo.find(snapshot=bad)
+        repo.find(snapshot=bad)  # type: ignore[arg-type]
     with pytest.raises(em.QueryValidationError, match="snapshot"):
         repo.batch_process(None, lambda docs: called.append(1), snapshot=False)
     assert client.calls == [] and called == []

@@ -246,7 +246,7 @@ def test_an_unknown_keyword_lists_every_keyword_of_the_call(
     employees: em.Repository[Employee],
 ) -> None:
     with pytest.raises(TypeError) as info:
-        employees.find("apple", sortt="-age")
+        employees.find("apple", sortt="-age")  # type: ignore[call-arg]
     message = str(info.value)
     assert message.startswith("find() got unknown keyword(s): sortt;")
     for name in ("sort", "limit", "highlight", "search_after", "consistency", "soft_deletes"):

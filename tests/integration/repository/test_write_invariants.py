@@ -14,6 +14,7 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper import signals
+from esmapper.patches import Patch
 from esmapper.testing.faults import FaultProxy
 
 from .models import Address, Employee
@@ -494,7 +495,7 @@ def test_client_side_patches_work_on_models_without_versioned(
     ids=["script-none", "action-false", "empty-json"],
 )
 def test_no_op_patches_write_and_publish_nothing(
-    employees: em.Repository[Employee], raw: Elasticsearch, patch: em.Patch
+    employees: em.Repository[Employee], raw: Elasticsearch, patch: Patch
 ) -> None:
     doc = employees.add(Employee(id="no", age=1), consistency="wait")
     heard: list[Any] = []

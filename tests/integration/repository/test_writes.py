@@ -133,12 +133,12 @@ def test_every_write_path_checks_the_512_byte_limit(
 
 def test_invalid_values_are_refused_before_anything_is_sent() -> None:
     with pytest.raises(em.DocumentValidationError, match=r"Employee\.age"):
-        Employee(age="abc")
+        Employee(age="abc")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         Employee(agee=3)  # type: ignore[call-arg]
     doc = Employee()
     with pytest.raises(em.DocumentValidationError):
-        doc.hired = "not a date"
+        doc.hired = "not a date"  # type: ignore[assignment]
 
 
 def test_validate_hook_runs_on_add_and_save_unless_disabled(

@@ -136,9 +136,35 @@ def test_soft_deleted_ids_are_hidden_from_searches_before_refresh(
 
 def test_custom_key_caches_query_results(repo: em.Repository[Cached], cache: InMemoryCache) -> None:
     repo.add(Cached(id="k", name="keyed"), consistency="wait")
-    first = repo.find_one("name:keyed", cache="cached:by-name:keyed")
+    first = repo.find_one("name:keyed", cache_key="cached:by-name:keyed")
     repo.remove("k", consistency="wait")
-    cached = repo.find_one("name:keyed", cache="cached:by-name:keyed")
+    cached = repo.find_one("name:keyed", cache_key="cached:by-name:keyed")
     assert first.id == cached.id == "k"  # custom keys are not invalidated by writes (CA-5)
     repo.invalidate_cache("cached:by-name:keyed")
-    assert repo.find_one("name:keyed", cache="cached:by-name:keyed") is None
+    assert repo.find_one("name:keyed", cache_key="cached:by-name:keyed") is None
+
+
+def test_a_string_cache_is_a_deprecated_cache_key(
+    repo: em.Repository[Cached], cache: InMemoryCache
+) -> None:
+    repo.add(Cached(id="d", name="dep"), consistency="wait")
+    with pytest.warns(DeprecationWarning, match="cache_key='cached:dep'") as warned:
+        first = repo.find_one("name:dep", cache="cached:dep")  # type: ignore[arg-type]
+    assert warned[0].filename == __file__  # points at the caller's line
+    repo.remove("d", consistency="wait")
+    assert first is not None
+    cached = repo.find_one("name:dep", cache_key="cached:dep")  # the same entry
+    assert cached is not None and cached.id == "d"
+    with pytest.warns(DeprecationWarning, match="cache_key='k'") as warned:
+        options = em.Options(cache="k")  # type: ignore[arg-type]
+    assert warned[0].filename == __file__
+    assert (options.cache, options.cache_key) == (None, "k")
+
+
+def test_bad_cache_options_are_refused_before_sending(repo: em.Repository[Cached]) -> None:
+    with pytest.raises(ValueError, match="cache=1 must be True, False or None"):
+        repo.get("x", cache=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cache_key='' must be a non-empty string"):
+        repo.find(cache_key="")
+    with pytest.raises(TypeError, match=r"get\(\) got unknown keyword\(s\): cache_keys;"):
+        repo.get("x", cache_keys="k")  # type: ignore[call-arg]

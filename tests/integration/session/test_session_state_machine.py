@@ -261,12 +261,12 @@ class SessionMachine(RuleBasedStateMachine):
         self.adopt(doc)
 
     @rule(id=st.sampled_from(IDS), mode=MODES)
-    def get(self, id: str, mode: str) -> None:
+    def get(self, id: str, mode: em.SoftDeleteMode) -> None:
         expected = self.expect_read(id, mode)
         self.check_read(id, expected, self.session.get(self.model, id, soft_deletes=mode))
 
     @rule(ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3), mode=MODES)
-    def get_many(self, ids: list[str], mode: str) -> None:
+    def get_many(self, ids: list[str], mode: em.SoftDeleteMode) -> None:
         wanted = list(dict.fromkeys(ids))
         expected = {id: self.expect_read(id, mode) for id in wanted}
         got = self.session.get_many(self.model, ids, soft_deletes=mode)
@@ -276,18 +276,23 @@ class SessionMachine(RuleBasedStateMachine):
             self.check_read(key(doc), expected[key(doc)], doc)
 
     @rule(mode=MODES)
-    def find(self, mode: str) -> None:
+    def find(self, mode: em.SoftDeleteMode) -> None:
         self.check_find(mode, partial=False)
 
     @rule(mode=MODES)
-    def find_partial(self, mode: str) -> None:
+    def find_partial(self, mode: em.SoftDeleteMode) -> None:
         """``find`` with ``includes``: the objects it adopts are loaded in part."""
         self.check_find(mode, partial=True)
 
-    def check_find(self, mode: str, *, partial: bool) -> None:
+    def check_find(self, mode: em.SoftDeleteMode, *, partial: bool) -> None:
         kwargs: dict[str, Any] = {"includes": ["name"]} if partial else {}
         results = self.session.find(
-            self.model, None, soft_deletes=mode, consistency="immediate", limit=50, **kwargs
+            self.model,
+            None,
+            soft_deletes=mode,
+            consistency="immediate",
+            limit=50,
+            **kwargs,
         )
         expected = sorted(
             id for id, s in self.store.items() if visible(s.fields["is_deleted"], mode)

@@ -106,7 +106,7 @@ def test_a_raising_ing_receiver_vetoes_the_write(mapper: em.Mapper) -> None:
 
 def test_ing_receivers_may_modify_documents(mapper: em.Mapper) -> None:
     signals.documents_adding.connect(
-        lambda sender, documents, **kw: [setattr(d.value, "email", "set@x") for d in documents],
+        lambda sender, documents, **kw: [setattr(d.value, "email", "set@x") for d in documents],  # type: ignore[func-returns-value]
         sender=Employee,
     )  # a lambda keeps working: receivers are held strongly
     try:

@@ -150,8 +150,8 @@ def test_dict_appended_to_inner_doc_list_is_converted_and_stored(
         w = s.get(Worker, "w0")
         assert w is not None
         skills = w.skills
-        skills.append({"name": "python", "level": 3})
-        s.add(Worker(id="new")).skills.append({"name": "go"})
+        skills.append({"name": "python", "level": 3})  # type: ignore[arg-type]
+        s.add(Worker(id="new")).skills.append({"name": "go"})  # type: ignore[arg-type]
         s.flush()
         assert skills[0] == Skill(name="python", level=3)
         assert w.skills is skills  # converted in place: the caller's list stays the value
@@ -201,7 +201,7 @@ def test_wrong_item_raises_naming_the_field_and_sends_nothing(
 def test_wrong_item_in_a_new_document_stays_pending(mapper: em.Mapper) -> None:
     s = mapper.session(consistency="wait")
     doc = s.add(Worker(id="new"))
-    doc.tags.append(1.5)
+    doc.tags.append(1.5)  # type: ignore[arg-type]
     with pytest.raises(em.DocumentValidationError, match=r"Worker\.tags\[0\]"):
         s.flush()
     assert s.new == [doc]

@@ -264,7 +264,7 @@ def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.Monkey
         yield plan("blocked", "x", None, "too long")
 
     def rekey(mapper: em.Mapper, model: type, *, apply: bool, echo: Any, batch_size: int) -> Any:
-        seen.append(("rekey", apply, batch_size))
+        seen.append(("rekey", apply, batch_size))  # type: ignore[arg-type]
         echo("REWRITE a/b -> a%2Fb" if apply else "DRY RUN a/b -> a%2Fb")
         return types.SimpleNamespace(summary=f"applied={apply}", failed=1 if apply else 0)
 

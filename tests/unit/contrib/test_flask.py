@@ -147,7 +147,7 @@ def test_a_request_context_driven_by_hand_commits_at_teardown() -> None:
     app = make_app(mapper)
     with app.test_request_context("/ok"):
         app.preprocess_request()  # before_request: opens the session
-        assert get_session() is mapper.sessions[0]
+        assert get_session() is mapper.sessions[0]  # type: ignore[comparison-overlap]
     assert mapper.log == ["open", "commit", "close"]
 
 
@@ -170,7 +170,7 @@ def test_the_factory_pattern_and_several_apps() -> None:
         assert app.test_client().get("/ok").status_code == 200
     assert one.sessions[0].options == {"consistency": "wait"}
     assert two.sessions[0].options == {"consistency": "wait", "soft_deletes": "all"}
-    assert EsmapperFlask.state(apps[1]).mapper is two
+    assert EsmapperFlask.state(apps[1]).mapper is two  # type: ignore[comparison-overlap]
 
 
 def test_set_up_errors() -> None:

@@ -89,7 +89,7 @@ def test_a_pass_polls_its_task_and_reports_progress() -> None:
     client = FakeClient(statuses)
     seen: list[tuple[int, int]] = []
     outcome = run_pass(
-        client,
+        client,  # type: ignore[arg-type]
         {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
         progress=lambda d, t: seen.append((d, t)),
         sleep=lambda _: None,
@@ -129,7 +129,7 @@ def test_request_errors_and_task_errors_become_failures() -> None:
     )
     client = FakeClient(None, sync=error)
     outcome = run_pass(
-        client,
+        client,  # type: ignore[arg-type]
         {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
         progress=lambda d, t: None,
     )
@@ -142,7 +142,7 @@ def test_request_errors_and_task_errors_become_failures() -> None:
     )
     statuses = [{"completed": True, "error": {"type": "script_exception", "reason": "boom"}}]
     outcome = run_pass(
-        FakeClient(statuses),
+        FakeClient(statuses),  # type: ignore[arg-type]
         {"source": {"index": "a"}, "dest": {"index": "b"}},  # type: ignore[arg-type]
         progress=lambda d, t: None,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import Any
 
 import pytest
 
@@ -111,7 +112,8 @@ def test_job_results() -> None:
 def test_bulk_actions_carry_a_pipeline_on_index_and_create_only() -> None:
     line = _encode(0, BulkAction("create", "i", "1", {"a": 1}, pipeline="p")).split(b"\n")[0]
     assert line == b'{"create":{"_index":"i","_id":"1","pipeline":"p"}}'
-    for op, body in (("update", {"doc": {}}), ("delete", None)):
+    cases: list[tuple[str, dict[str, Any] | None]] = [("update", {"doc": {}}), ("delete", None)]
+    for op, body in cases:
         with pytest.raises(ValueError, match="pipeline is only for index and create"):
             _encode(0, BulkAction(op, "i", "1", body, pipeline="p"))  # type: ignore[arg-type]
 

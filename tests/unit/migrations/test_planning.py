@@ -204,4 +204,4 @@ def test_record_round_trip() -> None:
                              started_utc=now, error="boom")  # fmt: skip
     hit = {"_id": "1", "_source": record.to_source()}
     assert MigrationRecord.from_hit(hit) == record
-    assert hit["_source"]["started_utc"] == "2026-01-02T03:04:05Z"
+    assert hit["_source"]["started_utc"] == "2026-01-02T03:04:05Z"  # type: ignore[index]

@@ -209,7 +209,7 @@ def test_a_missing_required_key_reads_as_none() -> None:
 def test_none_values_stay_none() -> None:
     source = {"born": None, "address": None, "nickname": None, "custom_fields": None}
     doc = Everything.from_hit({"_id": "a", "_source": source})
-    assert doc.born is doc.address is doc.nickname is doc.custom_fields is None
+    assert doc.born is doc.address is doc.nickname is doc.custom_fields is None  # type: ignore[comparison-overlap]
     assert {k: doc.to_source()[k] for k in source} == source
 
 

@@ -40,7 +40,7 @@ def test_instances_can_be_weakly_referenced() -> None:
 
 
 def test_a_model_combining_all_traits_has_all_their_fields() -> None:
-    names = [a.name for a in attrs.fields(Everything)]
+    names = [a.name for a in attrs.fields(Everything)]  # type: ignore[arg-type]
     for trait_field in ("id", "created_utc", "updated_utc", "is_deleted", "version"):
         assert trait_field in names
     assert "custom_fields" in names
@@ -169,7 +169,7 @@ def test_two_models_in_one_module_are_independent() -> None:
     assert Employee.__esmapper__.index.name == "employees"
     assert Note.__esmapper__.index.name == "note"
     assert "title" not in Employee.__esmapper__.field_by_name
-    assert Employee() != Note(title="")
+    assert Employee() != Note(title="")  # type: ignore[comparison-overlap]
 
 
 # -- annotations ---------------------------------------------------------------------------------
@@ -214,13 +214,13 @@ def test_an_annotation_that_cannot_be_resolved_is_refused_naming_the_attribute()
     with pytest.raises(TypeError, match=r"'Later \| None' of Early\.later"):
 
         class Early(em.Document):
-            later: Later | None = None  # noqa: F821 - defined after the model
+            later: Later | None = None  # type: ignore[name-defined]  # noqa: F821 - defined after the model
 
 
 def test_annotations_may_also_be_real_types() -> None:
     namespace = {"__annotations__": {"count": int, "when": dt.datetime | None}, "count": 0}
     Counter = type("Counter", (em.Document,), {**namespace, "when": None})
-    assert Counter.__esmapper__.mapping["properties"] == {
+    assert Counter.__esmapper__.mapping["properties"] == {  # type: ignore[attr-defined]
         "id": {"type": "keyword"},
         "count": {"type": "long"},
         "when": {"type": "date"},

@@ -66,11 +66,11 @@ def test_the_mapping_is_json() -> None:
 
 
 def test_values_are_checked_and_converted_like_inferred_embedded_fields() -> None:
-    shelf = Shelf(reviews=[Review(rating=5), {"author": "a", "rating": 3}], best={"rating": 1})
+    shelf = Shelf(reviews=[Review(rating=5), {"author": "a", "rating": 3}], best={"rating": 1})  # type: ignore[arg-type, list-item]
     assert shelf.reviews == [Review(rating=5), Review(author="a", rating=3)]
     assert shelf.best == Review(rating=1)
     with pytest.raises(em.DocumentValidationError, match=r"Shelf\.reviews") as raised:
-        Shelf(reviews=["not a review"])
+        Shelf(reviews=["not a review"])  # type: ignore[list-item]
     assert raised.value.field == "reviews"
 
 

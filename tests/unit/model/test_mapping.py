@@ -76,7 +76,7 @@ def test_an_explicit_object_with_an_inner_doc_annotation_gets_its_properties() -
         "type": "object",
         "properties": ADDRESS_PROPERTIES,
     }
-    assert Holder(home={"city": "Oslo"}).home == Address(city="Oslo")
+    assert Holder(home={"city": "Oslo"}).home == Address(city="Oslo")  # type: ignore[arg-type]
 
 
 def test_the_trait_fields_are_mapped() -> None:

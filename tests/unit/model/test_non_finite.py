@@ -70,7 +70,7 @@ def test_an_item_appended_in_place_is_refused_before_a_write(bad: float) -> None
 
 def test_embedded_objects_are_checked_inside_too() -> None:
     with pytest.raises(em.DocumentValidationError, match=r"Point\.x"):
-        Reading(at={"x": math.nan})
+        Reading(at={"x": math.nan})  # type: ignore[arg-type]
     reading = Reading(points=[Point(ys=[1.0])])
     reading.points[0].ys.append(math.inf)
     with pytest.raises(em.DocumentValidationError) as raised:

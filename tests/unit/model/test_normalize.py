@@ -51,7 +51,7 @@ def test_models_without_lists_or_inner_docs_have_no_normalizer() -> None:
 def test_dict_items_become_inner_docs_in_the_same_list() -> None:
     doc = Everything(addresses=[Address(city="a")])
     addresses = doc.addresses
-    addresses.append({"city": "b", "zip_code": 5})
+    addresses.append({"city": "b", "zip_code": 5})  # type: ignore[arg-type]
     Everything.__esmapper__.normalize(doc)
     assert doc.addresses is addresses
     assert addresses == [Address(city="a"), Address(city="b", zip_code=5)]
@@ -60,14 +60,14 @@ def test_dict_items_become_inner_docs_in_the_same_list() -> None:
 
 def test_items_are_converted_like_assignments() -> None:
     doc = Everything()
-    doc.scores.append(3.0)  # an integral float is an int
+    doc.scores.append(3.0)  # type: ignore[arg-type]  # an integral float is an int
     doc.tags.append("ok")
     info = Everything.__esmapper__
     info.normalize(doc)
     assert doc.scores == [3] and type(doc.scores[0]) is int
     trip = Trip()
     trip.stops.append(
-        {"name": "x", "reviews": [{"author": "me", "posted": "2026-01-02T03:04:05Z"}]}
+        {"name": "x", "reviews": [{"author": "me", "posted": "2026-01-02T03:04:05Z"}]}  # type: ignore[arg-type]
     )
     Trip.__esmapper__.normalize(trip)
     review = trip.stops[0].reviews[0]
@@ -104,17 +104,17 @@ def test_wrong_items_raise_naming_the_field(mutate: Any, path: str) -> None:
 def test_lists_inside_inner_docs_are_checked_with_their_path() -> None:
     trip = Trip(home=Spot(), stops=[Spot(), Spot()])
     assert trip.home is not None
-    trip.home.tags.append(1)
+    trip.home.tags.append(1)  # type: ignore[arg-type]
     with pytest.raises(em.DocumentValidationError) as raised:
         Trip.__esmapper__.normalize(trip)
     assert raised.value.field == "home.tags[0]"
     trip.home.tags[0] = "one"
-    trip.stops[1].reviews.append({"rating": "bad"})
+    trip.stops[1].reviews.append({"rating": "bad"})  # type: ignore[arg-type]
     with pytest.raises(
         em.DocumentValidationError, match=r"^Trip\.stops\[1\]\.reviews\[0\]\.rating"
     ):
         Trip.__esmapper__.normalize(trip)
-    trip.stops[1].reviews[0] = {"rating": 4}
+    trip.stops[1].reviews[0] = {"rating": 4}  # type: ignore[call-overload]
     Trip.__esmapper__.normalize(trip)
     assert trip.stops[1].reviews == [Review(rating=4)]
 
@@ -134,10 +134,10 @@ def test_enum_items() -> None:
         colors: list[Color] = em.field(factory=list)
 
     doc = Palette()
-    doc.colors.extend([Color.RED, "green"])
+    doc.colors.extend([Color.RED, "green"])  # type: ignore[list-item]
     Palette.__esmapper__.normalize(doc)
     assert doc.colors == [Color.RED, Color.GREEN]
-    doc.colors.append("blue")
+    doc.colors.append("blue")  # type: ignore[arg-type]
     with pytest.raises(em.DocumentValidationError, match=r"Palette\.colors\[2\]"):
         Palette.__esmapper__.normalize(doc)
 

@@ -111,7 +111,8 @@ def test_errors_name_the_field_or_the_aggregation(spec: Any, field: str, words: 
 
 
 @pytest.mark.parametrize(
-    "spec", [5, [A("avg", field="age"), "terms:age"], {"": A("avg", field="age")}]
+    "spec",
+    [5, [A("avg", field="age"), "terms:age"], {"": A("avg", field="age")}],  # type: ignore[list-item]
 )
 def test_other_values_are_refused_naming_aggregations(spec: Any) -> None:
     with pytest.raises(QueryValidationError, match="aggregations takes") as info:

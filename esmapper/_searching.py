@@ -1,0 +1,359 @@
+"""The search side of a repository: :meth:`find` and its relatives, which compile a
+:class:`~esmapper._search.SearchRequest` under the call's options and send it (one
+``_search``, or a point in time paged through), and :meth:`batch_process`, which scans
+every match through a point in time. :class:`~esmapper.repository.Repository` inherits
+these; they read the model (``info``), the mapper and the repository's default options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from elasticsearch.dsl.query import Query
+
+from esmapper import _scan
+from esmapper._limits import limited
+from esmapper._projection import projection
+from esmapper._search import SEARCH_OPTIONS, SearchRequest
+from esmapper.errors import QueryValidationError
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    Snapshot,
+    SoftDeleteMode,
+    Timeout,
+    given,
+    picked,
+)
+from esmapper.query import Aggregations
+from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec
+from esmapper.results import FindResults
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model import Document
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["Searching"]
+
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
+R = TypeVar("R")
+
+
+def _defaults(repo: Searching[Any]) -> dict[str, Any]:
+    """The limits a repository call runs under when it gives none (see ``_limits``)."""
+    return {"timeout": repo.defaults.timeout, "retries": repo.defaults.retries}
+
+
+class Searching(Generic[T]):
+    """The searches of a repository (see the module docstring)."""
+
+    mapper: Mapper
+    model: type[T]
+    info: ModelInfo
+    #: the options a call runs under where it gives none
+    defaults: Options
+
+    def options(self, **overrides: Any) -> Options:
+        """The repository's default options with ``overrides`` applied."""
+        return self.defaults.merge(**overrides)
+
+    def search(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> SearchRequest:
+        """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
+
+        Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
+        every keyword the call takes.
+        """
+        return self._request("search", filter, given(locals(), SEARCH_OPTIONS))
+
+    def _request(
+        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
+    ) -> SearchRequest:
+        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
+        return self._search_request(filter, self.options(**kwargs), search_args)
+
+    def _search_request(
+        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
+    ) -> SearchRequest:
+        """The compiled search of ``filter`` under ``options`` (``search_args``: the
+        search's own keywords, those of :meth:`find`)."""
+        return SearchRequest(self.mapper, self.info, options, filter=filter, **search_args)
+
+    @limited(_defaults)
+    def find(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> FindResults[T]:
+        """Search (near-real-time); sends one ``_search`` to the model's alias (a
+        point-in-time is opened first for ``snapshot``).
+
+        ``filter`` in Lucene syntax or a ``Q`` object (scored: without ``sort`` the best
+        hits come first, with their ``score``); ``sort`` (``"-age name"``, ``{"age":
+        "desc"}`` or a list of those; a sorted search ends with the ``id`` tiebreaker, so
+        ``search_after=hit.sort`` continues after any hit); ``aggregations`` (an
+        expression, ``A(...)`` objects or a dict of named ones); ``highlight`` (field
+        names: fragments in ``hit.highlight``); ``limit`` (default 10, max 10,000; ``0``
+        for counts and aggregations only); ``page`` (1-based); ``search_after`` (``True``,
+        a token from ``results.search_after_token`` or a hit's ``sort`` values);
+        ``snapshot`` (page through a point in time: ``True`` keeps it alive 5 minutes
+        between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
+        ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
+        end)`` (time-series models: search only the dated partitions of that period);
+        and the options (:class:`~esmapper.options.Options`).
+
+        Raises QueryValidationError (naming the field or the argument) before sending
+        anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
+        whose point in time is gone raises :class:`SnapshotExpiredError`.
+        """
+        return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
+
+    @limited(_defaults)
+    def find_as(
+        self,
+        result_type: type[R],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> FindResults[R]:
+        """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
+        ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
+        ``em.InnerDoc`` subclass (its own fields and converters) or an attrs class (its
+        attributes the model declares, with the model's values; ``id`` from the hit).
+        Without ``includes=`` a class asks only for its own fields. Sends one search (and
+        one per ``next_page()``); projections are not documents (they cannot be saved).
+        Raises QueryValidationError before sending for a bad filter, or a required
+        attribute the model does not declare or ``includes`` leave out (see
+        :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
+        kwargs = given(locals(), SEARCH_OPTIONS)
+        project, projected = projection(self.info, result_type, includes)
+        if projected is not None:
+            kwargs["includes"] = projected
+        request = self._request("find_as", filter, kwargs)
+        request.project = project
+        return request.find()
+
+    @limited(_defaults)
+    def find_one(
+        self,
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
+        """The first document :meth:`find` would return, or ``None``."""
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
+        results = self._request("find_one", filter, kwargs).find()
+        return results.hits[0].document if results.hits else None
+
+    @limited(_defaults)
+    def count(
+        self,
+        filter: str | Query | None = None,
+        *,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
+        """The number of matching documents (exact; soft-delete mode applies): one
+        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
+        return self._request("count", filter, given(locals(), ("partitions",))).count()
+
+    @limited(_defaults)
+    def aggregate(
+        self,
+        filter: str | Query | None = None,
+        *old_order: Any,
+        aggregations: AggregationsSpec = None,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> Aggregations:
+        """Only the aggregations of the documents matching ``filter``: one ``_search`` with
+        ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
+        expression, ``A(...)`` objects or a dict of named ones) is keyword-only.
+
+        Raises ``TypeError`` when ``aggregations`` is missing or a second positional
+        argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
+        QueryValidationError for a bad filter or aggregation, before sending anything.
+        """
+        if old_order or aggregations is None:
+            raise TypeError(
+                "aggregate() takes the filter as its only positional argument and the"
+                " aggregations as a keyword, like find(): aggregate(filter,"
+                " aggregations='terms:company_id') (the order was aggregate(aggregations,"
+                " filter) before)"
+            )
+        kwargs = given(locals(), ("aggregations", "partitions"))
+        return self._request("aggregate", filter, kwargs).aggregate_only()
+
+    @limited(_defaults)
+    def batch_process(
+        self,
+        filter: str | Query | None,
+        fn: Callable[[list[T]], bool | None],
+        batch_size: int = 100,
+        *,
+        sort: SortSpec = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> int:
+        """Call ``fn`` with batches of matching documents until they run out or ``fn``
+        returns ``False``; returns the number of documents given to ``fn``.
+
+        Sends ``POST /<alias>/_pit?keep_alive=K``, one search per batch (``pit`` with the
+        same ``keep_alive``, so each batch extends the point in time; sorted by ``sort``,
+        if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
+        the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by
+        default; ``"30m"``, a ``timedelta``): the longest ``fn`` may take on one batch.
+        Other keyword arguments are those of :meth:`find` (``sort``, ``includes``,
+        ``search_after=token`` to start after a document) and the options.
+
+        Raises ``ValueError`` for a ``batch_size`` outside 1..10000 and
+        :class:`QueryValidationError` for a bad filter, sort or ``snapshot`` (before
+        anything is sent). When the point in time is gone anyway (``fn`` took longer than
+        ``K``, or it was closed) raises :class:`SnapshotExpiredError` with ``processed``,
+        ``pages`` and ``last_sort``/``search_after``: ``batch_process(filter, fn,
+        search_after=err.search_after)`` continues after the last document ``fn`` got. It
+        does not reopen a point in time by itself: a new one shows documents written since
+        the run began, which ``fn`` would then see, in the same run.
+        """
+        if batch_size < 1 or batch_size > 10_000:
+            raise ValueError("batch_size must be between 1 and 10000")
+        kwargs = picked(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
+        if snapshot is False:
+            raise QueryValidationError(
+                "batch_process always pages through a point in time; snapshot= sets its "
+                "keep-alive (e.g. snapshot='10m')",
+                field="snapshot",
+            )
+        return _scan.scan(
+            self,
+            filter,
+            lambda hits: fn([hit.document for hit in hits]),
+            self.options(**given(locals())),
+            limit=batch_size,
+            snapshot=True if snapshot is None else snapshot,
+            **kwargs,
+        )

@@ -1,0 +1,67 @@
+"""Keyword checks of repository and session calls: done from the signature, before the call
+runs (so before anything is sent; the mapper here points at a port nothing listens on)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import esmapper as em
+from esmapper.options import OPTION_NAMES
+
+
+class Note(em.Document):
+    title: str = em.field(em.Keyword(), default="")
+
+
+@pytest.fixture
+def mapper() -> Iterator[em.Mapper]:
+    with em.Mapper("http://127.0.0.1:1", models=[Note], index_prefix="kw-") as mapper:
+        yield mapper
+
+
+def test_a_misspelt_option_names_itself_and_every_keyword_of_the_call(mapper: em.Mapper) -> None:
+    with pytest.raises(TypeError) as raised:
+        mapper.repository(Note).get("n1", consistancy="wait")  # type: ignore[call-arg]
+    message = str(raised.value)
+    assert message.startswith("get() got unknown keyword(s): consistancy; it takes id;")
+    assert all(name in message for name in OPTION_NAMES)
+
+
+def test_session_reads_check_their_keywords(mapper: em.Mapper) -> None:
+    with mapper.session() as session:
+        with pytest.raises(TypeError, match=r"find\(\) got unknown keyword\(s\): limt, sortt;"):
+            session.find(Note, limt=3, sortt="title")  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"find_one\(\) got unknown keyword\(s\): limit;"):
+            session.find_one(Note, limit=3)  # type: ignore[call-arg]
+
+
+def test_a_search_keyword_the_call_does_not_take_is_refused(mapper: em.Mapper) -> None:
+    repo = mapper.repository(Note)
+    with pytest.raises(TypeError, match=r"count\(\) got unknown keyword\(s\): sort;"):
+        repo.count(sort="title")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"batch_process\(\) got unknown keyword\(s\): limit;"):
+        repo.batch_process(None, lambda docs: None, limit=5)  # type: ignore[call-arg]
+
+
+def test_bad_option_values_are_refused_before_sending(mapper: em.Mapper) -> None:
+    repo = mapper.repository(Note)
+    with pytest.raises(ValueError, match="consistency='soon' is not one of"):
+        repo.add(Note(), consistency="soon")  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match="soft_deletes='gone' is not one of"):
+        repo.get("n1", soft_deletes="gone")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout=-1 must be a positive"):
+        repo.get("n1", timeout=-1)
+
+
+def test_sessions_check_their_options(mapper: em.Mapper) -> None:
+    with pytest.raises(TypeError, match=r"^session\(\) got unknown keyword\(s\): consistancy;"):
+        mapper.session(consistancy="wait")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Session\(\) got unknown keyword\(s\): soft_delete;"):
+        em.Session(mapper, soft_delete="all")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^sessionmaker\(\) got unknown keyword\(s\): cach;"):
+        mapper.sessionmaker(cach=False)  # type: ignore[call-arg]
+    factory = mapper.sessionmaker(consistency="wait")
+    with factory(soft_deletes="all") as session:
+        assert (session.options.consistency, session.options.soft_deletes) == ("wait", "all")
