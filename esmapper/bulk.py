@@ -556,17 +556,19 @@ class BulkWriter:
                 get = result.get
                 status = get("status", 0)
                 if 200 <= status < 300 and "error" not in result:  # the common case, inline
-                    action = actions[i]
-                    outcomes[i] = BulkOutcome(
-                        action,
-                        True,
-                        status,
-                        get("_id", action.id),
-                        get("_index", action.index),
-                        get("result"),
-                        get("_seq_no"),
-                        get("_primary_term"),
-                    )
+                    try:  # what a successful item carries: read without defaults
+                        outcomes[i] = BulkOutcome(
+                            actions[i],
+                            True,
+                            status,
+                            result["_id"],
+                            result["_index"],
+                            result["result"],
+                            result["_seq_no"],
+                            result["_primary_term"],
+                        )
+                    except KeyError:  # a server that left something out: the defaults
+                        outcomes[i] = _outcome(actions[i], status, result)
                 elif can_retry and status in RETRYABLE_STATUSES:
                     retry.append(i)
                     throttled = True
