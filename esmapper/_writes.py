@@ -441,10 +441,10 @@ def _before_write(
         custom = custom or bool(info.custom_fields) or cls is CustomFieldDefinition
         if kind == "remove":
             continue
-        normalizer = info.normalizer  # items mutated in place are checked like assignments
-        if normalizer is not None:
+        if info.normalizer is not None:  # items mutated in place are checked like assignments
+            normalize = info.normalize
             for pending in group:
-                normalizer(pending.doc)
+                normalize(pending.doc)
     # idx from custom_fields
     definitions = custom_fields_before_write(mapper, pendings) if custom else None
     if options.validate:
