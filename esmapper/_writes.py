@@ -19,7 +19,9 @@ that owns each:
 The table of paths and rules is docs/architecture.md.
 
 One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
-this order (FEATURES EV-9, decision Q16):
+this order (FEATURES EV-9, decision Q16). The batch is grouped by model and kind once;
+each step runs one loop per group and is skipped for a group it does not apply to (no
+normalizer, no ``validate`` override, no custom fields, no receivers):
 
 1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
    when valid; ``add``/``save``: ``updated_utc = now``; a partial document's
