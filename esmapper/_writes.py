@@ -63,9 +63,10 @@ from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
-from esmapper._pending import PendingWrite, split_version
+from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields._access import check_tenant_pendings
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
@@ -105,16 +106,6 @@ __all__ = [
 
 log = logging.getLogger("esmapper.writes")
 
-_BEFORE = {
-    "add": signals.documents_adding,
-    "save": signals.documents_saving,
-    "remove": signals.documents_removing,
-}
-_AFTER = {
-    "add": signals.documents_added,
-    "save": signals.documents_saved,
-    "remove": signals.documents_removed,
-}
 #: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
@@ -123,10 +114,7 @@ _set = object.__setattr__
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
 #: ``(model, kind)`` -> the writes of that model and kind, in the batch's order
-_Groups = dict[tuple[type, str], list[PendingWrite]]
-
-
-_CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
+_Groups = dict[tuple[type, WriteKind], list[PendingWrite]]
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -262,14 +250,11 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
-    kind = pending.kind
-    if kind == "add":
-        return ChangeType.ADDED
-    if kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
         original = pending.original_source
         if original is not None and not original.get("is_deleted"):
             return ChangeType.REMOVED
-    return _CHANGE[pending.kind]
+    return KINDS[pending.kind].change_type
 
 
 def publish_changes(
@@ -374,6 +359,7 @@ def write_documents(
     """
     if not pendings:
         return []
+    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 
@@ -402,7 +388,8 @@ def _write_documents(
         raise
     written: set[int] = set()
     succeeded: Callable[[PendingWrite], None] | None = on_success
-    if definitions is not None and definitions.groups:  # only for the documents written
+    # definitions to save, custom-field documents to recheck: only the documents written
+    if definitions is not None and (definitions.groups or definitions.computed):
 
         def succeeded(pending: PendingWrite) -> None:
             written.add(id(pending.doc))
@@ -418,8 +405,8 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        if definitions is not None and definitions.groups:
-            definitions.save(written)
+        if definitions is not None and (definitions.groups or definitions.computed):
+            definitions.save(written, refresh=refresh_param(options.consistency))
 
 
 def _validates(info: ModelInfo) -> bool:
@@ -436,7 +423,7 @@ def _before_write(
     without list or embedded fields is not normalized, one that does not override
     ``validate`` is not validated, signals without receivers cost one check per group."""
     for (cls, kind), group in groups.items():
-        _fire(_BEFORE[kind], cls, group, change_type=_CHANGE[kind], options=options)
+        _fire(KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options)
     custom = False
     for (cls, kind), group in groups.items():
         info = group[0].info
@@ -458,7 +445,8 @@ def _before_write(
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
-        _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
+        change = KINDS[kind].change_type
+        _fire(signals.documents_changing, cls, group, change_type=change, options=options)
     return _actions(pendings, targets, options), definitions
 
 
@@ -604,10 +592,9 @@ def _after_write(
         for pending in confirmed:
             on_success(pending)
     for (cls, kind), group in groups.items():
-        _fire_after(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
-        _fire_after(
-            signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options
-        )
+        change = KINDS[kind].change_type
+        _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
+        _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
         if options.notifications and mapper.has_subscribers(cls):
             publish_changes(
                 mapper, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options

@@ -53,6 +53,17 @@ What it raises
     0, the wrong-number-of-items case); later chunks are not sent (a rejected request is a
     configuration or programming error, not a transient one).
 
+Concurrency
+    With ``concurrency=N`` (N > 1) the chunks of one :meth:`BulkWriter.write` call are sent
+    by up to N threads at once, each chunk with its own 429/503 and write-block retries;
+    the outcomes are the same as when sent one by one: one per action, in input order,
+    whatever order the chunks were answered in. A call whose actions fit in one chunk,
+    or that holds two actions on the same document (same index, id and routing: their
+    order matters), is sent one chunk at a time as with N = 1. When a request is rejected
+    (:class:`BulkRequestError`), no further chunk is started, the chunks already in
+    flight are waited for, and the error's ``outcomes`` include theirs. The per-call
+    ``write_block_wait`` budget is shared by the threads.
+
 What it never does
     It never drops a later chunk because an earlier one had item failures, never retries
     409 or connection failures, never re-serializes an action for a retry, never builds
@@ -61,6 +72,8 @@ What it never does
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
@@ -71,8 +84,9 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, Elasticsearch
 
 from esmapper import _json
+from esmapper._bulk_threads import check_concurrency, same_document_twice, send_concurrently
 from esmapper._limits import current as current_limits
-from esmapper.errors import BulkItemFailure, DocumentError
+from esmapper.errors import BulkItemFailure, BulkRequestError
 
 __all__ = [
     "BulkAction",
@@ -190,31 +204,21 @@ class BulkStats:
     bytes_sent: int = 0
     chunks: int = 0
     backoffs: list[float] = attrs.Factory(list)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False, eq=False)
 
+    def count_request(self, size: int, retried_items: int) -> None:
+        """Count one request of ``size`` bytes (a retry when ``retried_items``)."""
+        with self._lock:
+            self.requests += 1
+            self.bytes_sent += size
+            if retried_items:
+                self.retries += 1
+                self.retried_items += retried_items
 
-class BulkRequestError(DocumentError):
-    """A whole ``_bulk`` request was rejected (a status other than 429/503) or garbled.
-
-    ``status`` is the HTTP status (0 when the response was unusable), ``ids`` the ids of
-    the rejected request's actions. ``outcomes`` holds every outcome known when the error
-    was raised, in input order (the earlier chunks, plus items of the current chunk that
-    were answered before a retry of the others was rejected): process them like any other
-    write's outcomes. Actions without an outcome were not applied, except that with
-    ``status`` 0 (a response with the wrong number of items) the rejected request's
-    actions may have been.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int,
-        outcomes: Sequence[BulkOutcome] = (),
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(message, **kwargs)
-        self.status = status
-        self.outcomes = list(outcomes)
+    def count_backoff(self, delay: float) -> None:
+        """Record one backoff sleep."""
+        with self._lock:
+            self.backoffs.append(delay)
 
 
 #: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain
@@ -376,7 +380,9 @@ class BulkWriter:
     ``chunk_size`` and ``max_bytes`` bound each request; ``max_retries``,
     ``initial_backoff`` and ``max_backoff`` shape the 429/503 retries; ``write_block_wait``
     is how many seconds of backoff one :meth:`write` spends on items refused by a write
-    block (0: none); ``sleep`` is called with each backoff in seconds (inject a recorder in
+    block (0: none); ``concurrency`` is how many chunks of one :meth:`write` may be in
+    flight at once (1, the default: one after the other; see the module docstring);
+    ``sleep`` is called with each backoff in seconds (inject a recorder in
     tests). A writer holds no per-call
     state except :attr:`last_stats`, so one writer can serve several threads (``last_stats``
     is then the stats of whichever call finished last).
@@ -392,6 +398,7 @@ class BulkWriter:
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
         write_block_wait: float = 30.0,
+        concurrency: int = 1,
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         if chunk_size < 1:
@@ -404,6 +411,7 @@ class BulkWriter:
             raise ValueError("backoff times must be >= 0")
         if not write_block_wait >= 0:
             raise ValueError("write_block_wait must be >= 0 seconds")
+        self.concurrency = check_concurrency(concurrency)
         self.client = client
         # The writer owns the retry policy: no blind resend of a bulk body by the transport.
         self._client = client.options(max_retries=0, retry_on_status=())
@@ -456,18 +464,28 @@ class BulkWriter:
         try:
             chunks = _chunks(blobs, self.chunk_size, self.max_bytes)
             stats.chunks = len(chunks)
-            for chunk in chunks:
-                self._send_chunk(
-                    chunk,
-                    actions,
-                    blobs,
-                    outcomes,
-                    params=params,
-                    stats=stats,
-                    client=client,
-                    max_retries=max_retries,
-                    blocked=blocked,
-                )
+            send = functools.partial(
+                self._send_chunk,
+                actions=actions,
+                blobs=blobs,
+                outcomes=outcomes,
+                params=params,
+                stats=stats,
+                client=client,
+                max_retries=max_retries,
+                blocked=blocked,
+            )
+            threads = min(self.concurrency, len(chunks))
+            if threads > 1 and not same_document_twice(actions):
+                try:
+                    send_concurrently(chunks, send, threads)
+                except BulkRequestError as e:
+                    # the chunks that were in flight with the rejected one are answered
+                    e.outcomes = [o for o in outcomes if o is not None]
+                    raise
+            else:
+                for chunk in chunks:
+                    send(chunk)
         finally:
             self.last_stats = stats
         return [o for o in outcomes if o is not None]
@@ -475,10 +493,10 @@ class BulkWriter:
     def _send_chunk(
         self,
         chunk: list[int],
+        *,
         actions: list[BulkAction],
         blobs: list[bytes],
         outcomes: list[BulkOutcome | None],
-        *,
         params: Mapping[str, str],
         stats: BulkStats,
         client: Elasticsearch,
@@ -491,11 +509,7 @@ class BulkWriter:
         attempt = 0
         while True:
             body = b"".join([blobs[i] for i in pending])
-            stats.requests += 1
-            stats.bytes_sent += len(body)
-            if attempt:
-                stats.retries += 1
-                stats.retried_items += len(pending)
+            stats.count_request(len(body), len(pending) if attempt else 0)
             try:
                 resp = client.perform_request(
                     "POST",
@@ -585,14 +599,14 @@ class BulkWriter:
             else:
                 delay = min(blocked.left, max(MIN_BLOCK_BACKOFF, self.backoff(blocked.rounds)))
             if waiting:
-                blocked.spend(delay)
-            stats.backoffs.append(delay)
+                delay = blocked.spend(delay)
+            stats.count_backoff(delay)
             self.sleep(delay)
             pending = retry
 
     def _backoff(self, attempt: int, stats: BulkStats) -> int:
         delay = self.backoff(attempt)
-        stats.backoffs.append(delay)
+        stats.count_backoff(delay)
         self.sleep(delay)
         return attempt + 1
 
@@ -600,17 +614,23 @@ class BulkWriter:
 class _BlockWait:
     """What is left of one :meth:`BulkWriter.write` call's ``write_block_wait``."""
 
-    __slots__ = ("left", "rounds")
+    __slots__ = ("_lock", "left", "rounds")
 
     def __init__(self, seconds: float) -> None:
         self.left = seconds
         self.rounds = 0
+        self._lock = threading.Lock()
 
-    def spend(self, delay: float) -> None:
-        self.left = max(0.0, self.left - delay)
-        if self.left < 1e-6:  # rounding: nothing meaningful left to wait
-            self.left = 0.0
-        self.rounds += 1
+    def spend(self, delay: float) -> float:
+        """Take ``delay`` seconds (at most what is left) off the budget; returns what was
+        taken. Safe to call from several threads."""
+        with self._lock:
+            delay = min(delay, self.left)
+            self.left = max(0.0, self.left - delay)
+            if self.left < 1e-6:  # rounding: nothing meaningful left to wait
+                self.left = 0.0
+            self.rounds += 1
+            return delay
 
 
 def _write_blocked(result: Mapping[str, Any]) -> bool:

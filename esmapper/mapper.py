@@ -103,7 +103,14 @@ class Mapper:
     items refused by an index write block (a reindex blocks the old index from its final
     catch-up until the alias swap; they were not applied) are resent with the same backoff
     until that much waiting is spent in one write call; ``0`` fails them at once (403
-    ``cluster_block_exception``). ``clock`` returns the aware UTC "now"
+    ``cluster_block_exception``). ``bulk_concurrency`` (default 1: one after the other)
+    is how many ``_bulk`` requests of one write may be in flight at once, from that many
+    threads: an opt-in for large writes (``add``/``save``/``remove`` of many documents, a
+    session flush, patches) against a cluster with spare capacity, with the same
+    per-item outcomes, retries, signals and cache invalidation as one at a time (writes
+    that name one document twice are still sent in order; see :mod:`esmapper.bulk`).
+    Keep it at most the client's ``connections_per_node`` (10 by default).
+    ``clock`` returns the aware UTC "now"
     used for dates (inject it in tests). ``pause_gc=True`` lets write batches, search pages
     and ``get_many`` switch Python's cyclic garbage collector off while they run (process
     wide; see :mod:`esmapper._gcpause`): for batch jobs and bulk loads, not servers.
@@ -131,6 +138,7 @@ class Mapper:
         max_backoff: float = 30.0,
         pause_gc: bool = False,
         write_block_wait: float = 30.0,
+        bulk_concurrency: int = 1,
         clock: Callable[[], _dt.datetime] = _utcnow,
         sleep: Callable[[float], object] | None = None,
         cache: CacheClient | bool | None = None,
@@ -157,6 +165,7 @@ class Mapper:
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
             write_block_wait=write_block_wait,
+            concurrency=bulk_concurrency,
             **writer_options,
         )
         self.migrations = list(migrations)

@@ -62,6 +62,9 @@ _MAX_POLL_ERRORS: Final = 6
 _DEFAULT_BATCH: Final = 1000  # Elasticsearch's source.size when none is given
 _MIN_STALL: Final = 600.0  # seconds: FEATURES IM-16
 _ATTEMPTS: Final = 2  # a write whose outcome is unknown and not applied is sent once more
+#: seconds before the first poll of a task, doubled up to ``poll_interval``: a short pass
+#: (a catch-up that finds little) ends without waiting a whole interval
+_FIRST_POLL: Final = 0.1
 
 
 @attrs.frozen(slots=True)
@@ -218,10 +221,13 @@ def run_pass(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> PassOutcome:
     """Run ``POST /_reindex`` with ``body`` (``source``, ``dest``, optional ``script``),
-    ``conflicts=proceed`` and ``throttle`` (:meth:`Throttle.apply`).
+    ``conflicts=proceed``, ``slices=auto`` (one slice per shard of the source, run in
+    parallel by the server; the task's status and the answer sum them) and ``throttle``
+    (:meth:`Throttle.apply`; ``requests_per_second`` is shared by the slices).
 
     Where the server tracks tasks (:func:`has_tasks`): ``wait_for_completion=false``, then
-    ``GET /_tasks/<id>`` every ``poll_interval`` seconds, calling ``progress(done, total)``
+    ``GET /_tasks/<id>`` after 0.1 s, then at intervals doubling up to ``poll_interval``
+    seconds, calling ``progress(done, total)``
     each time; transport errors while polling are retried with backoff (1 s doubling,
     capped at 30 s), up to 6 in a row, then raised; a task whose processed count does not
     move for ``throttle.stall_seconds`` is cancelled and :class:`PassStalled` raised (a
@@ -235,7 +241,7 @@ def run_pass(
     (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
     run once more, synchronously; a second unknown outcome is raised.
     """
-    request = {**throttle.apply(body), "conflicts": "proceed"}
+    request = {**throttle.apply(body), "conflicts": "proceed", "slices": "auto"}
     single = once(client)
     if has_tasks(client, body):
         try:
@@ -336,6 +342,7 @@ def _poll(
     Raises :class:`PassStalled` (after cancelling the task) when ``stall`` says so."""
     errors = 0
     first = True
+    wait = min(poll_interval, _FIRST_POLL)
     while True:
         try:
             with warnings.catch_warnings():  # the tasks API is "technical preview"
@@ -364,7 +371,8 @@ def _poll(
             return _outcome(status.get("response", {}))
         if stall.seen(task, done, total):
             raise PassStalled(task, done, total, stall.limit, _cancel(client, task))
-        sleep(poll_interval)
+        sleep(wait)
+        wait = min(poll_interval, wait * 2)
 
 
 def _ids(client: Elasticsearch, index: str) -> Iterator[str]:

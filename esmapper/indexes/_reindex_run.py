@@ -218,20 +218,25 @@ class Run:
             return None
         return {"range": {"updated_utc": {"gte": format_datetime(start)}}}
 
-    def reconcile(self) -> int:
+    def reconcile(self) -> tuple[int, int, int]:
         """Under the block, after the final pass: delete from ``new`` what ``old`` no longer
-        has; how many. Skipped (0) when the counts show there is nothing to delete: without a
-        script and without dates the final pass copied every document of ``old``, so ``new``
-        holds them all and equal counts mean no extra (with dates, or a script that may drop
-        documents, the counts prove nothing and the ids are compared)."""
+        has; returns ``(removed, old count, new count)``. Skipped (nothing removed) when the
+        counts show there is nothing to delete: without a script every document of ``old``
+        is in ``new`` (without dates the final pass copied them all; with dates the copy
+        took every document that existed when it started and the catch-up passes every one
+        written since, by its ``updated_utc``, which the run relies on anyway), so equal
+        counts mean no extra. A script may drop documents: then the ids are always
+        compared (an id scroll of both indexes)."""
         client, old, new = self.client, self.old, self.new
-        client.indices.refresh(index=[old, new])
-        provable = self.script is None and not self.spec.info.has_dates
-        if provable and count(client, old) == count(client, new):
-            return 0
+        # ``old`` is write-blocked and was refreshed before the final pass: only the copies
+        # into ``new`` may not be visible yet
+        client.indices.refresh(index=new)
+        old_count, new_count = count(client, old), count(client, new)
+        if self.script is None and old_count == new_count:
+            return 0, old_count, new_count
         removed = delete_extras(client, old, new)
         client.indices.refresh(index=new)
-        return removed
+        return removed, old_count, count(client, new)
 
 
 def _still_ours(lock: Lock, exc: BaseException) -> bool:
@@ -284,9 +289,8 @@ def run_phases(
         run.report("verify")
         # Always (a script may drop documents): a document deleted from the old index after
         # it was copied must not come back in the new one.
-        run.update(removed=run.reconcile())
-        old_count, new_count = count(client, old), count(client, new)
-        run.update(old_count=old_count, new_count=new_count)
+        removed, old_count, new_count = run.reconcile()
+        run.update(removed=removed, old_count=old_count, new_count=new_count)
         run.report("verify", 1, 1, f"Old Docs: {old_count:,} New Docs: {new_count:,}")
         keep = _keep_reason(delete_old, old_count, new_count, new)
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known

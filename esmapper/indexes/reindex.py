@@ -31,9 +31,10 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 5. **verify**: refresh both indexes and reconcile ids (every id the write-blocked old
    index no longer has is deleted from the new one: an id scroll of both, ``_bulk``
    deletes), so a document deleted during the run never comes back. Skipped when the
-   counts prove there is nothing to delete: a model without dates and without a script
-   had every document copied by the final pass, so equal counts mean no extra. Then
-   count both.
+   counts prove there is nothing to delete: without a script every document of the old
+   index is in the new one (without dates the final pass copied them all; with dates the
+   copy and the catch-ups took them, by ``updated_utc``), so equal counts mean no extra.
+   A script may drop documents: then the ids are always compared.
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
@@ -64,8 +65,9 @@ Blocking the old index before the last pass (instead of catching up after the sw
 reference implementation does) means no write made during the run can be lost or reverted
 by a late copy, and reads never see the new index missing recent writes. The price is the
 blocked window: the final pass (for ``HasDates`` models only what changed since the
-catch-up; without dates a pass over every document), the id reconciliation, two counts,
-the marker and the swap. Give large models ``HasDates`` to keep it short.
+catch-up; without dates a pass over every document), two counts (and the id reconciliation
+when the counts differ or a script ran), the marker and the swap. Give large models
+``HasDates`` to keep it short.
 
 Throttling (FEATURES IM-15/IM-16): ``batch_size`` and ``requests_per_second`` go into
 every pass; a polled pass without progress for ``stall_timeout`` is cancelled and fails the
@@ -105,7 +107,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
-from esmapper.indexes.configure import index_state
+from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, LockProvider
@@ -271,43 +273,56 @@ def reindex_outdated(
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
     lock_wait: _dt.timedelta = LOCK_WAIT,
+    lock_ttl: _dt.timedelta = LOCK_TTL,
     batch_size: int | None = None,
     requests_per_second: float | None = None,
     stall_timeout: _dt.timedelta | None = None,
+    starting: Callable[[type, IndexSpec, str | None], None] | None = None,
+    done: Callable[[type, ReindexResult], None] | None = None,
 ) -> list[ReindexResult]:
-    """Reindex, one after the other, every ``versioned`` model (of ``models``, default all
-    registered) whose alias points at an older version, and every time-series model with a
-    live partition at an older version (FEATURES IM-27).
+    """Reindex, one after the other, every model (of ``models``, default all registered)
+    that :func:`~esmapper.indexes.configure.is_outdated`: a ``versioned`` model whose alias
+    points at an older version, a time-series model with a live partition at an older
+    version. The migration runner reindexes through this loop too.
 
     Sends ``GET /_alias/<alias>`` per versioned model (``GET /<alias>-v*/_alias`` per
-    time-series one), then :func:`reindex` for the outdated ones (with the throttle
-    options); plain models are skipped. Raises what
-    :func:`reindex` raises (the first failure stops the run; a bad throttle value before
-    anything is sent); returns the results of the reindexed models.
+    time-series one), then :func:`reindex` for the outdated ones (with the lock and
+    throttle options); plain models are skipped. ``starting(model, spec, current)`` is
+    called before each reindex (``current``: the index the alias points at, for a
+    time-series model the lowest version's pattern ``<alias>-v<K>-*``), ``done(model,
+    result)`` after it. Raises what :func:`reindex` raises (the first failure stops the
+    run; a bad throttle value before anything is sent); returns the results of the
+    reindexed models.
     """
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     Throttle(batch_size, requests_per_second, stall)  # checked before any request
     results = []
     for model in list(models) if models is not None else mapper.models:
         spec = mapper.spec(model)
-        if spec.is_time_series:
-            if not partition_versions(mapper.client, spec, mapper.clock()).outdated:
-                continue
-        elif spec.kind != "versioned":
+        if spec.kind == "plain":
             continue
+        if spec.is_time_series:
+            lowest = partition_versions(mapper.client, spec, mapper.clock()).lowest
+            current = None if lowest is None else f"{spec.alias}-v{lowest}-*"
+            outdated = is_outdated(spec, current=None, lowest=lowest)
         else:
             current, _ = index_state(mapper.client, spec)
-            if current is None or current == spec.physical_name():
-                continue
-        results.append(
-            reindex(
-                mapper,
-                model,
-                progress=progress,
-                lock_wait=lock_wait,
-                batch_size=batch_size,
-                requests_per_second=requests_per_second,
-                stall_timeout=stall_timeout,
-            )
+            outdated = is_outdated(spec, current=current, lowest=None)
+        if not outdated:
+            continue
+        if starting is not None:
+            starting(model, spec, current)
+        result = reindex(
+            mapper,
+            model,
+            progress=progress,
+            lock_wait=lock_wait,
+            lock_ttl=lock_ttl,
+            batch_size=batch_size,
+            requests_per_second=requests_per_second,
+            stall_timeout=stall_timeout,
         )
+        if done is not None:
+            done(model, result)
+        results.append(result)
     return results

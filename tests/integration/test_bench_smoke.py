@@ -20,6 +20,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_repository.py": ["--docs", "20", "--repeat", "1", "--find", "10", "--find-repeat", "1"],
     "bench_custom_fields.py": ["--docs", "10", "--singles", "2", "--repeat", "1"],
     "bench_perf.py": ["--docs", "20", "--reads", "10", "--gets", "3", "--repeat", "1"],
+    "bench_scale.py": ["--docs", "60", "--small", "20", "--batch", "10", "--threads", "2"],
 }
 
 

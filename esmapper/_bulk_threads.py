@@ -1,0 +1,83 @@
+"""Sending the chunks of one bulk write from several threads (``bulk_concurrency``).
+
+:class:`esmapper.bulk.BulkWriter` cuts a write into chunks and, with a concurrency above
+1, hands them to :func:`send_concurrently`: that many threads each take the next chunk,
+send it (one ``POST /_bulk`` and its retries) and fill in its items' outcomes, which sit
+at disjoint positions of one list, so the outcomes come back in input order whatever
+order the chunks were answered in. Nothing here talks to Elasticsearch itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from esmapper.bulk import BulkAction
+
+__all__ = ["check_concurrency", "same_document_twice", "send_concurrently"]
+
+
+def check_concurrency(value: Any) -> int:
+    """``value`` as a number of bulk threads; anything but an int >= 1 raises
+    ``ValueError`` naming ``bulk_concurrency``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(
+            f"bulk_concurrency={value!r} must be an integer >= 1 (how many _bulk requests "
+            "of one write may be in flight at once; 1 sends them one after the other)"
+        )
+    return value
+
+
+def same_document_twice(actions: Sequence[BulkAction]) -> bool:
+    """Whether two actions name the same document (index, id, routing): then the order
+    in which they are applied matters and their chunks are sent one after the other."""
+    seen: set[tuple[str, str, str | None]] = set()
+    for a in actions:
+        if a.id is not None:
+            key = (a.index, a.id, a.routing)
+            if key in seen:
+                return True
+            seen.add(key)
+    return False
+
+
+def send_concurrently(
+    chunks: list[list[int]],
+    send: Callable[[list[int]], None],
+    threads: int,
+) -> None:
+    """Send ``chunks`` with ``send`` from ``threads`` threads (each takes the next chunk
+    when it is done with one). The first exception raised by ``send`` (a rejected
+    request) stops the start of further chunks; the chunks in flight finish, then that
+    exception is raised in the calling thread."""
+    lock = threading.Lock()
+    todo = iter(chunks)
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if errors:
+                    return
+                chunk = next(todo, None)
+            if chunk is None:
+                return
+            try:
+                send(chunk)
+            except BaseException as e:  # handed to the calling thread
+                with lock:
+                    errors.append(e)
+                return
+
+    workers = [
+        threading.Thread(target=worker, name=f"esmapper-bulk-{n}", daemon=True)
+        for n in range(threads)
+    ]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    if errors:
+        raise errors[0]
