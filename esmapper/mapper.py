@@ -465,12 +465,12 @@ class Mapper:
         assert self.documents is not None
         self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
 
-    def invalidate_ids(self, info: ModelInfo, ids: Sequence[str | None]) -> None:
+    def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
         """Remove the cached entries of ``ids``, whatever the model's cache setting: the
         cache client may be shared with mappers (or processes) that did cache them."""
         if self.documents is None:
             return
-        self.documents.invalidate(self.spec(info.cls).alias, [i for i in ids if i is not None])
+        self.documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
 
     def invalidate_model(self, info: ModelInfo) -> None:
         """Remove every cached document of ``info``'s model (a by-query write that cannot
