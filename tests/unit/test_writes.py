@@ -126,7 +126,7 @@ def test_the_steps_run_in_the_pipeline_order(
     mapper: em.Mapper, steps: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     info = mapper.repository(Person).info
-    normalize, action = type(info).normalize, _writes.document_action
+    normalize = type(info).normalize
 
     def normalizing(self: Any, doc: Any) -> None:
         steps.append(f"normalize {doc.name}")
@@ -136,18 +136,15 @@ def test_the_steps_run_in_the_pipeline_order(
         steps.append(f"check id {doc_id is not None}")
         check_id(doc_id, **kwargs)
 
-    def body(pending: PendingWrite, target: str, options: Options) -> BulkAction:
-        steps.append(f"body {pending.doc.name} -> {target}")
-        return action(pending, target, options)
-
     monkeypatch.setattr(type(info), "normalize", normalizing)
     monkeypatch.setattr("esmapper._writes.check_id", checking)
-    monkeypatch.setattr(_writes, "document_action", body)
 
     def hear(name: str) -> Callable[..., None]:
         def receiver(sender: type, documents: Sequence[Any], **kwargs: Any) -> None:
             doc = documents[0].value
             steps.append(f"{name} id={doc.id is not None} version={doc.version}")
+            if name == "changing":
+                doc.name = "ada lovelace"  # the last change before the body is built
 
         return receiver
 
@@ -163,13 +160,15 @@ def test_the_steps_run_in_the_pipeline_order(
         confirmed = write(mapper, "add", doc)
 
     assert [p.doc for p in confirmed] == [doc]
+    [(actions, _)] = writer(mapper).calls
+    assert actions[0].index == "unit_people"  # the alias, whose index was ensured
+    assert actions[0].body is not None and actions[0].body["name"] == "ada lovelace"
     assert steps == [
         "adding id=True version=None",  # ids and dates come first: receivers see them
         "normalize ada",
         "validate ada",
         "check id True",
         "changing id=True version=None",
-        "body ada -> unit_people",
         f"send create:{doc.id}",
         "added id=True version=1:7",  # settled (version written back) before "-ed"
         "changed id=True version=1:7",

@@ -97,8 +97,8 @@ def test_redis_killed_and_restarted_under_load(
 
     # pacing on what the processes did, not on time: Redis goes down once both write, and
     # comes back once writes went on while it was down
-    start = stored()
-    assert wait_for(lambda: writes_since(start) >= 2), "the processes never wrote"
+    running = stored()
+    assert wait_for(lambda: writes_since(running) >= 2), "the processes never wrote"
     redis_server.kill()
     down = stored()
     assert wait_for(lambda: writes_since(down) >= 2), "no write while Redis was down"
