@@ -30,21 +30,6 @@ def index(index_prefix: str) -> str:
     return f"{index_prefix}bulkthreads"
 
 
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
-
-
-@pytest.fixture
-def proxy_client(proxy: FaultProxy) -> Iterator[Elasticsearch]:
-    client = Elasticsearch(proxy.url, request_timeout=30)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
 def _writer(client: Elasticsearch, **kwargs: Any) -> BulkWriter:
     return BulkWriter(client, sleep=lambda _s: None, **kwargs)
 

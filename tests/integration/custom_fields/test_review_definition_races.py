@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
 #: what the hook type runs once, in the middle of a write (after the mapping was read)
 _hooks: list[Callable[[], object]] = []
@@ -42,10 +43,8 @@ class Racer(em.Document, em.Versioned, em.HasCustomFields):
 
 
 @pytest.fixture
-def rmapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Racer], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def rmapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Racer, configure=True)
     _hooks.clear()
 
 

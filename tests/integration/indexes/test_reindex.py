@@ -13,8 +13,8 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.indexes import ReindexError, ReindexProgress, reindex, reindex_outdated
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import ItemV1, ItemV2, ItemV2Broken, ItemV2Scripted, PlainV1, PlainV2
 
 

@@ -18,8 +18,8 @@ from esmapper.indexes import (
     partitions_for_range,
 )
 from esmapper.indexes.reads import get_document, locate_documents, search_documents
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import DailyLog, DailyLogV2, Event, MonthlyAudit
 
 UTC = dt.timezone.utc

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
 
 import pytest
 from elasticsearch import ApiError, Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import Event
 
 UTC = dt.timezone.utc
@@ -40,12 +39,6 @@ class Reading(em.Document):
     sensor: str = em.field(em.Keyword(), default="")
     seq: int = em.field(em.Integer(), default=0)
     taken: dt.datetime | None = None
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _stored(client: Elasticsearch, alias: str, id: str) -> list[str]:

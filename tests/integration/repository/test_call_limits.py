@@ -15,7 +15,7 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
-from tests.integration.indexes.conftest import FakeClock
+from tests.integration.conftest import FakeClock
 from tests.integration.indexes.models import DailyLog, ItemV1
 
 NOW = _dt.datetime(2026, 3, 10, 12, 30, tzinfo=_dt.timezone.utc)
@@ -27,12 +27,6 @@ class Note(em.Document, em.Versioned):
 
     text: str = ""
     n: int = 0
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url) as p:
-        yield p
 
 
 @pytest.fixture

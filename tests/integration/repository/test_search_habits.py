@@ -14,6 +14,7 @@ from elasticsearch.dsl import A
 
 import esmapper as em
 from esmapper import signals
+from tests.integration.conftest import MakeMapper
 
 from .models import Employee
 
@@ -38,10 +39,8 @@ FRUIT = [
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Employee, Plain], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Employee, Plain, configure=True)
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import signals
 from esmapper.patches import Patch
+from tests.integration.conftest import MakeMapper
 
 #: ``ESMAPPER_RACE_SEED`` / ``_UNITS`` / ``_ROUNDS`` / ``_WORKERS`` scale it for soak runs
 SEED = int(os.environ.get("ESMAPPER_RACE_SEED", "11"))
@@ -92,10 +93,8 @@ def model(request: pytest.FixtureRequest) -> type[Any]:
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str, model: type[Any]) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[model], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper, model: type[Any]) -> em.Mapper:
+    return make_mapper(model, configure=True)
 
 
 class Race:
