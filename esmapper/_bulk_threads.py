@@ -51,15 +51,20 @@ def send_concurrently(
     """Send ``chunks`` with ``send`` from ``threads`` threads (each takes the next chunk
     when it is done with one). The first exception raised by ``send`` (a rejected
     request) stops the start of further chunks; the chunks in flight finish, then that
-    exception is raised in the calling thread."""
+    exception is raised in the calling thread. An exception raised in the calling thread
+    while it waits (``KeyboardInterrupt``, a signal handler's) does the same: no chunk
+    starts after it, and it is raised once the chunks in flight are answered, so that
+    nothing of this write reaches the server after the caller was told it stopped (and
+    its cache invalidation runs after the last request)."""
     lock = threading.Lock()
     todo = iter(chunks)
     errors: list[BaseException] = []
+    stopped = False
 
     def worker() -> None:
         while True:
             with lock:
-                if errors:
+                if errors or stopped:
                     return
                 chunk = next(todo, None)
             if chunk is None:
@@ -77,7 +82,14 @@ def send_concurrently(
     ]
     for t in workers:
         t.start()
-    for t in workers:
-        t.join()
+    try:
+        for t in workers:
+            t.join()
+    except BaseException:
+        with lock:
+            stopped = True  # interrupted: start no further chunk
+        for t in workers:
+            t.join()  # the requests in flight finish (a second interrupt is not waited on)
+        raise
     if errors:
         raise errors[0]
