@@ -178,3 +178,59 @@ def test_a_session_flush_through_threads_with_lost_answers_settles_each_item_onc
             assert cached.version == doc.version
         else:
             assert cached is None
+
+
+def test_remove_then_add_of_one_id_in_a_flush_with_the_delete_answer_lost(
+    mapper: em.Mapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """Two writes to one id in one flush (the removal first, then the add replacing it) go
+    one chunk after the other even with threads; the delete's answer is lost after the
+    server applied it, and the add that followed succeeded: both are confirmed (the
+    create could only succeed on a removed document), nothing is resent, nothing lost."""
+    repo = mapper.repository(Box)
+    others = repo.add([Box(name=f"o{i}", qty=i) for i in range(12)], consistency="immediate")
+    old = repo.add(Box(name="old", qty=1), consistency="immediate")
+    with mapper.session(consistency="immediate") as session:
+        loaded = session.get(Box, old.id)
+        assert loaded is not None
+        session.remove(loaded)
+        for doc in session.get_many(Box, [o.id for o in others]):
+            doc.qty += 100
+        replacement = Box(id=old.id, name="new", qty=2)
+        session.add(replacement)
+        # the delete is the first item of the first chunk
+        proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)
+        session.flush()
+        assert not session.new and not session.deleted and not session.dirty
+    assert proxy.pending_faults == 0
+    stored = _stored(es_client, mapper.spec(Box).read_target)
+    assert stored[old.id]["_source"]["name"] == "new"
+    hit = stored[old.id]
+    assert replacement.version == f"{hit['_primary_term']}:{hit['_seq_no']}"
+    assert {i: h["_source"]["qty"] for i, h in stored.items() if i != old.id} == {
+        o.id: o.qty + 100 for o in others
+    }
+    cached = repo.get(old.id, cache=True)
+    assert cached is not None and cached.name == "new"
+
+
+def test_remove_by_a_handmade_object_then_add_of_its_id_never_deletes_the_replacement(
+    mapper: em.Mapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """The removal names a document this process never read (no version known): its answer
+    is lost after the server applied it, the add of the same id that followed succeeded.
+    Resending the delete on what is stored now would delete the replacement."""
+    repo = mapper.repository(Box)
+    old = repo.add(Box(name="old", qty=1), consistency="immediate")
+    with mapper.session(consistency="immediate") as session:
+        session.remove(Box(id=old.id))
+        replacement = Box(id=old.id, name="new", qty=2)
+        session.add(replacement)
+        proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)
+        session.flush()
+    assert proxy.pending_faults == 0
+    stored = _stored(es_client, mapper.spec(Box).read_target)
+    assert old.id in stored, "the replacement was deleted"
+    assert stored[old.id]["_source"]["name"] == "new"
+    hit = stored[old.id]
+    assert replacement.version == f"{hit['_primary_term']}:{hit['_seq_no']}"
