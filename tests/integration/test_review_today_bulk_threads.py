@@ -234,3 +234,39 @@ def test_remove_by_a_handmade_object_then_add_of_its_id_never_deletes_the_replac
     assert stored[old.id]["_source"]["name"] == "new"
     hit = stored[old.id]
     assert replacement.version == f"{hit['_primary_term']}:{hit['_seq_no']}"
+
+
+def test_a_rejected_chunk_beside_a_chunk_whose_answer_was_lost_confirms_exactly_what_is_stored(
+    mapper: em.Mapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """Threads send 8 chunks; one loses its answer after the server applied it, a later
+    one is rejected (400). The error is raised after the known outcomes were applied: the
+    documents confirmed (a version, one signal) are exactly the stored ones."""
+    repo = mapper.repository(Box)
+    repo.add(Box(name="first"), consistency="immediate")  # the index exists, ensured
+    added: Counter[str] = Counter()
+
+    def on_added(_sender: Any, documents: Any = None, **_: Any) -> None:
+        for d in documents:
+            added[d.value.id] += 1
+
+    boxes = [Box(name=f"b{i}", qty=i) for i in range(40)]
+    proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)
+    proxy.reply_status(400, path=r"/_bulk$", skip=2)
+    signals.documents_added.connect(on_added, sender=Box)
+    try:
+        with pytest.raises(em.errors.BulkRequestError) as info:
+            repo.add(boxes, consistency="immediate")
+    finally:
+        signals.documents_added.disconnect(on_added, sender=Box)
+    assert info.value.status == 400
+    stored = _stored(es_client, mapper.spec(Box).read_target)
+    confirmed = {b.id for b in boxes if b.version is not None}
+    written = set(stored) - {h for h, v in stored.items() if v["_source"]["name"] == "first"}
+    assert written == confirmed  # nothing stored unconfirmed, nothing confirmed unstored
+    assert 0 < len(confirmed) < 40
+    assert set(added) == confirmed and set(added.values()) == {1}
+    for b in boxes:
+        if b.id in stored:
+            hit = stored[b.id]
+            assert b.version == f"{hit['_primary_term']}:{hit['_seq_no']}"
