@@ -98,10 +98,16 @@ def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
     ``require_alias`` (set here, on the caller's actions). One spec lookup per model and
     target."""
     aliases: dict[tuple[type, str], bool] = {}
+    last: tuple[type, str] | None = None
+    flag = False
     for action in actions:
         cls = action.ref.info.cls
-        key = (cls, action.index)
-        flag = aliases.get(key)
+        if last is not None and last[0] is cls and last[1] == action.index:
+            if action.op != "delete":  # the same model and target as the previous action
+                action.require_alias = flag
+            continue
+        key = last = (cls, action.index)
+        flag = aliases.get(key)  # type: ignore[assignment]
         if flag is None:
             spec = mapper.spec(cls)
             through = spec.write_name(action.index)  # ValueError: not the model's at all
@@ -162,6 +168,12 @@ def _recreate_vanished(
 
 
 def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+    if mapper.documents is None or not actions:  # no cache client at all
+        return
+    first = actions[0].ref.info
+    if all(a.ref.info is first for a in actions):  # the common case: one model
+        mapper.invalidate_ids(first, (a.id for a in actions))
+        return
     by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
     for action in actions:
         pending: PendingWrite = action.ref
@@ -176,6 +188,8 @@ def _resolve(
 ) -> list[BulkOutcome]:
     result = list(outcomes)
     checked: set[int] = set()
+    if all(o.ok for o in result):  # the common case: every item answered and applied
+        return result
     for _round in range(_RESOLVE_ROUNDS):
         open_ = [
             i
