@@ -5,7 +5,6 @@ the test server, with FaultProxy for item 429s, rejected requests and dropped co
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import esmapper as em
 from esmapper import signals
 from esmapper.bulk import BulkAction, BulkRequestError, BulkWriter
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
 
 class Crate(em.Document, em.Versioned):
@@ -167,17 +167,10 @@ def test_a_bad_concurrency_is_refused_before_anything_is_sent(
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        es_url,
-        models=[Crate],
-        index_prefix=index_prefix,
-        bulk_chunk_size=15,
-        bulk_concurrency=3,
-        sleep=lambda _s: None,
-    ) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(
+        Crate, configure=True, bulk_chunk_size=15, bulk_concurrency=3, sleep=lambda _s: None
+    )
 
 
 def test_repository_add_and_save_through_threads_keep_versions_signals_and_conflicts(

@@ -8,7 +8,6 @@ import datetime as dt
 import signal
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -19,6 +18,7 @@ import esmapper as em
 from esmapper import signals
 from esmapper.bulk import BulkAction, BulkWriter
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
 
 class Box(em.Document, em.Versioned):
@@ -85,18 +85,16 @@ def test_an_interrupt_while_threads_send_starts_no_further_chunk(
 
 
 @pytest.fixture
-def mapper(proxy: FaultProxy, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        proxy.url,
-        models=[Box],
-        index_prefix=index_prefix,
+def mapper(make_mapper: MakeMapper, proxy: FaultProxy) -> em.Mapper:
+    return make_mapper(
+        Box,
+        url=proxy.url,
+        configure=True,
         cache=em.InMemoryCache(),
         bulk_chunk_size=5,
         bulk_concurrency=3,
         sleep=lambda _s: None,
-    ) as m:
-        m.configure_indexes()
-        yield m
+    )
 
 
 def test_a_session_flush_through_threads_with_lost_answers_settles_each_item_once(
