@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 import esmapper as em
 from tests.integration.conftest import MakeMapper
+from tests.integration.distributed.conftest import wait_leased
 
 #: what the hook type runs once, in the middle of a write (after the mapping was read)
 _hooks: list[Callable[[], object]] = []
@@ -131,9 +131,7 @@ def test_a_field_renamed_during_a_write_is_found_by_its_new_name(rmapper: em.Map
 
 def _lease(m: em.Mapper) -> None:
     link = getattr(m.cache, "link", None)
-    deadline = time.monotonic() + 20
-    while link is not None and not link.lease_valid() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert link is None or wait_leased(link)
 
 
 def test_a_slot_reused_by_another_process_during_a_write_through_redis(
