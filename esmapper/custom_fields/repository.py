@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING, Any, overload
 from elasticsearch import NotFoundError
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
+from typing_extensions import Unpack
 
+from esmapper._keywords import (
+    OptionKeywords,
+    UntenantedOptionKeywords,
+    UntenantedSearchKeywords,
+)
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields.catalog import TenantFields, model_names
@@ -59,7 +65,7 @@ from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
-from esmapper.options import Options
+from esmapper.options import Options, keywords_checked
 from esmapper.patches import Patch
 from esmapper.repository import Repository
 from esmapper.results import FindResults
@@ -257,7 +263,10 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         )
         return request
 
-    def find_by_tenant(self, tenant: str, **kwargs: Any) -> FindResults[CustomFieldDefinition]:
+    @keywords_checked
+    def find_by_tenant(
+        self, tenant: str, **kwargs: Unpack[UntenantedSearchKeywords]
+    ) -> FindResults[CustomFieldDefinition]:
         """``tenant``'s definitions (active ones unless ``soft_deletes=``), sorted by
         ``display_order`` then name, 1000 a page (``next_page()`` for more)."""
         _check_tenant(tenant)
@@ -267,6 +276,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     # -- writes ------------------------------------------------------------------------------
 
+    @keywords_checked
     def add_field(
         self,
         tenant: str,
@@ -278,7 +288,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         data: dict[str, Any] | None = None,
         process_mode: str = "on_value",
         process_order: int = 0,
-        **options: Any,
+        **options: Unpack[UntenantedOptionKeywords],
     ) -> CustomFieldDefinition:
         """Add the custom field ``name`` of type ``index_type`` for ``tenant``, in the
         lowest free slot of that type; an active field of that name and type is returned
@@ -300,13 +310,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         return self.add(definition, **options)
 
     @overload
-    def add(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    def add(
+        self, docs: CustomFieldDefinition, **options: Unpack[OptionKeywords]
+    ) -> CustomFieldDefinition: ...
     @overload
     def add(
-        self, docs: Sequence[CustomFieldDefinition], **options: Any
+        self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
+    @keywords_checked
     def add(
-        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+        self,
+        docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
+        **options: Unpack[OptionKeywords],
     ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
         """Add definitions (see the module docstring). Returns them, an already active one
         of the same name and type in place of its duplicate."""
@@ -405,13 +420,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         return result
 
     @overload
-    def save(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    def save(
+        self, docs: CustomFieldDefinition, **options: Unpack[OptionKeywords]
+    ) -> CustomFieldDefinition: ...
     @overload
     def save(
-        self, docs: Sequence[CustomFieldDefinition], **options: Any
+        self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
+    @keywords_checked
     def save(
-        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+        self,
+        docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
+        **options: Unpack[OptionKeywords],
     ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
         """Save definitions (see the module docstring): immutables checked against what is
         stored (read when the definition was not loaded), names kept unique under the
@@ -497,7 +517,12 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 )
             active[item.name.lower()] = item.id
 
-    def remove(self, docs: Any, **options: Any) -> None:
+    @keywords_checked
+    def remove(
+        self,
+        docs: CustomFieldDefinition | str | Iterable[CustomFieldDefinition | str],
+        **options: Unpack[OptionKeywords],
+    ) -> None:
         """Hard-delete definitions (documents or ids): their names and slots are free.
 
         A freed slot is reused by the tenant's next field of that type, so its values are
@@ -565,13 +590,16 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         )
         return updated
 
-    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+    @keywords_checked
+    def remove_all(
+        self, filter: str | Query | None = None, **options: Unpack[OptionKeywords]
+    ) -> int:
         """Hard-delete the matching definitions of the entity type (the soft-delete mode
         applies to matching), as :meth:`remove` does (their slots cleared from the
         documents first); returns how many."""
-        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
+        soft_deletes = options.pop("soft_deletes", None)
         found: list[CustomFieldDefinition] = []
-        self.batch_process(filter, found.extend, batch_size=_PAGE, **read)
+        self.batch_process(filter, found.extend, batch_size=_PAGE, soft_deletes=soft_deletes)
         try:
             if found:
                 self.remove(found, **options)
@@ -579,7 +607,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             self.invalidate()
         return len(found)
 
-    def remove_by_tenant(self, tenant: str, **options: Any) -> int:
+    @keywords_checked
+    def remove_by_tenant(self, tenant: str, **options: Unpack[UntenantedOptionKeywords]) -> int:
         """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
         offboarding: every name and slot is free, the slots cleared from the tenant's
         documents first); returns how many."""
@@ -587,7 +616,10 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         options.setdefault("soft_deletes", "all")
         return self.remove_all(Q("term", tenant_key=tenant), **options)
 
-    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+    @keywords_checked
+    def patch(
+        self, ids: str | Iterable[str], patch: Patch, **options: Unpack[OptionKeywords]
+    ) -> None:
         """Apply ``patch`` to the definitions ``ids`` and :meth:`save` them (so immutables
         and names are checked). A ScriptPatch cannot be checked: ``TypeError``."""
         wanted = [ids] if isinstance(ids, str) else list(ids)
@@ -601,15 +633,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         if changed:
             self.save(changed, **options)
 
-    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+    @keywords_checked
+    def patch_all(
+        self, filter: str | Query | None, patch: Patch, **options: Unpack[OptionKeywords]
+    ) -> int:
         """:meth:`patch` every matching definition; returns how many changed."""
         found: list[CustomFieldDefinition] = []
 
         def collect(batch: list[CustomFieldDefinition]) -> None:
             found.extend(batch)
 
-        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
-        self.batch_process(filter, collect, **read)
+        soft_deletes = options.pop("soft_deletes", None)
+        self.batch_process(filter, collect, soft_deletes=soft_deletes)
         changed = [d for d in found if apply_patch(d, patch)]
         if changed:
             self.save(changed, **options)
