@@ -226,12 +226,23 @@ def refuse_keywords(call: str, given: Mapping[str, Any], accepted: Iterable[str]
 def keywords_checked(method: F) -> F:
     """Decorate a method that takes options as keyword arguments: a keyword it does not
     take raises the ``TypeError`` of :func:`refuse_keywords` (see also
-    :func:`esmapper._limits.limited`, which checks the same way)."""
+    :func:`esmapper._limits.limited`, which checks the same way). A method that takes
+    ``**options: Unpack[X]`` (a ``TypedDict`` of :mod:`esmapper._keywords`) takes the
+    keys of ``X``; one that takes ``**kwargs`` otherwise is not checked."""
+    from esmapper._keywords import keywords_of
+
+    parameters = inspect.signature(method).parameters.values()
     accepted = frozenset(
         p.name
-        for p in inspect.signature(method).parameters.values()
+        for p in parameters
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
     )
+    rest = [p for p in parameters if p.kind is p.VAR_KEYWORD]
+    if rest:
+        unpacked = keywords_of(rest[0].annotation, method.__globals__)
+        if not unpacked:
+            return method
+        accepted |= unpacked
 
     name = method.__name__
     if name == "__init__":  # Session(...), not __init__(...)

@@ -19,7 +19,7 @@ import pytest
 from elasticsearch import Elasticsearch, NotFoundError
 
 import esmapper as em
-from esmapper import _patching, _scan
+from esmapper import _by_query, _scan
 from esmapper.testing.faults import FaultProxy
 
 from .models import Employee
@@ -257,7 +257,7 @@ def test_shard_failures_of_a_lost_point_in_time_are_not_skipped_silently(
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_patching, "_PAGE", 5)
+    monkeypatch.setattr(_by_query, "_PAGE", 5)
 
 
 def test_patch_all_continues_in_a_new_point_in_time(
@@ -340,7 +340,7 @@ def test_a_scan_that_keeps_losing_its_point_in_time_gives_up(
 def test_a_new_point_in_time_lost_before_its_first_page_is_not_replaced(
     es_url: str, index_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_patching, "_PAGE", 5)
+    monkeypatch.setattr(_by_query, "_PAGE", 5)
     expired = {
         "error": {
             "root_cause": [{"type": "search_context_missing_exception", "reason": "gone"}],
