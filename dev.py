@@ -3,6 +3,7 @@
 
     python3 dev.py demo    # the main job: the demo (library walkthrough, CLI, web app)
     python3 dev.py test    # the whole test suite
+    python3 dev.py check   # ruff check, ruff format --check and mypy (CI runs it too)
 
 Each creates ./.venv on first use and installs the package with its test extras into it
 (again whenever setup.cfg changes), then runs inside it. Extra arguments are passed on
@@ -11,6 +12,9 @@ Each creates ./.venv on first use and installs the package with its test extras 
 ``test`` also needs a browser for the web app's browser tests: when Chromium or its driver
 is missing it installs the ``chromium`` and ``chromium-driver`` packages with apt-get (as
 root, non-interactively, saying so); without apt-get and a browser those tests are skipped.
+
+``check`` runs the linters CI gates on (ruff and mypy come with the ``dev`` extra installed
+into ./.venv); it stops at the first that fails.
 """
 
 from __future__ import annotations
@@ -84,12 +88,38 @@ def ensure_browser() -> None:
         print("warning: apt-get failed: the browser tests will be skipped", flush=True)
 
 
+#: The sources the linters check (``dev.py`` itself included).
+LINTED = ("esmapper", "tests", "bench", "examples", "dev.py")
+
+
+def checks() -> list[list[str]]:
+    """The lint commands ``check`` runs, in order (mypy's file list is in setup.cfg)."""
+    ruff = [str(PYTHON), "-m", "ruff"]
+    return [
+        [*ruff, "check", *LINTED],
+        [*ruff, "format", "--check", *LINTED],
+        [str(PYTHON), "-m", "mypy"],
+    ]
+
+
+def check() -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for command in checks():
+        print("$ " + " ".join(command[2:] if command[1] == "-m" else command), flush=True)
+        code = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
+        if code:
+            return code
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
+    if not argv or argv[0] not in ("demo", "test", "check"):
         print(__doc__)
         return 2
     ensure_venv()
     command, rest = argv[0], argv[1:]
+    if command == "check":
+        return check()
     if command == "test":
         ensure_browser()
     module = "examples.demo" if command == "demo" else "pytest"

@@ -21,12 +21,13 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
+from esmapper._cli_app import Cancelled, CliError, LockHeld, error_for, find_model, mapper_of
 from esmapper._cli_types import DURATION, POSITIVE_DURATION
 from esmapper.jobs import (
     DEFAULT_NAME,
@@ -54,22 +55,11 @@ if TYPE_CHECKING:
 __all__ = ["indexes_cleanup", "maintain", "print_health", "snapshot"]
 
 
-def _cli() -> Any:
-    from esmapper import cli
-
-    return cli
-
-
-def _mapper(ctx: click.Context) -> Mapper:
-    mapper: Mapper = _cli()._mapper(ctx)
-    return mapper
-
-
 def _message(result: JobResult, ctx: click.Context | None = None) -> str:
     """A failed result's text; an unreachable server in the CLI's words."""
     error = result.error
     if ctx is not None and isinstance(error, TransportError) and not isinstance(error, ApiError):
-        known = _cli()._error_for(error, ctx)
+        known = error_for(error, ctx)
         if known is not None:
             return f"{result.job} failed: {known.format_message()}"
     return f"{result.job} failed: {result.message}"
@@ -77,13 +67,12 @@ def _message(result: JobResult, ctx: click.Context | None = None) -> str:
 
 def _settle(result: JobResult, ctx: click.Context | None = None) -> None:
     """Raise the CLI error of a result that is not a plain success."""
-    cli = _cli()
     if result.skipped:
-        raise cli.LockHeld(result.message)
+        raise LockHeld(result.message)
     if result.is_cancelled:
-        raise cli.Cancelled(f"{result.job}: {result.message}")
+        raise Cancelled(f"{result.job}: {result.message}")
     if result.is_failed:
-        raise cli.CliError(_message(result, ctx))
+        raise CliError(_message(result, ctx))
 
 
 def _run_cancellable(job: Job) -> JobResult:
@@ -161,7 +150,7 @@ def maintain(
     Ctrl-C (the run in progress finishes first)."""
     if snapshot_max_age is not None and not snapshot_repository:
         raise click.UsageError("--snapshot-max-age needs --snapshot-repository")
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     jobs: list[Job] = [MaintainIndexesJob(mapper), CleanupIndexesJob(mapper, dry_run=False)]
     if snapshot_repository:
         jobs.append(SnapshotJob(mapper, snapshot_repository))
@@ -177,27 +166,26 @@ def maintain(
         max_failures=max_failures,
         on_result=lambda result: _echo_result(result, warn=loop),
     )
-    cli = _cli()
     if not loop:
         outcome = runner.run_once()
         if outcome.failed:
             more = len(outcome.failed) - 1
             also = f" (and {more} more failed)" if more else ""
-            raise cli.CliError(_message(outcome.failed[0], ctx) + also)
+            raise CliError(_message(outcome.failed[0], ctx) + also)
         skipped = [r for r in outcome.results if r.skipped]
         if skipped:
-            raise cli.LockHeld(f"{skipped[0].job} skipped: {skipped[0].message}")
+            raise LockHeld(f"{skipped[0].job} skipped: {skipped[0].message}")
         return
     stop, cancel = threading.Event(), threading.Event()
     click.echo(f"maintain: every {format_duration(interval)} until SIGTERM or Ctrl-C", err=True)
     with stop_on_signals(stop, cancel):
         ended = runner.loop(stop, cancel)
     if ended.reason == "cancelled":
-        raise cli.Cancelled(f"maintain cancelled during run {ended.runs}")
+        raise Cancelled(f"maintain cancelled during run {ended.runs}")
     if ended.reason == "failed":
         assert ended.last is not None
         first = ended.last.failed[0]
-        raise cli.CliError(
+        raise CliError(
             f"maintain gave up after {ended.failures_in_a_row} failed runs in a row; last: "
             f"{_message(first, ctx)}"
         )
@@ -241,7 +229,7 @@ def snapshot_create(
     timeout: _dt.timedelta | None,
 ) -> None:
     """Take a snapshot and wait for it, showing the shards done (locked per repository)."""
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     targets = [i.strip() for group in indexes for i in group.split(",") if i.strip()] or None
     shown: list[tuple[int, int]] = []
 
@@ -279,7 +267,9 @@ def snapshot_cleanup(
     ctx: click.Context, *, repository: str, max_age: _dt.timedelta, keep: int, dry_run: bool
 ) -> None:
     """Delete old snapshots of R, never the newest successful one (locked per repository)."""
-    job = CleanupSnapshotsJob(_mapper(ctx), repository, max_age=max_age, keep=keep, dry_run=dry_run)
+    job = CleanupSnapshotsJob(
+        mapper_of(ctx), repository, max_age=max_age, keep=keep, dry_run=dry_run
+    )
     result = _run_cancellable(job)
     report = result.details
     if isinstance(report, SnapshotCleanupReport):
@@ -316,8 +306,8 @@ def indexes_cleanup(
     left (of every model, or of each MODEL). Without --yes: a dry run."""
     if patterns and max_age is None:
         raise click.UsageError("--pattern needs --max-age")
-    mapper = _mapper(ctx)
-    models = [_cli().find_model(mapper, n) for n in model_names] or None
+    mapper = mapper_of(ctx)
+    models = [find_model(mapper, n) for n in model_names] or None
     job = CleanupIndexesJob(mapper, models, dry_run=not yes, patterns=patterns, max_age=max_age)
     result = _run_cancellable(job)
     _settle(result, ctx)
@@ -351,5 +341,5 @@ def print_health(mapper: Mapper) -> HealthReport:
     if not report.ok:
         count = len(report.attention)
         first = report.attention[0]
-        raise _cli().CliError(f"{count} issue(s) need attention; first: {first}")
+        raise CliError(f"{count} issue(s) need attention; first: {first}")
     return report

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from esmapper._cli_types import Rate, Seconds
+from esmapper.indexes._reindex_run import ReindexProgress
 
 __all__ = ["ReindexBars", "throttle", "throttle_options"]
 
@@ -25,8 +26,8 @@ class ReindexBars:
         self.alias: str | None = None
         self.closer: ExitStack | None = None
 
-    def __call__(self, p: Any) -> None:
-        alias = str(getattr(p, "alias", "") or "")
+    def __call__(self, p: ReindexProgress) -> None:
+        alias = p.alias
         if self.bar is not None and alias != self.alias:
             self.close()
         if self.bar is None:
@@ -35,11 +36,8 @@ class ReindexBars:
             bar = click.progressbar(length=100, label=self.label(alias))
             self.bar = self.closer.enter_context(bar)
         bar = self.bar
-        percent = getattr(p, "percent", None)
-        if percent is None:
-            percent = 100 * int(p.done) // int(p.total) if int(p.total) else bar.pos
-        if int(percent) > bar.pos:
-            bar.update(min(int(percent), 100) - bar.pos)
+        if p.percent > bar.pos:
+            bar.update(min(p.percent, 100) - bar.pos)
 
     def close(self) -> None:
         if self.closer is not None:

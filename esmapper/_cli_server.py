@@ -10,7 +10,7 @@ from types import FrameType
 
 import click
 
-from esmapper.testing.base import ServerStartError
+from esmapper.errors import ServerStartError
 
 __all__ = ["server"]
 

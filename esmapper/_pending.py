@@ -1,17 +1,52 @@
-"""One write of the pipeline (:class:`PendingWrite`) and the version format it carries."""
+"""One write of the pipeline (:class:`PendingWrite`), the vocabulary of write kinds
+(:data:`WriteKind`, :data:`KINDS`) and the version format a write carries.
+
+A write is named by what the caller asked for: ``add``, ``save``, ``remove`` (the
+``Repository``/``Session`` methods) or ``patch``. That word is the only one the pipeline
+uses; :data:`KINDS` says, in one table, which :class:`~esmapper.signals.ChangeType` each
+kind publishes and which signals it fires. Elasticsearch's bulk operations (``create``,
+``index``, ``update``, ``delete``) appear only where the bulk action is built
+(:func:`esmapper._bodies.document_action`) and where the server's answer is read.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
+from esmapper import signals
 from esmapper.errors import DocumentValidationError
+from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
-__all__ = ["PendingWrite", "split_version"]
+__all__ = ["KINDS", "KindWords", "PendingWrite", "WriteKind", "split_version"]
+
+WriteKind = Literal["add", "save", "remove", "patch"]
+"""What a write does, in the words of the API (see the module docstring)."""
+
+
+@attrs.frozen(slots=True)
+class KindWords:
+    """What one write kind is called elsewhere: the ``change_type`` it publishes (a
+    ``save`` of a soft-deleted document publishes ``REMOVED``: see ``_writes``), the
+    ``before`` ("-ing") and ``after`` ("-ed") signals (``None``: the kind fires none)."""
+
+    change_type: ChangeType
+    before: signals.Signal | None
+    after: signals.Signal | None
+
+
+#: The one translation table of write kinds.
+KINDS: Final[Mapping[WriteKind, KindWords]] = {
+    "add": KindWords(ChangeType.ADDED, signals.documents_adding, signals.documents_added),
+    "save": KindWords(ChangeType.SAVED, signals.documents_saving, signals.documents_saved),
+    "remove": KindWords(ChangeType.REMOVED, signals.documents_removing, signals.documents_removed),
+    "patch": KindWords(ChangeType.SAVED, None, None),
+}
 
 #: Fields the pipeline sets hold values it made itself: they skip conversion and tracking.
 _set = object.__setattr__
@@ -19,14 +54,14 @@ _set = object.__setattr__
 
 @attrs.define(slots=True)
 class PendingWrite:
-    """One write: ``kind`` is ``add``, ``save``, ``remove`` or ``patch``.
+    """One write: ``kind`` is ``add``, ``save``, ``remove`` or ``patch`` (:data:`WriteKind`).
 
     ``doc`` is the caller's document (``None`` for a patch by id that loaded nothing),
     ``id`` the document id for writes without a document. ``conditional`` is false for
     a removal by id (``remove("id")`` deletes whatever is stored).
     """
 
-    kind: str
+    kind: WriteKind
     doc: Any
     info: ModelInfo
     id: str | None = None

@@ -33,8 +33,8 @@ from esmapper._pit import (
     release,
 )
 from esmapper.custom_fields.search import (
-    check_tenant_aggregations,
     logical_highlight,
+    tenant_aggregations,
     tenant_clause,
     tenant_source_fields,
     tenant_view,
@@ -160,8 +160,9 @@ class SearchRequest:
             )
         self.query = compiled.query
         self.sort = compile_sort(sort, catalog)
-        self.aggs = compile_aggregations(aggregations, catalog)
-        check_tenant_aggregations(options.tenant, self.aggs)
+        self.aggs = tenant_aggregations(
+            info, catalog, options.tenant, compile_aggregations(aggregations, catalog)
+        )
         self.highlight = compile_highlight(highlight, catalog)
         self.catalog = catalog  # hits name highlighted slots by their custom field
         self.limit = DEFAULT_LIMIT if limit is None else limit

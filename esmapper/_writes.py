@@ -61,9 +61,10 @@ from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
 from esmapper._outcomes import UNKNOWN, send
-from esmapper._pending import PendingWrite, split_version
+from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.custom_fields._access import check_tenant_pendings
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
@@ -101,24 +102,12 @@ __all__ = [
 
 log = logging.getLogger("esmapper.writes")
 
-_BEFORE = {
-    "add": signals.documents_adding,
-    "save": signals.documents_saving,
-    "remove": signals.documents_removing,
-}
-_AFTER = {
-    "add": signals.documents_added,
-    "save": signals.documents_saved,
-    "remove": signals.documents_removed,
-}
 #: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
 
 #: How far in the future a supplied created_utc may lie before it counts as invalid.
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
-
-_CHANGE = {"add": ChangeType.ADDED, "save": ChangeType.SAVED, "remove": ChangeType.REMOVED}
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -225,14 +214,11 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
-    kind = pending.kind
-    if kind == "add":
-        return ChangeType.ADDED
-    if kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
         original = pending.original_source
         if original is not None and not original.get("is_deleted"):
             return ChangeType.REMOVED
-    return _CHANGE[pending.kind]
+    return KINDS[pending.kind].change_type
 
 
 def publish_changes(
@@ -356,6 +342,7 @@ def write_documents(
     """
     if not pendings:
         return []
+    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 
@@ -377,7 +364,8 @@ def _write_documents(
         raise
     written: set[int] = set()
     succeeded: Callable[[PendingWrite], None] | None = on_success
-    if definitions.groups:  # definitions to save: only for the documents written
+    # definitions to save, custom-field documents to recheck: only the documents written
+    if definitions.groups or definitions.computed:
 
         def succeeded(pending: PendingWrite) -> None:
             written.add(id(pending.doc))
@@ -393,8 +381,8 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        if definitions.groups:
-            definitions.save(written)
+        if definitions.groups or definitions.computed:
+            definitions.save(written, refresh=refresh_param(options.consistency))
 
 
 def _before_write(
@@ -402,11 +390,11 @@ def _before_write(
 ) -> tuple[list[BulkAction], DefinitionSaves]:
     """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions and
     the custom-field definitions to save after the write."""
-    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
     for pending in pendings:
         groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
     for (cls, kind), group in groups.items():
-        _fire(_BEFORE[kind], cls, group, change_type=_CHANGE[kind], options=options)
+        _fire(KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options)
     for pending in pendings:  # items mutated in place are checked like assignments
         if pending.kind != "remove":
             pending.info.normalize(pending.doc)
@@ -419,7 +407,8 @@ def _before_write(
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
-        _fire(signals.documents_changing, cls, group, change_type=_CHANGE[kind], options=options)
+        change = KINDS[kind].change_type
+        _fire(signals.documents_changing, cls, group, change_type=change, options=options)
 
     actions = [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
     return actions, definitions
@@ -487,7 +476,7 @@ def settle(
         else:
             failed.append(outcome)
     mapper.track_soft_deletes(confirmed)
-    groups: dict[tuple[type, str], list[PendingWrite]] = {}
+    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
     if on_success is not None:
         for pending in confirmed:
             on_success(pending)
@@ -499,10 +488,9 @@ def settle(
         else:
             group.append(pending)
     for (cls, kind), group in groups.items():
-        _fire_after(_AFTER[kind], cls, group, change_type=_CHANGE[kind], options=options)
-        _fire_after(
-            signals.documents_changed, cls, group, change_type=_CHANGE[kind], options=options
-        )
+        change = KINDS[kind].change_type
+        _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
+        _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
         if publishes.get(cls):
             publish_changes(
                 mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options

@@ -86,7 +86,7 @@ from elasticsearch import ApiError, Elasticsearch
 from esmapper import _json
 from esmapper._bulk_threads import check_concurrency, same_document_twice, send_concurrently
 from esmapper._limits import current as current_limits
-from esmapper.errors import BulkItemFailure, DocumentError
+from esmapper.errors import BulkItemFailure, BulkRequestError
 
 __all__ = [
     "BulkAction",
@@ -219,31 +219,6 @@ class BulkStats:
         """Record one backoff sleep."""
         with self._lock:
             self.backoffs.append(delay)
-
-
-class BulkRequestError(DocumentError):
-    """A whole ``_bulk`` request was rejected (a status other than 429/503) or garbled.
-
-    ``status`` is the HTTP status (0 when the response was unusable), ``ids`` the ids of
-    the rejected request's actions. ``outcomes`` holds every outcome known when the error
-    was raised, in input order (the earlier chunks, plus items of the current chunk that
-    were answered before a retry of the others was rejected): process them like any other
-    write's outcomes. Actions without an outcome were not applied, except that with
-    ``status`` 0 (a response with the wrong number of items) the rejected request's
-    actions may have been.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int,
-        outcomes: Sequence[BulkOutcome] = (),
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(message, **kwargs)
-        self.status = status
-        self.outcomes = list(outcomes)
 
 
 #: ``{"<op>":{"_index":"<index>","_id":`` per (op, index): the action line of a plain

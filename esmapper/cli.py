@@ -29,78 +29,46 @@ traceback); ``-vv``: DEBUG, every request sent.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
-import re
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
-from types import ModuleType
-from typing import IO, Any
+from typing import Any
 
 import click
-from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport import ConnectionTimeout, TransportError
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import NotFoundError
 
+from esmapper._cli_app import (
+    Cancelled,
+    CliError,
+    LockHeld,
+    UsageLine,
+    error_for,
+    find_model,
+    mapper_of,
+)
 from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
 from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
-from esmapper._text import article
 from esmapper._version import __version__
-from esmapper.errors import EsmapperError, LockError
+from esmapper.custom_fields.cli import fields
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
+from esmapper.indexes.reindex import reindex as reindex_model
 from esmapper.locks import LockProvider
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
-from esmapper.testing.base import ServerStartError
+from esmapper.rekey import audit as rekey_audit
+from esmapper.rekey import rekey as rekey_model
 
 __all__ = ["main"]
 
 log = logging.getLogger("esmapper.cli")
-
-
-class CliError(click.ClickException):
-    """An expected failure: shown as one ``error: ...`` line on stderr, exit code 1. The
-    library's keyword spellings in ``message`` become the CLI's (``--retry-failed``)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(cli_spelling(" ".join(message.split())))
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-class LockHeld(CliError):
-    """A lock is held by another process (exit code 2)."""
-
-    exit_code = 2
-
-
-class Cancelled(CliError):
-    """The run was cancelled (exit code 3)."""
-
-    exit_code = 3
-
-
-class UsageLine(CliError):
-    """A usage error (unknown option, bad value, missing argument): one ``error:`` line
-    naming the command's ``--help`` instead of click's usage block (exit code 2)."""
-
-    exit_code = 2
-
-    def __init__(self, error: click.UsageError) -> None:
-        where = error.ctx.command_path if error.ctx is not None else "esmapper"
-        message = error.format_message().rstrip(".")
-        super().__init__(f"{message} (see: {where} --help)")
 
 
 def _one_line(error: click.UsageError) -> click.UsageError | CliError:
@@ -108,55 +76,6 @@ def _one_line(error: click.UsageError) -> click.UsageError | CliError:
     if isinstance(error, click.exceptions.NoArgsIsHelpError):
         return error
     return UsageLine(error)
-
-
-def _connection_message(exc: TransportError, ctx: click.Context) -> str:
-    mapper = (ctx.obj or {}).get("mapper")
-    where = ""
-    if isinstance(mapper, Mapper):
-        where = " at " + ", ".join(n.base_url for n in mapper.client.transport.node_pool.all())
-    if isinstance(exc, ConnectionTimeout):
-        return f"Elasticsearch{where} did not answer in time"
-    errno = re.search(r"\[Errno -?\d+\] ([^)\]]+)", str(exc))
-    reason = errno.group(1).strip() if errno else type(exc).__name__
-    return f"cannot reach Elasticsearch{where}: {reason}"
-
-
-def _error_for(exc: Exception, ctx: click.Context) -> CliError | None:
-    if isinstance(exc, LockError):
-        return LockHeld(str(exc))
-    if isinstance(exc, EsmapperError):
-        return CliError(str(exc))
-    if isinstance(exc, TransportConnectionError | ConnectionTimeout):
-        return CliError(_connection_message(exc, ctx))
-    if isinstance(exc, ApiError):
-        hint = _version_hint(exc)
-        return CliError(f"Elasticsearch answered {exc.meta.status}: {exc.message}{hint}")
-    if isinstance(exc, TransportError):
-        return CliError(f"Elasticsearch request failed: {exc}")
-    if isinstance(exc, ServerStartError):
-        return CliError(str(exc).splitlines()[0])
-    if isinstance(exc, ValueError | TypeError):  # the library refusing an argument
-        return CliError(str(exc))
-    return None
-
-
-def _version_hint(exc: ApiError) -> str:
-    """Why a server refuses the client's ``compatible-with`` header, and the remedy."""
-    if "media_type_header_exception" not in f"{exc.message} {exc.body}":
-        return ""
-    major = _client_major()
-    other = "9" if major == 8 else "8"
-    return (
-        f" (the elasticsearch client is {major}.x and the server another major version: "
-        f"for Elasticsearch {other}, pip install 'elasticsearch>={other}.18,<{int(other) + 1}')"
-    )
-
-
-def _client_major() -> int:
-    import elasticsearch
-
-    return int(elasticsearch.VERSION[0])
 
 
 class _Group(click.Group):
@@ -191,7 +110,7 @@ class _Group(click.Group):
             _summary(ctx, started, f"failed (exit {exc.exit_code}): {exc.format_message()}")
             raise
         except Exception as exc:
-            error = _error_for(exc, ctx)
+            error = error_for(exc, ctx)
             _summary(ctx, started, f"failed: {error.format_message() if error else exc!r}")
             if error is None:  # a bug: the traceback goes to the log (-v shows it)
                 log.error("unexpected error", exc_info=exc)
@@ -259,87 +178,6 @@ def main(ctx: click.Context, app: str | None, url: str | None, verbose: int) -> 
 main.add_command(server)
 
 
-def _import(module_name: str) -> ModuleType:
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        return importlib.import_module(module_name)
-    except Exception as exc:
-        raise CliError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-
-
-def load_mapper(app: str | None, url: str | None = None) -> Mapper:
-    """The Mapper named by ``module:attribute`` (see the module docstring); ``url`` builds a
-    new one with the same models, prefix and migrations at that address (the application's
-    own mapper is left open: it is not ours to close). Raises CliError."""
-    if not app:
-        raise CliError("no application: pass --app module:attribute or set ESMAPPER_APP")
-    module_name, _, attr = app.partition(":")
-    if not module_name or not attr:
-        raise CliError(f"--app {app!r} must look like module:attribute")
-    target: Any = _import(module_name)
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise CliError(f"{module_name!r} has no attribute {attr!r} (--app {app})") from None
-    if not isinstance(target, Mapper) and callable(target):
-        try:
-            target = target()
-        except Exception as exc:
-            raise CliError(f"{app}() failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(target, Mapper):
-        raise CliError(f"{app} is {article(type(target).__name__)}, not an esmapper Mapper")
-    mapper: Mapper = target
-    if not url:
-        return mapper
-    return Mapper(url, models=mapper.models, index_prefix=mapper.index_prefix,
-                  migrations=mapper.migrations)  # fmt: skip
-
-
-def _mapper(ctx: click.Context) -> Mapper:
-    root = ctx.find_root()
-    obj: dict[str, Any] = root.obj
-    if obj.get("mapper") is None:
-        mapper = load_mapper(obj.get("app"), obj.get("url"))
-        obj["mapper"] = mapper
-        if obj.get("url"):  # built here: close it at the end
-            root.call_on_close(mapper.close)
-    return obj["mapper"]  # type: ignore[no-any-return]
-
-
-def find_model(mapper: Mapper, name: str) -> type:
-    """The registered model whose class name or index name (with or without the prefix)
-    is ``name``, case-insensitive; raises CliError listing the known ones."""
-    wanted = name.lower()
-    accepted: list[str] = []
-    for model in mapper.models:
-        spec = mapper.spec(model)
-        if wanted in (model.__name__.lower(), spec.alias.lower(), spec.options.name.lower()):
-            return model
-        accepted.append(f"{model.__name__} or {spec.options.name}")
-    known = "; ".join(sorted(accepted)) or "none: the mapper has no models"
-    prefix = f" (index names with or without the prefix {mapper.index_prefix!r})"
-    raise CliError(
-        f"unknown model {name!r}; accepted names (any case): {known}"
-        f"{prefix if mapper.index_prefix and accepted else ''}"
-    )
-
-
-def _optional(module_name: str, function: str, what: str) -> Callable[..., Any]:
-    module: ModuleType | None = None
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-    found: Callable[..., Any] | None = getattr(module, function, None)
-    if found is None:
-        raise CliError(f"{what} is unavailable in this version of esmapper")
-    return found
-
-
 @main.command()
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--retry-failed", is_flag=True, help="Run failed versioned migrations again.")
@@ -371,7 +209,7 @@ def migrate(
 ) -> None:
     """Configure indexes, run pending migrations, reindex outdated indexes, delete old
     indexes a killed reindex left behind (and lift the write block it left)."""
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     names = {mapper.spec(m).alias: m.__name__ for m in mapper.models}
     with ExitStack() as stack:
         bars = ReindexBars(stack, lambda alias: f"reindex {names.get(alias, alias)}")
@@ -430,7 +268,7 @@ def status(ctx: click.Context, health: bool) -> None:
     """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
     in progress and pending migrations (read-only). --health: cluster status, alias ->
     index, pending reindexes, write blocks, mapping drift, field counts, pipelines."""
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     if health:
         print_health(mapper)
         return
@@ -515,8 +353,7 @@ def reindex(
     """Reindex NAME (a model or index name) to its current version; atomic alias swap.
 
     A write block a killed reindex left on the index is lifted first."""
-    run = _optional("esmapper.indexes.reindex", "reindex", "reindexing")
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     model = find_model(mapper, name)
     options: dict[str, Any] = {
         "lock_wait": timedelta(seconds=lock_wait),
@@ -525,20 +362,16 @@ def reindex(
     }
     with ExitStack() as stack:
         bars = ReindexBars(stack, lambda alias: f"reindex {model.__name__}")
-        result = run(mapper, model, progress=bars, **options)
-    cleared = getattr(result, "cleared_block_seconds", None)
+        result = reindex_model(mapper, model, progress=bars, **options)
+    cleared = result.cleared_block_seconds
     if cleared is not None:
         click.echo(f"lifted the write block a killed reindex left (on for {cleared:.0f}s)")
-    if getattr(result, "status", None) == "up_to_date":
+    if result.status == "up_to_date":
         click.echo(f"{model.__name__} is up to date ({result.new_index})")
         return
-    if not hasattr(result, "new_index"):
-        click.echo(f"reindexed {model.__name__}")
-        return
-    partitions = getattr(result, "partitions", ())
+    partitions = result.partitions
     old = "old partitions" if partitions else "old index"
-    blocked = getattr(result, "blocked_seconds", None)
-    writes = "" if blocked is None else f", writes blocked {blocked:.2f}s"
+    writes = f", writes blocked {result.blocked_seconds:.2f}s"
     click.echo(
         f"reindexed {model.__name__}: {result.old_index} -> {result.new_index}"
         f"{f' ({len(partitions)} partitions)' if partitions else ''}, "
@@ -570,7 +403,7 @@ def _plural(count: int, word: str) -> str:
 def delete_indexes(ctx: click.Context, model_names: tuple[str, ...], yes: bool) -> None:
     """Delete every index (all versions, partitions, leftovers), alias and index template
     of each MODEL (a class or index name), by exact name. Without --yes: a dry run."""
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     models = list(dict.fromkeys(find_model(mapper, name) for name in model_names))
     reports = mapper.delete_indexes(models, dry_run=not yes)
     if not yes:
@@ -610,10 +443,9 @@ def ids() -> None:
 @click.pass_context
 def audit(ctx: click.Context, model_name: str) -> None:
     """Report documents whose id no longer matches the model's id_fields (read-only)."""
-    run = _optional("esmapper.rekey", "audit", "id auditing")
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     counts = {"ok": 0, "rewrite": 0, "blocked": 0}
-    for item in run(mapper, find_model(mapper, model_name)):
+    for item in rekey_audit(mapper, find_model(mapper, model_name)):
         counts[item.status] = counts.get(item.status, 0) + 1
         if item.status == "rewrite":
             click.echo(f"REWRITE {item.old_id} -> {item.new_id}")
@@ -633,20 +465,15 @@ def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> 
     """Re-key documents whose id no longer matches id_fields (dry run unless --apply).
 
     An interrupted run (killed, disconnected) is completed by running it again."""
-    run = _optional("esmapper.rekey", "rekey", "re-keying")
-    mapper = _mapper(ctx)
+    mapper = mapper_of(ctx)
     model = find_model(mapper, model_name)
-    report = run(mapper, model, apply=apply, echo=click.echo, batch_size=batch_size)
-    summary = getattr(report, "summary", None)
-    if summary:
-        click.echo(summary)
-    if getattr(report, "failed", 0):
+    report = rekey_model(mapper, model, apply=apply, echo=click.echo, batch_size=batch_size)
+    click.echo(report.summary)
+    if report.failed:
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
 
 
-from esmapper.custom_fields.cli import fields as _fields  # noqa: E402 - needs the helpers above
-
-main.add_command(_fields)
+main.add_command(fields)
 
 if __name__ == "__main__":
     main(prog_name="esmapper")

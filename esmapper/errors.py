@@ -1,4 +1,4 @@
-"""The exceptions esmapper raises.
+"""The exceptions esmapper raises: every one of them is defined here.
 
 Every error the library raises on purpose derives from :class:`EsmapperError`::
 
@@ -9,8 +9,10 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- VersionConflictError     a stale ``version`` (409 on if_seq_no/if_primary_term)
      |    +-- DocumentValidationError  a value cannot be mapped or a validator refused it
      |    +-- OutcomeUnknownError      a write was sent, no answer came back, and reading
-     |                                 the document back could not tell whether it applied
+     |    |                            the document back could not tell whether it applied
+     |    +-- BulkRequestError         a whole ``_bulk`` request was rejected or garbled
      +-- BulkWriteError                some items of a bulk write failed (see ``.failures``)
+     +-- SessionClosedError            the session was closed; open a new one
      +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
      +-- SnapshotExpiredError          a scan's point in time is gone (keep-alive ran out or
      |                                 it was closed); says how far the scan got
@@ -21,37 +23,58 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- IndexMaxAgeExceededError      a time-series write older than max_age (also ValueError)
      +-- MigrationError                a migration failed or cannot run
      |    +-- ReindexError             a version reindex failed (``.result`` tells how far)
+     |    +-- MigrationCancelled       a migration stopped because the run was cancelled
+     +-- JobError                      a job cannot do its work as asked
+     +-- JobCancelled                  a job stopped at a checkpoint because it was cancelled
      +-- LockError                     a lock could not be acquired, renewed or released
+     +-- RedisUnavailable              Redis did not answer (the cache and bus fall back)
+     +-- ServerStartError              a test server did not start (also RuntimeError)
 
 Errors carry what is known about the failure: ``index``, ``ids``, and the server's
-``error_type`` and ``reason`` (e.g. ``version_conflict_engine_exception``).
+``error_type`` and ``reason`` (e.g. ``version_conflict_engine_exception``). Errors of
+several items (:class:`DocumentError`, :class:`BulkWriteError`, :class:`ReindexError`)
+share :class:`FailuresMixin`: ``failures``, ``succeeded`` and ``conflicts``.
+
+Every error survives ``pickle`` (a process pool or a job queue can hand it back) with
+all its attributes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
+
+if TYPE_CHECKING:
+    from esmapper.bulk import BulkOutcome
 
 __all__ = [
     "AliasNameTakenError",
     "BulkItemFailure",
+    "BulkRequestError",
     "BulkWriteError",
     "DocumentError",
     "DocumentNotFoundError",
     "DocumentValidationError",
     "DuplicateDocumentError",
     "EsmapperError",
+    "FailuresMixin",
     "IdTooLongError",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
     "InvalidIdTermError",
+    "JobCancelled",
+    "JobError",
     "LockError",
+    "MigrationCancelled",
     "MigrationError",
     "OutcomeUnknownError",
     "QueryValidationError",
+    "RedisUnavailable",
     "ReindexError",
+    "ServerStartError",
+    "SessionClosedError",
     "SnapshotExpiredError",
     "VersionConflictError",
 ]
@@ -88,8 +111,48 @@ class EsmapperError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # BaseException pickles as ``cls(*self.args)``, which cannot call an __init__ with
+        # keyword-only arguments: rebuild without __init__ and restore the attributes.
+        return (_rebuild, (type(self), self.args), self.__dict__.copy())
 
-class DocumentError(EsmapperError):
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An instance of ``cls`` with ``args`` and no __init__ run (unpickling; the state
+    is restored next)."""
+    return cls.__new__(cls, *args)
+
+
+F = TypeVar("F")
+
+
+class FailuresMixin(Generic[F]):
+    """The per-item failures of an error about several items.
+
+    ``failures`` lists the failed items, ``succeeded`` the items that were applied
+    before the error was raised, ``conflicts`` the failures with status 409 (a version
+    conflict or a duplicate id).
+    """
+
+    failures: list[F]
+    succeeded: list[Any]
+
+    def _set_failures(self, failures: Iterable[F], succeeded: Iterable[Any] = ()) -> None:
+        self.failures = list(failures)
+        self.succeeded = list(succeeded)
+
+    @staticmethod
+    def _status(failure: F) -> int | None:
+        """The HTTP status of one failure (overridden for failures of another shape)."""
+        return failure.status if isinstance(failure, BulkItemFailure) else None
+
+    @property
+    def conflicts(self) -> list[F]:
+        """The failures with status 409."""
+        return [f for f in self.failures if self._status(f) == 409]
+
+
+class DocumentError(FailuresMixin["BulkItemFailure"], EsmapperError):
     """A document operation failed (the server's error type and reason are attached).
 
     When raised by a multi-document write, ``failures`` lists the failed items
@@ -106,9 +169,7 @@ class DocumentError(EsmapperError):
         **kwargs: Any,
     ) -> None:
         super().__init__(message, **kwargs)
-        self.failures = list(failures)
-        self.succeeded = list(succeeded)
-        self.conflicts = [f for f in self.failures if f.is_conflict]
+        self._set_failures(failures, succeeded)
 
 
 class DocumentNotFoundError(DocumentError):
@@ -168,7 +229,7 @@ class BulkItemFailure:
         return self.status == 0
 
 
-class BulkWriteError(EsmapperError):
+class BulkWriteError(FailuresMixin[BulkItemFailure], EsmapperError):
     """Some items of a bulk write failed; the others were applied.
 
     ``failures`` lists every failed item (:class:`BulkItemFailure`), ``succeeded`` the
@@ -182,9 +243,7 @@ class BulkWriteError(EsmapperError):
         *,
         message: str | None = None,
     ) -> None:
-        self.failures = list(failures)
-        self.succeeded = list(succeeded)
-        self.conflicts = [f for f in self.failures if f.is_conflict]
+        self._set_failures(failures, succeeded)
         first = self.failures[0] if self.failures else None
         if message is None:
             total = len(self.failures) + len(self.succeeded)
@@ -318,14 +377,15 @@ class MigrationError(EsmapperError):
     """A migration failed, or the migration plan cannot run."""
 
 
-class ReindexError(MigrationError):
+class ReindexError(FailuresMixin[dict[str, Any]], MigrationError):
     """A reindex failed; ``result`` (an ``esmapper.indexes.ReindexResult``) tells how far
     it got.
 
     Before the alias swap (``result.swapped`` is false) the old index still serves behind
     the alias and the new one was deleted (or kept with ``keep_failed_index=True``).
     ``failures`` holds Elasticsearch's per-document failures (``index``, ``id``,
-    ``status``, ``cause``) or the error of the whole request.
+    ``status``, ``cause``) or the error of the whole request; ``succeeded`` is empty
+    (a reindex reports counts, not documents).
     """
 
     def __init__(self, message: str, *, result: Any) -> None:
@@ -342,8 +402,66 @@ class ReindexError(MigrationError):
             reason=cause.get("reason") or first.get("reason"),
         )
         self.result = result
-        self.failures = failures
+        self._set_failures(failures)
+
+    @staticmethod
+    def _status(failure: dict[str, Any]) -> int | None:
+        status = failure.get("status")
+        return status if isinstance(status, int) else None
 
 
 class LockError(EsmapperError):
     """A lock could not be acquired, renewed or released."""
+
+
+class SessionClosedError(EsmapperError):
+    """The session was closed; open a new one."""
+
+
+class BulkRequestError(DocumentError):
+    """A whole ``_bulk`` request was rejected (a status other than 429/503) or garbled.
+
+    ``status`` is the HTTP status (0 when the response was unusable), ``ids`` the ids of
+    the rejected request's actions. ``outcomes`` holds every outcome known when the error
+    was raised, in input order (the earlier chunks, plus items of the current chunk that
+    were answered before a retry of the others was rejected): process them like any other
+    write's outcomes. Actions without an outcome were not applied, except that with
+    ``status`` 0 (a response with the wrong number of items) the rejected request's
+    actions may have been.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        outcomes: Sequence[BulkOutcome] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.status = status
+        self.outcomes = list(outcomes)
+
+
+class MigrationCancelled(MigrationError):
+    """Raised by a migration (``ctx.raise_if_cancelled()``) that stopped because the run was
+    cancelled; the migration is recorded as failed and ``migrate`` returns ``CANCELLED``."""
+
+
+class JobError(EsmapperError):
+    """A job cannot do its work as asked (an unknown snapshot repository, a snapshot name
+    taken, a snapshot that failed); its result is ``failed`` with this as ``error``."""
+
+
+class JobCancelled(EsmapperError):
+    """Raised by ``JobContext.checkpoint`` when the run was asked to stop; its text
+    becomes the cancelled result's message."""
+
+
+class RedisUnavailable(EsmapperError):
+    """Redis did not answer (or the link is backing off after a failure); the Redis cache
+    and bus catch it and fall back."""
+
+
+class ServerStartError(EsmapperError, RuntimeError):
+    """A test server could not be started, or never answered ``GET /_cluster/health``."""

@@ -20,10 +20,11 @@ from elasticsearch.dsl.query import Query
 from esmapper import _gcpause as _gc
 from esmapper import _patching, signals
 from esmapper._limits import limited
+from esmapper._pending import WriteKind
 from esmapper._search import is_index_missing, soft_delete_clause
 from esmapper._searching import Searching, _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
-from esmapper.custom_fields.access import check_tenant_writes, in_tenant, require_custom_fields
+from esmapper.custom_fields._access import in_tenant, require_custom_fields
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
@@ -228,13 +229,21 @@ class Repository(Searching[T]):
         a no-op. A ``Versioned`` document is deleted only at the version it holds
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
         deletes whatever is stored. Ids are loaded first (one mget) when removal signals
-        have receivers, so those see the documents' content."""
+        have receivers, so those see the documents' content, and with ``tenant=``: an id of
+        another tenant's document is a no-op (not there for it), another tenant's document
+        raises DocumentValidationError before anything is sent."""
         options = given(locals())
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
+        opts = self.options(**options)
         loaded: dict[str, Any] | None = None
-        if ids and any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS):
-            loaded = {str(d.id): d for d in self.get_many(ids, soft_deletes="all")}
+        # with tenant=, an id is loaded to know its tenant: another tenant's is not there
+        if ids and (
+            opts.tenant is not None
+            or any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS)
+        ):
+            found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant)
+            loaded = {str(d.id): d for d in found}  # type: ignore[attr-defined]
         pendings = []
         for item in items:
             if not isinstance(item, str):
@@ -243,20 +252,20 @@ class Repository(Searching[T]):
                 doc = loaded[item] if loaded else self.info.from_source({}, item, None)
                 pendings.append(PendingWrite("remove", doc, self.info, conditional=False))
         if pendings:
-            write_documents(self.mapper, pendings, self.options(**options))
+            write_documents(self.mapper, pendings, opts)
 
-    def _write(self, kind: str, docs: T | Sequence[T], options: dict[str, Any]) -> T | list[T]:
+    def _write(
+        self, kind: WriteKind, docs: T | Sequence[T], options: dict[str, Any]
+    ) -> T | list[T]:
         single = isinstance(docs, self.model)
         items = [docs] if single else list(docs)  # type: ignore[arg-type]
         for item in items:
             if not isinstance(item, self.model):
                 raise TypeError(f"{kind}() takes {self.model.__name__} documents, got {item!r}")
-        opts = self.options(**options)
-        check_tenant_writes(self.info, items, opts.tenant, kind)
-        self._run(kind, items, opts)
+        self._run(kind, items, self.options(**options))  # (tenant= checked by the pipeline)
         return items[0] if single else items  # type: ignore[return-value]
 
-    def _run(self, kind: str, docs: Sequence[Any], options: Options) -> None:
+    def _run(self, kind: WriteKind, docs: Sequence[Any], options: Options) -> None:
         if docs:
             write_documents(self.mapper, [PendingWrite(kind, d, self.info) for d in docs], options)
 

@@ -17,7 +17,7 @@ pass through the bulk writer for all models (chunked by count and bytes), versio
 partial failure the confirmed writes are applied (their signals fire), then the error is
 raised; failed documents stay pending. Sessions are not thread-safe.
 
-Change tracking follows the caller's references (see :mod:`esmapper.model.tracking`): a
+Change tracking follows the caller's references (see :mod:`esmapper.model._tracking`): a
 document whose list, embedded object or dict was handed out (read, or an embedded object
 assigned) is *watched*, diffed at every flush until it leaves the session, so
 ``tags = e.tags; s.flush(); tags.append("x"); s.flush()`` writes ``"x"``. Other documents
@@ -40,8 +40,8 @@ from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._search import SEARCH_OPTIONS
 from esmapper._writes import PendingWrite, write_documents
-from esmapper.custom_fields.access import in_tenant
-from esmapper.errors import EsmapperError
+from esmapper.custom_fields._access import in_tenant
+from esmapper.errors import EsmapperError, SessionClosedError
 from esmapper.model.state import DocState, state_of
 from esmapper.options import (
     Consistency,
@@ -68,10 +68,6 @@ __all__ = ["Session", "SessionClosedError"]
 
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
-
-
-class SessionClosedError(EsmapperError):
-    """The session was closed; open a new one."""
 
 
 def _is_model_doc(doc: Any) -> bool:

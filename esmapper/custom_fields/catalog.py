@@ -43,7 +43,7 @@ IDX_TENANT = "idx.tenant"
 def tenant_path(info: ModelInfo) -> str:
     """The field a ``tenant=`` search filters on: ``Index.tenant_field`` (its exact path)
     when ``tenant_key()`` is not overridden (see
-    :meth:`~esmapper.custom_fields.access.CustomValues.uses_tenant_field`), else
+    :meth:`~esmapper.custom_fields._access.CustomValues.uses_tenant_field`), else
     :data:`IDX_TENANT`, which the write
     pipeline fills (``idx["tenant"]``) for such models only."""
     field = info.index.tenant_field if info.index is not None else None
@@ -104,15 +104,23 @@ class TenantFields:
         "info",
         "model_names",
         "on_value",
+        "stamp",
         "stores_tenant",
         "tenant",
     )
 
     def __init__(
-        self, info: ModelInfo, tenant: str, definitions: Iterable[CustomFieldDefinition]
+        self,
+        info: ModelInfo,
+        tenant: str,
+        definitions: Iterable[CustomFieldDefinition],
+        stamp: Any = None,
     ) -> None:
         self.info = info
         self.tenant = tenant
+        #: which stored definitions (ids and versions) this was compiled from: a write
+        #: compares it after sending to see whether the definitions changed meanwhile
+        self.stamp = stamp
         #: whether idx holds the tenant key (see :func:`tenant_path`)
         self.stores_tenant = tenant_path(info) == IDX_TENANT
         types = {t.type: t for t in info.custom_field_types}

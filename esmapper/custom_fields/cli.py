@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from esmapper._cli_app import CliError, find_model, mapper_of
+
 if TYPE_CHECKING:
     from esmapper.custom_fields.repository import CustomFieldRepository
 
@@ -20,12 +22,10 @@ __all__ = ["fields"]
 
 
 def _fields(ctx: click.Context, model_name: str) -> CustomFieldRepository:
-    from esmapper import cli  # this module is registered at the end of esmapper.cli
-
-    mapper = cli._mapper(ctx)
-    model = cli.find_model(mapper, model_name)
+    mapper = mapper_of(ctx)
+    model = find_model(mapper, model_name)
     if not model.__esmapper__.custom_fields:  # type: ignore[attr-defined]
-        raise cli.CliError(
+        raise CliError(
             f"{model.__name__} has no custom fields "
             "(em.HasCustomFields or em.HasVirtualCustomFields)"
         )

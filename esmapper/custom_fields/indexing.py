@@ -56,7 +56,7 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from esmapper.custom_fields.access import CustomValues
+from esmapper.custom_fields._access import CustomValues
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name, definition_hit
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
@@ -160,12 +160,15 @@ def refresh_idx(
                 _store(doc, None, None)
             continue
         repo = mapper.custom_fields(cls)
+        changes = repo.changes(tenant)
         # a write never trusts a mapping older than recheck_after: another process (not
         # sharing the cache client) may have renamed, retyped or removed a field
         fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)
         assert info.index is not None
         if info.index.auto_create_custom_fields:
             fields = _auto_create(repo, fields, group)
+        if saves is not None:
+            saves.computed.append((info, fields, changes, group))
         modified = _Modified(cls)
         for doc in group:
             _store(doc, _compute(doc, fields, modified), fields)
@@ -177,7 +180,7 @@ def refresh_idx(
 
 
 def _access(doc: Any) -> CustomValues:
-    """How ``doc``'s model holds custom values (see :mod:`esmapper.custom_fields.access`)."""
+    """How ``doc``'s model holds custom values (see :mod:`esmapper.custom_fields._access`)."""
     access: CustomValues | None = type(doc).__esmapper__.custom_access
     if access is None:
         raise TypeError(f"{type(doc).__name__} has no custom fields")
@@ -362,15 +365,35 @@ class DefinitionSaves:
     fresh copy, up to :data:`DEFINITION_SAVE_ROUNDS` times. A definition that cannot be
     saved is logged (a warning), never a failed document write."""
 
-    __slots__ = ("groups", "mapper")
+    __slots__ = ("computed", "groups", "mapper")
 
     def __init__(self, mapper: Mapper) -> None:
         self.mapper = mapper
         self.groups: list[_Modified] = []
+        #: (model, mapping used, the repository's change count before, documents) of
+        #: each group whose idx was computed: rechecked after the write (:meth:`save`)
+        self.computed: list[tuple[ModelInfo, TenantFields, int, list[Any]]] = []
 
-    def save(self, written: Collection[int] | None = None) -> None:
-        """Save the modified definitions; ``written``: the ``id()`` of the documents whose
-        write succeeded (the others' modifications are dropped), all when ``None``."""
+    def save(self, written: Collection[int] | None = None, *, refresh: Any = None) -> None:
+        """After the documents' write: save the modified definitions (``written``: the
+        ``id()`` of the documents whose write succeeded, the others' modifications are
+        dropped; all when ``None``), then recheck the mapping each group was computed
+        with. A definition changed while the write was in flight (a field added, renamed,
+        retyped, removed, its slot freed and reused) leaves documents indexed by the old
+        one, which no later write would correct: those documents are read back and their
+        ``idx`` updated (:func:`reconcile`, conditioned on the version read; ``refresh``
+        as the write's). Sends nothing when no definition changed."""
+        computed, self.computed = self.computed, []
+        try:
+            # first: the definitions this write saves below must not count as a change
+            for info, fields, changes, docs in computed:
+                done = [d for d in docs if written is None or id(d) in written]
+                if done and _changed_since(self.mapper, info, fields, changes):
+                    _recheck_written(self.mapper, info, fields.tenant, done, refresh)
+        finally:
+            self._save_definitions(written)
+
+    def _save_definitions(self, written: Collection[int] | None) -> None:
         for group in self.groups:
             for key, (slot, docs) in group.changed.items():
                 done = [d for d in docs if written is None or id(d[0]) in written]
@@ -381,6 +404,22 @@ class DefinitionSaves:
                         self.mapper, group.cls, slot, group.copies[key], done, replay=replay
                     )
         self.groups = []
+
+
+def _changed_since(mapper: Mapper, info: ModelInfo, fields: TenantFields, changes: int) -> bool:
+    """Whether the tenant's definitions may have changed since ``fields`` was read (a
+    failure to tell is logged and counts as no change: the write itself succeeded)."""
+    try:
+        changed: bool = mapper.custom_fields(info.cls).changed_since(fields, changes)
+    except Exception:
+        log.warning(
+            "%s: could not recheck the custom-field mapping of tenant %r after a write",
+            info.name,
+            fields.tenant,
+            exc_info=True,
+        )
+        return False
+    return changed
 
 
 def _save_definition(
@@ -530,6 +569,56 @@ def reconcile_hits(
 ) -> int:
     """:func:`reconcile` for raw hits already read (``_id``, ``_index``, ``_source``,
     ``_seq_no``, ``_primary_term``)."""
+    return sum(1 for o in _reconciled(mapper, info, hits, refresh=refresh) if o.ok)
+
+
+def _recheck_written(
+    mapper: Mapper, info: ModelInfo, tenant: str, docs: Sequence[Any], refresh: Any
+) -> None:
+    """:func:`reconcile` the documents just written, then bring each one the update
+    reached (its version in memory the one read back) up to what is stored: its ``idx``,
+    version and loaded source, so that its next save is not refused as a conflict. A
+    failure is logged (the documents were written): never raised."""
+    try:
+        _bring_up_to_date(mapper, info, docs, refresh)
+    except Exception:
+        log.warning(
+            "%s: a custom-field definition of tenant %r changed during a write and idx of "
+            "its documents could not be brought up to date; run "
+            "mapper.custom_fields(%s).rebuild_idx()",
+            info.name,
+            tenant,
+            info.name,
+            exc_info=True,
+        )
+
+
+def _bring_up_to_date(mapper: Mapper, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
+    from esmapper._bodies import merged
+
+    by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
+    hits = _read(mapper, info, list(by_id))
+    read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
+    for outcome in _reconciled(mapper, info, hits, refresh=refresh):
+        doc = by_id.get(outcome.action.id)
+        state = state_of(doc) if doc is not None else None
+        if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
+            continue
+        extras = outcome.action.body["doc"] if isinstance(outcome.action.body, dict) else {}
+        idx = merged(_raw(doc, "idx") or {}, extras.get("idx") or {})
+        _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
+        if state.original is not None:
+            state.original = merged(state.original, extras)
+        version = f"{outcome.primary_term}:{outcome.seq_no}"
+        state.version = version
+        if info.versioned:
+            _set(doc, "version", version)
+
+
+def _reconciled(
+    mapper: Mapper, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
+) -> list[Any]:
+    """The outcomes of the conditional updates :func:`reconcile_hits` sends."""
     from esmapper._outcomes import send
     from esmapper._pending import PendingWrite
     from esmapper.bulk import BulkAction
@@ -563,7 +652,7 @@ def reconcile_hits(
             )
         )
     if not actions:
-        return 0
+        return []
     outcomes = send(mapper, actions, refresh=refresh)
     failed = [o for o in outcomes if not o.ok and o.status != 409]
     if failed:
@@ -575,7 +664,7 @@ def reconcile_hits(
             ", ".join(f"{o.id}: {o.status} {o.error_type}" for o in failed[:5]),
             info.name,
         )
-    return sum(1 for o in outcomes if o.ok)
+    return list(outcomes)
 
 
 def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]:

@@ -32,13 +32,14 @@ import contextlib
 import datetime as _dt
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from elasticsearch import NotFoundError
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
+from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
@@ -105,6 +106,9 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         self.recheck_after: float = RECHECK_AFTER
         self._memo: dict[str, tuple[Any, TenantFields]] = {}
         self._memo_lock = threading.Lock()
+        #: definition changes made through this repository, per tenant ("" counts every
+        #: tenant's): what a write compares after sending (see :meth:`changed_since`)
+        self._changes: dict[str, int] = {}
 
     # -- field mappings (cached) -----------------------------------------------------------
 
@@ -124,7 +128,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             if cached is not None:
                 if max_age is None or time.time() - cached.get("loaded_at", 0.0) <= max_age:
                     return self._compiled(tenant, cached)
-                self.invalidate(tenant)
+                self._drop(tenant)  # stale, not changed: load it again
                 return self.tenant_fields(tenant)
         raw = {"definitions": self._load(tenant), "loaded_at": time.time()}
         if documents is not None:
@@ -140,6 +144,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             self.entity_info,
             tenant,
             [CustomFieldDefinition.from_hit(hit) for hit in raw["definitions"]],
+            _stamp(raw),
         )
         with self._memo_lock:
             if len(self._memo) >= _MEMO_SIZE:
@@ -197,9 +202,37 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             for lower, slot in fields.by_name.items()
         }
 
+    def changes(self, tenant: str) -> int:
+        """How many times this repository invalidated ``tenant``'s mapping (a definition
+        changed): read it before :meth:`tenant_fields`, pass it to :meth:`changed_since`."""
+        with self._memo_lock:
+            return self._changes.get(tenant, 0) + self._changes.get("", 0)
+
+    def changed_since(self, fields: TenantFields, changes: int) -> bool:
+        """Whether where the tenant's values are indexed (names, types, slots) may have
+        changed since ``fields`` was read (after :meth:`changes` returned ``changes``):
+        compared with the mapping the cache client holds now, loaded again (one search)
+        when a change invalidated it, here or in a process sharing the cache client.
+        Without a cache client only this repository's changes are seen."""
+        tenant = fields.tenant
+        if self.changes(tenant) == changes:
+            documents = self.mapper.documents
+            if documents is None:
+                return False
+            cached = documents.client.get(documents.key(self._cache_alias, tenant))
+            if isinstance(cached, Mapping) and "definitions" in cached:
+                return bool(_stamp(cached) != fields.stamp)
+        return bool(self.tenant_fields(tenant).stamp != fields.stamp)
+
     def invalidate(self, tenant: str | None = None) -> None:
         """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
         ``None``), here and in every process sharing the cache client."""
+        with self._memo_lock:
+            key = "" if tenant is None else tenant
+            self._changes[key] = self._changes.get(key, 0) + 1
+        self._drop(tenant)
+
+    def _drop(self, tenant: str | None) -> None:
         documents = self.mapper.documents
         if documents is not None:
             if tenant is None:
@@ -422,7 +455,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 self.invalidate(tenant)
         return items[0] if single else items
 
-    def _write(self, kind: str, docs: Any, options: Any) -> Any:
+    def _write(self, kind: WriteKind, docs: Any, options: Any) -> Any:
         with definition_writes():
             opts = options if isinstance(options, Options) else self.options(**options)
             self._run(kind, list(docs), opts)
@@ -619,6 +652,26 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         reused. Returns the number of documents updated."""
         clause = tenant_clause(self.entity_info, tenant)
         return self._reconcile(None if clause is None else Q(clause), batch_size)
+
+
+def _stamp(raw: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """What of a cached mapping decides where values are indexed: each active
+    definition's id, name, former names, type and slot. (Not its ``data``, process mode
+    or order: a write computed with the former ones is what it would have been had it
+    come just before the change, which recomputes no stored document either.)"""
+    out = []
+    for hit in raw.get("definitions") or ():
+        source = hit.get("_source") or {}
+        out.append(
+            (
+                hit.get("_id"),
+                str(source.get("name", "")).lower(),
+                tuple(str(n).lower() for n in source.get("former_names") or ()),
+                source.get("index_type"),
+                source.get("index_slot"),
+            )
+        )
+    return tuple(sorted(out, key=repr))
 
 
 def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
-from esmapper.custom_fields.access import require_custom_fields
+from esmapper.custom_fields._access import require_custom_fields
 from esmapper.custom_fields.catalog import tenant_path
 from esmapper.errors import QueryValidationError
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_tenant_aggregations",
     "logical_highlight",
+    "tenant_aggregations",
     "tenant_clause",
     "tenant_source_fields",
     "tenant_view",
@@ -132,6 +133,65 @@ def check_tenant_aggregations(tenant: str | None, aggs: Any) -> None:
             )
         for key in ("aggs", "aggregations"):
             check_tenant_aggregations(tenant, body.get(key))
+
+
+def tenant_aggregations(
+    info: ModelInfo, catalog: FieldCatalog, tenant: str | None, aggs: dict[str, Any]
+) -> dict[str, Any]:
+    """Compiled aggregations as a ``tenant=`` search sends them: a ``global`` one refused
+    (:func:`check_tenant_aggregations`), and the queries of ``filter``, ``filters`` and
+    ``adjacency_matrix`` aggregations (at any depth) with their logical custom-field names
+    replaced by slots, as a ``Q`` filter's are (:func:`translate_query`), and the
+    ``background_filter`` of ``significant_terms``/``significant_text`` kept to the tenant's
+    documents (their background set is the whole index otherwise, so other tenants' values
+    of a shared slot would weigh in). Without ``tenant=``: unchanged."""
+    from esmapper.custom_fields.catalog import TenantCatalog
+
+    check_tenant_aggregations(tenant, aggs)
+    if tenant is None or not isinstance(catalog, TenantCatalog) or not aggs:
+        return aggs
+    defaults = info.index.default_search_fields if info.index is not None else None
+    clause = tenant_clause(info, tenant)
+
+    def query(body: Any) -> Any:
+        if not isinstance(body, dict) or not body:
+            return body
+        return translate_query(Q(body), info.catalog, catalog, default_fields=defaults).to_dict()
+
+    def level(bodies: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, raw in bodies.items():
+            if not isinstance(raw, dict):
+                out[name] = raw
+                continue
+            body = dict(raw)
+            if "filter" in body:
+                body["filter"] = query(body["filter"])
+            for kind in ("filters", "adjacency_matrix"):
+                params = body.get(kind)
+                if not isinstance(params, dict):
+                    continue
+                named = params.get("filters")
+                if isinstance(named, dict):
+                    body[kind] = {**params, "filters": {k: query(v) for k, v in named.items()}}
+                elif isinstance(named, list):
+                    body[kind] = {**params, "filters": [query(v) for v in named]}
+            for kind in ("significant_terms", "significant_text"):
+                params = body.get(kind)
+                if not isinstance(params, dict) or clause is None:
+                    continue
+                background = params.get("background_filter")
+                scoped = (
+                    clause if not background else {"bool": {"filter": [clause, query(background)]}}
+                )
+                body[kind] = {**params, "background_filter": scoped}
+            for key in ("aggs", "aggregations"):
+                if isinstance(body.get(key), dict):
+                    body[key] = level(body[key])
+            out[name] = body
+        return out
+
+    return level(aggs)
 
 
 def translate_query(

@@ -44,6 +44,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from esmapper import _json
+from esmapper.errors import RedisUnavailable
 
 __all__ = ["RedisLink", "RedisUnavailable"]
 
@@ -57,10 +58,6 @@ _FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
 _WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
 _BATCH = 500
-
-
-class RedisUnavailable(Exception):
-    """Redis did not answer (or the link is backing off after a failure)."""
 
 
 def _safe_url(url: str) -> str:

@@ -19,7 +19,7 @@ the index is checked to be what we expect: its mapping holds the model's (``PUT 
 otherwise, refused in place -> the error below) and, for a versioned index, the alias is on
 it (added when missing; adding an alias that is there is a no-op); it is reported
 ``unchanged`` (or ``mapping_updated``). An alias a concurrent process just created is not
-taken for a concrete index named like the alias (:func:`~esmapper.indexes.occupied.
+taken for a concrete index named like the alias (:func:`~esmapper.indexes._occupied.
 concrete_index` asks ``HEAD /_alias/<name>`` too).
 
 A mapping change Elasticsearch refuses in place (a changed field type) raises
@@ -47,14 +47,14 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes.ensure import alias_targets, create_index, put_alias, reason_of
-from esmapper.indexes.occupied import alias_taken_error, concrete_index
+from esmapper.indexes._ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.pipelines import configure_pipeline
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import template_body
 
-__all__ = ["IndexState", "configure_indexes", "index_state"]
+__all__ = ["IndexState", "configure_indexes", "index_state", "is_outdated"]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -76,6 +76,16 @@ class IndexState:
     expected_index: str
     current_index: str | None
     action: str
+
+
+def is_outdated(spec: IndexSpec, *, current: str | None, lowest: int | None) -> bool:
+    """Whether a reindex must move the model's documents to its version: a ``versioned``
+    alias resolves to ``current``, another physical index than the model's (``None``: no
+    alias yet), or a time-series model's lowest live partition version ``lowest`` is below
+    ``Index.version``. Plain models are never outdated. Sends nothing."""
+    if spec.is_time_series:
+        return lowest is not None and lowest < spec.version
+    return spec.kind == "versioned" and current not in (None, spec.physical_name())
 
 
 def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, bool]:
@@ -140,7 +150,7 @@ def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
     lowest = partition_versions(client, spec, spec.clock()).lowest
-    outdated = lowest is not None and lowest < spec.version
+    outdated = is_outdated(spec, current=None, lowest=lowest)
     return IndexState(
         model=spec.info.name,
         alias=spec.alias,
@@ -175,14 +185,12 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
                 action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             elif created:
                 log.info("created index %s for %s", expected, spec.info.name)
-            if current is not None:
-                action = "outdated"
         else:
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
-            if spec.kind == "versioned" and current not in (None, expected):
-                action = "outdated"
-            elif spec.kind == "versioned" and current is None:
+            if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)
+        if is_outdated(spec, current=current, lowest=None):
+            action = "outdated"
         spec.ensured.mark()  # the first write need not check again
         states.append(
             IndexState(

@@ -6,7 +6,7 @@ id in real time, like a GET: an ObjectId id names its period, so its dated alias
 real-time GET (a miss there falls back to an ``ids`` search on the umbrella alias, which
 sees a write after the next refresh: for documents stored outside their id's period by
 other programs); any other id is looked up with the real-time ``_mget`` on every partition
-(:mod:`esmapper.indexes.lookup`), so a document added a moment ago is found, and a miss
+(:mod:`esmapper.indexes._lookup`), so a document added a moment ago is found, and a miss
 means no partition holds it. (The reference implementation searches for non-ObjectId ids,
 near-real-time; esmapper does not, see the CHANGELOG.)
 
@@ -23,7 +23,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from esmapper.ids import ObjectId
-from esmapper.indexes.lookup import stored_copies
+from esmapper.indexes._lookup import stored_copies
 from esmapper.indexes.spec import IndexSpec
 
 __all__ = ["get_document", "get_documents", "locate_documents", "search_documents"]
@@ -75,7 +75,7 @@ def get_document(
 
     For an ObjectId id: ``GET /<dated alias>/_doc/<id>`` (real-time); on a miss,
     :func:`search_documents`. For another id of a time-series model: the real-time lookup
-    on every partition (:func:`~esmapper.indexes.lookup.stored_copies`; the newest copy if
+    on every partition (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if
     there are several). For a model that is not time-series: a plain
     ``GET /<alias>/_doc/<id>``.
     """
@@ -102,7 +102,7 @@ def get_documents(
     """The stored hits among ``ids`` of a time-series model, in no particular order (missing
     ids omitted; one copy per id, the newest).
 
-    Real-time: :func:`~esmapper.indexes.lookup.stored_copies` (ObjectId ids on their dated
+    Real-time: :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated
     alias, other ids on every partition); ObjectId ids missing there are then searched on
     the umbrella alias (:func:`search_documents`), as :func:`get_document` does.
     """
@@ -120,7 +120,7 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
     Not time-series: every id maps to the write alias, nothing sent. Time-series: an
     ObjectId id maps to its dated alias (nothing sent; the partition may not exist, then
     the write answers 404); the other ids are looked up in real time on every partition
-    (:func:`~esmapper.indexes.lookup.stored_copies`) and map to the dated alias of the
+    (:func:`~esmapper.indexes._lookup.stored_copies`) and map to the dated alias of the
     partition holding them (the newest copy; :meth:`IndexSpec.write_name`), unknown ones
     are left out.
     """

@@ -107,7 +107,7 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
-from esmapper.indexes.configure import index_state
+from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, LockProvider
@@ -273,43 +273,56 @@ def reindex_outdated(
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
     lock_wait: _dt.timedelta = LOCK_WAIT,
+    lock_ttl: _dt.timedelta = LOCK_TTL,
     batch_size: int | None = None,
     requests_per_second: float | None = None,
     stall_timeout: _dt.timedelta | None = None,
+    starting: Callable[[type, IndexSpec, str | None], None] | None = None,
+    done: Callable[[type, ReindexResult], None] | None = None,
 ) -> list[ReindexResult]:
-    """Reindex, one after the other, every ``versioned`` model (of ``models``, default all
-    registered) whose alias points at an older version, and every time-series model with a
-    live partition at an older version (FEATURES IM-27).
+    """Reindex, one after the other, every model (of ``models``, default all registered)
+    that :func:`~esmapper.indexes.configure.is_outdated`: a ``versioned`` model whose alias
+    points at an older version, a time-series model with a live partition at an older
+    version. The migration runner reindexes through this loop too.
 
     Sends ``GET /_alias/<alias>`` per versioned model (``GET /<alias>-v*/_alias`` per
-    time-series one), then :func:`reindex` for the outdated ones (with the throttle
-    options); plain models are skipped. Raises what
-    :func:`reindex` raises (the first failure stops the run; a bad throttle value before
-    anything is sent); returns the results of the reindexed models.
+    time-series one), then :func:`reindex` for the outdated ones (with the lock and
+    throttle options); plain models are skipped. ``starting(model, spec, current)`` is
+    called before each reindex (``current``: the index the alias points at, for a
+    time-series model the lowest version's pattern ``<alias>-v<K>-*``), ``done(model,
+    result)`` after it. Raises what :func:`reindex` raises (the first failure stops the
+    run; a bad throttle value before anything is sent); returns the results of the
+    reindexed models.
     """
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     Throttle(batch_size, requests_per_second, stall)  # checked before any request
     results = []
     for model in list(models) if models is not None else mapper.models:
         spec = mapper.spec(model)
-        if spec.is_time_series:
-            if not partition_versions(mapper.client, spec, mapper.clock()).outdated:
-                continue
-        elif spec.kind != "versioned":
+        if spec.kind == "plain":
             continue
+        if spec.is_time_series:
+            lowest = partition_versions(mapper.client, spec, mapper.clock()).lowest
+            current = None if lowest is None else f"{spec.alias}-v{lowest}-*"
+            outdated = is_outdated(spec, current=None, lowest=lowest)
         else:
             current, _ = index_state(mapper.client, spec)
-            if current is None or current == spec.physical_name():
-                continue
-        results.append(
-            reindex(
-                mapper,
-                model,
-                progress=progress,
-                lock_wait=lock_wait,
-                batch_size=batch_size,
-                requests_per_second=requests_per_second,
-                stall_timeout=stall_timeout,
-            )
+            outdated = is_outdated(spec, current=current, lowest=None)
+        if not outdated:
+            continue
+        if starting is not None:
+            starting(model, spec, current)
+        result = reindex(
+            mapper,
+            model,
+            progress=progress,
+            lock_wait=lock_wait,
+            lock_ttl=lock_ttl,
+            batch_size=batch_size,
+            requests_per_second=requests_per_second,
+            stall_timeout=stall_timeout,
         )
+        if done is not None:
+            done(model, result)
+        results.append(result)
     return results

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes import placement, timeseries
-from esmapper.indexes.ensure import EnsuredIndex
+from esmapper.indexes import _placement, timeseries
+from esmapper.indexes._ensure import EnsuredIndex
 from esmapper.indexes.pipelines import Pipeline
 from esmapper.model.info import IndexOptions, ModelInfo
 
@@ -189,9 +189,9 @@ class IndexSpec:
 
         Versioned and plain models: :attr:`write_target` for every write, after making sure
         the index (and alias) exists, on the first write of this spec only
-        (:meth:`~esmapper.indexes.ensure.EnsuredIndex.ensure`: nothing is sent later).
+        (:meth:`~esmapper.indexes._ensure.EnsuredIndex.ensure`: nothing is sent later).
         Time-series models: the partition of each document
-        (:func:`~esmapper.indexes.placement.time_series_targets`: ``max_age`` checked before
+        (:func:`~esmapper.indexes._placement.time_series_targets`: ``max_age`` checked before
         anything is sent, ids not certain looked up in real time across the partitions,
         partitions created on the first add/save of their period in this process).
         """
@@ -199,7 +199,7 @@ class IndexSpec:
         if not self.is_time_series:
             self.ensured.ensure(client, self)
             return [self.write_target] * len(writes)
-        return placement.time_series_targets(self, client, writes)
+        return _placement.time_series_targets(self, client, writes)
 
     def write_index_for(
         self, doc: Any, *, removing: bool = False, client: Elasticsearch | None = None
@@ -224,8 +224,8 @@ class IndexSpec:
         what this process believed about it and make it exist again.
 
         Versioned and plain models: the index is ensured again
-        (:class:`~esmapper.indexes.ensure.EnsuredIndex`: the first-write requests of
-        :mod:`esmapper.indexes.ensure`). Time-series models: the period of the dated alias
+        (:class:`~esmapper.indexes._ensure.EnsuredIndex`: the first-write requests of
+        :mod:`esmapper.indexes._ensure`). Time-series models: the period of the dated alias
         ``target`` is dropped from :attr:`partitions` and its partition ensured again
         (:meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`). Raises what those
         raise (:class:`~esmapper.errors.AliasNameTakenError` when a concrete index took the

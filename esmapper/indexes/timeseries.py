@@ -16,7 +16,7 @@ a loaded document was read from, else the time encoded in an ObjectId id, else t
 ``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
 ``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
 is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9). An id is
-unique per model across partitions: :mod:`esmapper.indexes.placement` sends each write
+unique per model across partitions: :mod:`esmapper.indexes._placement` sends each write
 where its id already lives.
 
 A missing partition is created with ``PUT /<partition>`` (with its dated alias), sent once
@@ -37,9 +37,9 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes.ensure import announce_create
+from esmapper.indexes._ensure import announce_create
+from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.errors import IndexMaxAgeExceededError
-from esmapper.indexes.occupied import alias_taken_error, concrete_index
 from esmapper.model.codec import parse_datetime
 from esmapper.model.state import state_of
 
@@ -231,7 +231,7 @@ class PartitionCache:
         umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
         tolerated: the dated alias is then added with ``PUT _alias``). Before the create,
         ``spec.before_create`` (the install decision,
-        :func:`~esmapper.indexes.ensure.announce_create`). Raises
+        :func:`~esmapper.indexes._ensure.announce_create`). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
         known = self._known.get(start)

@@ -33,7 +33,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from esmapper._json import dumps
-from esmapper.errors import EsmapperError, LockError
+from esmapper.errors import EsmapperError, JobCancelled, JobError, LockError
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 
 if TYPE_CHECKING:
@@ -121,16 +121,6 @@ def describe_error(exc: BaseException) -> str:
         why = errno.group(1).strip() if errno else type(exc).__name__
         return f"no answer from Elasticsearch ({why})"
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-
-
-class JobError(EsmapperError):
-    """A job cannot do its work as asked (an unknown snapshot repository, a snapshot name
-    taken, a snapshot that failed); its result is ``failed`` with this as ``error``."""
-
-
-class JobCancelled(Exception):
-    """Raised by :meth:`JobContext.checkpoint` when the run was asked to stop; its text
-    becomes the cancelled result's message."""
 
 
 @attrs.define

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import attrs
 
-from esmapper.errors import MigrationError
+from esmapper.errors import MigrationCancelled, MigrationError
 from esmapper.migrations.state import INSTALL_ID
 
 if TYPE_CHECKING:
@@ -85,11 +85,6 @@ class MigrationContext:
         """Raise :class:`MigrationCancelled` when the run was asked to stop."""
         if self.cancel.is_set():
             raise MigrationCancelled("the migration run was cancelled")
-
-
-class MigrationCancelled(MigrationError):
-    """Raised by a migration (``ctx.raise_if_cancelled()``) that stopped because the run was
-    cancelled; the migration is recorded as failed and ``migrate`` returns ``CANCELLED``."""
 
 
 class Migration:

@@ -33,7 +33,7 @@ import attrs
 from elasticsearch import NotFoundError
 
 from esmapper.indexes.blocks import leftover_block, serving_blocked
-from esmapper.indexes.configure import index_state
+from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.locks import LockHolder, LockProvider
@@ -277,11 +277,10 @@ def view_index(client: Elasticsearch, spec: IndexSpec) -> IndexView:
             client.indices.exists_index_template(name=f"{spec.physical_name()}-template")
         )
         lowest = partition_versions(client, spec, spec.clock()).lowest
-        outdated = lowest is not None and lowest < spec.version
+        outdated = is_outdated(spec, current=None, lowest=lowest)
         return IndexView(None, template, partitions, outdated, lowest)
     current, exists = index_state(client, spec)
-    outdated = spec.kind == "versioned" and current not in (None, spec.physical_name())
-    return IndexView(current, exists, 0, outdated)
+    return IndexView(current, exists, 0, is_outdated(spec, current=current, lowest=None))
 
 
 def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], bool]:

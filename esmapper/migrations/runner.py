@@ -32,7 +32,6 @@ taken over fails the run.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
@@ -44,9 +43,12 @@ import attrs
 
 from esmapper.errors import LockError
 from esmapper.indexes._reindex_pass import Throttle
+from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult
 from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.leftovers import delete_leftovers
+from esmapper.indexes.reindex import reindex_outdated
+from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 from esmapper.migrations import install as inst
 from esmapper.migrations import state as st
@@ -339,47 +341,51 @@ class _Runner:
         self.store.save(record)
 
     def reindex_outdated(self, states: Sequence[IndexState]) -> tuple[MigrationResult, str | None]:
-        outdated = [s for s in states if s.action == "outdated"]
-        if not outdated:
+        """Reindex the models ``configure_indexes`` reported ``outdated`` (one ``reindex``
+        step each), through :func:`esmapper.indexes.reindex.reindex_outdated`, which checks
+        each again first (another process may have reindexed it meanwhile)."""
+        outdated = {s.alias for s in states if s.action == "outdated"}
+        models = [m for m in self.mapper.models if self.mapper.spec(m).alias in outdated]
+        if not models:
             return MigrationResult.SUCCESS, None
-        try:
-            module = importlib.import_module("esmapper.indexes.reindex")
-        except ModuleNotFoundError as exc:
-            if exc.name != "esmapper.indexes.reindex":
-                raise
-            for s in outdated:
-                message = f"{s.alias} is outdated but reindexing is unavailable in this version"
-                log.warning(message)
-                self.report.warnings.append(message)
-            return MigrationResult.SUCCESS, None
-        reindex: Callable[..., Any] = module.reindex
-        by_alias = {self.mapper.spec(m).alias: m for m in self.mapper.models}
-        for s in outdated:
-            reason = f"the alias points at {s.current_index}"
-            step = PlannedStep(REINDEX, s.alias, "index", None, s.expected_index, reason)
+        running: list[tuple[PlannedStep, float]] = []
+
+        def starting(model: type, spec: IndexSpec, current: str | None) -> None:
+            reason = f"the alias points at {current}"
+            expected = spec.index_pattern if spec.is_time_series else spec.physical_name()
+            step = PlannedStep(REINDEX, spec.alias, "index", None, expected, reason)
             self.report.steps.append(step)
-            started = time.monotonic()
-            try:
-                result = reindex(
-                    self.mapper,
-                    by_alias[s.alias],
-                    progress=self._progress,
-                    lock_ttl=self.lock.ttl,
-                    batch_size=self.throttle.batch_size,
-                    requests_per_second=self.throttle.requests_per_second,
-                    stall_timeout=None
-                    if self.throttle.stall_timeout is None
-                    else timedelta(seconds=self.throttle.stall_timeout),
-                )
-            except _LockLost:
-                raise
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                log.error("reindex of %s failed: %s", s.alias, error, exc_info=True)
-                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
-                return MigrationResult.FAILED, f"reindex of {s.alias} failed: {error}"
+            running.append((step, time.monotonic()))
+
+        def done(model: type, result: ReindexResult) -> None:
+            step, started = running[-1]
             seconds = time.monotonic() - started
             self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
+
+        stall = self.throttle.stall_timeout
+        try:
+            reindex_outdated(
+                self.mapper,
+                models,
+                progress=self._progress,
+                lock_ttl=self.lock.ttl,
+                batch_size=self.throttle.batch_size,
+                requests_per_second=self.throttle.requests_per_second,
+                stall_timeout=None if stall is None else timedelta(seconds=stall),
+                starting=starting,
+                done=done,
+            )
+        except _LockLost:
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            if not running:  # reading the aliases failed
+                log.error("reindex of outdated indexes failed: %s", error, exc_info=True)
+                return MigrationResult.FAILED, f"reindex of outdated indexes failed: {error}"
+            step, started = running[-1]
+            log.error("reindex of %s failed: %s", step.target, error, exc_info=True)
+            self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+            return MigrationResult.FAILED, f"reindex of {step.target} failed: {error}"
         return MigrationResult.SUCCESS, None
 
     def delete_leftovers(self) -> tuple[MigrationResult, str | None]:
@@ -411,7 +417,7 @@ class _Runner:
                 self.emit(StepOutcome(step, "deleted", 1, time.monotonic() - started))
         return MigrationResult.SUCCESS, None
 
-    def _progress(self, progress: Any) -> None:
+    def _progress(self, progress: ReindexProgress) -> None:
         log.info("reindex progress: %s/%s", progress.done, progress.total)
         try:
             self.lock.check()  # renewed by its heartbeat; raises when that found it lost
@@ -421,14 +427,12 @@ class _Runner:
             self.progress(progress)
 
 
-def _reindex_note(result: Any) -> str | None:
+def _reindex_note(result: ReindexResult) -> str:
     """``writes blocked 0.12s`` (and a leftover block removed) from a ReindexResult."""
-    blocked = getattr(result, "blocked_seconds", None)
-    note = None if blocked is None else f"writes blocked {blocked:.2f}s"
-    cleared = getattr(result, "cleared_block_seconds", None)
+    note = f"writes blocked {result.blocked_seconds:.2f}s"
+    cleared = result.cleared_block_seconds
     if cleared is not None:
-        left = f"removed a killed reindex's write block, on for {cleared:.0f}s"
-        note = left if note is None else f"{note}; {left}"
+        note += f"; removed a killed reindex's write block, on for {cleared:.0f}s"
     return note
 
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import attrs
 from typing_extensions import Self, dataclass_transform
 
-from esmapper.model import tracking
+from esmapper.model import _tracking as tracking
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -295,16 +295,16 @@ def _build_info(
 
 
 def _custom_access(cls: type) -> Any:
-    """How ``cls``'s documents hold custom values (esmapper.custom_fields.access), or
+    """How ``cls``'s documents hold custom values (esmapper.custom_fields._access), or
     ``None`` for a model without custom fields. Raises IndexConfigurationError for a
     ``HasVirtualCustomFields`` model that does not implement its accessors."""
     if issubclass(cls, HasVirtualCustomFields):
-        from esmapper.custom_fields.access import VIRTUAL_VALUES, check_virtual
+        from esmapper.custom_fields._access import VIRTUAL_VALUES, check_virtual
 
         check_virtual(cls)
         return VIRTUAL_VALUES
     if issubclass(cls, HasCustomFields):
-        from esmapper.custom_fields.access import DICT_VALUES
+        from esmapper.custom_fields._access import DICT_VALUES
 
         return DICT_VALUES
     return None

@@ -150,7 +150,7 @@ class ModelInfo:
     #: the custom-field types of a ``HasCustomFields`` model (checked, standard by default)
     custom_field_types: tuple[Any, ...] = ()
     #: how the documents hold custom values and name their tenant
-    #: (:class:`esmapper.custom_fields.access.CustomValues`; ``None``: no custom fields)
+    #: (:class:`esmapper.custom_fields._access.CustomValues`; ``None``: no custom fields)
     custom_access: Any = None
     normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)

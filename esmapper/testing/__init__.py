@@ -9,7 +9,8 @@ cluster), else ``ESMAPPER_TEST_DOCKER=1`` (:class:`DockerServer`), else :class:`
 (the noida-db binary). The pytest plugin (:mod:`esmapper.testing.plugin`) wraps it in fixtures.
 """
 
-from esmapper.testing.base import ExternalServer, ServerHandle, ServerKind, ServerStartError
+from esmapper.errors import ServerStartError
+from esmapper.testing.base import ExternalServer, ServerHandle, ServerKind
 from esmapper.testing.cleanup import delete_prefixed
 from esmapper.testing.docker import DockerServer
 from esmapper.testing.redis_server import RedisServer, redis_url

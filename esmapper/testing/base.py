@@ -10,12 +10,10 @@ import urllib.request
 from collections.abc import Callable
 from typing import Literal, Protocol
 
+from esmapper.errors import ServerStartError
+
 ServerKind = Literal["local", "url", "docker"]
 """Which Elasticsearch the tests use: the local noida-db binary, a given URL, or Docker."""
-
-
-class ServerStartError(RuntimeError):
-    """A test server could not be started, or never answered ``GET /_cluster/health``."""
 
 
 class ServerHandle(Protocol):

@@ -9,12 +9,8 @@ import os
 from types import TracebackType
 from typing import Any
 
-from esmapper.testing.base import (
-    ServerKind,
-    ServerStartError,
-    version_mismatch,
-    wait_for_health,
-)
+from esmapper.errors import ServerStartError
+from esmapper.testing.base import ServerKind, version_mismatch, wait_for_health
 
 IMAGES = {
     8: "docker.elastic.co/elasticsearch/elasticsearch:8.15.3",

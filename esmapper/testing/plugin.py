@@ -1,11 +1,20 @@
 """pytest plugin (entry point ``esmapper``): fixtures for an Elasticsearch test server.
 
-Session fixtures ``es_server`` / ``es_url`` / ``es_client`` start the server lazily, the
-first time a test asks for one, and stop it at the end of the session (also on failures and
-Ctrl-C; the servers register themselves with atexit too). ``index_prefix`` gives each test
-its own name prefix and deletes what the test created under it. Tests marked ``real_es`` are
-skipped when the server is the local noida-db one. ``redis_url`` is a Redis for the session
-(``ESMAPPER_TEST_REDIS_URL``, else an embedded ``redis-server`` stopped at exit).
+Every fixture is named ``esmapper_...``, so installing esmapper never shadows a fixture of
+your own (an ``es_url`` or ``redis_url`` in your conftest keeps its meaning). Session
+fixtures ``esmapper_es_server`` / ``esmapper_es_url`` / ``esmapper_es_client`` start the
+server lazily, the first time a test asks for one, and stop it at the end of the session
+(also on failures and Ctrl-C; the servers register themselves with atexit too).
+``esmapper_index_prefix`` gives each test its own name prefix and deletes what the test
+created under it. Tests marked ``real_es`` are skipped when the server is the local
+noida-db one. ``esmapper_redis_url`` is a Redis for the session (``ESMAPPER_TEST_REDIS_URL``,
+else an embedded ``redis-server`` stopped at exit).
+
+Shorter names are one conftest away::
+
+    @pytest.fixture
+    def index_prefix(esmapper_index_prefix: str) -> str:
+        return esmapper_index_prefix
 """
 
 from __future__ import annotations
@@ -41,13 +50,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def es_server_kind() -> ServerKind:
+def esmapper_es_server_kind() -> ServerKind:
     """``"local"``, ``"url"`` or ``"docker"``: which server the session uses (starts nothing)."""
     return server_kind()
 
 
 @pytest.fixture(scope="session")
-def es_server() -> Iterator[ServerHandle]:
+def esmapper_es_server() -> Iterator[ServerHandle]:
     """The started test server (see ``esmapper.testing.start_test_server``); stopped at the end."""
     server = start_test_server()
     try:
@@ -57,15 +66,15 @@ def es_server() -> Iterator[ServerHandle]:
 
 
 @pytest.fixture(scope="session")
-def es_url(es_server: ServerHandle) -> str:
+def esmapper_es_url(esmapper_es_server: ServerHandle) -> str:
     """Base URL of the test server, e.g. ``http://127.0.0.1:40123``."""
-    return es_server.url
+    return esmapper_es_server.url
 
 
 @pytest.fixture(scope="session")
-def es_client(es_url: str) -> Iterator[Elasticsearch]:
-    """An ``elasticsearch.Elasticsearch`` client for ``es_url``, closed at the end."""
-    client = Elasticsearch(es_url, request_timeout=60)
+def esmapper_es_client(esmapper_es_url: str) -> Iterator[Elasticsearch]:
+    """An ``elasticsearch.Elasticsearch`` client for ``esmapper_es_url``, closed at the end."""
+    client = Elasticsearch(esmapper_es_url, request_timeout=60)
     try:
         yield client
     finally:
@@ -73,16 +82,16 @@ def es_client(es_url: str) -> Iterator[Elasticsearch]:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> str:
+def esmapper_redis_url() -> str:
     """A Redis URL for the session (see :func:`esmapper.testing.redis_url`)."""
     return _redis_url()
 
 
 @pytest.fixture
-def index_prefix(es_client: Elasticsearch) -> Iterator[str]:
+def esmapper_index_prefix(esmapper_es_client: Elasticsearch) -> Iterator[str]:
     """A unique lowercase prefix (``t-<8 hex>-``) for this test's indexes, aliases and
     templates; everything named with it is deleted after the test.
     """
     prefix = f"t-{uuid.uuid4().hex[:8]}-"
     yield prefix
-    delete_prefixed(es_client, prefix)
+    delete_prefixed(esmapper_es_client, prefix)

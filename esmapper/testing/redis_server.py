@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from esmapper.testing.base import ServerStartError
+from esmapper.errors import ServerStartError
 from esmapper.testing.server import _parent_death_hook, free_port
 
 __all__ = ["ENV_TEST_REDIS_URL", "RedisServer", "redis_server_binary", "redis_url"]

@@ -16,7 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from esmapper.testing.base import ServerKind, ServerStartError, wait_for_health
+from esmapper.errors import ServerStartError
+from esmapper.testing.base import ServerKind, wait_for_health
 
 _PORT_IN_USE = "already in use"
 _PR_SET_PDEATHSIG = 1

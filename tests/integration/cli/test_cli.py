@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 from elasticsearch import Elasticsearch
 
-from esmapper.cli import load_mapper, main
+from esmapper._cli_app import load_mapper
+from esmapper.cli import main
 from esmapper.locks import LockProvider
 from tests.unit.cli.apps import subprocess_env, write_app
 

@@ -16,7 +16,7 @@ from typing import IO
 import pytest
 from elasticsearch import Elasticsearch
 
-from esmapper.cli import load_mapper
+from esmapper._cli_app import load_mapper
 from esmapper.locks import LockProvider
 from esmapper.testing.faults import FaultProxy
 from tests.integration.jobs.conftest import repository

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from esmapper.cli import load_mapper, main
+from esmapper._cli_app import load_mapper
+from esmapper.cli import main
 
 APP = """
 import datetime as dt

@@ -226,6 +226,48 @@ def test_reindex_outdated_reindexes_only_outdated_versioned_models(
     assert [s.action for s in mapper.configure_indexes()] == ["unchanged"] * 2
 
 
+def test_reindex_outdated_reports_each_model_before_and_after(
+    make_mapper: MakeMapper, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 2, name="seed")
+    mapper = make_mapper(PlainV2, ItemV2)
+    mapper.configure_indexes()
+    events: list[tuple[str, str, str | None]] = []
+    results = reindex_outdated(
+        mapper,
+        starting=lambda model, spec, current: events.append(("start", spec.alias, current)),
+        done=lambda model, result: events.append(("done", model.__name__, result.status)),
+    )
+    assert events == [
+        ("start", f"{index_prefix}items", f"{index_prefix}items-v1"),
+        ("done", "ItemV2", "reindexed"),
+    ]
+    assert [r.copied for r in results] == [2]
+
+
+def test_reindex_outdated_stops_at_the_first_failure_after_reporting_its_start(
+    make_mapper: MakeMapper, index_prefix: str
+) -> None:
+    _seed(make_mapper, ItemV1, 2, name="seed")
+    mapper = make_mapper(ItemV2)
+    mapper.configure_indexes()
+    started: list[str] = []
+
+    def refuse(report: ReindexProgress) -> None:
+        raise RuntimeError(f"stop at {report.phase}")
+
+    with pytest.raises(RuntimeError, match="stop at"):
+        reindex_outdated(
+            mapper,
+            progress=refuse,
+            starting=lambda model, spec, current: started.append(model.__name__),
+            done=lambda model, result: pytest.fail("a failed reindex is not done"),
+        )
+    assert started == ["ItemV2"]
+    with pytest.raises(ValueError, match="batch_size"):  # checked before any request
+        reindex_outdated(mapper, batch_size=0, starting=lambda *a: pytest.fail("started"))
+
+
 def _index_names(client: Elasticsearch, prefix: str) -> list[str]:
     return sorted(client.options(ignore_status=404).indices.get_alias(index=f"{prefix}*").body)
 

@@ -28,7 +28,8 @@ from click.testing import CliRunner, Result
 from elasticsearch import Elasticsearch
 
 import esmapper
-from esmapper.cli import load_mapper, main
+from esmapper._cli_app import load_mapper
+from esmapper.cli import main
 from esmapper.indexes import find_leftovers
 from esmapper.migrations import MigrationRecord, StateStore
 from esmapper.migrations.install import read_install

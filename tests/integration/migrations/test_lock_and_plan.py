@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import importlib
 import threading
-import types
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from elasticsearch import Elasticsearch, NotFoundError
 
 import esmapper as em
+from esmapper.indexes import ReindexProgress, ReindexResult
 from esmapper.locks import LockProvider
 from esmapper.migrations import Migration, MigrationContext, MigrationResult, plan
 from esmapper.model.codec import parse_datetime
@@ -156,6 +156,10 @@ def test_dry_run_reports_a_blocked_migration(make_mapper: MakeMapper) -> None:
     assert [s.action for s in report.steps] == ["blocked"]
 
 
+#: The module (``esmapper.indexes.reindex`` is also the name of its function, re-exported).
+REINDEX_MODULE = importlib.import_module("esmapper.indexes.reindex")
+
+
 class EmployeeV2(em.Document):
     class Index:
         name = "employees"
@@ -166,16 +170,19 @@ class EmployeeV2(em.Document):
 
 @pytest.fixture
 def fake_reindex(monkeypatch: pytest.MonkeyPatch) -> list[tuple[type, Any]]:
-    """A stand-in for ``esmapper.indexes.reindex`` recording its calls."""
+    """A stand-in for ``esmapper.indexes.reindex.reindex`` recording its calls (the loop
+    over the outdated models, which decides what to reindex, is the real one)."""
     called: list[tuple[type, Any]] = []
-    module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
-        progress(types.SimpleNamespace(done=1, total=1))
+    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> ReindexResult:
+        spec = mapper.spec(model)
+        progress(ReindexProgress(1, 1, "done", spec.alias, 100))
         called.append((model, progress))
+        return ReindexResult(
+            model.__name__, spec.alias, f"{spec.alias}-v1", spec.physical_name(), "reindexed"
+        )
 
-    module.reindex = reindex  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    monkeypatch.setattr(REINDEX_MODULE, "reindex", reindex)
     return called
 
 
@@ -192,33 +199,30 @@ def test_outdated_indexes_are_reindexed_after_the_migrations(
     assert calls == [("versioned1", 1)]  # not a fresh install: the old index has data
     assert [m for m, _ in fake_reindex] == [EmployeeV2]
     assert [o.status for o in report.outcomes] == ["completed", "reindexed"]
+    step = report.outcomes[1].step
+    assert (step.action, step.target, step.reason) == (
+        "reindex",
+        mapper.spec(EmployeeV2).alias,
+        f"the alias points at {mapper.spec(EmployeeV2).alias}-v1",
+    )
+    assert report.outcomes[1].note == "writes blocked 0.00s"
     assert em.migrations.run_migrations(mapper, reindex=False).outcomes == []
 
 
 def test_a_failing_reindex_fails_the_run(
     make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = types.ModuleType("esmapper.indexes.reindex")
-
     def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         raise em.IndexConfigurationError("count check failed")
 
-    module.reindex = reindex  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    monkeypatch.setattr(REINDEX_MODULE, "reindex", reindex)
     make_mapper().configure_indexes()
-    report = em.migrations.run_migrations(make_mapper(models=(EmployeeV2,)))
+    mapper = make_mapper(models=(EmployeeV2,))
+    report = em.migrations.run_migrations(mapper)
     assert report.result == MigrationResult.FAILED
-    assert report.error is not None and "count check failed" in report.error
-
-
-def test_without_a_reindex_module_outdated_indexes_are_a_warning(
-    make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", None)
-    make_mapper().configure_indexes()
-    report = em.migrations.run_migrations(make_mapper(models=(EmployeeV2,)))
-    assert report.result == MigrationResult.SUCCESS
-    assert report.warnings and "outdated" in report.warnings[0]
+    alias = mapper.spec(EmployeeV2).alias
+    assert report.error == f"reindex of {alias} failed: IndexConfigurationError: count check failed"
+    assert [(o.step.action, o.status) for o in report.outcomes] == [("reindex", "failed")]
 
 
 def test_context_is_handed_the_mapper_logger_and_lock(make_mapper: MakeMapper) -> None:

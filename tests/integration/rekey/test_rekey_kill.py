@@ -37,7 +37,7 @@ import pytest
 from elasticsearch import Elasticsearch, helpers
 
 import esmapper as em
-from esmapper.cli import load_mapper
+from esmapper._cli_app import load_mapper
 from esmapper.testing.faults import FaultProxy, HeldRequest
 from tests.unit.cli.apps import subprocess_env
 

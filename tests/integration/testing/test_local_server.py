@@ -159,9 +159,10 @@ _HANGING_TEST = """
 import os, time
 from pathlib import Path
 
-def test_hang(es_server):
+def test_hang(esmapper_es_server):
+    server = esmapper_es_server
     pidfile = Path(os.environ["ESMAPPER_PIDFILE"])
-    pidfile.with_suffix(".tmp").write_text(f"{es_server.pid} {es_server.log_path}")
+    pidfile.with_suffix(".tmp").write_text(f"{server.pid} {server.log_path}")
     pidfile.with_suffix(".tmp").rename(pidfile)
     time.sleep(120)
 """

@@ -1,11 +1,11 @@
-"""The CLI without a server: loading the app, model lookup, error lines, optional modules."""
+"""The CLI without a server: loading the app, model lookup, error lines, result output."""
 
 from __future__ import annotations
 
 import re
 import sys
 import time
-import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import esmapper as em
-from esmapper.cli import find_model, load_mapper, main
+from esmapper._cli_app import find_model, load_mapper
+from esmapper.cli import main
+from esmapper.indexes import ReindexProgress, ReindexResult
+from esmapper.rekey import RekeyPlan, RekeyReport, Status
 
 from .apps import write_app
 
@@ -157,38 +160,48 @@ def test_maintain_against_an_unreachable_server_is_one_error_line(app: str) -> N
 
 
 def fake_reindex(
-    monkeypatch: pytest.MonkeyPatch, result: Any, seen: dict[str, Any] | None = None
+    monkeypatch: pytest.MonkeyPatch, result: ReindexResult, seen: dict[str, Any] | None = None
 ) -> list[type]:
     called: list[type] = []
-    module = types.ModuleType("esmapper.indexes.reindex")
 
-    def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> Any:
+    def reindex(
+        mapper: em.Mapper,
+        model: type,
+        *,
+        progress: Callable[[ReindexProgress], None],
+        **options: Any,
+    ) -> ReindexResult:
         called.append(model)
         if seen is not None:
             seen.update(options)
-        for done, total in ((0, 0), (50, 100), (100, 100)):
-            progress(types.SimpleNamespace(done=done, total=total))
+        for done, total, percent in ((0, 0, 0), (50, 100, 50), (100, 100, 100)):
+            progress(ReindexProgress(done, total, "copy", "employees", percent))
         return result
 
-    module.reindex = reindex  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    monkeypatch.setattr("esmapper.cli.reindex_model", reindex)
     return called
+
+
+def reindexed(**values: Any) -> ReindexResult:
+    """A ``reindexed`` result of Employee (e-v1 -> e-v2) with ``values``."""
+    defaults: dict[str, Any] = {
+        "model": "Employee", "alias": "employees", "old_index": "e-v1", "new_index": "e-v2",
+        "status": "reindexed", "copied": 5, "caught_up": 1, "old_deleted": True,
+    }  # fmt: skip
+    return ReindexResult(**{**defaults, **values})
 
 
 def test_reindex_shows_progress_and_finds_the_model(
     app: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = types.SimpleNamespace(
-        status="reindexed", old_index="e-v1", new_index="e-v2", copied=5, caught_up=1,
-        old_deleted=True, seconds=0.25,
-    )  # fmt: skip
-    called = fake_reindex(monkeypatch, result)
+    called = fake_reindex(monkeypatch, reindexed(seconds=0.25, blocked_seconds=0.5))
     done = invoke("--app", f"{app}:mapper", "reindex", "employees")
     assert done.exit_code == 0, done.output
     assert [m.__name__ for m in called] == ["Employee"]
     assert "reindex Employee" in done.stdout  # the progress bar's label
     assert done.stdout.splitlines()[-1] == (
-        "reindexed Employee: e-v1 -> e-v2, 5 copied, 1 caught up, old index deleted (0.2s)"
+        "reindexed Employee: e-v1 -> e-v2, 5 copied, 1 caught up, old index deleted, writes "
+        "blocked 0.50s (0.2s)"
     )
 
     unknown = invoke("--app", f"{app}:mapper", "reindex", "nope")
@@ -200,10 +213,7 @@ def test_reindex_passes_the_lock_and_throttle_options(
 ) -> None:
     from datetime import timedelta
 
-    result = types.SimpleNamespace(
-        status="reindexed", old_index="e-v1", new_index="e-v2", copied=5, caught_up=1,
-        old_deleted=True, seconds=2.5, blocked_seconds=0.125, cleared_block_seconds=75.0,
-    )  # fmt: skip
+    result = reindexed(seconds=2.5, blocked_seconds=0.125, cleared_block_seconds=75.0)
     seen: dict[str, Any] = {}
     fake_reindex(monkeypatch, result, seen)
     done = invoke(
@@ -233,62 +243,56 @@ def test_reindex_passes_the_lock_and_throttle_options(
 
 
 def test_reindex_up_to_date(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_reindex(monkeypatch, types.SimpleNamespace(status="up_to_date", new_index="e-v1"))
+    fake_reindex(monkeypatch, reindexed(status="up_to_date", old_index="e-v1", new_index="e-v1"))
     done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
     assert done.stdout.splitlines()[-1] == "Employee is up to date (e-v1)"
 
 
 def test_reindex_errors_are_one_line(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("esmapper.indexes.reindex")
-
     def reindex(mapper: em.Mapper, model: type, *, progress: Any, **options: Any) -> None:
         raise em.LockError("lock 'reindex:employees' is held by another process")
 
-    module.reindex = reindex  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.indexes.reindex", module)
+    monkeypatch.setattr("esmapper.cli.reindex_model", reindex)
     result = invoke("--app", f"{app}:mapper", "reindex", "Employee")
     assert_one_error_line(result, "is held by another process", code=2)
 
 
 def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, Any]] = []
-    module = types.ModuleType("esmapper.rekey")
 
-    def plan(status: str, old: str, new: str | None, reason: str | None = None) -> Any:
-        return types.SimpleNamespace(status=status, old_id=old, new_id=new, reason=reason)
+    def plan(status: Status, old: str, new: str | None, reason: str | None = None) -> RekeyPlan:
+        return RekeyPlan(old, new, status, "employees-v1", 1, 1, reason=reason)
 
-    def audit(mapper: em.Mapper, model: type) -> Any:
+    def audit(mapper: em.Mapper, model: type) -> Iterator[RekeyPlan]:
         seen.append(("audit", model.__name__))
         yield plan("ok", "a:b", "a:b")
         yield plan("rewrite", "a/b", "a%2Fb")
         yield plan("blocked", "x", None, "too long")
 
-    def rekey(mapper: em.Mapper, model: type, *, apply: bool, echo: Any, batch_size: int) -> Any:
+    def rekey(
+        mapper: em.Mapper, model: type, *, apply: bool, echo: Any, batch_size: int
+    ) -> RekeyReport:
         seen.append(("rekey", apply, batch_size))  # type: ignore[arg-type]
         echo("REWRITE a/b -> a%2Fb" if apply else "DRY RUN a/b -> a%2Fb")
-        return types.SimpleNamespace(summary=f"applied={apply}", failed=1 if apply else 0)
+        return RekeyReport(apply, to_rewrite=1, rewritten=0, failed=1 if apply else 0)
 
-    module.audit, module.rekey = audit, rekey  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "esmapper.rekey", module)
+    monkeypatch.setattr("esmapper.cli.rekey_audit", audit)
+    monkeypatch.setattr("esmapper.cli.rekey_model", rekey)
     base = ["--app", f"{app}:mapper", "ids"]
     assert invoke(*base, "audit", "Employee").stdout.splitlines() == [
         "REWRITE a/b -> a%2Fb",
         "BLOCKED x -> - (too long)",
         "1 ok, 1 rewrite, 1 blocked",
     ]
-    assert invoke(*base, "rekey", "Employee").stdout == "DRY RUN a/b -> a%2Fb\napplied=False\n"
+    assert invoke(*base, "rekey", "Employee").stdout == (
+        "DRY RUN a/b -> a%2Fb\ndry run: 1 to rewrite, 0 blocked, 0 ok; nothing was changed\n"
+    )
     applied = invoke(*base, "rekey", "Employee", "--apply", "--batch-size", "50")
-    assert applied.stdout == "REWRITE a/b -> a%2Fb\napplied=True\n"
+    assert applied.stdout == "REWRITE a/b -> a%2Fb\n0 rewritten, 1 failed, 0 blocked, 0 ok\n"
     assert_one_error_line(applied, "1 document(s) could not be re-keyed")
     assert seen == [("audit", "Employee"), ("rekey", False, 500), ("rekey", True, 50)]
     too_big = invoke(*base, "rekey", "Employee", "--batch-size", "0")
     assert too_big.exit_code == 2 and "--batch-size" in too_big.stderr
-
-
-def test_ids_without_the_rekey_module(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "esmapper.rekey", None)
-    result = invoke("--app", f"{app}:mapper", "ids", "rekey", "Employee")
-    assert_one_error_line(result, "re-keying is unavailable")
 
 
 def test_migrate_passes_the_lock_options(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -349,12 +353,12 @@ def test_a_major_version_mismatch_names_the_remedy() -> None:
     from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
     from elasticsearch import BadRequestError
 
-    from esmapper.cli import _error_for
+    from esmapper._cli_app import error_for
 
     meta = ApiResponseMeta(400, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "h", 9200))
     body = {"error": {"type": "media_type_header_exception", "reason": "Invalid media-type"}}
     exc = BadRequestError("media_type_header_exception", meta, body)
-    error = _error_for(exc, click_context())
+    error = error_for(exc, click_context())
     assert error is not None and "pip install 'elasticsearch>=" in error.format_message()
 
 

@@ -167,7 +167,7 @@ def test_reindex_error_carries_the_result() -> None:
         "document_parsing_exception",
         "bad n",
     )
-    assert error.result is result and error.failures == (failure,)
+    assert error.result is result and error.failures == [failure]
 
 
 @pytest.fixture(autouse=True)

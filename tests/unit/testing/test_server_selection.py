@@ -143,8 +143,8 @@ import pytest
 def test_needs_real_es():
     pass
 
-def test_plain(es_server_kind):
-    assert es_server_kind == {kind!r}
+def test_plain(esmapper_es_server_kind):
+    assert esmapper_es_server_kind == {kind!r}
 """
 
 

@@ -25,12 +25,14 @@ from esmapper.errors import (
     IndexConfigurationError,
     QueryValidationError,
 )
+from esmapper.model.state import state_of
 
 __all__ = [
     "VIRTUAL_METHODS",
     "CustomValues",
     "DictValues",
     "VirtualValues",
+    "check_tenant_pendings",
     "check_tenant_writes",
     "check_virtual",
     "in_tenant",
@@ -79,7 +81,21 @@ class CustomValues:
         raise NotImplementedError
 
     def tenant(self, doc: Any) -> str:
-        """The tenant whose definitions apply to ``doc`` (``""``: none, nothing indexed)."""
+        """The tenant whose definitions apply to ``doc`` (``""``: none, nothing indexed).
+        A model that computes its tenant key (no ``Index.tenant_field`` to filter on) may
+        have a partially loaded document lacking what the key is computed from: such a
+        document belongs to the tenant it is stored under (its loaded ``idx.tenant``;
+        moving a document to another tenant takes a document loaded whole)."""
+        if not self.uses_tenant_field(type(doc).__esmapper__):
+            state = state_of(doc)
+            if state is not None and state.partial:
+                stored = (state.original or {}).get("idx")
+                if isinstance(stored, dict) and stored.get("tenant"):
+                    return str(stored["tenant"])
+        return self.own_tenant(doc)
+
+    def own_tenant(self, doc: Any) -> str:
+        """The tenant ``doc`` names itself (its tenant key), ``""`` for none."""
         raise NotImplementedError
 
     def source_paths(self, info: Any) -> tuple[str, ...]:
@@ -145,13 +161,18 @@ class DictValues(CustomValues):
             del values[name]
         _set(doc, "custom_fields", values)
 
-    def tenant(self, doc: Any) -> str:
+    def own_tenant(self, doc: Any) -> str:
         return str(doc.tenant_key() or "")
 
     def source_paths(self, info: Any) -> tuple[str, ...]:
         # the dict whole: its keys keep the case they were written in, and a document
-        # loaded with part of them could not have its idx recomputed
-        field = info.index.tenant_field if self.uses_tenant_field(info) else None
+        # loaded with part of them could not have its idx recomputed; and what tells its
+        # tenant (a computed tenant key is checked against the stored idx.tenant)
+        if not self.uses_tenant_field(info):
+            from esmapper.custom_fields.catalog import IDX_TENANT
+
+            return ("custom_fields", IDX_TENANT)
+        field = info.index.tenant_field
         return ("custom_fields", field) if field else ("custom_fields",)
 
     def uses_tenant_field(self, info: Any) -> bool:
@@ -165,9 +186,12 @@ class DictValues(CustomValues):
             return False
         # without its tenant the document would look tenant-less and lose its slots
         info = type(doc).__esmapper__
-        field = None
-        if info.index is not None and self.uses_tenant_field(info):
-            field = info.index.tenant_field
+        if not self.uses_tenant_field(info):
+            # a computed tenant key (tenant_key() overridden) reads attributes a partial
+            # load may have left out: the stored idx.tenant names the tenant (see tenant())
+            stored = original.get("idx")
+            return isinstance(stored, dict) and bool(stored.get("tenant"))
+        field = info.index.tenant_field if info.index is not None else None
         return field is None or field in original
 
     def source_changes(self, before: Mapping[str, Any], doc: Any) -> dict[str, Any]:
@@ -201,7 +225,7 @@ class VirtualValues(CustomValues):
     def remove(self, doc: Any, name: str, *, partial: bool = False) -> None:
         doc.remove_custom_field(name)
 
-    def tenant(self, doc: Any) -> str:
+    def own_tenant(self, doc: Any) -> str:
         tenant = doc.get_tenant_key()
         return "" if tenant is None else str(tenant)
 
@@ -286,3 +310,17 @@ def check_tenant_writes(info: Any, docs: Any, tenant: str | None, kind: str) -> 
                 field="tenant",
                 ids=[str(doc.id)] if getattr(doc, "id", None) is not None else [],
             )
+
+
+def check_tenant_pendings(pendings: Any, tenant: str | None) -> None:
+    """:func:`check_tenant_writes` for the documents of a write pipeline run (adds, saves
+    and removes of repositories, sessions and by-query removals alike), by model and kind,
+    before anything is sent."""
+    if tenant is None:
+        return
+    groups: dict[tuple[Any, str], list[Any]] = {}
+    for pending in pendings:
+        if pending.kind in ("add", "save", "remove") and pending.doc is not None:
+            groups.setdefault((pending.info, pending.kind), []).append(pending.doc)
+    for (info, kind), docs in groups.items():
+        check_tenant_writes(info, docs, tenant, kind)

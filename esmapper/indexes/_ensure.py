@@ -1,0 +1,203 @@
+"""Writes ensure their index (FEATURES IM-20): the index and alias exist before the first write.
+
+The one owner of "create a model's index, create-only, race-free": both
+:func:`~esmapper.indexes.configure.configure_indexes` and the first write of a model in a
+process (:meth:`EnsuredIndex.ensure`, called when the write picks its target,
+:meth:`~esmapper.indexes.spec.IndexSpec.write_targets`) create through
+:func:`create_index`. Time-series partitions are ensured per period by
+:class:`~esmapper.indexes.timeseries.PartitionCache`, the same way.
+
+What the first write of a model sends, once per mapper and process (later writes send
+nothing more; ``configure_indexes`` counts as that first time):
+
+- versioned: ``GET /_alias/<alias>``; when no index holds the alias, ``HEAD /<alias>`` (+
+  ``HEAD /_alias/<alias>``): a concrete index under the alias name raises
+  :class:`~esmapper.errors.AliasNameTakenError`, nothing is created; else
+  ``PUT /<alias>-v<N>`` with the model's mapping and settings **and the alias in the same
+  request** (the index never exists without its alias);
+- plain: ``HEAD /<alias>``; when missing, ``PUT /<alias>``;
+- time-series: nothing here.
+
+Before it creates the index, the write calls ``spec.before_create`` (the mapper's
+fresh-install decision, :func:`esmapper.migrations.install.decide_before_first_index`:
+whichever path creates the first model index decides, before creating it).
+
+Race-free between processes: the create is create-only, so two processes' first writes at
+once create one index; the loser's ``resource_already_exists_exception`` is success once
+the alias is seen on the index (``HEAD /<index>/_alias/<alias>``; added with
+``PUT /<index>/_alias/<alias>`` when missing). The create and the alias are sent without the
+transport's retries; a lost answer is read back (``HEAD``) and sent again only when missing
+(:func:`esmapper._transport.send_or_read_back`).
+
+The index is not created by a read (IM-20: a read of a missing index answers empty / None).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
+
+from esmapper._transport import once, send_or_read_back
+from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._occupied import alias_taken_error, concrete_index
+
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
+
+__all__ = [
+    "EnsuredIndex",
+    "alias_targets",
+    "announce_create",
+    "create_index",
+    "ensure_index",
+    "put_alias",
+    "reason_of",
+]
+
+log = logging.getLogger("esmapper.indexes")
+
+
+def alias_targets(client: Elasticsearch, alias: str) -> list[str]:
+    """The indexes holding ``alias``, sorted (``GET /_alias/<alias>``; none: ``[]``)."""
+    try:
+        response = client.indices.get_alias(name=alias)
+    except NotFoundError:
+        return []
+    return sorted(response.body)
+
+
+def reason_of(exc: ApiError) -> str:
+    """The server's reason in an API error."""
+    info = exc.info if isinstance(exc.info, dict) else {}
+    error = info.get("error", {})
+    if isinstance(error, dict):
+        return str(error.get("reason", exc.message))
+    return str(error or exc.message)
+
+
+def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> bool | None:
+    """Create ``spec``'s physical index (create-only), with its alias when ``with_alias``.
+
+    Sends ``PUT /<physical>`` once; a lost answer is settled with ``HEAD /<physical>``
+    (sent again only if missing). ``True`` if this call created it; ``False`` if it already
+    existed (``resource_already_exists_exception``: another process created it); ``None``
+    when the answer was lost and the index was read back (most likely ours). When not
+    ``True`` and ``with_alias``, the alias is checked and added (:func:`put_alias`). Raises
+    :class:`AliasNameTakenError` when the alias name is a concrete index, else
+    :class:`IndexConfigurationError` when Elasticsearch refuses the index.
+    """
+    name = spec.physical_name()
+
+    def create() -> bool:
+        try:
+            once(client).indices.create(index=name, **spec.body(with_alias=with_alias))
+        except BadRequestError as exc:
+            if exc.error == "resource_already_exists_exception":
+                return False  # created concurrently by another process (or by our lost try)
+            if with_alias and concrete_index(client, spec.alias):
+                raise alias_taken_error(spec.info.name, spec.alias, f"index {name!r}") from exc
+            raise IndexConfigurationError(
+                f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {reason_of(exc)}",
+                index=name,
+                error_type=str(exc.error),
+                reason=reason_of(exc),
+            ) from exc
+        return True
+
+    created = send_or_read_back(
+        create, lambda: bool(client.indices.exists(index=name)), what=f"PUT /{name}"
+    )
+    if not created and with_alias:  # read back or already there: make sure of the alias
+        put_alias(client, name, spec.alias)
+    return created
+
+
+def put_alias(client: Elasticsearch, index: str, alias: str) -> None:
+    """``PUT /<index>/_alias/<alias>`` unless it is there; a lost answer is read back."""
+    if client.indices.exists_alias(name=alias, index=index):
+        return
+    send_or_read_back(
+        lambda: once(client).indices.put_alias(index=index, name=alias),
+        lambda: bool(client.indices.exists_alias(name=alias, index=index)),
+        what=f"PUT /{index}/_alias/{alias}",
+    )
+
+
+def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
+    """Make sure ``spec``'s write target exists, creating it from the model if missing.
+
+    Sends what the module docstring lists (nothing for time-series models), and before
+    a create whatever ``spec.before_create`` sends (:func:`announce_create`). Raises
+    :class:`~esmapper.errors.AliasNameTakenError` for a concrete index under a versioned
+    model's alias name, :class:`IndexConfigurationError` when Elasticsearch refuses the
+    index, the client's errors otherwise. Mappings of an existing index are not checked
+    (that is ``configure_indexes``' job).
+    """
+    if spec.is_time_series:
+        return
+    if spec.kind == "plain":
+        if client.indices.exists(index=spec.alias):
+            return
+        announce_create(spec)
+        if create_index(client, spec, with_alias=False):
+            log.info("created index %s for %s on its first write", spec.alias, spec.info.name)
+        return
+    if alias_targets(client, spec.alias):
+        return
+    if concrete_index(client, spec.alias):
+        raise alias_taken_error(spec.info.name, spec.alias, f"index {spec.physical_name()!r}")
+    announce_create(spec)
+    if create_index(client, spec, with_alias=True):
+        log.info(
+            "created index %s (alias %s) for %s on its first write",
+            spec.physical_name(),
+            spec.alias,
+            spec.info.name,
+        )
+
+
+def announce_create(spec: IndexSpec) -> None:
+    """Call ``spec.before_create`` (the mapper's install decision, see
+    :mod:`esmapper.migrations.install`) right before a write creates one of the model's
+    indexes; what it raises stops the write before anything is created."""
+    if spec.before_create is not None:
+        spec.before_create()
+
+
+class EnsuredIndex:
+    """Whether this process made sure a spec's index exists (one per spec, so per mapper).
+
+    Thread-safe: concurrent first writes of one mapper wait for one :func:`ensure_index`.
+    """
+
+    __slots__ = ("_done", "_lock")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._lock = threading.Lock()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def ensure(self, client: Elasticsearch, spec: IndexSpec) -> None:
+        """:func:`ensure_index` the first time; nothing (no request) afterwards."""
+        if self._done:
+            return
+        with self._lock:
+            if not self._done:
+                ensure_index(client, spec)
+                self._done = True
+
+    def mark(self) -> None:
+        """Record that the index exists (``configure_indexes`` just made sure of it)."""
+        self._done = True
+
+    def forget(self) -> None:
+        """The next write ensures the index again (it was deleted, or a write found its
+        alias missing)."""
+        with self._lock:
+            self._done = False

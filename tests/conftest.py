@@ -1,0 +1,42 @@
+"""Short names for the esmapper plugin's fixtures, for this project's own tests.
+
+The plugin names its fixtures ``esmapper_...`` so that it never shadows a fixture of an
+application using esmapper; these tests predate that and use the short names.
+"""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from esmapper.testing import ServerHandle, ServerKind
+
+
+@pytest.fixture(scope="session")
+def es_server_kind(esmapper_es_server_kind: ServerKind) -> ServerKind:
+    return esmapper_es_server_kind
+
+
+@pytest.fixture(scope="session")
+def es_server(esmapper_es_server: ServerHandle) -> ServerHandle:
+    return esmapper_es_server
+
+
+@pytest.fixture(scope="session")
+def es_url(esmapper_es_url: str) -> str:
+    return esmapper_es_url
+
+
+@pytest.fixture(scope="session")
+def es_client(esmapper_es_client: Elasticsearch) -> Elasticsearch:
+    return esmapper_es_client
+
+
+@pytest.fixture(scope="session")
+def redis_url(esmapper_redis_url: str) -> str:
+    return esmapper_redis_url
+
+
+@pytest.fixture
+def index_prefix(esmapper_index_prefix: str) -> str:
+    return esmapper_index_prefix
