@@ -247,7 +247,8 @@ def run_pass(
 
     The ``POST /_reindex`` is sent once (no transport retries). When its outcome is unknown
     (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
-    run once more, synchronously; a second unknown outcome is raised.
+    run once more, synchronously (its outcome is then not ``exact``); a second unknown
+    outcome is raised.
     """
     request = {**throttle.apply(body), "conflicts": "proceed", "slices": "auto"}
     single = once(client)
