@@ -1,6 +1,6 @@
 """esmapper: a synchronous, ORM-style document mapper for Elasticsearch.
 
-``import esmapper as em`` gives the whole public surface (API.md).
+``import esmapper as em`` gives the whole public surface.
 """
 
 from esmapper import signals

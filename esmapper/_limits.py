@@ -1,4 +1,4 @@
-"""Per-call limits: the ``timeout`` and ``retries`` options (FEATURES OP-18, OP-19).
+"""Per-call limits: the ``timeout`` and ``retries`` options.
 
 A repository or session call runs under :func:`applied`, which makes its limits the
 current ones for everything the call sends, whatever layer sends it:

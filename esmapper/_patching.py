@@ -1,4 +1,4 @@
-"""Patches and by-query writes of a repository (FEATURES PA-*, RI-11, MB-5, EV-13).
+"""Patches and by-query writes of a repository.
 
 Every write here goes through :func:`esmapper._outcomes.send` (one bulk writer, unknown
 outcomes read back, every touched id removed from the cache), except the two by-query
@@ -35,7 +35,7 @@ entries:
   order), at most 10 times, then :class:`SnapshotExpiredError` tells how far it got.
 
 Read side: ``consistency="immediate"``/``"wait"`` refresh the index before the scan or the
-by-query request (FEATURES CO-4/CO-6); inner writes are eventual, with one refresh at the
+by-query request; inner writes are eventual, with one refresh at the
 end. A by-query request writes each match at the version the last refresh made
 searchable, so a document written since conflicts: ``_update_by_query`` (which cannot
 retry) always refreshes first, and ``_delete_by_query`` refreshes before each re-run.
@@ -161,7 +161,7 @@ def _announce(
     documents: list[Any] | None = None,
 ) -> None:
     """``documents_changed`` and one notification per id, after confirmed changes (SAVED:
-    FEATURES MB-7, a patch does not see the previous state; a patch setting ``is_deleted``
+    a patch does not see the previous state; a patch setting ``is_deleted``
     updates the recently-deleted list through :func:`_track_soft_deletes`)."""
     if not ids:
         return
@@ -193,7 +193,7 @@ def _soft_delete_flag(action: BulkAction) -> bool | None:
 
 def _track_soft_deletes(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> None:
     """A patch that sets ``is_deleted`` is a soft delete or a restore, like a save that does:
-    confirmed ones update the shared recently-deleted list (FEATURES SD-9), or a restored
+    confirmed ones update the shared recently-deleted list, or a restored
     document stays hidden from searches (by-query writes included) for ``deleted_ttl``."""
     documents = repo.mapper.documents
     if documents is None or not repo.info.soft_deletes:
@@ -412,7 +412,7 @@ def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: Bul
 
 def _batched(repo: Repository[Any], options: Options) -> bool:
     """Whether by-query writes go through the per-document batch path: the model is
-    cached by default, or the call asks for ``cache=True`` (FEATURES PA-15)."""
+    cached by default, or the call asks for ``cache=True``."""
     return options.cache is True or repo.mapper.is_cached(repo.info)
 
 
@@ -491,7 +491,7 @@ def patch_all(
     seen: set[str] | None = None,
 ) -> int:
     """See the module docstring. ``notify_ids``: publish one message per listed id (noop
-    ids included) once anything changed, instead of one per changed id (FEATURES MB-5);
+    ids included) once anything changed, instead of one per changed id;
     ``seen`` collects the ids that matched."""
     if (
         isinstance(patch, ScriptPatch)
@@ -679,7 +679,7 @@ def _kept_changing(
 
 
 def _log_query(options: Options, what: str, target: str, query: Any) -> None:
-    """Log a by-query request at the call's ``query_log_level`` (QY-30; default DEBUG)."""
+    """Log a by-query request at the call's ``query_log_level`` (default DEBUG)."""
     level = options.query_log_level
     logging.getLogger("esmapper.query").log(
         logging.DEBUG if level is None else level, "%s %s %s", what, target, query

@@ -48,9 +48,6 @@ KINDS: Final[Mapping[WriteKind, KindWords]] = {
     "patch": KindWords(ChangeType.SAVED, None, None),
 }
 
-#: Fields the pipeline sets hold values it made itself: they skip conversion and tracking.
-_set = object.__setattr__
-
 
 @attrs.define(slots=True)
 class PendingWrite:
@@ -71,24 +68,12 @@ class PendingWrite:
     guard: str | None = None
     #: the stored ``_source`` before this write (captured when the pipeline starts)
     original_source: dict[str, Any] | None = None
-    #: ``(id, created_utc, updated_utc)`` before the pipeline set them (restored on a veto)
-    before: tuple[Any, Any, Any] | None = None
     #: what the store holds after a confirmed write (the source, merged for partial saves)
     written: dict[str, Any] | None = None
 
     @property
     def doc_id(self) -> str | None:
         return self.doc.id if self.doc is not None else self.id
-
-    def undo_prepare(self) -> None:
-        """Put back the id and dates the pipeline set: nothing was written."""
-        if self.before is None:
-            return
-        doc_id, created, updated = self.before
-        _set(self.doc, "id", doc_id)
-        if self.info.has_dates:
-            _set(self.doc, "created_utc", created)
-            _set(self.doc, "updated_utc", updated)
 
 
 def split_version(

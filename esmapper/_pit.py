@@ -1,4 +1,4 @@
-"""Point-in-time lifetimes (FEATURES QY-17, OP-16): the ``snapshot=`` keep-alive, telling a
+"""Point-in-time lifetimes: the ``snapshot=`` keep-alive, telling a
 point in time that is gone from other errors, and the error that says how far a scan got.
 
 A point in time lives for its keep-alive after the *last* request that named it: opening

@@ -1,4 +1,4 @@
-"""``repo.find_as`` projections: each hit's ``_source`` as another type (FEATURES QY-33).
+"""``repo.find_as`` projections: each hit's ``_source`` as another type.
 
 A projection is built from the stored ``_source`` of each hit, as the model reads it:
 

@@ -3,7 +3,7 @@ paging limits, the sort tiebreaker, source filtering and version retrieval are a
 reads.
 
 A sorted search (an explicit ``sort``, search-after paging, or ``snapshot=`` which pages
-through a point in time) ends with the document ``id`` ascending (FEATURES QY-18), and a
+through a point in time) ends with the document ``id`` ascending, and a
 hit's ``sort`` holds only the sort's values (not the ``_shard_doc`` tiebreaker
 Elasticsearch adds inside a point in time, whose values mean nothing in another one), so
 ``hit.sort`` or a ``search_after_token`` continues at the same place in a live search or a
@@ -74,7 +74,7 @@ log = logging.getLogger("esmapper.query")
 
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 10
-#: The keyword arguments of a search besides the options of API.md §5.
+#: The keyword arguments of a search besides the per-call options (``Options``).
 SEARCH_OPTIONS = (
     "aggregations",
     "excludes",
@@ -88,7 +88,7 @@ SEARCH_OPTIONS = (
     "sort",
 )
 #: The field every sorted search ends with (ascending) as a tiebreaker, so that any hit's
-#: ``sort`` values can be passed as ``search_after`` (FEATURES QY-18).
+#: ``sort`` values can be passed as ``search_after``.
 TIEBREAKER_FIELD = "id"
 
 
@@ -252,7 +252,7 @@ class SearchRequest:
             query["must"] = [user]
         if own:
             query["filter"] = own
-        if hidden:  # soft-deleted moments ago, maybe not refreshed yet (SD-9)
+        if hidden:  # soft-deleted moments ago, maybe not refreshed yet
             query["must_not"] = [{"ids": {"values": hidden}}]
         return {"bool": query}
 
@@ -342,7 +342,7 @@ class SearchRequest:
 
     def exists(self) -> bool:
         """Whether anything matches: a ``size=0`` search that stops at the first match on
-        each shard (``terminate_after=1``; FEATURES QY-28)."""
+        each shard (``terminate_after=1``)."""
         self._refresh_for_consistency()
         response = self._send({**self.body(size=0), "terminate_after": 1}, None)
         return response is not None and int(response["hits"]["total"]["value"]) > 0

@@ -19,7 +19,10 @@ that owns each:
 The table of paths and rules is docs/architecture.md.
 
 One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
-this order (FEATURES EV-9, decision Q16):
+this order (events before validation, so receivers may set what validation needs). The
+batch is grouped by model and kind once; each step runs one loop per group and is skipped
+for a group it does not apply to (no normalizer, no ``validate`` override, no custom
+fields, no receivers):
 
 1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
    when valid; ``add``/``save``: ``updated_utc = now``; a partial document's
@@ -38,7 +41,7 @@ this order (FEATURES EV-9, decision Q16):
 6. :func:`settle` for confirmed items: version and stored state written back onto the
    documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
    ``before_publish_entity_changed`` and ``entity_changed``;
-7. failures raise after the successes were applied (FEATURES ER-2): a single kind of 409
+7. failures raise after the successes were applied: a single kind of 409
    raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, a single write
    of unknown outcome :class:`OutcomeUnknownError`, anything else
    :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
@@ -65,6 +68,7 @@ from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.custom_fields._access import check_tenant_pendings
+from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
@@ -80,7 +84,8 @@ from esmapper.errors import (
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
 from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
-from esmapper.model.state import remember, state_of
+from esmapper.model.document import Document
+from esmapper.model.state import DocState, state_of
 from esmapper.options import Options, refresh_param
 from esmapper.signals import ChangeType, ModifiedDocument
 
@@ -108,6 +113,9 @@ _set = object.__setattr__
 
 #: How far in the future a supplied created_utc may lie before it counts as invalid.
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
+
+#: ``(model, kind)`` -> the writes of that model and kind, in the batch's order
+_Groups = dict[tuple[type, WriteKind], list[PendingWrite]]
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -147,7 +155,7 @@ def _assign_id(pending: PendingWrite, mapper: Mapper, now: _dt.datetime) -> None
         _set(doc, "id", composed_id(info, doc))
         return
     at = new_document_time(info, doc)
-    if at is not None:  # time-series: an expired period is refused first (IX-9)
+    if at is not None:  # time-series: an expired period is refused first
         spec = mapper.spec(info.cls)
         check_max_age(spec, period_start(spec.kind, at), now, None)
     try:
@@ -161,30 +169,59 @@ def _assign_id(pending: PendingWrite, mapper: Mapper, now: _dt.datetime) -> None
         ) from None
 
 
-def _prepare(pending: PendingWrite, now: _dt.datetime, mapper: Mapper) -> None:
-    doc, info = pending.doc, pending.info
-    state = state_of(doc)
-    pending.original_source = state.original if state is not None else None
-    if pending.kind == "remove":
-        if doc.id is None:
-            raise DocumentError(f"cannot remove {article(info.name)} that has no id")
-        return
-    if pending.kind == "save" and doc.id is None:
-        raise DocumentError(f"cannot save {article(info.name)} without an id; add() it first")
-    pending.before = (
-        doc.id,
-        doc.created_utc if info.has_dates else None,
-        doc.updated_utc if info.has_dates else None,
-    )
-    if info.has_dates:
-        loaded = state is None or not state.partial or "created_utc" in (state.original or {})
-        if loaded and _needs_fixing(doc.created_utc, now + _CLOCK_SKEW):
-            _set(doc, "created_utc", now)
-        _set(doc, "updated_utc", now)
-        if state is not None and state.partial:
-            state.assigned = (state.assigned or set()) | {"updated_utc"}
-    if pending.kind == "add":
-        _assign_id(pending, mapper, now)
+def _prepare(groups: _Groups, now: _dt.datetime, mapper: Mapper, before: list[Any]) -> None:
+    """Step 1 for every write, one loop per model and kind. What it changes on a document
+    is recorded first in ``before`` (document, id, created_utc, updated_utc: four flat
+    entries, no object per document) for :func:`_undo_prepare`."""
+    latest = now + _CLOCK_SKEW
+    record = before.extend
+    for (_cls, kind), group in groups.items():
+        info = group[0].info
+        if kind == "remove":
+            for pending in group:
+                doc = pending.doc
+                state = state_of(doc)
+                pending.original_source = state.original if state is not None else None
+                if doc.id is None:
+                    raise DocumentError(f"cannot remove {article(info.name)} that has no id")
+            continue
+        dated, adding = info.has_dates, kind == "add"
+        for pending in group:
+            doc = pending.doc
+            state = state_of(doc)
+            pending.original_source = state.original if state is not None else None
+            if not adding and doc.id is None:
+                raise DocumentError(
+                    f"cannot save {article(info.name)} without an id; add() it first"
+                )
+            if dated:
+                record((doc, doc.id, doc.created_utc, doc.updated_utc))
+                loaded = (
+                    state is None or not state.partial or "created_utc" in (state.original or {})
+                )
+                if loaded and _needs_fixing(doc.created_utc, latest):
+                    _set(doc, "created_utc", now)
+                _set(doc, "updated_utc", now)
+                if state is not None and state.partial:
+                    state.assigned = (state.assigned or set()) | {"updated_utc"}
+            else:
+                record((doc, doc.id, _UNDATED, _UNDATED))
+            if adding:
+                _assign_id(pending, mapper, now)
+
+
+#: ``before`` holds this for the dates of a model without them
+_UNDATED = object()
+
+
+def _undo_prepare(before: list[Any]) -> None:
+    """Put back the ids and dates :func:`_prepare` set: nothing was written."""
+    for k in range(0, len(before), 4):
+        doc, doc_id, created, updated = before[k : k + 4]
+        _set(doc, "id", doc_id)
+        if created is not _UNDATED:
+            _set(doc, "created_utc", created)
+            _set(doc, "updated_utc", updated)
 
 
 def _hydrate_original(pending: PendingWrite) -> Any:
@@ -251,25 +288,6 @@ def publish_changes(
                 info.name,
                 doc_id,
             )
-
-
-def _apply_success(pending: PendingWrite, outcome: BulkOutcome, action: BulkAction) -> None:
-    doc = pending.doc
-    if pending.kind == "remove":
-        object.__setattr__(doc, "_esm_state", None)
-        return
-    seq_no, term = outcome.seq_no, outcome.primary_term
-    version = None if seq_no is None or term is None else f"{term}:{seq_no}"
-    if pending.info.versioned:
-        _set(doc, "version", version)
-    written = pending.written
-    if written is None:
-        assert isinstance(action.body, dict)
-        state = remember(doc, action.body, outcome.index, version)
-        state.partial = False
-    else:
-        state = remember(doc, written, outcome.index, version)
-    state.assigned = None
 
 
 def failure_error(
@@ -354,18 +372,25 @@ def _write_documents(
     on_success: Callable[[PendingWrite], None] | None,
 ) -> list[PendingWrite]:
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
+    groups: _Groups = {}
+    for pending in pendings:
+        key = (pending.info.cls, pending.kind)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [pending]
+        else:
+            group.append(pending)
+    before: list[Any] = []
     try:
-        for pending in pendings:
-            _prepare(pending, now, mapper)
-        actions, definitions = _before_write(mapper, pendings, options)
+        _prepare(groups, now, mapper, before)
+        actions, definitions = _before_write(mapper, pendings, groups, options)
     except BaseException:
-        for pending in pendings:  # vetoed or invalid: nothing was sent, leave no trace
-            pending.undo_prepare()
+        _undo_prepare(before)  # vetoed or invalid: nothing was sent, leave no trace
         raise
     written: set[int] = set()
     succeeded: Callable[[PendingWrite], None] | None = on_success
     # definitions to save, custom-field documents to recheck: only the documents written
-    if definitions.groups or definitions.computed:
+    if definitions is not None and (definitions.groups or definitions.computed):
 
         def succeeded(pending: PendingWrite) -> None:
             written.add(id(pending.doc))
@@ -381,37 +406,65 @@ def _write_documents(
         return settle(mapper, outcomes, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
-        if definitions.groups or definitions.computed:
+        if definitions is not None and (definitions.groups or definitions.computed):
             definitions.save(written, refresh=refresh_param(options.consistency))
 
 
+def _validates(info: ModelInfo) -> bool:
+    """Whether the model overrides ``Document.validate`` (the base one checks nothing)."""
+    return getattr(info.cls, "validate", None) is not Document.validate
+
+
 def _before_write(
-    mapper: Mapper, pendings: Sequence[PendingWrite], options: Options
-) -> tuple[list[BulkAction], DefinitionSaves]:
+    mapper: Mapper, pendings: Sequence[PendingWrite], groups: _Groups, options: Options
+) -> tuple[list[BulkAction], DefinitionSaves | None]:
     """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions and
-    the custom-field definitions to save after the write."""
-    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
-    for pending in pendings:
-        groups.setdefault((pending.info.cls, pending.kind), []).append(pending)
+    the custom-field definitions to save after the write (``None``: no custom-field
+    model in the batch). Which steps apply is decided once per model and kind: a model
+    without list or embedded fields is not normalized, one that does not override
+    ``validate`` is not validated, signals without receivers cost one check per group."""
     for (cls, kind), group in groups.items():
         _fire(KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options)
-    for pending in pendings:  # items mutated in place are checked like assignments
-        if pending.kind != "remove":
-            pending.info.normalize(pending.doc)
-    definitions = custom_fields_before_write(mapper, pendings)  # idx from custom_fields
+    custom = False
+    for (cls, kind), group in groups.items():
+        info = group[0].info
+        custom = custom or bool(info.custom_fields) or cls is CustomFieldDefinition
+        if kind == "remove":
+            continue
+        if info.normalizer is not None:  # items mutated in place are checked like assignments
+            normalize = info.normalize
+            for pending in group:
+                normalize(pending.doc)
+    # idx from custom_fields
+    definitions = custom_fields_before_write(mapper, pendings) if custom else None
     if options.validate:
-        for pending in pendings:
-            if pending.kind != "remove":
-                pending.doc.validate()
+        for (_cls, kind), group in groups.items():
+            if kind != "remove" and _validates(group[0].info):
+                for pending in group:
+                    pending.doc.validate()
     targets = _targets(mapper, pendings)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
         _fire(signals.documents_changing, cls, group, change_type=change, options=options)
+    return _actions(pendings, targets, options), definitions
 
-    actions = [document_action(p, t, options) for p, t in zip(pendings, targets, strict=True)]
-    return actions, definitions
+
+def _actions(
+    pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
+) -> list[BulkAction]:
+    """The bulk actions, in the batch's order: an add is a ``create`` of the document's
+    source, built inline; saves and removes go through :func:`document_action`."""
+    actions: list[BulkAction] = []
+    append = actions.append
+    for pending, target in zip(pendings, targets, strict=True):
+        if pending.kind == "add":
+            doc = pending.doc
+            append(BulkAction("create", target, doc.id, pending.info.to_source(doc), ref=pending))
+        else:
+            append(document_action(pending, target, options))
+    return actions
 
 
 def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
@@ -419,6 +472,15 @@ def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
     (the index ensured on the model's first write; time-series partitions, with the ids
     whose partition is not certain looked up together), through ``mapper.client``: the
     call's ``timeout=`` bounds those requests too."""
+    first = pendings[0].info.cls
+    if all(p.info.cls is first for p in pendings):  # the common case: one model
+        spec = mapper.spec(first)
+        if spec.is_time_series:
+            writes = [(p.doc, p.kind == "remove") for p in pendings]
+            return spec.write_targets(writes, client=mapper.client)
+        # one target for every write, whatever the document (the index ensured on the
+        # model's first write): asked once
+        return spec.write_targets(((None, False),), client=mapper.client) * len(pendings)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
@@ -449,52 +511,92 @@ def settle(
     raise_failures: bool = False,
 ) -> list[PendingWrite]:
     """Step 6-7 for add/save/remove outcomes: apply confirmed writes, fire the "-ed"
-    signals and notifications (failures there are logged), raise the failures' error."""
+    signals and notifications (failures there are logged), raise the failures' error.
+
+    One pass over the outcomes writes versions and stored states back and groups the
+    confirmed writes by model and kind; what follows (soft-delete tracking, signals,
+    notifications) runs per group, and not at all for a group nobody listens to."""
     confirmed: list[PendingWrite] = []
-    changes: dict[int, ChangeType] = {}
     failed: list[BulkOutcome] = []
-    # whether entity_changed messages go out for a model (else no change types are kept)
-    publishes: dict[type, bool] = {}
+    groups: _Groups = {}
+    group: list[PendingWrite] | None = None
+    last_key: tuple[type, str] | None = None
     for outcome in outcomes:
-        pending: PendingWrite = outcome.action.ref
+        action = outcome.action
+        pending: PendingWrite = action.ref
         if outcome.ok:
-            cls = pending.info.cls
-            publish = publishes.get(cls)
-            if publish is None:
-                publish = publishes[cls] = bool(options.notifications) and (
-                    mapper.has_subscribers(cls)
-                )
-            if publish:
-                changes[id(pending)] = _change_type(pending)  # before the originals move on
-            _apply_success(pending, outcome, outcome.action)
+            doc, kind = pending.doc, pending.kind
+            key = (pending.info.cls, kind)
+            if key != last_key:
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = []
+                last_key = key
+            assert group is not None
+            group.append(pending)
             confirmed.append(pending)
+            if kind == "remove":
+                _set(doc, "_esm_state", None)
+                continue
+            seq_no, term = outcome.seq_no, outcome.primary_term
+            version = None if seq_no is None or term is None else f"{term}:{seq_no}"
+            if pending.info.versioned:
+                _set(doc, "version", version)
+            source = pending.written
+            partial = source is not None  # a partial update: ``written`` is the merge
+            if source is None:
+                source = action.body  # type: ignore[assignment]
+            state = state_of(doc)
+            if state is None:  # remember(), inline: a new document's first state
+                _set(doc, "_esm_state", DocState(source, outcome.index, version=version))
+                continue
+            state.original = source
+            state.version = version
+            if outcome.index is not None:
+                state.index = outcome.index
+            if not partial:
+                state.partial = False
+            state.assigned = None
         elif pending.kind == "remove" and _already_gone(outcome):
-            # already gone: a no-op (Q4), but the removal is complete for a session too
+            # already gone: a no-op, but the removal is complete for a session too
             if on_success is not None:
                 on_success(pending)
-            object.__setattr__(pending.doc, "_esm_state", None)
+            _set(pending.doc, "_esm_state", None)
         else:
             failed.append(outcome)
-    mapper.track_soft_deletes(confirmed)
-    groups: dict[tuple[type, WriteKind], list[PendingWrite]] = {}
+    _after_write(mapper, confirmed, groups, options, on_success)
+    if failed and raise_failures:
+        raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
+    return confirmed
+
+
+def _after_write(
+    mapper: Mapper,
+    confirmed: list[PendingWrite],
+    groups: _Groups,
+    options: Options,
+    on_success: Callable[[PendingWrite], None] | None,
+) -> None:
+    """Soft-delete tracking, the session's bookkeeping (in the write order), the "-ed"
+    signals and the notifications of the confirmed writes, per model and kind."""
+    if mapper.documents is not None:  # soft deletes and restores are shared through it
+        tracked = [
+            p
+            for (_cls, kind), group in groups.items()
+            if group[0].info.soft_deletes
+            for p in group
+            if kind != "add" or p.original_source is not None  # a new document: neither
+        ]
+        if tracked:
+            mapper.track_soft_deletes(tracked)
     if on_success is not None:
         for pending in confirmed:
             on_success(pending)
-    for pending in confirmed:
-        key = (pending.info.cls, pending.kind)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [pending]
-        else:
-            group.append(pending)
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
         _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
         _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
-        if publishes.get(cls):
+        if options.notifications and mapper.has_subscribers(cls):
             publish_changes(
-                mapper, group[0].info, [(p.doc.id, changes[id(p)]) for p in group], options
+                mapper, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
             )
-    if failed and raise_failures:
-        raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
-    return confirmed

@@ -332,6 +332,9 @@ def _encode_general(position: int, action: BulkAction) -> bytes:
 def _chunks(blobs: Sequence[bytes], chunk_size: int, max_bytes: int) -> list[list[int]]:
     """Positions of ``blobs`` cut into runs of at most ``chunk_size`` items and
     ``max_bytes`` bytes; an item larger than ``max_bytes`` forms a run of its own."""
+    n = len(blobs)
+    if sum(map(len, blobs)) <= max_bytes:  # the common case: only chunk_size cuts
+        return [list(range(k, min(k + chunk_size, n))) for k in range(0, n, chunk_size)]
     chunks: list[list[int]] = []
     current: list[int] = []
     size = 0
@@ -567,17 +570,19 @@ class BulkWriter:
                 get = result.get
                 status = get("status", 0)
                 if 200 <= status < 300 and "error" not in result:  # the common case, inline
-                    action = actions[i]
-                    outcomes[i] = BulkOutcome(
-                        action,
-                        True,
-                        status,
-                        get("_id", action.id),
-                        get("_index", action.index),
-                        get("result"),
-                        get("_seq_no"),
-                        get("_primary_term"),
-                    )
+                    try:  # what a successful item carries: read without defaults
+                        outcomes[i] = BulkOutcome(
+                            actions[i],
+                            True,
+                            status,
+                            result["_id"],
+                            result["_index"],
+                            result["result"],
+                            result["_seq_no"],
+                            result["_primary_term"],
+                        )
+                    except KeyError:  # a server that left something out: the defaults
+                        outcomes[i] = _outcome(actions[i], status, result)
                 elif can_retry and status in RETRYABLE_STATUSES:
                     retry.append(i)
                     throttled = True

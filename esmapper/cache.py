@@ -17,7 +17,7 @@ every write path (see the ``esmapper._writes`` docstring):
   under cache pressure: a missing marker refuses the fill like a removed one.
 - **Writes remove every key they touched**, confirmed, failed or of unknown outcome; by-query
   writes that cannot name their ids remove the whole model (:meth:`invalidate_all`).
-- The recently soft-deleted ids (FEATURES SD-9) live *in the cache client* under their own
+- The recently soft-deleted ids live *in the cache client* under their own
   key, so every mapper and process sharing the client sees them; expired ids are dropped
   whenever the list is written or read.
 """
@@ -176,7 +176,8 @@ class DocumentCache:
 
     ``marker_ttl`` bounds how long a reservation lives: longer than any read request may
     take (an expired marker only means that read does not fill the cache).
-    ``deleted_ttl`` is how long a soft-deleted id stays hidden from searches (SD-9).
+    ``deleted_ttl`` is how long a soft-deleted id stays hidden from searches
+    (it covers the refresh window).
     """
 
     def __init__(
@@ -227,7 +228,9 @@ class DocumentCache:
 
     def invalidate(self, alias: str, ids: Iterable[str]) -> None:
         """Remove the entries (and reservations) of ``ids``."""
-        self.client.remove_many([self.key(alias, id) for id in ids])
+        # a generator: a client with nothing cached returns without building the keys
+        key = self.key
+        self.client.remove_many(key(alias, id) for id in ids)
 
     def invalidate_all(self, alias: str) -> int:
         """Remove every entry of ``alias`` (a by-query write that cannot list its ids)."""
@@ -239,7 +242,7 @@ class DocumentCache:
         self.invalidate_all(alias)
         self.client.remove_many([_DELETED_PREFIX + alias])
 
-    # -- recently soft-deleted ids (SD-9) ------------------------------------------------
+    # -- recently soft-deleted ids ------------------------------------------------------
 
     def _update_deleted(self, alias: str, add: Iterable[str], drop: Iterable[str]) -> None:
         key = _DELETED_PREFIX + alias
@@ -264,7 +267,7 @@ class DocumentCache:
         raise RuntimeError(f"could not update the soft-deleted list of {alias!r}: contention")
 
     def remember_deleted(self, alias: str, ids: Iterable[str]) -> None:
-        """Hide soft-deleted ``ids`` from searches for ``deleted_ttl`` seconds (SD-9)."""
+        """Hide soft-deleted ``ids`` from searches for ``deleted_ttl`` seconds."""
         self._update_deleted(alias, ids, ())
 
     def forget_deleted(self, alias: str, ids: Iterable[str]) -> None:

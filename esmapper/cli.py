@@ -13,7 +13,7 @@ returning one, imported with the current directory on ``sys.path``) and override
 (:mod:`esmapper.custom_fields.cli`) and ``server [--port N] [--data-dir DIR]`` (a local
 Elasticsearch-compatible server for development; needs no ``--app``); a model NAME is its
 class name or its index name (with or without the prefix), case-insensitive. THROTTLE is
-``--batch-size N --requests-per-second N --stall-timeout S`` (FEATURES IM-15/IM-16).
+``--batch-size N --requests-per-second N --stall-timeout S``.
 ``migrate`` and ``reindex`` show a progress bar per reindexed model (click's: a bar on a
 terminal, its label once elsewhere).
 
@@ -285,7 +285,7 @@ def status(ctx: click.Context, health: bool) -> None:
         elif spec.kind in ("daily", "monthly"):
             index = f"{spec.physical_name()}-* ({view.partitions} partitions)"
             version = f"{spec.version} ({spec.kind})"
-            if view.outdated:  # the lowest live version first (FEATURES IM-5)
+            if view.outdated:  # the lowest live version first
                 version = f"{view.lowest_version}/{spec.version} ({spec.kind})"
         else:
             now = index_version(view.current)

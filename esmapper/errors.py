@@ -367,7 +367,7 @@ class AliasNameTakenError(IndexConfigurationError):
 class IndexMaxAgeExceededError(EsmapperError, ValueError):
     """A write into a time-series partition older than the model's ``Index.max_age``.
 
-    Raised before anything is sent (FEATURES IX-9): the partition is never recreated
+    Raised before anything is sent: the partition is never recreated
     silently. The message starts with ``"Index max age exceeded"``; ``index`` is the
     partition's dated alias and ``ids`` the document id.
     """

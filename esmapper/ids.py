@@ -22,7 +22,7 @@ Why this format:
   text ``shoes%2Fred`` (-> ``shoes%252Fred``) can never collide with ``shoes/red``
   (-> ``shoes%2Fred``). A scheme that escapes ``/`` but not its own escape character
   silently overwrites one document with another.
-* **Always encoded.** Even a single term is encoded (decision Q30), so an id never changes
+* **Always encoded.** Even a single term is encoded, so an id never changes
   shape with the number of terms. A plain ``Document.id`` chosen by the user is *not*
   composed: it is written verbatim, but still goes through :func:`check_id`.
 * **512 bytes.** Elasticsearch refuses an ``_id`` over 512 bytes of UTF-8. Encoding makes

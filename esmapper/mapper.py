@@ -365,8 +365,8 @@ class Mapper:
         return repo
 
     def custom_fields(self, model: type) -> CustomFieldRepository:
-        """The (cached, thread-safe) repository of ``model``'s custom-field definitions
-        (API.md §11); ``TypeError`` for a model without ``em.HasCustomFields``."""
+        """The (cached, thread-safe) repository of ``model``'s custom-field definitions;
+        ``TypeError`` for a model without ``em.HasCustomFields``."""
         repo = self._custom_fields.get(model)
         if repo is None:
             from esmapper.custom_fields.repository import CustomFieldRepository
@@ -465,12 +465,12 @@ class Mapper:
         assert self.documents is not None
         self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
 
-    def invalidate_ids(self, info: ModelInfo, ids: Sequence[str | None]) -> None:
+    def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
         """Remove the cached entries of ``ids``, whatever the model's cache setting: the
         cache client may be shared with mappers (or processes) that did cache them."""
         if self.documents is None:
             return
-        self.documents.invalidate(self.spec(info.cls).alias, [i for i in ids if i is not None])
+        self.documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
 
     def invalidate_model(self, info: ModelInfo) -> None:
         """Remove every cached document of ``info``'s model (a by-query write that cannot
@@ -480,7 +480,7 @@ class Mapper:
 
     def track_soft_deletes(self, confirmed: Sequence[PendingWrite]) -> None:
         """Record confirmed soft deletes and restores in the shared recently-deleted list
-        (FEATURES SD-9), so unrefreshed searches of every process hide them."""
+        (kept ``deleted_ttl`` seconds), so unrefreshed searches of every process hide them."""
         if self.documents is None:
             return
         by_model: dict[type, list[PendingWrite]] = {}

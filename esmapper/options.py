@@ -1,4 +1,4 @@
-"""Per-call options (API.md §5), shared by repository and session calls."""
+"""Per-call options, shared by repository and session calls."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ _CONSISTENCY = ("eventual", "immediate", "wait")
 _SOFT_DELETES = ("active", "deleted", "all")
 
 #: The level below DEBUG that the reference library's default query log level maps to
-#: (Python has no TRACE; FEATURES QY-30). Named "TRACE" in log output.
+#: (Python has no TRACE). Named "TRACE" in log output.
 TRACE: Final = 5
 if logging.getLevelName(TRACE) == f"Level {TRACE}":
     logging.addLevelName(TRACE, "TRACE")

@@ -1,4 +1,4 @@
-"""Patch kinds for ``repo.patch`` / ``repo.patch_all`` (FEATURES PA-1..PA-4).
+"""Patch kinds for ``repo.patch`` / ``repo.patch_all``.
 
 - :class:`PartialPatch`: a partial document merged by the server (Update API,
   ``detect_noop``); setting a field to its current value is a no-op.

@@ -1,6 +1,6 @@
 """Reindex scripts: what ``class Index: reindex_scripts`` accepts, the field operations
 :func:`rename_field` and :func:`remove_field`, and how the scripts of a version range become
-the one Painless source a ``_reindex`` pass runs (FEATURES IM-6, IM-7).
+the one Painless source a ``_reindex`` pass runs.
 
 ::
 
@@ -26,7 +26,7 @@ dot notation (``ctx._source.data.old``), others with bracket notation
 so no field name can inject Painless. A key that itself contains a dot cannot be named, and
 arrays of objects are not traversed.
 
-Generated text (exactly as FEATURES IM-7 gives it): ``rename_field("dept", "department")`` is
+Generated text (the reference library's, exactly): ``rename_field("dept", "department")`` is
 two statements, the copy
 ``if (ctx._source.containsKey('dept')) { ctx._source.department = ctx._source.dept; }``
 then the removal ``if (ctx._source.containsKey('dept')) { ctx._source.remove('dept'); }``.

@@ -1,4 +1,4 @@
-"""The repository: immediate operations on one model (API.md §3).
+"""The repository: immediate operations on one model.
 
 Reads use the real-time GET/mget for ids and the Search API for everything else; every
 write goes through the shared write pipeline (:mod:`esmapper._writes`) as a one-shot unit
@@ -81,7 +81,7 @@ def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
 
 
 class Repository(Searching[T]):
-    """Immediate operations on the documents of ``model``. Options (API.md §5) are keyword
+    """Immediate operations on the documents of ``model``. Options are keyword
     arguments of every call; see :class:`esmapper.options.Options`."""
 
     def __init__(self, mapper: Mapper, model: type[T]) -> None:
@@ -421,7 +421,7 @@ class Repository(Searching[T]):
         """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
         ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
         near-real-time ``size=0`` search with ``terminate_after=1``; ``filter=None``
-        matches every document; FEATURES QY-28). A soft-deleted document counts only with
+        matches every document). A soft-deleted document counts only with
         ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
         before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
         ``TypeError``. With ``tenant=``, another tenant's document does not exist (the

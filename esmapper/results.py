@@ -57,7 +57,7 @@ class FindResults(Generic[T]):
     ``documents`` and ``hits`` hold this page; ``total`` counts every match (exact);
     ``page`` is 1-based (for search-after paging it counts the pages fetched);
     ``has_more`` says whether another page exists; ``aggregations`` holds the parsed
-    aggregation results keyed as in API.md §4. Iterating yields the documents, and so does
+    aggregation results keyed by name. Iterating yields the documents, and so does
     indexing: ``results[0]`` is the first document, ``results[1:3]`` a list of documents
     (``results.hits[0]`` for the hit with its score, sort values and highlights).
     """

@@ -83,7 +83,7 @@ def _defaults(session: Session) -> dict[str, Any]:
 class Session:
     """A unit of work over a :class:`~esmapper.mapper.Mapper` (see the module docstring).
 
-    ``options`` (API.md §5: ``consistency``, ``notifications``, ``validate``, ...) apply to
+    ``options`` (``consistency``, ``notifications``, ``validate``, ...) apply to
     every flush and read of the session.
     """
 

@@ -18,7 +18,7 @@ are held by strong references (a lambda keeps working) and get keyword arguments
 - ``before_flush``, ``after_flush``, ``after_commit``, ``after_rollback``: sender is the
   session.
 
-Order for each write (FEATURES EV-9): adding/saving/removing -> changing -> write -> added/
+Order for each write: adding/saving/removing -> changing -> write -> added/
 saved/removed -> changed -> before_publish_entity_changed -> entity_changed.
 """
 
@@ -176,7 +176,7 @@ def send_safely(signal: blinker.Signal, sender: Any, **kwargs: Any) -> None:
     (with the signal, the sender and the receiver) and the others still run.
 
     Used for what happens *after* a write was stored ("-ed" signals, ``entity_changed``):
-    a failing subscriber must not turn a stored write into an error (FEATURES MB-12).
+    a failing subscriber must not turn a stored write into an error.
     """
     for receiver in list(signal.receivers_for(sender)):
         try:

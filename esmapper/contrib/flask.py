@@ -8,7 +8,7 @@ Usage::
 
     mapper = em.Mapper("http://127.0.0.1:9200", models=[Employee])
     app = Flask(__name__)
-    EsmapperFlask(app, mapper, consistency="wait")  # session options (API.md §5)
+    EsmapperFlask(app, mapper, consistency="wait")  # session options
     # or, equivalently: esmapper.contrib.flask.init_app(app, mapper, consistency="wait")
 
     @app.post("/employees/<id>/birthday")

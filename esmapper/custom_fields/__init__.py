@@ -1,4 +1,4 @@
-"""Tenant custom fields (API.md §11, FEATURES CF-1..CF-17): a fixed pool of typed slots
+"""Tenant custom fields: a fixed pool of typed slots
 (``idx.<type>-<n>``, mapped by one dynamic template per type), definitions per (entity
 type, tenant) mapping logical names to slots, and queries by logical name.
 

@@ -1,4 +1,4 @@
-"""``CustomFieldDefinition``: one tenant's custom field of one entity type (FEATURES CF-7).
+"""``CustomFieldDefinition``: one tenant's custom field of one entity type.
 
 Stored in its own versioned index, ``<prefix>esmapper-custom-fields`` (registered with every
 mapper that has a ``HasCustomFields`` model, so ``configure_indexes``/``migrate`` create

@@ -1,4 +1,4 @@
-"""Recomputing ``idx`` from ``custom_fields``: the one owner of the rule (FEATURES CF-9).
+"""Recomputing ``idx`` from ``custom_fields``: the one owner of the rule.
 
 :func:`refresh_idx` is the only code that writes ``idx``. For each document it clears
 ``idx``; processes the tenant's ``on_value`` definitions that have a value in
@@ -6,7 +6,7 @@
 a value (calculated fields); stores each result's ``value`` back into ``custom_fields`` and
 indexes ``idx["<type>-<slot>"]`` (the result's ``idx``, else its ``value``) when the slot's mapping
 takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise the value is kept but
-not indexed, never a rejected document, CF-11). A model whose ``tenant_key()`` is overridden
+not indexed, never a rejected document). A model whose ``tenant_key()`` is overridden
 (no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
 on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
 definition are stored, not indexed, unless ``Index.auto_create_custom_fields`` (then a
@@ -206,7 +206,7 @@ def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
 
 
 def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
-    """Add a ``string`` definition for each name without one (CF-8); the fields after."""
+    """Add a ``string`` definition for each name without one (``auto_create``); the fields after."""
     unknown: dict[str, str] = {}
     for lower, key in _unknown_names(fields, docs).items():
         try:
@@ -358,7 +358,7 @@ class _Modified:
 
 
 class DefinitionSaves:
-    """Definitions ``process_value`` asked to save (CF-6 ``definition_modified``). The
+    """Definitions ``process_value`` asked to save (``definition_modified``). The
     write pipeline saves them after the documents' write (:meth:`save`): each on the
     working copy the documents were processed with; a version conflict (another writer
     saved it meanwhile) re-reads it and replays the documents' ``process_value`` on the

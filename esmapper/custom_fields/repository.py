@@ -1,5 +1,4 @@
-"""``mapper.custom_fields(Model)``: the definitions' repository, bound to one entity type
-(FEATURES CF-12..CF-14, API.md §11).
+"""``mapper.custom_fields(Model)``: the definitions' repository, bound to one entity type.
 
 It is a full :class:`~esmapper.repository.Repository` of
 :class:`~esmapper.custom_fields.definition.CustomFieldDefinition` whose searches only see the
@@ -71,7 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAPPING_TTL", "CustomFieldRepository"]
 
-#: How long a tenant's field mapping stays cached (FEATURES CA-17).
+#: How long a tenant's field mapping stays cached.
 MAPPING_TTL = _dt.timedelta(minutes=15)
 _PAGE = 1000
 _MEMO_SIZE = 4096

@@ -1,4 +1,4 @@
-"""What ``tenant=`` does to a search (FEATURES CF-10, QY-34): the filter (text or ``Q``
+"""What ``tenant=`` does to a search: the filter (text or ``Q``
 objects), sort and aggregations resolve logical custom-field names through the tenant's
 catalog (:class:`~esmapper.custom_fields.catalog.TenantCatalog`), and the query keeps to the
 tenant's documents (its ``Index.tenant_field``, or ``idx.tenant`` for a model that overrides

@@ -1,5 +1,5 @@
 """Slot allocation: the lowest free slot from 1 per (entity type, tenant, index type), race
-free between threads and processes (FEATURES CF-12, CF-14).
+free between threads and processes.
 
 A definition's id is its slot (``<entity>:<tenant>:<type>:<slot>``, composed), and it is
 created with ``op_type=create``: creating the definition reserves the slot, and a conflict

@@ -1,6 +1,6 @@
 """Custom-field types: how a value becomes what a slot indexes, and how slots are mapped.
 
-A type (FEATURES CF-5, CF-6) has a ``type`` name (``"int"``), a ``mapping()`` (an
+A type has a ``type`` name (``"int"``), a ``mapping()`` (an
 ``elasticsearch.dsl`` field: the mapping of every slot ``idx.<type>-<n>``, declared once as
 a dynamic template, so slots are never pre-declared) and ``process_value(doc, value,
 definition) -> ProcessResult`` (the value stored back into ``custom_fields`` and, when
@@ -9,7 +9,7 @@ definition) -> ProcessResult`` (the value stored back into ``custom_fields`` and
 What a slot receives is checked here, once, against the slot's mapping type
 (:func:`index_value`), whichever type produced it: a value Elasticsearch would refuse
 (``"not-a-number"`` for an ``int``, an ``int`` beyond 32 bits, an unparsable date) is kept
-in ``custom_fields`` but not indexed, so the document is never rejected (CF-11). Numbers
+in ``custom_fields`` but not indexed, so the document is never rejected. Numbers
 given as text (``"5"``) and ``"true"``/``"false"`` are accepted like Elasticsearch's own
 coercion does; dates are indexed as ISO-8601 UTC text. Mapping types this module does not
 know (a custom type mapped as ``ip``, ``geo_point``, ...) are passed through unchecked.
@@ -107,7 +107,7 @@ class StandardFieldType:
 
 
 def standard_field_types() -> list[CustomFieldType]:
-    """The built-in types (CF-5): ``string`` (text with a ``keyword`` subfield), ``keyword``,
+    """The built-in types: ``string`` (text with a ``keyword`` subfield), ``keyword``,
     ``int``, ``long``, ``float``, ``double``, ``bool``, ``date``."""
     return [
         StandardFieldType("string", lambda: Text(fields={"keyword": Keyword(ignore_above=256)})),
@@ -195,7 +195,7 @@ def slot_mapping(field_type: CustomFieldType) -> dict[str, Any]:
 
 
 def dynamic_templates(types: Sequence[CustomFieldType]) -> list[dict[str, Any]]:
-    """One dynamic template per type: ``idx.<type>-*`` -> the type's mapping (CF-4)."""
+    """One dynamic template per type: ``idx.<type>-*`` -> the type's mapping."""
     return [
         {f"idx_{t.type}": {"path_match": f"idx.{t.type}-*", "mapping": slot_mapping(t)}}
         for t in types

@@ -1,4 +1,4 @@
-"""Writes ensure their index (FEATURES IM-20): the index and alias exist before the first write.
+"""Writes ensure their index: the index and alias exist before the first write.
 
 The one owner of "create a model's index, create-only, race-free": both
 :func:`~esmapper.indexes.configure.configure_indexes` and the first write of a model in a
@@ -29,7 +29,7 @@ the alias is seen on the index (``HEAD /<index>/_alias/<alias>``; added with
 transport's retries; a lost answer is read back (``HEAD``) and sent again only when missing
 (:func:`esmapper._transport.send_or_read_back`).
 
-The index is not created by a read (IM-20: a read of a missing index answers empty / None).
+The index is not created by a read (a read of a missing index answers empty / None).
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ two documents with one id in two partitions are only prevented by writing each i
 already lives:
 
 1. A document loaded from a partition, or with an ObjectId id, has a **certain** place: the
-   period of the partition it was loaded from, else the date its ObjectId carries (IX-5).
+   period of the partition it was loaded from, else the date its ObjectId carries.
    esmapper always stores an ObjectId-id document in that date's partition, so a ``create``
    there is Elasticsearch's own create-only check: an existing id answers 409
    (:class:`~esmapper.errors.DuplicateDocumentError`) and nothing is looked up. Ids
-   ``add`` generates are ObjectIds carrying the document date (IX-6): no lookup, ever.
+   ``add`` generates are ObjectIds carrying the document date: no lookup, ever.
 2. Any other id (supplied by the caller, composed from ``id_fields``) on a document not
    loaded: its date (``date_field``) says where it *would* go, but a copy may already live
    in another period. All such ids of the call are looked up at once, in real time
@@ -25,7 +25,7 @@ already lives:
    goes, so ``add([a, b])`` of one id with two dates answers 409 for ``b``.
 
 Before anything is sent, a known date older than ``max_age`` raises
-:class:`~esmapper.errors.IndexMaxAgeExceededError` (IX-9). Removes never create a partition.
+:class:`~esmapper.errors.IndexMaxAgeExceededError`. Removes never create a partition.
 
 Residual window (not closed; closing it needs a registry of ids outside Elasticsearch,
 which esmapper does not build): two processes adding one *non-ObjectId* id with dates in

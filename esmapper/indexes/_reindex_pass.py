@@ -13,7 +13,7 @@ answer was lost is run once more, deliberately (idempotent, see above); a lost `
 /<new>`` is checked with ``HEAD /<new>``; a lost bulk of deletes by listing the ids again.
 (The write block: :mod:`esmapper.indexes.blocks`.)
 
-Throttling and stalls (FEATURES IM-15, IM-16): a :class:`Throttle` sets the pass's batch
+Throttling and stalls: a :class:`Throttle` sets the pass's batch
 size (``source.size``) and ``requests_per_second``, and how long a polled task may make no
 progress (its count of processed documents does not move) before it counts as stalled:
 half-way a warning is logged naming the task and how far it got; at the limit the task is
@@ -63,7 +63,7 @@ _HAS_TASKS: Final[weakref.WeakKeyDictionary[Elasticsearch, bool]] = weakref.Weak
 _SYNC_TIMEOUT: Final = 24 * 3600.0  # seconds: a synchronous reindex may run for long
 _MAX_POLL_ERRORS: Final = 6
 _DEFAULT_BATCH: Final = 1000  # Elasticsearch's source.size when none is given
-_MIN_STALL: Final = 600.0  # seconds: FEATURES IM-16
+_MIN_STALL: Final = 600.0  # seconds: the least stall timeout, 10 min
 _ATTEMPTS: Final = 2  # a write whose outcome is unknown and not applied is sent once more
 #: seconds before the first poll of a task, doubled up to ``poll_interval``: a short pass
 #: (a catch-up that finds little) ends without waiting a whole interval
@@ -100,7 +100,7 @@ def _positive(name: str, value: float | None) -> None:
 
 @attrs.frozen(slots=True)
 class Throttle:
-    """How a pass is paced (FEATURES IM-15/IM-16), checked when built: ``batch_size``
+    """How a pass is paced, checked when built: ``batch_size``
     (``source.size``: documents per scroll batch, an ``int`` > 0; ``None``: the server's
     1000), ``requests_per_second`` (``None``: unthrottled; a finite number > 0) and
     ``stall_timeout`` (seconds without progress before a polled pass counts as stalled;

@@ -43,7 +43,7 @@ __all__ = ["ReindexProgress", "ReindexResult", "Run", "run_phases"]
 
 log = logging.getLogger("esmapper.indexes")
 
-# phase -> (percent at its start, percent at its end), after FEATURES IM-14
+# phase -> (percent at its start, percent at its end)
 _PERCENT = {
     "prepare": (0, 0),
     "copy": (0, 85),
@@ -61,7 +61,8 @@ class ReindexProgress:
     """A progress report: ``done`` of ``total`` documents in ``phase`` (``prepare``,
     ``copy``, ``catch_up``, ``final_catch_up``, ``verify``, ``swap``, ``delete_old``,
     ``done``); ``total`` is 0 when unknown (a server without tasks reports a pass's start
-    and end only). ``percent`` follows FEATURES IM-14; ``message`` is for humans."""
+    and end only). ``percent`` rises through fixed ranges per phase; ``message`` is for
+    humans."""
 
     done: int
     total: int

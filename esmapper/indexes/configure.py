@@ -11,8 +11,8 @@ The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
 ``HEAD /<physical>/_alias/<alias>``) and sent once more only if missing.
 
-Several processes may configure at once (every instance of an application at its start,
-FEATURES IM-24): every step is idempotent, so no lock is taken. A create answered
+Several processes may configure at once (every instance of an application at its start):
+every step is idempotent, so no lock is taken. A create answered
 ``resource_already_exists_exception`` (another process created it between our read and our
 create, maybe an older version of the application on its first write) is a success once
 the index is checked to be what we expect: its mapping holds the model's (``PUT _mapping``
@@ -25,12 +25,12 @@ concrete_index` asks ``HEAD /_alias/<name>`` too).
 A mapping change Elasticsearch refuses in place (a changed field type) raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
 that points at an older version is reported as ``outdated``: moving it needs a reindex,
-which ``configure_indexes`` never starts (FEATURES IM-3; see
+which ``configure_indexes`` never starts (see
 :func:`esmapper.indexes.reindex.reindex_outdated`).
 
 Time-series models (``daily``/``monthly``) get an index template instead
 (``PUT /_index_template/<alias>-v<N>-template``, pattern ``<alias>-v<N>-*``, the mapping,
-settings and umbrella alias); existing partitions are left alone (FEATURES IM-19) and new ones
+settings and umbrella alias); existing partitions are left alone and new ones
 are created by the first write of their period. ``GET /<alias>-v*/_alias`` tells whether a
 live partition is at an older version (``outdated``: a reindex moves it, see
 :mod:`esmapper.indexes.partition_reindex`).

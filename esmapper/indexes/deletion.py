@@ -1,5 +1,5 @@
 """Deleting a model's indexes: every physical index, alias and index template it owns
-(FEATURES IM-26; ``mapper.delete_indexes([Book])``, ``esmapper indexes delete Book --yes``).
+(``mapper.delete_indexes([Book])``, ``esmapper indexes delete Book --yes``).
 
 What a model owns is decided by name, from the model's naming rules only (with the mapper's
 ``index_prefix`` in ``<alias>``):

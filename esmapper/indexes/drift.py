@@ -3,7 +3,7 @@
 Pure functions over mapping bodies (``{"properties": {...}}``): :func:`flatten` lists
 every mapped field by dotted path with its type (objects, nested objects, multi-fields
 such as ``name.keyword`` and field aliases included: they all count towards
-``index.mapping.total_fields.limit``, FEATURES CF-1), :func:`mapping_drift` compares the
+``index.mapping.total_fields.limit``, 1,000 by default), :func:`mapping_drift` compares the
 model's mapping with the server's, :func:`count_fields` counts like Elasticsearch does.
 :func:`field_limit` reads the limit (sends ``GET /<index>/_settings`` with defaults).
 """

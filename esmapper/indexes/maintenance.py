@@ -1,4 +1,4 @@
-"""Retention and alias upkeep of time-series indexes (FEATURES IM-25, IM-28).
+"""Retention and alias upkeep of time-series indexes.
 
 :func:`maintain` looks at every partition of each ``daily``/``monthly`` model and:
 

@@ -1,5 +1,5 @@
 """Version upgrades of time-series models (``daily``/``monthly``): reindex each live
-partition ``<alias>-vK-<period>`` into ``<alias>-vN-<period>`` (FEATURES IM-4, IM-5, IM-8).
+partition ``<alias>-vK-<period>`` into ``<alias>-vN-<period>``.
 
 :func:`reindex_partitions` (what :func:`esmapper.indexes.reindex.reindex` runs for a
 time-series model) takes the lock ``reindex:<alias>`` once for the whole run, lists the

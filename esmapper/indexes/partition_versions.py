@@ -1,5 +1,5 @@
-"""Which partitions of a time-series model are at an older version than the model
-(FEATURES IM-4, IM-5): what ``configure_indexes`` and ``status`` report as outdated and
+"""Which partitions of a time-series model are at an older version than the model:
+what ``configure_indexes`` and ``status`` report as outdated and
 what a reindex moves.
 
 Per period (day or month) the *live* partition is the one holding the period's dated
@@ -12,8 +12,8 @@ retention deletes them. Discovery goes by physical index name, so a partition is
 whatever aliases it still holds.
 
 The order of :attr:`PartitionVersions.outdated` is the order a reindex takes them: lowest
-version first (the "current version" of FEATURES IM-5, so completed work is never redone
-and an interrupted run resumes where it stopped), then oldest period first (IM-4: the
+version first (the "current version": the lowest present, so completed work is never redone
+and an interrupted run resumes where it stopped), then oldest period first (the
 volatile current period, which takes writes, comes last).
 """
 

@@ -1,4 +1,4 @@
-"""Ingest pipelines (FEATURES SR-6, OP-9): ``class Index: pipeline = ...`` on every write.
+"""Ingest pipelines: ``class Index: pipeline = ...`` on every write.
 
 The one owner of "which writes run a model's ingest pipeline" (docs/architecture.md):
 
@@ -13,7 +13,7 @@ The one owner of "which writes run a model's ingest pipeline" (docs/architecture
 
 Not applied: ``update`` actions (``PartialPatch``/``ScriptPatch`` by id or scanned, the
 save of a document loaded with ``includes``/``excludes``): Elasticsearch's Update API has
-no pipeline (SR-6); this is logged once per model at INFO. Nor deletes, re-keying (it
+no pipeline; this is logged once per model at INFO. Nor deletes, re-keying (it
 moves stored documents as they are, already processed, and compares stored copies to
 resume) and esmapper's own indexes (locks, migration state).
 
@@ -189,7 +189,7 @@ def apply_to_actions(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
             pipeline.warned_updates = True
             log.info(
                 "%s: partial updates do not run ingest pipeline %s (Elasticsearch's update "
-                "API has none, FEATURES SR-6)",
+                "API has none)",
                 cls.__name__,
                 name,
             )

@@ -1,4 +1,4 @@
-"""By-id reads of time-series models (FEATURES IX-10, CO-1).
+"""By-id reads of time-series models.
 
 A single-document GET cannot go through the umbrella alias once it spans several partitions
 (Elasticsearch: "alias has more than one index associated with it"). These helpers read by
@@ -12,7 +12,7 @@ near-real-time; esmapper does not, see the CHANGELOG.)
 
 They return raw hits (``_index``, ``_id``, ``_source``, ``_seq_no``, ``_primary_term``), the
 shape a GET answers, so the repository builds documents and versions from them as usual. A
-missing index or alias is a miss, never an error (decision Q23).
+missing index or alias is a miss, never an error.
 """
 
 from __future__ import annotations

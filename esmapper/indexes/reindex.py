@@ -1,9 +1,8 @@
 """Version upgrades of ``versioned`` indexes: reindex ``<alias>-vK`` into ``<alias>-vN``.
 
-:func:`reindex` runs, under the lock ``reindex:<alias>`` (FEATURES IM-13; 90 s ttl, renewed
+:func:`reindex` runs, under the lock ``reindex:<alias>`` (90 s ttl, renewed
 every 30 s by a heartbeat thread while the process lives, so a killed run's lock lapses
-within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), these phases
-(FEATURES IM-2, IM-6, IM-8, IM-9, P-15):
+within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), these phases:
 
 0. **leftovers**: a write block a killed reindex left on the index behind the alias
    (marked in its ``_meta``, its lock not live) is removed at once, before anything else,
@@ -51,7 +50,7 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    from ``-vK`` with ``must_exist``, add it to ``-vN``), sent once, right after a lock
    renewal that proves the lock is still ours. Writes now go to ``-vN``.
 7. **delete_old**: ``DELETE /<alias>-vK`` only when ``delete_old`` and the new count >= the
-   old count (FEATURES IM-8; fewer happens when a script drops documents); otherwise the
+   old count (fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
    meanwhile) is fine.
 8. custom-field models (``HasCustomFields``): ``idx`` is copied as stored (slots belong to
@@ -78,7 +77,7 @@ catch-up; without dates a pass over every document), two counts (and the id reco
 when the counts differ or a script ran), the marker and the swap. Give large models
 ``HasDates`` to keep it short.
 
-Throttling (FEATURES IM-15/IM-16): ``batch_size`` and ``requests_per_second`` go into
+Throttling: ``batch_size`` and ``requests_per_second`` go into
 every pass; a polled pass without progress for ``stall_timeout`` is cancelled and fails the
 reindex, naming the task and how far it got (:mod:`esmapper.indexes._reindex_pass`).
 
@@ -144,7 +143,7 @@ def compose_reindex_script(
 ) -> str | None:
     """The Painless source for a reindex from version ``current`` to ``target``.
 
-    The scripts of the versions ``current < v <= target`` in version order (FEATURES IM-6):
+    The scripts of the versions ``current < v <= target`` in version order:
     none gives ``None``, one is returned as is, several are wrapped as
     ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``
     (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
@@ -184,9 +183,9 @@ def reindex(
 
     ``progress`` receives :class:`ReindexProgress` reports (an exception raised by it aborts
     the reindex like any failure). ``batch_size`` (documents per batch, ``source.size``) and
-    ``requests_per_second`` throttle every pass (FEATURES IM-15); ``stall_timeout`` is how
+    ``requests_per_second`` throttle every pass; ``stall_timeout`` is how
     long a pass may make no progress before it is cancelled and the reindex fails (default
-    ``max(10 min, 3 * batch / requests_per_second)``, IM-16; servers with tasks only). A
+    ``max(10 min, 3 * batch / requests_per_second)``; servers with tasks only). A
     throttle value that is not a finite number > 0 raises ``ValueError`` before anything is
     sent. ``lock_ttl`` is the expiry of the ``reindex:<alias>`` lock, renewed by a heartbeat
     every ttl/3 while this process runs (:mod:`esmapper.locks`).

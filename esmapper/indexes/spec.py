@@ -249,7 +249,7 @@ class IndexSpec:
         self.partitions.forget()
 
     def read_index_for_id(self, id: str) -> str:
-        """Where a by-id read of ``id`` goes (FEATURES IX-10): the dated alias of an ObjectId
+        """Where a by-id read of ``id`` goes: the dated alias of an ObjectId
         id's period for time-series models, else :attr:`read_target`. Sends nothing; a miss
         there should fall back to an ``ids`` search on :attr:`read_target`."""
         if self.is_time_series and ObjectId.is_valid(id):

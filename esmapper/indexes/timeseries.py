@@ -9,13 +9,13 @@ Names, for ``class Index: name = "logs"; version = 1; kind = "daily"`` (with the
 - umbrella alias ``logs`` over every live partition: reads go through it;
 - index template ``logs-v1-template`` with pattern ``logs-v1-*``, priority
   :data:`TEMPLATE_PRIORITY`, the mapping, the settings and the umbrella alias
-  (``configure_indexes`` puts it; existing partitions are never changed, FEATURES IM-19).
+  (``configure_indexes`` puts it; existing partitions are never changed).
 
-A write's partition comes from the document's date (FEATURES IX-5): the period of the index
+A write's partition comes from the document's date: the period of the index
 a loaded document was read from, else the time encoded in an ObjectId id, else the
 ``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
-``max_age`` (daily: period start + max_age; monthly: end of month + max_age, FEATURES IM-28)
-is refused with :class:`IndexMaxAgeExceededError` before anything is sent (IX-9). An id is
+``max_age`` (daily: period start + max_age; monthly: end of month + max_age)
+is refused with :class:`IndexMaxAgeExceededError` before anything is sent. An id is
 unique per model across partitions: :mod:`esmapper.indexes._placement` sends each write
 where its id already lives.
 
@@ -102,7 +102,7 @@ def expires_at(
 ) -> _dt.datetime | None:
     """When the period starting at ``start`` expires (``None``: never).
 
-    Daily: start + max_age; monthly: end of the month + max_age (FEATURES IM-28).
+    Daily: start + max_age; monthly: end of the month + max_age.
     """
     if max_age is None:
         return None
@@ -151,7 +151,7 @@ def is_dated_alias(spec: IndexSpec, name: str) -> bool:
 
 
 def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
-    """The time a new time-series document's ObjectId must encode (FEATURES IX-6): its
+    """The time a new time-series document's ObjectId must encode: its
     ``date_field`` (``created_utc`` by default); ``None`` for other kinds or no date."""
     options = info.index
     if options is None or options.kind not in TIME_SERIES_KINDS:
@@ -164,7 +164,7 @@ def document_date(spec: IndexSpec, doc: Any) -> _dt.datetime | None:
     """The date that picks ``doc``'s partition, or ``None`` when nothing tells it.
 
     In order: the period of the partition the document was loaded from or last written to;
-    the time in an ObjectId id (it beats ``date_field``, FEATURES IX-5); ``date_field``.
+    the time in an ObjectId id (it beats ``date_field``); ``date_field``.
     """
     state = state_of(doc)
     if state is not None and state.index:
@@ -209,7 +209,7 @@ def template_body(spec: IndexSpec) -> dict[str, Any]:
 
 
 class PartitionCache:
-    """The per-process set of ensured partitions of one spec (FEATURES IX-7); thread-safe.
+    """The per-process set of ensured partitions of one spec; thread-safe.
 
     Maps a period start to the name its writes go to (its dated alias).
     """
@@ -302,7 +302,7 @@ def partitions_for_range(
 
     Pure (sends nothing). ``None`` when the model is not time-series, a bound is open, the
     range exceeds ``max_age``, or it is too long to list: daily at >= 3 months, monthly at
-    > 1 year (FEATURES IX-11; months of 30.436875 days and years of 365.2425 days, as the
+    > 1 year (months of 30.436875 days and years of 365.2425 days, as the
     reference implementation measures them). Some of the aliases may not exist (no
     document that day, or expired): search with ``ignore_unavailable=True,
     allow_no_indices=True``. Raises ``ValueError`` when ``end`` is before ``start``.

@@ -1,4 +1,4 @@
-"""Jobs that keep indexes healthy in production (FEATURES JB-1...JB-7).
+"""Jobs that keep indexes healthy in production.
 
 Every job is an object whose ``run(cancel=None)`` returns a :class:`JobResult`
 (``success`` / ``failed`` / ``cancelled``, ``message``, ``error``, ``details``) and never

@@ -1,6 +1,6 @@
 """What every job has in common: its :class:`JobResult`, its lock, cancellation and logs.
 
-A job (FEATURES JB-7) is an object with ``run(cancel=None) -> JobResult``. :class:`Job`
+A job is an object with ``run(cancel=None) -> JobResult``. :class:`Job`
 implements ``run`` once for all of them:
 
 - it takes the job's lock (a short lease renewed by a heartbeat, :mod:`esmapper.locks`)

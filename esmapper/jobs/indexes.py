@@ -1,4 +1,4 @@
-"""Index jobs: time-series upkeep (FEATURES JB-1, IM-25) and index cleanup (JB-4).
+"""Index jobs: time-series upkeep and index cleanup.
 
 :class:`MaintainIndexesJob` runs :func:`esmapper.indexes.maintenance.maintain` under the
 lock ``maintenance``: time-series aliases put right, expired partitions deleted.
@@ -14,7 +14,8 @@ lock ``maintenance``: time-series aliases put right, expired partitions deleted.
   as kept, with why;
 - with ``patterns`` and ``max_age``: indexes no model owns whose name ends with a date
   (``logs-2024.01.15``, ``logs-2024-01-15``, ``logs-2024.01``) past ``max_age`` (daily
-  names: from the day; monthly names: from the end of the month, as IM-28). Names without
+  names: from the day; monthly names: from the end of the month, like partition retention).
+  Names without
   a date, and any index named like a registered model's (``<alias>`` or ``<alias>-v...``),
   are skipped.
 

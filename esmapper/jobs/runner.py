@@ -1,4 +1,4 @@
-"""Running jobs on a schedule (FEATURES JB-7): ``esmapper maintain --loop --interval 1h``.
+"""Running jobs on a schedule: ``esmapper maintain --loop --interval 1h``.
 
 :class:`JobRunner` runs its jobs one after the other (a *run*), then waits ``interval``
 and runs them again, until:

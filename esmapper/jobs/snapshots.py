@@ -1,4 +1,4 @@
-"""Snapshots (FEATURES JB-2, JB-3): take one and wait for it; delete the old ones.
+"""Snapshots: take one and wait for it; delete the old ones.
 
 :class:`SnapshotJob` sends, under the lock ``snapshots:<repository>``:
 
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 DEFAULT_REPOSITORY: Final = "backups"
-#: strftime pattern of a snapshot's name, filled in UTC (FEATURES JB-2)
+#: strftime pattern of a snapshot's name, filled in UTC
 DEFAULT_NAME: Final = "snapshot-%Y-%m-%d-%H-%M-%S"
 _DONE: Final = frozenset({"SUCCESS", "PARTIAL", "FAILED", "INCOMPATIBLE"})
 _RUNNING: Final = frozenset({"IN_PROGRESS", "STARTED", "INIT"})

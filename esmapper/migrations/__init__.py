@@ -20,7 +20,7 @@ Kinds (``Migration.kind``) and when they run:
   (bump ``version`` to run it again; it need not be unique), and on every run with
   ``always = True`` (periodic maintenance). Retried like a resumable one; a failure does not
   stop the other repeatables but the result is ``FAILED``. This follows Foundatio's manager
-  (re-run when the version grows; Q25), with ``always`` for the "periodic task" use.
+  (re-run when the version grows), with ``always`` for the "periodic task" use.
 
 **Fresh install**: when a deployment has no migration record and nothing of any model index
 exists (no index, alias, time-series partition or template; there is at least one model),

@@ -25,7 +25,7 @@ install interrupted by an esmapper older than this record (model indexes created
 state) is not recognised as fresh.
 
 **Who decides: whichever path creates the first model index.** ``migrate`` is not the
-only one: a write creates its model's index when it is missing (FEATURES IM-20), so on a
+only one: a write creates its model's index when it is missing, so on a
 first deploy the web process may write before the deploy's ``migrate`` job runs. Were the
 decision left to ``migrate``, it would find that index and take a brand-new deployment
 for an existing one (running migrations written for old data over the new code's

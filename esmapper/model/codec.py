@@ -244,6 +244,33 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     return f"(None if {var} is None else {one.format(var)})"
 
 
+#: The dates a write sets to one ``now`` for every document of a batch: the compiled
+#: serializer of a model with both remembers the last ``updated_utc`` it formatted, and
+#: ``created_utc`` reuses that text when it is the same object
+#: (:func:`_remembered_date_expr`).
+_BATCH_DATES = frozenset({"created_utc", "updated_utc"})
+
+
+def _format_remembered(value: _dt.datetime, last: list[tuple[Any, str | None]]) -> str:
+    """``format_datetime(value)``, remembered in ``last`` as ``(value, text)``."""
+    text = format_datetime(value)
+    last[0] = (value, text)  # one assignment: a reader in another thread sees a whole pair
+    return text
+
+
+def _remembered_date_expr(ns: dict[str, Any]) -> str:
+    """``updated_utc``'s JSON form, reusing the text of the previous document's value when
+    it is the same object (the pipeline's ``now``: one for a whole batch). The pair read
+    once into ``_c_updated_utc`` holds the value it was made from, so an ``is`` match
+    cannot be a reused ``id``."""
+    ns["_last_updated_utc"] = [(None, None)]
+    ns["_fmt_remembered"] = _format_remembered
+    return (
+        "(None if _f_updated_utc is None else (_c_updated_utc[1] if _c_updated_utc[0] is "
+        "_f_updated_utc else _fmt_remembered(_f_updated_utc, _last_updated_utc)))"
+    )
+
+
 def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     """A Python expression turning the JSON value ``var`` into the attribute value."""
     if spec.kind == "datetime":
@@ -303,7 +330,11 @@ def compile_codec(
     attr_by_name = {a.name: a for a in attributes}
 
     reads: list[str] = []  # values read once into locals (expressions use them twice)
+    late_reads: list[str] = []  # locals computed from those
     entries: list[str] = []
+    batch_dates = {
+        spec.name for spec in specs if spec.stored and spec.kind == "datetime" and not spec.many
+    } >= _BATCH_DATES
     for spec in specs:
         if spec.stored:
             getter = f"self.{spec.name}"
@@ -314,8 +345,15 @@ def compile_codec(
                 reads.append(f"        _f_{spec.name} = {getter}")
                 getter = f"_f_{spec.name}"
             expression = _dump_expr(spec, getter, ns)
+            if batch_dates and spec.name == "updated_utc":
+                reads.append("        _c_updated_utc = _last_updated_utc[0]")
+                late_reads.append(f"        _t_updated_utc = {_remembered_date_expr(ns)}")
+                expression = "_t_updated_utc"
+            elif batch_dates and spec.name == "created_utc":  # usually the same object
+                expression = f"(_t_updated_utc if {getter} is _f_updated_utc else {expression})"
             entries.append(f"            {spec.name!r}: {expression},")
-    dump_lines = ["def to_source(self):", "    try:", *reads, "        return {", *entries]
+    dump_lines = ["def to_source(self):", "    try:", *reads, *late_reads, "        return {"]
+    dump_lines += entries
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
     setter = _setters(cls, raw_slots, ns)

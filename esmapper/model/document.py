@@ -416,7 +416,7 @@ class Versioned(_Trait):
 
 
 class HasCustomFields(_Trait):
-    """Trait: tenant custom fields (API.md §11).
+    """Trait: tenant custom fields.
 
     ``custom_fields`` maps logical names to values (stored, not indexed). ``idx`` is what
     the mapper indexes: on every write it is recomputed from ``custom_fields`` and the

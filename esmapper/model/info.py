@@ -35,7 +35,7 @@ class IndexOptions:
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
     script(s) run while reindexing into it (Painless sources and field operations, see
-    :mod:`esmapper.reindex_scripts`). ``HasCustomFields`` models (API.md §11):
+    :mod:`esmapper.reindex_scripts`). ``HasCustomFields`` models:
     ``tenant_field`` the attribute holding the tenant key (or override ``tenant_key()``),
     ``custom_field_types`` the custom-field types (default: the standard ones),
     ``auto_create_custom_fields`` whether unknown names get a ``string`` definition.

@@ -5,14 +5,14 @@ Pure functions (no HTTP) that validate user expressions against a model's
 expects, raising :class:`~esmapper.errors.QueryValidationError` (field, position) before
 anything is sent:
 
-- :func:`compile_filter` -- Lucene filter text -> ``elasticsearch.dsl`` query (QY-1, QY-22);
-- :func:`compile_sort` -- ``"-age name"`` or ``{"age": "desc"}`` -> a ``sort`` list (QY-15);
+- :func:`compile_filter` -- Lucene filter text -> ``elasticsearch.dsl`` query;
+- :func:`compile_sort` -- ``"-age name"`` or ``{"age": "desc"}`` -> a ``sort`` list;
 - :func:`compile_aggregations` / :func:`parse_aggregations` -- ``"terms:company_id avg:age"``
   or ``A("terms", field="company_id")`` -> ``aggs`` bodies, and the response -> typed
-  :class:`Aggregations` (QY-19..21);
+  :class:`Aggregations`;
 - :func:`compile_highlight` -- ``highlight=["name"]`` -> a ``highlight`` body;
-- :func:`merge_source_filter` / :func:`parse_field_mask` -- ``_source`` selection (QY-23..26);
-- :func:`escape_query_value` -- user input made literal inside a filter (QY-35).
+- :func:`merge_source_filter` / :func:`parse_field_mask` -- ``_source`` selection;
+- :func:`escape_query_value` -- user input made literal inside a filter.
 """
 
 from esmapper.query.aggregates import (

@@ -1,4 +1,4 @@
-"""Parsing aggregation expressions (QY-19..21) into a small tree of :class:`AggSpec`.
+"""Parsing aggregation expressions into a small tree of :class:`AggSpec`.
 
 Grammar (whitespace separates items; positions are 0-based offsets)::
 

@@ -1,5 +1,5 @@
 """``elasticsearch.dsl`` aggregation objects and raw aggregation dicts, checked against a
-model's fields like the expression syntax (QY-19, QY-20).
+model's fields like the expression syntax.
 
 Accepted forms (see :func:`compile_dsl_aggregations`)::
 

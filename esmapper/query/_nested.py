@@ -1,4 +1,4 @@
-"""The boolean tree between the parser and the DSL, and its nested-aware emission (QY-22).
+"""The boolean tree between the parser and the DSL, and its nested-aware emission.
 
 The filter compiler first builds this small tree (leaves carry the nested paths that enclose
 their field), then :func:`emit` turns it into one ``elasticsearch.dsl`` query:

@@ -1,4 +1,4 @@
-"""Typed aggregation results (QY-19..21): what :func:`parse_aggregations` produces.
+"""Typed aggregation results: what :func:`parse_aggregations` produces.
 
 The result type of each aggregation is chosen from its name prefix, as
 :func:`~esmapper.query.aggregations.compile_aggregations` names them:

@@ -1,4 +1,4 @@
-"""Aggregation expressions compiled to raw aggregation bodies (QY-19..21).
+"""Aggregation expressions compiled to raw aggregation bodies.
 
 ``compile_aggregations("terms:company_id avg:age date:created_utc~1M", catalog)`` returns the
 ``aggs`` part of a search body, keyed by result name (``{op}_{field}``, the field as written)::
@@ -15,7 +15,7 @@ Operations: ``terms`` (``~N`` size, ``^N`` min_doc_count, ``@include:x @exclude:
 ``max``, ``avg``, ``sum``, ``stats``, ``percentiles`` (``~25,50,99`` percents),
 ``cardinality``, and ``tophits:_`` (``~N`` size; only inside a bucket aggregation, named
 ``tophits``). Aggregations on fields under a ``nested`` path are grouped under ONE
-``nested_{path}`` aggregation per level (QY-20); a sub-aggregation on a root field under a
+``nested_{path}`` aggregation per level; a sub-aggregation on a root field under a
 nested bucket goes under one ``reverse_nested``. Results are parsed by
 :func:`parse_aggregations`.
 """

@@ -1,4 +1,4 @@
-"""Escaping user input for filter expressions (QY-35)."""
+"""Escaping user input for filter expressions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Field selection: ``_source`` includes/excludes, field masks and their merge (QY-23..26)."""
+"""Field selection: ``_source`` includes/excludes, field masks and their merge."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def merge_source_filter(
 
     ``includes`` and ``excludes`` are field names or field masks (a string or an iterable of
     strings, from the query and from the options alike), validated against ``catalog`` when
-    given. The rules (QY-24..26):
+    given. The rules:
 
     1. all includes are unioned, all excludes are unioned (order kept, repeats dropped);
     2. ``default_excludes`` apply only when the caller gave no exclude at all;

@@ -1,4 +1,4 @@
-"""Filter expressions (Lucene syntax) compiled to ``elasticsearch.dsl`` queries (QY-1, QY-22).
+"""Filter expressions (Lucene syntax) compiled to ``elasticsearch.dsl`` queries.
 
 ``compile_filter("age:>=25 AND company_id:acme", catalog)`` parses the text with luqum, checks
 every field against the model's :class:`~esmapper.model.catalog.FieldCatalog` and every value
@@ -66,7 +66,7 @@ class CompiledFilter:
     ``fields`` the resolved paths of every field the expression names explicitly
     (``_exists_:x`` included, ``"_id"`` for id clauses; fields searched only through bare
     terms are not listed). The repository uses it, e.g., to refuse ``is_deleted:`` while the
-    soft-delete mode is ``"active"`` (SD-11).
+    soft-delete mode is ``"active"`` (the filter would contradict the mode).
     """
 
     query: Query | None

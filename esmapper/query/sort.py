@@ -1,5 +1,4 @@
-"""Sort expressions and dsl-style sort dicts compiled to an Elasticsearch ``sort`` list
-(QY-15)."""
+"""Sort expressions and dsl-style sort dicts compiled to an Elasticsearch ``sort`` list."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-team custom fields on employees (esmapper's tenant custom fields, API.md §11).
+"""Per-team custom fields on employees (esmapper's tenant custom fields).
 
 An employee's tenant key is its team (``Employee.Index.tenant_field = "team"``): each team
 defines its own fields (``/teams/<slug>/fields``), the employee form shows the fields of

@@ -633,6 +633,25 @@ def test_outcome_fields_version_and_failure() -> None:
     assert missing.to_failure().reason == 'Document "2" could not be found'
 
 
+def test_a_success_item_missing_fields_falls_back_to_the_actions() -> None:
+    def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "items": [
+                client.item(actions[0]),
+                {"index": {"status": 200, "result": "updated"}},  # no _id, _index, version
+            ]
+        }
+
+    client = FakeClient(respond)
+    writer, _ = make_writer(client)
+    full, sparse = writer.write(
+        [BulkAction("create", "idx", "a", {"a": 1}), BulkAction("index", "idx", "b", {"b": 1})]
+    )
+    assert (full.ok, full.id, full.index, full.version) == (True, "a", "idx", "1:1")
+    assert (sparse.ok, sparse.status, sparse.result) == (True, 200, "updated")
+    assert (sparse.id, sparse.index, sparse.version) == ("b", "idx", None)
+
+
 def test_outcome_is_slotted() -> None:
     o = BulkOutcome(BulkAction("delete", "i", "1"), ok=True, status=200, id="1", index="i")
     with pytest.raises(AttributeError):

@@ -48,7 +48,7 @@ GOLDEN = [
     (("😀",), None, "%F0%9F%98%80"),
     (("日本",), None, "%E6%97%A5%E6%9C%AC"),
     (("x",), None, "x"),
-    (("a b",), None, "a%20b"),  # a single term is encoded too (decision Q30)
+    (("a b",), None, "a%20b"),  # a single term is encoded too
     (("", "x"), None, ":x"),
     (("x", ""), None, "x:"),
     (("a+b=c&d?e#f",), None, "a%2Bb%3Dc%26d%3Fe%23f"),

@@ -1,5 +1,5 @@
 """Field operations for reindex scripts: the generated Painless, path validation, and
-composition with raw scripts (FEATURES IM-6, IM-7)."""
+composition with raw scripts."""
 
 from __future__ import annotations
 

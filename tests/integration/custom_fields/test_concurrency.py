@@ -1,5 +1,5 @@
 """Slots race-free between threads and processes; unknown outcomes read back; the field
-mapping invalidated across processes through a shared cache client (CF-12, CF-14)."""
+mapping invalidated across processes through a shared cache client."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Types whose process_value modifies their definition (CF-6 ``definition_modified``): the
+"""Types whose process_value modifies their definition (``definition_modified``): the
 definition is saved after the document write, on a copy, retried on conflicts; it never
 fails the document's write."""
 

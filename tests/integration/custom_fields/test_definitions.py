@@ -1,5 +1,4 @@
-"""Custom-field definitions: slots, names, immutables, the repository API (CF-7, CF-12,
-CF-13)."""
+"""Custom-field definitions: slots, names, immutables, the repository API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""idx is esmapper's own field (CF-2, CF-9): no write path takes it from the caller; every
+"""idx is esmapper's own field: no write path takes it from the caller; every
 write sends the idx recomputed from custom_fields and the tenant."""
 
 from __future__ import annotations

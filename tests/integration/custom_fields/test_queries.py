@@ -1,4 +1,4 @@
-"""Queries by logical name with tenant= (CF-10): filters, Q objects, sorts, aggregations,
+"""Queries by logical name with tenant=: filters, Q objects, sorts, aggregations,
 every read and by-query call, tenant isolation, renames without reindexing."""
 
 from __future__ import annotations

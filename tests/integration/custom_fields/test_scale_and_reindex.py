@@ -1,4 +1,4 @@
-"""The mapping grows with the largest tenant, not the number of tenants (CF-1, CF-16);
+"""The mapping grows with the largest tenant, not the number of tenants;
 a reindex keeps idx consistent."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A custom-field value a slot cannot index is stored, not indexed: never a rejected
-document (CF-11)."""
+document."""
 
 from __future__ import annotations
 

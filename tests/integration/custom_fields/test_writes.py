@@ -1,5 +1,5 @@
-"""idx is recomputed on every write path (CF-9), values of the wrong type are stored but
-not indexed (CF-11), unknown names stored not indexed unless auto-created (CF-8)."""
+"""idx is recomputed on every write path, values of the wrong type are stored but
+not indexed, unknown names stored not indexed unless auto-created."""
 
 from __future__ import annotations
 

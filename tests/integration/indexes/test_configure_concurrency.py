@@ -1,4 +1,4 @@
-"""``configure_indexes()`` from several processes at once on a fresh prefix (FEATURES IM-24):
+"""``configure_indexes()`` from several processes at once on a fresh prefix:
 every process succeeds and each model ends with one index (and its alias).
 
 Four real processes wait at a barrier, then configure the same models through a

@@ -1,5 +1,5 @@
 """Field operations in ``Index.reindex_scripts``, end to end: bump the version, reindex,
-every document is transformed (FEATURES IM-6, IM-7)."""
+every document is transformed."""
 
 from __future__ import annotations
 

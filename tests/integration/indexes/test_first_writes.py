@@ -1,4 +1,4 @@
-"""Writes before ``configure_indexes()`` (issue 13, trap 1; FEATURES IM-20).
+"""Writes before ``configure_indexes()``: a write creates its missing index.
 
 Before the fix, the first write through a versioned model's alias made Elasticsearch create
 a concrete index under the alias name with guessed mappings, and ``configure_indexes()``

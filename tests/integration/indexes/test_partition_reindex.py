@@ -1,5 +1,5 @@
 """Version upgrades of time-series models: partition by partition, lowest version and
-oldest period first, with the no-loss guarantees of a versioned reindex (IM-4, IM-5, IM-8)."""
+oldest period first, with the no-loss guarantees of a versioned reindex."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_daily_documents_land_in_their_day_and_read_through_the_umbrella(
         [DailyLog(message=f"m{i}", created_utc=d) for i, d in enumerate(days)],
         consistency="immediate",
     )
-    # new ids encode the document date (IX-6)
+    # new ids encode the document date
     assert [em.ObjectId(d.id).created_at for d in docs] == [d.replace(microsecond=0) for d in days]
 
     p = index_prefix
@@ -68,13 +68,13 @@ def test_daily_documents_land_in_their_day_and_read_through_the_umbrella(
     repo.remove(docs[0], consistency="immediate")
     assert repo.count() == 3
 
-    # configure_indexes leaves existing partitions alone (IM-19)
+    # configure_indexes leaves existing partitions alone
     assert [s.action for s in mapper.configure_indexes()] == ["template_updated"]
     ranged = partitions_for_range(mapper.spec(DailyLog), NOW - dt.timedelta(days=1), NOW)
     assert ranged == [f"{p}logs-2026.03.09", f"{p}logs-2026.03.10"]
     hits = es_client.search(index=ranged, ignore_unavailable=True, allow_no_indices=True)
     assert hits["hits"]["total"]["value"] == 2
-    # the repository prunes to those partitions when asked to (IX-11)
+    # the repository prunes to those partitions when asked to (a date filter alone does not prune)
     recent = repo.find(partitions=(NOW - dt.timedelta(days=1), NOW), limit=10)
     assert sorted(d.message for d in recent) == ["m1", "m2"]
     assert repo.count(partitions=(NOW - dt.timedelta(days=20), NOW - dt.timedelta(days=19))) == 0

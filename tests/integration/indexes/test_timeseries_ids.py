@@ -1,4 +1,4 @@
-"""One id per time-series model, whatever its date (issue 13, traps 3 and 4).
+"""One id per time-series model, whatever its date.
 
 Before the fix: ``add`` of an id stored in another day's partition stored a second document,
 and ``remove(id)``/``patch(id)``/``get(id)`` right after adding a document dated another day

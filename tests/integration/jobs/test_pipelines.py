@@ -123,7 +123,7 @@ def test_creates_and_index_writes_run_the_pipeline_updates_cannot(
         r.getMessage() for r in caplog.records if "do not run ingest pipeline" in r.getMessage()
     ]
     assert said == [f"Tagged: partial updates do not run ingest pipeline {TAGGER} (Elasticsearch's "
-                    "update API has none, FEATURES SR-6)"]  # fmt: skip
+                    "update API has none)"]  # fmt: skip
 
 
 def test_update_by_query_carries_the_pipeline(

@@ -1,4 +1,4 @@
-"""Per-call query logging (FEATURES QY-30, TS-2): ``query_log_level`` on every search."""
+"""Per-call query logging : ``query_log_level`` on every search."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The fresh-install decision (esmapper.migrations.install) is made by whichever path
 creates the first model index: ``migrate``, or an application write that creates its
-model's index (IM-20) before the deploy's ``migrate`` ran."""
+model's index before the deploy's ``migrate`` ran."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``kill -9`` of a real ``esmapper reindex`` / ``esmapper migrate`` while the old index is
-write-blocked for the final pass (issue 13, trap 2).
+write-blocked for the final pass.
 
 The command runs in a subprocess behind a :class:`FaultProxy` with the default lock ttl
 (90 s): its ``PUT /<alias>-v1/_block/write`` is held until the test forwards it, and the

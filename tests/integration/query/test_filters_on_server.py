@@ -100,7 +100,7 @@ CASES: list[tuple[str, set[str]]] = [
     ("hiking", {"1", "3"}),
     ("company_id:acme -age:25", {"2"}),
     ("company_id:(acme OR globex) age:<40", {"1", "2"}),
-    # nested: AND holds on one review, OR on any review (QY-22)
+    # nested: AND holds on one review, OR on any review
     ("reviews.rating:5", {"1", "2"}),
     ("reviews.rating:5 AND reviews.author:bob", {"1"}),
     ("reviews.rating:2 AND reviews.author:eve", {"1"}),

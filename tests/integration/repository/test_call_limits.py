@@ -1,4 +1,4 @@
-"""Per-call ``timeout=`` / ``retries=`` (FEATURES OP-18, OP-19) and the mapper's bulk
+"""Per-call ``timeout=`` / ``retries=`` and the mapper's bulk
 back-off: what each call sends under them, through the fault proxy."""
 
 from __future__ import annotations

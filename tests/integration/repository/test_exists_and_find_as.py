@@ -1,5 +1,4 @@
-"""``repo.exists(filter=...)`` (FEATURES QY-28) and ``repo.find_as(...)`` projections
-(QY-33) against the server."""
+"""``repo.exists(filter=...)`` and ``repo.find_as(...)`` projections against the server."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def test_save_needs_an_id_and_without_version_is_unconditional(
     with pytest.raises(em.DocumentError, match="without an id"):
         employees.save(Employee(name="x"))
     doc = employees.add(Employee(id="u1", age=1))
-    blind = Employee(id="u1", age=7)  # no version: last write wins (decision Q22)
+    blind = Employee(id="u1", age=7)  # no version: last write wins
     employees.save(blind)
     assert employees.get("u1").age == 7
     assert blind.version != doc.version

@@ -139,7 +139,7 @@ def test_custom_key_caches_query_results(repo: em.Repository[Cached], cache: InM
     first = repo.find_one("name:keyed", cache_key="cached:by-name:keyed")
     repo.remove("k", consistency="wait")
     cached = repo.find_one("name:keyed", cache_key="cached:by-name:keyed")
-    assert first.id == cached.id == "k"  # custom keys are not invalidated by writes (CA-5)
+    assert first.id == cached.id == "k"  # custom keys are not invalidated by writes
     repo.invalidate_cache("cached:by-name:keyed")
     assert repo.find_one("name:keyed", cache_key="cached:by-name:keyed") is None
 

@@ -63,7 +63,7 @@ class Everything(em.Document, em.HasDates, em.SoftDeletes, em.Versioned, em.HasC
 
 
 class Employee(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
-    """The model of API.md §1, as written there."""
+    """An employee with every trait: dates, soft deletes and versions."""
 
     class Index:
         name = "employees"

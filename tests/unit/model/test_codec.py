@@ -414,3 +414,24 @@ def test_hydration_copies_the_source(doc: Everything) -> None:
     if back.custom_fields is not None:
         back.custom_fields.clear()
     assert source == snapshot
+
+
+def test_the_batch_dates_reuse_the_text_of_the_same_value_only() -> None:
+    # the write pipeline gives every document of a batch one ``now`` object
+    paris = dt.timezone(dt.timedelta(hours=1))
+    first = Employee(id="a", created_utc=NOON, updated_utc=NOON)
+    second = Employee(id="b", created_utc=NOON, updated_utc=NOON)
+    assert first.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
+    assert second.to_source()["created_utc"] == "2026-03-04T12:00:00Z"
+    later = NOON + dt.timedelta(microseconds=5)
+    other = Employee(id="c", created_utc=later, updated_utc=None)
+    source = other.to_source()
+    assert source["created_utc"] == "2026-03-04T12:00:00.000005Z"
+    assert source["updated_utc"] is None
+    # an equal value that is another object, in another zone, is formatted on its own
+    local = Employee(id="d", created_utc=NOON, updated_utc=NOON)
+    object.__setattr__(local, "updated_utc", NOON.astimezone(paris))
+    assert local.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
+    assert first.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
+    bare = Employee(id="e").to_source()
+    assert bare["created_utc"] is None and bare["updated_utc"] is None

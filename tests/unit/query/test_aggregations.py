@@ -1,4 +1,4 @@
-"""compile_aggregations: golden table and errors (QY-19..21)."""
+"""compile_aggregations: golden table and errors."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ GOLDEN: list[tuple[str, dict[str, Any]]] = [
             }
         },
     ),
-    # nested fields: one nested_{path} wrapper per level (QY-20)
+    # nested fields: one nested_{path} wrapper per level
     (
         "terms:reviews.rating min:reviews.rating max:reviews.rating",
         {

@@ -1,4 +1,4 @@
-"""escape_query_value: Lucene escaping (QY-35), not re.escape."""
+"""escape_query_value: Lucene escaping, not re.escape."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Field masks and the _source include/exclude merge (QY-23..26)."""
+"""Field masks and the _source include/exclude merge."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_validate_source_fields() -> None:
         validate_source_fields(["zz*"], CATALOG)
 
 
-# -- merge (QY-24..26) ----------------------------------------------------------------------
+# -- merge --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

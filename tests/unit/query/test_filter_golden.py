@@ -168,7 +168,7 @@ GOLDEN: list[tuple[str, dict[str, Any]]] = [
     ("email:x^2", {"bool": {"must": [term("email", "x")], "boost": 2.0}}),
     ("*:*", {"match_all": {}}),
     ("*", {"match_all": {}}),
-    # -- nested (QY-22) ---------------------------------------------------------------------
+    # -- nested ---------------------------------------------------------------------------
     ("reviews.rating:5", nested("reviews", term("reviews.rating", 5))),
     (
         "reviews.rating:5 AND reviews.author:bob",

@@ -1,4 +1,4 @@
-"""compile_sort: golden table and errors (QY-15)."""
+"""compile_sort: golden table and errors."""
 
 from __future__ import annotations
 
