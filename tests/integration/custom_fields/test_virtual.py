@@ -4,12 +4,12 @@ idx on every write path, auto-created definitions and queries by logical name ex
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
 from .virtual_models import AutoContact, Contact, ExtraAccessors
 
@@ -18,10 +18,8 @@ GLOBEX = "globex/sales"
 
 
 @pytest.fixture
-def vmapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Contact, AutoContact], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def vmapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Contact, AutoContact, configure=True)
 
 
 @pytest.fixture

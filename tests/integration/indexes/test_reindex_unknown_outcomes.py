@@ -4,7 +4,6 @@ come back, whatever the counts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,20 +11,14 @@ from elasticsearch import Elasticsearch
 
 from esmapper.indexes import ReindexError, ReindexProgress, find_leftovers, reindex
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import ItemV1, ItemV2, PlainV1, PlainV2, PlainV2Dropping
 
 # How a request's answer is lost: dropped before the server got the request, dropped after
 # the server applied it, or cut short after the server applied it.
 LOST_AFTER = ["drop_after", "truncate"]
 LOST = ["drop_before", *LOST_AFTER]
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def lose(

@@ -12,13 +12,7 @@ import pytest
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
 
-from .custom_fields.test_review_definition_races import Racer, _hooks, _setup
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
+from .test_review_definition_races import Racer, _hooks, _setup
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import datetime as dt
 import signal
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -19,6 +18,7 @@ import esmapper as em
 from esmapper import signals
 from esmapper.bulk import BulkAction, BulkWriter
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
 
 class Box(em.Document, em.Versioned):
@@ -29,12 +29,6 @@ class Box(em.Document, em.Versioned):
 
     name: str = em.field(em.Keyword(), default="")
     qty: int = em.field(em.Integer(), default=0)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _bulk_threads() -> list[threading.Thread]:
@@ -91,18 +85,16 @@ def test_an_interrupt_while_threads_send_starts_no_further_chunk(
 
 
 @pytest.fixture
-def mapper(proxy: FaultProxy, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        proxy.url,
-        models=[Box],
-        index_prefix=index_prefix,
+def mapper(make_mapper: MakeMapper, proxy: FaultProxy) -> em.Mapper:
+    return make_mapper(
+        Box,
+        url=proxy.url,
+        configure=True,
         cache=em.InMemoryCache(),
         bulk_chunk_size=5,
         bulk_concurrency=3,
         sleep=lambda _s: None,
-    ) as m:
-        m.configure_indexes()
-        yield m
+    )
 
 
 def test_a_session_flush_through_threads_with_lost_answers_settles_each_item_once(
@@ -127,29 +119,26 @@ def test_a_session_flush_through_threads_with_lost_answers_settles_each_item_onc
         "saved": recorder("saved"),
         "removed": recorder("removed"),
     }
-    signals.documents_added.connect(receivers["added"], sender=Box)
-    signals.documents_saved.connect(receivers["saved"], sender=Box)
-    signals.documents_removed.connect(receivers["removed"], sender=Box)
-    try:
-        with mapper.session(consistency="immediate") as session:
-            loaded = session.get_many(Box, [b.id for b in boxes])
-            assert len(loaded) == 30
-            for doc in loaded[:20]:
-                doc.qty += 1000
-            for doc in loaded[20:26]:
-                session.remove(doc)
-            fresh = [Box(name=f"n{i}", qty=-i) for i in range(9)]
-            session.add_all(fresh)
-            # 35 writes, 7 chunks from 3 threads: one answer lost after the server applied
-            # it, one request lost before it reached the server
-            proxy.drop_connection(path=r"/_bulk$", after_forwarding=True, skip=1)
-            proxy.drop_connection(path=r"/_bulk$", skip=2)
-            session.flush()
-            assert not session.new and not session.deleted and not session.dirty
-    finally:
-        signals.documents_added.disconnect(receivers["added"], sender=Box)
-        signals.documents_saved.disconnect(receivers["saved"], sender=Box)
-        signals.documents_removed.disconnect(receivers["removed"], sender=Box)
+    with (
+        signals.documents_added.connected_to(receivers["added"], sender=Box),
+        signals.documents_saved.connected_to(receivers["saved"], sender=Box),
+        signals.documents_removed.connected_to(receivers["removed"], sender=Box),
+        mapper.session(consistency="immediate") as session,
+    ):
+        loaded = session.get_many(Box, [b.id for b in boxes])
+        assert len(loaded) == 30
+        for doc in loaded[:20]:
+            doc.qty += 1000
+        for doc in loaded[20:26]:
+            session.remove(doc)
+        fresh = [Box(name=f"n{i}", qty=-i) for i in range(9)]
+        session.add_all(fresh)
+        # 35 writes, 7 chunks from 3 threads: one answer lost after the server applied
+        # it, one request lost before it reached the server
+        proxy.drop_connection(path=r"/_bulk$", after_forwarding=True, skip=1)
+        proxy.drop_connection(path=r"/_bulk$", skip=2)
+        session.flush()
+        assert not session.new and not session.deleted and not session.dirty
     assert proxy.pending_faults == 0
     stored = _stored(es_client, mapper.spec(Box).read_target)
     expected = {d.id: d.qty for d in loaded[:20]} | {d.id: d.qty for d in loaded[26:]}
@@ -253,12 +242,11 @@ def test_a_rejected_chunk_beside_a_chunk_whose_answer_was_lost_confirms_exactly_
     boxes = [Box(name=f"b{i}", qty=i) for i in range(40)]
     proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)
     proxy.reply_status(400, path=r"/_bulk$", skip=2)
-    signals.documents_added.connect(on_added, sender=Box)
-    try:
-        with pytest.raises(em.errors.BulkRequestError) as info:
-            repo.add(boxes, consistency="immediate")
-    finally:
-        signals.documents_added.disconnect(on_added, sender=Box)
+    with (
+        signals.documents_added.connected_to(on_added, sender=Box),
+        pytest.raises(em.errors.BulkRequestError) as info,
+    ):
+        repo.add(boxes, consistency="immediate")
     assert info.value.status == 400
     stored = _stored(es_client, mapper.spec(Box).read_target)
     confirmed = {b.id for b in boxes if b.version is not None}

@@ -6,7 +6,6 @@ for byte, for edge values (then stored and read back)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import _json
 from esmapper.bulk import BulkAction, BulkWriter, _encode, _encode_general
+from tests.integration.conftest import MakeMapper
 
 
 class Part(em.InnerDoc):
@@ -39,12 +39,8 @@ class Crate(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        es_url, models=[Crate], index_prefix=index_prefix, cache=em.InMemoryCache()
-    ) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Crate, configure=True, cache=em.InMemoryCache())
 
 
 @pytest.mark.parametrize("cache", [False, True])
