@@ -6,7 +6,6 @@ catch-up margin) and the count of the new index (the passes' created documents).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,8 +15,8 @@ import esmapper as em
 from esmapper.indexes import ReindexProgress, reindex
 from esmapper.indexes._reindex_pass import refreshes_itself
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import ItemV1, ItemV2
 
 MANUAL = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}
@@ -41,12 +40,6 @@ class ManualV2(em.Document, em.HasDates, em.Versioned):
         settings = MANUAL
 
     n: int = em.field(em.Long(), default=0)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _bump_with_writes_after_the_copy(
