@@ -137,7 +137,8 @@ def heading(driver: WebDriver, text: str) -> None:
 
 
 def click(driver: WebDriver, css: str) -> None:
-    driver.find_element(By.CSS_SELECTOR, css).click()
+    """Click ``css`` once the page shows it (the previous click may still be loading)."""
+    WebDriverWait(driver, WAIT).until(ec.element_to_be_clickable((By.CSS_SELECTOR, css))).click()
 
 
 def click_link(driver: WebDriver, text: str) -> None:
@@ -333,6 +334,7 @@ def test_the_recycle_bin(
     click(driver, "#cancel")
     wait_text(driver, "#summary", "2 deleted employees.")
     driver.find_element(By.XPATH, "//tr[td/a='Person 02']//button[@class='purge']").click()
+    wait_text(driver, "#confirm", "Person 02")
     click(driver, "#confirm-delete")
     wait_text(driver, ".flash", "Person 02 was deleted for good.")
     assert repo.get(employees[1].id, soft_deletes="all") is None
