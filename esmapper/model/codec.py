@@ -357,19 +357,22 @@ def compile_codec(
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
     setter = _setters(cls, raw_slots, ns)
-    body: list[str] = [
-        "self = _new(_cls)",
-        f"{setter('_esm_state')}None)",
-        "get = src.get",
-    ]
+    start = ["self = _new(_cls)", f"{setter('_esm_state')}None)"]
+    body: list[str] = [*start, "get = src.get"]  # any source: absent keys take defaults
+    # a source holding every field (what a write stores): subscripts, no default checks;
+    # a missing key raises KeyError, and the source takes the ``get`` path instead
+    full: list[str] = list(start)
+    keys = 0
     missing_values: list[tuple[FieldSpec, Callable[[], Any]]] = []
     for i, spec in enumerate(specs):
         if spec.name == "id" and has_id:
             body.append(f"{setter('id')}id if id is not None else get('id'))")
+            full.append(f"{setter('id')}id if id is not None else src.get('id'))")
             missing_values.append((spec, _none))
             continue
         if spec.name == "version" and has_version:
             body.append(f"{setter('version')}version)")
+            full.append(f"{setter('version')}version)")
             missing_values.append((spec, _none))
             continue
         missing, make_missing = _missing_value(spec, attr_by_name[spec.name], cls, i, ns)
@@ -378,7 +381,16 @@ def compile_codec(
         body.append(
             f"{setter(spec.name)}{missing} if _v is _MISSING else {_load_expr(spec, '_v', ns)})"
         )
+        expression = _load_expr(spec, "_v", ns)
+        if expression == "_v":
+            full.append(f"{setter(spec.name)}src[{spec.name!r}])")
+        else:
+            full.append(f"_v = src[{spec.name!r}]")
+            full.append(f"{setter(spec.name)}{expression})")
+        keys += 1
     body.append("return self")
+    full.append("return self")
+    ns["_KEYS"] = keys
     ns["_MISSING"] = _MISSING
     lenient = LenientCodec(
         cls,
@@ -390,12 +402,25 @@ def compile_codec(
     ns["_lenient_load"] = lenient.load
     ns["_lenient_dump"] = lenient.dump
     load_lines = [
-        "def from_source_strict(src, id, version):",
+        "def _from_any_source(src, id, version):",
         *(f"    {line}" for line in body),
+        "",
+        "def from_source_strict(src, id, version):",
+        "    if len(src) < _KEYS:",
+        "        return _from_any_source(src, id, version)",
+        "    try:",
+        *(f"        {line}" for line in full),
+        "    except KeyError:",
+        "        return _from_any_source(src, id, version)",
         "",
         "def from_source(src, id, version):",
         "    try:",
-        *(f"        {line}" for line in body),
+        "        if len(src) < _KEYS:",
+        "            return _from_any_source(src, id, version)",
+        "        try:",
+        *(f"            {line}" for line in full),
+        "        except KeyError:",
+        "            return _from_any_source(src, id, version)",
         "    except Exception:",
         "        return _lenient_load(src, id, version)",
     ]
