@@ -483,3 +483,51 @@ def test_an_embedded_object_missing_a_key_takes_its_default() -> None:
     source["address"]["other"] = "kept out"
     doc = _load(Everything, source, "a", None)
     assert doc.address == Address(street="Main", city="Oslo", zip_code=None)
+
+
+def test_a_hydrated_document_is_an_instance_of_its_model_and_behaves_as_one() -> None:
+    # hydration stores plainly on a loader subclass, then makes the instance the model
+    full = _every_key(Everything(id="a", tags=["x"], address=Address(city="Oslo")))
+    doc = _load(Everything, full, "a", None)
+    assert type(doc) is Everything and type(doc.address) is Address
+    assert doc == Everything(id="a", tags=["x"], address=Address(city="Oslo"))
+    with pytest.raises(em.DocumentValidationError, match="an integer"):
+        doc.age = "old"  # type: ignore[assignment]  # assignments still convert
+    doc.age = 3
+    assert doc.age == 3
+    hit = {"_id": "a", "_source": full, "_seq_no": 1, "_primary_term": 1}
+    loaded = Everything.from_hit(hit)
+    state = state_of(loaded)
+    assert state is not None and not state.watched
+    loaded.tags.append("y")  # a tracked field read on the model: watched
+    assert state.watched
+    assert pickle.loads(pickle.dumps(loaded)) == loaded
+
+
+_SEEN: list[str] = []
+
+
+class _Registry(em.Document):
+    class Index:
+        name = "registry"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _SEEN.append(cls.__name__)
+
+
+class Registered(_Registry):
+    class Index:
+        name = "registered"
+
+    title: str = ""
+    labels: list[str] = em.field(factory=list)
+
+
+def test_a_model_with_an_init_subclass_hook_hydrates_without_a_loader() -> None:
+    assert set(_SEEN) == {"Registered"}  # no loader class was made under the hook
+    seen = len(_SEEN)
+    doc = Registered.from_hit({"_id": "r1", "_source": {"title": "t", "labels": ["a"]}})
+    assert type(doc) is Registered and (doc.id, doc.title, doc.labels) == ("r1", "t", ["a"])
+    assert len(_SEEN) == seen
+    assert Registered.__subclasses__() == []
