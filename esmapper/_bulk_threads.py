@@ -51,32 +51,55 @@ def send_concurrently(
     """Send ``chunks`` with ``send`` from ``threads`` threads (each takes the next chunk
     when it is done with one). The first exception raised by ``send`` (a rejected
     request) stops the start of further chunks; the chunks in flight finish, then that
-    exception is raised in the calling thread."""
+    exception is raised in the calling thread. An exception raised in the calling thread
+    while it waits (``KeyboardInterrupt``, a signal handler's) does the same: no chunk
+    starts after it, and it is raised once the chunks in flight are answered, so that
+    nothing of this write reaches the server after the caller was told it stopped (and
+    its cache invalidation runs after the last request)."""
     lock = threading.Lock()
     todo = iter(chunks)
     errors: list[BaseException] = []
+    stopped = False
 
-    def worker() -> None:
-        while True:
-            with lock:
-                if errors:
-                    return
-                chunk = next(todo, None)
-            if chunk is None:
-                return
-            try:
-                send(chunk)
-            except BaseException as e:  # handed to the calling thread
+    def worker(finished: threading.Event) -> None:
+        try:
+            while True:
                 with lock:
-                    errors.append(e)
-                return
+                    if errors or stopped:
+                        return
+                    chunk = next(todo, None)
+                if chunk is None:
+                    return
+                try:
+                    send(chunk)
+                except BaseException as e:  # handed to the calling thread
+                    with lock:
+                        errors.append(e)
+                    return
+        finally:
+            finished.set()
 
+    # Each worker's end is an Event, not Thread.join(): a join interrupted by a signal may
+    # mark a thread that is still running as stopped (bpo-45274), so that waiting for it
+    # again returns at once.
+    done = [threading.Event() for _ in range(threads)]
     workers = [
-        threading.Thread(target=worker, name=f"esmapper-bulk-{n}", daemon=True)
-        for n in range(threads)
+        threading.Thread(target=worker, args=(finished,), name=f"esmapper-bulk-{n}", daemon=True)
+        for n, finished in enumerate(done)
     ]
-    for t in workers:
-        t.start()
+    try:
+        for t in workers:
+            t.start()
+        for finished in done:
+            finished.wait()
+    except BaseException:
+        with lock:
+            stopped = True  # interrupted: start no further chunk
+        for t, finished in zip(workers, done, strict=True):
+            if t.ident is not None:  # started (the interrupt may come while starting them)
+                finished.wait()  # its request in flight is answered (a second interrupt
+                # is not waited on)
+        raise
     for t in workers:
         t.join()
     if errors:

@@ -55,7 +55,10 @@ def send(
     found applied is confirmed with the stored version; one found not applied is sent again
     (safe: a ``create`` or a conditional write cannot apply twice, an unconditional
     ``index``/``delete``/partial ``update`` leaves the same result); a script update
-    without a version condition is never resent. What stays undecided is a failure with
+    without a version condition is never resent. A delete followed in the same call by a
+    confirmed ``create`` of the same document (a removal, then an add of its id) is
+    confirmed without looking at what is stored: that is the create's document, which a
+    resend would delete. What stays undecided is a failure with
     status 0 and ``error_type="outcome_unknown"``. Every id in ``actions`` is removed
     from the cache afterwards, whatever its outcome (also when this raises).
 
@@ -210,13 +213,24 @@ def _resolve(
             return result
         resend: list[BulkAction] = []
         positions: list[int] = []
-        for i, current in zip(open_, stored, strict=True):
+        verdicts: list[Verdict] = [
+            ("unknown", None)
+            if current is _UNREADABLE
+            else _verdict(result[i].action, current, piped.get(i, result[i].action.body))  # type: ignore[arg-type]
+            for i, current in zip(open_, stored, strict=True)
+        ]
+        created = _created_after(result, open_, verdicts)
+        for k, i in enumerate(open_):
             action = result[i].action
-            if current is _UNREADABLE:
-                verdict: Verdict = ("unknown", None)
-            else:
-                verdict = _verdict(action, current, piped.get(i, action.body))  # type: ignore[arg-type]
-            if verdict[0] == "applied":
+            if action.op == "delete" and created.get(_doc_key(action), -1) > i:
+                # what is stored is a later write's of this call: this delete's document
+                # is gone (and resending it would delete that write's)
+                verdicts[k] = ("gone", None)
+        for i, current, verdict in zip(open_, stored, verdicts, strict=True):
+            action = result[i].action
+            if verdict[0] == "gone":
+                result[i] = _applied(action, None)
+            elif verdict[0] == "applied":
                 result[i] = _applied(action, current)  # type: ignore[arg-type]
             elif result[i].status != 0:
                 continue  # a 409 to our resend, and not ours after all: a real conflict
@@ -241,6 +255,26 @@ def _resolve(
         if outcome.status == 0 and outcome.error_type != UNKNOWN:
             result[i] = _unknown(outcome, "no answer after resending")
     return result
+
+
+def _doc_key(action: BulkAction) -> tuple[str, str | None, str | None]:
+    return action.index, action.id, action.routing
+
+
+def _created_after(
+    result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
+) -> dict[tuple[str, str | None, str | None], int]:
+    """The last position of a confirmed ``create`` per document, among the answered
+    outcomes of this write and the ones just found applied. Writes to one document are
+    sent in order (the bulk writer keeps them in one thread), and a create succeeds only
+    on a document that is not stored: a delete before it, in the same write, whose answer
+    was lost, had its document removed (by itself or by someone else)."""
+    found: dict[tuple[str, str | None, str | None], int] = {}
+    applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
+    for j, outcome in enumerate(result):
+        if outcome.action.op == "create" and (outcome.ok or j in applied):
+            found[_doc_key(outcome.action)] = j
+    return found
 
 
 def _write_again(
@@ -283,7 +317,8 @@ class _Unreadable:
 _UNREADABLE = _Unreadable()
 
 #: ``(verdict, condition)``: ``applied``, ``resend`` (with the ``(seq_no, primary_term)``
-#: to condition the resend on, or ``None``) or ``unknown``
+#: to condition the resend on, or ``None``), ``unknown``, or ``gone`` (a delete followed in
+#: the same write by a confirmed create of its document: :func:`_created_after`)
 Verdict = tuple[str, tuple[int, int] | None]
 
 

@@ -117,7 +117,7 @@ def _caller_level() -> int:
     return level
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)
 class Options:
     """Options of one operation.
 
@@ -161,12 +161,24 @@ class Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
         if not overrides:
             return self
-        unknown = set(overrides) - set(OPTION_NAMES)
-        if unknown:
+        if not _KNOWN.issuperset(overrides):
+            unknown = set(overrides) - _KNOWN
             raise TypeError(
                 f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}"
             )
-        return attrs.evolve(self, **overrides)
+        if isinstance(overrides.get("cache"), str):  # deprecated: warn on every call
+            return attrs.evolve(self, **overrides)
+        key = (self, tuple((k, type(v), v) for k, v in overrides.items()))  # True is not 1
+        try:
+            merged = _MERGED.get(key)
+        except TypeError:  # an unhashable value: checked (and refused) by evolve
+            return attrs.evolve(self, **overrides)
+        if merged is None:
+            merged = attrs.evolve(self, **overrides)
+            if len(_MERGED) >= _MERGED_MAX:
+                _MERGED.clear()
+            _MERGED[key] = merged
+        return merged
 
     def __attrs_post_init__(self) -> None:
         cache: object = self.cache
@@ -181,15 +193,24 @@ class Options:
                 object.__setattr__(self, "cache_key", cache)
 
 
+#: Merged options by (base, overrides): a call's options are built once per spelling, not
+#: per call (``Options`` is immutable; the validation ran when the entry was made).
+_MERGED: dict[tuple[Options, tuple[tuple[str, type, Any], ...]], Options] = {}
+_MERGED_MAX: Final = 1024
+
 #: The option keywords every repository and session call takes, in declaration order.
 OPTION_NAMES: Final = tuple(attrs.fields_dict(Options))
+_KNOWN: Final = frozenset(OPTION_NAMES)
 
 
 def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
     """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
     (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
     every option keyword's default: the repository's or the session's value)."""
-    return {**picked(scope, OPTION_NAMES), **picked(scope, extra)}
+    found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
+    if extra:
+        found.update(picked(scope, extra))
+    return found
 
 
 def picked(scope: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
@@ -226,12 +247,23 @@ def refuse_keywords(call: str, given: Mapping[str, Any], accepted: Iterable[str]
 def keywords_checked(method: F) -> F:
     """Decorate a method that takes options as keyword arguments: a keyword it does not
     take raises the ``TypeError`` of :func:`refuse_keywords` (see also
-    :func:`esmapper._limits.limited`, which checks the same way)."""
+    :func:`esmapper._limits.limited`, which checks the same way). A method that takes
+    ``**options: Unpack[X]`` (a ``TypedDict`` of :mod:`esmapper._keywords`) takes the
+    keys of ``X``; one that takes ``**kwargs`` otherwise is not checked."""
+    from esmapper._keywords import keywords_of
+
+    parameters = inspect.signature(method).parameters.values()
     accepted = frozenset(
         p.name
-        for p in inspect.signature(method).parameters.values()
+        for p in parameters
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
     )
+    rest = [p for p in parameters if p.kind is p.VAR_KEYWORD]
+    if rest:
+        unpacked = keywords_of(rest[0].annotation, method.__globals__)
+        if not unpacked:
+            return method
+        accepted |= unpacked
 
     name = method.__name__
     if name == "__init__":  # Session(...), not __init__(...)

@@ -35,6 +35,7 @@ __all__ = [
     "check_tenant_pendings",
     "check_tenant_writes",
     "check_virtual",
+    "custom_access",
     "in_tenant",
     "require_custom_fields",
 ]
@@ -324,3 +325,11 @@ def check_tenant_pendings(pendings: Any, tenant: str | None) -> None:
             groups.setdefault((pending.info, pending.kind), []).append(pending.doc)
     for (info, kind), docs in groups.items():
         check_tenant_writes(info, docs, tenant, kind)
+
+
+def custom_access(doc: Any) -> CustomValues:
+    """How ``doc``'s model holds custom values (its :class:`CustomValues`)."""
+    access: CustomValues | None = type(doc).__esmapper__.custom_access
+    if access is None:
+        raise TypeError(f"{type(doc).__name__} has no custom fields")
+    return access

@@ -27,19 +27,21 @@ whose writes keep the rules:
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
-import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from elasticsearch import NotFoundError
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
+from typing_extensions import Unpack
 
+from esmapper._keywords import (
+    OptionKeywords,
+    UntenantedOptionKeywords,
+    UntenantedSearchKeywords,
+)
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
+from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
@@ -59,7 +61,7 @@ from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
-from esmapper.options import Options
+from esmapper.options import Options, keywords_checked
 from esmapper.patches import Patch
 from esmapper.repository import Repository
 from esmapper.results import FindResults
@@ -70,10 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAPPING_TTL", "CustomFieldRepository"]
 
-#: How long a tenant's field mapping stays cached.
-MAPPING_TTL = _dt.timedelta(minutes=15)
 _PAGE = 1000
-_MEMO_SIZE = 4096
 
 
 def _check_tenant(tenant: Any) -> str:
@@ -103,93 +102,16 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         #: writes reload a cached field mapping older than this (seconds); see
         #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
         self.recheck_after: float = RECHECK_AFTER
-        self._memo: dict[str, tuple[Any, TenantFields]] = {}
-        self._memo_lock = threading.Lock()
-        #: definition changes made through this repository, per tenant ("" counts every
-        #: tenant's): what a write compares after sending (see :meth:`changed_since`)
-        self._changes: dict[str, int] = {}
+        self._mappings = FieldMappings(mapper, info)
 
-    # -- field mappings (cached) -----------------------------------------------------------
-
-    @property
-    def _cache_alias(self) -> str:
-        return f"customfield:{self.mapper.index_prefix}{self.entity_type}"
+    # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
     def tenant_fields(self, tenant: str, *, max_age: float | None = None) -> TenantFields:
         """The compiled active definitions of ``tenant`` (what writes and queries use):
         from the cache client, else one search (then cached for 15 minutes, unless a change
         invalidated it meanwhile). ``max_age`` (seconds): a cached mapping loaded longer ago
         is loaded again."""
-        documents = self.mapper.documents
-        token = None
-        if documents is not None:
-            cached, token = documents.lookup(self._cache_alias, tenant)
-            if cached is not None:
-                if max_age is None or time.time() - cached.get("loaded_at", 0.0) <= max_age:
-                    return self._compiled(tenant, cached)
-                self._drop(tenant)  # stale, not changed: load it again
-                return self.tenant_fields(tenant)
-        raw = {"definitions": self._load(tenant), "loaded_at": time.time()}
-        if documents is not None:
-            documents.fill(self._cache_alias, tenant, raw, token, MAPPING_TTL)
-        return self._compiled(tenant, raw)
-
-    def _compiled(self, tenant: str, raw: dict[str, Any]) -> TenantFields:
-        with self._memo_lock:
-            memo = self._memo.get(tenant)
-            if memo is not None and memo[0] is raw:
-                return memo[1]
-        fields = TenantFields(
-            self.entity_info,
-            tenant,
-            [CustomFieldDefinition.from_hit(hit) for hit in raw["definitions"]],
-            _stamp(raw),
-        )
-        with self._memo_lock:
-            if len(self._memo) >= _MEMO_SIZE:
-                self._memo.clear()
-            self._memo[tenant] = (raw, fields)
-        return fields
-
-    def _load(self, tenant: str, *, every: bool = False, refresh: bool = False) -> list[Any]:
-        """The stored definitions of ``tenant`` as raw hits (active ones, or ``every`` one),
-        by id, 1000 a page."""
-        filters: list[dict[str, Any]] = [
-            {"term": {"entity_type": self.entity_type}},
-            {"term": {"tenant_key": tenant}},
-        ]
-        if not every:
-            filters.append({"term": {"is_deleted": False}})
-        alias = self.spec.alias
-        if refresh:
-            self._refresh()
-        hits: list[Any] = []
-        after: list[Any] | None = None
-        while True:
-            body: dict[str, Any] = {
-                "query": {"bool": {"filter": filters}},
-                "size": _PAGE,
-                "sort": [{"id": "asc"}],
-                "seq_no_primary_term": True,
-            }
-            if after is not None:
-                body["search_after"] = after
-            try:
-                response = self.mapper.client.search(index=alias, body=body).body
-            except NotFoundError:
-                return hits
-            page = response["hits"]["hits"]
-            hits.extend(
-                {k: h.get(k) for k in ("_id", "_index", "_source", "_seq_no", "_primary_term")}
-                for h in page
-            )
-            if len(page) < _PAGE:
-                return hits
-            after = page[-1]["sort"]
-
-    def _refresh(self) -> None:
-        with contextlib.suppress(NotFoundError):
-            self.mapper.client.indices.refresh(index=self.spec.alias)
+        return self._mappings.tenant_fields(tenant, max_age=max_age)
 
     def get_field_mapping(self, tenant: str) -> dict[str, CustomFieldDefinition]:
         """``{lower-cased name: definition}`` of ``tenant``'s active definitions (copies:
@@ -204,8 +126,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
     def changes(self, tenant: str) -> int:
         """How many times this repository invalidated ``tenant``'s mapping (a definition
         changed): read it before :meth:`tenant_fields`, pass it to :meth:`changed_since`."""
-        with self._memo_lock:
-            return self._changes.get(tenant, 0) + self._changes.get("", 0)
+        return self._mappings.changes(tenant)
 
     def changed_since(self, fields: TenantFields, changes: int) -> bool:
         """Whether where the tenant's values are indexed (names, types, slots) may have
@@ -213,36 +134,12 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         compared with the mapping the cache client holds now, loaded again (one search)
         when a change invalidated it, here or in a process sharing the cache client.
         Without a cache client only this repository's changes are seen."""
-        tenant = fields.tenant
-        if self.changes(tenant) == changes:
-            documents = self.mapper.documents
-            if documents is None:
-                return False
-            cached = documents.client.get(documents.key(self._cache_alias, tenant))
-            if isinstance(cached, Mapping) and "definitions" in cached:
-                return bool(_stamp(cached) != fields.stamp)
-        return bool(self.tenant_fields(tenant).stamp != fields.stamp)
+        return self._mappings.changed_since(fields, changes)
 
     def invalidate(self, tenant: str | None = None) -> None:
         """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
         ``None``), here and in every process sharing the cache client."""
-        with self._memo_lock:
-            key = "" if tenant is None else tenant
-            self._changes[key] = self._changes.get(key, 0) + 1
-        self._drop(tenant)
-
-    def _drop(self, tenant: str | None) -> None:
-        documents = self.mapper.documents
-        if documents is not None:
-            if tenant is None:
-                documents.invalidate_all(self._cache_alias)
-            else:
-                documents.invalidate(self._cache_alias, [tenant])
-        with self._memo_lock:
-            if tenant is None:
-                self._memo.clear()
-            else:
-                self._memo.pop(tenant, None)
+        self._mappings.invalidate(tenant)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -257,7 +154,10 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         )
         return request
 
-    def find_by_tenant(self, tenant: str, **kwargs: Any) -> FindResults[CustomFieldDefinition]:
+    @keywords_checked
+    def find_by_tenant(
+        self, tenant: str, **kwargs: Unpack[UntenantedSearchKeywords]
+    ) -> FindResults[CustomFieldDefinition]:
         """``tenant``'s definitions (active ones unless ``soft_deletes=``), sorted by
         ``display_order`` then name, 1000 a page (``next_page()`` for more)."""
         _check_tenant(tenant)
@@ -267,6 +167,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     # -- writes ------------------------------------------------------------------------------
 
+    @keywords_checked
     def add_field(
         self,
         tenant: str,
@@ -278,7 +179,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         data: dict[str, Any] | None = None,
         process_mode: str = "on_value",
         process_order: int = 0,
-        **options: Any,
+        **options: Unpack[UntenantedOptionKeywords],
     ) -> CustomFieldDefinition:
         """Add the custom field ``name`` of type ``index_type`` for ``tenant``, in the
         lowest free slot of that type; an active field of that name and type is returned
@@ -300,13 +201,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         return self.add(definition, **options)
 
     @overload
-    def add(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    def add(
+        self, docs: CustomFieldDefinition, **options: Unpack[OptionKeywords]
+    ) -> CustomFieldDefinition: ...
     @overload
     def add(
-        self, docs: Sequence[CustomFieldDefinition], **options: Any
+        self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
+    @keywords_checked
     def add(
-        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+        self,
+        docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
+        **options: Unpack[OptionKeywords],
     ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
         """Add definitions (see the module docstring). Returns them, an already active one
         of the same name and type in place of its duplicate."""
@@ -375,7 +281,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
     ) -> dict[int, CustomFieldDefinition]:
         stored = [
             CustomFieldDefinition.from_hit(hit)
-            for hit in self._load(tenant, every=True, refresh=True)
+            for hit in self._mappings.load(tenant, every=True, refresh=True)
         ]
         active = {d.name.lower(): d for d in stored if not d.is_deleted}
         result: dict[int, CustomFieldDefinition] = {}
@@ -405,13 +311,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         return result
 
     @overload
-    def save(self, docs: CustomFieldDefinition, **options: Any) -> CustomFieldDefinition: ...
+    def save(
+        self, docs: CustomFieldDefinition, **options: Unpack[OptionKeywords]
+    ) -> CustomFieldDefinition: ...
     @overload
     def save(
-        self, docs: Sequence[CustomFieldDefinition], **options: Any
+        self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
+    @keywords_checked
     def save(
-        self, docs: CustomFieldDefinition | Sequence[CustomFieldDefinition], **options: Any
+        self,
+        docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
+        **options: Unpack[OptionKeywords],
     ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
         """Save definitions (see the module docstring): immutables checked against what is
         stored (read when the definition was not loaded), names kept unique under the
@@ -480,7 +391,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         batch's own changes); a refreshed search of the tenant's active definitions."""
         saving_ids = {i.id for i in saving}
         active: dict[str, str | None] = {}
-        for hit in self._load(tenant, refresh=True):
+        for hit in self._mappings.load(tenant, refresh=True):
             if hit["_id"] not in saving_ids:
                 source = hit["_source"] or {}
                 active[str(source.get("name", "")).lower()] = hit["_id"]
@@ -497,7 +408,12 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 )
             active[item.name.lower()] = item.id
 
-    def remove(self, docs: Any, **options: Any) -> None:
+    @keywords_checked
+    def remove(
+        self,
+        docs: CustomFieldDefinition | str | Iterable[CustomFieldDefinition | str],
+        **options: Unpack[OptionKeywords],
+    ) -> None:
         """Hard-delete definitions (documents or ids): their names and slots are free.
 
         A freed slot is reused by the tenant's next field of that type, so its values are
@@ -565,13 +481,16 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         )
         return updated
 
-    def remove_all(self, filter: str | Query | None = None, **options: Any) -> int:
+    @keywords_checked
+    def remove_all(
+        self, filter: str | Query | None = None, **options: Unpack[OptionKeywords]
+    ) -> int:
         """Hard-delete the matching definitions of the entity type (the soft-delete mode
         applies to matching), as :meth:`remove` does (their slots cleared from the
         documents first); returns how many."""
-        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
+        soft_deletes = options.pop("soft_deletes", None)
         found: list[CustomFieldDefinition] = []
-        self.batch_process(filter, found.extend, batch_size=_PAGE, **read)
+        self.batch_process(filter, found.extend, batch_size=_PAGE, soft_deletes=soft_deletes)
         try:
             if found:
                 self.remove(found, **options)
@@ -579,7 +498,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             self.invalidate()
         return len(found)
 
-    def remove_by_tenant(self, tenant: str, **options: Any) -> int:
+    @keywords_checked
+    def remove_by_tenant(self, tenant: str, **options: Unpack[UntenantedOptionKeywords]) -> int:
         """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
         offboarding: every name and slot is free, the slots cleared from the tenant's
         documents first); returns how many."""
@@ -587,7 +507,10 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         options.setdefault("soft_deletes", "all")
         return self.remove_all(Q("term", tenant_key=tenant), **options)
 
-    def patch(self, ids: str | Iterable[str], patch: Patch, **options: Any) -> None:
+    @keywords_checked
+    def patch(
+        self, ids: str | Iterable[str], patch: Patch, **options: Unpack[OptionKeywords]
+    ) -> None:
         """Apply ``patch`` to the definitions ``ids`` and :meth:`save` them (so immutables
         and names are checked). A ScriptPatch cannot be checked: ``TypeError``."""
         wanted = [ids] if isinstance(ids, str) else list(ids)
@@ -601,15 +524,18 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         if changed:
             self.save(changed, **options)
 
-    def patch_all(self, filter: str | Query | None, patch: Patch, **options: Any) -> int:
+    @keywords_checked
+    def patch_all(
+        self, filter: str | Query | None, patch: Patch, **options: Unpack[OptionKeywords]
+    ) -> int:
         """:meth:`patch` every matching definition; returns how many changed."""
         found: list[CustomFieldDefinition] = []
 
         def collect(batch: list[CustomFieldDefinition]) -> None:
             found.extend(batch)
 
-        read = {k: options.pop(k) for k in ("soft_deletes",) if k in options}
-        self.batch_process(filter, collect, **read)
+        soft_deletes = options.pop("soft_deletes", None)
+        self.batch_process(filter, collect, soft_deletes=soft_deletes)
         changed = [d for d in found if apply_patch(d, patch)]
         if changed:
             self.save(changed, **options)
@@ -651,26 +577,6 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         reused. Returns the number of documents updated."""
         clause = tenant_clause(self.entity_info, tenant)
         return self._reconcile(None if clause is None else Q(clause), batch_size)
-
-
-def _stamp(raw: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
-    """What of a cached mapping decides where values are indexed: each active
-    definition's id, name, former names, type and slot. (Not its ``data``, process mode
-    or order: a write computed with the former ones is what it would have been had it
-    come just before the change, which recomputes no stored document either.)"""
-    out = []
-    for hit in raw.get("definitions") or ():
-        source = hit.get("_source") or {}
-        out.append(
-            (
-                hit.get("_id"),
-                str(source.get("name", "")).lower(),
-                tuple(str(n).lower() for n in source.get("former_names") or ()),
-                source.get("index_type"),
-                source.get("index_slot"),
-            )
-        )
-    return tuple(sorted(out, key=repr))
 
 
 def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:

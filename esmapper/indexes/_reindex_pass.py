@@ -24,8 +24,10 @@ bounded by its request timeout (24 h) only.
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
 import math
+import re
 import time
 import warnings
 import weakref
@@ -50,6 +52,7 @@ __all__ = [
     "delete_extras",
     "has_tasks",
     "prepare_target",
+    "refreshes_itself",
     "run_pass",
 ]
 
@@ -70,13 +73,16 @@ _FIRST_POLL: Final = 0.1
 @attrs.frozen(slots=True)
 class PassOutcome:
     """What one pass did: documents seen (``total``), ``created``, ``updated``,
-    ``version_conflicts`` (already up to date in the target) and ``failures``."""
+    ``version_conflicts`` (already up to date in the target) and ``failures``. ``exact``:
+    the figures are the whole pass's (False when the pass was run again after an unknown
+    outcome or a lost task: what the first attempt wrote is not counted)."""
 
     total: int = 0
     created: int = 0
     updated: int = 0
     version_conflicts: int = 0
     failures: tuple[dict[str, Any], ...] = ()
+    exact: bool = True
 
     @property
     def copied(self) -> int:
@@ -188,13 +194,15 @@ def _from_api_error(exc: ApiError) -> PassOutcome:
 
 def has_tasks(client: Elasticsearch, body: dict[str, Any]) -> bool:
     """Whether the server tracks reindex tasks; learned once per client with an empty
-    ``POST /_reindex?wait_for_completion=false`` (``match_none`` from ``body``'s source into
-    its destination) and ``GET /_tasks/<id>`` (404: no tasks)."""
+    ``POST /_reindex?wait_for_completion=false`` and ``GET /_tasks/<id>`` (404: no tasks).
+    The probe reads ``match_none`` from ``body``'s destination (the new index, empty before
+    the copy: a server that runs the query by scanning has nothing to scan) into its source;
+    it writes nothing."""
     known = _HAS_TASKS.get(client)
     if known is None:
         started = client.reindex(
-            source={"index": body["source"]["index"], "query": {"match_none": {}}},
-            dest={"index": body["dest"]["index"]},
+            source={"index": body["dest"]["index"], "query": {"match_none": {}}},
+            dest={"index": body["source"]["index"]},
             wait_for_completion=False,
         )
         task = str(started["task"])
@@ -239,10 +247,12 @@ def run_pass(
 
     The ``POST /_reindex`` is sent once (no transport retries). When its outcome is unknown
     (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
-    run once more, synchronously; a second unknown outcome is raised.
+    run once more, synchronously (its outcome is then not ``exact``); a second unknown
+    outcome is raised.
     """
     request = {**throttle.apply(body), "conflicts": "proceed", "slices": "auto"}
     single = once(client)
+    exact = True  # False once an attempt may have written something not counted
     if has_tasks(client, body):
         try:
             started = single.reindex(**request, wait_for_completion=False)
@@ -254,6 +264,7 @@ def run_pass(
             log.warning(
                 "starting a reindex task had an unknown outcome (%s); running it again", exc
             )
+            exact = False
         else:
             stall = _Stall(throttle.stall_seconds, monotonic)
             outcome = _poll(
@@ -270,6 +281,7 @@ def run_pass(
                 "reindex task %s is unknown to the server; reindexing synchronously",
                 started["task"],
             )
+            exact = False
     for attempt in range(1, _ATTEMPTS + 1):
         progress(0, 0)
         try:
@@ -282,8 +294,9 @@ def run_pass(
             if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
                 raise
             log.warning("a reindex pass had an unknown outcome (%s); running it again", exc)
+            exact = False
             continue
-        outcome = _outcome(response.body)
+        outcome = attrs.evolve(_outcome(response.body), exact=exact)
         progress(outcome.total, outcome.total)
         return outcome
     raise AssertionError("unreachable")  # pragma: no cover
@@ -425,6 +438,37 @@ def _delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
                     index=index,
                     ids=[str(result.get("_id"))],
                 )
+
+
+_UNITS: Final = {
+    "nanos": 1e-9, "micros": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0
+}  # fmt: skip
+_DEFAULT_REFRESH: Final = "1s"  # Elasticsearch's index.refresh_interval when none is set
+
+
+def _seconds(duration: str) -> float | None:
+    """An Elasticsearch time value (``"1s"``, ``"500ms"``, ``"-1"``) in seconds; ``None``
+    when it is not a positive duration."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(nanos|micros|ms|s|m|h|d)\s*", duration)
+    if match is None:
+        return None
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    return seconds if seconds > 0 else None
+
+
+def refreshes_itself(client: Elasticsearch, index: str, within: _dt.timedelta) -> bool:
+    """Whether ``index`` makes its writes visible to searches by itself within ``within``:
+    its ``index.refresh_interval`` (``GET /<index>/_settings``; unset means Elasticsearch's
+    1 s, and a search of a search-idle shard waits for its refresh) is a positive duration
+    of at most ``within``. False for ``-1`` (refreshes off), a longer interval, a value
+    that cannot be read, or ``within`` <= 0."""
+    if within <= _dt.timedelta(0):
+        return False
+    body = client.indices.get_settings(index=index).body
+    settings = body.get(index, {}).get("settings", {}).get("index", {})
+    interval = settings.get("refresh_interval", _DEFAULT_REFRESH)
+    seconds = _seconds(str(interval))
+    return seconds is not None and seconds <= within.total_seconds()
 
 
 def count(client: Elasticsearch, index: str) -> int:

@@ -25,6 +25,7 @@ from esmapper.indexes._reindex_pass import (
     count,
     delete_extras,
     prepare_target,
+    refreshes_itself,
     run_pass,
 )
 from esmapper.indexes.blocks import block_writes, unblock_writes
@@ -140,6 +141,10 @@ class Run:
     blocked_at: float | None = attrs.field(init=False, default=None)
     rollback: bool = attrs.field(init=False, default=True)
     """False once the alias may already point at the new index."""
+    created: int = attrs.field(init=False, default=0)
+    """Documents the passes created in ``new`` (empty when the copy started): its count."""
+    counted: bool = attrs.field(init=False, default=True)
+    """Whether ``created`` is exact (no pass was run again after an unknown outcome)."""
 
     def __attrs_post_init__(self) -> None:
         self.result = ReindexResult(
@@ -204,6 +209,8 @@ class Run:
         except PassStalled as exc:
             failure = {"status": None, "type": "reindex_stalled", "reason": str(exc)}
             raise self.fail(f"the {phase} pass stalled: {exc}", (failure,)) from exc
+        self.created += outcome.created
+        self.counted = self.counted and outcome.exact
         self.report(
             phase,
             outcome.total,
@@ -227,12 +234,20 @@ class Run:
         took every document that existed when it started and the catch-up passes every one
         written since, by its ``updated_utc``, which the run relies on anyway), so equal
         counts mean no extra. A script may drop documents: then the ids are always
-        compared (an id scroll of both indexes)."""
+        compared (an id scroll of both indexes).
+
+        ``new`` is refreshed (reads after the swap see every document at once). Its count is
+        the documents the passes created in it (it was empty when the copy started and only
+        the passes write to it), so only ``GET /<old>/_count`` is sent; when that figure is
+        not exact (a pass was run again) or differs from the old count, ``new`` is counted
+        before the ids are compared."""
         client, old, new = self.client, self.old, self.new
-        # ``old`` is write-blocked and was refreshed before the final pass: only the copies
-        # into ``new`` may not be visible yet
+        # ``old`` is write-blocked and was refreshed before the final pass
         client.indices.refresh(index=new)
-        old_count, new_count = count(client, old), count(client, new)
+        old_count = count(client, old)
+        if self.script is None and self.counted and old_count == self.created:
+            return 0, old_count, self.created
+        new_count = count(client, new)
         if self.script is None and old_count == new_count:
             return 0, old_count, new_count
         removed = delete_extras(client, old, new)
@@ -267,6 +282,8 @@ def run_phases(
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)
+        # Every document written before the run is visible to the copy, whatever the writer's
+        # clock said (an import stamped in the past, a refresh_interval of -1).
         client.indices.refresh(index=old)
         since = clock() - margin
         first = run.copy("copy", None)
@@ -275,7 +292,12 @@ def run_phases(
         caught_up = 0
         if spec.info.has_dates:
             since, previous = clock() - margin, since
-            client.indices.refresh(index=old)
+            # A write made during the copy is visible by itself within the refresh interval:
+            # when that is at most a quarter of the margin (the rest is for clock skew), what
+            # this pass cannot see yet is younger than the final pass's ``since``, and that
+            # pass always follows a refresh (under the block).
+            if not refreshes_itself(client, old, margin / 4):
+                client.indices.refresh(index=old)
             second = run.copy("catch_up", run.since(previous))
             if second.failures:
                 raise run.fail("the catch-up reported failures", second.failures)

@@ -18,22 +18,31 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    :mod:`esmapper.indexes._reindex_pass`. The old index keeps serving reads and writes.
 3. **catch_up** (``HasDates`` models): the documents with ``updated_utc`` >= the copy's
    start (the mapper's clock minus ``catch_up_margin``, for clock skew between writers)
-   are copied again, while writes still go to the old index.
+   are copied again, while writes still go to the old index. The old index is refreshed
+   first only when it does not refresh itself within a quarter of the margin
+   (``index.refresh_interval``, 1 s by default; ``-1`` always refreshes): a write this
+   pass cannot see yet is younger than the final pass's start, and that pass follows a
+   refresh. (The copy always follows a refresh: documents written before the run are
+   copied whatever their ``updated_utc``.)
 4. **final_catch_up**: the block marker in ``-vK``'s ``_meta`` (who blocks it, under which
    lock), ``PUT /<alias>-vK/_block/write``, then the documents changed since the catch-up
-   started are copied (models without dates: every document; unchanged ones are skipped
-   as version conflicts). From the block on, writes through the alias fail with 403
-   ``cluster_block_exception`` until the swap (they were not applied: the bulk writer
-   resends them with its back-off for up to the mapper's ``write_block_wait``, 30 s by
-   default, whatever a call's ``retries=``, and they go to ``-vN`` once the alias moved).
-   :attr:`ReindexResult.blocked_seconds` says how long it lasted.
-5. **verify**: refresh both indexes and reconcile ids (every id the write-blocked old
-   index no longer has is deleted from the new one: an id scroll of both, ``_bulk``
-   deletes), so a document deleted during the run never comes back. Skipped when the
-   counts prove there is nothing to delete: without a script every document of the old
-   index is in the new one (without dates the final pass copied them all; with dates the
-   copy and the catch-ups took them, by ``updated_utc``), so equal counts mean no extra.
-   A script may drop documents: then the ids are always compared.
+   started are copied after ``POST /<alias>-vK/_refresh`` (models without dates: every
+   document; unchanged ones are skipped as version conflicts). From the block on, writes
+   through the alias fail with 403 ``cluster_block_exception`` until the swap (they were not
+   applied: the bulk writer resends them with its back-off for up to the mapper's
+   ``write_block_wait``, 30 s by default, whatever a call's ``retries=``, and they go to
+   ``-vN`` once the alias moved). :attr:`ReindexResult.blocked_seconds` says how long it
+   lasted.
+5. **verify**: refresh the new index (reads after the swap see every document) and reconcile
+   ids (every id the write-blocked old index no longer has is deleted from the new one: an
+   id scroll of both, ``_bulk`` deletes), so a document deleted during the run never comes
+   back. Skipped when the counts prove there is nothing to delete: without a script every
+   document of the old index is in the new one (without dates the final pass copied them
+   all; with dates the copy and the catch-ups took them, by ``updated_utc``), so equal
+   counts mean no extra. The new index's count is the documents the passes created in it (it
+   was empty and only they write to it), so only the old one is counted (``GET
+   /<alias>-vK/_count``); when a pass was run again after an unknown outcome, the new one is
+   counted too. A script may drop documents: then the ids are always compared.
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes

@@ -48,22 +48,28 @@ import contextlib
 import gzip
 import http.client
 import json
-import re
 import socket
 import threading
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Collection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
-import attrs
+from esmapper.testing._fault_plans import (
+    ITEM_ERRORS,
+    Fault,
+    HeldRequest,
+    ItemSelector,
+    RequestRecord,
+    compile_path,
+    item_error,
+    merge_items,
+    parse_bulk,
+    select_items,
+)
 
 __all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
-
-ItemSelector: TypeAlias = int | Collection[int] | Callable[[int, dict[str, Any]], bool]
-FaultKind: TypeAlias = Literal["status", "items", "drop", "delay", "truncate", "hold"]
 
 _HOP_BY_HOP = frozenset(
     {
@@ -80,90 +86,6 @@ _HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
-_ITEM_ERRORS = {
-    429: "es_rejected_execution_exception",
-    503: "unavailable_shards_exception",
-}
-
-
-@attrs.define(slots=True)
-class RequestRecord:
-    """One request the proxy received.
-
-    ``bulk_items`` is the number of actions in a ``_bulk`` body (``None`` for other
-    requests); ``fault`` the kind of fault injected into it, if any.
-    """
-
-    method: str
-    path: str
-    query: str
-    body_bytes: int
-    bulk_items: int | None = None
-    fault: FaultKind | None = None
-
-
-class HeldRequest:
-    """A request held by :meth:`FaultProxy.hold`: not forwarded until :meth:`forward`.
-
-    :meth:`wait_arrived` blocks until the request reaches the proxy (its client is then
-    waiting for the answer); :meth:`forward` sends it upstream (and the answer back, if
-    the client is still there), :meth:`drop` closes the connection without forwarding.
-    :meth:`wait_done` blocks until either has been carried out. Stopping the proxy drops
-    a request still held.
-    """
-
-    def __init__(self) -> None:
-        self._arrived = threading.Event()
-        self._released = threading.Event()
-        self._done = threading.Event()
-        self._forward = False
-        self.status: int | None = None
-        """The upstream's status once forwarded (``None`` when dropped, not yet handled, or
-        when the upstream could not be reached)."""
-
-    @property
-    def arrived(self) -> bool:
-        """Whether the request has reached the proxy."""
-        return self._arrived.is_set()
-
-    def wait_arrived(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the request; whether it arrived."""
-        return self._arrived.wait(timeout)
-
-    def forward(self) -> None:
-        """Let the request through to the upstream."""
-        self._forward = True
-        self._released.set()
-
-    def drop(self) -> None:
-        """Close its connection without forwarding it (the upstream never sees it)."""
-        self._released.set()
-
-    def wait_done(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds until the request was forwarded or dropped."""
-        return self._done.wait(timeout)
-
-
-@attrs.define(slots=True)
-class _Fault:
-    kind: FaultKind
-    remaining: int
-    method: str | None
-    path: re.Pattern[str] | None
-    status: int = 0
-    body: bytes | None = None
-    items: ItemSelector = 0
-    after_forwarding: bool = False
-    seconds: float = 0.0
-    skip: int = 0
-    held: HeldRequest | None = None
-
-    def matches(self, method: str, path: str) -> bool:
-        if self.remaining <= 0:
-            return False
-        if self.method is not None and self.method != method:
-            return False
-        return self.path is None or self.path.search(path) is not None
 
 
 class _Server(ThreadingHTTPServer):
@@ -225,7 +147,7 @@ class FaultProxy:
         self.upstream_timeout = upstream_timeout
         self.max_body = max_body
         self._lock = threading.Lock()
-        self._faults: list[_Fault] = []
+        self._faults: list[Fault] = []
         self._held: list[HeldRequest] = []
         self._records: list[RequestRecord] = []
         self._conns: set[socket.socket] = set()
@@ -301,15 +223,15 @@ class FaultProxy:
         ``body`` (JSON-serializable) defaults to an Elasticsearch error object.
         """
         if body is None:
-            etype = _ITEM_ERRORS.get(status, "injected_exception")
+            etype = ITEM_ERRORS.get(status, "injected_exception")
             err = {"type": etype, "reason": f"injected by FaultProxy (status {status})"}
             body = {"error": {"root_cause": [err], **err}, "status": status}
         self._add(
-            _Fault(
+            Fault(
                 "status",
                 times,
                 method,
-                _compile(path),
+                compile_path(path),
                 status=status,
                 body=json.dumps(body).encode(),
                 skip=skip,
@@ -332,7 +254,7 @@ class FaultProxy:
         from the forwarded request (so not applied) and answered with a synthetic error.
         """
         self._add(
-            _Fault("items", times, "POST", _compile(path), status=status, items=items, skip=skip)
+            Fault("items", times, "POST", compile_path(path), status=status, items=items, skip=skip)
         )
 
     def drop_connection(
@@ -350,8 +272,13 @@ class FaultProxy:
         response thrown away: the client cannot tell whether its writes happened.
         """
         self._add(
-            _Fault(
-                "drop", times, method, _compile(path), after_forwarding=after_forwarding, skip=skip
+            Fault(
+                "drop",
+                times,
+                method,
+                compile_path(path),
+                after_forwarding=after_forwarding,
+                skip=skip,
             )
         )
 
@@ -367,7 +294,7 @@ class FaultProxy:
         with the upstream's status, headers and full ``Content-Length`` but only the first
         half of the body (nothing of a body under 2 bytes), and close the connection: the
         client gets an incomplete response and cannot tell what happened."""
-        self._add(_Fault("truncate", times, method, _compile(path), skip=skip))
+        self._add(Fault("truncate", times, method, compile_path(path), skip=skip))
 
     def delay(
         self,
@@ -379,7 +306,7 @@ class FaultProxy:
         skip: int = 0,
     ) -> None:
         """Hold the next ``times`` matching requests for ``seconds`` before forwarding."""
-        self._add(_Fault("delay", times, method, _compile(path), seconds=seconds, skip=skip))
+        self._add(Fault("delay", times, method, compile_path(path), seconds=seconds, skip=skip))
 
     def hold(
         self, *, method: str | None = None, path: str | None = None, skip: int = 0
@@ -391,7 +318,7 @@ class FaultProxy:
             if self._stopped:
                 raise RuntimeError("the proxy is stopped")
             self._held.append(held)
-        self._add(_Fault("hold", 1, method, _compile(path), skip=skip, held=held))
+        self._add(Fault("hold", 1, method, compile_path(path), skip=skip, held=held))
         return held
 
     def clear_faults(self) -> None:
@@ -421,7 +348,7 @@ class FaultProxy:
 
     def count(self, path: str | None = None, method: str | None = None) -> int:
         """Number of requests whose path matches the regex ``path`` (and ``method``)."""
-        pattern = _compile(path)
+        pattern = compile_path(path)
         with self._lock:
             return sum(
                 1
@@ -437,7 +364,7 @@ class FaultProxy:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _add(self, fault: _Fault) -> None:
+    def _add(self, fault: Fault) -> None:
         if fault.remaining < 1:
             raise ValueError("times must be at least 1")
         with self._lock:
@@ -451,7 +378,7 @@ class FaultProxy:
         with self._lock:
             self._conns.discard(conn)
 
-    def _take(self, method: str, path: str) -> _Fault | None:
+    def _take(self, method: str, path: str) -> Fault | None:
         with self._lock:
             for fault in self._faults:
                 if fault.matches(method, path):
@@ -478,7 +405,7 @@ class FaultProxy:
             body = gzip.decompress(body)
             headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
         is_bulk = path.endswith("/_bulk")
-        lines = _parse_bulk(body) if is_bulk else None
+        lines = parse_bulk(body) if is_bulk else None
         fault = self._take(method, path)
         record = RequestRecord(
             method,
@@ -506,10 +433,10 @@ class FaultProxy:
 
         failed: dict[int, dict[str, Any]] = {}
         if fault is not None and fault.kind == "items" and lines is not None:
-            chosen = _select(fault.items, lines)
+            chosen = select_items(fault.items, lines)
             default_index = path.rsplit("/_bulk", 1)[0].strip("/") or None
             for pos in chosen:
-                failed[pos] = _item_error(lines[pos][0], fault.status, default_index)
+                failed[pos] = item_error(lines[pos][0], fault.status, default_index)
             body = b"".join(
                 b"".join(raw) for pos, (_, raw) in enumerate(lines) if pos not in failed
             )
@@ -530,7 +457,7 @@ class FaultProxy:
             self._truncate(h, status, resp_body, resp_headers)
             return
         if failed and status == 200:
-            resp_body = _merge_items(resp_body, failed)
+            resp_body = merge_items(resp_body, failed)
         self._reply(h, status, resp_body, resp_headers, head=method == "HEAD")
 
     def _hold(
@@ -625,65 +552,3 @@ class FaultProxy:
         h.close_connection = True
         with contextlib.suppress(OSError):
             h.connection.shutdown(socket.SHUT_RDWR)
-
-
-def _compile(path: str | None) -> re.Pattern[str] | None:
-    return re.compile(path) if path is not None else None
-
-
-def _parse_bulk(body: bytes) -> list[tuple[dict[str, Any], list[bytes]]]:
-    """Split a bulk body into ``(action_line_dict, raw_lines)`` per action."""
-    raw = [line for line in body.splitlines(keepends=True) if line.strip()]
-    out: list[tuple[dict[str, Any], list[bytes]]] = []
-    i = 0
-    while i < len(raw):
-        try:
-            meta = json.loads(raw[i])
-        except ValueError:
-            meta = {}
-        op = next(iter(meta), "") if isinstance(meta, dict) else ""
-        lines = [raw[i] if raw[i].endswith(b"\n") else raw[i] + b"\n"]
-        if op != "delete" and i + 1 < len(raw):
-            src = raw[i + 1]
-            lines.append(src if src.endswith(b"\n") else src + b"\n")
-            i += 1
-        out.append((meta if isinstance(meta, dict) else {}, lines))
-        i += 1
-    return out
-
-
-def _select(selector: ItemSelector, lines: list[tuple[dict[str, Any], list[bytes]]]) -> list[int]:
-    if isinstance(selector, int):
-        return list(range(min(selector, len(lines))))
-    if callable(selector):
-        return [pos for pos, (meta, _) in enumerate(lines) if selector(pos, meta)]
-    return sorted(p for p in set(selector) if 0 <= p < len(lines))
-
-
-def _item_error(meta: dict[str, Any], status: int, default_index: str | None) -> dict[str, Any]:
-    op = next(iter(meta), "index")
-    params = meta.get(op) if isinstance(meta.get(op), dict) else {}
-    assert isinstance(params, dict)
-    etype = _ITEM_ERRORS.get(status, "injected_exception")
-    return {
-        op: {
-            "_index": params.get("_index", default_index),
-            "_id": params.get("_id"),
-            "status": status,
-            "error": {"type": etype, "reason": f"injected by FaultProxy (status {status})"},
-        }
-    }
-
-
-def _merge_items(resp_body: bytes, failed: dict[int, dict[str, Any]]) -> bytes:
-    try:
-        doc = json.loads(resp_body)
-    except ValueError:
-        return resp_body
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        return resp_body
-    upstream_items = iter(doc["items"])
-    total = len(doc["items"]) + len(failed)
-    doc["items"] = [failed[p] if p in failed else next(upstream_items) for p in range(total)]
-    doc["errors"] = True
-    return json.dumps(doc).encode()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,21 +15,6 @@ from esmapper.testing.faults import FaultProxy
 @pytest.fixture
 def index(index_prefix: str) -> str:
     return f"{index_prefix}bulk"
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
-
-
-@pytest.fixture
-def proxy_client(proxy: FaultProxy) -> Iterator[Elasticsearch]:
-    client = Elasticsearch(proxy.url, request_timeout=30)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def _writer(client: Elasticsearch, **kwargs: Any) -> tuple[BulkWriter, list[float]]:

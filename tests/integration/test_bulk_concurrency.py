@@ -5,7 +5,6 @@ the test server, with FaultProxy for item 429s, rejected requests and dropped co
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import esmapper as em
 from esmapper import signals
 from esmapper.bulk import BulkAction, BulkRequestError, BulkWriter
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
 
 class Crate(em.Document, em.Versioned):
@@ -28,21 +28,6 @@ class Crate(em.Document, em.Versioned):
 @pytest.fixture
 def index(index_prefix: str) -> str:
     return f"{index_prefix}bulkthreads"
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
-
-
-@pytest.fixture
-def proxy_client(proxy: FaultProxy) -> Iterator[Elasticsearch]:
-    client = Elasticsearch(proxy.url, request_timeout=30)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def _writer(client: Elasticsearch, **kwargs: Any) -> BulkWriter:
@@ -182,17 +167,10 @@ def test_a_bad_concurrency_is_refused_before_anything_is_sent(
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        es_url,
-        models=[Crate],
-        index_prefix=index_prefix,
-        bulk_chunk_size=15,
-        bulk_concurrency=3,
-        sleep=lambda _s: None,
-    ) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(
+        Crate, configure=True, bulk_chunk_size=15, bulk_concurrency=3, sleep=lambda _s: None
+    )
 
 
 def test_repository_add_and_save_through_threads_keep_versions_signals_and_conflicts(
@@ -204,12 +182,9 @@ def test_repository_add_and_save_through_threads_keep_versions_signals_and_confl
     def on_added(sender: Any, documents: Any = None, **_: Any) -> None:
         added.extend(d.value.id for d in documents)
 
-    signals.documents_added.connect(on_added, sender=Crate)
-    try:
-        crates = [Crate(name=f"c{i}", qty=i) for i in range(100)]
+    crates = [Crate(name=f"c{i}", qty=i) for i in range(100)]
+    with signals.documents_added.connected_to(on_added, sender=Crate):
         repo.add(crates, consistency="immediate")
-    finally:
-        signals.documents_added.disconnect(on_added, sender=Crate)
     assert sorted(added) == sorted(c.id for c in crates) and len(set(added)) == 100
     assert all(c.version for c in crates)
     assert repo.count() == 100

@@ -968,15 +968,15 @@ def test_refreshed_by_query_writes_ignore_a_stale_recently_deleted_hint(
     script = em.ScriptPatch("ctx._source.n += 1")
     assert widgets.patch_all("group:g", script, consistency="immediate") == 2
 
-    def bump(_sender: Any, **_kwargs: Any) -> None:  # a concurrent write: a 409, a re-lookup
-        signals.documents_changing.disconnect(bump, sender=Widget)
-        es_client.update(index=alias, id="a", script={"source": "ctx._source.n += 1"})
+    bumped: list[bool] = []
 
-    signals.documents_changing.connect(bump, sender=Widget)
-    try:
+    def bump(_sender: Any, **_kwargs: Any) -> None:  # a concurrent write: a 409, a re-lookup
+        if not bumped:
+            bumped.append(True)
+            es_client.update(index=alias, id="a", script={"source": "ctx._source.n += 1"})
+
+    with signals.documents_changing.connected_to(bump, sender=Widget):
         assert widgets.remove_all("group:g", consistency="immediate") == 2
-    finally:
-        signals.documents_changing.disconnect(bump, sender=Widget)
     es_client.indices.refresh(index=alias)
     assert es_client.count(index=alias)["count"] == 0
 
@@ -1012,11 +1012,8 @@ def test_chaos_soak(
     try:
         mappers[0].configure_indexes()
         soak = Soak(random.Random(seed), es_client, mappers, proxies, cache, figures)
-        signals.documents_changing.connect(soak.on_changing, sender=Widget)
-        try:
+        with signals.documents_changing.connected_to(soak.on_changing, sender=Widget):
             soak.run(OPS_PER_SEED)
-        finally:
-            signals.documents_changing.disconnect(soak.on_changing, sender=Widget)
     finally:
         for mapper in mappers:
             mapper.close()

@@ -65,3 +65,38 @@ def test_sessions_check_their_options(mapper: em.Mapper) -> None:
     factory = mapper.sessionmaker(consistency="wait")
     with factory(soft_deletes="all") as session:
         assert (session.options.consistency, session.options.soft_deletes) == ("wait", "all")
+
+
+class Staff(em.Document, em.HasCustomFields):
+    class Index:
+        tenant_field = "company_id"
+
+    company_id: str = em.field(em.Keyword(), default="")
+
+
+def test_the_custom_field_repository_checks_its_keywords() -> None:
+    with em.Mapper("http://127.0.0.1:1", models=[Staff], index_prefix="kw-") as mapper:
+        fields = mapper.custom_fields(Staff)
+        definition = em.CustomFieldDefinition(tenant_key="acme", name="Level", index_type="int")
+        with pytest.raises(TypeError) as raised:
+            fields.add(definition, consistancy="wait")  # type: ignore[call-overload]
+        message = str(raised.value)
+        assert message.startswith("add() got unknown keyword(s): consistancy; it takes docs;")
+        assert all(name in message for name in OPTION_NAMES)
+        with pytest.raises(TypeError, match=r"^save\(\) got unknown keyword\(s\): soft_delete;"):
+            fields.save([definition], soft_delete="all")  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"^remove_all\(\) got unknown keyword\(s\): limit;"):
+            fields.remove_all(None, limit=5)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"^patch_all\(\) got unknown keyword\(s\): cach;"):
+            fields.patch_all(None, em.PartialPatch({}), cach=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"^add_field\(\) got unknown keyword\(s\): valdate;"):
+            fields.add_field("acme", "Level", "int", valdate=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"^find_by_tenant\(\) got unknown keyword\(s\): lmit;"):
+            fields.find_by_tenant("acme", lmit=5)  # type: ignore[call-arg]
+
+
+def test_the_option_typed_dicts_name_every_option() -> None:
+    from esmapper._keywords import OptionKeywords, UntenantedOptionKeywords
+
+    assert set(OptionKeywords.__optional_keys__) == set(OPTION_NAMES)
+    assert set(UntenantedOptionKeywords.__optional_keys__) == set(OPTION_NAMES) - {"tenant"}

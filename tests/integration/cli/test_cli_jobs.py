@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import IO
@@ -173,12 +172,6 @@ class Lines:
         while not self._queue.empty():
             self.seen.append(self._queue.get())
         return "".join(self.seen)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=180) as running:
-        yield running
 
 
 def _loop(app_dir: Path, app: str, proxy: FaultProxy, *args: str) -> subprocess.Popen[str]:

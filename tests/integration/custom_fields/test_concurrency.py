@@ -103,7 +103,7 @@ def test_a_slot_taken_meanwhile_is_skipped(
     fields: em.CustomFieldRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fields.add_field("acme", "Level", "int")
-    monkeypatch.setattr(fields, "_load", lambda tenant, **kw: [])  # it does not see slot 1
+    monkeypatch.setattr(fields._mappings, "load", lambda tenant, **kw: [])  # it does not see slot 1
     rank = fields.add_field("acme", "Rank", "int")
     assert rank.index_slot == 2
 

@@ -178,13 +178,13 @@ def test_get_field_mapping_is_keyed_by_lower_name_and_cached_until_a_change(
     fields: em.CustomFieldRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loads: list[str] = []
-    load = fields._load
+    load = fields._mappings.load
 
     def counting(tenant: str, **kwargs: Any) -> list[Any]:
         loads.append(tenant)
         return load(tenant, **kwargs)
 
-    monkeypatch.setattr(fields, "_load", counting)
+    monkeypatch.setattr(fields._mappings, "load", counting)
     fields.add_field("acme", "Level", "int")
     loads.clear()
     mapping = fields.get_field_mapping("acme")

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
+from tests.integration.distributed.conftest import wait_leased
 
 #: what the hook type runs once, in the middle of a write (after the mapping was read)
 _hooks: list[Callable[[], object]] = []
@@ -42,10 +43,8 @@ class Racer(em.Document, em.Versioned, em.HasCustomFields):
 
 
 @pytest.fixture
-def rmapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Racer], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def rmapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Racer, configure=True)
     _hooks.clear()
 
 
@@ -132,9 +131,7 @@ def test_a_field_renamed_during_a_write_is_found_by_its_new_name(rmapper: em.Map
 
 def _lease(m: em.Mapper) -> None:
     link = getattr(m.cache, "link", None)
-    deadline = time.monotonic() + 20
-    while link is not None and not link.lease_valid() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert link is None or wait_leased(link)
 
 
 def test_a_slot_reused_by_another_process_during_a_write_through_redis(

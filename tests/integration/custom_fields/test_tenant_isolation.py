@@ -111,11 +111,8 @@ def test_remove_all_retries_keep_the_tenant_a_document_moved_out_of_is_not_delet
             repo.patch(doc.id, em.PartialPatch({"company_id": "globex"}), consistency="immediate")
         calls.append(1)
 
-    em.signals.documents_removing.connect(removing, sender=Employee)
-    try:
+    with em.signals.documents_removing.connected_to(removing, sender=Employee):
         repo.remove_all("level:5", tenant="acme", consistency="immediate")
-    finally:
-        em.signals.documents_removing.disconnect(removing, sender=Employee)
     stored = repo.get(doc.id)
     assert stored is not None, "acme's remove_all deleted globex's document"
     assert stored.company_id == "globex"

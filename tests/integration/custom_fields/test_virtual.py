@@ -4,24 +4,22 @@ idx on every write path, auto-created definitions and queries by logical name ex
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
-from .virtual_models import AutoContact, Contact
+from .virtual_models import AutoContact, Contact, ExtraAccessors
 
 ACME = "acme/sales"
 GLOBEX = "globex/sales"
 
 
 @pytest.fixture
-def vmapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Contact, AutoContact], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def vmapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Contact, AutoContact, configure=True)
 
 
 @pytest.fixture
@@ -280,7 +278,7 @@ def _virtual_model(version: int, scripts: dict[int, str] | None = None) -> type[
     """``Contact`` (the entity type is the class name) at index version ``version``."""
     number, by_version = version, scripts or {}
 
-    class Contact(em.Document, em.HasVirtualCustomFields):
+    class Contact(ExtraAccessors, em.Document, em.HasVirtualCustomFields):
         class Index:
             name = "cf_virtual_reindexed"
             version = number
@@ -289,21 +287,6 @@ def _virtual_model(version: int, scripts: dict[int, str] | None = None) -> type[
 
         org: str = em.field(em.Keyword(), default="")
         extra: dict[str, Any] = em.field(em.Object(enabled=False), factory=dict)
-
-        def get_custom_fields(self) -> dict[str, Any]:
-            return dict(self.extra)
-
-        def get_custom_field(self, name: str) -> Any:
-            return self.extra.get(name)
-
-        def set_custom_field(self, name: str, value: Any) -> None:
-            self.extra[name] = value
-
-        def remove_custom_field(self, name: str) -> None:
-            self.extra.pop(name, None)
-
-        def get_tenant_key(self) -> str | None:
-            return self.org or None
 
     return Contact
 

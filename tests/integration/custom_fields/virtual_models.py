@@ -40,16 +40,13 @@ class Contact(em.Document, em.Versioned, em.HasVirtualCustomFields):
         return f"{self.org}/{self.unit}" if self.org and self.unit else None
 
 
-class AutoContact(em.Document, em.HasVirtualCustomFields):
-    """Unknown names get a string definition."""
+class ExtraAccessors:
+    """The five accessors over an ``extra`` dict (names as given) and an ``org`` tenant,
+    for virtual models that need no more than that."""
 
-    class Index:
-        name = "cf_auto_contacts"
-        auto_create_custom_fields = True
-        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
-
-    org: str = em.field(em.Keyword(), default="")
-    extra: dict[str, Any] = em.field(em.Object(enabled=False), factory=dict)
+    __slots__ = ()
+    extra: dict[str, Any]
+    org: str
 
     def get_custom_fields(self) -> dict[str, Any]:
         return dict(self.extra)
@@ -65,3 +62,15 @@ class AutoContact(em.Document, em.HasVirtualCustomFields):
 
     def get_tenant_key(self) -> str | None:
         return self.org or None
+
+
+class AutoContact(ExtraAccessors, em.Document, em.HasVirtualCustomFields):
+    """Unknown names get a string definition."""
+
+    class Index:
+        name = "cf_auto_contacts"
+        auto_create_custom_fields = True
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    org: str = em.field(em.Keyword(), default="")
+    extra: dict[str, Any] = em.field(em.Object(enabled=False), factory=dict)

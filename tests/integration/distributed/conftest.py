@@ -39,6 +39,17 @@ def wait_ready(link: Any, timeout: float = 20.0) -> bool:
     return True
 
 
+def wait_leased(link: Any, timeout: float = 20.0) -> bool:
+    """Poll ``link.lease_valid()``: the subscription holds its lease, so the in-process
+    cache layer is in use."""
+    deadline = time.monotonic() + timeout
+    while not link.lease_valid():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 class WorkerProcess:
     """A ``worker.py`` subprocess; :meth:`call` sends one command and returns its result."""
 

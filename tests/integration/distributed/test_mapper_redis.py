@@ -18,7 +18,7 @@ from esmapper.testing import RedisServer
 from tests.integration.session.test_cache import *  # noqa: F403  (the same rules, on Redis)
 from tests.integration.session.test_cache import Cached
 
-from .conftest import wait_ready
+from .conftest import wait_leased, wait_ready
 from .worker import Item
 
 
@@ -55,10 +55,7 @@ def two(es_url: str, redis_url: str, index_prefix: str) -> Iterator[list[em.Mapp
     mappers[0].configure_indexes()
     for m in mappers:
         assert isinstance(m.cache, HybridCache)
-        link = m.cache.link
-        deadline = time.monotonic() + 20
-        while not link.lease_valid() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert wait_leased(m.cache.link)
     yield mappers
     for m in mappers:
         m.close()

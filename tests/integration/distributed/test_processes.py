@@ -84,9 +84,24 @@ def test_redis_killed_and_restarted_under_load(
     assert a.call("ready") and b.call("ready")
     a.send("soak", args={"owned": [["h0"], ["h1"], []], "ids": ids, "seconds": 6, "seed": 1})
     b.send("soak", args={"owned": [["h2"], ["h3"], []], "ids": ids, "seconds": 6, "seed": 2})
-    time.sleep(2)
+
+    def stored() -> dict[str, Any]:
+        """What the store holds now (the test's repository has no cache)."""
+        es = items.mapper.client
+        return {
+            d["_id"]: d.get("_seq_no") for d in es.mget(index=items.spec.alias, ids=ids)["docs"]
+        }
+
+    def writes_since(before: dict[str, Any]) -> int:
+        return sum(seq != before.get(id) for id, seq in stored().items())
+
+    # pacing on what the processes did, not on time: Redis goes down once both write, and
+    # comes back once writes went on while it was down
+    running = stored()
+    assert wait_for(lambda: writes_since(running) >= 2), "the processes never wrote"
     redis_server.kill()
-    time.sleep(1.5)
+    down = stored()
+    assert wait_for(lambda: writes_since(down) >= 2), "no write while Redis was down"
     redis_server.restart()
     runs = [a.receive(), b.receive()]
     assert [r["errors"] for r in runs] == [[], []]  # no failed write, no failed read

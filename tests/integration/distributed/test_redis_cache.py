@@ -13,7 +13,7 @@ from esmapper.cache import DocumentCache, ReadMarker
 from esmapper.distributed import HybridCache, RedisCache, RedisLink
 from esmapper.testing import RedisServer
 
-from .conftest import wait_ready
+from .conftest import wait_leased, wait_ready
 
 
 @pytest.fixture
@@ -32,12 +32,7 @@ def links(redis_url: str, namespace: str) -> Iterator[list[RedisLink]]:
 
 def ready(cache: HybridCache) -> HybridCache:
     """Wait until the cache's subscription holds its lease (L1 in use)."""
-    import time
-
-    deadline = time.monotonic() + 20
-    while not cache.link.lease_valid() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert cache.link.lease_valid()
+    assert wait_leased(cache.link)
     return cache
 
 

@@ -252,16 +252,16 @@ def test_a_conflict_during_the_write_is_refused_too(
     seen = hidden_version(text(client.get(f"/employees/{employee.id}/edit")))
     alias = repo.spec.alias
 
-    def sneak_in(sender: type, **kwargs: Any) -> None:
-        em.signals.documents_changing.disconnect(sneak_in, sender=Employee)
-        es_client.update(index=alias, id=employee.id, doc={"title": "Sneaky"}, refresh=True)
+    sneaked: list[bool] = []
 
-    em.signals.documents_changing.connect(sneak_in, sender=Employee)
-    try:
-        mine = {**FORM, "title": "Mine", "version": seen}
+    def sneak_in(sender: type, **kwargs: Any) -> None:
+        if not sneaked:
+            sneaked.append(True)
+            es_client.update(index=alias, id=employee.id, doc={"title": "Sneaky"}, refresh=True)
+
+    mine = {**FORM, "title": "Mine", "version": seen}
+    with em.signals.documents_changing.connected_to(sneak_in, sender=Employee):
         response = client.post(f"/employees/{employee.id}/edit", data=mine)
-    finally:
-        em.signals.documents_changing.disconnect(sneak_in, sender=Employee)
     assert response.status_code == 409
     assert "Sneaky" in text(response)
     stored = repo.get(employee.id, cache=False)

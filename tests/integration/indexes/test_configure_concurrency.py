@@ -21,9 +21,9 @@ from elasticsearch import Elasticsearch
 
 from esmapper.indexes import IndexState
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 from tests.unit.cli.apps import subprocess_env
 
-from .conftest import MakeMapper
 from .models import ItemV1
 
 PROCESSES = 4

@@ -5,24 +5,17 @@ only if missing, and an index that already exists does not fail the run."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 from elasticsearch import Elasticsearch
 
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import DailyLog, ItemV1
 
 LOST = ["drop_before", "drop_after", "truncate"]
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def lose(proxy: FaultProxy, how: str, path: str) -> None:

@@ -4,7 +4,6 @@ exact name, never another model's; lost answers are read back."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -12,8 +11,8 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper.indexes.deletion import IndexDeletion
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import SETTINGS, DailyLog, DailyLogV2, ItemV1
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
@@ -150,12 +149,6 @@ def test_time_series_partitions_of_every_version_dated_aliases_and_templates_go(
     repo.add(DailyLogV2(created_utc=NOW - dt.timedelta(days=1)), consistency="immediate")
     assert repo.count() == 1
     assert _aliases(es_client, p)["logs-v2-2026.03.09"] == ["logs", "logs-2026.03.09"]
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 @pytest.mark.parametrize("how", ["drop_before", "drop_after", "truncate"])

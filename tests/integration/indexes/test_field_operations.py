@@ -10,8 +10,8 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.indexes import ReindexError, reindex
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import SETTINGS
 
 

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,19 +23,13 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import DailyLog, ItemV1
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _indexes(client: Elasticsearch, prefix: str) -> dict[str, list[str]]:
@@ -251,7 +244,9 @@ _RACER = textwrap.dedent(
     url, prefix, go, name = sys.argv[1:5]
     mapper = em.Mapper(url, models=[ItemV1], index_prefix=prefix)
     open(go + "-ready-" + name, "w").close()
-    while not os.path.exists(go):
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go):  # the start line both racers wait on
+        assert time.monotonic() < deadline, "never told to go"
         time.sleep(0.001)
     try:
         item = mapper.repository(ItemV1).add(ItemV1(name=name))

@@ -18,8 +18,8 @@ from esmapper.indexes import ReindexError, ReindexProgress, find_leftovers, rein
 from esmapper.indexes.leftovers import delete_leftovers
 from esmapper.migrations import plan
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import SETTINGS, DailyLog, DailyLogV2
 
 UTC = dt.timezone.utc

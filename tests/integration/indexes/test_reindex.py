@@ -13,8 +13,8 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.indexes import ReindexError, ReindexProgress, reindex, reindex_outdated
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import ItemV1, ItemV2, ItemV2Broken, ItemV2Scripted, PlainV1, PlainV2
 
 
@@ -63,38 +63,67 @@ def test_writes_during_a_reindex_all_reach_the_new_index(
             repo.save(doc)
             latest[id] = step
 
+    # the writer counts the writes it started and finished; the reindex's progress
+    # callback waits on those counts (not on time) to let the writer work between phases
+    progressed = threading.Condition()
+    counts = {"started": 0, "finished": 0, "held": 0}
+
+    def count(key: str) -> None:
+        with progressed:
+            counts[key] += 1
+            progressed.notify_all()
+
+    def let_the_writer_work(key: str, writes: int) -> None:
+        """Until the writer has ``key`` (started, finished, held) ``writes`` more writes, or
+        failed."""
+        with progressed:
+            target = counts[key] + writes
+            done = progressed.wait_for(lambda: counts[key] >= target or bool(errors), 60)
+        assert done, f"the writer {key} no write in 60 s"
+
     def writer() -> None:
         rnd, step = random.Random(7), 0
-        while not stop.is_set():
-            step += 1
-            try:
-                write(step, rnd)
-            except em.VersionConflictError:
-                pass  # read from v1, saved to v2 after the swap: re-read next time
-            except em.EsmapperError as exc:
-                if not _is_blocked_write(exc):
-                    errors.append(exc)
-                    return
-                time.sleep(0.01)
-            except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)
-                return
+        try:
+            while not stop.is_set():
+                step += 1
+                count("started")
+                try:
+                    write(step, rnd)
+                except em.VersionConflictError:
+                    pass  # read from v1, saved to v2 after the swap: re-read next time
+                except em.EsmapperError as exc:
+                    if not _is_blocked_write(exc):
+                        errors.append(exc)
+                        return
+                    time.sleep(0.01)  # a back-off before writing again, not a wait on a thread
+                count("finished")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            count("finished")  # wakes a waiting progress callback after a failure too
 
+    def back_off(seconds: float) -> None:
+        count("held")  # the bulk writer waits on a write refused by the old index's block
+        time.sleep(seconds)  # then sends it again: the writer's own back-off
+
+    mapper.writer.sleep = back_off
     phases: list[str] = []
 
     def progress(report: ReindexProgress) -> None:
         if report.phase not in phases:
             phases.append(report.phase)
         if report.phase in ("prepare", "copy", "catch_up") and report.message:
-            time.sleep(0.3)  # let the writer work between the phases
+            let_the_writer_work("finished", 3)  # writes between the phases
         if report.phase == "final_catch_up" and report.message:
-            time.sleep(0.2)  # writes to the write-blocked old index, just before the swap
+            # a write refused by the write-blocked old index, just before the swap: the
+            # bulk writer holds it (backs off and sends it again) until the swap
+            let_the_writer_work("held", 1)
 
     thread = threading.Thread(target=writer)
     thread.start()
     try:
         result = reindex(mapper, ItemV2, progress=progress)
-        time.sleep(0.2)  # writes after the swap
+        let_the_writer_work("finished", 3)  # writes after the swap
     finally:
         stop.set()
         thread.join()

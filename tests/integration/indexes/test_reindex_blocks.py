@@ -4,7 +4,6 @@ throttle options, against the local server."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 from elasticsearch import ApiError, Elasticsearch
@@ -21,17 +20,11 @@ from esmapper.indexes.blocks import (
 from esmapper.locks import Lock, LockProvider
 from esmapper.migrations import run_migrations
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import DailyLog, DailyLogV2, ItemV1, ItemV2, PlainV1, PlainV2
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def seeded(make_mapper: MakeMapper, model: type, count: int) -> em.Mapper:

@@ -3,24 +3,15 @@ that the new index holds nothing the old one no longer has."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from elasticsearch import Elasticsearch
 
 from esmapper.indexes import ReindexProgress, reindex
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 
-from .conftest import MakeMapper
 from .models import ItemV1, ItemV2, ItemV2Scripted
 
 ID_SEARCH = r"/_search$"  # the id scroll of an index starts with POST /<index>/_search
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _seed(make_mapper: MakeMapper, count: int) -> list[str]:

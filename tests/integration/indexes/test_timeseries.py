@@ -9,8 +9,6 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-import esmapper._writes as writes_module
-import esmapper.repository as repository_module
 from esmapper.indexes import (
     IndexMaxAgeExceededError,
     MaintenanceReport,
@@ -18,8 +16,8 @@ from esmapper.indexes import (
     partitions_for_range,
 )
 from esmapper.indexes.reads import get_document, locate_documents, search_documents
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import DailyLog, DailyLogV2, Event, MonthlyAudit
 
 UTC = dt.timezone.utc
@@ -268,12 +266,6 @@ def test_after_a_version_bump_existing_days_keep_their_partition(
     assert "level" in mapping[f"{p}logs-v2-2026.03.09"]["mappings"]["properties"]
 
 
-# Needs time-series support in the repository, the patches and the write pipeline (by-id
-# reads and writes through esmapper.indexes.reads; new ids dated by Index.date_field).
-_WIRED = hasattr(repository_module, "get_document") and hasattr(writes_module, "new_document_time")
-
-
-@pytest.mark.skipif(not _WIRED, reason="time-series by-id calls are not wired in yet")
 def test_repository_by_id_calls_on_time_series(make_mapper: MakeMapper) -> None:
     mapper = make_mapper(Event, clock=FakeClock(NOW))
     repo = mapper.repository(Event)

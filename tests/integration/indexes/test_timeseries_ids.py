@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
 
 import pytest
 from elasticsearch import ApiError, Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 
-from .conftest import FakeClock, MakeMapper
 from .models import Event
 
 UTC = dt.timezone.utc
@@ -40,12 +39,6 @@ class Reading(em.Document):
     sensor: str = em.field(em.Keyword(), default="")
     seq: int = em.field(em.Integer(), default=0)
     taken: dt.datetime | None = None
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def _stored(client: Elasticsearch, alias: str, id: str) -> list[str]:
@@ -146,11 +139,8 @@ def test_a_remove_with_removal_receivers_loads_in_real_time_too(
     def on_removed(sender: type, documents: list[em.ModifiedDocument], **_: object) -> None:
         seen.extend(d.value.kind for d in documents)
 
-    em.signals.documents_removed.connect(on_removed, sender=Event)
-    try:
+    with em.signals.documents_removed.connected_to(on_removed, sender=Event):
         repo.remove("k8")
-    finally:
-        em.signals.documents_removed.disconnect(on_removed, sender=Event)
     assert seen == ["old"]
     assert _stored(es_client, f"{index_prefix}events", "k8") == []
 

@@ -6,10 +6,6 @@ from pathlib import Path
 import pytest
 from elasticsearch import ApiError, Elasticsearch
 
-from tests.integration.indexes.conftest import FakeClock, MakeMapper, make_mapper
-
-__all__ = ["FakeClock", "MakeMapper", "make_mapper", "repository"]
-
 
 @pytest.fixture
 def repository(es_client: Elasticsearch, index_prefix: str, tmp_path: Path) -> Iterator[str]:

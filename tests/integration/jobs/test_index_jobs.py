@@ -13,9 +13,8 @@ from esmapper.indexes import reindex
 from esmapper.jobs import CleanupIndexesJob, MaintainIndexesJob
 from esmapper.locks import LockProvider
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 from tests.integration.indexes.models import DailyLog, ItemV1, ItemV2, PlainV1, PlainV2
-
-from .conftest import FakeClock, MakeMapper
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=UTC)

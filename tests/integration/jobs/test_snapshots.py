@@ -11,9 +11,8 @@ from elasticsearch import Elasticsearch
 from esmapper.jobs import CleanupSnapshotsJob, JobError, SnapshotJob, SnapshotProgress
 from esmapper.locks import LockProvider
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
 from tests.integration.indexes.models import ItemV1
-
-from .conftest import FakeClock, MakeMapper
 
 UTC = dt.timezone.utc
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import esmapper as em
 from esmapper.migrations import MigrationRecord, StateStore
+from tests.integration.conftest import MakeMapper
+
+__all__ = ["Employee", "MakeMapper", "make_mapper", "records"]
 
 
 class Employee(em.Document):
@@ -18,24 +20,15 @@ class Employee(em.Document):
     department: str | None = em.field(em.Keyword(), default=None)
 
 
-MakeMapper = Callable[..., em.Mapper]
-
-
 @pytest.fixture
-def make_mapper(es_url: str, index_prefix: str) -> Iterator[MakeMapper]:
-    """``make_mapper(*migrations, models=(Employee,), **mapper_options)``."""
-    made: list[em.Mapper] = []
+def make_mapper(make_mapper: MakeMapper) -> MakeMapper:
+    """``make_mapper(*migrations, models=(Employee,), **mapper_options)``: the shared
+    factory (tests/integration/conftest.py) with the migrations first."""
 
     def make(*migrations: Any, models: Any = (Employee,), **options: Any) -> em.Mapper:
-        mapper = em.Mapper(
-            es_url, models=models, index_prefix=index_prefix, migrations=migrations, **options
-        )
-        made.append(mapper)
-        return mapper
+        return make_mapper(*models, migrations=migrations, **options)
 
-    yield make
-    for mapper in made:
-        mapper.close()
+    return make
 
 
 def records(mapper: em.Mapper) -> dict[str, MigrationRecord]:

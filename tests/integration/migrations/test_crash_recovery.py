@@ -4,7 +4,6 @@ and old indexes a reindex left behind. (test_kill9.py kills the real command.)""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -30,12 +29,6 @@ from .conftest import Employee, MakeMapper, records
 from .test_runner import Calls, migration
 
 INSTALL = r"-esmapper-migrations/_doc/esmapper%3Ainstall$"
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def needs_data(ctx: MigrationContext) -> None:

@@ -5,7 +5,6 @@ model's index before the deploy's ``migrate`` ran."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,12 +32,6 @@ class Visit(em.Document, em.HasDates):
 
 def install_of(mapper: em.Mapper) -> Any:
     return read_install(StateStore(mapper.client, index_prefix=mapper.index_prefix))
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url) as p:
-        yield p
 
 
 def test_an_app_write_before_the_first_migrate_keeps_the_deploy_a_fresh_install(

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -175,12 +175,6 @@ class App:
 def app(tmp_path: Path, es_url: str, index_prefix: str, monkeypatch: pytest.MonkeyPatch) -> App:
     monkeypatch.syspath_prepend(str(tmp_path))
     return App(tmp_path, es_url, index_prefix)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def wait_for(what: str, condition: Callable[[], bool], proc: subprocess.Popen[str]) -> None:

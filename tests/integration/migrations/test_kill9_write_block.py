@@ -14,7 +14,6 @@ ok. Helpers and the application come from :mod:`.test_kill9`.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,12 +30,6 @@ from .test_kill9 import EXISTING, App, ids, kill9, status_ok, wait_for
 def app(tmp_path: Path, es_url: str, index_prefix: str, monkeypatch: pytest.MonkeyPatch) -> App:
     monkeypatch.syspath_prepend(str(tmp_path))
     return App(tmp_path, es_url, index_prefix)
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def installed(app: App, es: Elasticsearch) -> tuple[str, list[str]]:

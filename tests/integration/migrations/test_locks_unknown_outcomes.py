@@ -21,12 +21,6 @@ DOC = rf"-{LOCK_INDEX}/_doc/{NAME}$"  # behind the test prefix
 
 
 @pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
-
-
-@pytest.fixture
 def locks(proxy: FaultProxy, index_prefix: str) -> Iterator[LockProvider]:
     client = Elasticsearch(proxy.url, request_timeout=30)
     yield LockProvider(client, index_prefix=index_prefix)

@@ -3,8 +3,6 @@ it, dropped after the server applied it, or cut short): read back, never a faile
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import esmapper as em
@@ -17,12 +15,6 @@ from .test_runner import Calls, migration
 LOST = ["drop_before", "drop_after", "truncate"]
 STATE = r"-esmapper-migrations$"  # behind the test prefix
 RECORD = r"-esmapper-migrations/_doc/"
-
-
-@pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
 
 
 def lose(proxy: FaultProxy, how: str, path: str, method: str) -> None:

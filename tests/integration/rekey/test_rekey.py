@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper.indexes import reindex
 from esmapper.rekey import RekeyPlan, RekeyReport, audit, rekey
+from tests.integration.conftest import MakeMapper
 
 
 class Inbox(em.Document):
@@ -51,10 +51,8 @@ LONG_HANDLER = "/" * 200  # 3 bytes per character once encoded: the new id is 60
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Inbox, Unkeyed], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Inbox, Unkeyed, configure=True)
 
 
 @pytest.fixture

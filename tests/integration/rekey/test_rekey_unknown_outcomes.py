@@ -21,12 +21,6 @@ OLD_PATH, NEW_PATH = r"/_doc/acme_7_H$", r"/_doc/acme%3A7%3AH$"
 
 
 @pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url, lifetime=300) as p:
-        yield p
-
-
-@pytest.fixture
 def mapper(proxy: FaultProxy, index_prefix: str, es_client: Elasticsearch) -> Iterator[em.Mapper]:
     """A mapper talking through the proxy, with one document to move (OLD -> NEW)."""
     with em.Mapper(proxy.url, models=[Inbox], index_prefix=index_prefix) as m:

@@ -1,20 +1,17 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
 from .books import Book
 from .models import Employee, Message
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Employee, Message], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Employee, Message, configure=True)
 
 
 @pytest.fixture
@@ -28,10 +25,8 @@ def messages(mapper: em.Mapper) -> em.Repository[Message]:
 
 
 @pytest.fixture
-def book_mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Book], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def book_mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Book, configure=True)
 
 
 @pytest.fixture

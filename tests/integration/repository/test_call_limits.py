@@ -15,7 +15,7 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
-from tests.integration.indexes.conftest import FakeClock
+from tests.integration.conftest import FakeClock, MakeMapper
 from tests.integration.indexes.models import DailyLog, ItemV1
 
 NOW = _dt.datetime(2026, 3, 10, 12, 30, tzinfo=_dt.timezone.utc)
@@ -30,28 +30,20 @@ class Note(em.Document, em.Versioned):
 
 
 @pytest.fixture
-def proxy(es_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy(es_url) as p:
-        yield p
-
-
-@pytest.fixture
 def slept() -> list[float]:
     return []
 
 
 @pytest.fixture
-def mapper(proxy: FaultProxy, index_prefix: str, slept: list[float]) -> Iterator[em.Mapper]:
-    with em.Mapper(
-        proxy.url,
-        models=[Note],
-        index_prefix=index_prefix,
+def mapper(make_mapper: MakeMapper, proxy: FaultProxy, slept: list[float]) -> em.Mapper:
+    return make_mapper(
+        Note,
+        url=proxy.url,
+        configure=True,
         initial_backoff=0.25,
         max_backoff=0.6,
         sleep=slept.append,
-    ) as m:
-        m.configure_indexes()
-        yield m
+    )
 
 
 @pytest.fixture

@@ -42,9 +42,8 @@ def sent(books: em.Repository[Book]) -> Iterator[list[dict[str, Any]]]:
     def record(sender: Any, query: em.QueryContext, **kwargs: Any) -> None:
         bodies.append(query.body)
 
-    em.signals.before_query.connect(record, sender=Book)
-    yield bodies
-    em.signals.before_query.disconnect(record, sender=Book)
+    with em.signals.before_query.connected_to(record, sender=Book):
+        yield bodies
 
 
 def test_exists_with_a_filter_is_a_size_0_search_stopping_at_one_match(

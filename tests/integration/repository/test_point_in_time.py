@@ -19,7 +19,7 @@ import pytest
 from elasticsearch import Elasticsearch, NotFoundError
 
 import esmapper as em
-from esmapper import _patching, _scan
+from esmapper import _by_query, _scan
 from esmapper.testing.faults import FaultProxy
 
 from .models import Employee
@@ -155,7 +155,7 @@ def test_slow_batches_finish_because_each_page_extends_the_keep_alive(
 
     def slow(docs: list[Employee]) -> None:
         seen.extend(str(d.id) for d in docs)
-        time.sleep(0.6)
+        time.sleep(0.6)  # the behaviour under test: a batch slower than the keep-alive allows
 
     assert repo.batch_process(None, slow, batch_size=4, snapshot="2s") == 23
     assert seen == IDS
@@ -257,7 +257,7 @@ def test_shard_failures_of_a_lost_point_in_time_are_not_skipped_silently(
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_patching, "_PAGE", 5)
+    monkeypatch.setattr(_by_query, "_PAGE", 5)
 
 
 def test_patch_all_continues_in_a_new_point_in_time(
@@ -274,16 +274,15 @@ def test_patch_all_continues_in_a_new_point_in_time(
         if len(pages) == 2:
             close_pit(es_client, client.current_pit())
 
-    em.signals.documents_changed.connect(lose_it_once, sender=Employee)
-    try:
-        with caplog.at_level(logging.WARNING, logger="esmapper.repository"):
-            # a script that is not idempotent: a document patched twice would show it;
-            # cache=True takes the per-document path that scans a point in time
-            changed = repo.patch_all(
-                None, em.ScriptPatch("ctx._source.age += 100"), cache=True, consistency="wait"
-            )
-    finally:
-        em.signals.documents_changed.disconnect(lose_it_once, sender=Employee)
+    with (
+        em.signals.documents_changed.connected_to(lose_it_once, sender=Employee),
+        caplog.at_level(logging.WARNING, logger="esmapper.repository"),
+    ):
+        # a script that is not idempotent: a document patched twice would show it;
+        # cache=True takes the per-document path that scans a point in time
+        changed = repo.patch_all(
+            None, em.ScriptPatch("ctx._source.age += 100"), cache=True, consistency="wait"
+        )
     assert changed == 23
     ages = {str(d.id): d.age for d in repo.find(limit=50)}
     assert ages == {i: n + 100 for n, i in enumerate(IDS)}  # each exactly once
@@ -304,11 +303,8 @@ def test_remove_all_continues_in_a_new_point_in_time(
         if len(removals) == 1:
             close_pit(es_client, client.current_pit())
 
-    em.signals.documents_removed.connect(lose_it_once, sender=Employee)
-    try:
+    with em.signals.documents_removed.connected_to(lose_it_once, sender=Employee):
         assert repo.remove_all(None, consistency="wait") == 23
-    finally:
-        em.signals.documents_removed.disconnect(lose_it_once, sender=Employee)
     assert repo.count() == 0
     assert sum(removals) == 23 and len(client.named("open")) == 2
 
@@ -325,14 +321,13 @@ def test_a_scan_that_keeps_losing_its_point_in_time_gives_up(
     def lose_it_every_page(sender: Any, **kwargs: Any) -> None:
         close_pit(es_client, client.current_pit())
 
-    em.signals.documents_changed.connect(lose_it_every_page, sender=Employee)
-    try:
-        with pytest.raises(em.SnapshotExpiredError) as raised:
-            repo.patch_all(
-                None, em.ScriptPatch("ctx._source.age += 100"), cache=True, consistency="wait"
-            )
-    finally:
-        em.signals.documents_changed.disconnect(lose_it_every_page, sender=Employee)
+    with (
+        em.signals.documents_changed.connected_to(lose_it_every_page, sender=Employee),
+        pytest.raises(em.SnapshotExpiredError) as raised,
+    ):
+        repo.patch_all(
+            None, em.ScriptPatch("ctx._source.age += 100"), cache=True, consistency="wait"
+        )
     error = raised.value
     # three points in time, one page each: the whole scan's progress is reported
     assert (error.processed, error.pages, error.last_sort) == (15, 3, ["e14"])
@@ -345,7 +340,7 @@ def test_a_scan_that_keeps_losing_its_point_in_time_gives_up(
 def test_a_new_point_in_time_lost_before_its_first_page_is_not_replaced(
     es_url: str, index_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_patching, "_PAGE", 5)
+    monkeypatch.setattr(_by_query, "_PAGE", 5)
     expired = {
         "error": {
             "root_cause": [{"type": "search_context_missing_exception", "reason": "gone"}],

@@ -14,6 +14,7 @@ from elasticsearch.dsl import A
 
 import esmapper as em
 from esmapper import signals
+from tests.integration.conftest import MakeMapper
 
 from .models import Employee
 
@@ -38,10 +39,8 @@ FRUIT = [
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Employee, Plain], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Employee, Plain, configure=True)
 
 
 @pytest.fixture
@@ -289,11 +288,11 @@ def queries() -> Iterator[list[tuple[str, Any, dict[str, Any]]]]:
     def after(sender: Any, **kwargs: Any) -> None:
         seen.append(("after", sender, kwargs))
 
-    signals.before_query.connect(before, sender=Employee)
-    signals.after_query.connect(after, sender=Employee)
-    yield seen
-    signals.before_query.disconnect(before, sender=Employee)
-    signals.after_query.disconnect(after, sender=Employee)
+    with (
+        signals.before_query.connected_to(before, sender=Employee),
+        signals.after_query.connected_to(after, sender=Employee),
+    ):
+        yield seen
 
 
 def test_query_signals_carry_the_compiled_body_the_options_and_the_model(
@@ -328,10 +327,7 @@ def test_a_before_query_receiver_may_change_what_is_sent(
             "bool": {"must": [query.body["query"]], "filter": [{"term": {"company_id": "acme"}}]}
         }
 
-    signals.before_query.connect(only_acme, sender=Employee)
-    try:
+    with signals.before_query.connected_to(only_acme, sender=Employee):
         assert employees.count() == 12
         assert {d.company_id for d in employees.find(limit=100)} == {"acme"}
-    finally:
-        signals.before_query.disconnect(only_acme, sender=Employee)
     assert employees.count() == 18

@@ -3,13 +3,13 @@ must still guarantee document by document."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import esmapper as em
 from esmapper import signals
+from tests.integration.conftest import MakeMapper
 
 from .models import Employee, Message
 
@@ -35,10 +35,8 @@ def stored(mapper: em.Mapper, model: type) -> int:
 
 
 @pytest.fixture
-def mixed(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Employee, Message, Checked], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mixed(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Employee, Message, Checked, configure=True)
 
 
 def test_a_veto_in_a_mixed_flush_restores_every_documents_id_and_dates(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -315,8 +316,8 @@ def conflicts_reported(
 
 def _change_during_the_scan(
     repo: em.Repository[Any], raw: Elasticsearch, change: dict[str, Any]
-) -> Any:
-    """After the first search of a scan, another writer changes the first document."""
+) -> AbstractContextManager[Any]:
+    """Within it, after the first search of a scan, another writer changes a document."""
     done: list[bool] = []
 
     def meddle(sender: Any, **kwargs: Any) -> None:
@@ -324,8 +325,7 @@ def _change_during_the_scan(
             done.append(True)
             raw.update(index=repo.spec.alias, id=change["id"], doc=change["doc"], refresh=True)
 
-    signals.after_query.connect(meddle, sender=repo.model)
-    return meddle
+    return signals.after_query.connected_to(meddle, sender=repo.model)
 
 
 def test_patch_all_retries_a_document_changed_during_the_scan(
@@ -334,13 +334,10 @@ def test_patch_all_retries_a_document_changed_during_the_scan(
     employees.add(
         [Employee(id=f"r{i}", age=10, company_id="c") for i in range(5)], consistency="wait"
     )
-    meddle = _change_during_the_scan(employees, raw, {"id": "r0", "doc": {"name": "theirs"}})
-    try:
+    with _change_during_the_scan(employees, raw, {"id": "r0", "doc": {"name": "theirs"}}):
         changed = employees.patch_all(
             "company_id:c", em.ScriptPatch("ctx._source.age += 1"), cache=True
         )
-    finally:
-        signals.after_query.disconnect(meddle, sender=Employee)
     assert changed == 5
     source = stored(raw, employees, "r0")
     assert source["age"] == 11 and source["name"] == "theirs"
@@ -352,13 +349,10 @@ def test_patch_all_leaves_a_document_that_no_longer_matches(
     employees.add(
         [Employee(id=f"x{i}", age=10, company_id="c") for i in range(3)], consistency="wait"
     )
-    meddle = _change_during_the_scan(employees, raw, {"id": "x0", "doc": {"company_id": "moved"}})
-    try:
+    with _change_during_the_scan(employees, raw, {"id": "x0", "doc": {"company_id": "moved"}}):
         changed = employees.patch_all(
             "company_id:c", em.PartialPatch({"age": 99}), consistency="immediate"
         )
-    finally:
-        signals.after_query.disconnect(meddle, sender=Employee)
     assert changed == 2 and stored(raw, employees, "x0")["age"] == 10
 
 
@@ -371,16 +365,16 @@ def test_patch_all_leaves_a_document_deleted_after_the_scan(
     repo = m.repository(Employee)
     repo.add([Employee(id=f"y{i}", company_id="c") for i in range(3)], consistency="wait")
 
-    def delete(sender: Any, **kwargs: Any) -> None:
-        signals.after_query.disconnect(delete, sender=Employee)
-        raw.delete(index=repo.spec.alias, id="y0", refresh=True)
+    deleted: list[bool] = []
 
-    signals.after_query.connect(delete, sender=Employee)
+    def delete(sender: Any, **kwargs: Any) -> None:
+        if not deleted:
+            deleted.append(True)
+            raw.delete(index=repo.spec.alias, id="y0", refresh=True)
+
     proxy.fail_bulk_items(lambda _pos, meta: meta.get("update", {}).get("_id") == "y0", status=404)
-    try:
+    with signals.after_query.connected_to(delete, sender=Employee):
         changed = repo.patch_all("company_id:c", em.PartialPatch({"age": 7}))
-    finally:
-        signals.after_query.disconnect(delete, sender=Employee)
     assert changed == 2 and proxy.pending_faults == 0
     assert not raw.exists(index=repo.spec.alias, id="y0")
 
@@ -389,11 +383,8 @@ def test_remove_all_does_not_delete_a_document_changed_so_it_no_longer_matches(
     employees: em.Repository[Employee], raw: Elasticsearch
 ) -> None:
     employees.add([Employee(id=f"d{i}", company_id="c") for i in range(3)], consistency="wait")
-    meddle = _change_during_the_scan(employees, raw, {"id": "d0", "doc": {"company_id": "kept"}})
-    try:
+    with _change_during_the_scan(employees, raw, {"id": "d0", "doc": {"company_id": "kept"}}):
         removed = employees.remove_all("company_id:c", consistency="immediate", cache=True)
-    finally:
-        signals.after_query.disconnect(meddle, sender=Employee)
     assert removed == 2
     assert raw.exists(index=employees.spec.alias, id="d0")
 
@@ -503,14 +494,12 @@ def test_no_op_patches_write_and_publish_nothing(
     def hear(sender: Any, **kwargs: Any) -> None:
         heard.append(kwargs)
 
-    signals.documents_changed.connect(hear, sender=Employee)
-    signals.entity_changed.connect(hear, sender=Employee)
-    try:
+    with (
+        signals.documents_changed.connected_to(hear, sender=Employee),
+        signals.entity_changed.connected_to(hear, sender=Employee),
+    ):
         employees.patch("no", patch)
         employees.patch_all("id:no", patch, consistency="immediate", cache=True)
-    finally:
-        signals.documents_changed.disconnect(hear, sender=Employee)
-        signals.entity_changed.disconnect(hear, sender=Employee)
     assert heard == []
     assert employees.get("no").version == doc.version
 
@@ -532,16 +521,13 @@ def test_a_raising_subscriber_is_logged_and_the_others_still_run(
     def broken_saved(sender: Any, **kwargs: Any) -> None:
         raise RuntimeError("receiver bug")
 
-    signals.entity_changed.connect(broken, sender=Employee)
-    signals.entity_changed.connect(fine, sender=Employee)
-    signals.documents_added.connect(broken_saved, sender=Employee)
-    try:
-        with caplog.at_level(logging.ERROR):
-            doc = employees.add(Employee(id="sub", name="x"))  # does not raise
-    finally:
-        for receiver in (broken, fine):
-            signals.entity_changed.disconnect(receiver, sender=Employee)
-        signals.documents_added.disconnect(broken_saved, sender=Employee)
+    with (
+        signals.entity_changed.connected_to(broken, sender=Employee),
+        signals.entity_changed.connected_to(fine, sender=Employee),
+        signals.documents_added.connected_to(broken_saved, sender=Employee),
+        caplog.at_level(logging.ERROR),
+    ):
+        doc = employees.add(Employee(id="sub", name="x"))  # does not raise
     assert doc.version is not None and heard == ["sub"]
     assert "subscriber bug" in caplog.text and "'sub'" in caplog.text and "Employee" in caplog.text
 

@@ -1,19 +1,16 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
 from ..repository.models import Employee, Message
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Employee, Message], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Employee, Message, configure=True)
 
 
 @pytest.fixture

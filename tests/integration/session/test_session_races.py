@@ -39,6 +39,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import signals
 from esmapper.patches import Patch
+from tests.integration.conftest import MakeMapper
 
 #: ``ESMAPPER_RACE_SEED`` / ``_UNITS`` / ``_ROUNDS`` / ``_WORKERS`` scale it for soak runs
 SEED = int(os.environ.get("ESMAPPER_RACE_SEED", "11"))
@@ -92,10 +93,8 @@ def model(request: pytest.FixtureRequest) -> type[Any]:
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str, model: type[Any]) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[model], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper, model: type[Any]) -> em.Mapper:
+    return make_mapper(model, configure=True)
 
 
 class Race:
@@ -154,15 +153,12 @@ class Race:
         ]
         threads.append(threading.Thread(target=self.guard(self.rounds, rounds), name="rounds"))
         threads.append(threading.Thread(target=self.guard(self.reader, ids), name="reader"))
-        signals.entity_changed.connect(self.heard, sender=self.model)
-        try:
+        with signals.entity_changed.connected_to(self.heard, sender=self.model):
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(120)
                 assert not thread.is_alive(), f"{thread.name} did not finish"
-        finally:
-            signals.entity_changed.disconnect(self.heard, sender=self.model)
         if self.errors:
             raise self.errors[0]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -29,17 +30,14 @@ DOC_SIGNALS = [
 @pytest.fixture
 def events() -> Iterator[list[tuple[str, dict[str, Any]]]]:
     seen: list[tuple[str, dict[str, Any]]] = []
-    receivers = []
-    for name in DOC_SIGNALS:
+    with ExitStack() as stack:
+        for name in DOC_SIGNALS:
 
-        def receiver(sender: Any, _name: str = name, **kwargs: Any) -> None:
-            seen.append((_name, kwargs))
+            def receiver(sender: Any, _name: str = name, **kwargs: Any) -> None:
+                seen.append((_name, kwargs))
 
-        getattr(signals, name).connect(receiver, sender=Employee)
-        receivers.append((name, receiver))
-    yield seen
-    for name, receiver in receivers:
-        getattr(signals, name).disconnect(receiver, sender=Employee)
+            stack.enter_context(getattr(signals, name).connected_to(receiver, sender=Employee))
+        yield seen
 
 
 def names(seen: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -95,12 +93,11 @@ def test_a_raising_ing_receiver_vetoes_the_write(mapper: em.Mapper) -> None:
     def veto(sender: Any, **kwargs: Any) -> None:
         raise em.DocumentValidationError("no interns")
 
-    signals.documents_adding.connect(veto, sender=Employee)
-    try:
-        with pytest.raises(em.DocumentValidationError):
-            mapper.repository(Employee).add(Employee(id="x"))
-    finally:
-        signals.documents_adding.disconnect(veto, sender=Employee)
+    with (
+        signals.documents_adding.connected_to(veto, sender=Employee),
+        pytest.raises(em.DocumentValidationError),
+    ):
+        mapper.repository(Employee).add(Employee(id="x"))
     assert mapper.repository(Employee).get("x") is None
 
 
@@ -125,11 +122,8 @@ def test_publishing_can_be_cancelled_or_switched_off(mapper: em.Mapper, events: 
     def cancel(sender: Any, message: em.EntityChanged, **kwargs: Any) -> None:
         message.cancel = True
 
-    signals.before_publish_entity_changed.connect(cancel, sender=Employee)
-    try:
+    with signals.before_publish_entity_changed.connected_to(cancel, sender=Employee):
         repo.add(Employee(id="r"))
-    finally:
-        signals.before_publish_entity_changed.disconnect(cancel, sender=Employee)
     assert "entity_changed" not in names(events)
 
 
@@ -146,18 +140,14 @@ def test_only_confirmed_documents_fire_ed_signals(mapper: em.Mapper, events: lis
 
 def test_session_signals(mapper: em.Mapper) -> None:
     seen: list[str] = []
-    for name in ("before_flush", "after_flush", "after_commit", "after_rollback"):
-        getattr(signals, name).connect(lambda s, _n=name, **kw: seen.append(_n))
-    try:
+    with ExitStack() as stack:
+        for name in ("before_flush", "after_flush", "after_commit", "after_rollback"):
+            receiver = lambda s, _n=name, **kw: seen.append(_n)  # noqa: E731
+            stack.enter_context(getattr(signals, name).connected_to(receiver))
         with mapper.session() as s:
             s.add(Employee(id="z"))
         with pytest.raises(KeyError), mapper.session():
             raise KeyError("x")
-    finally:
-        for name in ("before_flush", "after_flush", "after_commit", "after_rollback"):
-            signal = getattr(signals, name)
-            for receiver in list(signal.receivers_for(em.session.Session)):
-                signal.disconnect(receiver)
     assert seen == ["before_flush", "after_flush", "after_commit", "after_rollback"]
 
 
@@ -203,10 +193,7 @@ def test_removing_by_id_shows_receivers_the_document(mapper: em.Mapper) -> None:
     def look(sender: Any, documents: list[em.ModifiedDocument], **kwargs: Any) -> None:
         seen.extend(d.value.name for d in documents)
 
-    signals.documents_removing.connect(look, sender=Employee)
-    try:
+    with signals.documents_removing.connected_to(look, sender=Employee):
         repo.remove(["v", "missing"])
-    finally:
-        signals.documents_removing.disconnect(look, sender=Employee)
     assert seen == ["Visible"]
     assert not signals.has_receivers(signals.documents_removing, Employee)

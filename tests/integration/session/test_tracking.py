@@ -7,12 +7,12 @@ mutation (``append``) are converted and checked like an assignment, before anyth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import esmapper as em
+from tests.integration.conftest import MakeMapper
 
 
 class Place(em.InnerDoc):
@@ -38,10 +38,8 @@ class Worker(em.Document, em.Versioned):
 
 
 @pytest.fixture
-def mapper(es_url: str, index_prefix: str) -> Iterator[em.Mapper]:
-    with em.Mapper(es_url, models=[Worker], index_prefix=index_prefix) as m:
-        m.configure_indexes()
-        yield m
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    return make_mapper(Worker, configure=True)
 
 
 @pytest.fixture

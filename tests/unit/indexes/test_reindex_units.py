@@ -106,6 +106,9 @@ def test_without_tasks_a_pass_runs_synchronously() -> None:
     outcome = run_pass(client, body, progress=lambda d, t: seen.append((d, t)))  # type: ignore[arg-type]
     assert outcome.copied == 2 and seen == [(0, 0), (3, 3)]
     assert client.calls[0]["source"]["query"] == {"match_none": {}}  # the probe
+    # it reads the (empty) destination into the source: nothing to scan, nothing written
+    assert (client.calls[0]["source"]["index"], client.calls[0]["dest"]["index"]) == ("b", "a")
+    assert outcome.exact  # one attempt: its figures are the pass's
     assert [c["wait_for_completion"] for c in client.calls] == [False, True]
     run_pass(client, body, progress=lambda d, t: None)  # type: ignore[arg-type]
     assert [c["wait_for_completion"] for c in client.calls] == [False, True, True]  # learned

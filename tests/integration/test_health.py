@@ -10,9 +10,8 @@ import esmapper as em
 from esmapper.health import HealthReport
 from esmapper.indexes.blocks import block_writes
 from esmapper.locks import LockProvider
+from tests.integration.conftest import FakeClock, MakeMapper
 from tests.integration.indexes.models import SETTINGS, DailyLog, ItemV1, ItemV2
-
-from .conftest import FakeClock, MakeMapper
 
 
 class ItemV1Grown(em.Document, em.HasDates, em.Versioned):

@@ -12,9 +12,8 @@ import esmapper as em
 from esmapper.errors import IndexConfigurationError, OutcomeUnknownError
 from esmapper.indexes import reindex
 from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
 from tests.integration.indexes.models import SETTINGS
-
-from .conftest import MakeMapper
 
 TAGGER = "esmapper-test-tagger"
 STAMPER = "esmapper-test-stamper"

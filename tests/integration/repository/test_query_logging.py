@@ -8,9 +8,8 @@ import pytest
 
 import esmapper as em
 from esmapper.options import TRACE
+from tests.integration.conftest import MakeMapper
 from tests.integration.indexes.models import ItemV1
-
-from .conftest import MakeMapper
 
 
 def test_searches_are_logged_at_the_calls_level_with_their_target(

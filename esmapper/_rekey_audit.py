@@ -1,0 +1,247 @@
+"""What :func:`esmapper.rekey.rekey` would change: each document classified from its own
+fields (:func:`plan_for`) and the read-only scan of a model's index (:func:`audit`: a
+refresh, then a point in time paged in ``_shard_doc`` order). The statuses, what the scan
+sends and why are described in :mod:`esmapper.rekey`, which re-exports these names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import attrs
+from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
+
+from esmapper._pit import context_reason, is_context_missing, lost_shards
+from esmapper._text import article
+from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
+from esmapper.ids import compose_id, id_term
+from esmapper.model.info import ModelInfo
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = [
+    "KEEP_ALIVE",
+    "MAX_BATCH_SIZE",
+    "RekeyPlan",
+    "RekeyReport",
+    "Status",
+    "audit",
+    "id_info",
+    "plan_for",
+]
+
+Status = Literal["ok", "rewrite", "blocked"]
+
+KEEP_ALIVE: Final = "5m"
+"""How long the point in time stays open between two pages of the scan."""
+MAX_BATCH_SIZE: Final = 10_000
+
+
+@attrs.frozen(slots=True)
+class RekeyPlan:
+    """What re-keying does with one stored document.
+
+    ``status`` is ``ok`` (``old_id`` already is the composed id), ``rewrite`` (to be moved
+    to ``new_id``) or ``blocked`` (cannot be moved, see ``reason``; ``new_id`` is the
+    composed id when there is one, e.g. one over 512 bytes, else ``None``). ``index`` is the
+    physical index, ``seq_no``/``primary_term`` the version seen by the scan, ``routing``
+    the document's custom routing and ``source`` its raw ``_source``.
+    """
+
+    old_id: str
+    new_id: str | None
+    status: Status
+    index: str
+    seq_no: int
+    primary_term: int
+    reason: str | None = None
+    routing: str | None = None
+    source: Mapping[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
+
+
+@attrs.define(slots=True)
+class RekeyReport:
+    """The outcome of :func:`rekey`.
+
+    ``to_rewrite`` counts the ``rewrite`` plans found (in both modes); ``rewritten`` the
+    documents actually moved (always 0 in a dry run); ``failed`` the moves that failed and
+    were undone or left alone; ``ok`` and ``blocked`` the other statuses. ``interrupted``
+    counts moves an earlier run left between their create and their delete (the new id
+    already holds the document): found, in a dry run; completed, with ``apply``. ``lines``
+    holds every line passed to ``echo``.
+    """
+
+    applied: bool
+    ok: int = 0
+    to_rewrite: int = 0
+    rewritten: int = 0
+    blocked: int = 0
+    failed: int = 0
+    interrupted: int = 0
+    lines: list[str] = attrs.field(factory=list)
+
+    @property
+    def summary(self) -> str:
+        """One line for the end of a run (not echoed by :func:`rekey` itself)."""
+        if not self.applied:
+            note = f" ({self.interrupted} interrupted)" if self.interrupted else ""
+            return (
+                f"dry run: {self.to_rewrite} to rewrite{note}, {self.blocked} blocked, "
+                f"{self.ok} ok; nothing was changed"
+            )
+        note = f" ({self.interrupted} completing an interrupted move)" if self.interrupted else ""
+        return (
+            f"{self.rewritten} rewritten{note}, {self.failed} failed, {self.blocked} blocked, "
+            f"{self.ok} ok"
+        )
+
+
+def id_info(model: type) -> ModelInfo:
+    info: ModelInfo | None = getattr(model, "__esmapper__", None)
+    if info is None or not info.is_document or info.index is None:
+        raise TypeError(f"{model!r} is not an esmapper Document")
+    if not info.index.id_fields:
+        raise MigrationError(
+            f"{info.name} has no Index.id_fields: its ids are not composed from fields, "
+            "so there is nothing to re-key"
+        )
+    return info
+
+
+def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:
+    """The id terms of a document read from its own fields, or why there are none."""
+    assert info.index is not None
+    names = info.index.id_fields
+    for name in names:
+        if name not in source:
+            return f"field {name!r} is missing"
+        value = source[name]
+        if value is None or value == "":
+            return f"field {name!r} is empty"
+        if isinstance(value, list | dict):
+            return f"field {name!r} holds {article(type(value).__name__)}, not a single value"
+    try:
+        # Load only the id fields, the way the model loads them (dates, enums...); strictly:
+        # a value the model does not know cannot give the id add would compose.
+        strict = info.lenient.strict
+        assert strict is not None
+        doc = strict({name: source[name] for name in names}, None, None)
+        values = [getattr(doc, name) for name in names]
+    except Exception as exc:  # the model cannot read a value; nothing is written
+        return f"fields {', '.join(names)} cannot be read: {exc}"
+    # The same conversion as Repository.add, so the id is the one add composes.
+    return [id_term(value) for value in values]
+
+
+def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:
+    """Classify one raw search hit (``_id``, ``_index``, ``_source``, ``_seq_no``,
+    ``_primary_term``, optional ``_routing``) of ``model``. Sends nothing."""
+    info = id_info(model)
+    assert info.index is not None
+    names = info.index.id_fields
+    source = hit.get("_source")
+    plan = RekeyPlan(
+        old_id=hit["_id"],
+        new_id=None,
+        status="blocked",
+        index=hit["_index"],
+        seq_no=hit["_seq_no"],
+        primary_term=hit["_primary_term"],
+        routing=hit.get("_routing"),
+        source=source,
+    )
+    if not isinstance(source, Mapping):
+        return attrs.evolve(plan, reason="the document has no _source to copy")
+    terms = _terms(info, source)
+    if isinstance(terms, str):
+        return attrs.evolve(plan, reason=terms)
+    try:
+        new_id = compose_id(*terms, names=names)
+    except IdTooLongError as exc:
+        longest = names[exc.longest_term] if exc.longest_term is not None else "a term"
+        return attrs.evolve(
+            plan,
+            new_id=exc.id,
+            reason=f"new id is {exc.actual} bytes, over the {exc.limit}-byte limit; "
+            f"shorten {longest}",
+        )
+    except InvalidIdTermError as exc:
+        name = names[exc.term_index] if exc.term_index is not None else "an id field"
+        return attrs.evolve(plan, reason=f"{name} holds an unpaired surrogate")
+    status: Status = "ok" if new_id == plan.old_id else "rewrite"
+    return attrs.evolve(plan, new_id=new_id, status=status)
+
+
+def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
+    """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Changes nothing.
+
+    Sends a refresh (so the scan sees every acknowledged write, e.g. those of a killed
+    re-key run), a point-in-time open, ``search`` pages of ``batch_size`` raw hits (full
+    ``_source``, ``seq_no_primary_term``, ``search_after`` on ``_shard_doc``) and the
+    point-in-time close (also when the iterator is closed early). Raises
+    :class:`~esmapper.errors.MigrationError` at once when the model has no
+    ``Index.id_fields`` or its index does not exist.
+    """
+    info = id_info(model)
+    if not 0 < batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
+    target = mapper.spec(model).read_target
+    try:
+        mapper.client.indices.refresh(index=target)
+        pit = mapper.client.open_point_in_time(index=target, keep_alive=KEEP_ALIVE)
+    except NotFoundError as exc:
+        raise MigrationError(
+            f"cannot re-key {info.name}: index {target!r} does not exist",
+            index=target,
+            error_type=str(exc.message),
+        ) from None
+    return _scan(mapper.client, model, str(pit["id"]), batch_size)
+
+
+def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> Iterator[RekeyPlan]:
+    scanned = 0
+    try:
+        search_after: list[Any] | None = None
+        while True:
+            try:
+                response = client.search(
+                    pit={"id": pit_id, "keep_alive": KEEP_ALIVE},
+                    query={"match_all": {}},
+                    sort=[{"_shard_doc": "asc"}],
+                    size=batch_size,
+                    seq_no_primary_term=True,
+                    track_total_hits=False,
+                    search_after=search_after,
+                )
+            except ApiError as exc:
+                if not is_context_missing(exc):
+                    raise
+                raise _scan_lost(model, scanned, context_reason(exc)) from None
+            lost = lost_shards({"_shards": response.get("_shards")})
+            if lost is not None:
+                raise _scan_lost(model, scanned, lost)
+            pit_id = str(response.get("pit_id") or pit_id)
+            hits = response["hits"]["hits"]
+            scanned += len(hits)
+            for hit in hits:
+                yield plan_for(model, hit)
+            if len(hits) < batch_size:
+                return
+            search_after = hits[-1]["sort"]
+    finally:
+        with contextlib.suppress(ApiError, TransportError):
+            client.close_point_in_time(id=pit_id)
+
+
+def _scan_lost(model: type, scanned: int, reason: str) -> MigrationError:
+    """The scan's point in time is gone (a page took longer than its keep-alive): what was
+    done is done (each move is complete or resumable), so the way on is to run again."""
+    return MigrationError(
+        f"re-keying {model.__name__}: the scan's point in time was lost after {scanned} "
+        f"document(s) ({reason}); nothing is half-moved, run it again to finish",
+        error_type="search_context_missing_exception",
+        reason=reason,
+    )
