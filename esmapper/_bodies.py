@@ -162,12 +162,17 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
         )
     body = info.to_source(doc)
     if pending.kind == "add":
-        return BulkAction(op="create", index=index, id=doc.id, body=body, ref=pending)
+        return BulkAction("create", index, doc.id, body, ref=pending)
     state = state_of(doc)
     original = pending.original_source
     seq_no = primary_term = None
     if info.versioned and options.version_check:
-        seq_no, primary_term = split_version(doc.version, owner=info.name, id=doc.id)
+        version = doc.version
+        condition = None if state is None else state.condition
+        if condition is not None and condition[0] is version:  # the numbers it was made of
+            seq_no, primary_term = condition[1], condition[2]
+        else:
+            seq_no, primary_term = split_version(version, owner=info.name, id=doc.id)
     if state is not None and state.partial and original is not None:
         baseline = info.to_source(info.from_source(original, doc.id, None))
         changes = partial_changes(info, doc, original, baseline, body, state.assigned or set())
@@ -183,13 +188,6 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             if_primary_term=primary_term,
             ref=pending,
         )
-    body = with_extras(body, original, info)
-    return BulkAction(
-        op="index",
-        index=index,
-        id=doc.id,
-        body=body,
-        if_seq_no=seq_no,
-        if_primary_term=primary_term,
-        ref=pending,
-    )
+    if original is not None:
+        body = with_extras(body, original, info)
+    return BulkAction("index", index, doc.id, body, seq_no, primary_term, ref=pending)

@@ -72,6 +72,8 @@ __all__ = [
 
 log = logging.getLogger("esmapper.query")
 
+_set = object.__setattr__
+
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 10
 #: The keyword arguments of a search besides the per-call options (``Options``).
@@ -419,29 +421,41 @@ class SearchRequest:
         # the values of our sort only: inside a point in time Elasticsearch appends its
         # _shard_doc tiebreaker, whose values are meaningless in another point in time
         width = len(self.sort) if self.search_after_mode else None
+        append = hits.append
         for raw in response["hits"]["hits"]:
+            hit_id, index = raw["_id"], raw.get("_index")
             seq_no = raw.get("_seq_no")
-            version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
+            if seq_no is None:
+                version = condition = None
+            else:
+                term = raw["_primary_term"]
+                version = f"{term}:{seq_no}"
+                condition = (version, seq_no, term)
             if project is not None:
                 document = project(raw, version)
             else:
                 source = raw.get("_source")
-                document = from_source(source or {}, raw["_id"], version)
+                # the parsed _source itself becomes the original (no copy): hydration
+                # copies every mutable value it hands to the document
+                document = from_source(source or {}, hit_id, version)
                 if source is not None:
                     # keep what the hit confirmed; a hit read with includes/excludes is
                     # partial (a save then writes only the fields that changed)
-                    state = DocState(source, raw.get("_index"), partial=partial, version=version)
-                    object.__setattr__(document, "_esm_state", state)
+                    _set(
+                        document,
+                        "_esm_state",
+                        DocState(source, index, None, partial, version, condition),
+                    )
             sort = raw.get("sort")
             highlight = raw.get("highlight")
-            hits.append(
+            append(
                 FindHit(
-                    raw["_id"],
+                    hit_id,
                     version,
                     raw.get("_score"),
                     document,
                     sort if sort is None or width is None else sort[:width],
-                    raw.get("_index"),
+                    index,
                     logical_highlight(self.catalog, highlight) if highlight else {},
                 )
             )

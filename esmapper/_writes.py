@@ -539,19 +539,28 @@ def settle(
                 _set(doc, "_esm_state", None)
                 continue
             seq_no, term = outcome.seq_no, outcome.primary_term
-            version = None if seq_no is None or term is None else f"{term}:{seq_no}"
+            if seq_no is None or term is None:
+                version = condition = None
+            else:
+                version = f"{term}:{seq_no}"
+                condition = (version, seq_no, term)
             if pending.info.versioned:
                 _set(doc, "version", version)
             source = pending.written
             partial = source is not None  # a partial update: ``written`` is the merge
-            if source is None:
+            if source is None:  # the body written becomes the original (no copy)
                 source = action.body  # type: ignore[assignment]
             state = state_of(doc)
             if state is None:  # remember(), inline: a new document's first state
-                _set(doc, "_esm_state", DocState(source, outcome.index, version=version))
+                _set(
+                    doc,
+                    "_esm_state",
+                    DocState(source, outcome.index, None, False, version, condition),
+                )
                 continue
             state.original = source
             state.version = version
+            state.condition = condition
             if outcome.index is not None:
                 state.index = outcome.index
             if not partial:

@@ -483,24 +483,27 @@ class Mapper:
         (kept ``deleted_ttl`` seconds), so unrefreshed searches of every process hide them."""
         if self.documents is None:
             return
-        by_model: dict[type, list[PendingWrite]] = {}
+        # model -> (ids soft-deleted by a save, ids restored or removed): one pass
+        by_model: dict[type, tuple[list[str], list[str]]] = {}
         for pending in confirmed:
-            if pending.info.soft_deletes and pending.doc is not None:
-                by_model.setdefault(pending.info.cls, []).append(pending)
-        for model, group in by_model.items():
-            alias = self.spec(model).alias
-            gone = [p.doc.id for p in group if p.kind == "save" and p.doc.is_deleted]
-            back = [
-                p.doc.id
-                for p in group
-                if p.kind == "remove"
-                or (
-                    not p.doc.is_deleted
-                    and p.original_source is not None
-                    and p.original_source.get("is_deleted")
-                )
-            ]
-            self._note(alias, gone, back)
+            info, doc = pending.info, pending.doc
+            if not info.soft_deletes or doc is None:
+                continue
+            lists = by_model.get(info.cls)
+            if lists is None:
+                lists = by_model[info.cls] = ([], [])
+            kind = pending.kind
+            if kind == "remove":
+                lists[1].append(doc.id)
+            elif doc.is_deleted:
+                if kind == "save":
+                    lists[0].append(doc.id)
+            else:
+                original = pending.original_source
+                if original is not None and original.get("is_deleted"):
+                    lists[1].append(doc.id)
+        for model, (gone, back) in by_model.items():
+            self._note(self.spec(model).alias, gone, back)
 
     def _note(self, alias: str, gone: Sequence[str], back: Sequence[str]) -> None:
         assert self.documents is not None

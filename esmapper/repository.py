@@ -390,11 +390,19 @@ class Repository(Searching[T]):
                         )
         info, mode = self.info, opts.soft_deletes
         filtered = info.soft_deletes and mode != "all"
+        deleted_wanted = mode == "deleted"
+        hydrate = self._hydrate
         found: list[T] = []
+        append = found.append
         for id in wanted:
             got = hits.get(id)
-            if got is not None and (not filtered or _visible(info, got.get("_source"), mode)):
-                found.append(self._hydrate(got))
+            if got is None:
+                continue
+            if filtered:  # _visible, inline
+                source = got.get("_source")
+                if source is not None and bool(source.get("is_deleted")) is not deleted_wanted:
+                    continue
+            append(hydrate(got))
         if opts.tenant is None:
             return found
         return [d for d in found if in_tenant(self.info, d, opts.tenant)]
@@ -454,12 +462,21 @@ class Repository(Searching[T]):
         return _visible(self.info, response.body.get("_source"), opts.soft_deletes)
 
     def _hydrate(self, raw: dict[str, Any]) -> T:
+        """The document of a GET/multi-GET answer, its ``_source`` kept as the original
+        (no copy: hydration copies every mutable value it hands to the document)."""
         seq_no = raw.get("_seq_no")
-        version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
+        if seq_no is None:
+            version = condition = None
+        else:
+            term = raw["_primary_term"]
+            version = f"{term}:{seq_no}"
+            condition = (version, seq_no, term)
         source = raw.get("_source") or {}
         document: T = self.info.from_source(source, raw["_id"], version)
         object.__setattr__(
-            document, "_esm_state", DocState(source, raw.get("_index"), version=version)
+            document,
+            "_esm_state",
+            DocState(source, raw.get("_index"), None, False, version, condition),
         )
         return document
 

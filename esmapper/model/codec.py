@@ -356,20 +356,29 @@ def compile_codec(
     dump_lines += entries
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
-    setter = _setters(cls, raw_slots, ns)
-    body: list[str] = [
-        "self = _new(_cls)",
+    loader = _loader_class(cls)
+    ns["_loader"] = loader
+    setter = _setters(cls, raw_slots, ns, plain=loader is not None)
+    start = [
+        f"self = _new({'_cls' if loader is None else '_loader'})",
         f"{setter('_esm_state')}None)",
-        "get = src.get",
     ]
+    end = [] if loader is None else ["self.__class__ = _cls"]
+    body: list[str] = [*start, "get = src.get"]  # any source: absent keys take defaults
+    # a source holding every field (what a write stores): subscripts, no default checks;
+    # a missing key raises KeyError, and the source takes the ``get`` path instead
+    full: list[str] = list(start)
+    keys = 0
     missing_values: list[tuple[FieldSpec, Callable[[], Any]]] = []
     for i, spec in enumerate(specs):
         if spec.name == "id" and has_id:
             body.append(f"{setter('id')}id if id is not None else get('id'))")
+            full.append(f"{setter('id')}id if id is not None else src.get('id'))")
             missing_values.append((spec, _none))
             continue
         if spec.name == "version" and has_version:
             body.append(f"{setter('version')}version)")
+            full.append(f"{setter('version')}version)")
             missing_values.append((spec, _none))
             continue
         missing, make_missing = _missing_value(spec, attr_by_name[spec.name], cls, i, ns)
@@ -378,7 +387,16 @@ def compile_codec(
         body.append(
             f"{setter(spec.name)}{missing} if _v is _MISSING else {_load_expr(spec, '_v', ns)})"
         )
-    body.append("return self")
+        expression = _load_expr(spec, "_v", ns)
+        if expression == "_v":
+            full.append(f"{setter(spec.name)}src[{spec.name!r}])")
+        else:
+            full.append(f"_v = src[{spec.name!r}]")
+            full.append(f"{setter(spec.name)}{expression})")
+        keys += 1
+    body += [*end, "return self"]
+    full += [*end, "return self"]
+    ns["_KEYS"] = keys
     ns["_MISSING"] = _MISSING
     lenient = LenientCodec(
         cls,
@@ -390,12 +408,25 @@ def compile_codec(
     ns["_lenient_load"] = lenient.load
     ns["_lenient_dump"] = lenient.dump
     load_lines = [
-        "def from_source_strict(src, id, version):",
+        "def _from_any_source(src, id, version):",
         *(f"    {line}" for line in body),
+        "",
+        "def from_source_strict(src, id, version):",
+        "    if len(src) < _KEYS:",
+        "        return _from_any_source(src, id, version)",
+        "    try:",
+        *(f"        {line}" for line in full),
+        "    except KeyError:",
+        "        return _from_any_source(src, id, version)",
         "",
         "def from_source(src, id, version):",
         "    try:",
-        *(f"        {line}" for line in body),
+        "        if len(src) < _KEYS:",
+        "            return _from_any_source(src, id, version)",
+        "        try:",
+        *(f"            {line}" for line in full),
+        "        except KeyError:",
+        "            return _from_any_source(src, id, version)",
         "    except Exception:",
         "        return _lenient_load(src, id, version)",
     ]
@@ -407,14 +438,50 @@ def compile_codec(
     return ns["to_source"], ns["from_source"], lenient
 
 
-def _setters(cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any]) -> Callable[[str], str]:
-    """``setter(name)``: the start of a generated call that stores an attribute of a new
-    instance (``...value)``) without conversion or tracking: through the slot descriptor
-    itself when there is one (the raw slot of a tracked field), else
-    ``object.__setattr__``."""
+def _loader_class(cls: type) -> type | None:
+    """A subclass of ``cls`` adding no slots and no hooks, whose ``__setattr__`` is
+    ``object.__setattr__``: the compiled hydration builds an instance of it with plain
+    attribute stores (no call per attribute, no conversion or tracking), then makes it a
+    ``cls`` (``__class__`` assignment: same layout). Made with ``type.__new__`` so the
+    model metaclass does not compile it as a model. ``None`` when ``cls`` does not allow
+    it (no ``__slots__`` of its own, a built-in layout)."""
+    if "__slots__" not in cls.__dict__:
+        return None
+    if any("__init_subclass__" in klass.__dict__ for klass in cls.__mro__[:-1]):
+        return None  # a hook of the application's would see the loader as a subclass
+    try:
+        loader = type.__new__(
+            type(cls),
+            f"{cls.__name__}Loader",
+            (cls,),
+            {
+                "__slots__": (),
+                "__setattr__": object.__setattr__,
+                "__module__": cls.__module__,
+                "__qualname__": f"{cls.__qualname__}.<loader>",
+                "__doc__": "The hydration's view of a new instance (becomes the model).",
+            },
+        )
+        probe: Any = object.__new__(loader)
+        probe.__class__ = cls
+    except TypeError:
+        return None
+    return loader
+
+
+def _setters(
+    cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any], *, plain: bool
+) -> Callable[[str], str]:
+    """``setter(name)``: the start of a generated statement that stores an attribute of a
+    new instance (``...value)``) without conversion or tracking: through the raw slot
+    descriptor of a tracked field; else, on an instance of the loader class (``plain``),
+    a plain attribute store; else through the slot descriptor itself when there is one,
+    or ``object.__setattr__``."""
 
     def setter(name: str) -> str:
         slot = raw_slots.get(name)
+        if slot is None and plain:
+            return f"self.{name} = ("
         if slot is None:
             found = inspect.getattr_static(cls, name, None)
             if isinstance(found, types.MemberDescriptorType):

@@ -21,25 +21,37 @@ class DocState:
     document (a list, an embedded object, a dict) was handed out to the caller: a session
     that takes the document in keeps diffing it at every flush, since the caller may
     mutate that value at any time. ``assigned`` names the fields assigned since a partial
-    load.
+    load. ``condition`` is ``(version, seq_no, primary_term)`` when the store gave the
+    numbers with a version: a conditional write of a document whose ``version`` is that
+    very string object sends them without parsing it again.
     """
 
-    __slots__ = ("assigned", "index", "original", "partial", "session", "version", "watched")
+    __slots__ = (
+        "assigned",
+        "condition",
+        "index",
+        "original",
+        "partial",
+        "session",
+        "version",
+        "watched",
+    )
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - one per loaded hit: positional is cheaper
         self,
         original: dict[str, Any] | None,
         index: str | None = None,
         session: Any = None,
-        *,
         partial: bool = False,
         version: str | None = None,
+        condition: tuple[str, int, int] | None = None,
     ) -> None:
         self.original = original
         self.index = index
         self.session = session
         self.partial = partial
         self.version = version
+        self.condition = condition
         self.watched = False
         #: fields assigned since a partial load (see ``partial``); ``None``: none
         self.assigned: set[str] | None = None

@@ -186,3 +186,38 @@ def test_compose_id_gives_the_id_add_will_use(messages: em.Repository[Message]) 
     expected = messages.compose_id(msg)
     assert expected == "acme:a%20b:H"
     assert messages.add(msg).id == expected
+
+
+def test_a_save_is_conditional_on_the_version_the_document_holds_now(
+    employees: em.Repository[Employee],
+) -> None:
+    # the numbers remembered from a read or a write are used only while the document
+    # still holds that very version: one assigned since (even an equal one) is parsed
+    employees.add([Employee(id="v1"), Employee(id="v2"), Employee(id="v3")])
+    by_get = employees.get_many(["v1"])[0]
+    by_find = employees.find(filter=None, consistency="immediate").documents
+    found = next(d for d in by_find if d.id == "v2")
+    current = found.version
+    assert by_get.version is not None and current is not None
+    term, seq_no = current.split(":")
+    found.version = f"{term}:{int(seq_no) + 7}"  # a version the store never gave
+    found.age = 1
+    with pytest.raises(em.VersionConflictError):
+        employees.save(found)
+    found.version = f"{term}:{seq_no}"  # equal to what was read, another object
+    assert found.version == current and found.version is not current
+    employees.save(found)
+    assert employees.get("v2").age == 1
+    by_get.age = 2
+    saved = employees.save(by_get)  # the remembered numbers of the multi-GET
+    saved.age = 3
+    employees.save(saved)  # the numbers of the save's answer
+    assert employees.get("v1").age == 3
+    stale = employees.get("v3")
+    employees.save(employees.get("v3"))
+    stale.age = 4
+    with pytest.raises(em.VersionConflictError):
+        employees.save(stale)
+    stale.version = "not-a-version"
+    with pytest.raises(em.DocumentValidationError, match="version"):
+        employees.save(stale)

@@ -8,6 +8,7 @@ import json
 import pickle
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -435,3 +436,98 @@ def test_the_batch_dates_reuse_the_text_of_the_same_value_only() -> None:
     assert first.to_source()["updated_utc"] == "2026-03-04T12:00:00Z"
     bare = Employee(id="e").to_source()
     assert bare["created_utc"] is None and bare["updated_utc"] is None
+
+
+def _load(model: Any, source: Any, id: str | None, version: str | None) -> Any:
+    return model.__esmapper__.from_source(source, id, version)
+
+
+def _every_key(doc: Any) -> dict[str, Any]:
+    """``doc``'s source with every stored key (what a write stores)."""
+    return doc.to_source()  # type: ignore[no-any-return]
+
+
+def test_a_source_with_every_key_and_one_missing_a_key_read_the_same() -> None:
+    # a source as a write stores it takes subscripts; one as long but missing a declared
+    # key (an undeclared key in its place) takes the lookups with defaults
+    stored = Employee(id="e1", name="Ann", email="a@x", age=41, company_id="c1")
+    full = _every_key(stored)
+    assert _load(Employee, full, "e1", None) == stored
+    swapped = {k: v for k, v in full.items() if k != "age"} | {"unknown": 1}
+    assert len(swapped) == len(full)
+    doc = _load(Employee, swapped, "e1", None)
+    assert doc.age == 0
+    assert (doc.name, doc.email) == ("Ann", "a@x")
+    assert _load(Employee, {**full, "extra": [1]}, "e1", None) == stored
+
+
+def test_a_full_source_without_an_id_argument_takes_the_source_id() -> None:
+    full = _every_key(Employee(id="from-source", name="Ann"))
+    assert _load(Employee, full, None, None).id == "from-source"
+    assert _load(Employee, full, "given", None).id == "given"
+
+
+def test_a_bad_value_in_a_full_source_takes_the_lenient_path() -> None:
+    full = _every_key(Employee(id="e1", name="Ann"))
+    full["created_utc"] = "not a date"
+    doc = _load(Employee, full, "e1", None)
+    assert doc.created_utc == "not a date"  # kept as stored, reported by the lenient path
+    assert doc.name == "Ann"
+    with pytest.raises(TypeError, match="must be an object"):
+        _load(Employee, ["not", "a", "mapping", "at", "all", "x", "y", "z", "w"], "e1", None)
+
+
+def test_an_embedded_object_missing_a_key_takes_its_default() -> None:
+    source = _every_key(Everything(id="a", address=Address(street="Main", city="Oslo")))
+    del source["address"]["zip_code"]
+    source["address"]["other"] = "kept out"
+    doc = _load(Everything, source, "a", None)
+    assert doc.address == Address(street="Main", city="Oslo", zip_code=None)
+
+
+def test_a_hydrated_document_is_an_instance_of_its_model_and_behaves_as_one() -> None:
+    # hydration stores plainly on a loader subclass, then makes the instance the model
+    full = _every_key(Everything(id="a", tags=["x"], address=Address(city="Oslo")))
+    doc = _load(Everything, full, "a", None)
+    assert type(doc) is Everything and type(doc.address) is Address
+    assert doc == Everything(id="a", tags=["x"], address=Address(city="Oslo"))
+    with pytest.raises(em.DocumentValidationError, match="an integer"):
+        doc.age = "old"  # type: ignore[assignment]  # assignments still convert
+    doc.age = 3
+    assert doc.age == 3
+    hit = {"_id": "a", "_source": full, "_seq_no": 1, "_primary_term": 1}
+    loaded = Everything.from_hit(hit)
+    state = state_of(loaded)
+    assert state is not None and not state.watched
+    loaded.tags.append("y")  # a tracked field read on the model: watched
+    assert state.watched
+    assert pickle.loads(pickle.dumps(loaded)) == loaded
+
+
+_SEEN: list[str] = []
+
+
+class _Registry(em.Document):
+    class Index:
+        name = "registry"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _SEEN.append(cls.__name__)
+
+
+class Registered(_Registry):
+    class Index:
+        name = "registered"
+
+    title: str = ""
+    labels: list[str] = em.field(factory=list)
+
+
+def test_a_model_with_an_init_subclass_hook_hydrates_without_a_loader() -> None:
+    assert set(_SEEN) == {"Registered"}  # no loader class was made under the hook
+    seen = len(_SEEN)
+    doc = Registered.from_hit({"_id": "r1", "_source": {"title": "t", "labels": ["a"]}})
+    assert type(doc) is Registered and (doc.id, doc.title, doc.labels) == ("r1", "t", ["a"])
+    assert len(_SEEN) == seen
+    assert Registered.__subclasses__() == []
