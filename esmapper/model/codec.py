@@ -356,14 +356,8 @@ def compile_codec(
     dump_lines += entries
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
-    loader = _loader_class(cls)
-    ns["_loader"] = loader
-    setter = _setters(cls, raw_slots, ns, plain=loader is not None)
-    start = [
-        f"self = _new({'_cls' if loader is None else '_loader'})",
-        f"{setter('_esm_state')}None)",
-    ]
-    end = [] if loader is None else ["self.__class__ = _cls"]
+    setter = _setters(cls, raw_slots, ns)
+    start = ["self = _new(_cls)", f"{setter('_esm_state')}None)"]
     body: list[str] = [*start, "get = src.get"]  # any source: absent keys take defaults
     # a source holding every field (what a write stores): subscripts, no default checks;
     # a missing key raises KeyError, and the source takes the ``get`` path instead
@@ -394,8 +388,8 @@ def compile_codec(
             full.append(f"_v = src[{spec.name!r}]")
             full.append(f"{setter(spec.name)}{expression})")
         keys += 1
-    body += [*end, "return self"]
-    full += [*end, "return self"]
+    body.append("return self")
+    full.append("return self")
     ns["_KEYS"] = keys
     ns["_MISSING"] = _MISSING
     lenient = LenientCodec(
@@ -438,50 +432,14 @@ def compile_codec(
     return ns["to_source"], ns["from_source"], lenient
 
 
-def _loader_class(cls: type) -> type | None:
-    """A subclass of ``cls`` adding no slots and no hooks, whose ``__setattr__`` is
-    ``object.__setattr__``: the compiled hydration builds an instance of it with plain
-    attribute stores (no call per attribute, no conversion or tracking), then makes it a
-    ``cls`` (``__class__`` assignment: same layout). Made with ``type.__new__`` so the
-    model metaclass does not compile it as a model. ``None`` when ``cls`` does not allow
-    it (no ``__slots__`` of its own, a built-in layout)."""
-    if "__slots__" not in cls.__dict__:
-        return None
-    if any("__init_subclass__" in klass.__dict__ for klass in cls.__mro__[:-1]):
-        return None  # a hook of the application's would see the loader as a subclass
-    try:
-        loader = type.__new__(
-            type(cls),
-            f"{cls.__name__}Loader",
-            (cls,),
-            {
-                "__slots__": (),
-                "__setattr__": object.__setattr__,
-                "__module__": cls.__module__,
-                "__qualname__": f"{cls.__qualname__}.<loader>",
-                "__doc__": "The hydration's view of a new instance (becomes the model).",
-            },
-        )
-        probe: Any = object.__new__(loader)
-        probe.__class__ = cls
-    except TypeError:
-        return None
-    return loader
-
-
-def _setters(
-    cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any], *, plain: bool
-) -> Callable[[str], str]:
-    """``setter(name)``: the start of a generated statement that stores an attribute of a
-    new instance (``...value)``) without conversion or tracking: through the raw slot
-    descriptor of a tracked field; else, on an instance of the loader class (``plain``),
-    a plain attribute store; else through the slot descriptor itself when there is one,
-    or ``object.__setattr__``."""
+def _setters(cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any]) -> Callable[[str], str]:
+    """``setter(name)``: the start of a generated call that stores an attribute of a new
+    instance (``...value)``) without conversion or tracking: through the slot descriptor
+    itself when there is one (the raw slot of a tracked field), else
+    ``object.__setattr__``."""
 
     def setter(name: str) -> str:
         slot = raw_slots.get(name)
-        if slot is None and plain:
-            return f"self.{name} = ("
         if slot is None:
             found = inspect.getattr_static(cls, name, None)
             if isinstance(found, types.MemberDescriptorType):
