@@ -142,7 +142,9 @@ def test_writes_during_a_reindex_all_reach_the_new_index(
     assert result.copied >= 2000 and result.new_count >= result.old_count >= 2000
     assert _targets(es_client, alias) == [v2]
     assert not es_client.indices.exists(index=v1)
-    assert len(latest) > 50, "the writer barely ran"
+    # the pacing above guarantees writes in every phase (3 per progress message, 3 after
+    # the swap), not a number of writes: how many fit depends on the machine
+    assert len(latest) >= 10, "the writer barely ran"
 
     es_client.indices.refresh(index=v2)
     docs = es_client.mget(index=v2, ids=sorted(latest))["docs"]
