@@ -25,7 +25,7 @@ from examples.webapp.run import serve_in_background
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import TimeoutException, WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -120,12 +120,17 @@ def shot(driver: WebDriver, name: str) -> None:
     WRITTEN.add(path)
 
 
+def _wait(driver: WebDriver) -> WebDriverWait:  # type: ignore[type-arg]
+    """A wait that polls through a page being replaced: while a click's navigation loads,
+    chromium may answer "Node with given id does not belong to the document" (a
+    WebDriverException, not a stale element) for an element of the old page."""
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(WebDriverException,))
+
+
 def wait_text(driver: WebDriver, css: str, text: str) -> WebElement:
     """The element ``css`` once it contains ``text``."""
     try:
-        WebDriverWait(driver, WAIT).until(
-            ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
-        )
+        _wait(driver).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
     except TimeoutException:
         shown = driver.find_element(By.TAG_NAME, "body").text
         raise AssertionError(f"{css!r} never showed {text!r}; the page shows:\n{shown}") from None
@@ -138,7 +143,7 @@ def heading(driver: WebDriver, text: str) -> None:
 
 def click(driver: WebDriver, css: str) -> None:
     """Click ``css`` once the page shows it (the previous click may still be loading)."""
-    WebDriverWait(driver, WAIT).until(ec.element_to_be_clickable((By.CSS_SELECTOR, css))).click()
+    _wait(driver).until(ec.element_to_be_clickable((By.CSS_SELECTOR, css))).click()
 
 
 def click_link(driver: WebDriver, text: str) -> None:
