@@ -41,7 +41,7 @@ from esmapper.custom_fields.search import (
 )
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.indexes.timeseries import partitions_for_range
-from esmapper.model.state import DocState
+from esmapper.model.state import DocState, version_of
 from esmapper.options import Options
 from esmapper.query import (
     Aggregations,
@@ -424,13 +424,7 @@ class SearchRequest:
         append = hits.append
         for raw in response["hits"]["hits"]:
             hit_id, index = raw["_id"], raw.get("_index")
-            seq_no = raw.get("_seq_no")
-            if seq_no is None:
-                version = condition = None
-            else:
-                term = raw["_primary_term"]
-                version = f"{term}:{seq_no}"
-                condition = (version, seq_no, term)
+            version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
             if project is not None:
                 document = project(raw, version)
             else:
@@ -502,8 +496,7 @@ class SearchRequest:
         return self._page(current.page + 1, None, None)
 
     def _hydrate_hit(self, raw: dict[str, Any]) -> Any:
-        seq_no = raw.get("_seq_no")
-        version = None if seq_no is None else f"{raw['_primary_term']}:{seq_no}"
+        version, _ = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
         return self.info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
 
     def _close_pit(self, pit_id: str) -> None:

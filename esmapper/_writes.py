@@ -85,7 +85,7 @@ from esmapper.ids import ObjectId, check_id, compose_id, id_term
 from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
-from esmapper.model.state import DocState, state_of
+from esmapper.model.state import DocState, state_of, version_of
 from esmapper.options import Options, refresh_param
 from esmapper.signals import ChangeType, ModifiedDocument
 
@@ -538,12 +538,7 @@ def settle(
             if kind == "remove":
                 _set(doc, "_esm_state", None)
                 continue
-            seq_no, term = outcome.seq_no, outcome.primary_term
-            if seq_no is None or term is None:
-                version = condition = None
-            else:
-                version = f"{term}:{seq_no}"
-                condition = (version, seq_no, term)
+            version, condition = version_of(outcome.seq_no, outcome.primary_term)
             if pending.info.versioned:
                 _set(doc, "version", version)
             source = pending.written

@@ -87,6 +87,7 @@ from esmapper import _json
 from esmapper._bulk_threads import check_concurrency, same_document_twice, send_concurrently
 from esmapper._limits import current as current_limits
 from esmapper.errors import BulkItemFailure, BulkRequestError
+from esmapper.model.state import version_of
 
 __all__ = [
     "BulkAction",
@@ -168,9 +169,7 @@ class BulkOutcome:
     @property
     def version(self) -> str | None:
         """``"<primary_term>:<seq_no>"`` after a write that has both, else ``None``."""
-        if self.seq_no is None or self.primary_term is None:
-            return None
-        return f"{self.primary_term}:{self.seq_no}"
+        return version_of(self.seq_no, self.primary_term)[0]
 
     def to_failure(self) -> BulkItemFailure:
         """This outcome as an :class:`~esmapper.errors.BulkItemFailure` (``document=ref``)."""

@@ -29,7 +29,7 @@ from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents
 from esmapper.model.partial import check_finite, check_partial
-from esmapper.model.state import DocState
+from esmapper.model.state import DocState, version_of
 from esmapper.options import (
     Consistency,
     LogLevel,
@@ -464,13 +464,7 @@ class Repository(Searching[T]):
     def _hydrate(self, raw: dict[str, Any]) -> T:
         """The document of a GET/multi-GET answer, its ``_source`` kept as the original
         (no copy: hydration copies every mutable value it hands to the document)."""
-        seq_no = raw.get("_seq_no")
-        if seq_no is None:
-            version = condition = None
-        else:
-            term = raw["_primary_term"]
-            version = f"{term}:{seq_no}"
-            condition = (version, seq_no, term)
+        version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
         source = raw.get("_source") or {}
         document: T = self.info.from_source(source, raw["_id"], version)
         object.__setattr__(

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields._access import custom_access
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
-from esmapper.custom_fields.definition import CustomFieldDefinition, definition_hit
+from esmapper.custom_fields.definition import CustomFieldDefinition
+from esmapper.model.state import stored_hit
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -51,7 +52,7 @@ class Modified:
     def working(self, slot: FieldSlot) -> CustomFieldDefinition:
         copy = self.copies.get(slot.key)
         if copy is None:
-            copy = CustomFieldDefinition.from_hit(definition_hit(slot.definition))
+            copy = CustomFieldDefinition.from_hit(stored_hit(slot.definition))
             self.copies[slot.key] = copy
         return copy
 

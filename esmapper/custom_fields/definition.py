@@ -27,7 +27,6 @@ from esmapper.errors import DocumentValidationError
 from esmapper.ids import compose_id
 from esmapper.model import Document, HasDates, SoftDeletes, Versioned, field
 from esmapper.model.fields import Integer, Keyword, Text
-from esmapper.model.state import state_of
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "CustomFieldDefinition",
     "apply_patch",
     "check_name",
-    "definition_hit",
     "definition_id",
 ]
 
@@ -110,21 +108,6 @@ def check_name(name: Any, *, field: str = "name") -> str:
             f"custom field name {name!r} holds control characters", field=field
         )
     return name
-
-
-def definition_hit(definition: CustomFieldDefinition) -> dict[str, Any]:
-    """``definition`` as a raw hit (what ``from_hit`` takes: a copy of it)."""
-    state = state_of(definition)
-    seq_no = primary_term = None
-    if definition.version:
-        term, _, seq = definition.version.partition(":")
-        seq_no, primary_term = int(seq), int(term)
-    return {
-        "_id": definition.id,
-        "_source": definition.to_source() if state is None else state.original,
-        "_seq_no": seq_no,
-        "_primary_term": primary_term,
-    }
 
 
 def apply_patch(doc: CustomFieldDefinition, patch: Any) -> bool:

@@ -62,7 +62,7 @@ from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
 from esmapper.errors import DocumentError, DocumentValidationError
-from esmapper.model.state import state_of
+from esmapper.model.state import state_of, stored_hit
 
 if TYPE_CHECKING:
     from esmapper._pending import PendingWrite
@@ -520,20 +520,3 @@ def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any
     except NotFoundError:
         return []
     return [dict(raw) for raw in response.body["docs"] if raw.get("found")]
-
-
-def stored_hit(doc: Any) -> dict[str, Any]:
-    """A loaded document as the raw hit it was read from (for :func:`reconcile_hits`)."""
-    state = state_of(doc)
-    version = state.version if state is not None else None
-    seq_no = primary_term = None
-    if version:
-        term, _, seq = version.partition(":")
-        seq_no, primary_term = int(seq), int(term)
-    return {
-        "_id": doc.id,
-        "_index": state.index if state is not None else None,
-        "_source": state.original if state is not None else doc.to_source(),
-        "_seq_no": seq_no,
-        "_primary_term": primary_term,
-    }

@@ -49,7 +49,6 @@ from esmapper.custom_fields.definition import (
     CustomFieldDefinition,
     apply_patch,
     check_name,
-    definition_hit,
 )
 from esmapper.custom_fields.indexing import (
     RECHECK_AFTER,
@@ -119,7 +118,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         _check_tenant(tenant)
         fields = self.tenant_fields(tenant)
         return {
-            lower: CustomFieldDefinition.from_hit(definition_hit(slot.definition))
+            lower: CustomFieldDefinition.from_hit(stored_hit(slot.definition))
             for lower, slot in fields.by_name.items()
         }
 

@@ -31,7 +31,7 @@ from esmapper.model.fields import (
 )
 from esmapper.model.info import IndexOptions, ModelInfo
 from esmapper.model.normalize import compile_normalizer
-from esmapper.model.state import DocState
+from esmapper.model.state import DocState, version_of
 
 __all__ = [
     "Document",
@@ -366,8 +366,7 @@ class Document(_ModelBase):
         the ``esmapper.model`` logger; ``to_source()`` writes it back unchanged (see
         :mod:`esmapper.model.lenient`).
         """
-        seq_no = hit.get("_seq_no")
-        version = None if seq_no is None else f"{hit['_primary_term']}:{seq_no}"
+        version, _ = version_of(hit.get("_seq_no"), hit.get("_primary_term"))
         source = hit.get("_source") or {}
         document: Self = cls.__esmapper__.from_source(source, hit.get("_id"), version)
         if hit.get("_id") is not None:

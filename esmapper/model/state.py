@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DocState", "remember", "state_of"]
+__all__ = ["DocState", "remember", "state_of", "stored_hit", "version_of"]
 
 
 class DocState:
@@ -55,6 +55,35 @@ class DocState:
         self.watched = False
         #: fields assigned since a partial load (see ``partial``); ``None``: none
         self.assigned: set[str] | None = None
+
+
+def version_of(
+    seq_no: int | None, primary_term: int | None
+) -> tuple[str | None, tuple[str, int, int] | None]:
+    """The ``"<primary_term>:<seq_no>"`` version of a store answer's numbers and the
+    :attr:`DocState.condition` that goes with it; ``(None, None)`` without both."""
+    if seq_no is None or primary_term is None:
+        return None, None
+    version = f"{primary_term}:{seq_no}"
+    return version, (version, seq_no, primary_term)
+
+
+def stored_hit(doc: Any) -> dict[str, Any]:
+    """A document as the raw hit it was read from or last written as (its ``_source`` is
+    the confirmed original; ``to_source()`` for a document never stored)."""
+    state = state_of(doc)
+    version = state.version if state is not None else None
+    seq_no = primary_term = None
+    if version:
+        term, _, seq = version.partition(":")
+        seq_no, primary_term = int(seq), int(term)
+    return {
+        "_id": doc.id,
+        "_index": state.index if state is not None else None,
+        "_source": state.original if state is not None else doc.to_source(),
+        "_seq_no": seq_no,
+        "_primary_term": primary_term,
+    }
 
 
 def state_of(doc: Any) -> DocState | None:
