@@ -5,9 +5,11 @@ cache the repositories use.
 as Redis can implement the same protocol). :class:`InMemoryCache` is built on cachetools'
 ``TLRUCache`` (per-entry expiry, bounded size) behind a lock, with hit/miss counters.
 
-:class:`DocumentCache` keys documents by index alias and id and stores the raw hit (so
-each cache hit hydrates a fresh object nobody else can mutate). It owns the cache rules of
-every write path (see the ``esmapper._writes`` docstring):
+:class:`DocumentCache` keys documents by index alias and id and stores the raw hit; every
+cache hit is a fresh object nobody else can mutate: hydrated, or a compiled copy of the
+document hydrated from that same in-process entry (``DocumentCache.copies``, see
+``esmapper.model._copying``). It owns the cache rules of every write path (see the
+``esmapper._writes`` docstring):
 
 - **A read fills only what it reserved.** A read that misses puts a unique
   :class:`ReadMarker` under the key (compare-and-set on "absent") before it sends its
@@ -34,6 +36,8 @@ from typing import Any, Protocol
 
 import attrs
 import cachetools
+
+from esmapper.model._copying import HydratedCopies
 
 __all__ = ["CacheClient", "CacheStats", "DocumentCache", "InMemoryCache", "ReadMarker"]
 
@@ -85,8 +89,9 @@ class InMemoryCache:
 
     def get(self, key: str) -> Any:
         with self._lock:
-            entry = self._cache.get(key)
-            if entry is None:
+            try:  # one lookup (get() would test then subscript: two expiry checks)
+                entry = self._cache[key]
+            except KeyError:  # absent or expired
                 self.stats.misses += 1
                 return None
             self.stats.hits += 1
@@ -192,6 +197,8 @@ class DocumentCache:
         self.marker_ttl = marker_ttl
         self.deleted_ttl = deleted_ttl
         self.clock = clock
+        #: documents of cached hits, copied on later hits (see :class:`HydratedCopies`)
+        self.copies = HydratedCopies()
 
     @staticmethod
     def key(alias: str, id: str) -> str:
@@ -234,6 +241,7 @@ class DocumentCache:
 
     def invalidate_all(self, alias: str) -> int:
         """Remove every entry of ``alias`` (a by-query write that cannot list its ids)."""
+        self.copies.clear()  # (entries only match their own hits: this frees memory)
         return self.client.remove_by_prefix(f"{alias}:")
 
     def drop_model(self, alias: str) -> None:

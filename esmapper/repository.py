@@ -304,7 +304,9 @@ class Repository(Searching[T]):
             if cached is not None:
                 if not _visible(self.info, cached.get("_source"), opts.soft_deletes):
                     return None
-                return self._in_tenant(self._hydrate(cached), opts.tenant)
+                copies = self.mapper.documents.copies  # type: ignore[union-attr]
+                document = copies.document(self.info, cached, self._hydrate)
+                return document if opts.tenant is None else self._in_tenant(document, opts.tenant)
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id)
             if found is None:

@@ -115,7 +115,10 @@ class HybridCache:
         or when Redis is not usable."""
         if self.link.lease_valid():
             with self._lock:
-                entry = self._l1.get(key)
+                try:  # one lookup (get() would test then subscript: two expiry checks)
+                    entry = self._l1[key]
+                except KeyError:  # absent or expired
+                    entry = None
             if entry is not None:
                 self.stats.hits += 1
                 self.l1_stats.hits += 1

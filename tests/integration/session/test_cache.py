@@ -22,6 +22,38 @@ class Cached(em.Document, em.SoftDeletes, em.Versioned):
     age: int = 0
 
 
+class Place(em.InnerDoc):
+    city: str = ""
+    tags: list[str] = em.field(factory=list)
+
+
+class Profile(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
+    """Mutable values of every kind: each cache hit must get its own."""
+
+    class Index:
+        name = "cached_profiles"
+        cache = dt.timedelta(minutes=1)
+
+    name: str = ""
+    tags: list[str] = em.field(factory=list)
+    place: Place | None = None
+    places: list[Place] = em.field(factory=list)
+    extra: dict[str, Any] = em.field(factory=dict)
+    seen: dt.datetime | None = None
+
+
+def _profile(id: str) -> Profile:
+    return Profile(
+        id=id,
+        name="Ada",
+        tags=["a", "b"],
+        place=Place(city="London", tags=["home"]),
+        places=[Place(city="Turin")],
+        extra={"deep": {"list": [1, 2]}},
+        seen=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    )
+
+
 @pytest.fixture
 def cache() -> InMemoryCache:
     return InMemoryCache()
@@ -43,6 +75,81 @@ def test_get_is_served_from_the_cache(repo: em.Repository[Cached], cache: InMemo
     again.name = "mutated locally"
     assert repo.get("c").name == "first"  # each hit hydrates a fresh object
     assert repo.get("c", cache=False).name == "first"
+
+
+@pytest.fixture
+def profiles(
+    es_url: str, index_prefix: str, cache: InMemoryCache
+) -> Iterator[em.Repository[Profile]]:
+    with em.Mapper(es_url, models=[Profile], index_prefix=index_prefix, cache=cache) as m:
+        m.configure_indexes()
+        yield m.repository(Profile)
+
+
+def test_every_cache_hit_is_a_document_of_its_own(profiles: em.Repository[Profile]) -> None:
+    stored = profiles.add(_profile("p")).to_source()
+    hits = [profiles.get("p") for _ in range(4)]  # the first fills the cache
+    assert len({id(d) for d in hits}) == 4 and all(d == hits[0] for d in hits)
+    first, second = hits[1], hits[2]
+    first.tags.append("mine")
+    first.place.tags.append("mine")
+    first.places[0].city = "Paris"
+    first.extra["deep"]["list"].append(3)
+    second.name = "renamed"
+    second.place = None
+    for doc in (profiles.get("p"), profiles.get("p", cache=False), hits[3]):
+        assert doc.to_source() == stored
+    assert first.tags == ["a", "b", "mine"] and second.name == "renamed"  # theirs, still
+
+
+def test_cache_hits_save_at_their_version_and_a_stale_hit_conflicts(
+    profiles: em.Repository[Profile],
+) -> None:
+    profiles.add(_profile("v"))
+    profiles.get("v")
+    mine, theirs = profiles.get("v"), profiles.get("v")
+    assert mine.version == theirs.version
+    mine.tags.append("first")
+    profiles.save(mine)
+    theirs.tags.append("second")
+    with pytest.raises(em.VersionConflictError):
+        profiles.save(theirs)  # read at the same version: stale now
+    again = profiles.get("v")
+    assert again.tags == ["a", "b", "first"] and again.version == mine.version
+    again.tags.append("second")
+    profiles.save(again)
+    assert profiles.get("v").tags == ["a", "b", "first", "second"]
+
+
+def test_a_session_sees_in_place_changes_of_a_cache_hit(profiles: em.Repository[Profile]) -> None:
+    profiles.add(_profile("s"))
+    profiles.get("s")  # cached
+    with profiles.mapper.session() as session:
+        doc = session.get(Profile, "s")
+        tags = doc.tags  # handed out: the session watches the document
+        session.flush()
+        tags.append("late")
+        doc.place.city = "Bath"
+        session.flush()
+    again = profiles.get("s")
+    assert again.tags == ["a", "b", "late"] and again.place.city == "Bath"
+
+
+def test_soft_deleted_cache_hits_follow_the_mode_of_each_read(
+    profiles: em.Repository[Profile],
+) -> None:
+    doc = profiles.add(_profile("d"))
+    doc.is_deleted = True
+    profiles.save(doc)
+    for _ in range(3):  # filled by the first read, served by the next ones
+        assert profiles.get("d") is None
+        deleted = profiles.get("d", soft_deletes="deleted")
+        assert deleted is not None and deleted.is_deleted
+        assert profiles.get("d", soft_deletes="all").is_deleted
+    deleted.is_deleted = False  # restored through one hit: the others are unchanged
+    profiles.save(deleted)
+    assert profiles.get("d").is_deleted is False
+    assert profiles.get("d", soft_deletes="deleted") is None
 
 
 @pytest.mark.parametrize(
