@@ -31,8 +31,8 @@ import contextvars
 import datetime as _dt
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -110,9 +110,19 @@ def applied(timeout: Any = None, retries: Any = None) -> Iterator[CallLimits]:
         _current.reset(token)
 
 
-def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
+class _HasLimits(Protocol):
+    """What a call's defaults must give (an ``Options``)."""
+
+    @property
+    def timeout(self) -> Any: ...
+    @property
+    def retries(self) -> Any: ...
+
+
+def limited(defaults: Callable[[Any], _HasLimits]) -> Callable[[F], F]:
     """Decorate a public method taking the options as keyword arguments: it runs under the
-    ``timeout``/``retries`` given to the call, else those of ``defaults(self)``.
+    ``timeout``/``retries`` given to the call, else those of ``defaults(self)`` (the
+    options the call runs under where it gives none: their ``timeout`` and ``retries``).
 
     A keyword the method does not take raises ``TypeError`` naming it and listing every
     keyword the method takes (its own, then the options), before the method runs."""
@@ -128,14 +138,14 @@ def limited(defaults: Callable[[Any], Mapping[str, Any]]) -> Callable[[F], F]:
 
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if not takes_any and not accepted.issuperset(kwargs):
+            if kwargs and not takes_any and not accepted.issuperset(kwargs):
                 from esmapper.options import refuse_keywords
 
                 refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
-            timeout = kwargs.get("timeout", fallback.get("timeout"))
-            retries = kwargs.get("retries", fallback.get("retries"))
-            if timeout is None and retries is None:
+            timeout = kwargs.get("timeout", fallback.timeout)
+            retries = kwargs.get("retries", fallback.retries)
+            if timeout is None and retries is None:  # the usual call: nothing to apply
                 return method(self, *args, **kwargs)
             with applied(timeout, retries):
                 return method(self, *args, **kwargs)

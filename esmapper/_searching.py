@@ -45,9 +45,10 @@ T = TypeVar("T", bound="Document")
 R = TypeVar("R")
 
 
-def _defaults(repo: Searching[Any]) -> dict[str, Any]:
-    """The limits a repository call runs under when it gives none (see ``_limits``)."""
-    return {"timeout": repo.defaults.timeout, "retries": repo.defaults.retries}
+def _defaults(repo: Searching[Any]) -> Options:
+    """The options (limits included) a repository call runs under when it gives none
+    (see ``_limits``)."""
+    return repo.defaults
 
 
 class Searching(Generic[T]):

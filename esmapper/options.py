@@ -6,6 +6,7 @@ import datetime as _dt
 import functools
 import inspect
 import logging
+import operator
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -168,7 +169,8 @@ class Options:
             )
         if isinstance(overrides.get("cache"), str):  # deprecated: warn on every call
             return attrs.evolve(self, **overrides)
-        key = (self, tuple((k, type(v), v) for k, v in overrides.items()))  # True is not 1
+        # the values and their types (True is not 1), built in C
+        key = (self, tuple(overrides.items()), tuple(map(type, overrides.values())))
         try:
             merged = _MERGED.get(key)
         except TypeError:  # an unhashable value: checked (and refused) by evolve
@@ -195,7 +197,7 @@ class Options:
 
 #: Merged options by (base, overrides): a call's options are built once per spelling, not
 #: per call (``Options`` is immutable; the validation ran when the entry was made).
-_MERGED: dict[tuple[Options, tuple[tuple[str, type, Any], ...]], Options] = {}
+_MERGED: dict[tuple[Options, tuple[tuple[str, Any], ...], tuple[type, ...]], Options] = {}
 _MERGED_MAX: Final = 1024
 
 #: The option keywords every repository and session call takes, in declaration order.
@@ -203,11 +205,28 @@ OPTION_NAMES: Final = tuple(attrs.fields_dict(Options))
 _KNOWN: Final = frozenset(OPTION_NAMES)
 
 
+#: The option values of a call's scope, in ``OPTION_NAMES`` order (one C call).
+_option_values: Final = operator.itemgetter(*OPTION_NAMES)
+#: ... when the call gave none (every option keyword at its default, ``None``).
+_NOT_GIVEN: Final = (None,) * len(OPTION_NAMES)
+
+
 def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
     """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
     (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
     every option keyword's default: the repository's or the session's value)."""
-    found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
+    try:
+        values = _option_values(scope)
+        # one comparison when the call left every option at its default (the usual call)
+        unset = values == _NOT_GIVEN
+    except Exception:  # a scope without every option, a value whose == None raises
+        found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
+    else:
+        found = {}
+        if not unset:
+            for name, value in zip(OPTION_NAMES, values, strict=True):
+                if value is not None:
+                    found[name] = value
     if extra:
         found.update(picked(scope, extra))
     return found

@@ -75,9 +75,10 @@ def _is_model_doc(doc: Any) -> bool:
     return info is not None and info.is_document
 
 
-def _defaults(session: Session) -> dict[str, Any]:
-    """The limits of a session call that gives none: the session's (see ``_limits``)."""
-    return {"timeout": session.options.timeout, "retries": session.options.retries}
+def _defaults(session: Session) -> Options:
+    """The options (limits included) of a session call that gives none: the session's
+    (see ``_limits``)."""
+    return session.options
 
 
 class Session:
