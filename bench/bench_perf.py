@@ -6,7 +6,10 @@ Writes (client CPU per document, against pre-encoded NDJSON sent with one
 documents with one field changed, a session flush of new documents. Reads (client CPU per
 hit): ``repo.find`` against a raw ``client.search`` whose ``_source`` dicts are read, and
 ``repo.get_many`` against a raw ``client.mget``. Cache: an L1 cached ``repo.get`` against
-an uncached one (a GET round trip).
+an uncached one (a GET round trip), and, for context (no target), the Redis path: a mapper
+sharing an embedded Redis (``Mapper(redis=...)``, ``esmapper.testing.redis_url()``) whose
+in-process L1 is dropped before every read, so each read is one Redis round trip (as
+``bench_cache.py`` measures it).
 
 Every timed write goes into its own fresh index; methods are interleaved (the order
 rotates every round), one warm-up round is dropped, and the best of ``--repeat`` is kept.
@@ -37,7 +40,8 @@ from elasticsearch.serializer import OrjsonSerializer
 
 import esmapper as em
 from esmapper import _json
-from esmapper.testing import elasticsearch_url
+from esmapper.distributed import HybridCache
+from esmapper.testing import elasticsearch_url, redis_url
 
 CHUNK = 500
 _HEADERS = {"accept": "application/json", "content-type": "application/x-ndjson"}
@@ -51,6 +55,7 @@ RATIOS: list[tuple[str, str, float | None, str]] = [
     ("repo.find", "client.search", 1.5, "cpu"),
     ("repo.get_many", "client.mget", 1.5, "cpu"),
     ("uncached get", "cached get", 50.0, "wall"),
+    ("uncached get", "Redis get", None, "wall"),
 ]
 
 
@@ -68,6 +73,7 @@ class Bench:
         self.n = n
         self.base = f"bench-perf-{uuid.uuid4().hex[:8]}"
         self.created: list[str] = []
+        self.closing: list[em.Mapper] = []
         self.count = 0
         self.index_body = em.Mapper(client, models=[Employee]).spec(Employee).body(with_alias=False)
 
@@ -95,6 +101,8 @@ class Bench:
         self.client.indices.delete(index=index, ignore_unavailable=True)
 
     def cleanup(self) -> None:
+        for mapper in self.closing:
+            mapper.close()
         for index in self.created:  # no wildcard deletes (destructive_requires_name)
             self.drop(index)
 
@@ -242,7 +250,25 @@ def main() -> None:
                 for id in singles:
                     cached_repo.get(id, cache=True)
 
+            # the Redis path: another mapper on the same index, sharing an embedded Redis
+            shared = em.Mapper(
+                client, models=[Employee], index_prefix=mapper.index_prefix, redis=redis_url()
+            )
+            bench.closing.append(shared)
+            hybrid = shared.cache
+            assert isinstance(hybrid, HybridCache)
+            deadline = time.monotonic() + 20
+            while not hybrid.link.lease_valid() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            redis_repo = shared.repository(Employee)
+
+            def via_redis() -> None:
+                for id in singles:
+                    hybrid.drop_local()  # no L1: one Redis round trip a read
+                    redis_repo.get(id, cache=True)
+
             cached()  # fills the cache
+            via_redis()  # fills Redis
             reads = [
                 ("client.search", raw_search, len(ids)),
                 ("repo.find", find, len(ids)),
@@ -250,6 +276,7 @@ def main() -> None:
                 ("repo.get_many", get_many, len(ids)),
                 ("uncached get", uncached, len(singles)),
                 ("cached get", cached, len(singles)),
+                ("Redis get", via_redis, len(singles)),
             ]
             for rep in range(2 * args.repeat + 1):
                 shift = rep % len(reads)
@@ -270,7 +297,7 @@ def main() -> None:
             f"  {name:<18} {min(runs) / per[name] * 1e6:12.2f}"
             f" {min(wall[name]) / per[name] * 1e6:13.2f}"
         )
-    print("ratios per item (the chart shows the cpu one; the cached get's is wall):")
+    print("ratios per item (the chart shows the cpu one; the cached and Redis gets' are wall):")
     rows = []
     for name, base, target, measure in RATIOS:
         ratio = (min(cpu[name]) / per[name]) / (min(cpu[base]) / per[base])
@@ -310,7 +337,7 @@ def chart(rows: list[tuple[str, str, float, float | None]], path: str, subtitle:
     axes.bar_label(bars, fmt="%.2f")
     axes.set_xscale("log")
     axes.invert_yaxis()
-    axes.set_xlabel("client CPU ratio; cached get: wall (log scale; black mark: target)")
+    axes.set_xlabel("client CPU ratio; cached and Redis get: wall (log scale; black mark: target)")
     axes.set_title(f"esmapper client CPU vs baselines\n{subtitle}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
