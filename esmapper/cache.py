@@ -208,7 +208,7 @@ class DocumentCache:
         """``(cached hit, None)``, or ``(None, marker)`` after reserving the missing key for
         this read (``marker`` is ``None`` when another read holds the reservation: read
         through without filling). Pass the marker to :meth:`fill` after the fetch."""
-        key = self.key(alias, id)
+        key = f"{alias}:{id}"  # self.key(), inline: every cached read passes here
         entry = self.client.get(key)
         if entry is not None and not isinstance(entry, ReadMarker):
             return entry, None

@@ -162,24 +162,27 @@ class Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
         if not overrides:
             return self
+        # a spelling merged before: the values and their types (True is not 1), built in
+        # C; the base by identity (an entry holds it: its id cannot be reused meanwhile)
+        key = (id(self), tuple(overrides.items()), tuple(map(type, overrides.values())))
+        hashable = True
+        try:
+            entry = _MERGED.get(key)
+        except TypeError:  # an unhashable value: checked (and refused) by evolve
+            entry, hashable = None, False
+        if entry is not None and entry[0] is self:
+            return entry[1]  # (only valid overrides were ever stored)
         if not _KNOWN.issuperset(overrides):
             unknown = set(overrides) - _KNOWN
             raise TypeError(
                 f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(OPTION_NAMES)}"
             )
-        if isinstance(overrides.get("cache"), str):  # deprecated: warn on every call
-            return attrs.evolve(self, **overrides)
-        # the values and their types (True is not 1), built in C
-        key = (self, tuple(overrides.items()), tuple(map(type, overrides.values())))
-        try:
-            merged = _MERGED.get(key)
-        except TypeError:  # an unhashable value: checked (and refused) by evolve
-            return attrs.evolve(self, **overrides)
-        if merged is None:
-            merged = attrs.evolve(self, **overrides)
+        merged = attrs.evolve(self, **overrides)
+        # the deprecated string cache= warns on every call: never stored
+        if hashable and not isinstance(overrides.get("cache"), str):
             if len(_MERGED) >= _MERGED_MAX:
                 _MERGED.clear()
-            _MERGED[key] = merged
+            _MERGED[key] = (self, merged)
         return merged
 
     def __attrs_post_init__(self) -> None:
@@ -197,7 +200,9 @@ class Options:
 
 #: Merged options by (base, overrides): a call's options are built once per spelling, not
 #: per call (``Options`` is immutable; the validation ran when the entry was made).
-_MERGED: dict[tuple[Options, tuple[tuple[str, Any], ...], tuple[type, ...]], Options] = {}
+_MERGED: dict[
+    tuple[int, tuple[tuple[str, Any], ...], tuple[type, ...]], tuple[Options, Options]
+] = {}
 _MERGED_MAX: Final = 1024
 
 #: The option keywords every repository and session call takes, in declaration order.
@@ -207,8 +212,9 @@ _KNOWN: Final = frozenset(OPTION_NAMES)
 
 #: The option values of a call's scope, in ``OPTION_NAMES`` order (one C call).
 _option_values: Final = operator.itemgetter(*OPTION_NAMES)
+_OPTION_COUNT: Final = len(OPTION_NAMES)
 #: ... when the call gave none (every option keyword at its default, ``None``).
-_NOT_GIVEN: Final = (None,) * len(OPTION_NAMES)
+_NOT_GIVEN: Final = (None,) * _OPTION_COUNT
 
 
 def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
@@ -216,17 +222,14 @@ def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]
     (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
     every option keyword's default: the repository's or the session's value)."""
     try:
-        values = _option_values(scope)
-        # one comparison when the call left every option at its default (the usual call)
-        unset = values == _NOT_GIVEN
+        # one comparison (in C) when the call left every option at its default, ``None``
+        unset = _option_values(scope) == _NOT_GIVEN
     except Exception:  # a scope without every option, a value whose == None raises
-        found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
-    else:
+        unset = False
+    if unset:
         found = {}
-        if not unset:
-            for name, value in zip(OPTION_NAMES, values, strict=True):
-                if value is not None:
-                    found[name] = value
+    else:
+        found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
     if extra:
         found.update(picked(scope, extra))
     return found

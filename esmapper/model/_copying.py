@@ -55,12 +55,15 @@ class CopyPlan:
     """How to copy the hydrated objects of one model (see the module docstring).
 
     ``copy(obj)`` is the generated field-by-field copy (its ``_esm_state`` is ``None``);
+    ``copy_document(doc)`` the same with a state of its own for a stored document: the
+    same original ``_source`` (never mutated), index and version, not in any session.
     ``required`` names the fields whose key a ``_source`` must hold for a copy to equal a
     hydration; ``inner`` lists ``(name, raw getter, plan, many)`` of the embedded fields.
     """
 
     cls: type
     copy: Callable[[Any], Any]
+    copy_document: Callable[[Any], Any]
     required: tuple[str, ...]
     inner: tuple[tuple[str, Callable[[Any], Any], CopyPlan, bool], ...]
 
@@ -93,21 +96,6 @@ class CopyPlan:
                 if item is not None and not plan.clean(item):
                     return False
         return True
-
-    def copy_document(self, doc: Any) -> Any:
-        """A copy of the stored document ``doc`` with a state of its own: the same
-        original ``_source`` (never mutated), index and version, not in any session."""
-        copied = self.copy(doc)
-        state = doc._esm_state
-        if state is not None:
-            object.__setattr__(
-                copied,
-                "_esm_state",
-                DocState(
-                    state.original, state.index, None, state.partial, state.version, state.condition
-                ),
-            )
-        return copied
 
 
 def plan_of(info: Any) -> CopyPlan | None:
@@ -150,10 +138,12 @@ def _compile(info: Any) -> CopyPlan | None:
         "_cls": cls,
         "_new": object.__new__,
         "_put__esm_state": state_slot.__set__,
+        "_get__esm_state": state_slot.__get__,
+        "_State": DocState,
         "_json_copy": json_copy,
         "_deepcopy": copy.deepcopy,
     }
-    lines = ["def copy(p):", "    self = _new(_cls)", "    _put__esm_state(self, None)"]
+    lines: list[str] = []
     required: list[str] = []
     inner: list[tuple[str, Callable[[Any], Any], CopyPlan, bool]] = []
     for spec in info.fields:
@@ -164,12 +154,15 @@ def _compile(info: Any) -> CopyPlan | None:
             return None
         ns[f"_get_{name}"] = slot.__get__
         ns[f"_put_{name}"] = slot.__set__
+        # a plain slot is read as an attribute (fast); a tracked one through its raw slot
+        # (reading it as an attribute would watch the kept document)
+        tracked = inspect.getattr_static(cls, name, None) is not slot
         special = info.is_document and (
             name == "id" or (name == "version" and info.versioned)
         )  # from the hit's metadata, never a default
         if not special and not _shared_default(attribute):
             required.append(name)
-        value = f"_get_{name}(p)"
+        value = f"_get_{name}(p)" if tracked else f"p.{name}"
         if spec.kind == "inner":
             plan = plan_of(spec.inner.__esmapper__)
             if plan is None:
@@ -194,10 +187,29 @@ def _compile(info: Any) -> CopyPlan | None:
             lines.append(f"    _put_{name}(self, None if _v is None else list(_v))")
         else:
             lines.append(f"    _put_{name}(self, {value})")
-    lines.append("    return self")
+    body = ["self = _new(_cls)", *(line[4:] for line in lines)]
+    state = (
+        "s = _get__esm_state(p)",
+        "_put__esm_state(self, None if s is None else "
+        "_State(s.original, s.index, None, s.partial, s.version, s.condition))",
+    )
+    source = "\n".join(
+        [
+            "def copy(p):",
+            *(f"    {line}" for line in body),
+            "    _put__esm_state(self, None)",
+            "    return self",
+            "",
+            "def copy_document(p):",
+            *(f"    {line}" for line in body),
+            *(f"    {line}" for line in state),
+            "    return self",
+            "",
+        ]
+    )
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
-    exec(compile("\n".join(lines) + "\n", filename, "exec"), ns)  # generated from the specs
-    return CopyPlan(cls, ns["copy"], tuple(required), tuple(inner))
+    exec(compile(source, filename, "exec"), ns)  # generated from the field specs
+    return CopyPlan(cls, ns["copy"], ns["copy_document"], tuple(required), tuple(inner))
 
 
 class HydratedCopies:
@@ -220,7 +232,8 @@ class HydratedCopies:
 
     def __init__(self, maxsize: int = 10_000) -> None:
         self.maxsize = maxsize
-        self._kept: dict[int, tuple[dict[str, Any], Any, Any]] = {}
+        #: id(hit) -> (hit, the kept document, its copy function, its model)
+        self._kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
         self._lock = threading.Lock()
 
     def document(
@@ -229,15 +242,15 @@ class HydratedCopies:
         """A document of the cached ``hit`` of model ``info``: a copy of the one kept for
         this very object, else ``hydrate(hit)`` (kept for the next read when copyable)."""
         entry = self._kept.get(id(hit))
-        if entry is not None and entry[0] is hit and entry[2].cls is info.cls:
-            return entry[2].copy_document(entry[1])
+        if entry is not None and entry[0] is hit and entry[3] is info.cls:
+            return entry[2](entry[1])
         document = hydrate(hit)
         plan = plan_of(info)
         if plan is None or not plan.clean(document) or not plan.complete(hit.get("_source") or {}):
             return document
         kept = plan.copy_document(document)  # before the caller can change the document
         with self._lock:
-            self._kept[id(hit)] = (hit, kept, plan)
+            self._kept[id(hit)] = (hit, kept, plan.copy_document, plan.cls)
             if len(self._kept) > self.maxsize:
                 del self._kept[next(iter(self._kept))]
         return document
