@@ -70,6 +70,9 @@ class CacheClient(Protocol):
 class InMemoryCache:
     """A thread-safe, size-bounded, per-entry-expiring in-process cache (cachetools)."""
 
+    #: ``get`` hands out the stored object itself (the document cache copies its hits)
+    _keeps_objects = True
+
     def __init__(
         self,
         maxsize: int = 10_000,
@@ -197,8 +200,10 @@ class DocumentCache:
         self.marker_ttl = marker_ttl
         self.deleted_ttl = deleted_ttl
         self.clock = clock
-        #: documents of cached hits, copied on later hits (see :class:`HydratedCopies`)
-        self.copies = HydratedCopies()
+        #: documents of cached hits, copied on later hits (see :class:`HydratedCopies`),
+        #: for a client that hands out the objects it keeps in process (``None``: every
+        #: hit of another client is a new object, so it is hydrated)
+        self.copies = HydratedCopies() if getattr(client, "_keeps_objects", False) else None
 
     @staticmethod
     def key(alias: str, id: str) -> str:
@@ -241,7 +246,8 @@ class DocumentCache:
 
     def invalidate_all(self, alias: str) -> int:
         """Remove every entry of ``alias`` (a by-query write that cannot list its ids)."""
-        self.copies.clear()  # (entries only match their own hits: this frees memory)
+        if self.copies is not None:  # (entries only match their own hits: frees memory)
+            self.copies.clear()
         return self.client.remove_by_prefix(f"{alias}:")
 
     def drop_model(self, alias: str) -> None:

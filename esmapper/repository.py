@@ -295,17 +295,23 @@ class Repository(Searching[T]):
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
+        mapper, info = self.mapper, self.info
         if opts.tenant is not None:
-            require_custom_fields(self.info)
-        ttl = self.mapper.cache_ttl(self.info, opts)
+            require_custom_fields(info)
+        ttl = mapper.cache_ttl(info, opts)
         token = None
         if ttl is not None:
-            cached, token = self.mapper.cache_lookup(self.info, id)
+            cached, token = mapper.cache_lookup(info, id)
             if cached is not None:
-                if not _visible(self.info, cached.get("_source"), opts.soft_deletes):
+                if not _visible(info, cached.get("_source"), opts.soft_deletes):
                     return None
-                copies = self.mapper.documents.copies  # type: ignore[union-attr]
-                document = copies.document(self.info, cached, self._hydrate)
+                # a copy of the document hydrated from this very entry, else hydrated
+                copies = mapper.documents.copies  # type: ignore[union-attr]
+                document = (
+                    self._hydrate(cached)
+                    if copies is None
+                    else copies.document(info, cached, self._hydrate)
+                )
                 return document if opts.tenant is None else self._in_tenant(document, opts.tenant)
         if self.spec.is_time_series:
             found = get_document(self.mapper.client, self.spec, id)

@@ -40,6 +40,9 @@ class HybridCache:
     ``stats`` counts every read (an L1 or a Redis hit is a hit), ``l1_stats`` the L1 alone.
     """
 
+    #: an L1 hit is the object kept in process (the document cache copies its hits)
+    _keeps_objects = True
+
     def __init__(
         self,
         redis: str | RedisLink | RedisCache,

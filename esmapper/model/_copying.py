@@ -221,8 +221,9 @@ class HydratedCopies:
     came from the hit, none was kept as stored), a copy of it is kept here under the hit's
     identity. A later read handed the same object gets a new copy of that document: the
     same values, its own lists, embedded objects and dicts, its own state, without parsing
-    dates again. A hit read from a shared cache (Redis) is a new object every time: it is
-    hydrated, and its copy is soon pushed out.
+    dates again. A hit a hybrid cache reads from Redis is kept in its L1: the next read
+    gets a copy. A document cache over a client that decodes every hit anew (a
+    ``RedisCache`` on its own, a custom client) keeps no copies.
 
     The kept copy is never handed out, and an entry holds its hit, so a reused ``id()``
     can never match: an entry is only used for the object it was made from, which the

@@ -3,6 +3,7 @@ a copy equals a fresh hydration and shares nothing mutable with any other docume
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import enum
 import itertools
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
+from esmapper.cache import DocumentCache, InMemoryCache
 from esmapper.model._copying import HydratedCopies, plan_of
 from esmapper.model.lenient import reset_reported
 from esmapper.model.state import DocState, state_of, version_of
@@ -247,3 +249,31 @@ def test_copying_adds_no_subclass_and_every_model_gets_a_plan() -> None:
     copied = plan.copy_document(doc)
     assert copied == doc and copied.kinds is not doc.kinds and copied.when is not doc.when
     assert Plain.__subclasses__() == [] and Everything.__subclasses__() == []
+
+
+class Decoding:
+    """A cache client that decodes every hit anew (as a RedisCache does)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        value = self.stored.get(key)
+        return None if value is None else copy.deepcopy(value)
+
+    def compare_and_set(self, key: str, expected: Any, value: Any, ttl: Any = None) -> bool:
+        if self.stored.get(key) != expected:
+            return False
+        self.stored[key] = value
+        return True
+
+
+def test_only_a_client_that_hands_out_its_objects_gets_copies() -> None:
+    assert DocumentCache(InMemoryCache()).copies is not None
+    decoding = DocumentCache(Decoding())  # type: ignore[arg-type]
+    assert decoding.copies is None
+    _, token = decoding.lookup("everything", "e1")
+    assert decoding.fill("everything", "e1", _hit(_everything().to_source()), token, 60)
+    first, _ = decoding.lookup("everything", "e1")
+    second, _ = decoding.lookup("everything", "e1")
+    assert first == second and first is not second  # nothing a copy could be kept for
