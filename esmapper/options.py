@@ -162,9 +162,14 @@ class Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
         if not overrides:
             return self
-        # a spelling merged before: the values and their types (True is not 1), built in
-        # C; the base by identity (an entry holds it: its id cannot be reused meanwhile)
-        key = (id(self), tuple(overrides.items()), tuple(map(type, overrides.values())))
+        # a spelling merged before: the values and their types (True is not 1); the base
+        # by identity (an entry holds it: its id cannot be reused meanwhile)
+        key: tuple[Any, ...]
+        if len(overrides) == 1:  # the usual spelling: one option, no tuples to build
+            [(name, value)] = overrides.items()
+            key = (id(self), name, value, type(value))
+        else:
+            key = (id(self), tuple(overrides.items()), tuple(map(type, overrides.values())))
         hashable = True
         try:
             entry = _MERGED.get(key)
@@ -200,9 +205,7 @@ class Options:
 
 #: Merged options by (base, overrides): a call's options are built once per spelling, not
 #: per call (``Options`` is immutable; the validation ran when the entry was made).
-_MERGED: dict[
-    tuple[int, tuple[tuple[str, Any], ...], tuple[type, ...]], tuple[Options, Options]
-] = {}
+_MERGED: dict[tuple[Any, ...], tuple[Options, Options]] = {}
 _MERGED_MAX: Final = 1024
 
 #: The option keywords every repository and session call takes, in declaration order.

@@ -39,3 +39,46 @@ def test_the_deprecated_cache_key_spelling_warns_on_every_call() -> None:
         with pytest.warns(DeprecationWarning, match="cache_key"):
             merged = em.Options().merge(cache="people")
         assert (merged.cache, merged.cache_key) == (None, "people")
+
+
+def test_one_override_is_memoized_by_value_and_type() -> None:
+    base = em.Options()
+    assert base.merge(cache=True) is base.merge(cache=True)
+    assert base.merge(notifications=1).notifications == 1  # kept as given (no validator)
+    assert base.merge(notifications=True).notifications is True  # not the 1 merged before
+    assert base.merge(retries=5).retries == 5
+    with pytest.raises(ValueError, match="retries"):
+        base.merge(retries=5.0)  # == 5, but no int: refused, not served from the memo
+
+
+def test_an_equal_base_is_merged_on_its_own() -> None:
+    first, second = em.Options(), em.Options()
+    merged = first.merge(cache=True)
+    assert second.merge(cache=True) == merged and first.merge(cache=True) is merged
+
+
+def test_an_unhashable_value_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="consistency"):
+        em.Options().merge(consistency=["wait"])
+    with pytest.raises(ValueError, match="tenant"):
+        em.Options().merge(tenant={"a": 1}, cache=True)
+
+
+def test_given_picks_the_options_a_call_gave() -> None:
+    from esmapper.options import OPTION_NAMES, given
+
+    scope: dict[str, object] = dict.fromkeys(OPTION_NAMES)
+    scope.update(self=object(), id="x", sort=["a"])
+    assert given(scope) == {}
+    assert given({**scope, "retries": 0, "cache": False}) == {"retries": 0, "cache": False}
+    assert given({**scope, "sort": ["a"]}, ("sort",)) == {"sort": ["a"]}
+    assert given({"cache": True}) == {"cache": True}  # a scope without every option
+
+    class Odd:
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("no comparison")
+
+        __hash__ = object.__hash__
+
+    odd = Odd()
+    assert given({**scope, "tenant": odd}) == {"tenant": odd}
