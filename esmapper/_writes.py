@@ -63,10 +63,10 @@ import attrs
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
-from esmapper._outcomes import UNKNOWN, send
+from esmapper._outcomes import UNKNOWN, send, send_answers
 from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
 from esmapper._text import article
-from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.bulk import Answer, BulkAction, BulkOutcome, BulkRequestError
 from esmapper.custom_fields._access import check_tenant_pendings
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
@@ -399,11 +399,11 @@ def _write_documents(
 
     try:
         try:
-            outcomes = send(mapper, actions, refresh=refresh_param(options.consistency))
+            answers = send_answers(mapper, actions, refresh=refresh_param(options.consistency))
         except BulkRequestError as exc:
-            settle(mapper, exc.outcomes, options, succeeded)
+            settle(mapper, [o.action for o in exc.outcomes], exc.outcomes, options, succeeded)
             raise
-        return settle(mapper, outcomes, options, succeeded, raise_failures=True)
+        return settle(mapper, actions, answers, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
         if definitions is not None and (definitions.groups or definitions.computed):
@@ -442,7 +442,7 @@ def _before_write(
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
-    targets = _targets(mapper, pendings)
+    targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
@@ -461,20 +461,21 @@ def _actions(
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc = pending.doc
-            append(BulkAction("create", target, doc.id, pending.info.to_source(doc), ref=pending))
+            body = pending.info.to_source(doc)  # (positional: ref is the ninth field)
+            append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
         else:
             append(document_action(pending, target, options))
     return actions
 
 
-def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
+def _targets(mapper: Mapper, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
     whose partition is not certain looked up together), through ``mapper.client``: the
-    call's ``timeout=`` bounds those requests too."""
-    first = pendings[0].info.cls
-    if all(p.info.cls is first for p in pendings):  # the common case: one model
-        spec = mapper.spec(first)
+    call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
+    first write's model."""
+    if one_model:  # the common case
+        spec = mapper.spec(pendings[0].info.cls)
         if spec.is_time_series:
             writes = [(p.doc, p.kind == "remove") for p in pendings]
             return spec.write_targets(writes, client=mapper.client)
@@ -504,73 +505,77 @@ def _already_gone(outcome: BulkOutcome) -> bool:
 
 def settle(
     mapper: Mapper,
-    outcomes: Sequence[BulkOutcome],
+    actions: Sequence[BulkAction],
+    answers: Sequence[Answer],
     options: Options,
     on_success: Callable[[PendingWrite], None] | None,
     *,
     raise_failures: bool = False,
 ) -> list[PendingWrite]:
-    """Step 6-7 for add/save/remove outcomes: apply confirmed writes, fire the "-ed"
-    signals and notifications (failures there are logged), raise the failures' error.
+    """Step 6-7 for add/save/remove answers (``answers[i]`` is ``actions[i]``'s): apply
+    confirmed writes, fire the "-ed" signals and notifications (failures there are
+    logged), raise the failures' error.
 
-    One pass over the outcomes writes versions and stored states back and groups the
-    confirmed writes by model and kind; what follows (soft-delete tracking, signals,
-    notifications) runs per group, and not at all for a group nobody listens to."""
+    One pass over the answers writes versions and stored states back, straight from the
+    server's items, and groups the confirmed writes by model and kind; what follows
+    (soft-delete tracking, signals, notifications) runs per group, and not at all for a
+    group nobody listens to."""
     confirmed: list[PendingWrite] = []
     failed: list[BulkOutcome] = []
     groups: _Groups = {}
-    group: list[PendingWrite] | None = None
-    last_key: tuple[type, str] | None = None
-    for outcome in outcomes:
-        action = outcome.action
+    group: list[PendingWrite] = []
+    last_info: ModelInfo | None = None
+    last_kind = ""
+    for action, answer in zip(actions, answers, strict=True):
         pending: PendingWrite = action.ref
-        if outcome.ok:
-            doc, kind = pending.doc, pending.kind
-            key = (pending.info.cls, kind)
-            if key != last_key:
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = []
-                last_key = key
-            assert group is not None
-            group.append(pending)
-            confirmed.append(pending)
-            if kind == "remove":
-                _set(doc, "_esm_state", None)
-                continue
-            version, condition = version_of(outcome.seq_no, outcome.primary_term)
-            if pending.info.versioned:
-                _set(doc, "version", version)
-            source = pending.written
-            partial = source is not None  # a partial update: ``written`` is the merge
-            if source is None:  # the body written becomes the original (no copy)
-                source = action.body  # type: ignore[assignment]
-            state = state_of(doc)
-            if state is None:  # remember(), inline: a new document's first state
-                _set(
-                    doc,
-                    "_esm_state",
-                    DocState(source, outcome.index, None, False, version, condition),
-                )
-                continue
-            state.original = source
-            state.version = version
-            state.condition = condition
-            if outcome.index is not None:
-                state.index = outcome.index
-            if not partial:
-                state.partial = False
-            state.assigned = None
-        elif pending.kind == "remove" and _already_gone(outcome):
-            # already gone: a no-op, but the removal is complete for a session too
-            if on_success is not None:
-                on_success(pending)
-            _set(pending.doc, "_esm_state", None)
+        if isinstance(answer, dict):  # the server's item of an applied write
+            seq_no, term = answer.get("_seq_no"), answer.get("_primary_term")
+            written_to = answer.get("_index", action.index)
+        elif answer.ok:
+            seq_no, term, written_to = answer.seq_no, answer.primary_term, answer.index
         else:
-            failed.append(outcome)
+            if pending.kind == "remove" and _already_gone(answer):
+                # already gone: a no-op, but the removal is complete for a session too
+                if on_success is not None:
+                    on_success(pending)
+                _set(pending.doc, "_esm_state", None)
+            else:
+                failed.append(answer)
+            continue
+        doc, kind, info = pending.doc, pending.kind, pending.info
+        if info is not last_info or kind != last_kind:  # a new group (rare)
+            key = (info.cls, kind)
+            found = groups.get(key)
+            if found is None:
+                found = groups[key] = []
+            group, last_info, last_kind = found, info, kind
+        group.append(pending)
+        confirmed.append(pending)
+        if kind == "remove":
+            _set(doc, "_esm_state", None)
+            continue
+        version, condition = version_of(seq_no, term)
+        if info.versioned:
+            _set(doc, "version", version)
+        source = pending.written
+        partial = source is not None  # a partial update: ``written`` is the merge
+        if source is None:  # the body written becomes the original (no copy)
+            source = action.body  # type: ignore[assignment]
+        state = state_of(doc)
+        if state is None:  # remember(), inline: a new document's first state
+            _set(doc, "_esm_state", DocState(source, written_to, None, False, version, condition))
+            continue
+        state.original = source
+        state.version = version
+        state.condition = condition
+        if written_to is not None:
+            state.index = written_to
+        if not partial:
+            state.partial = False
+        state.assigned = None
     _after_write(mapper, confirmed, groups, options, on_success)
     if failed and raise_failures:
-        raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
+        raise failure_error(failed, [p.doc for p in confirmed], len(answers))
     return confirmed
 
 

@@ -141,13 +141,17 @@ class Session:
         existing = self._identity.get(key)
         if existing is not None:
             return existing
-        state = state_of(doc)
+        self._map(doc, key, state_of(doc))
+        return doc
+
+    def _map(self, doc: Any, key: tuple[type, str], state: DocState | None) -> DocState:
+        """Track ``doc`` (``state``: its state, if any) under ``key`` in the identity map."""
         if state is None:
             state = DocState(None)
             object.__setattr__(doc, "_esm_state", state)
         state.session = self
         self._identity[key] = doc
-        return doc
+        return state
 
     def _changed(self, doc: Any) -> bool:
         state = state_of(doc)
@@ -533,15 +537,17 @@ class Session:
         key = id(doc)
         if pending.kind == "add":
             self._new.pop(key, None)
-            existing = self._identity.get((type(doc), doc.id))
-            if existing is not None and existing is not doc:
-                # the store now holds this object's content: it replaces the stale one
-                self.expunge(existing)
-            if self._adopt(doc) is doc:
-                state = state_of(doc)
-                if state is not None and state.watched:  # its values were handed out
-                    self._maybe_dirty[key] = doc
-                    self._watched[key] = doc
+            mapped = (type(doc), doc.id)
+            existing = self._identity.get(mapped)
+            state = state_of(doc)
+            if existing is not doc:
+                if existing is not None:
+                    # the store now holds this object's content: it replaces the stale one
+                    self.expunge(existing)
+                state = self._map(doc, mapped, state)
+            if state is not None and state.watched:  # its values were handed out
+                self._maybe_dirty[key] = doc
+                self._watched[key] = doc
         elif pending.kind == "save":
             if key not in self._watched:
                 self._maybe_dirty.pop(key, None)

@@ -13,7 +13,7 @@ from elastic_transport import ApiResponseMeta, ConnectionTimeout, HttpHeaders, N
 from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import ApiError
 
-from esmapper import bulk as bulk_module
+from esmapper import _bulk_encode, _json
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError, BulkWriter
 from esmapper.errors import BulkItemFailure, DocumentError
 
@@ -178,14 +178,14 @@ def test_serializes_each_op_exactly() -> None:
 )
 def test_the_cached_prefix_encoding_writes_the_general_paths_bytes(action: BulkAction) -> None:
     # plain and conditional writes skip building the action line's dict
-    assert bulk_module._encode(0, action) == bulk_module._encode_general(0, action)
+    assert _bulk_encode.encode(0, action) == _bulk_encode.encode_general(0, action)
 
 
 def test_a_condition_that_is_not_two_ints_takes_the_general_path() -> None:
     odd = BulkAction("index", "i", "1", {}, if_seq_no=True, if_primary_term=1)  # type: ignore[arg-type]
-    assert bulk_module._encode(0, odd) == bulk_module._encode_general(0, odd)
+    assert _bulk_encode.encode(0, odd) == _bulk_encode.encode_general(0, odd)
     with pytest.raises(ValueError, match="together"):
-        bulk_module._encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
+        _bulk_encode.encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
 
 
 @pytest.mark.parametrize(
@@ -217,14 +217,14 @@ def test_each_action_is_serialized_once_even_when_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = 0
-    real = bulk_module._json.dumps  # type: ignore[attr-defined]
+    real = _json.dumps
 
     def counting(obj: Any) -> bytes:
         nonlocal calls
         calls += 1
         return real(obj)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(bulk_module._json, "dumps", counting)  # type: ignore[attr-defined]
+    monkeypatch.setattr(_json, "dumps", counting)
     attempts = 0
 
     def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -686,7 +686,8 @@ def test_invalid_refresh() -> None:
 def test_fast_encoding_writes_the_general_paths_bytes(
     op: str, require_alias: bool, doc_id: str
 ) -> None:
-    from esmapper.bulk import _encode, _encode_general
+    from esmapper._bulk_encode import encode as _encode
+    from esmapper._bulk_encode import encode_general as _encode_general
 
     body = {"doc": {"x": 1}} if op == "update" else {"x": 1, "s": "é"}
     action = BulkAction(op, "idx-é", doc_id, body, require_alias=require_alias)  # type: ignore[arg-type]

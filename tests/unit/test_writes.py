@@ -85,6 +85,11 @@ class FakeWriter:
         self.calls.append((list(actions), refresh))
         return [self.answer(a) for a in actions]
 
+    def _write(self, actions: Sequence[BulkAction], *, refresh: Any = None) -> list[BulkOutcome]:
+        """What the pipeline calls (outcome objects are answers too): ``write``, which a
+        test may replace."""
+        return self.write(actions, refresh=refresh)
+
 
 @pytest.fixture
 def steps() -> Iterator[list[str]]:
