@@ -695,3 +695,48 @@ def test_fast_encoding_writes_the_general_paths_bytes(
     if op != "update":
         piped = BulkAction(op, "idx", doc_id, body, pipeline="p")  # type: ignore[arg-type]
         assert b'"pipeline":"p"' in _encode(0, piped)
+
+
+def test_a_batch_encodes_each_action_as_alone_and_names_the_failing_position() -> None:
+    # the batch loop shares heads between actions; every action's bytes stay its own
+    batch = [
+        BulkAction("index", "i1", "a", {"x": 1}),
+        BulkAction("index", "i1", "b", {"x": 2}, if_seq_no=7, if_primary_term=2),
+        BulkAction("index", "i1", "c", {"x": 3}, require_alias=True),
+        BulkAction("create", "i2", "d", {"x": 4}, routing="r"),
+        BulkAction("delete", "i1", "e"),
+        BulkAction("index", "i1", "f", {"x": 6}),
+    ]
+    assert _bulk_encode.encode_all(batch) == [
+        _bulk_encode.encode_general(i, a) for i, a in enumerate(batch)
+    ]
+    bad = [*batch, BulkAction("index", "i1", "g", {"x": object()})]
+    with pytest.raises(TypeError, match=r"bulk action 6 \(index i1/g\)"):
+        _bulk_encode.encode_all(bad)
+    with pytest.raises(ValueError, match="bulk action 1: delete takes no body"):
+        _bulk_encode.encode_all([batch[0], BulkAction("delete", "i1", "x", {})])
+
+
+def test_bulk_requests_keep_only_what_outcomes_read() -> None:
+    client = FakeClient()
+    writer, _ = make_writer(client)
+    writer.write(docs(2))
+    fields = set(client.calls[0]["params"]["filter_path"].split(","))
+    kept = {"_id", "_index", "status", "result", "_seq_no", "_primary_term", "error"}
+    assert fields == {f"items.*.{f}" for f in kept} | {"error", "status"}
+
+
+def test_applied_items_still_give_full_outcomes_and_missing_fields_take_the_actions() -> None:
+    def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
+        first = client.item(actions[0])
+        second = client.item(actions[1])
+        del second["index"]["_index"], second["index"]["_seq_no"]  # a terse server
+        return {"items": [first, second]}
+
+    client = FakeClient(respond)
+    writer, _ = make_writer(client)
+    first, second = writer.write(docs(2))
+    assert isinstance(first, BulkOutcome)
+    assert (first.ok, first.status, first.result, first.version) == (True, 201, "created", "1:1")
+    assert (first.id, first.index) == ("0", "idx")
+    assert (second.ok, second.index, second.seq_no, second.version) == (True, "idx", None, None)
