@@ -64,6 +64,10 @@ def encode_all(actions: Sequence[BulkAction], start: int = 0) -> list[bytes]:
     dumps = _json.dumps
     join = b"".join
     heads: dict[tuple[str, str, bool], tuple[bytes, bytes]] = {}
+    # the previous plain action's op, index, require_alias and head (a batch is usually
+    # one op to one index: no key per action)
+    last: tuple[Any, Any, Any] = (None, None, None)
+    head = (b"", b"")
     position = start - 1
     for action in actions:
         position += 1
@@ -79,13 +83,17 @@ def encode_all(actions: Sequence[BulkAction], start: int = 0) -> list[bytes]:
         ):
             append(encode_general(position, action))
             continue
-        key = (action.op, index, bool(action.require_alias))
-        head = heads.get(key)
-        if head is None:
-            if key[0] not in _PLAIN_OPS or not index:
-                append(encode_general(position, action))
-                continue
-            head = heads[key] = (_head_prefix(key[0], index), _HEAD_ENDS[key[2]])
+        op, alias = action.op, action.require_alias
+        if op is not last[0] or index is not last[1] or alias is not last[2]:
+            key = (op, index, bool(alias))
+            found = heads.get(key)
+            if found is None:
+                if op not in _PLAIN_OPS or not index:
+                    append(encode_general(position, action))
+                    last = (None, None, None)
+                    continue
+                found = heads[key] = (_head_prefix(op, index), _HEAD_ENDS[key[2]])
+            head, last = found, (op, index, alias)
         try:
             source = dumps(body)
         except (TypeError, ValueError) as e:
