@@ -241,13 +241,17 @@ def _write_documents(
 ) -> list[PendingWrite]:
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     groups: _Groups = {}
+    group: list[PendingWrite] = []
+    last_info: ModelInfo | None = None
+    last_kind = ""
     for pending in pendings:
-        key = (pending.info.cls, pending.kind)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [pending]
-        else:
-            group.append(pending)
+        info, kind = pending.info, pending.kind
+        if info is not last_info or kind != last_kind:  # a new group (rare): no key per write
+            found = groups.get((info.cls, kind))
+            if found is None:
+                found = groups[info.cls, kind] = []
+            group, last_info, last_kind = found, info, kind
+        group.append(pending)
     before: list[Any] = []
     try:
         _prepare(groups, now, mapper, before)
