@@ -19,7 +19,7 @@ from elasticsearch import ApiError
 
 from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
-from esmapper.bulk import Answer, BulkAction, BulkOutcome, BulkRequestError, outcomes_of
+from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
 from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
@@ -64,10 +64,10 @@ def send_answers(
     actions: Sequence[BulkAction],
     *,
     refresh: bool | Literal["wait_for"] | None,
-) -> Sequence[Answer]:
+) -> Sequence[BulkAnswer]:
     """Send ``actions`` (``ref``: their :class:`PendingWrite`) through the bulk writer.
 
-    Returns one :data:`~esmapper.bulk.Answer` per action, in order: the server's item for
+    Returns one :data:`~esmapper.bulk.BulkAnswer` per action, in order: the server's item for
     a write answered as applied, a :class:`BulkOutcome` for the others (and for every
     action once something was not applied: see below). Actions that got no answer (a dropped
     connection, a timeout, an unreadable response) are read back (one ``_mget``): a write

@@ -22,7 +22,7 @@ import attrs
 from esmapper import signals
 from esmapper._outcomes import UNKNOWN
 from esmapper._pending import KINDS, PendingWrite, WriteKind
-from esmapper.bulk import Answer, BulkAction, BulkOutcome
+from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome
 from esmapper.errors import (
     BulkItemFailure,
     BulkWriteError,
@@ -181,7 +181,7 @@ def _already_gone(outcome: BulkOutcome) -> bool:
 def settle(
     mapper: Mapper,
     actions: Sequence[BulkAction],
-    answers: Sequence[Answer],
+    answers: Sequence[BulkAnswer],
     options: Options,
     on_success: Callable[[PendingWrite], None] | None,
     *,

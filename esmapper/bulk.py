@@ -327,8 +327,8 @@ class BulkWriter:
         actions: Sequence[BulkAction],
         *,
         refresh: bool | Literal["wait_for"] | None = None,
-    ) -> list[Answer]:
-        """:meth:`write` without an outcome object per applied item: one :data:`Answer`
+    ) -> list[BulkAnswer]:
+        """:meth:`write` without an outcome object per applied item: one :data:`BulkAnswer`
         per action, in input order (the document write pipeline reads these)."""
         params: dict[str, str] = {"filter_path": _FILTER_PATH}
         if refresh is not None:
@@ -344,7 +344,7 @@ class BulkWriter:
             client = client.options(request_timeout=limits.timeout)
         max_retries = self.max_retries if limits.retries is None else limits.retries
         blobs = _encode_all(actions)
-        outcomes: list[Answer | None] = [None] * len(actions)
+        outcomes: list[BulkAnswer | None] = [None] * len(actions)
         stats = BulkStats()
         blocked = _BlockWait(self.write_block_wait)
         try:
@@ -382,7 +382,7 @@ class BulkWriter:
         *,
         actions: Sequence[BulkAction],
         blobs: list[bytes],
-        outcomes: list[Answer | None],
+        outcomes: list[BulkAnswer | None],
         params: Mapping[str, str],
         stats: BulkStats,
         client: Elasticsearch,
@@ -559,24 +559,27 @@ def _failed(action: BulkAction, status: int, etype: str | None, reason: str | No
     )
 
 
-#: What the writer keeps for one action: the server's item itself (a ``dict``) for a write
-#: answered 2xx without an error, else its :class:`BulkOutcome`.
-Answer = BulkOutcome | dict[str, Any]
+#: What the writer keeps for one action (internal: :meth:`BulkWriter.write` returns
+#: outcomes): the server's item itself (a ``dict``) for a write answered 2xx without an
+#: error, else its :class:`BulkOutcome`.
+BulkAnswer = BulkOutcome | dict[str, Any]
 
 
-def outcome_of(action: BulkAction, answer: Answer) -> BulkOutcome:
-    """The :class:`BulkOutcome` of one :data:`Answer` (the item read with defaults: the
+def outcome_of(action: BulkAction, answer: BulkAnswer) -> BulkOutcome:
+    """The :class:`BulkOutcome` of one :data:`BulkAnswer` (the item read with defaults: the
     action's id and index when the server did not say)."""
-    if type(answer) is dict:
+    if isinstance(answer, dict):
         return _outcome(action, answer.get("status", 0), answer)
-    return answer  # type: ignore[return-value]
+    return answer
 
 
-def outcomes_of(actions: Sequence[BulkAction], answers: Sequence[Answer]) -> list[BulkOutcome]:
+def outcomes_of(actions: Sequence[BulkAction], answers: Sequence[BulkAnswer]) -> list[BulkOutcome]:
     """The :class:`BulkOutcome` of each answer (``answers[i]`` is ``actions[i]``'s)."""
     return [outcome_of(a, answer) for a, answer in zip(actions, answers, strict=True)]
 
 
-def _known(actions: Sequence[BulkAction], answers: Sequence[Answer | None]) -> list[BulkOutcome]:
+def _known(
+    actions: Sequence[BulkAction], answers: Sequence[BulkAnswer | None]
+) -> list[BulkOutcome]:
     """The outcomes of the answers received so far, in input order."""
     return [outcome_of(a, o) for a, o in zip(actions, answers, strict=True) if o is not None]

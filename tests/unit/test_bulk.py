@@ -740,3 +740,11 @@ def test_applied_items_still_give_full_outcomes_and_missing_fields_take_the_acti
     assert (first.ok, first.status, first.result, first.version) == (True, 201, "created", "1:1")
     assert (first.id, first.index) == ("0", "idx")
     assert (second.ok, second.index, second.seq_no, second.version) == (True, "idx", None, None)
+
+
+def test_the_encoder_knows_exactly_the_ops_of_bulk_op() -> None:
+    from typing import get_args
+
+    from esmapper.bulk import BulkOp
+
+    assert set(get_args(BulkOp)) == _bulk_encode._OPS
