@@ -12,10 +12,12 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.indexes import ReindexProgress, reindex
+from esmapper.indexes import ReindexError, ReindexProgress, reindex
+from esmapper.indexes.blocks import read_block
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
 
+from .models import SETTINGS as ITEM_SETTINGS
 from .models import ItemV1, ItemV2, ItemV2Scripted
 from .test_reindex_unknown_outcomes import lose
 
@@ -285,3 +287,50 @@ def test_a_document_added_again_during_a_bump_of_a_model_without_dates(
 
     assert reindex(mapper, PlainThingV2, progress=during).status == "reindexed"
     assert _sources(es_client, f"{index_prefix}review_plain-v2")[target]["n"] == 555
+
+
+class ItemV2FailsOnAgain(em.Document, em.HasDates, em.Versioned):
+    """Its script fails on the documents named ``again``."""
+
+    class Index:
+        name = "items"
+        version = 2
+        settings = ITEM_SETTINGS
+        reindex_scripts = {  # noqa: RUF012
+            2: "if (ctx._source.name == 'again') { ctx._source.x = ctx._source.no.toString() }"
+        }
+
+    name: str = em.field(em.Keyword(), default="")
+    n: int = em.field(em.Long(), default=0)
+
+
+def test_a_failure_copying_a_document_again_rolls_the_bump_back(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Stamped between the copy's start and the final pass's window: only the comparison
+    # under the block finds it, and its copy fails there.
+    clock = FakeClock(NOW)
+    items, target = _seed_items(make_mapper, clock)
+    mapper = make_mapper(ItemV2FailsOnAgain, clock=clock)
+    repo = mapper.repository(ItemV2FailsOnAgain)
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            clock.now = NOW + dt.timedelta(minutes=10)
+        elif report.phase == "catch_up" and report.message:
+            clock.now = NOW + dt.timedelta(minutes=1)
+            repo.remove(target)
+            es_client.indices.refresh(index=f"{index_prefix}items")
+            repo.add(ItemV2FailsOnAgain(id=target, name="again", n=555))
+            clock.now = NOW + dt.timedelta(minutes=20)
+
+    with pytest.raises(ReindexError, match="copying documents added again failed") as failed:
+        reindex(mapper, ItemV2FailsOnAgain, progress=during)
+
+    assert failed.value.result.failures
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    assert sorted(es_client.indices.get_alias(name=f"{index_prefix}items").body) == [v1]
+    assert not es_client.indices.exists(index=v2)
+    assert not read_block(es_client, v1)  # writes allowed again
+    assert _sources(es_client, v1)[target]["name"] == "again"
+    assert len(_sources(es_client, v1)) == len(items)
