@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime as _dt
 import platform
 import sys
@@ -126,6 +127,7 @@ class Bench:
         self.base = f"bench-scale-{uuid.uuid4().hex[:8]}"
         self.created: list[str] = []
         self.count = 0
+        self.next_id = n  # ids of the documents written during reindex runs
 
     def mapper(self, model: type[Any] = Row, **kwargs: Any) -> em.Mapper:
         self.count += 1
@@ -208,8 +210,10 @@ class Bench:
         mapper = self.named_mapper(prefix, RowV2, bulk_concurrency=1)
         return mapper, old
 
-    def bare_reindex(self, source: str, mapper: em.Mapper) -> tuple[float, float]:
-        """A bare ``POST /_reindex`` of ``source`` into a fresh index with the v2 mapping."""
+    def bare_reindex(self, source: str, mapper: em.Mapper, writes: bool) -> tuple[float, float]:
+        """A bare ``POST /_reindex`` of ``source`` into a fresh index with the v2 mapping;
+        with ``writes``, the same paced writes as during a bump go through ``mapper``'s
+        alias meanwhile (the server's load from them is not the bump's)."""
         self.count += 1
         target = f"{self.base}-{self.count}-bare"
         self.created.append(target)
@@ -221,23 +225,59 @@ class Bench:
                 source={"index": source}, dest={"index": target}, wait_for_completion=True
             )
 
-        measured = timed(send)
+        with self.paced_writes(mapper.repository(RowV2), writes):
+            measured = timed(send)
         self.client.indices.refresh(index=target)
-        assert self.client.count(index=target)["count"] == expected
+        assert self.client.count(index=target)["count"] >= expected
         self.drop(target)
         return measured
+
+    @contextlib.contextmanager
+    def paced_writes(self, repo: em.Repository[Any], writes: bool) -> Iterator[None]:
+        """With ``writes``: a thread adding and saving new documents through ``repo`` at
+        ``write_rate`` writes/s for the duration of the block (an application's steady
+        writes, not a load test of the server)."""
+        if not writes:
+            yield
+            return
+        stop = threading.Event()
+
+        def writer() -> None:
+            written, began = 0, time.perf_counter()
+            while not stop.is_set():
+                batch = [row(k, RowV2) for k in range(self.next_id, self.next_id + 25)]
+                self.next_id += 25
+                try:
+                    repo.add(batch)
+                    for d in batch:
+                        d.age += 1
+                    repo.save(batch)
+                    written += 50
+                except em.EsmapperError:
+                    time.sleep(0.01)  # e.g. a write block held past write_block_wait
+                stop.wait(max(0.0, written / self.write_rate - (time.perf_counter() - began)))
+
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        time.sleep(0.2)
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def bracketed_bump(
         self, phases: dict[str, float], writes: bool
     ) -> tuple[tuple[float, float], tuple[float, float]]:
         """``(bump, bare)``: a version bump of a fresh ``-v1`` index, bracketed by a bare
         ``_reindex`` of that ``-v1`` just before it and one of the bump's result just after
-        it; ``bare`` is the mean of the two, so a server that slows as it ages (the local
-        one does) weighs on both sides of the ratio alike."""
+        it, each under the same writes as the bump (none, or ``write_rate`` writes/s);
+        ``bare`` is the mean of the two, so a server that slows as it ages (the local one
+        does) weighs on both sides of the ratio alike."""
         mapper, old = self.seed_v1()
-        before = self.bare_reindex(old, mapper)
+        before = self.bare_reindex(old, mapper, writes)
         bump, new = self.version_bump(mapper, old, phases, writes)
-        after = self.bare_reindex(new, mapper)
+        after = self.bare_reindex(new, mapper, writes)
         self.drop(new)
         bare = ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
         print(
@@ -251,26 +291,6 @@ class Bench:
     ) -> tuple[tuple[float, float], str]:
         """The bump of ``old`` (``-v1``) to ``-v2`` (alone or with paced writes through the
         alias); returns ``(wall, cpu)`` and the new index (``old`` is dropped)."""
-        repo = mapper.repository(RowV2)
-        stop = threading.Event()
-        written = [0]
-
-        def writer() -> None:  # adds and saves through the alias while the bump runs
-            i, began = self.n, time.perf_counter()
-            while not stop.is_set():
-                batch = [row(k, RowV2) for k in range(i, i + 25)]
-                i += 25
-                try:
-                    repo.add(batch)
-                    for d in batch:
-                        d.age += 1
-                    repo.save(batch)
-                    written[0] += 50
-                except em.EsmapperError:
-                    time.sleep(0.01)  # e.g. a write block held past write_block_wait
-                # paced: an application's steady writes, not a load test of the server
-                stop.wait(max(0.0, written[0] / self.write_rate - (time.perf_counter() - began)))
-
         last = [time.perf_counter(), "start"]
 
         def progress(p: Any) -> None:
@@ -278,17 +298,9 @@ class Bench:
             phases[last[1]] = phases.get(last[1], 0.0) + now - last[0]
             last[:] = [now, p.phase]
 
-        thread = threading.Thread(target=writer, daemon=True) if writes else None
-        if thread is not None:
-            thread.start()
-            time.sleep(0.2)
-        try:
+        with self.paced_writes(mapper.repository(RowV2), writes):
             last[0] = time.perf_counter()
             measured = timed(lambda: reindex(mapper, RowV2, progress=progress))
-        finally:
-            stop.set()
-            if thread is not None:
-                thread.join()
         new = mapper.spec(RowV2).physical_name()
         self.client.indices.refresh(index=new)
         assert self.client.count(index=new)["count"] >= self.n
