@@ -92,6 +92,11 @@ class PassOutcome:
     def copied(self) -> int:
         return self.created + self.updated
 
+    @property
+    def skipped(self) -> int:
+        """Documents seen and not written: version conflicts, and noops of a script."""
+        return max(0, self.total - self.copied - len(self.failures))
+
 
 def _positive(name: str, value: float | None) -> None:
     if value is None:

@@ -232,14 +232,18 @@ class Run:
         """Under the block, after the final pass (``HasDates`` models): replace the copies
         of documents removed and added again under their id during the run (the passes
         skipped them as version conflicts, see :mod:`esmapper.indexes._reindex_stale`).
-        Refreshes ``new``, compares the ``updated_utc`` of the documents changed since
+        Called only when a catch-up pass skipped documents: such a document was added again
+        after its removed namesake was read by a pass, at or after the copy's start, so
+        a catch-up pass saw it and skipped it: the first catch-up (its window starts with
+        the copy) for a re-add it could see, else the final pass (a later write, or one the
+        first catch-up could not see yet, is in its window, and it follows a refresh).
+        Compares the ``updated_utc`` of the documents changed since
         ``started`` (the copy's start) in both indexes, deletes the stale copies and copies
         them again with ``op_type: create``; returns how many were created. A failing pass
         raises :class:`ReindexError`."""
         query = self.since(started)
         if query is None:
             return 0
-        self.client.indices.refresh(index=self.new)
         stale = stale_ids(self.client, self.old, self.new, query)
         if not stale:
             return 0
@@ -329,7 +333,7 @@ def run_phases(
         first = run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
-        caught_up = 0
+        caught_up = skipped = 0
         if spec.info.has_dates:
             since, previous = clock() - margin, since
             # A write made during the copy is visible by itself within the refresh interval:
@@ -341,7 +345,7 @@ def run_phases(
             second = run.copy("catch_up", run.since(previous))
             if second.failures:
                 raise run.fail("the catch-up reported failures", second.failures)
-            caught_up = second.copied
+            caught_up, skipped = second.copied, second.skipped
         run.blocked_at = time.monotonic()  # before sending: a lost answer is undone too
         block_writes(client, old, lock=run.lock, into=new)
         client.indices.refresh(index=old)
@@ -349,7 +353,8 @@ def run_phases(
         run.update(copied=first.copied, caught_up=caught_up + last.copied)
         if last.failures:
             raise run.fail("the final catch-up reported failures", last.failures)
-        recreated = run.recreate_stale(started)
+        # A copy left stale was skipped by a catch-up pass (see ``recreate_stale``).
+        recreated = run.recreate_stale(started) if skipped + last.skipped else 0
         run.update(caught_up=run.result.caught_up + recreated)
         run.report("verify")
         # Always (a script may drop documents): a document deleted from the old index after

@@ -53,20 +53,15 @@ def stale_ids(client: Elasticsearch, old: str, new: str, query: dict[str, Any]) 
     """The ids of the documents of ``old`` matching ``query`` (those changed since the copy
     started) whose copy in ``new`` has another ``updated_utc``: copies of a document removed
     and added again under its id. A document missing from ``new`` is not stale (a reindex
-    script dropped it). ``new`` must be refreshed. Sends a scroll over ``old`` (``_source``:
-    ``updated_utc`` only) and, per batch of 1000, ``POST /<new>/_search`` with an ``ids``
-    query."""
+    script dropped it). Sends a scroll over ``old`` (``_source``: ``updated_utc`` only; the
+    caller refreshed it) and, per batch of 1000, ``POST /<new>/_mget`` (real time: ``new``
+    needs no refresh)."""
     stale: list[str] = []
     for batch in _batches(client, old, query):
-        found = client.search(
-            index=new,
-            query={"ids": {"values": list(batch)}},
-            size=len(batch),
-            source_includes=[_FIELD],
-        )["hits"]["hits"]
-        for hit in found:
-            doc_id = str(hit["_id"])
-            if (hit.get("_source") or {}).get(_FIELD) != batch.get(doc_id):
+        found = client.mget(index=new, ids=list(batch), source_includes=[_FIELD])["docs"]
+        for doc in found:
+            doc_id = str(doc.get("_id"))
+            if doc.get("found") and (doc.get("_source") or {}).get(_FIELD) != batch[doc_id]:
                 stale.append(doc_id)
     return stale
 

@@ -31,11 +31,12 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    copies of documents removed and added again under their id during the run are replaced:
    Elasticsearch forgets a delete's version after ``index.gc_deletes`` (60 s), so such a
    document starts over at ``_version`` 1 and every pass skipped it as a version conflict,
-   leaving the removed document's copy in ``-vN``. ``POST /<alias>-vN/_refresh``, a scroll
-   of the documents of ``-vK`` changed since the copy started (``updated_utc`` only) and a
-   ``POST /<alias>-vN/_search`` with an ``ids`` query per 1000 of them find the copies
-   whose ``updated_utc`` differs; those are deleted (``_bulk``) and copied again by a pass
-   with ``dest.op_type = "create"`` (the scripts apply; nothing is sent when none differs).
+   leaving the removed document's copy in ``-vN``. Only when a catch-up pass skipped
+   documents (version conflicts, a script's noops), a scroll of the documents of ``-vK``
+   changed since the copy started (``updated_utc`` only) and a ``POST /<alias>-vN/_mget``
+   per 1000 of them find the copies whose ``updated_utc`` differs; those are deleted
+   (``_bulk``) and copied again by a pass with ``dest.op_type = "create"`` (the scripts
+   apply).
    From the block on, writes
    through the alias fail with 403 ``cluster_block_exception`` until the swap (they were not
    applied: the bulk writer resends them with its back-off for up to the mapper's

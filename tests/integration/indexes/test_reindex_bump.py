@@ -203,6 +203,34 @@ def test_nothing_is_copied_again_when_no_document_was_added_again(
     # (the verify step deleting the removed document from the new index)
     assert proxy.count(r"^/_reindex$", method="POST") == 4
     assert proxy.count(r"^/_bulk$", method="PUT") == 1
+    assert _compared(proxy) >= 2  # the final pass skipped the saved one: compared
+
+
+def _compared(proxy: FaultProxy) -> int:
+    """Searches comparing ``updated_utc`` (they ask for that field alone)."""
+    return sum(1 for r in proxy.requests if "_source_includes" in r.query)
+
+
+def test_a_bump_whose_catch_up_passes_skipped_nothing_compares_nothing(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    clock = FakeClock(NOW - dt.timedelta(hours=1))  # seeded before the copy's window
+    items, _ = _seed_items(make_mapper, clock)
+    clock.now = NOW
+    mapper = make_mapper(ItemV2, clock=clock, url=proxy.url)
+    writer = make_mapper(ItemV2, clock=clock).repository(ItemV2)
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            writer.add(ItemV2(id="late", n=99))  # written by the catch-up, skipped by none
+            es_client.indices.refresh(index=f"{index_prefix}items")  # seen by the catch-up
+            clock.now += dt.timedelta(minutes=10)  # the final pass's window starts after it
+
+    result = reindex(mapper, ItemV2, progress=during)
+
+    assert (result.status, result.caught_up) == ("reindexed", 1)
+    assert _compared(proxy) == 0
+    assert set(_sources(es_client, f"{index_prefix}items-v2")) == {t.id for t in items} | {"late"}
 
 
 @pytest.mark.parametrize("how", ["drop_before", "drop_after", "truncate"])
