@@ -72,8 +72,6 @@ __all__ = [
 
 log = logging.getLogger("esmapper.query")
 
-_set = object.__setattr__
-
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 10
 #: The keyword arguments of a search besides the per-call options (``Options``).
