@@ -385,16 +385,14 @@ class Session:
         options = self._read_options(repo, given(locals()))
         search_args = picked(locals(), SEARCH_OPTIONS)
         results = repo._search_request(filter, options, search_args).find()
-        for hit in results.hits:
-            hit.document = self._adopt_hit(hit.document)
+        results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next
         if fetch is not None:  # later pages join the identity map too
 
             def adopt_next(current: FindResults[T]) -> FindResults[T] | None:
                 following = fetch(current)
                 if following is not None:
-                    for hit in following.hits:
-                        hit.document = self._adopt_hit(hit.document)
+                    following._replace_documents(self._adopt_hit)
                 return following
 
             results._fetch_next = adopt_next
@@ -436,7 +434,7 @@ class Session:
         """The first document :meth:`find` would return, or ``None``."""
         kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self.find(model, filter, **kwargs)
-        return results.hits[0].document if results.hits else None
+        return results[0] if results else None
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
         """The options of a read: the repository's defaults, the session's soft-delete mode
