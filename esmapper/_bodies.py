@@ -190,4 +190,4 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
         )
     if original is not None:
         body = with_extras(body, original, info)
-    return BulkAction("index", index, doc.id, body, seq_no, primary_term, ref=pending)
+    return BulkAction("index", index, doc.id, body, seq_no, primary_term, None, None, pending)

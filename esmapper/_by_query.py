@@ -49,7 +49,7 @@ from esmapper.errors import BulkWriteError, DocumentError, OutcomeUnknownError, 
 from esmapper.indexes.pipelines import by_query_params
 from esmapper.options import Options, refresh_param
 from esmapper.patches import PartialPatch, Patch, ScriptPatch
-from esmapper.results import FindHit
+from esmapper.results import FindHit, FindResults
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
@@ -123,8 +123,8 @@ def _each_match(
     the ids still conflicting."""
     conflicted: list[str] = []
 
-    def page(hits: list[FindHit[Any]]) -> None:
-        conflicted.extend(apply(hits))
+    def page(results: FindResults[Any]) -> None:
+        conflicted.extend(apply(results.hits))
 
     scan(repo, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
     for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):

@@ -9,6 +9,7 @@ docs/architecture.md), then removes every id it sent from the cache, whatever ha
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +19,7 @@ from elasticsearch import ApiError
 
 from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
-from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
 from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
@@ -27,12 +28,18 @@ if TYPE_CHECKING:
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
-__all__ = ["UNKNOWN", "send"]
+__all__ = ["UNKNOWN", "send", "send_answers"]
 
 #: ``error_type`` of a write whose outcome stayed unknown after reading it back.
 UNKNOWN = "outcome_unknown"
 #: Rounds of "read back, resend what was not applied" for writes without an answer.
 _RESOLVE_ROUNDS = 3
+
+
+#: (C-level getters for the per-batch checks: no Python call per item)
+_MODEL = operator.attrgetter("ref.info.cls")
+_ID = operator.attrgetter("id")
+_OK = operator.attrgetter("ok")
 
 
 class _Absent:
@@ -48,9 +55,21 @@ def send(
     *,
     refresh: bool | Literal["wait_for"] | None,
 ) -> list[BulkOutcome]:
+    """:func:`send_answers`, with a :class:`BulkOutcome` for every action."""
+    return outcomes_of(actions, send_answers(mapper, actions, refresh=refresh))
+
+
+def send_answers(
+    mapper: Mapper,
+    actions: Sequence[BulkAction],
+    *,
+    refresh: bool | Literal["wait_for"] | None,
+) -> Sequence[BulkAnswer]:
     """Send ``actions`` (``ref``: their :class:`PendingWrite`) through the bulk writer.
 
-    Returns one outcome per action, in order. Actions that got no answer (a dropped
+    Returns one :data:`~esmapper.bulk.BulkAnswer` per action, in order: the server's item for
+    a write answered as applied, a :class:`BulkOutcome` for the others (and for every
+    action once something was not applied: see below). Actions that got no answer (a dropped
     connection, a timeout, an unreadable response) are read back (one ``_mget``): a write
     found applied is confirmed with the stored version; one found not applied is sent again
     (safe: a ``create`` or a conditional write cannot apply twice, an unconditional
@@ -77,11 +96,13 @@ def send(
     apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
     try:
         try:
-            outcomes = mapper.writer.write(actions, refresh=refresh)
+            answers = mapper.writer._write(actions, refresh=refresh)
         except BulkRequestError as exc:
             exc.outcomes = _resolve(mapper, exc.outcomes, refresh)
             raise
-        outcomes = _recreate_vanished(mapper, outcomes, refresh)
+        if BulkOutcome not in map(type, answers):  # the common case: every item applied
+            return answers
+        outcomes = _recreate_vanished(mapper, outcomes_of(actions, answers), refresh)
         return _resolve(mapper, outcomes, refresh)
     finally:
         _invalidate(mapper, actions)
@@ -170,9 +191,8 @@ def _recreate_vanished(
 def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
     if mapper.documents is None or not actions:  # no cache client at all
         return
-    first = actions[0].ref.info
-    if all(a.ref.info is first for a in actions):  # the common case: one model
-        mapper.invalidate_ids(first, (a.id for a in actions))
+    if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
+        mapper.invalidate_ids(actions[0].ref.info, map(_ID, actions))
         return
     by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
     for action in actions:
@@ -188,7 +208,7 @@ def _resolve(
 ) -> list[BulkOutcome]:
     result = list(outcomes)
     checked: set[int] = set()
-    if all(o.ok for o in result):  # the common case: every item answered and applied
+    if all(map(_OK, result)):  # the common case: every item answered and applied
         return result
     for _round in range(_RESOLVE_ROUNDS):
         open_ = [

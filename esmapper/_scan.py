@@ -38,7 +38,7 @@ from elasticsearch.dsl.query import Query
 from esmapper._pit import expired_error, release
 from esmapper.errors import SnapshotExpiredError
 from esmapper.options import Options, Snapshot
-from esmapper.results import FindHit, FindResults, decode_token
+from esmapper.results import FindResults, decode_token
 
 if TYPE_CHECKING:
     from esmapper._searching import Searching
@@ -54,7 +54,7 @@ MAX_REOPENS: Final = 10
 def scan(
     repo: Searching[Any],
     filter: str | Query | None,
-    on_page: Callable[[list[FindHit[Any]]], bool | None],
+    on_page: Callable[[FindResults[Any]], bool | None],
     options: Options,
     *,
     limit: int,
@@ -62,7 +62,7 @@ def scan(
     reopen: bool = False,
     **search_args: Any,
 ) -> int:
-    """Call ``on_page`` with each page of hits (at most ``limit``) until they run out or it
+    """Call ``on_page`` with each page of results (at most ``limit`` hits) until they run out or it
     returns ``False``; returns the number of hits delivered. ``snapshot`` is the keep-alive
     (see :func:`esmapper._pit.keep_alive`); each page is searched under ``options`` with
     the other keywords of ``repo.find`` in ``search_args`` (a ``search_after`` token
@@ -79,12 +79,11 @@ def scan(
         except SnapshotExpiredError as exc:  # a new point in time lost at once: no progress
             raise _so_far(repo, exc, delivered, pages, last_sort) from exc
         try:
-            while results.hits:
-                hits = results.hits
-                stop = on_page(hits) is False
+            while results:
+                stop = on_page(results) is False
                 pages += 1
-                delivered += len(hits)
-                last_sort = hits[-1].sort
+                delivered += len(results)
+                last_sort = results._last_sort()
                 if stop:
                     return delivered
                 try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
@@ -55,7 +55,7 @@ from esmapper.query import (
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec
 from esmapper.query.sort import SortSpec, sorts_on_id
-from esmapper.results import FindHit, FindResults, decode_token
+from esmapper.results import FindHit, FindResults, LazyHits, decode_token
 from esmapper.signals import QueryContext
 
 if TYPE_CHECKING:
@@ -71,8 +71,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("esmapper.query")
-
-_set = object.__setattr__
 
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 10
@@ -395,10 +393,10 @@ class SearchRequest:
             ttl = self.mapper.cache_ttl(self.info, self.options)
             self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)
         results = self._results(response, page, pit_id)
-        if results.hits:
+        if results:
             self.pages_read += 1
-            self.documents_read += len(results.hits)
-            self.last_sort = results.hits[-1].sort
+            self.documents_read += len(results)
+            self.last_sort = results._last_sort()
         return results
 
     def _expired(self, reason: str) -> SnapshotExpiredError:
@@ -414,52 +412,39 @@ class SearchRequest:
 
     def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
-        from_source = self.info.from_source
-        partial = self.includes is not None or self.excludes is not None
+        raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
         project = self.project
-        hits: list[FindHit[Any]] = []
-        # the values of our sort only: inside a point in time Elasticsearch appends its
-        # _shard_doc tiebreaker, whose values are meaningless in another point in time
-        width = len(self.sort) if self.search_after_mode else None
-        append = hits.append
-        for raw in response["hits"]["hits"]:
-            hit_id, index = raw["_id"], raw.get("_index")
-            version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
-            if project is not None:
-                document = project(raw, version)
-            else:
+        documents: list[Any]
+        if project is not None:
+            documents = [
+                project(raw, version_of(raw.get("_seq_no"), raw.get("_primary_term"))[0])
+                for raw in raw_hits
+            ]
+        else:
+            from_source = self.info.from_source
+            partial = self.includes is not None or self.excludes is not None
+            documents = []
+            append = documents.append
+            for raw in raw_hits:
+                version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
                 source = raw.get("_source")
-                # the parsed _source itself becomes the original (no copy): hydration
-                # copies every mutable value it hands to the document
-                document = from_source(source or {}, hit_id, version)
-                if source is not None:
-                    # keep what the hit confirmed; a hit read with includes/excludes is
-                    # partial (a save then writes only the fields that changed)
-                    _set(
-                        document,
-                        "_esm_state",
-                        DocState(source, index, None, partial, version, condition),
-                    )
-            sort = raw.get("sort")
-            highlight = raw.get("highlight")
-            append(
-                FindHit(
-                    hit_id,
-                    version,
-                    raw.get("_score"),
-                    document,
-                    sort if sort is None or width is None else sort[:width],
-                    index,
-                    logical_highlight(self.catalog, highlight) if highlight else {},
-                )
-            )
+                if source is None:
+                    append(from_source({}, raw["_id"], version))
+                    continue
+                # the parsed _source itself becomes the original (no copy: hydration copies
+                # every mutable value it hands to the document); a hit read with
+                # includes/excludes is partial (a save then writes only the fields that
+                # changed)
+                state = DocState(source, raw.get("_index"), None, partial, version, condition)
+                append(from_source(source, raw["_id"], version, state))
+        hits = LazyHits(documents, raw_hits, self._hit)
         total = int(response["hits"]["total"]["value"])
         if self.limit == 0:  # counts and aggregations only: there is no next page
             has_more = False
         elif self.search_after_mode:
-            has_more = len(hits) == self.limit
+            has_more = len(documents) == self.limit
         else:
-            has_more = (page - 1) * self.limit + len(hits) < total
+            has_more = (page - 1) * self.limit + len(documents) < total
         aggregations = (
             parse_aggregations(
                 response.get("aggregations"), hydrate_hit=self._hydrate_hit, request=self.aggs
@@ -471,7 +456,7 @@ class SearchRequest:
             self._close_pit(pit_id)
             pit_id = None
         return FindResults(
-            hits=hits,
+            hits=None,
             total=total,
             page=page,
             has_more=has_more,
@@ -479,6 +464,25 @@ class SearchRequest:
             limit=self.limit,
             fetch_next=self._next,
             pit_id=pit_id,
+            lazy=hits,
+        )
+
+    def _hit(self, raw: Mapping[str, Any], document: Any) -> FindHit[Any]:
+        """The :class:`FindHit` of ``raw``, whose hydrated document is ``document``."""
+        sort = raw.get("sort")
+        if sort is not None and self.search_after_mode:
+            # the values of our sort only: inside a point in time Elasticsearch appends its
+            # _shard_doc tiebreaker, whose values are meaningless in another point in time
+            sort = sort[: len(self.sort)]
+        highlight = raw.get("highlight")
+        return FindHit(
+            raw["_id"],
+            version_of(raw.get("_seq_no"), raw.get("_primary_term"))[0],
+            raw.get("_score"),
+            document,
+            sort,
+            raw.get("_index"),
+            logical_highlight(self.catalog, highlight) if highlight else {},
         )
 
     def _next(self, current: FindResults[Any]) -> FindResults[Any] | None:
@@ -488,9 +492,10 @@ class SearchRequest:
 
     def _next_page(self, current: FindResults[Any]) -> FindResults[Any] | None:
         if self.search_after_mode:
-            if not current.hits or current.hits[-1].sort is None:
+            after = current._last_sort()
+            if after is None:
                 return None
-            return self._page(current.page + 1, current.hits[-1].sort, current.pit_id)
+            return self._page(current.page + 1, after, current.pit_id)
         if current.page * self.limit >= MAX_LIMIT:
             return None
         return self._page(current.page + 1, None, None)

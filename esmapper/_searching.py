@@ -234,7 +234,7 @@ class Searching(Generic[T]):
         """The first document :meth:`find` would return, or ``None``."""
         kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self._request("find_one", filter, kwargs).find()
-        return results.hits[0].document if results.hits else None
+        return results[0] if results else None
 
     @limited(_defaults)
     def count(
@@ -352,7 +352,7 @@ class Searching(Generic[T]):
         return _scan.scan(
             self,
             filter,
-            lambda hits: fn([hit.document for hit in hits]),
+            lambda page: fn(page.documents),
             self.options(**given(locals())),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,

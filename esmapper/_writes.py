@@ -47,47 +47,39 @@ fields, no receivers):
    :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
    object) and ``succeeded``.
 
-Patches (:mod:`esmapper._patching`) build their own actions but send them through
-:func:`send` and publish through :func:`publish_changes`.
+Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) build their
+own actions but send them through :func:`send` and publish through
+:func:`publish_changes`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
-from esmapper._outcomes import UNKNOWN, send
-from esmapper._pending import KINDS, PendingWrite, WriteKind, split_version
+from esmapper._outcomes import UNKNOWN, send, send_answers
+from esmapper._pending import KINDS, PendingWrite, split_version
+from esmapper._settle import Groups, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
-from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
+from esmapper.bulk import BulkAction, BulkRequestError
 from esmapper.custom_fields._access import check_tenant_pendings
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
-    BulkItemFailure,
-    BulkWriteError,
     DocumentError,
     DocumentValidationError,
-    DuplicateDocumentError,
-    EsmapperError,
-    OutcomeUnknownError,
-    VersionConflictError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
 from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
-from esmapper.model.state import DocState, state_of, version_of
+from esmapper.model.state import state_of
 from esmapper.options import Options, refresh_param
-from esmapper.signals import ChangeType, ModifiedDocument
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -105,8 +97,6 @@ __all__ = [
     "write_documents",
 ]
 
-log = logging.getLogger("esmapper.writes")
-
 #: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
@@ -114,8 +104,7 @@ _set = object.__setattr__
 #: How far in the future a supplied created_utc may lie before it counts as invalid.
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
-#: ``(model, kind)`` -> the writes of that model and kind, in the batch's order
-_Groups = dict[tuple[type, WriteKind], list[PendingWrite]]
+_Groups = Groups  # (model, kind) -> the writes of that model and kind, in order
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -224,127 +213,6 @@ def _undo_prepare(before: list[Any]) -> None:
             _set(doc, "updated_utc", updated)
 
 
-def _hydrate_original(pending: PendingWrite) -> Any:
-    source = pending.original_source
-    if source is None:
-        return None
-    return pending.info.from_source(source, pending.doc_id, None)
-
-
-def _modified(pendings: Sequence[PendingWrite]) -> list[ModifiedDocument]:
-    return [ModifiedDocument(p.doc, _hydrate_original(p)) for p in pendings]
-
-
-def _fire(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
-    """An "-ing" signal: a raising receiver vetoes the write."""
-    if pendings and signals.has_receivers(signal, sender):
-        signal.send(sender, documents=_modified(pendings), **kwargs)
-
-
-def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
-    """An "-ed" signal: the write is stored, so a raising receiver is logged, not raised."""
-    if pendings and signals.has_receivers(signal, sender):
-        signals.send_safely(signal, sender, documents=_modified(pendings), **kwargs)
-
-
-# -- settling: documents, signals, notifications, errors ---------------------------------
-
-
-def _change_type(pending: PendingWrite) -> ChangeType:
-    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
-        original = pending.original_source
-        if original is not None and not original.get("is_deleted"):
-            return ChangeType.REMOVED
-    return KINDS[pending.kind].change_type
-
-
-def publish_changes(
-    mapper: Mapper,
-    info: ModelInfo,
-    changes: Sequence[tuple[str | None, ChangeType]],
-    options: Options,
-) -> None:
-    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation.
-
-    Runs after the write was confirmed: a failing ``before_publish_entity_changed``
-    receiver or bus is logged (with the model and id) and the next message still goes out.
-    """
-    if not changes or not options.notifications or not mapper.has_subscribers(info.cls):
-        return
-    before = signals.before_publish_entity_changed
-    for doc_id, change_type in changes:
-        message = signals.EntityChanged(type=info.name, id=doc_id, change_type=change_type)
-        try:
-            if signals.has_receivers(before, info.cls):
-                before.send(info.cls, message=message, options=options)
-                if message.cancel:
-                    continue
-            mapper.publish(info.cls, message, options)
-        except Exception:
-            log.exception(
-                "publishing %s %s of %s %r failed; the write itself is stored",
-                change_type.name,
-                "change",
-                info.name,
-                doc_id,
-            )
-
-
-def failure_error(
-    failed: Sequence[BulkOutcome],
-    succeeded: list[Any],
-    total: int,
-    *,
-    failures: Sequence[BulkItemFailure] | None = None,
-) -> EsmapperError:
-    """The typed error for the failed items: one kind of 409 gets its own type, a single
-    failed write a DocumentError (OutcomeUnknownError when its outcome is unknown),
-    anything else a BulkWriteError."""
-    if failures is None:
-        failures = [_failure(o) for o in failed]
-    kinds = {(o.action.op, o.status) for o in failed}
-    if total != 1 and len(kinds) != 1:
-        return BulkWriteError(failures, succeeded)
-    first = failed[0]
-    ids = [o.id for o in failed]
-    listed = ", ".join(map(repr, ids))
-    where = f"index={first.index!r} {first.error_type}: {first.reason}"
-    error_type: type[DocumentError]
-    if kinds == {("create", 409)}:
-        error_type, message = DuplicateDocumentError, f"document(s) {listed} already exist"
-    elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
-        error_type = VersionConflictError
-        message = f"version conflict on {listed}: the stored document changed since it was read"
-    elif all(o.error_type == UNKNOWN for o in failed):
-        error_type = OutcomeUnknownError
-        message = (
-            f"the outcome of the {first.action.op} of {listed} is unknown: the request was "
-            "sent but no answer came back, and reading it back could not decide; read the "
-            "document before retrying"
-        )
-    elif total == 1:
-        error_type = DocumentError
-        message = f"{first.action.op} of {first.id!r} failed with status {first.status}"
-    else:
-        return BulkWriteError(failures, succeeded)
-    return error_type(
-        f"{message} ({where})",
-        index=first.index,
-        ids=ids,
-        error_type=first.error_type,
-        reason=first.reason,
-        failures=failures,
-        succeeded=succeeded,
-    )
-
-
-def _failure(outcome: BulkOutcome) -> BulkItemFailure:
-    """The failure of an outcome, naming the caller's document (not the PendingWrite)."""
-    ref = outcome.action.ref
-    document = ref.doc if isinstance(ref, PendingWrite) else ref
-    return attrs.evolve(outcome.to_failure(), document=document)
-
-
 def write_documents(
     mapper: Mapper,
     pendings: Sequence[PendingWrite],
@@ -373,13 +241,17 @@ def _write_documents(
 ) -> list[PendingWrite]:
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     groups: _Groups = {}
+    group: list[PendingWrite] = []
+    last_info: ModelInfo | None = None
+    last_kind = ""
     for pending in pendings:
-        key = (pending.info.cls, pending.kind)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [pending]
-        else:
-            group.append(pending)
+        info, kind = pending.info, pending.kind
+        if info is not last_info or kind != last_kind:  # a new group (rare): no key per write
+            found = groups.get((info.cls, kind))
+            if found is None:
+                found = groups[info.cls, kind] = []
+            group, last_info, last_kind = found, info, kind
+        group.append(pending)
     before: list[Any] = []
     try:
         _prepare(groups, now, mapper, before)
@@ -399,11 +271,11 @@ def _write_documents(
 
     try:
         try:
-            outcomes = send(mapper, actions, refresh=refresh_param(options.consistency))
+            answers = send_answers(mapper, actions, refresh=refresh_param(options.consistency))
         except BulkRequestError as exc:
-            settle(mapper, exc.outcomes, options, succeeded)
+            settle(mapper, [o.action for o in exc.outcomes], exc.outcomes, options, succeeded)
             raise
-        return settle(mapper, outcomes, options, succeeded, raise_failures=True)
+        return settle(mapper, actions, answers, options, succeeded, raise_failures=True)
     finally:
         # after the documents' write, never failing it (custom_fields.indexing)
         if definitions is not None and (definitions.groups or definitions.computed):
@@ -424,7 +296,9 @@ def _before_write(
     without list or embedded fields is not normalized, one that does not override
     ``validate`` is not validated, signals without receivers cost one check per group."""
     for (cls, kind), group in groups.items():
-        _fire(KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options)
+        fire_before(
+            KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options
+        )
     custom = False
     for (cls, kind), group in groups.items():
         info = group[0].info
@@ -442,12 +316,12 @@ def _before_write(
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
-    targets = _targets(mapper, pendings)
+    targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
-        _fire(signals.documents_changing, cls, group, change_type=change, options=options)
+        fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
     return _actions(pendings, targets, options), definitions
 
 
@@ -461,20 +335,21 @@ def _actions(
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc = pending.doc
-            append(BulkAction("create", target, doc.id, pending.info.to_source(doc), ref=pending))
+            body = pending.info.to_source(doc)  # (positional: ref is the ninth field)
+            append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
         else:
             append(document_action(pending, target, options))
     return actions
 
 
-def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
+def _targets(mapper: Mapper, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
     whose partition is not certain looked up together), through ``mapper.client``: the
-    call's ``timeout=`` bounds those requests too."""
-    first = pendings[0].info.cls
-    if all(p.info.cls is first for p in pendings):  # the common case: one model
-        spec = mapper.spec(first)
+    call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
+    first write's model."""
+    if one_model:  # the common case
+        spec = mapper.spec(pendings[0].info.cls)
         if spec.is_time_series:
             writes = [(p.doc, p.kind == "remove") for p in pendings]
             return spec.write_targets(writes, client=mapper.client)
@@ -492,115 +367,3 @@ def _targets(mapper: Mapper, pendings: Sequence[PendingWrite]) -> list[str]:
         for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets
-
-
-def _already_gone(outcome: BulkOutcome) -> bool:
-    """A delete that found nothing to delete: 404, or (conditional delete) the 409 whose
-    reason says no document was found."""
-    return outcome.status == 404 or (
-        outcome.status == 409 and "no document was found" in (outcome.reason or "")
-    )
-
-
-def settle(
-    mapper: Mapper,
-    outcomes: Sequence[BulkOutcome],
-    options: Options,
-    on_success: Callable[[PendingWrite], None] | None,
-    *,
-    raise_failures: bool = False,
-) -> list[PendingWrite]:
-    """Step 6-7 for add/save/remove outcomes: apply confirmed writes, fire the "-ed"
-    signals and notifications (failures there are logged), raise the failures' error.
-
-    One pass over the outcomes writes versions and stored states back and groups the
-    confirmed writes by model and kind; what follows (soft-delete tracking, signals,
-    notifications) runs per group, and not at all for a group nobody listens to."""
-    confirmed: list[PendingWrite] = []
-    failed: list[BulkOutcome] = []
-    groups: _Groups = {}
-    group: list[PendingWrite] | None = None
-    last_key: tuple[type, str] | None = None
-    for outcome in outcomes:
-        action = outcome.action
-        pending: PendingWrite = action.ref
-        if outcome.ok:
-            doc, kind = pending.doc, pending.kind
-            key = (pending.info.cls, kind)
-            if key != last_key:
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = []
-                last_key = key
-            assert group is not None
-            group.append(pending)
-            confirmed.append(pending)
-            if kind == "remove":
-                _set(doc, "_esm_state", None)
-                continue
-            version, condition = version_of(outcome.seq_no, outcome.primary_term)
-            if pending.info.versioned:
-                _set(doc, "version", version)
-            source = pending.written
-            partial = source is not None  # a partial update: ``written`` is the merge
-            if source is None:  # the body written becomes the original (no copy)
-                source = action.body  # type: ignore[assignment]
-            state = state_of(doc)
-            if state is None:  # remember(), inline: a new document's first state
-                _set(
-                    doc,
-                    "_esm_state",
-                    DocState(source, outcome.index, None, False, version, condition),
-                )
-                continue
-            state.original = source
-            state.version = version
-            state.condition = condition
-            if outcome.index is not None:
-                state.index = outcome.index
-            if not partial:
-                state.partial = False
-            state.assigned = None
-        elif pending.kind == "remove" and _already_gone(outcome):
-            # already gone: a no-op, but the removal is complete for a session too
-            if on_success is not None:
-                on_success(pending)
-            _set(pending.doc, "_esm_state", None)
-        else:
-            failed.append(outcome)
-    _after_write(mapper, confirmed, groups, options, on_success)
-    if failed and raise_failures:
-        raise failure_error(failed, [p.doc for p in confirmed], len(outcomes))
-    return confirmed
-
-
-def _after_write(
-    mapper: Mapper,
-    confirmed: list[PendingWrite],
-    groups: _Groups,
-    options: Options,
-    on_success: Callable[[PendingWrite], None] | None,
-) -> None:
-    """Soft-delete tracking, the session's bookkeeping (in the write order), the "-ed"
-    signals and the notifications of the confirmed writes, per model and kind."""
-    if mapper.documents is not None:  # soft deletes and restores are shared through it
-        tracked = [
-            p
-            for (_cls, kind), group in groups.items()
-            if group[0].info.soft_deletes
-            for p in group
-            if kind != "add" or p.original_source is not None  # a new document: neither
-        ]
-        if tracked:
-            mapper.track_soft_deletes(tracked)
-    if on_success is not None:
-        for pending in confirmed:
-            on_success(pending)
-    for (cls, kind), group in groups.items():
-        change = KINDS[kind].change_type
-        _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
-        _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
-        if options.notifications and mapper.has_subscribers(cls):
-            publish_changes(
-                mapper, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
-            )

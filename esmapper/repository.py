@@ -474,12 +474,8 @@ class Repository(Searching[T]):
         (no copy: hydration copies every mutable value it hands to the document)."""
         version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
         source = raw.get("_source") or {}
-        document: T = self.info.from_source(source, raw["_id"], version)
-        object.__setattr__(
-            document,
-            "_esm_state",
-            DocState(source, raw.get("_index"), None, False, version, condition),
-        )
+        state = DocState(source, raw.get("_index"), None, False, version, condition)
+        document: T = self.info.from_source(source, raw["_id"], version, state)
         return document
 
     # -- by query and patches ------------------------------------------------------------

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 import attrs
 
 from esmapper import _json
 
-__all__ = ["FindHit", "FindResults", "decode_token", "encode_token"]
+__all__ = ["FindHit", "FindResults", "LazyHits", "decode_token", "encode_token"]
 
 T = TypeVar("T")
 
@@ -60,9 +60,14 @@ class FindResults(Generic[T]):
     aggregation results keyed by name. Iterating yields the documents, and so does
     indexing: ``results[0]`` is the first document, ``results[1:3]`` a list of documents
     (``results.hits[0]`` for the hit with its score, sort values and highlights).
+
+    A page read from the store hydrates its documents at once; its :class:`FindHit`
+    objects are built from the raw hits the first time ``hits`` is read (a caller that
+    only reads the documents does not pay for them), and are the same objects from then
+    on: assigning ``hit.document`` changes what ``documents`` and iteration yield.
     """
 
-    hits: list[FindHit[T]]
+    _hits: list[FindHit[T]] | None = attrs.field(alias="hits")
     total: int
     page: int
     has_more: bool
@@ -72,17 +77,43 @@ class FindResults(Generic[T]):
         default=None, repr=False
     )
     pit_id: str | None = attrs.field(default=None, repr=False)
+    #: the hits not built yet (``hits`` is ``None`` until they are): see :class:`LazyHits`
+    _lazy: LazyHits[T] | None = attrs.field(default=None, alias="lazy", repr=False)
+
+    @property
+    def hits(self) -> list[FindHit[T]]:
+        """This page's hits (built from the raw hits on first read, then kept)."""
+        hits = self._hits
+        if hits is None:
+            lazy = self._lazy
+            hits = [] if lazy is None else lazy.build()
+            self._hits, self._lazy = hits, None
+        return hits
+
+    @hits.setter
+    def hits(self, hits: list[FindHit[T]]) -> None:
+        self._hits, self._lazy = hits, None
 
     @property
     def documents(self) -> list[T]:
+        hits, lazy = self._hits, self._lazy
+        if hits is None and lazy is not None:
+            return list(lazy.documents)
         return [hit.document for hit in self.hits]
 
     @property
     def search_after_token(self) -> str | None:
         """The token that continues after the last hit (``find(search_after=token)``)."""
-        if not self.hits or self.hits[-1].sort is None:
-            return None
-        return encode_token(self.hits[-1].sort)
+        sort = self._last_sort()
+        return None if sort is None else encode_token(sort)
+
+    def _last_sort(self) -> list[Any] | None:
+        """The ``sort`` values of the last hit of this page (``None`` without hits or
+        for an unsorted search), without building the page's hits."""
+        hits, lazy = self._hits, self._lazy
+        if hits is None and lazy is not None:
+            return lazy.last_sort()
+        return self.hits[-1].sort if self.hits else None
 
     def next_page(self) -> bool:
         """Load the next page into this object; ``False`` (unchanged) when there is none.
@@ -96,13 +127,23 @@ class FindResults(Generic[T]):
         if following is None:
             self.has_more = False
             return False
-        self.hits = following.hits
+        self._hits, self._lazy = following._hits, following._lazy
         self.total = following.total
         self.page = following.page
         self.has_more = following.has_more
         self.aggregations = following.aggregations
         self.pit_id = following.pit_id
         return True
+
+    def _replace_documents(self, replace: Callable[[T], T]) -> None:
+        """Put ``replace(document)`` in place of each document of this page (a session
+        puts the object its identity map holds), hits built or not."""
+        hits, lazy = self._hits, self._lazy
+        if hits is None and lazy is not None:
+            lazy.documents[:] = [replace(doc) for doc in lazy.documents]
+            return
+        for hit in self.hits:
+            hit.document = replace(hit.document)
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.documents)
@@ -114,12 +155,52 @@ class FindResults(Generic[T]):
     def __getitem__(self, index: int | slice) -> T | list[T]:
         """The document at ``index`` of this page (``IndexError`` past the end), or a list
         of documents for a slice."""
+        hits, lazy = self._hits, self._lazy
+        if hits is None and lazy is not None:
+            return lazy.documents[index]
         if isinstance(index, slice):
             return [hit.document for hit in self.hits[index]]
         return self.hits[index].document
 
     def __len__(self) -> int:
+        hits, lazy = self._hits, self._lazy
+        if hits is None and lazy is not None:
+            return len(lazy.documents)
         return len(self.hits)
 
     def __bool__(self) -> bool:
-        return bool(self.hits)
+        return len(self) > 0
+
+    def __repr__(self) -> str:
+        return (
+            f"FindResults(hits={self.hits!r}, total={self.total!r}, page={self.page!r}, "
+            f"has_more={self.has_more!r}, aggregations={self.aggregations!r}, "
+            f"limit={self.limit!r})"
+        )
+
+
+class LazyHits(Generic[T]):
+    """The hits of a page before they are built: the hydrated ``documents``, the ``raw``
+    hits they were read from (same order) and ``make(raw, document)``, which builds one
+    :class:`FindHit`."""
+
+    __slots__ = ("documents", "make", "raw")
+
+    def __init__(
+        self,
+        documents: list[T],
+        raw: Sequence[Mapping[str, Any]],
+        make: Callable[[Mapping[str, Any], T], FindHit[T]],
+    ) -> None:
+        self.documents = documents
+        self.raw = raw
+        self.make = make
+
+    def build(self) -> list[FindHit[T]]:
+        make = self.make
+        return [make(raw, document) for raw, document in zip(self.raw, self.documents, strict=True)]
+
+    def last_sort(self) -> list[Any] | None:
+        if not self.documents:
+            return None
+        return self.make(self.raw[-1], self.documents[-1]).sort

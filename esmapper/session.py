@@ -142,13 +142,17 @@ class Session:
         existing = self._identity.get(key)
         if existing is not None:
             return existing
-        state = state_of(doc)
+        self._map(doc, key, state_of(doc))
+        return doc
+
+    def _map(self, doc: Any, key: tuple[type, str], state: DocState | None) -> DocState:
+        """Track ``doc`` (``state``: its state, if any) under ``key`` in the identity map."""
         if state is None:
             state = DocState(None)
             object.__setattr__(doc, "_esm_state", state)
         state.session = self
         self._identity[key] = doc
-        return doc
+        return state
 
     def _changed(self, doc: Any) -> bool:
         state = state_of(doc)
@@ -382,16 +386,14 @@ class Session:
         options = self._read_options(repo, given(locals()))
         search_args = picked(locals(), SEARCH_OPTIONS)
         results = repo._search_request(filter, options, search_args).find()
-        for hit in results.hits:
-            hit.document = self._adopt_hit(hit.document)
+        results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next
         if fetch is not None:  # later pages join the identity map too
 
             def adopt_next(current: FindResults[T]) -> FindResults[T] | None:
                 following = fetch(current)
                 if following is not None:
-                    for hit in following.hits:
-                        hit.document = self._adopt_hit(hit.document)
+                    following._replace_documents(self._adopt_hit)
                 return following
 
             results._fetch_next = adopt_next
@@ -433,7 +435,7 @@ class Session:
         """The first document :meth:`find` would return, or ``None``."""
         kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
         results = self.find(model, filter, **kwargs)
-        return results.hits[0].document if results.hits else None
+        return results[0] if results else None
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
         """The options of a read: the repository's defaults, the session's soft-delete mode
@@ -534,15 +536,17 @@ class Session:
         key = id(doc)
         if pending.kind == "add":
             self._new.pop(key, None)
-            existing = self._identity.get((type(doc), doc.id))
-            if existing is not None and existing is not doc:
-                # the store now holds this object's content: it replaces the stale one
-                self.expunge(existing)
-            if self._adopt(doc) is doc:
-                state = state_of(doc)
-                if state is not None and state.watched:  # its values were handed out
-                    self._maybe_dirty[key] = doc
-                    self._watched[key] = doc
+            mapped = (type(doc), doc.id)
+            existing = self._identity.get(mapped)
+            state = state_of(doc)
+            if existing is not doc:
+                if existing is not None:
+                    # the store now holds this object's content: it replaces the stale one
+                    self.expunge(existing)
+                state = self._map(doc, mapped, state)
+            if state is not None and state.watched:  # its values were handed out
+                self._maybe_dirty[key] = doc
+                self._watched[key] = doc
         elif pending.kind == "save":
             if key not in self._watched:
                 self._maybe_dirty.pop(key, None)

@@ -4,7 +4,10 @@ where the server has tasks, else synchronously.
 Every pass writes with ``dest.version_type = "external"`` and ``conflicts = "proceed"``: a
 document is copied only when its source ``_version`` is higher than the target's. A
 document already copied at its current version is skipped as a version conflict (expected,
-not a failure), so passes can be repeated: a catch-up pass rewrites only what changed.
+not a failure), so passes can be repeated: a catch-up pass rewrites only what changed. (A
+document removed and added again under its id restarts at ``_version`` 1 once the delete's
+version is forgotten, ``index.gc_deletes`` after it: the passes skip it, and the run
+replaces its copy under the write block, :mod:`esmapper.indexes._reindex_stale`.)
 
 Every write here is sent once, with the transport's retries off
 (:func:`esmapper._transport.once`), and an unknown outcome (a dropped connection, a timeout,
@@ -50,6 +53,7 @@ __all__ = [
     "alias_target",
     "count",
     "delete_extras",
+    "delete_ids",
     "has_tasks",
     "prepare_target",
     "refreshes_itself",
@@ -87,6 +91,11 @@ class PassOutcome:
     @property
     def copied(self) -> int:
         return self.created + self.updated
+
+    @property
+    def skipped(self) -> int:
+        """Documents seen and not written: version conflicts, and noops of a script."""
+        return max(0, self.total - self.copied - len(self.failures))
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -414,7 +423,7 @@ def delete_extras(client: Elasticsearch, old: str, new: str) -> int:
     removed = len(extra)
     for attempt in range(1, _ATTEMPTS + 1):
         try:
-            _delete_ids(client, new, extra)
+            delete_ids(client, new, extra)
             return removed
         except TransportError as exc:
             if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
@@ -425,7 +434,10 @@ def delete_extras(client: Elasticsearch, old: str, new: str) -> int:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
+def delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
+    """Delete ``ids`` from ``index``: ``_bulk`` requests of 1000 deletes, ``refresh=true``,
+    each sent once (an unknown outcome raises the transport error); an item failing with
+    anything but 404 raises :class:`IndexConfigurationError`."""
     single = once(client)
     for start in range(0, len(ids), 1000):
         operations = [{"delete": {"_index": index, "_id": i}} for i in ids[start : start + 1000]]

@@ -28,6 +28,7 @@ from esmapper.indexes._reindex_pass import (
     refreshes_itself,
     run_pass,
 )
+from esmapper.indexes._reindex_stale import recreate_ids, stale_ids
 from esmapper.indexes.blocks import block_writes, unblock_writes
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["ReindexProgress", "ReindexResult", "Run", "run_phases"]
 
 log = logging.getLogger("esmapper.indexes")
+
+_EXTERNAL: dict[str, Any] = {"version_type": "external"}
+_IDS_PER_PASS = 10_000  # ids in the ``ids`` query of one pass
 
 # phase -> (percent at its start, percent at its end)
 _PERCENT = {
@@ -187,16 +191,20 @@ class Run:
         if self.progress is not None:
             self.progress(ReindexProgress(done, total, phase, self.spec.alias, percent, message))
 
-    def copy(self, phase: str, query: dict[str, Any] | None) -> PassOutcome:
-        """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents);
-        a stalled pass raises :class:`ReindexError` naming the task and how far it got."""
+    def copy(
+        self, phase: str, query: dict[str, Any] | None, *, create: bool = False
+    ) -> PassOutcome:
+        """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents)
+        with external versions, or with ``op_type: create`` when ``create`` (only documents
+        missing from ``new`` are written); a stalled pass raises :class:`ReindexError`
+        naming the task and how far it got."""
         source: dict[str, Any] = {"index": self.old}
         if query is not None:
             source["query"] = query
-        body: dict[str, Any] = {
-            "source": source,
-            "dest": reindex_dest(self.spec, {"index": self.new, "version_type": "external"}),
-        }
+        dest = (
+            {"index": self.new, "op_type": "create"} if create else _EXTERNAL | {"index": self.new}
+        )
+        body: dict[str, Any] = {"source": source, "dest": reindex_dest(self.spec, dest)}
         if self.script is not None:
             body["script"] = {"source": self.script, "lang": "painless"}
         try:
@@ -220,6 +228,42 @@ class Run:
         )
         return outcome
 
+    def recreate_stale(self, started: _dt.datetime) -> int:
+        """Under the block, after the final pass (``HasDates`` models): replace the copies
+        of documents removed and added again under their id during the run (the passes
+        skipped them as version conflicts, see :mod:`esmapper.indexes._reindex_stale`).
+        Called only when a catch-up pass skipped documents: such a document was added again
+        after its removed namesake was read by a pass, at or after the copy's start, so
+        a catch-up pass saw it and skipped it: the first catch-up (its window starts with
+        the copy) for a re-add it could see, else the final pass (a later write, or one the
+        first catch-up could not see yet, is in its window, and it follows a refresh).
+        Compares the ``updated_utc`` of the documents changed since
+        ``started`` (the copy's start) in both indexes, deletes the stale copies and copies
+        them again with ``op_type: create``; returns how many were created. A failing pass
+        raises :class:`ReindexError`."""
+        query = self.since(started)
+        if query is None:
+            return 0
+        stale = stale_ids(self.client, self.old, self.new, query)
+        if not stale:
+            return 0
+        log.warning(
+            "%s: %d document(s) removed and added again during the reindex; copying them again: %s",
+            self.old,
+            len(stale),
+            ", ".join(stale[:10]) + (" ..." if len(stale) > 10 else ""),
+        )
+        recreate_ids(self.client, self.new, stale)
+        self.counted = False  # ``created`` counted the deleted copies: count ``new``
+        created = 0
+        for start in range(0, len(stale), _IDS_PER_PASS):
+            ids = stale[start : start + _IDS_PER_PASS]
+            outcome = self.copy("final_catch_up", {"ids": {"values": ids}}, create=True)
+            if outcome.failures:
+                raise self.fail("copying documents added again failed", outcome.failures)
+            created += outcome.created
+        return created
+
     def since(self, start: _dt.datetime) -> dict[str, Any] | None:
         """The catch-up query: changed since ``start`` (``None``: every document)."""
         if not self.spec.info.has_dates:
@@ -239,8 +283,8 @@ class Run:
         ``new`` is refreshed (reads after the swap see every document at once). Its count is
         the documents the passes created in it (it was empty when the copy started and only
         the passes write to it), so only ``GET /<old>/_count`` is sent; when that figure is
-        not exact (a pass was run again) or differs from the old count, ``new`` is counted
-        before the ids are compared."""
+        not exact (a pass was run again, or stale copies were replaced) or differs from the
+        old count, ``new`` is counted before the ids are compared."""
         client, old, new = self.client, self.old, self.new
         # ``old`` is write-blocked and was refreshed before the final pass
         client.indices.refresh(index=new)
@@ -285,11 +329,11 @@ def run_phases(
         # Every document written before the run is visible to the copy, whatever the writer's
         # clock said (an import stamped in the past, a refresh_interval of -1).
         client.indices.refresh(index=old)
-        since = clock() - margin
+        since = started = clock() - margin
         first = run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
-        caught_up = 0
+        caught_up = skipped = 0
         if spec.info.has_dates:
             since, previous = clock() - margin, since
             # A write made during the copy is visible by itself within the refresh interval:
@@ -301,7 +345,7 @@ def run_phases(
             second = run.copy("catch_up", run.since(previous))
             if second.failures:
                 raise run.fail("the catch-up reported failures", second.failures)
-            caught_up = second.copied
+            caught_up, skipped = second.copied, second.skipped
         run.blocked_at = time.monotonic()  # before sending: a lost answer is undone too
         block_writes(client, old, lock=run.lock, into=new)
         client.indices.refresh(index=old)
@@ -309,6 +353,9 @@ def run_phases(
         run.update(copied=first.copied, caught_up=caught_up + last.copied)
         if last.failures:
             raise run.fail("the final catch-up reported failures", last.failures)
+        # A copy left stale was skipped by a catch-up pass (see ``recreate_stale``).
+        recreated = run.recreate_stale(started) if skipped + last.skipped else 0
+        run.update(caught_up=run.result.caught_up + recreated)
         run.report("verify")
         # Always (a script may drop documents): a document deleted from the old index after
         # it was copied must not come back in the new one.

@@ -27,7 +27,17 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 4. **final_catch_up**: the block marker in ``-vK``'s ``_meta`` (who blocks it, under which
    lock), ``PUT /<alias>-vK/_block/write``, then the documents changed since the catch-up
    started are copied after ``POST /<alias>-vK/_refresh`` (models without dates: every
-   document; unchanged ones are skipped as version conflicts). From the block on, writes
+   document; unchanged ones are skipped as version conflicts). Then (``HasDates`` models) the
+   copies of documents removed and added again under their id during the run are replaced:
+   Elasticsearch forgets a delete's version after ``index.gc_deletes`` (60 s), so such a
+   document starts over at ``_version`` 1 and every pass skipped it as a version conflict,
+   leaving the removed document's copy in ``-vN``. Only when a catch-up pass skipped
+   documents (version conflicts, a script's noops), a scroll of the documents of ``-vK``
+   changed since the copy started (``updated_utc`` only) and a ``POST /<alias>-vN/_mget``
+   per 1000 of them find the copies whose ``updated_utc`` differs; those are deleted
+   (``_bulk``) and copied again by a pass with ``dest.op_type = "create"`` (the scripts
+   apply).
+   From the block on, writes
    through the alias fail with 403 ``cluster_block_exception`` until the swap (they were not
    applied: the bulk writer resends them with its back-off for up to the mapper's
    ``write_block_wait``, 30 s by default, whatever a call's ``retries=``, and they go to
@@ -41,8 +51,9 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    all; with dates the copy and the catch-ups took them, by ``updated_utc``), so equal
    counts mean no extra. The new index's count is the documents the passes created in it (it
    was empty and only they write to it), so only the old one is counted (``GET
-   /<alias>-vK/_count``); when a pass was run again after an unknown outcome, the new one is
-   counted too. A script may drop documents: then the ids are always compared.
+   /<alias>-vK/_count``); when a pass was run again after an unknown outcome, or copies were
+   replaced (step 4), the new one is counted too. A script may drop documents: then the ids
+   are always compared.
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
@@ -63,11 +74,13 @@ run is sent once, without the transport's retries (:mod:`esmapper._transport`), 
 answer is settled by reading the state back, never by a blind resend: a lost ``PUT
 /<alias>-vN`` or write block is checked (``HEAD``, ``_settings``) and sent once more only if
 it is missing; a lost ``_reindex`` pass is run once more (external versions make that
-harmless); a lost bulk of deletes is settled by scrolling the ids again. A lost answer to
-the **swap** reads ``GET /_alias/<alias>`` back: on ``-vN`` the swap happened and the run
-continues as a success (the new index is never deleted); still on ``-vK`` it did not, and
-the run fails and rolls back as below; anything else (no alias, another index, the read
-fails) raises :class:`ReindexError` without deleting anything or removing the write block.
+harmless); a lost bulk of deletes is settled by scrolling the ids again (the deletes of
+stale copies in step 4 are sent once more: idempotent, and nothing else writes to
+``-vN``). A lost answer to the **swap** reads ``GET /_alias/<alias>`` back: on ``-vN``
+the swap happened and the run continues as a success (the new index is never deleted);
+still on ``-vK`` it did not, and the run fails and rolls back as below; anything else (no
+alias, another index, the read fails) raises :class:`ReindexError` without deleting
+anything or removing the write block.
 
 Blocking the old index before the last pass (instead of catching up after the swap, as the
 reference implementation does) means no write made during the run can be lost or reverted
@@ -99,8 +112,17 @@ leftover) and the next reindex overwrites it.
 Limitations. Versions (``primary_term:seq_no``) are per index: a document read before the
 swap and saved after it gets :class:`~esmapper.errors.VersionConflictError` (re-read and
 retry). For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw client
-write) during the copy or catch-up is not caught up. Time-series models go partition by
-partition through the same steps (:mod:`esmapper.indexes.partition_reindex`).
+write) during the copy or catch-up is not caught up, and a reindex script or ingest
+pipeline that changes ``updated_utc`` makes every document changed during the run count
+as removed and added again (copied once more under the block: longer, not wrong). Models
+without ``HasDates`` cannot tell which documents changed: a document removed and added
+again under its id during the run, more than ``index.gc_deletes`` after its removal, is
+copied only if its ``_version`` went past the one it was copied at; otherwise the new
+index keeps the removed document's copy (give such models ``HasDates``, or remove and add
+documents under new ids). The pass copying documents again uses ``op_type: create``: run
+again after an unknown outcome, or still running after the swap, it overwrites nothing.
+Time-series models go partition by partition through the same steps
+(:mod:`esmapper.indexes.partition_reindex`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Value checks and the compiled ``_source`` converters of a model.
 
 For each model, :func:`compile_codec` generates (once, at class creation) two plain Python
-functions: ``to_source(doc) -> dict`` and ``from_source(src, id, version) -> doc``. They
+functions: ``to_source(doc) -> dict`` and ``from_source(src, id, version, state=None) ->
+doc`` (``state``: the DocState a document read from the store starts with). They
 touch each field once, with the conversion its kind needs and nothing else, which keeps
 serialization and hydration within a few microseconds per document. A stored value that
 does not fit its field (an enum value of a newer deploy, ...) makes them raise; their
@@ -21,17 +22,19 @@ import inspect
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from esmapper._text import article
 from esmapper.errors import DocumentValidationError
+from esmapper.model._tracking import TrackedSlot
 from esmapper.model.dates import UTC, format_datetime, parse_datetime
 from esmapper.model.fields import FieldSpec
 from esmapper.model.lenient import LenientCodec
 
 __all__ = [
+    "FromSource",
     "compile_codec",
     "describe",
     "format_datetime",
@@ -39,6 +42,15 @@ __all__ = [
     "parse_datetime",
     "scalar_checker",
 ]
+
+
+class FromSource(Protocol):
+    """A model's compiled hydration: the object for the ``_source`` dict ``src``, with
+    ``id`` and ``version`` (``None``: from ``src``, or none) and ``state`` (the
+    :class:`~esmapper.model.state.DocState` of a document read from the store; ``None``
+    for one that is not)."""
+
+    def __call__(self, src: Any, id: Any, version: Any, state: Any = None, /) -> Any: ...
 
 
 def describe(value: Any) -> str:
@@ -271,28 +283,30 @@ def _remembered_date_expr(ns: dict[str, Any]) -> str:
     )
 
 
-def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
-    """A Python expression turning the JSON value ``var`` into the attribute value."""
+def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any], prefix: str = "") -> str:
+    """A Python expression turning the JSON value ``var`` into the attribute value (the
+    names it puts in ``ns`` for this field start with ``prefix``)."""
     if spec.kind == "datetime":
         ns["_parse_dt"] = parse_datetime
         one = "_parse_dt({})"
         if _ISO_Z and not spec.many:
             # a stored UTC date (``...Z``) parses in one call to an aware UTC datetime,
-            # as parse_datetime would; anything else takes parse_datetime
+            # as parse_datetime would; anything else takes parse_datetime (an empty
+            # string raises, as parse_datetime does)
             ns["_fromiso"] = _dt.datetime.fromisoformat
             return (
                 f"(None if {var} is None else (_fromiso({var}) if type({var}) is str "
-                f"and {var}[-1:] == 'Z' else _parse_dt({var})))"
+                f"and {var}[-1] == 'Z' else _parse_dt({var})))"
             )
     elif spec.kind == "inner":
         assert spec.inner is not None
         # without the fallback: a value the embedded model does not know is handled (and
         # reported with the document's id) by the enclosing model's lenient path
-        ns[f"_inner_{spec.name}"] = spec.inner.__esmapper__.lenient.strict  # type: ignore[attr-defined]
-        one = f"_inner_{spec.name}({{}}, None, None)"
+        ns[f"{prefix}_inner_{spec.name}"] = spec.inner.__esmapper__.lenient.strict  # type: ignore[attr-defined]
+        one = f"{prefix}_inner_{spec.name}({{}}, None, None)"
     elif spec.kind == "enum":
-        ns[f"_enum_{spec.name}"] = spec.enum
-        one = f"_enum_{spec.name}({{}})"
+        ns[f"{prefix}_enum_{spec.name}"] = spec.enum
+        one = f"{prefix}_enum_{spec.name}({{}})"
     elif spec.kind == "any":
         ns["_deepcopy"] = json_copy
         one = "_deepcopy({})"
@@ -316,11 +330,12 @@ def compile_codec(
     has_id: bool,
     has_version: bool,
     raw_slots: Mapping[str, Any] | None = None,
-) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any, Any, Any], Any], LenientCodec]:
-    """Generate ``to_source(doc)`` and ``from_source(src, id, version)`` for ``cls``, and
-    the :class:`LenientCodec` their ``except`` branches fall back to (its ``strict`` is
-    ``from_source`` without the fallback: enclosing models hydrate embedded objects with
-    it, so a value they do not know is reported with the document's id and path).
+) -> tuple[Callable[[Any], dict[str, Any]], FromSource, LenientCodec]:
+    """Generate ``to_source(doc)`` and ``from_source(src, id, version, state=None)`` for
+    ``cls``, and the :class:`LenientCodec` their ``except`` branches fall back to (its
+    ``strict`` is ``from_source`` without the fallback: enclosing models hydrate embedded
+    objects with it, so a value they do not know is reported with the document's id and
+    path).
 
     ``raw_slots`` maps tracked field names to their slot descriptors: serializing reads
     those directly, so it does not mark a document as possibly changed.
@@ -357,7 +372,8 @@ def compile_codec(
     dump_lines += ["        }", "    except Exception:", "        return _lenient_dump(self)"]
 
     setter = _setters(cls, raw_slots, ns)
-    start = ["self = _new(_cls)", f"{setter('_esm_state')}None)"]
+    # ``state``: the DocState a loaded document starts with (None: not stored)
+    start = ["self = _new(_cls)", f"{setter('_esm_state')}state)"]
     body: list[str] = [*start, "get = src.get"]  # any source: absent keys take defaults
     # a source holding every field (what a write stores): subscripts, no default checks;
     # a missing key raises KeyError, and the source takes the ``get`` path instead
@@ -382,7 +398,14 @@ def compile_codec(
             f"{setter(spec.name)}{missing} if _v is _MISSING else {_load_expr(spec, '_v', ns)})"
         )
         expression = _load_expr(spec, "_v", ns)
-        if expression == "_v":
+        inline = (
+            _inline_inner(spec, setter(spec.name), ns)
+            if spec.kind == "inner" and not spec.many
+            else None
+        )
+        if inline is not None:
+            full.extend(inline)
+        elif expression == "_v":
             full.append(f"{setter(spec.name)}src[{spec.name!r}])")
         else:
             full.append(f"_v = src[{spec.name!r}]")
@@ -401,28 +424,29 @@ def compile_codec(
     )
     ns["_lenient_load"] = lenient.load
     ns["_lenient_dump"] = lenient.dump
+    ns["_set_state"] = _set_state
     load_lines = [
-        "def _from_any_source(src, id, version):",
+        "def _from_any_source(src, id, version, state):",
         *(f"    {line}" for line in body),
         "",
-        "def from_source_strict(src, id, version):",
+        "def from_source_strict(src, id, version, state=None):",
         "    if len(src) < _KEYS:",
-        "        return _from_any_source(src, id, version)",
+        "        return _from_any_source(src, id, version, state)",
         "    try:",
         *(f"        {line}" for line in full),
         "    except KeyError:",
-        "        return _from_any_source(src, id, version)",
+        "        return _from_any_source(src, id, version, state)",
         "",
-        "def from_source(src, id, version):",
+        "def from_source(src, id, version, state=None):",
         "    try:",
         "        if len(src) < _KEYS:",
-        "            return _from_any_source(src, id, version)",
+        "            return _from_any_source(src, id, version, state)",
         "        try:",
         *(f"            {line}" for line in full),
         "        except KeyError:",
-        "            return _from_any_source(src, id, version)",
+        "            return _from_any_source(src, id, version, state)",
         "    except Exception:",
-        "        return _lenient_load(src, id, version)",
+        "        return _set_state(_lenient_load(src, id, version), state)",
     ]
 
     source = "\n".join(dump_lines) + "\n\n" + "\n".join(load_lines) + "\n"
@@ -432,24 +456,80 @@ def compile_codec(
     return ns["to_source"], ns["from_source"], lenient
 
 
-def _setters(cls: type, raw_slots: Mapping[str, Any], ns: dict[str, Any]) -> Callable[[str], str]:
+def _set_state(doc: Any, state: Any) -> Any:
+    """``doc`` with ``state`` as its DocState (the lenient path builds it without)."""
+    if state is not None:
+        object.__setattr__(doc, "_esm_state", state)
+    return doc
+
+
+def _setters(
+    cls: type,
+    raw_slots: Mapping[str, Any],
+    ns: dict[str, Any],
+    prefix: str = "",
+    obj: str = "self",
+) -> Callable[[str], str]:
     """``setter(name)``: the start of a generated call that stores an attribute of a new
-    instance (``...value)``) without conversion or tracking: through the slot descriptor
-    itself when there is one (the raw slot of a tracked field), else
-    ``object.__setattr__``."""
+    instance ``obj`` (``...value)``) without conversion or tracking: through the slot
+    descriptor itself when there is one (the raw slot of a tracked field), else
+    ``object.__setattr__``. The names put in ``ns`` start with ``prefix``."""
 
     def setter(name: str) -> str:
         slot = raw_slots.get(name)
         if slot is None:
             found = inspect.getattr_static(cls, name, None)
+            if isinstance(found, TrackedSlot):
+                found = found.slot
             if isinstance(found, types.MemberDescriptorType):
                 slot = found
         if slot is None:
-            return f"_set(self, {name!r}, "
-        ns[f"_slot_{name}"] = slot.__set__
-        return f"_slot_{name}(self, "
+            return f"_set({obj}, {name!r}, "
+        ns[f"{prefix}_slot_{name}"] = slot.__set__
+        return f"{prefix}_slot_{name}({obj}, "
 
     return setter
+
+
+def _inline_inner(spec: FieldSpec, set_field: str, ns: dict[str, Any]) -> list[str] | None:
+    """Statements hydrating the embedded object of ``spec`` (a single one, not a list)
+    from ``src`` in place, without a call per object; ``set_field`` starts the call that
+    stores it (see :func:`_setters`). ``None`` when the embedded model has fields whose
+    keys are not all in a stored ``_source`` (it keeps its own call).
+
+    Like the embedded model's own hydration without its fallback: a key it lacks raises
+    ``KeyError`` (the enclosing model then takes its path for sources missing keys, which
+    calls that hydration) and a value it does not know raises (the enclosing model's
+    lenient path reports it); a shorter source takes the call at once."""
+    inner = spec.inner
+    assert inner is not None
+    info = inner.__esmapper__  # type: ignore[attr-defined]
+    if not all(field.stored for field in info.fields):
+        return None
+    prefix = f"_e_{spec.name}"
+    ns[f"{prefix}_cls"] = inner
+    ns[f"{prefix}_keys"] = len(info.fields)
+    ns[f"{prefix}_strict"] = info.lenient.strict
+    setter = _setters(inner, {}, ns, prefix, obj="_o")
+    lines = [
+        f"_e = src[{spec.name!r}]",
+        "if _e is None:",
+        f"    {set_field}None)",
+        f"elif len(_e) < {prefix}_keys:",
+        f"    {set_field}{prefix}_strict(_e, None, None))",
+        "else:",
+        f"    _o = _new({prefix}_cls)",
+        f"    {setter('_esm_state')}None)",
+    ]
+    for field in info.fields:
+        expression = _load_expr(field, "_w", ns, prefix)
+        if expression == "_w":
+            lines.append(f"    {setter(field.name)}_e[{field.name!r}])")
+        else:
+            lines.append(f"    _w = _e[{field.name!r}]")
+            lines.append(f"    {setter(field.name)}{expression})")
+    lines.append(f"    {set_field}_o)")
+    return lines
 
 
 def _none() -> None:

@@ -366,12 +366,15 @@ class Document(_ModelBase):
         the ``esmapper.model`` logger; ``to_source()`` writes it back unchanged (see
         :mod:`esmapper.model.lenient`).
         """
-        version, _ = version_of(hit.get("_seq_no"), hit.get("_primary_term"))
+        version, condition = version_of(hit.get("_seq_no"), hit.get("_primary_term"))
         source = hit.get("_source") or {}
-        document: Self = cls.__esmapper__.from_source(source, hit.get("_id"), version)
-        if hit.get("_id") is not None:
-            state = DocState(source, hit.get("_index"), version=version)
-            object.__setattr__(document, "_esm_state", state)
+        id = hit.get("_id")
+        state = (
+            None
+            if id is None
+            else DocState(source, hit.get("_index"), None, False, version, condition)
+        )
+        document: Self = cls.__esmapper__.from_source(source, id, version, state)
         return document
 
     def validate(self) -> None:

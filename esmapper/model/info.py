@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -15,6 +15,9 @@ from esmapper.model.fields import FieldSpec
 from esmapper.model.lenient import LenientCodec
 from esmapper.model.normalize import Invalid, invalid_error
 from esmapper.reindex_scripts import ReindexScriptValue, check_reindex_scripts
+
+if TYPE_CHECKING:
+    from esmapper.model.codec import FromSource
 
 __all__ = ["IndexOptions", "ModelInfo"]
 
@@ -138,7 +141,7 @@ class ModelInfo:
     cls: type
     fields: tuple[FieldSpec, ...]
     to_source: Callable[[Any], dict[str, Any]]
-    from_source: Callable[[Any, Any, Any], Any]
+    from_source: FromSource
     is_document: bool
     #: the slow paths of ``from_source``/``to_source`` for values the model does not know
     lenient: LenientCodec

@@ -86,6 +86,25 @@ def test_round_trip_with_versions(es_client: Elasticsearch, index: str) -> None:
     assert _stored_ids(es_client, index) == {"a", "c"}
 
 
+def test_filtered_answers_keep_noop_results_and_the_concrete_index(
+    es_client: Elasticsearch, index: str
+) -> None:
+    # the writer asks for a filter_path: what outcomes read must survive it
+    writer, _ = _writer(es_client)
+    writer.write([BulkAction("create", index, "n", {"v": 1})], refresh=True)
+    es_client.indices.put_alias(index=index, name=f"{index}-alias")
+    same, bad = writer.write(
+        [
+            BulkAction("update", f"{index}-alias", "n", {"doc": {"v": 1}}),
+            BulkAction("update", index, "absent", {"doc": {"v": 1}}),
+        ]
+    )
+    assert (same.ok, same.status, same.result, same.index) == (True, 200, "noop", index)
+    assert same.seq_no is not None and same.primary_term is not None
+    assert (bad.ok, bad.status, bad.error_type) == (False, 404, "document_missing_exception")
+    assert bad.reason and "absent" in bad.reason
+
+
 def test_duplicate_create_fails_alone(es_client: Elasticsearch, index: str) -> None:
     writer, sleeps = _writer(es_client)
     writer.write([BulkAction("create", index, "dup", {"v": 1})])

@@ -13,7 +13,7 @@ from elastic_transport import ApiResponseMeta, ConnectionTimeout, HttpHeaders, N
 from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import ApiError
 
-from esmapper import bulk as bulk_module
+from esmapper import _bulk_encode, _json
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError, BulkWriter
 from esmapper.errors import BulkItemFailure, DocumentError
 
@@ -178,14 +178,14 @@ def test_serializes_each_op_exactly() -> None:
 )
 def test_the_cached_prefix_encoding_writes_the_general_paths_bytes(action: BulkAction) -> None:
     # plain and conditional writes skip building the action line's dict
-    assert bulk_module._encode(0, action) == bulk_module._encode_general(0, action)
+    assert _bulk_encode.encode(0, action) == _bulk_encode.encode_general(0, action)
 
 
 def test_a_condition_that_is_not_two_ints_takes_the_general_path() -> None:
     odd = BulkAction("index", "i", "1", {}, if_seq_no=True, if_primary_term=1)  # type: ignore[arg-type]
-    assert bulk_module._encode(0, odd) == bulk_module._encode_general(0, odd)
+    assert _bulk_encode.encode(0, odd) == _bulk_encode.encode_general(0, odd)
     with pytest.raises(ValueError, match="together"):
-        bulk_module._encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
+        _bulk_encode.encode(0, BulkAction("index", "i", "1", {}, if_seq_no=1))
 
 
 @pytest.mark.parametrize(
@@ -217,14 +217,14 @@ def test_each_action_is_serialized_once_even_when_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = 0
-    real = bulk_module._json.dumps  # type: ignore[attr-defined]
+    real = _json.dumps
 
     def counting(obj: Any) -> bytes:
         nonlocal calls
         calls += 1
         return real(obj)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(bulk_module._json, "dumps", counting)  # type: ignore[attr-defined]
+    monkeypatch.setattr(_json, "dumps", counting)
     attempts = 0
 
     def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -686,7 +686,8 @@ def test_invalid_refresh() -> None:
 def test_fast_encoding_writes_the_general_paths_bytes(
     op: str, require_alias: bool, doc_id: str
 ) -> None:
-    from esmapper.bulk import _encode, _encode_general
+    from esmapper._bulk_encode import encode as _encode
+    from esmapper._bulk_encode import encode_general as _encode_general
 
     body = {"doc": {"x": 1}} if op == "update" else {"x": 1, "s": "é"}
     action = BulkAction(op, "idx-é", doc_id, body, require_alias=require_alias)  # type: ignore[arg-type]
@@ -694,3 +695,56 @@ def test_fast_encoding_writes_the_general_paths_bytes(
     if op != "update":
         piped = BulkAction(op, "idx", doc_id, body, pipeline="p")  # type: ignore[arg-type]
         assert b'"pipeline":"p"' in _encode(0, piped)
+
+
+def test_a_batch_encodes_each_action_as_alone_and_names_the_failing_position() -> None:
+    # the batch loop shares heads between actions; every action's bytes stay its own
+    batch = [
+        BulkAction("index", "i1", "a", {"x": 1}),
+        BulkAction("index", "i1", "b", {"x": 2}, if_seq_no=7, if_primary_term=2),
+        BulkAction("index", "i1", "c", {"x": 3}, require_alias=True),
+        BulkAction("create", "i2", "d", {"x": 4}, routing="r"),
+        BulkAction("delete", "i1", "e"),
+        BulkAction("index", "i1", "f", {"x": 6}),
+    ]
+    assert _bulk_encode.encode_all(batch) == [
+        _bulk_encode.encode_general(i, a) for i, a in enumerate(batch)
+    ]
+    bad = [*batch, BulkAction("index", "i1", "g", {"x": object()})]
+    with pytest.raises(TypeError, match=r"bulk action 6 \(index i1/g\)"):
+        _bulk_encode.encode_all(bad)
+    with pytest.raises(ValueError, match="bulk action 1: delete takes no body"):
+        _bulk_encode.encode_all([batch[0], BulkAction("delete", "i1", "x", {})])
+
+
+def test_bulk_requests_keep_only_what_outcomes_read() -> None:
+    client = FakeClient()
+    writer, _ = make_writer(client)
+    writer.write(docs(2))
+    fields = set(client.calls[0]["params"]["filter_path"].split(","))
+    kept = {"_id", "_index", "status", "result", "_seq_no", "_primary_term", "error"}
+    assert fields == {f"items.*.{f}" for f in kept} | {"error", "status"}
+
+
+def test_applied_items_still_give_full_outcomes_and_missing_fields_take_the_actions() -> None:
+    def respond(actions: list[dict[str, Any]]) -> dict[str, Any]:
+        first = client.item(actions[0])
+        second = client.item(actions[1])
+        del second["index"]["_index"], second["index"]["_seq_no"]  # a terse server
+        return {"items": [first, second]}
+
+    client = FakeClient(respond)
+    writer, _ = make_writer(client)
+    first, second = writer.write(docs(2))
+    assert isinstance(first, BulkOutcome)
+    assert (first.ok, first.status, first.result, first.version) == (True, 201, "created", "1:1")
+    assert (first.id, first.index) == ("0", "idx")
+    assert (second.ok, second.index, second.seq_no, second.version) == (True, "idx", None, None)
+
+
+def test_the_encoder_knows_exactly_the_ops_of_bulk_op() -> None:
+    from typing import get_args
+
+    from esmapper.bulk import BulkOp
+
+    assert set(get_args(BulkOp)) == _bulk_encode._OPS

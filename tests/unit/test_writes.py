@@ -85,6 +85,11 @@ class FakeWriter:
         self.calls.append((list(actions), refresh))
         return [self.answer(a) for a in actions]
 
+    def _write(self, actions: Sequence[BulkAction], *, refresh: Any = None) -> list[BulkOutcome]:
+        """What the pipeline calls (outcome objects are answers too): ``write``, which a
+        test may replace."""
+        return self.write(actions, refresh=refresh)
+
 
 @pytest.fixture
 def steps() -> Iterator[list[str]]:
@@ -344,3 +349,34 @@ def test_a_request_error_settles_the_answered_items_then_raises(mapper: em.Mappe
 def test_no_pendings_sends_nothing(mapper: em.Mapper) -> None:
     assert _writes.write_documents(mapper, [], Options()) == []
     assert writer(mapper).calls == []
+
+
+def test_the_servers_items_settle_applied_writes_as_outcomes_do(mapper: em.Mapper) -> None:
+    # the real writer answers an applied write with the server's item itself
+    items: dict[str, dict[str, Any]] = {}
+
+    def answers(actions: Sequence[BulkAction], *, refresh: Any = None) -> list[Any]:
+        STEPS.append("send")
+        return [refused(a) if items.get(a.id or "") is None else items[a.id or ""] for a in actions]
+
+    a, b, c, d = (Person(id=i, name=i) for i in "abcd")
+    items["a"] = {
+        "_id": "a",
+        "_index": "people-v3",
+        "status": 201,
+        "_seq_no": 4,
+        "_primary_term": 2,
+    }
+    items["b"] = {"_id": "b", "status": 201, "_seq_no": 5, "_primary_term": 2}  # no _index
+    items["c"] = {"_id": "c", "status": 201}  # a server that says nothing of versions
+    writer(mapper)._write = answers  # type: ignore[method-assign]
+
+    with pytest.raises(DuplicateDocumentError) as caught:
+        write(mapper, "add", a, b, c, d)
+
+    assert caught.value.succeeded == [a, b, c] and list(caught.value.ids) == ["d"]
+    assert (a.version, b.version, c.version, d.version) == ("2:4", "2:5", None, None)
+    states = [state_of(doc) for doc in (a, b, c)]
+    assert [s.index if s else None for s in states] == ["people-v3", "unit_people", "unit_people"]
+    assert all(s is not None and s.original is not None for s in states)
+    assert state_of(d) is None  # the failed add: nothing stored

@@ -406,3 +406,36 @@ def test_patch_all_racing_a_partition_reindex_writes_through_the_dated_alias(
     assert sorted(names) == [f"{index_prefix}logs-v2-2026.03.10"]  # v1 did not come back
     stored = new.repository(DailyLogV2).find(consistency="immediate").documents
     assert sorted(d.message for d in stored) == ["m0!", "m1!", "m2!"]
+
+
+def test_a_document_added_again_while_its_partition_is_reindexed_is_not_stale(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """Removed and added again under its id after its partition was copied: the local server
+    keeps no delete tombstone, so it restarts at ``_version`` 1, below its copy's 4."""
+    now = dt.datetime.now(UTC)
+    old = make_mapper(Log1).repository(Log1)
+    logs = old.add([Log1(message=f"seed{i}", created_utc=now) for i in range(5)])
+    for i in range(3):
+        logs[2].message = f"saved{i}"
+        old.save(logs[2])
+    mapper = make_mapper(Log2Plain)
+    repo = mapper.repository(Log2Plain)
+    done: list[bool] = []
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message and not done:
+            done.append(True)
+            gone = repo.get(logs[2].id or "")
+            assert gone is not None
+            repo.remove(gone)
+            es_client.indices.refresh(index=f"{index_prefix}tlogs")
+            repo.add(Log2Plain(id=logs[2].id, message="again", created_utc=now))
+
+    result = reindex(mapper, Log2Plain, progress=during)
+
+    assert done and result.status == "reindexed" and len(result.partitions) == 1
+    sources = _sources(es_client, f"{index_prefix}tlogs")
+    assert {id: s["message"] for id, s in sources.items()} == {
+        log.id: "again" if log.id == logs[2].id else log.message for log in logs
+    }

@@ -13,7 +13,9 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper import _json
-from esmapper.bulk import BulkAction, BulkWriter, _encode, _encode_general
+from esmapper._bulk_encode import encode as _encode
+from esmapper._bulk_encode import encode_general as _encode_general
+from esmapper.bulk import BulkAction, BulkWriter
 from tests.integration.conftest import MakeMapper
 
 

@@ -64,6 +64,25 @@ def test_find_results_join_the_identity_map(mapper: em.Mapper, seeded: list[Empl
         assert e0.name == "Person 0"  # rollback restores the last confirmed values
 
 
+def test_a_page_joins_the_identity_map_before_its_hits_are_read(
+    mapper: em.Mapper, seeded: list[Employee]
+) -> None:
+    with mapper.session() as s:
+        e0 = s.get(Employee, "e0")
+        results = s.find(Employee, sort="age", limit=3, search_after=True)
+        documents = results.documents
+        assert [d.id for d in documents] == ["e0", "e1", "e2"] and documents[0] is e0
+        assert s.get(Employee, "e1") is documents[1]
+        hits = results.hits  # built now, from the raw hits, around the adopted documents
+        assert [h.document for h in hits] == documents and hits[0].document is e0
+        assert hits[1].version == documents[1].version is not None
+        assert hits[1].sort == [21, "e1"] and hits[1].index is not None
+        assert results.next_page()
+        following = results.documents
+        assert [d.id for d in following] == ["e3", "e4"]
+        assert s.get(Employee, "e3") is following[0]  # a later page joins it too
+
+
 def test_versions_are_checked_and_written_back(mapper: em.Mapper, seeded: list[Employee]) -> None:
     other = mapper.repository(Employee).get("e0")
     s = mapper.session()

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from esmapper.bulk import BulkAction, _encode
+from esmapper._bulk_encode import encode as _encode
+from esmapper.bulk import BulkAction
 from esmapper.indexes.drift import count_fields, mapping_drift
 from esmapper.jobs import JobResult, JobStatus, SnapshotInfo, format_duration, parse_duration
 from esmapper.jobs.snapshots import plan_cleanup, snapshot_name

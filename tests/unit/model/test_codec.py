@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import esmapper as em
-from esmapper.model.state import state_of
+from esmapper.model.state import DocState, state_of
 
 from .models import Address, Color, Employee, Everything, Note, Priority, Review
 
@@ -483,3 +483,95 @@ def test_an_embedded_object_missing_a_key_takes_its_default() -> None:
     source["address"]["other"] = "kept out"
     doc = _load(Everything, source, "a", None)
     assert doc.address == Address(street="Main", city="Oslo", zip_code=None)
+
+
+class Geo(em.InnerDoc):
+    lat: float = 0.0
+    seen: dt.datetime | None = None
+
+
+class Place(em.InnerDoc):
+    name: str = ""
+    kind: Color = Color.RED
+    labels: list[str] = em.field(factory=list)
+    geo: Geo | None = None
+
+
+class Visit(em.Document):
+    class Index:
+        name = "codec_visits"
+
+    place: Place | None = None
+    places: list[Place] = em.field(factory=list)
+
+
+def _visit_source() -> dict[str, Any]:
+    return {
+        "id": "v1",
+        "place": {
+            "name": "Oslo",
+            "kind": "green",
+            "labels": ["a"],
+            "geo": {"lat": 59.9, "seen": "2026-03-04T12:00:00Z"},
+        },
+        "places": [{"name": "Bergen", "kind": "red", "labels": [], "geo": None}],
+    }
+
+
+def test_an_embedded_object_in_a_full_source_is_built_whole_with_its_own_kinds() -> None:
+    source = _visit_source()
+    doc = _load(Visit, source, "v1", None)
+    assert doc.place == Place(
+        name="Oslo", kind=Color.GREEN, labels=["a"], geo=Geo(lat=59.9, seen=NOON)
+    )
+    assert doc.places == [Place(name="Bergen")]
+    assert doc.place is not None and doc.place.labels is not source["place"]["labels"]
+    assert doc.to_source() == source  # round trip, embedded in embedded included
+
+
+def test_an_embedded_object_short_of_keys_missing_one_or_null_reads_like_alone() -> None:
+    source = _visit_source()
+    del source["place"]["labels"]  # shorter: the embedded model's own lookups
+    assert _load(Visit, source, "v1", None).place.labels == []
+    source = _visit_source()
+    source["place"] = {"name": "Oslo", "kind": "green", "label": [], "geo": None}  # swapped key
+    doc = _load(Visit, source, "v1", None)
+    assert doc.place == Place(name="Oslo", kind=Color.GREEN)
+    assert doc.places == [Place(name="Bergen")]
+    source["place"] = None
+    assert _load(Visit, source, "v1", None).place is None
+
+
+def test_a_value_an_embedded_object_does_not_know_is_kept_and_reported_with_its_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source = _visit_source()
+    source["place"]["kind"] = "purple"  # an enum value of a newer deploy
+    doc = _load(Visit, source, "v1", None)
+    assert doc.place is not None and doc.place.kind == "purple" and doc.place.name == "Oslo"
+    assert any("place.kind" in r.getMessage() and "'v1'" in r.getMessage() for r in caplog.records)
+    assert doc.to_source()["place"]["kind"] == "purple"
+    source = _visit_source()
+    source["place"] = "not an object at all"  # as long as the embedded model's fields
+    assert _load(Visit, source, "v1", None).to_source()["place"] == "not an object at all"
+
+
+def test_hydration_starts_a_document_with_the_state_it_is_given() -> None:
+    state = DocState({"name": "x"}, "idx-v1", None, False, "1:2", ("1:2", 2, 1))
+    doc = Employee.__esmapper__.from_source(_every_key(Employee(name="x")), "e1", "1:2", state)
+    assert state_of(doc) is state and doc.version == "1:2"
+    short = Employee.__esmapper__.from_source({"name": "y"}, "e2", None, state)  # lookups
+    assert state_of(short) is state and short.name == "y"
+    # a source the model cannot read takes the lenient path, which keeps the state too
+    bad = {**_every_key(Employee(name="x")), "created_utc": "not a date"}
+    assert state_of(Employee.__esmapper__.from_source(bad, "e3", None, state)) is state
+    assert state_of(Employee.__esmapper__.from_source({"name": "z"}, None, None)) is None
+
+
+def test_from_hit_keeps_the_numbers_of_its_version_for_a_conditional_save() -> None:
+    doc = Employee.from_hit(
+        {"_id": "a", "_source": {"name": "x"}, "_seq_no": 7, "_primary_term": 3}
+    )
+    state = state_of(doc)
+    assert state is not None and doc.version == "3:7"
+    assert state.condition == ("3:7", 7, 3) and state.condition[0] is doc.version

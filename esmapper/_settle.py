@@ -1,0 +1,286 @@
+"""Settling document writes: what the pipeline does once the server answered.
+
+The one owner of the "-ed" side of a write (:func:`esmapper._writes.write_documents`
+runs it): :func:`settle` writes versions and stored states back onto the confirmed
+documents (straight from the server's items), then fires ``documents_added`` /
+``documents_saved`` / ``documents_removed`` and ``documents_changed`` (a raising receiver
+is logged, never turned into a failed write), tracks soft deletes and restores, and
+publishes ``entity_changed`` (:func:`publish_changes`, honouring
+``before_publish_entity_changed`` cancellation); failed items become one typed error
+(:func:`failure_error`). Also here: the "-ing" signals' documents (:func:`fire_before`),
+which carry the same ``ModifiedDocument`` pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from esmapper import signals
+from esmapper._outcomes import UNKNOWN
+from esmapper._pending import KINDS, PendingWrite, WriteKind
+from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome
+from esmapper.errors import (
+    BulkItemFailure,
+    BulkWriteError,
+    DocumentError,
+    DuplicateDocumentError,
+    EsmapperError,
+    OutcomeUnknownError,
+    VersionConflictError,
+)
+from esmapper.model.state import DocState, state_of, version_of
+from esmapper.options import Options
+from esmapper.signals import ChangeType, ModifiedDocument
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["Groups", "failure_error", "fire_before", "publish_changes", "settle"]
+
+log = logging.getLogger("esmapper.writes")
+
+#: Fields the pipeline sets hold values it made itself: they skip the model's
+#: per-assignment conversion and change tracking.
+_set = object.__setattr__
+
+#: ``(model, kind)`` -> the writes of that model and kind, in the batch's order
+Groups = dict[tuple[type, WriteKind], list[PendingWrite]]
+
+
+def _hydrate_original(pending: PendingWrite) -> Any:
+    source = pending.original_source
+    if source is None:
+        return None
+    return pending.info.from_source(source, pending.doc_id, None)
+
+
+def _modified(pendings: Sequence[PendingWrite]) -> list[ModifiedDocument]:
+    return [ModifiedDocument(p.doc, _hydrate_original(p)) for p in pendings]
+
+
+def fire_before(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
+    """An "-ing" signal: a raising receiver vetoes the write."""
+    if pendings and signals.has_receivers(signal, sender):
+        signal.send(sender, documents=_modified(pendings), **kwargs)
+
+
+def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **kwargs: Any) -> None:
+    """An "-ed" signal: the write is stored, so a raising receiver is logged, not raised."""
+    if pendings and signals.has_receivers(signal, sender):
+        signals.send_safely(signal, sender, documents=_modified(pendings), **kwargs)
+
+
+def _change_type(pending: PendingWrite) -> ChangeType:
+    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
+        original = pending.original_source
+        if original is not None and not original.get("is_deleted"):
+            return ChangeType.REMOVED
+    return KINDS[pending.kind].change_type
+
+
+def publish_changes(
+    mapper: Mapper,
+    info: ModelInfo,
+    changes: Sequence[tuple[str | None, ChangeType]],
+    options: Options,
+) -> None:
+    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation.
+
+    Runs after the write was confirmed: a failing ``before_publish_entity_changed``
+    receiver or bus is logged (with the model and id) and the next message still goes out.
+    """
+    if not changes or not options.notifications or not mapper.has_subscribers(info.cls):
+        return
+    before = signals.before_publish_entity_changed
+    for doc_id, change_type in changes:
+        message = signals.EntityChanged(type=info.name, id=doc_id, change_type=change_type)
+        try:
+            if signals.has_receivers(before, info.cls):
+                before.send(info.cls, message=message, options=options)
+                if message.cancel:
+                    continue
+            mapper.publish(info.cls, message, options)
+        except Exception:
+            log.exception(
+                "publishing %s %s of %s %r failed; the write itself is stored",
+                change_type.name,
+                "change",
+                info.name,
+                doc_id,
+            )
+
+
+def failure_error(
+    failed: Sequence[BulkOutcome],
+    succeeded: list[Any],
+    total: int,
+    *,
+    failures: Sequence[BulkItemFailure] | None = None,
+) -> EsmapperError:
+    """The typed error for the failed items: one kind of 409 gets its own type, a single
+    failed write a DocumentError (OutcomeUnknownError when its outcome is unknown),
+    anything else a BulkWriteError."""
+    if failures is None:
+        failures = [_failure(o) for o in failed]
+    kinds = {(o.action.op, o.status) for o in failed}
+    if total != 1 and len(kinds) != 1:
+        return BulkWriteError(failures, succeeded)
+    first = failed[0]
+    ids = [o.id for o in failed]
+    listed = ", ".join(map(repr, ids))
+    where = f"index={first.index!r} {first.error_type}: {first.reason}"
+    error_type: type[DocumentError]
+    if kinds == {("create", 409)}:
+        error_type, message = DuplicateDocumentError, f"document(s) {listed} already exist"
+    elif kinds <= {("index", 409), ("delete", 409), ("update", 409)}:
+        error_type = VersionConflictError
+        message = f"version conflict on {listed}: the stored document changed since it was read"
+    elif all(o.error_type == UNKNOWN for o in failed):
+        error_type = OutcomeUnknownError
+        message = (
+            f"the outcome of the {first.action.op} of {listed} is unknown: the request was "
+            "sent but no answer came back, and reading it back could not decide; read the "
+            "document before retrying"
+        )
+    elif total == 1:
+        error_type = DocumentError
+        message = f"{first.action.op} of {first.id!r} failed with status {first.status}"
+    else:
+        return BulkWriteError(failures, succeeded)
+    return error_type(
+        f"{message} ({where})",
+        index=first.index,
+        ids=ids,
+        error_type=first.error_type,
+        reason=first.reason,
+        failures=failures,
+        succeeded=succeeded,
+    )
+
+
+def _failure(outcome: BulkOutcome) -> BulkItemFailure:
+    """The failure of an outcome, naming the caller's document (not the PendingWrite)."""
+    ref = outcome.action.ref
+    document = ref.doc if isinstance(ref, PendingWrite) else ref
+    return attrs.evolve(outcome.to_failure(), document=document)
+
+
+def _already_gone(outcome: BulkOutcome) -> bool:
+    """A delete that found nothing to delete: 404, or (conditional delete) the 409 whose
+    reason says no document was found."""
+    return outcome.status == 404 or (
+        outcome.status == 409 and "no document was found" in (outcome.reason or "")
+    )
+
+
+def settle(
+    mapper: Mapper,
+    actions: Sequence[BulkAction],
+    answers: Sequence[BulkAnswer],
+    options: Options,
+    on_success: Callable[[PendingWrite], None] | None,
+    *,
+    raise_failures: bool = False,
+) -> list[PendingWrite]:
+    """Step 6-7 for add/save/remove answers (``answers[i]`` is ``actions[i]``'s): apply
+    confirmed writes, fire the "-ed" signals and notifications (failures there are
+    logged), raise the failures' error.
+
+    One pass over the answers writes versions and stored states back, straight from the
+    server's items, and groups the confirmed writes by model and kind; what follows
+    (soft-delete tracking, signals, notifications) runs per group, and not at all for a
+    group nobody listens to."""
+    confirmed: list[PendingWrite] = []
+    failed: list[BulkOutcome] = []
+    groups: Groups = {}
+    group: list[PendingWrite] = []
+    last_info: ModelInfo | None = None
+    last_kind = ""
+    for action, answer in zip(actions, answers, strict=True):
+        pending: PendingWrite = action.ref
+        if isinstance(answer, dict):  # the server's item of an applied write
+            seq_no, term = answer.get("_seq_no"), answer.get("_primary_term")
+            written_to = answer.get("_index", action.index)
+        elif answer.ok:
+            seq_no, term, written_to = answer.seq_no, answer.primary_term, answer.index
+        else:
+            if pending.kind == "remove" and _already_gone(answer):
+                # already gone: a no-op, but the removal is complete for a session too
+                if on_success is not None:
+                    on_success(pending)
+                _set(pending.doc, "_esm_state", None)
+            else:
+                failed.append(answer)
+            continue
+        doc, kind, info = pending.doc, pending.kind, pending.info
+        if info is not last_info or kind != last_kind:  # a new group (rare)
+            key = (info.cls, kind)
+            found = groups.get(key)
+            if found is None:
+                found = groups[key] = []
+            group, last_info, last_kind = found, info, kind
+        group.append(pending)
+        confirmed.append(pending)
+        if kind == "remove":
+            _set(doc, "_esm_state", None)
+            continue
+        version, condition = version_of(seq_no, term)
+        if info.versioned:
+            _set(doc, "version", version)
+        source = pending.written
+        partial = source is not None  # a partial update: ``written`` is the merge
+        if source is None:  # the body written becomes the original (no copy)
+            source = action.body  # type: ignore[assignment]
+        state = state_of(doc)
+        if state is None:  # remember(), inline: a new document's first state
+            _set(doc, "_esm_state", DocState(source, written_to, None, False, version, condition))
+            continue
+        state.original = source
+        state.version = version
+        state.condition = condition
+        if written_to is not None:
+            state.index = written_to
+        if not partial:
+            state.partial = False
+        state.assigned = None
+    _after_write(mapper, confirmed, groups, options, on_success)
+    if failed and raise_failures:
+        raise failure_error(failed, [p.doc for p in confirmed], len(answers))
+    return confirmed
+
+
+def _after_write(
+    mapper: Mapper,
+    confirmed: list[PendingWrite],
+    groups: Groups,
+    options: Options,
+    on_success: Callable[[PendingWrite], None] | None,
+) -> None:
+    """Soft-delete tracking, the session's bookkeeping (in the write order), the "-ed"
+    signals and the notifications of the confirmed writes, per model and kind."""
+    if mapper.documents is not None:  # soft deletes and restores are shared through it
+        tracked = [
+            p
+            for (_cls, kind), group in groups.items()
+            if group[0].info.soft_deletes
+            for p in group
+            if kind != "add" or p.original_source is not None  # a new document: neither
+        ]
+        if tracked:
+            mapper.track_soft_deletes(tracked)
+    if on_success is not None:
+        for pending in confirmed:
+            on_success(pending)
+    for (cls, kind), group in groups.items():
+        change = KINDS[kind].change_type
+        _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
+        _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
+        if options.notifications and mapper.has_subscribers(cls):
+            publish_changes(
+                mapper, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
+            )
