@@ -1,0 +1,326 @@
+"""The reads of a :class:`~esmapper.session.Session`: ``get``, ``get_many``, ``find`` and
+``find_one`` through its identity map.
+
+A read returns the object the session already holds for a model and id (with its local
+changes), else reads the store through the model's repository (the same requests a
+``Repository`` read sends: a real-time GET, one ``_mget``, one search) and puts what it
+loaded in the identity map. A document held in part (loaded by a ``find`` with
+``includes``/``excludes``) is completed in place from the whole stored document, like
+SQLAlchemy loads deferred attributes. The session's soft-delete mode, cache choice and
+tenant apply to every read; its consistency is for its flushes.
+
+:class:`SessionReads` is the half of the session that loads; the unit of work (adding,
+removing, flushing, commit and rollback) is in :mod:`esmapper.session`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+from elasticsearch.dsl.query import Query
+
+from esmapper._bodies import merged, partial_changes
+from esmapper._limits import limited
+from esmapper._search import SEARCH_OPTIONS
+from esmapper.custom_fields._access import in_tenant
+from esmapper.model.state import state_of
+from esmapper.options import (
+    Consistency,
+    LogLevel,
+    Options,
+    Snapshot,
+    SoftDeleteMode,
+    Timeout,
+    given,
+    picked,
+)
+from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.highlight import HighlightSpec
+from esmapper.query.sort import SortSpec
+from esmapper.results import FindResults
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+    from esmapper.model import Document
+    from esmapper.repository import Repository
+
+__all__ = ["SessionReads"]
+
+#: A model: a subclass of :class:`~esmapper.model.Document`.
+T = TypeVar("T", bound="Document")
+
+
+def _defaults(session: SessionReads) -> Options:
+    """The options (limits included) of a session call that gives none: the session's
+    (see ``_limits``)."""
+    return session.options
+
+
+class SessionReads:
+    """The loading half of a session (see the module docstring); the state it reads and
+    the identity-map methods it calls are the session's."""
+
+    mapper: Mapper
+    options: Options
+    _identity: dict[tuple[type, str], Any]
+    _maybe_dirty: dict[int, Any]
+
+    if TYPE_CHECKING:  # defined by Session
+
+        def _check_open(self) -> None: ...
+        def _adopt(self, doc: Any) -> Any: ...
+        def expunge(self, doc: Document) -> None: ...
+
+    @limited(_defaults)
+    def get(
+        self,
+        model: type[T],
+        id: str,
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
+        """The document ``id`` of ``model``: from the identity map, else a real-time GET.
+
+        A document the session holds in part (loaded by a ``find`` with
+        ``includes``/``excludes``) is completed first: the whole stored document is read
+        and merged into the same object (see :meth:`_complete`)."""
+        self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
+        found = self._identity.get((model, id))
+        if found is not None:
+            if _is_partial(found):
+                whole = repo._get(id, _whole(options))
+                if not self._complete(found, whole):
+                    return None
+            return found if self._visible(found, options) else None  # type: ignore[no-any-return]
+        doc = repo._get(id, options)
+        if doc is None:
+            return None
+        adopted = self._adopt(doc)
+        return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
+
+    def _complete(self, doc: Any, whole: Any) -> bool:
+        """Complete the partially loaded ``doc`` from ``whole`` (the same document read
+        whole, or ``None`` when it is no longer stored), like SQLAlchemy loads deferred
+        attributes: the object keeps its identity and its local changes (what a save of
+        it would write: assigned fields, changed loaded fields), every other field takes
+        the stored value. Without local changes the object takes the stored version;
+        with some it keeps the version they were made at, so a flush still detects a
+        concurrent change (VersionConflictError) instead of overwriting it.
+
+        Returns whether the object is still there to be served: a document no longer
+        stored is not, and leaves the session unless it has local changes (their flush
+        reports the conflict). A local change that cannot be merged (an unloaded field
+        mutated in place) raises DocumentError, as its save would.
+        """
+        state = state_of(doc)
+        assert state is not None and state.original is not None
+        info = type(doc).__esmapper__
+        info.normalize(doc)
+        baseline = info.to_source(info.from_source(state.original, doc.id, None))
+        changes = partial_changes(
+            info, doc, state.original, baseline, info.to_source(doc), state.assigned or set()
+        )
+        loaded = state_of(whole) if whole is not None else None
+        if loaded is None or loaded.original is None:
+            if not changes:
+                self.expunge(doc)
+            return False
+        source = loaded.original
+        fresh = info.from_source(merged(source, changes), doc.id, None)
+        for spec in info.fields:
+            if not spec.stored or spec.name == "id":
+                continue
+            value = object.__getattribute__(fresh, spec.name)
+            if object.__getattribute__(doc, spec.name) != value:  # keep what is equal
+                object.__setattr__(doc, spec.name, value)
+        state.original = source
+        state.partial = False
+        state.assigned = None
+        if loaded.index is not None:
+            state.index = loaded.index
+        if changes:
+            self._maybe_dirty[id(doc)] = doc
+        else:
+            state.version = loaded.version
+            if info.versioned:
+                object.__setattr__(doc, "version", loaded.version)
+        return True
+
+    def _visible(self, doc: Any, options: Options, *, any_tenant: bool = False) -> bool:
+        """Whether the soft-delete mode and tenant of a read (its ``tenant=``, else the
+        session's; none with ``any_tenant``) let ``doc`` (as held in the session, with its
+        local changes) through, like ``repo.get`` does for stored documents."""
+        info = type(doc).__esmapper__
+        tenant = None if any_tenant else options.tenant or self.options.tenant
+        if not in_tenant(info, doc, tenant):
+            return False
+        mode = options.soft_deletes
+        if not info.soft_deletes or mode == "all":
+            return True
+        deleted: bool = bool(doc.is_deleted)
+        return deleted == (mode == "deleted")
+
+    @limited(_defaults)
+    def get_many(
+        self,
+        model: type[T],
+        ids: Iterable[str],
+        *,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> list[T]:
+        """Documents for ``ids`` (identity map first, then one mget), in request order;
+        documents held in part are completed like :meth:`get` does."""
+        self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
+        wanted = list(dict.fromkeys(ids))
+        partial = {
+            i: self._identity[(model, i)]
+            for i in wanted
+            if (model, i) in self._identity and _is_partial(self._identity[(model, i)])
+        }
+        missing = [i for i in wanted if (model, i) not in self._identity]
+        if missing or partial:
+            read = repo._get_many([*missing, *partial], _whole(options))
+            loaded = {d.id: d for d in read}  # type: ignore[attr-defined]
+            for i, doc in partial.items():
+                self._complete(doc, loaded.pop(i, None))
+            for doc in loaded.values():
+                if self._visible(doc, options, any_tenant=True):  # held whatever its tenant
+                    self._adopt(doc)
+        held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
+        return [d for d in held if self._visible(d, options) and not _is_partial(d)]
+
+    @limited(_defaults)
+    def find(
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        limit: int | None = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> FindResults[T]:
+        """Search like ``Repository.find``; hits join the identity map (a document already
+        in the session is returned as that object, with its local changes; one it held in
+        part is completed from a whole hit, like :meth:`get` does)."""
+        self._check_open()
+        repo = self.mapper.repository(model)
+        options = self._read_options(repo, given(locals()))
+        search_args = picked(locals(), SEARCH_OPTIONS)
+        results = repo._search_request(filter, options, search_args).find()
+        results._replace_documents(self._adopt_hit)
+        fetch = results._fetch_next
+        if fetch is not None:  # later pages join the identity map too
+
+            def adopt_next(current: FindResults[T]) -> FindResults[T] | None:
+                following = fetch(current)
+                if following is not None:
+                    following._replace_documents(self._adopt_hit)
+                return following
+
+            results._fetch_next = adopt_next
+        return results
+
+    def _adopt_hit(self, doc: Any) -> Any:
+        held = self._adopt(doc)
+        if held is not doc and _is_partial(held) and not _is_partial(doc):
+            self._complete(held, doc)
+        return held
+
+    @limited(_defaults)
+    def find_one(
+        self,
+        model: type[T],
+        filter: str | Query | None = None,
+        *,
+        sort: SortSpec = None,
+        aggregations: AggregationsSpec = None,
+        page: int | None = None,
+        search_after: Any = None,
+        includes: Sequence[str] | None = None,
+        excludes: Sequence[str] | None = None,
+        snapshot: Snapshot = None,
+        partitions: tuple[Any, Any] | None = None,
+        highlight: HighlightSpec = None,
+        consistency: Consistency | None = None,
+        soft_deletes: SoftDeleteMode | None = None,
+        cache: bool | None = None,
+        cache_key: str | None = None,
+        notifications: bool | None = None,
+        validate: bool | None = None,
+        version_check: bool | None = None,
+        timeout: Timeout | None = None,
+        retries: int | None = None,
+        tenant: str | None = None,
+        query_log_level: LogLevel | None = None,
+    ) -> T | None:
+        """The first document :meth:`find` would return, or ``None``."""
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
+        results = self.find(model, filter, **kwargs)
+        return results[0] if results else None
+
+    def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
+        """The options of a read: the repository's defaults, the session's soft-delete mode
+        and cache choice, then what the call gave (the session's consistency is for its
+        flushes; a read asks for its own)."""
+        session = {
+            "soft_deletes": self.options.soft_deletes,
+            "cache": self.options.cache,
+            "cache_key": self.options.cache_key,
+        }
+        return repo.defaults.merge(**{**session, **given})
+
+
+def _whole(options: Options) -> Options:
+    """The read options that complete a partial document: whatever its soft-delete state
+    and tenant (the caller's mode and ``tenant=`` are applied to the completed object)."""
+    return attrs.evolve(options, soft_deletes="all", tenant=None)
+
+
+def _is_partial(doc: Any) -> bool:
+    """Whether ``doc`` was loaded with ``includes``/``excludes`` (see DocState.partial)."""
+    state = state_of(doc)
+    return state is not None and state.partial
