@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 
 from esmapper.model._tracking import TrackedSlot
-from esmapper.model.codec import json_copy
+from esmapper.model.codec import json_copy, list_copy_expr
 from esmapper.model.state import DocState
 
 __all__ = ["CopyPlan", "HydratedCopies", "plan_of"]
@@ -182,9 +182,14 @@ def _compile(info: Any) -> CopyPlan | None:
                 lines.append(f"    _put_{name}(self, None if _v is None else {one.format('_v')})")
         elif spec.kind == "any":
             lines.append(f"    _put_{name}(self, _json_copy({value}))")
-        elif spec.many:
+        elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
             lines.append(f"    _v = {value}")
             lines.append(f"    _put_{name}(self, None if _v is None else list(_v))")
+        elif spec.many:  # scalars as stored: maybe an array of arrays
+            lines.append(f"    _v = {value}")
+            lines.append(
+                f"    _put_{name}(self, None if _v is None else {list_copy_expr('_v', ns)})"
+            )
         else:
             lines.append(f"    _put_{name}(self, {value})")
     body = ["self = _new(_cls)", *(line[4:] for line in lines)]

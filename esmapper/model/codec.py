@@ -38,6 +38,7 @@ __all__ = [
     "compile_codec",
     "describe",
     "format_datetime",
+    "list_copy_expr",
     "make_converter",
     "parse_datetime",
     "scalar_checker",
@@ -179,6 +180,27 @@ def json_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+#: Whether every type of an iterable of types is an immutable scalar's (a C call).
+_all_atomic = _ATOMIC.issuperset
+
+
+def _copy_items(value: Any) -> list[Any]:
+    """A list of deep copies of the items of the list ``value`` (some are not scalars: a
+    stored array of arrays, an object where a scalar was declared)."""
+    return [json_copy(item) for item in value]
+
+
+def list_copy_expr(var: str, ns: dict[str, Any]) -> str:
+    """A Python expression copying the list ``var`` (not ``None``) of a field of scalars so
+    that the copy shares no mutable value with it: a shallow copy when every item is an
+    immutable scalar (the usual case, checked in C), else a copy of each item, deep. A
+    list handed to a document or kept as a ``_source`` must not share an inner list or
+    dict with another one: a caller changing it would change the other."""
+    ns["_all_atomic"] = _all_atomic
+    ns["_copy_items"] = _copy_items
+    return f"(list({var}) if _all_atomic(map(type, {var})) else _copy_items({var}))"
+
+
 def make_converter(spec: FieldSpec, owner: str) -> Callable[[Any], Any]:
     """The attrs converter for ``spec``: checks, normalizes, or raises naming the field."""
     check = scalar_checker(spec, owner)
@@ -248,7 +270,7 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
         ns["_deepcopy"] = json_copy
         one = "_deepcopy({})"
     elif spec.many:
-        return f"(None if {var} is None else list({var}))"
+        return f"(None if {var} is None else {list_copy_expr(var, ns)})"
     else:
         return var
     if spec.many:
@@ -314,8 +336,12 @@ def _load_expr(spec: FieldSpec, var: str, ns: dict[str, Any], prefix: str = "") 
         one = "{}"
     if spec.many:
         listed = f"(list({var}) if isinstance({var}, list) else [{var}])"
-        if one == "{}":
-            return f"(None if {var} is None else {listed})"
+        if one == "{}":  # scalars taken as stored: copied so that none is shared
+            copied = list_copy_expr(var, ns)
+            return (
+                f"(None if {var} is None else "
+                f"({copied} if isinstance({var}, list) else _copy_items([{var}])))"
+            )
         return f"(None if {var} is None else [{one.format('_x')} for _x in {listed}])"
     if one == "{}":
         return var

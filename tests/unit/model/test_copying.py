@@ -277,3 +277,22 @@ def test_only_a_client_that_hands_out_its_objects_gets_copies() -> None:
     first, _ = decoding.lookup("everything", "e1")
     second, _ = decoding.lookup("everything", "e1")
     assert first == second and first is not second  # nothing a copy could be kept for
+
+
+def test_an_array_of_arrays_in_a_list_field_is_never_shared_with_the_hit_or_a_copy() -> None:
+    # Elasticsearch stores ``[["math"], "x"]`` in a keyword field as it does ``["math", "x"]``:
+    # another writer may leave such a value, and hydration hands its inner lists out
+    source = _everything().to_source()
+    source["tags"] = [["math", "logic"], "engines"]
+    hit = _hit(source)
+    copies = HydratedCopies()
+    hydrate = Counting()
+    first = copies.document(Everything.__esmapper__, hit, hydrate)
+    second = copies.document(Everything.__esmapper__, hit, hydrate)
+    assert hydrate.calls == 1 and first.tags == second.tags == [["math", "logic"], "engines"]
+    assert first.tags[0] is not source["tags"][0] and second.tags[0] is not first.tags[0]
+    first.tags[0].append("changed by one caller")
+    second.tags[0].append("changed by another")
+    third = copies.document(Everything.__esmapper__, hit, hydrate)
+    assert hit["_source"]["tags"] == third.tags == [["math", "logic"], "engines"]
+    assert state_of(third).original["tags"] == [["math", "logic"], "engines"]
