@@ -296,3 +296,5 @@ def test_an_array_of_arrays_in_a_list_field_is_never_shared_with_the_hit_or_a_co
     third = copies.document(Everything.__esmapper__, hit, hydrate)
     assert hit["_source"]["tags"] == third.tags == [["math", "logic"], "engines"]
     assert state_of(third).original["tags"] == [["math", "logic"], "engines"]
+    # a save's body becomes the original: it shares no inner array with the document
+    assert third.to_source()["tags"][0] is not third.tags[0]
