@@ -102,6 +102,19 @@ def test_every_cache_hit_is_a_document_of_its_own(profiles: em.Repository[Profil
     assert first.tags == ["a", "b", "mine"] and second.name == "renamed"  # theirs, still
 
 
+def test_an_array_of_arrays_stored_by_another_writer_is_not_shared_by_cache_hits(
+    profiles: em.Repository[Profile],
+) -> None:
+    # Elasticsearch keeps ``[["a", "b"], "c"]`` in a keyword field as it does ``["a", "b", "c"]``
+    source = {**_profile("n").to_source(), "tags": [["a", "b"], "c"]}
+    profiles.mapper.client.index(index=profiles.spec.alias, id="n", document=source)
+    hits = [profiles.get("n") for _ in range(3)]  # the first fills the cache
+    for doc in hits:
+        doc.tags[0].append("mine")
+    again = profiles.get("n")
+    assert again.tags == [["a", "b"], "c"] == profiles.get("n", cache=False).tags
+
+
 def test_cache_hits_save_at_their_version_and_a_stale_hit_conflicts(
     profiles: em.Repository[Profile],
 ) -> None:
