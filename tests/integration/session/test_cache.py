@@ -110,7 +110,8 @@ def test_an_array_of_arrays_stored_by_another_writer_is_not_shared_by_cache_hits
     profiles.mapper.client.index(index=profiles.spec.alias, id="n", document=source)
     hits = [profiles.get("n") for _ in range(3)]  # the first fills the cache
     for doc in hits:
-        doc.tags[0].append("mine")
+        inner: Any = doc.tags[0]  # declared list[str]: the stored value is an array
+        inner.append("mine")
     again = profiles.get("n")
     assert again.tags == [["a", "b"], "c"] == profiles.get("n", cache=False).tags
 
