@@ -22,7 +22,7 @@ order rotates every round) and the best of ``--repeat`` rounds is kept. CPU
 (``time.process_time``, this process only) and wall time are reported separately::
 
     python bench/bench_scale.py [--docs 200000] [--small 20000] [--threads 4] [--repeat 1]
-                                [--only writes,reindex,memory]
+                                [--only writes,reindex,memory] [--pause-gc]
 """
 
 from __future__ import annotations
@@ -371,7 +371,14 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=1000, help="documents per page (memory)")
     parser.add_argument("--only", default="writes,reindex,memory")
+    parser.add_argument(
+        "--pause-gc", action="store_true", help="as with Mapper(pause_gc=True) (bulk loads)"
+    )
     args = parser.parse_args()
+    if args.pause_gc:
+        from esmapper import _gcpause
+
+        _gcpause.enable(True)
     only = set(args.only.split(","))
     best: dict[str, tuple[float, float]] = {}
     phases: dict[str, dict[str, float]] = collections.defaultdict(dict)

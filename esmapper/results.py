@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -11,6 +12,10 @@ import attrs
 from esmapper import _json
 
 __all__ = ["FindHit", "FindResults", "LazyHits", "decode_token", "encode_token"]
+
+#: Held while a page builds its hits from its raw hits (once per page): two threads reading
+#: ``hits`` of one page at once get the same list.
+_BUILDING = threading.Lock()
 
 T = TypeVar("T")
 
@@ -85,9 +90,12 @@ class FindResults(Generic[T]):
         """This page's hits (built from the raw hits on first read, then kept)."""
         hits = self._hits
         if hits is None:
-            lazy = self._lazy
-            hits = [] if lazy is None else lazy.build()
-            self._hits, self._lazy = hits, None
+            with _BUILDING:
+                hits = self._hits
+                if hits is None:  # not built by another thread meanwhile
+                    lazy = self._lazy
+                    hits = [] if lazy is None else lazy.build()
+                    self._hits, self._lazy = hits, None
         return hits
 
     @hits.setter

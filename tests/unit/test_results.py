@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -133,3 +134,31 @@ def test_the_repr_shows_the_hits() -> None:
         "sort=['a'], index=None, highlight={})], total=1, page=1, has_more=False, "
         "aggregations=None, limit=10)"
     )
+
+
+def test_two_threads_reading_the_hits_of_one_page_get_the_same_list() -> None:
+    """The second reader waits for the first one's build instead of building its own (or,
+    once the raw hits are dropped, finding nothing to build from)."""
+    started, release = threading.Event(), threading.Event()
+    built: list[str] = []
+
+    def make(raw: Mapping[str, Any], document: str) -> FindHit[str]:
+        built.append(raw["_id"])
+        started.set()
+        assert release.wait(5)
+        return FindHit(raw["_id"], "1:1", 1.0, document, None)
+
+    lazy = LazyHits(["doc-a"], [{"_id": "a"}], make)
+    results = FindResults(hits=None, total=1, page=1, has_more=False, lazy=lazy)
+    seen: list[list[FindHit[str]]] = []
+    first = threading.Thread(target=lambda: seen.append(results.hits))
+    first.start()
+    assert started.wait(5)  # the first reader is building
+    second = threading.Thread(target=lambda: seen.append(results.hits))
+    second.start()
+    second.join(0.2)  # the second reader waits (without the lock it would build again)
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(seen) == 2 and seen[0] is seen[1]
+    assert [h.id for h in seen[0]] == ["a"] and built == ["a"]
