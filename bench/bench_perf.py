@@ -340,8 +340,14 @@ def chart(rows: list[tuple[str, str, float, float | None]], path: str, subtitle:
         if target is not None:
             y = bar.get_y()
             axes.plot([target, target], [y, y + bar.get_height()], color="black", linewidth=2)
-    axes.bar_label(bars, fmt="%.2f")
+    for (_, _, ratio, target), bar in zip(rows, bars, strict=True):  # right of bar and mark
+        x = max(ratio, target or 0.0) * 1.04
+        axes.text(x, bar.get_y() + bar.get_height() / 2, f"{ratio:.2f}", va="center")
     axes.set_xscale("log")
+    ticks = [1, 1.5, 2, 3, 5, 10, 20, 50, 100]
+    axes.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    axes.minorticks_off()
+    axes.set_xlim(1, max(100.0, max(ratios) * 1.5))
     axes.invert_yaxis()
     axes.set_xlabel("client CPU ratio; cached and Redis get: wall (log scale; black mark: target)")
     axes.set_title(f"esmapper client CPU vs baselines\n{subtitle}", fontsize=10)
