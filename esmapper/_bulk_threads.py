@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from esmapper.bulk import BulkAction
 
-__all__ = ["check_concurrency", "one_write_per_document", "same_document_twice", "send_concurrently"]
+__all__ = [
+    "check_concurrency",
+    "one_write_per_document",
+    "same_document_twice",
+    "send_concurrently",
+]
 
 _ID = operator.attrgetter("id")
 
