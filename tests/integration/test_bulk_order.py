@@ -116,3 +116,19 @@ def test_the_bulk_writer_never_sends_one_document_twice_in_a_request(
         assert es_client.get(index=index, id="b")["_source"] == {"v": 3}
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["lost-request", "lost-answer"])
+def test_a_write_without_an_answer_is_not_resent_over_a_later_write_of_its_document(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch, applied: bool
+) -> None:
+    """The first save of "x" gets no answer (its request dropped, or its answer lost);
+    the second is applied. Reading "x" back finds the second: the first must not be sent
+    again over it (it was applied before the second, or is replaced by it anyway)."""
+    mapper = _mapper(make_mapper, proxy, Memo)
+    repo = mapper.repository(Memo)
+    proxy.drop_connection(path=r"/_bulk$", after_forwarding=applied)
+    repo.save([Memo(id="x", text="first"), Memo(id="x", text="second")])
+    assert proxy.pending_faults == 0
+    stored = es_client.get(index=repo.spec.alias, id="x")
+    assert stored["_source"]["text"] == "second"
