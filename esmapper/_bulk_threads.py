@@ -41,8 +41,7 @@ def check_concurrency(value: Any) -> int:
 def same_document_twice(actions: Sequence[BulkAction]) -> bool:
     """Whether two actions name the same document (index, id, routing): then the order
     in which they are applied matters and their chunks are sent one after the other."""
-    ids = list(map(_ID, actions))
-    if len(set(ids)) == len(ids):  # the common case: every id once (C-level check)
+    if len(set(map(_ID, actions))) == len(actions):  # the common case: every id once
         return False
     seen: set[tuple[str, str, str | None]] = set()
     for a in actions:
