@@ -9,6 +9,7 @@ order the chunks were answered in. Nothing here talks to Elasticsearch itself.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from esmapper.bulk import BulkAction
 
-__all__ = ["check_concurrency", "same_document_twice", "send_concurrently"]
+__all__ = [
+    "check_concurrency",
+    "one_write_per_document",
+    "same_document_twice",
+    "send_concurrently",
+]
+
+_ID = operator.attrgetter("id")
 
 
 def check_concurrency(value: Any) -> int:
@@ -33,6 +41,8 @@ def check_concurrency(value: Any) -> int:
 def same_document_twice(actions: Sequence[BulkAction]) -> bool:
     """Whether two actions name the same document (index, id, routing): then the order
     in which they are applied matters and their chunks are sent one after the other."""
+    if len(set(map(_ID, actions))) == len(actions):  # the common case: every id once
+        return False
     seen: set[tuple[str, str, str | None]] = set()
     for a in actions:
         if a.id is not None:
@@ -41,6 +51,35 @@ def same_document_twice(actions: Sequence[BulkAction]) -> bool:
                 return True
             seen.add(key)
     return False
+
+
+def one_write_per_document(
+    chunks: list[list[int]], actions: Sequence[BulkAction]
+) -> list[list[int]]:
+    """``chunks`` cut further so that no chunk holds two actions on one document (index,
+    id, routing): a chunk is cut before an action whose document it already holds.
+
+    Why: the items of one ``_bulk`` request are applied in order, but the writer resends
+    an item answered 429/503 (or refused by a write block) *after* its request, when the
+    later items of that request are applied already. With one write per document in a
+    request, and chunks holding the same document sent one after the other (each with all
+    its retries before the next starts), every document's writes are applied in the order
+    they were given, retried or not."""
+    out: list[list[int]] = []
+    for chunk in chunks:
+        seen: set[tuple[str, str, str | None]] = set()
+        current: list[int] = []
+        for i in chunk:
+            a = actions[i]
+            if a.id is not None:
+                key = (a.index, a.id, a.routing)
+                if key in seen:
+                    out.append(current)
+                    current, seen = [], set()
+                seen.add(key)
+            current.append(i)
+        out.append(current)
+    return out
 
 
 def send_concurrently(

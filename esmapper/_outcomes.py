@@ -240,12 +240,24 @@ def _resolve(
             for i, current in zip(open_, stored, strict=True)
         ]
         created = _created_after(result, open_, verdicts)
+        written = _written_after(result, open_, verdicts)
         for k, i in enumerate(open_):
             action = result[i].action
-            if action.op == "delete" and created.get(_doc_key(action), -1) > i:
+            key = _doc_key(action)
+            if action.op == "delete" and created.get(key, -1) > i:
                 # what is stored is a later write's of this call: this delete's document
                 # is gone (and resending it would delete that write's)
                 verdicts[k] = ("gone", None)
+            elif (
+                verdicts[k][0] == "resend"
+                and result[i].status == 0
+                and action.op != "create"  # a create's resend overwrites nothing
+                and key in written
+            ):
+                later = [op for j, op in written[key] if j > i]
+                if later:  # a resend would land after a later write of this document
+                    replaced = later[-1] in ("create", "index", "delete")
+                    verdicts[k] = ("gone", None) if replaced else ("unknown", None)
         for i, current, verdict in zip(open_, stored, verdicts, strict=True):
             action = result[i].action
             if verdict[0] == "gone":
@@ -294,6 +306,25 @@ def _created_after(
     for j, outcome in enumerate(result):
         if outcome.action.op == "create" and (outcome.ok or j in applied):
             found[_doc_key(outcome.action)] = j
+    return found
+
+
+def _written_after(
+    result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
+) -> dict[tuple[str, str | None, str | None], list[tuple[int, str]]]:
+    """``document -> [(position, op)]`` of the writes of this call confirmed applied (answered
+    ok, or just found applied), in order. Writes to one document are applied in the order
+    given (the bulk writer), so a write without an answer followed by a confirmed one of
+    its document must not be sent again (a ``create`` excepted: it cannot overwrite): the
+    resend would land after it. When the last
+    such write replaces the whole document (``create``/``index``/``delete``), the store is
+    what it would be had ours applied (it is settled as applied, like a delete followed by
+    a create); after a partial ``update`` only, ours stays unknown."""
+    found: dict[tuple[str, str | None, str | None], list[tuple[int, str]]] = {}
+    applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
+    for j, outcome in enumerate(result):
+        if outcome.ok or j in applied:
+            found.setdefault(_doc_key(outcome.action), []).append((j, outcome.action.op))
     return found
 
 

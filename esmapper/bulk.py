@@ -32,7 +32,11 @@ Retries
     (which may be 0): they are sent again, alone, after the same backoff schedule (at least
     :data:`MIN_BLOCK_BACKOFF`, at most what is left) until ``write_block_wait`` seconds of
     backoff are spent in one :meth:`BulkWriter.write` call, then returned as the 403
-    failures. 409 and every other status are never retried. A chunk that gets no
+    failures. 409 and every other status are never retried. Writes to one document (same
+    index, id and routing) are applied in the order they were given, retried or not: a
+    request never carries two of them (a chunk is cut before the second), and chunks
+    holding one document are sent one after the other, each with all its retries, so a
+    retried item is never applied after a later write of its document. A chunk that gets no
     response (connection error, timeout, unreadable response) is *not* retried either,
     because its index/create/update items may have been applied and a resend would
     duplicate auto-id documents, turn a successful create into a 409, or apply a script
@@ -61,7 +65,8 @@ Concurrency
     the outcomes are the same as when sent one by one: one per action, in input order,
     whatever order the chunks were answered in. A call whose actions fit in one chunk,
     or that holds two actions on the same document (same index, id and routing: their
-    order matters), is sent one chunk at a time as with N = 1. When a request is rejected
+    order matters), is sent one chunk at a time as with N = 1, so two requests in flight
+    never carry one document. When a request is rejected
     (:class:`BulkRequestError`), no further chunk is started, the chunks already in
     flight are waited for, and the error's ``outcomes`` include theirs. The per-call
     ``write_block_wait`` budget is shared by the threads.
@@ -87,7 +92,12 @@ from elasticsearch import ApiError, Elasticsearch
 
 from esmapper._bulk_encode import chunks as _chunks
 from esmapper._bulk_encode import encode_all as _encode_all
-from esmapper._bulk_threads import check_concurrency, same_document_twice, send_concurrently
+from esmapper._bulk_threads import (
+    check_concurrency,
+    one_write_per_document,
+    same_document_twice,
+    send_concurrently,
+)
 from esmapper._limits import current as current_limits
 from esmapper.errors import BulkItemFailure, BulkRequestError
 from esmapper.model.state import version_of
@@ -349,6 +359,9 @@ class BulkWriter:
         blocked = _BlockWait(self.write_block_wait)
         try:
             chunks = _chunks(blobs, self.chunk_size, self.max_bytes)
+            repeats = same_document_twice(actions)
+            if repeats:  # their order matters: one write per document and request
+                chunks = one_write_per_document(chunks, actions)
             stats.chunks = len(chunks)
             send = functools.partial(
                 self._send_chunk,
@@ -362,7 +375,7 @@ class BulkWriter:
                 blocked=blocked,
             )
             threads = min(self.concurrency, len(chunks))
-            if threads > 1 and not same_document_twice(actions):
+            if threads > 1 and not repeats:
                 try:
                     send_concurrently(chunks, send, threads)
                 except BulkRequestError as e:

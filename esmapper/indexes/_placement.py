@@ -13,6 +13,16 @@ already lives:
    there is Elasticsearch's own create-only check: an existing id answers 409
    (:class:`~esmapper.errors.DuplicateDocumentError`) and nothing is looked up. Ids
    ``add`` generates are ObjectIds carrying the document date: no lookup, ever.
+   A document is placed by its date, so an add/save of a document not loaded whose
+   ObjectId id encodes **another period than its** ``date_field`` is refused before
+   anything is sent (:class:`~esmapper.errors.DocumentValidationError` naming the id, the
+   id's time and the date): stored in the id's period it would sit outside its date's
+   partition (a date-pruned search misses it, retention deletes it by the id's age, an old
+   id makes a current document "expired"); stored by its date, reads by id, which look in
+   the id's period with one real-time GET, would miss it. An ObjectId id of the date's own
+   period (any time in it) is accepted; without a date the id's time is the date. Removes
+   are not checked (they go where the document is). A loaded document stays in the
+   partition it was loaded from, whatever its date says now.
 2. Any other id (supplied by the caller, composed from ``id_fields``) on a document not
    loaded: its date (``date_field``) says where it *would* go, but a copy may already live
    in another period. All such ids of the call are looked up at once, in real time
@@ -24,8 +34,10 @@ already lives:
 3. Within one call, every write of an id that needs the lookup goes where the first one
    goes, so ``add([a, b])`` of one id with two dates answers 409 for ``b``.
 
-Before anything is sent, a known date older than ``max_age`` raises
-:class:`~esmapper.errors.IndexMaxAgeExceededError`. Removes never create a partition.
+Before anything is sent, an ObjectId id of another period than its date raises
+:class:`~esmapper.errors.DocumentValidationError` (1.), then a known date older than
+``max_age`` raises :class:`~esmapper.errors.IndexMaxAgeExceededError`. Removes never
+create a partition.
 
 Residual window (not closed; closing it needs a registry of ids outside Elasticsearch,
 which esmapper does not build): two processes adding one *non-ObjectId* id with dates in
@@ -50,6 +62,7 @@ from esmapper.errors import DocumentValidationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import timeseries
 from esmapper.indexes._lookup import stored_copies
+from esmapper.model.codec import parse_datetime
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
@@ -60,16 +73,50 @@ __all__ = ["time_series_targets"]
 log = logging.getLogger("esmapper.indexes")
 
 
-def _certain_start(spec: IndexSpec, doc: Any) -> _dt.datetime | None:
-    """The period start of a document whose place is certain (loaded, or an ObjectId id)."""
+def _certain_start(spec: IndexSpec, doc: Any, removing: bool) -> _dt.datetime | None:
+    """The period start of a document whose place is certain (loaded, or an ObjectId id).
+
+    Raises :class:`~esmapper.errors.DocumentValidationError` for an add/save of a document
+    not loaded whose ObjectId id encodes another period than its date (module docstring).
+    """
     state = state_of(doc)
     if state is not None and state.index:
         partition = timeseries.parse_partition(spec, state.index)
         if partition is not None:
             return partition.start
     if ObjectId.is_valid(doc.id):
-        return timeseries.period_start(spec.kind, ObjectId(doc.id).created_at)
+        start = timeseries.period_start(spec.kind, ObjectId(doc.id).created_at)
+        if not removing:
+            _check_id_period(spec, doc, start)
+        return start
     return None
+
+
+def _check_id_period(spec: IndexSpec, doc: Any, start: _dt.datetime) -> None:
+    """Refuse an ObjectId id whose period (``start``) is not its document date's: stored in
+    the id's period, the document would be out of its date's partition (a date-pruned
+    search misses it, retention deletes it by the id's age); stored by its date, reads by
+    id (which go to the id's period, one request) would not find it."""
+    value = getattr(doc, spec.date_field, None)
+    if value is None:
+        return  # no date: the id's time is the document's date
+    date = parse_datetime(value)
+    dated = timeseries.period_start(spec.kind, date)
+    if dated == start:
+        return
+    period = "day" if spec.kind == "daily" else "month"
+    oid = ObjectId(doc.id)
+    raise DocumentValidationError(
+        f"{spec.info.name} {doc.id!r}: its ObjectId id encodes {oid.created_at.isoformat()} "
+        f"and its {spec.date_field} is {date.isoformat()}, another {period}. A "
+        f"{spec.kind} document with an ObjectId id is stored in its date's partition, "
+        f"which must be its id's {period} too (reads by id look there): give it "
+        f"ObjectId.new(at=<its {spec.date_field}>), let add() generate the id, or use an "
+        "id that is not an ObjectId (placed by date, found by a lookup)",
+        field=spec.date_field,
+        index=spec.dated_alias(dated),
+        ids=[doc.id],
+    )
 
 
 def _dated_start(spec: IndexSpec, doc: Any) -> _dt.datetime | None:
@@ -86,13 +133,14 @@ def time_series_targets(
     for add/save, the partition creation of a new period (once per period and process,
     :meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`). Raises
     :class:`~esmapper.errors.IndexMaxAgeExceededError` (nothing sent) and
-    :class:`~esmapper.errors.DocumentValidationError` for an add/save without any date.
+    :class:`~esmapper.errors.DocumentValidationError` for an add/save without any date, or
+    whose ObjectId id encodes another period than its date (nothing sent).
     """
     now = spec.clock()
     starts: list[_dt.datetime | None] = []
     certain: list[bool] = []
-    for doc, _removing in writes:
-        start = _certain_start(spec, doc)
+    for doc, removing in writes:
+        start = _certain_start(spec, doc, removing)
         certain.append(start is not None)
         if start is None:
             start = _dated_start(spec, doc)

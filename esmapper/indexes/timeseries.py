@@ -12,8 +12,10 @@ Names, for ``class Index: name = "logs"; version = 1; kind = "daily"`` (with the
   (``configure_indexes`` puts it; existing partitions are never changed).
 
 A write's partition comes from the document's date: the period of the index
-a loaded document was read from, else the time encoded in an ObjectId id, else the
-``date_field`` attribute (``created_utc`` by default). Dates are UTC. A period older than
+a loaded document was read from, else the ``date_field`` attribute (``created_utc`` by
+default), which must fall in the period of the time an ObjectId id encodes (reads by id
+look there; :mod:`esmapper.indexes._placement` refuses an add/save where they differ),
+else, without a date, that time. Dates are UTC. A period older than
 ``max_age`` (daily: period start + max_age; monthly: end of month + max_age)
 is refused with :class:`IndexMaxAgeExceededError` before anything is sent. An id is
 unique per model across partitions: :mod:`esmapper.indexes._placement` sends each write
@@ -164,7 +166,8 @@ def document_date(spec: IndexSpec, doc: Any) -> _dt.datetime | None:
     """The date that picks ``doc``'s partition, or ``None`` when nothing tells it.
 
     In order: the period of the partition the document was loaded from or last written to;
-    the time in an ObjectId id (it beats ``date_field``); ``date_field``.
+    the time in an ObjectId id (a write is accepted only when ``date_field``, if set, falls
+    in the same period: :mod:`esmapper.indexes._placement`); ``date_field``.
     """
     state = state_of(doc)
     if state is not None and state.index:

@@ -277,6 +277,34 @@ def test_chunks_by_bytes_and_sends_an_oversize_action_alone() -> None:
     assert [o.action.ref for o in outcomes] == [a.ref for a in actions]
 
 
+def test_a_request_never_carries_two_writes_of_one_document() -> None:
+    """Cut before the second write of a document (same index, id and routing) only; other
+    indexes, routings and auto-id writes do not cut; the order is kept."""
+    client = FakeClient()
+    writer, _ = make_writer(client, chunk_size=500, concurrency=4)
+    actions = [
+        BulkAction("index", "idx", "a", {"n": 1}),
+        BulkAction("index", "idx", "b", {"n": 1}),
+        BulkAction("index", "other", "a", {"n": 1}),
+        BulkAction("index", "idx", "a", {"n": 1}, routing="r"),
+        BulkAction("index", "idx", None, {"n": 1}),
+        BulkAction("index", "idx", None, {"n": 1}),
+        BulkAction("delete", "idx", "a"),
+        BulkAction("index", "idx", "c", {"n": 1}),
+        BulkAction("create", "idx", "a", {"n": 2}),
+    ]
+    outcomes = writer.write(actions)
+    assert [len(c["actions"]) for c in client.calls] == [6, 2, 1]
+    sent = [next(iter(a["meta"].values())).get("_id") for c in client.calls for a in c["actions"]]
+    assert sent == [a.id for a in actions]
+    assert [o.action for o in outcomes] == actions
+    assert writer.last_stats is not None and writer.last_stats.chunks == 3
+    # unique ids: chunked by count and bytes only
+    client.calls.clear()
+    writer.write(docs(7))
+    assert [len(c["actions"]) for c in client.calls] == [7]
+
+
 def test_empty_input_sends_nothing() -> None:
     client = FakeClient()
     writer, _ = make_writer(client)

@@ -98,23 +98,27 @@ def test_monthly_documents_land_in_their_month(
     assert repo.count() == 3
 
 
-def test_the_objectid_date_beats_the_date_field(
+def test_an_objectid_id_is_stored_in_its_date_s_partition_which_is_its_own(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
     mapper = make_mapper(Event, clock=FakeClock(NOW))
     mapper.configure_indexes()
     repo = mapper.repository(Event)
-    by_id = em.ObjectId.new(at=dt.datetime(2026, 2, 1, tzinfo=UTC))
-    repo.add(Event(id=str(by_id), happened=NOW, kind="by-id"), consistency="immediate")
+    by_id = em.ObjectId.new(at=dt.datetime(2026, 2, 1, 8, tzinfo=UTC))
+    happened = dt.datetime(2026, 2, 1, 20, tzinfo=UTC)  # the id's day, not its time
+    repo.add(Event(id=str(by_id), happened=happened, kind="by-id"), consistency="immediate")
+    undated = em.ObjectId.new(at=dt.datetime(2026, 2, 3, tzinfo=UTC))
+    repo.add(Event(id=str(undated), kind="undated"), consistency="immediate")  # id: its date
     repo.add(Event(id="plain-id", happened=NOW, kind="by-field"), consistency="immediate")
     p = index_prefix
     assert set(_aliases(es_client, p, "events")) == {
         f"{p}events-v1-2026.02.01",
+        f"{p}events-v1-2026.02.03",
         f"{p}events-v1-2026.03.10",
     }
     # a remove by a non-ObjectId id finds the document's partition
     repo.remove("plain-id", consistency="immediate")
-    assert repo.count() == 1
+    assert repo.count() == 2
 
 
 def test_writes_older_than_max_age_are_refused_before_anything_is_sent(
@@ -125,9 +129,10 @@ def test_writes_older_than_max_age_are_refused_before_anything_is_sent(
     with pytest.raises(IndexMaxAgeExceededError, match=r"^Index max age exceeded") as caught:
         repo.add(DailyLog(message="old", created_utc=NOW - dt.timedelta(days=31)))
     assert isinstance(caught.value, ValueError) and isinstance(caught.value, em.EsmapperError)
-    old_id = str(em.ObjectId.new(at=NOW - dt.timedelta(days=40)))
-    with pytest.raises(IndexMaxAgeExceededError):  # the id's date decides
-        repo.add(DailyLog(id=old_id, message="old", created_utc=NOW))
+    forty_days_ago = NOW - dt.timedelta(days=40)
+    old_id = str(em.ObjectId.new(at=forty_days_ago))
+    with pytest.raises(IndexMaxAgeExceededError):  # an id of an expired day, dated so
+        repo.add(DailyLog(id=old_id, message="old", created_utc=forty_days_ago))
     created = es_client.indices.get(index=f"{index_prefix}*", expand_wildcards="all").body
     assert [name for name in created if "logs" in name] == []
     # a day expires at its start + max_age: 2026-02-08 expired at 03-10 00:00, 02-09 did not
@@ -174,7 +179,9 @@ def test_reads_by_id_across_partitions(
     mapper = make_mapper(Event, clock=FakeClock(NOW))
     repo, spec = mapper.repository(Event), mapper.spec(Event)
     two_days_ago = NOW - dt.timedelta(days=2)
-    first = repo.add(Event(id=str(em.ObjectId.new(at=two_days_ago)), happened=NOW, kind="a"))
+    first = repo.add(
+        Event(id=str(em.ObjectId.new(at=two_days_ago)), happened=two_days_ago, kind="a")
+    )
     raw = get_document(es_client, spec, first.id)  # real-time: before any refresh
     assert raw is not None and raw["_source"]["kind"] == "a"
     repo.add(Event(id="plain", happened=NOW, kind="b"))
