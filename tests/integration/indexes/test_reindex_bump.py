@@ -289,12 +289,6 @@ class PlainThingV2(em.Document):
     n: int = em.field(em.Integer(), default=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a model without HasDates has no way to tell which documents changed during the "
-    "bump: a document removed and added again there at a _version not above its copy's "
-    "keeps the removed document's copy (documented limitation)",
-)
 def test_a_document_added_again_during_a_bump_of_a_model_without_dates(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
@@ -315,6 +309,32 @@ def test_a_document_added_again_during_a_bump_of_a_model_without_dates(
 
     assert reindex(mapper, PlainThingV2, progress=during).status == "reindexed"
     assert _sources(es_client, f"{index_prefix}review_plain-v2")[target]["n"] == 555
+
+
+def test_a_document_added_again_at_the_same_version_during_a_bump_without_dates(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Its copy and the document added again both have _version 1: only their content
+    # tells the copy is stale.
+    old = make_mapper(PlainThingV1, configure=True).repository(PlainThingV1)
+    things = old.add([PlainThingV1(n=i) for i in range(5)])
+    mapper = make_mapper(PlainThingV2)
+    repo = mapper.repository(PlainThingV2)
+    target = things[3].id or ""
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(target)
+            es_client.indices.refresh(index=mapper.spec(PlainThingV2).alias)
+            repo.add(PlainThingV2(id=target, n=777))
+
+    result = reindex(mapper, PlainThingV2, progress=during)
+    assert result.status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_plain-v2")
+    assert sources[target]["n"] == 777
+    assert {i: s["n"] for i, s in sources.items() if i != target} == {
+        t.id: t.n for t in things if t.id != target
+    }
 
 
 class ItemV2FailsOnAgain(em.Document, em.HasDates, em.Versioned):
