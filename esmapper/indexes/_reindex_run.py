@@ -18,6 +18,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
+from esmapper.indexes._idx_owed import owe_idx_rebuild
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
     PassStalled,
@@ -338,6 +339,8 @@ def run_phases(
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)
+        if run.script is not None and spec.info.custom_fields:
+            owe_idx_rebuild(client, new, old)  # paid after the swap, by this run or the next
         # Every document written before the run is visible to the copy, whatever the writer's
         # clock said (an import stamped in the past, a refresh_interval of -1).
         client.indices.refresh(index=old)

@@ -134,6 +134,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
@@ -239,8 +240,7 @@ def reindex(
             catch_up_margin=catch_up_margin,
             throttle=throttle,
         )
-        if spec.options.reindex_scripts and moved.status != "up_to_date":
-            _rebuild_custom_fields(mapper, model)
+        settle_idx_rebuild(mapper, model)
         return moved
     if spec.kind != "versioned":
         raise IndexConfigurationError(
@@ -262,6 +262,7 @@ def reindex(
         cleared = clear_leftover_block(locks, old, held=lock, lock_ttl=lock_ttl)
         cleared_for = None if cleared is None else cleared.seconds(mapper.clock())
         if old == new:
+            settle_idx_rebuild(mapper, model)  # a killed run's debt (under the lock)
             return ReindexResult(
                 spec.info.name,
                 spec.alias,
@@ -285,16 +286,8 @@ def reindex(
         result = run_phases(
             run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=catch_up_margin
         )
-    if script is not None:
-        _rebuild_custom_fields(mapper, model)
+    settle_idx_rebuild(mapper, model)  # owed when scripts ran (recorded before the swap)
     return result
-
-
-def _rebuild_custom_fields(mapper: Mapper, model: type) -> None:
-    """After reindex scripts ran over a custom-field model (they may have changed
-    ``custom_fields`` or the tenant field): recompute ``idx`` where it went stale."""
-    if mapper.spec(model).info.custom_fields:
-        mapper.custom_fields(model).rebuild_idx()
 
 
 def reindex_outdated(

@@ -64,6 +64,7 @@ CREATE_INDEX = "create_index"
 REINDEX = "reindex"
 DELETE_INDEX = "delete_index"
 UNBLOCK_INDEX = "unblock_index"
+REBUILD_IDX = "rebuild_idx"
 MARK_COMPLETED = "mark_completed"
 RUN = "run"
 RUNNING = "running"
@@ -78,7 +79,9 @@ class PlannedStep:
 
     ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
     ``delete_index`` (``target`` is a leftover old index), ``unblock_index`` (``target`` is
-    the index behind the alias, write-blocked by a killed reindex), ``mark_completed``, ``run``,
+    the index behind the alias, write-blocked by a killed reindex), ``rebuild_idx`` (``target``
+    is the alias of a custom-field model whose ``idx`` rebuild a killed reindex owes),
+    ``mark_completed``, ``run``,
     ``running`` (in another process, now) or ``blocked`` (migration steps: ``target`` is the
     migration id, ``migration`` the instance); ``reason`` says why.
     """
