@@ -170,7 +170,7 @@ def test_a_reindex_killed_before_rebuilding_idx_rebuilds_it_on_the_rerun(
 ) -> None:
     mapper, model = _killed_after_the_swap(make, monkeypatch)
     assert em.reindex(mapper, model).status == "up_to_date"
-    repo = mapper.repository(model)
+    repo: em.Repository[Any] = mapper.repository(model)
     assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
     assert repo.count("level:3", tenant="acme") == 0
 
@@ -182,7 +182,7 @@ def test_migrate_finishes_the_idx_rebuild_a_killed_reindex_owed(
     report = em.run_migrations(mapper)
     assert report.result is em.MigrationResult.SUCCESS
     assert [s.action for s in report.steps] == ["rebuild_idx"]
-    repo = mapper.repository(model)
+    repo: em.Repository[Any] = mapper.repository(model)
     assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
     # done: the next run owes nothing
     assert em.run_migrations(mapper).steps == []

@@ -337,6 +337,40 @@ def test_a_document_added_again_at_the_same_version_during_a_bump_without_dates(
     }
 
 
+class PlainThingV2Scripted(em.Document):
+    class Index:
+        name = "review_plain"
+        version = 2
+        settings = SETTINGS
+        reindex_scripts = {2: "ctx._source.n = ctx._source.n + 1000"}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+def test_a_document_added_again_during_a_scripted_bump_without_dates_gets_the_script(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Same version, and the script changes the content: the copy cannot be compared with
+    # the document, so the documents written during the bump are copied again.
+    old = make_mapper(PlainThingV1, configure=True).repository(PlainThingV1)
+    things = old.add([PlainThingV1(n=i) for i in range(5)])
+    mapper = make_mapper(PlainThingV2Scripted)
+    repo = mapper.repository(PlainThingV2Scripted)
+    target = things[1].id or ""
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(target)
+            es_client.indices.refresh(index=mapper.spec(PlainThingV2Scripted).alias)
+            repo.add(PlainThingV2Scripted(id=target, n=555))
+
+    assert reindex(mapper, PlainThingV2Scripted, progress=during).status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_plain-v2")
+    assert {i: s["n"] for i, s in sources.items()} == {
+        t.id: (1555 if t.id == target else t.n + 1000) for t in things
+    }
+
+
 class ItemV2FailsOnAgain(em.Document, em.HasDates, em.Versioned):
     """Its script fails on the documents named ``again``."""
 
