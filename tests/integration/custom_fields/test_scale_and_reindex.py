@@ -179,6 +179,8 @@ def test_migrate_finishes_the_idx_rebuild_a_killed_reindex_owed(
     make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mapper, model = _killed_after_the_swap(make, monkeypatch)
+    (planned,) = em.plan(mapper)
+    assert (planned.action, planned.target) == ("rebuild_idx", mapper.spec(model).alias)
     report = em.run_migrations(mapper)
     assert report.result is em.MigrationResult.SUCCESS
     assert [s.action for s in report.steps] == ["rebuild_idx"]
@@ -186,3 +188,4 @@ def test_migrate_finishes_the_idx_rebuild_a_killed_reindex_owed(
     assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
     # done: the next run owes nothing
     assert em.run_migrations(mapper).steps == []
+    assert em.plan(mapper) == []
