@@ -337,6 +337,51 @@ def test_a_document_added_again_at_the_same_version_during_a_bump_without_dates(
     }
 
 
+class ShardedThingV1(em.Document):
+    class Index:
+        name = "review_sharded"
+        version = 1
+        settings = {**SETTINGS, "number_of_shards": 3}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+class ShardedThingV2(em.Document):
+    class Index:
+        name = "review_sharded"
+        version = 2
+        settings = {**SETTINGS, "number_of_shards": 3}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+def test_documents_added_again_in_several_shards_during_a_bump_without_dates(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Each shard numbers its writes on its own: the documents written since the copy
+    # began are those above the lowest shard's highest number then.
+    old = make_mapper(ShardedThingV1, configure=True).repository(ShardedThingV1)
+    things = old.add([ShardedThingV1(n=i) for i in range(30)])
+    for thing in things[:20]:  # the shards' numbers drift apart
+        thing.n += 100
+    old.save(things[:20])
+    mapper = make_mapper(ShardedThingV2)
+    repo = mapper.repository(ShardedThingV2)
+    again = {t.id or "": 500 + i for i, t in enumerate(things[::6])}
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(list(again))
+            es_client.indices.refresh(index=mapper.spec(ShardedThingV2).alias)
+            repo.add([ShardedThingV2(id=i, n=n) for i, n in again.items()])
+
+    assert reindex(mapper, ShardedThingV2, progress=during).status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_sharded-v2")
+    assert {i: s["n"] for i, s in sources.items()} == {
+        t.id: again.get(t.id or "", t.n) for t in things
+    }
+
+
 class PlainThingV2Scripted(em.Document):
     class Index:
         name = "review_plain"
