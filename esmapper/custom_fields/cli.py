@@ -4,6 +4,8 @@
 slot; ``add NAME TYPE`` adds one in the lowest free slot (an active one of that name and
 type is reported as existing); ``rename OLD NEW`` keeps the slot (no reindex);
 ``remove NAME`` soft-deletes (the name is free, the slot kept), ``--hard`` frees both.
+A change that goes through the tenant's stored documents (a new name's stored values
+indexed, a hard delete's slot cleared) prints its progress to stderr, batch by batch.
 Errors are one ``error: ...`` line and exit code 1 (see :mod:`esmapper.cli`).
 """
 
@@ -30,6 +32,21 @@ def _fields(ctx: click.Context, model_name: str) -> CustomFieldRepository:
             "(em.HasCustomFields or em.HasVirtualCustomFields)"
         )
     return mapper.custom_fields(model)
+
+
+def _show_progress(repo: CustomFieldRepository) -> CustomFieldRepository:
+    """Print (to stderr) how far a pass over the stored documents got, batch by batch."""
+
+    def show(report: Any) -> None:
+        if report.done:
+            click.echo(
+                f"{report.reason}: {report.done:,} of {report.total:,} documents read, "
+                f"{report.updated:,} updated",
+                err=True,
+            )
+
+    repo.progress = show
+    return repo
 
 
 def _tenant_option(function: Any) -> Any:
@@ -85,7 +102,7 @@ def add_field(
     display_order: int,
 ) -> None:
     """Add the custom field NAME of type TYPE (int, string, ...) for TENANT."""
-    repo = _fields(ctx, model_name)
+    repo = _show_progress(_fields(ctx, model_name))
     before = repo.get_field_mapping(tenant).get(name.lower())
     added = repo.add_field(tenant, name, index_type, description, display_order)
     verb = "exists" if before is not None and before.id == added.id else "added"
@@ -102,7 +119,7 @@ def rename_field(
     ctx: click.Context, *, model_name: str, name: str, new_name: str, tenant: str
 ) -> None:
     """Rename TENANT's custom field NAME to NEW_NAME (same slot: no reindex)."""
-    renamed = _fields(ctx, model_name).rename_field(tenant, name, new_name)
+    renamed = _show_progress(_fields(ctx, model_name)).rename_field(tenant, name, new_name)
     click.echo(f"renamed: {name} -> {renamed.name} (idx.{renamed.slot_name})")
 
 
@@ -116,7 +133,7 @@ def remove_field(
     ctx: click.Context, *, model_name: str, name: str, tenant: str, hard: bool
 ) -> None:
     """Soft-delete TENANT's custom field NAME (its name is free, its slot kept)."""
-    repo = _fields(ctx, model_name)
+    repo = _show_progress(_fields(ctx, model_name))
     definition = repo.field(tenant, name)
     repo.remove_field(tenant, name, hard=hard)
     freed = "name and slot freed" if hard else "name freed, slot kept"

@@ -37,6 +37,7 @@ __all__ = [
     "apply_patch",
     "check_name",
     "definition_id",
+    "remember_former_name",
 ]
 
 PROCESS_MODES = ("on_value", "always")
@@ -138,3 +139,13 @@ def apply_patch(doc: CustomFieldDefinition, patch: Any) -> bool:
         if spec.stored and spec.name != "id":
             setattr(doc, spec.name, getattr(fresh, spec.name))
     return True
+
+
+def remember_former_name(item: CustomFieldDefinition, former: str) -> None:
+    """Keep ``former`` among ``item``'s former names (documents written before the rename
+    hold their value under it), the current name not among them."""
+    names: dict[str, str] = {}
+    for name in [*item.former_names, former]:
+        if name and name.lower() != item.name.lower():
+            names.setdefault(name.lower(), name)
+    item.former_names = list(names.values())

@@ -211,11 +211,13 @@ def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFiel
         unknown[lower] = key
     if not unknown:
         return fields
-    repo.add(
+    repo.add_definitions(  # inside a write: other stored documents follow on their next one
         [
             CustomFieldDefinition(tenant_key=fields.tenant, name=name, index_type="string")
             for name in unknown.values()
-        ]
+        ],
+        repo.options(),
+        update_stored=False,
     )
     return repo.tenant_fields(fields.tenant)  # type: ignore[no-any-return]
 
@@ -255,12 +257,14 @@ def _move_former_names(
     values: dict[str, Any],
     present: dict[str, str],
 ) -> dict[str, Any]:
-    """A value stored under a renamed field's former name (and not under its current one)
-    moves to the current name: indexed now, and stored under it by this write."""
+    """A value stored under a renamed field's former name (and not under its current one:
+    absent or ``null``) moves to the current name: indexed now, and stored under it by this
+    write."""
     moves = {}
     for lower, key in present.items():
         slot = fields.former.get(lower)
-        if slot is not None and slot.lower not in present:
+        held = present.get(slot.lower) if slot is not None else None
+        if slot is not None and values[key] is not None and (held is None or values[held] is None):
             moves[key] = slot
     if not moves:
         return values
@@ -268,6 +272,10 @@ def _move_former_names(
     partial = state is not None and state.partial  # its save cannot remove keys: null them
     for key, slot in moves.items():
         value = values.pop(key)
+        held = present.get(slot.lower)
+        if held is not None and held != slot.definition.name:  # a null under another case
+            values.pop(held, None)
+            access.remove(doc, held, partial=partial)
         values[slot.definition.name] = value
         access.set(doc, slot.definition.name, value)
         access.remove(doc, key, partial=partial)

@@ -10,13 +10,16 @@ whose writes keep the rules:
   ``index_slot`` 0, no id: ids are slots); an active definition of the same name
   (case-insensitive) is returned as it is when the type matches, and a
   DocumentValidationError otherwise; else it gets the lowest free slot (see
-  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock.
+  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock. Then
+  values the tenant's documents already hold under the name are indexed (a pass over
+  them: :mod:`esmapper.custom_fields._stored_documents`, reporting to ``progress``).
 - ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
   change (DocumentValidationError naming the field); a rename, or a restore of a
   soft-deleted definition, takes a name no other active definition of the tenant holds.
   A rename keeps the slot: stored values answer to the new name at once; the former name
   is kept on the definition (``former_names``) so documents holding their value under it
-  stay indexed, and move it to the new name on their next write.
+  stay indexed, and move it to the new name on their next write. A name that is another
+  field's former name is released first (its values moved to that field).
 - soft delete (``is_deleted = True``, saved) keeps the slot and frees the name; ``remove``
   (hard delete) frees both, after clearing the slot's values from the tenant's documents
   (so a field that reuses the slot never shows the old field's values).
@@ -27,7 +30,7 @@ whose writes keep the rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from elasticsearch.dsl import Q
@@ -42,6 +45,11 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
+from esmapper.custom_fields._stored_documents import (
+    StoredDocumentsProgress,
+    bring_up_to_date,
+    release_former_names,
+)
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
@@ -49,14 +57,9 @@ from esmapper.custom_fields.definition import (
     CustomFieldDefinition,
     apply_patch,
     check_name,
+    remember_former_name,
 )
-from esmapper.custom_fields.indexing import (
-    RECHECK_AFTER,
-    definition_writes,
-    reconcile_hits,
-    stored_hit,
-)
-from esmapper.custom_fields.search import tenant_clause
+from esmapper.custom_fields.indexing import RECHECK_AFTER, definition_writes, stored_hit
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
@@ -101,6 +104,9 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         #: writes reload a cached field mapping older than this (seconds); see
         #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
         self.recheck_after: float = RECHECK_AFTER
+        #: called with a :class:`~esmapper.custom_fields._stored_documents.StoredDocumentsProgress`
+        #: while a definition change brings the stored documents up to date
+        self.progress: Callable[[StoredDocumentsProgress], object] | None = None
         self._mappings = FieldMappings(mapper, info)
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
@@ -214,10 +220,20 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         **options: Unpack[OptionKeywords],
     ) -> CustomFieldDefinition | list[CustomFieldDefinition]:
         """Add definitions (see the module docstring). Returns them, an already active one
-        of the same name and type in place of its duplicate."""
+        of the same name and type in place of its duplicate. The tenant's stored documents
+        are then brought up to date (values already stored under a new name are indexed;
+        :mod:`esmapper.custom_fields._stored_documents`), after a name a renamed field
+        used to have is released."""
         single = isinstance(docs, CustomFieldDefinition)
         items: list[CustomFieldDefinition] = [docs] if single else list(docs)  # type: ignore[arg-type,list-item]
-        opts = self.options(**options)
+        out = self.add_definitions(items, self.options(**options), update_stored=True)
+        return out[0] if single else out
+
+    def add_definitions(
+        self, items: list[CustomFieldDefinition], opts: Options, *, update_stored: bool
+    ) -> list[CustomFieldDefinition]:
+        """:meth:`add`; ``update_stored=False`` leaves the stored documents to their next
+        write (``auto_create_custom_fields``, called from inside a write)."""
         for item in items:
             self._check_new(item)
         result: dict[int, CustomFieldDefinition] = {}
@@ -225,13 +241,16 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         for item in items:
             by_tenant.setdefault(item.tenant_key, []).append(item)
         for tenant, group in by_tenant.items():
+            if update_stored:
+                release_former_names(self, tenant, [i.name for i in group], opts)
             try:
                 with slots.tenant_lock(self.mapper, self.entity_type, tenant):
                     result.update(self._add_tenant(tenant, group, opts))
             finally:
                 self.invalidate(tenant)
-        out = [result[id(item)] for item in items]
-        return out[0] if single else out
+            if update_stored and any(result[id(item)] is item for item in group):
+                bring_up_to_date(self, tenant, "add")
+        return [result[id(item)] for item in items]
 
     def _check_new(self, item: Any) -> None:
         if not isinstance(item, CustomFieldDefinition):
@@ -345,7 +364,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             self._check_fields(item)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
             if renamed:
-                _remember_former_name(item, str(stored.get("name", "")))
+                remember_former_name(item, str(stored.get("name", "")))
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
@@ -354,6 +373,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             for tenant in tenants:
                 group = [i for i in items if i.tenant_key == tenant]
                 if tenant in claims:
+                    names = [i.name for i in claims[tenant]]
+                    release_former_names(self, tenant, names, opts, saving=group)
                     with slots.tenant_lock(self.mapper, self.entity_type, tenant):
                         self._check_free(tenant, group)
                         self._write("save", group, opts)
@@ -457,28 +478,12 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         """Recompute ``idx`` of ``tenant``'s documents that hold one of the slots ``keys``
         (their definitions no longer active, the values leave ``idx``); returns how many
         were updated."""
-        clause = tenant_clause(self.entity_info, tenant)
         holding = Q(
             "bool",
             should=[Q("exists", field=f"idx.{key}") for key in sorted(keys)],
             minimum_should_match=1,
         )
-        filter = holding if clause is None else Q("bool", filter=[Q(clause), holding])
-        return self._reconcile(filter)
-
-    def _reconcile(self, filter: Query | None, batch_size: int = 500) -> int:
-        repo: Repository[Any] = self.mapper.repository(self.entity)
-        updated = 0
-
-        def batch(docs: list[Any]) -> None:
-            nonlocal updated
-            hits = [stored_hit(doc) for doc in docs]
-            updated += reconcile_hits(self.mapper, self.entity_info, hits, refresh=True)
-
-        repo.batch_process(
-            filter, batch, batch_size=batch_size, soft_deletes="all", consistency="immediate"
-        )
-        return updated
+        return bring_up_to_date(self, tenant, "hard_delete", only=holding)
 
     @keywords_checked
     def remove_all(
@@ -573,19 +578,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         only, if given), writing only those whose ``idx`` changed (conditional partial
         updates; see :func:`esmapper.custom_fields.indexing.reconcile`). For after a
         reindex script that changed ``custom_fields``, or after a hard-deleted slot was
-        reused. Returns the number of documents updated."""
-        clause = tenant_clause(self.entity_info, tenant)
-        return self._reconcile(None if clause is None else Q(clause), batch_size)
-
-
-def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:
-    """Keep ``former`` among ``item``'s former names (documents written before the rename
-    hold their value under it), the current name not among them."""
-    names: dict[str, str] = {}
-    for name in [*item.former_names, former]:
-        if name and name.lower() != item.name.lower():
-            names.setdefault(name.lower(), name)
-    item.former_names = list(names.values())
+        reused. Reports to :attr:`progress`. Returns the number of documents updated."""
+        return bring_up_to_date(self, tenant, "rebuild", batch_size=batch_size)
 
 
 def _tenant_of(item: Any) -> str | None:

@@ -18,6 +18,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
+from esmapper.indexes._idx_owed import owe_idx_rebuild
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
     PassStalled,
@@ -28,7 +29,7 @@ from esmapper.indexes._reindex_pass import (
     refreshes_itself,
     run_pass,
 )
-from esmapper.indexes._reindex_stale import recreate_ids, stale_ids
+from esmapper.indexes._reindex_stale import floor_of, recreate_ids, shard_seq_nos, stale_ids
 from esmapper.indexes.blocks import block_writes, unblock_writes
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
@@ -149,6 +150,9 @@ class Run:
     """Documents the passes created in ``new`` (empty when the copy started): its count."""
     counted: bool = attrs.field(init=False, default=True)
     """Whether ``created`` is exact (no pass was run again after an unknown outcome)."""
+    seq_nos: dict[str, int] | None = attrs.field(init=False, default=None)
+    """The old index's primary shards' ``max_seq_no`` before the copy (``shard_seq_nos``):
+    every document written since has a ``_seq_no`` above the lowest."""
 
     def __attrs_post_init__(self) -> None:
         self.result = ReindexResult(
@@ -229,22 +233,31 @@ class Run:
         return outcome
 
     def recreate_stale(self, started: _dt.datetime) -> int:
-        """Under the block, after the final pass (``HasDates`` models): replace the copies
-        of documents removed and added again under their id during the run (the passes
+        """Under the block, after the final pass (every model): replace the copies of
+        documents removed and added again under their id during the run (the passes
         skipped them as version conflicts, see :mod:`esmapper.indexes._reindex_stale`).
         Called only when a catch-up pass skipped documents: such a document was added again
         after its removed namesake was read by a pass, at or after the copy's start, so
         a catch-up pass saw it and skipped it: the first catch-up (its window starts with
         the copy) for a re-add it could see, else the final pass (a later write, or one the
         first catch-up could not see yet, is in its window, and it follows a refresh).
-        Compares the ``updated_utc`` of the documents changed since
-        ``started`` (the copy's start) in both indexes, deletes the stale copies and copies
-        them again with ``op_type: create``; returns how many were created. A failing pass
-        raises :class:`ReindexError`."""
-        query = self.since(started)
-        if query is None:
-            return 0
-        stale = stale_ids(self.client, self.old, self.new, query)
+        Compares the documents of the old index written since the copy began (none when
+        no shard's ``max_seq_no`` moved; else ``_seq_no`` above the lowest of
+        :attr:`seq_nos`; ``HasDates`` models: also ``updated_utc`` >= ``started``)
+        with their copies, deletes the stale copies and copies them again with
+        ``op_type: create``; returns how many were created. A failing pass raises
+        :class:`ReindexError`."""
+        if self.seq_nos is not None and shard_seq_nos(self.client, self.old) == self.seq_nos:
+            return 0  # nothing was written to the old index since the copy began
+        stale = stale_ids(
+            self.client,
+            self.old,
+            self.new,
+            floor=floor_of(self.seq_nos),
+            since=self.since(started),
+            has_dates=self.spec.info.has_dates,
+            scripted=self.script is not None,
+        )
         if not stale:
             return 0
         log.warning(
@@ -326,10 +339,13 @@ def run_phases(
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)
+        if run.script is not None and spec.info.custom_fields:
+            owe_idx_rebuild(client, new, old)  # paid after the swap, by this run or the next
         # Every document written before the run is visible to the copy, whatever the writer's
         # clock said (an import stamped in the past, a refresh_interval of -1).
         client.indices.refresh(index=old)
         since = started = clock() - margin
+        run.seq_nos = shard_seq_nos(client, old)  # a re-added document is written after it
         first = run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)

@@ -6,11 +6,24 @@ document is written to the new index only when its ``_version`` in the old one i
 Elasticsearch forgets a delete's version ``index.gc_deletes`` (60 s by default) after it;
 a document added again later under the same id starts over at ``_version`` 1, so the
 passes skip it as a version conflict and the new index keeps the copy of the removed
-document. Such a document was written during the bump, so it is among those whose
-``updated_utc`` is not older than the copy's start; in the new index its ``updated_utc`` is
-the removed document's. :func:`stale_ids` finds them; :func:`recreate_ids` deletes their
-copies, and a pass with ``op_type: create`` copies them again. All this runs under the old
-index's write block, after the final pass, so nothing changes meanwhile.
+document.
+
+The rule, for every model: such a document was written after the copy began, so its
+``_seq_no`` in the old index is above the highest one of its shard when the copy began
+(:func:`shard_seq_nos`, read before the copy: the lowest of the primaries' ``max_seq_no``,
+so with several shards a superset; when no shard's ``max_seq_no`` moved, nothing was
+written during the run and nothing is compared). :func:`stale_ids` lists the documents of the old
+index above that floor (a server-side ``range`` on ``_seq_no`` where the server answers
+it, else an id scroll filtered on the ``_seq_no`` of each hit; ``HasDates`` models narrow
+the listing further with ``updated_utc`` >= the copy's start) and compares each with its
+copy in the new index: a correct copy carries the old document's ``_version`` (the passes
+write with external versions), so another version is a stale copy; with the same version
+the copies are compared by content: ``updated_utc`` for ``HasDates`` models, the whole
+``_source`` without a reindex script, and without either (a script may change the
+source) the copy is taken as stale (copied again: the same result when it was not).
+:func:`recreate_ids` deletes the stale copies, and a pass with ``op_type: create`` copies
+them again. All this runs under the old index's write block, after the final pass, so
+nothing changes meanwhile.
 """
 
 from __future__ import annotations
@@ -22,26 +35,80 @@ from typing import Any, Final
 from elasticsearch import Elasticsearch, TransportError
 
 from esmapper._transport import is_unknown_outcome
-from esmapper.indexes._reindex_pass import delete_ids
+from esmapper.indexes._reindex_pass import count, delete_ids
 
-__all__ = ["recreate_ids", "stale_ids"]
+__all__ = ["floor_of", "recreate_ids", "shard_seq_nos", "stale_ids"]
 
 log = logging.getLogger("esmapper.indexes")
 
-_FIELD: Final = "updated_utc"
+_DATES: Final = "updated_utc"
 _BATCH: Final = 1000
 
 
-def _batches(client: Elasticsearch, index: str, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """``{id: updated_utc}`` of the documents of ``index`` matching ``query``, a batch at a
-    time (a scroll, ``_source`` limited to ``updated_utc``)."""
+def shard_seq_nos(client: Elasticsearch, index: str) -> dict[str, int] | None:
+    """``{shard: max_seq_no}`` of ``index``'s primary shards (``GET
+    /<index>/_stats/docs?level=shards``), ``None`` when the stats do not say. Every write
+    to a shard raises its ``max_seq_no``: the same figures later mean nothing was written
+    meanwhile, and a document written since has a ``_seq_no`` above the lowest."""
+    try:
+        stats = client.indices.stats(index=index, level="shards", metric="docs").body
+    except TransportError as exc:
+        log.warning("reading the shard stats of %s failed: %s", index, exc)
+        return None
+    shards = (stats.get("indices", {}).get(index) or {}).get("shards") or {}
+    highest: dict[str, int] = {}
+    for shard, copies in shards.items():
+        for copy in copies:
+            seq_no = (copy.get("seq_no") or {}).get("max_seq_no")
+            if (copy.get("routing") or {}).get("primary") and isinstance(seq_no, int):
+                highest[str(shard)] = seq_no
+    return highest if highest and len(highest) == len(shards) else None
+
+
+def floor_of(seq_nos: dict[str, int] | None) -> int:
+    """The ``_seq_no`` above which lies every document written after ``seq_nos`` was read
+    (``-1``: unknown, every document)."""
+    return min(seq_nos.values()) if seq_nos else -1
+
+
+def _seq_no_query(client: Elasticsearch, index: str, floor: int) -> dict[str, Any] | None:
+    """``range _seq_no > floor`` when the server answers such a query (Elasticsearch does;
+    checked with a count of ``_seq_no >= 0`` against the index's count), else ``None``
+    (the hits are then filtered on their ``_seq_no``)."""
+    if floor < 0:
+        return None
+    total = count(client, index)
+    probe = client.count(index=index, query={"range": {"_seq_no": {"gte": 0}}})["count"]
+    return {"range": {"_seq_no": {"gt": floor}}} if total == probe else None
+
+
+def _written_since(
+    client: Elasticsearch, index: str, query: dict[str, Any] | None, floor: int, dated: bool
+) -> Iterator[dict[str, tuple[int, Any]]]:
+    """``{id: (_version, updated_utc)}`` of the documents of ``index`` matching ``query``
+    whose ``_seq_no`` is above ``floor``, a batch at a time (a scroll; ``_source`` only
+    ``updated_utc`` when ``dated``, else none)."""
+    source: dict[str, Any] = {"source_includes": [_DATES]} if dated else {"source": False}
     response = client.search(
-        index=index, query=query, scroll="2m", size=_BATCH, source_includes=[_FIELD], sort=["_doc"]
+        index=index,
+        query=query or {"match_all": {}},
+        scroll="2m",
+        size=_BATCH,
+        **source,
+        version=True,
+        seq_no_primary_term=True,
+        sort=["_doc"],
     )
     scroll_id = response.get("_scroll_id")
     try:
         while hits := response["hits"]["hits"]:
-            yield {str(h["_id"]): (h.get("_source") or {}).get(_FIELD) for h in hits}
+            batch = {
+                str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(_DATES))
+                for h in hits
+                if _above(h, floor)
+            }
+            if batch:
+                yield batch
             response = client.scroll(scroll_id=scroll_id, scroll="2m")
             scroll_id = response.get("_scroll_id", scroll_id)
     finally:
@@ -49,19 +116,59 @@ def _batches(client: Elasticsearch, index: str, query: dict[str, Any]) -> Iterat
             client.options(ignore_status=404).clear_scroll(scroll_id=scroll_id)
 
 
-def stale_ids(client: Elasticsearch, old: str, new: str, query: dict[str, Any]) -> list[str]:
-    """The ids of the documents of ``old`` matching ``query`` (those changed since the copy
-    started) whose copy in ``new`` has another ``updated_utc``: copies of a document removed
-    and added again under its id. A document missing from ``new`` is not stale (a reindex
-    script dropped it). Sends a scroll over ``old`` (``_source``: ``updated_utc`` only; the
-    caller refreshed it) and, per batch of 1000, ``POST /<new>/_mget`` (real time: ``new``
-    needs no refresh)."""
+def _above(hit: dict[str, Any], floor: int) -> bool:
+    seq_no = hit.get("_seq_no")
+    return not isinstance(seq_no, int) or seq_no > floor
+
+
+def _docs(
+    client: Elasticsearch, index: str, ids: list[str], source: Any
+) -> dict[str, dict[str, Any]]:
+    """The found documents ``ids`` of ``index`` by id (``POST /<index>/_mget``, real time;
+    ``source``: ``True``, ``False`` or the fields to include)."""
+    option = {"source_includes": source} if isinstance(source, list) else {"source": source}
+    found = client.mget(index=index, ids=ids, **option)["docs"]
+    return {str(doc["_id"]): doc for doc in found if doc.get("found")}
+
+
+def stale_ids(
+    client: Elasticsearch,
+    old: str,
+    new: str,
+    *,
+    floor: int,
+    since: dict[str, Any] | None = None,
+    has_dates: bool = False,
+    scripted: bool = False,
+) -> list[str]:
+    """The ids of the documents of ``old`` written since the copy began (``_seq_no`` above
+    ``floor``; ``since``: a narrower query, the ``HasDates`` one) whose copy in ``new`` is
+    stale (see the module docstring). A document missing from ``new`` is not stale (a
+    reindex script dropped it, or nothing copied it: the final pass did). Sends two counts
+    (is ``_seq_no`` searchable) unless ``since`` is given, a scroll over ``old`` (the
+    caller refreshed it) and, per batch of 1000, ``POST /<new>/_mget`` (real time) and,
+    when whole sources are compared, ``POST /<old>/_mget``."""
+    query = since if since is not None else _seq_no_query(client, old, floor)
+    by_source = not has_dates and not scripted
+    wanted: Any = [_DATES] if has_dates else by_source
     stale: list[str] = []
-    for batch in _batches(client, old, query):
-        found = client.mget(index=new, ids=list(batch), source_includes=[_FIELD])["docs"]
-        for doc in found:
-            doc_id = str(doc.get("_id"))
-            if doc.get("found") and (doc.get("_source") or {}).get(_FIELD) != batch[doc_id]:
+    for batch in _written_since(client, old, query, floor, has_dates):
+        ids = list(batch)
+        copies = _docs(client, new, ids, wanted)
+        held = _docs(client, old, ids, True) if by_source else {}
+        for doc_id, (version, dates) in batch.items():
+            copy = copies.get(doc_id)
+            if copy is None:
+                continue
+            if int(copy.get("_version") or 0) != version:
+                same = False  # a correct copy carries the old document's version
+            elif has_dates:
+                same = (copy.get("_source") or {}).get(_DATES) == dates
+            elif by_source:
+                same = copy.get("_source") == (held.get(doc_id) or {}).get("_source")
+            else:
+                same = False  # a script ran and no date tells: copied again
+            if not same:
                 stale.append(doc_id)
     return stale
 

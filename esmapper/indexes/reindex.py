@@ -10,7 +10,11 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    block someone else set refuses the reindex.
 1. **prepare**: ``PUT /<alias>-vN`` with the current mapping and settings and no alias (an
    empty ``-vN`` left by ``configure_indexes`` is reused; a non-empty one, the leftover of
-   an interrupted run, is deleted first so every document gets the current script).
+   an interrupted run, is deleted first so every document gets the current script). A
+   custom-field model with scripts: the ``idx`` rebuild of step 8 is recorded in ``-vN``'s
+   ``_meta`` now (:mod:`esmapper.indexes._idx_owed`), so a run killed after the swap leaves
+   it owed. Then ``GET /<alias>-vK/_stats/docs?level=shards``: the primaries'
+   ``max_seq_no`` before the copy (step 4).
 2. **copy**: ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
    (the scripts of the versions K < v <= N: one is sent as is, several are wrapped into
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,
@@ -27,16 +31,21 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 4. **final_catch_up**: the block marker in ``-vK``'s ``_meta`` (who blocks it, under which
    lock), ``PUT /<alias>-vK/_block/write``, then the documents changed since the catch-up
    started are copied after ``POST /<alias>-vK/_refresh`` (models without dates: every
-   document; unchanged ones are skipped as version conflicts). Then (``HasDates`` models) the
+   document; unchanged ones are skipped as version conflicts). Then (every model) the
    copies of documents removed and added again under their id during the run are replaced:
    Elasticsearch forgets a delete's version after ``index.gc_deletes`` (60 s), so such a
    document starts over at ``_version`` 1 and every pass skipped it as a version conflict,
    leaving the removed document's copy in ``-vN``. Only when a catch-up pass skipped
-   documents (version conflicts, a script's noops), a scroll of the documents of ``-vK``
-   changed since the copy started (``updated_utc`` only) and a ``POST /<alias>-vN/_mget``
-   per 1000 of them find the copies whose ``updated_utc`` differs; those are deleted
-   (``_bulk``) and copied again by a pass with ``dest.op_type = "create"`` (the scripts
-   apply).
+   documents (version conflicts, a script's noops) and a primary's ``max_seq_no`` moved
+   since the copy began (the shard stats again), the documents of ``-vK`` written since
+   (``_seq_no`` above the lowest ``max_seq_no`` read before the copy: a server-side range
+   where the server answers one, else an id scroll filtered on ``_seq_no``; ``HasDates``
+   models: ``updated_utc`` >= the copy's start) are compared with their copies (``POST
+   /<alias>-vN/_mget`` per 1000): another ``_version`` is stale (a correct copy carries
+   the old document's version); with the same version ``updated_utc`` (``HasDates``), the
+   whole ``_source`` (no script), or nothing (a script and no dates: copied again) decides
+   (:mod:`esmapper.indexes._reindex_stale`). The stale ones are deleted (``_bulk``) and
+   copied again by a pass with ``dest.op_type = "create"`` (the scripts apply).
    From the block on, writes
    through the alias fail with 403 ``cluster_block_exception`` until the swap (they were not
    applied: the bulk writer resends them with its back-off for up to the mapper's
@@ -67,7 +76,10 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 8. custom-field models (``HasCustomFields``): ``idx`` is copied as stored (slots belong to
    the tenant, not to the index version); when reindex scripts ran, after the lock is
    released, ``mapper.custom_fields(Model).rebuild_idx()`` recomputes it and rewrites the
-   documents whose ``idx`` a script made stale (conditional partial updates).
+   documents whose ``idx`` a script made stale (conditional partial updates), then the
+   record of step 1 is removed. Every reindex of the model (an ``up_to_date`` one
+   included: ``GET /<alias>/_mapping``) and ``migrate`` finish a rebuild a killed run
+   owes before reporting success.
 
 Unknown outcomes (a dropped connection, a timeout, an unreadable answer). Every write of a
 run is sent once, without the transport's retries (:mod:`esmapper._transport`), and a lost
@@ -115,11 +127,11 @@ retry). For ``HasDates`` models, a write that does not bump ``updated_utc`` (a r
 write) during the copy or catch-up is not caught up, and a reindex script or ingest
 pipeline that changes ``updated_utc`` makes every document changed during the run count
 as removed and added again (copied once more under the block: longer, not wrong). Models
-without ``HasDates`` cannot tell which documents changed: a document removed and added
-again under its id during the run, more than ``index.gc_deletes`` after its removal, is
-copied only if its ``_version`` went past the one it was copied at; otherwise the new
-index keeps the removed document's copy (give such models ``HasDates``, or remove and add
-documents under new ids). The pass copying documents again uses ``op_type: create``: run
+without ``HasDates`` whose old index was written during the run pay, under the block, a
+listing of the documents written since the copy began (on a server that cannot search
+``_seq_no``, an id scroll of the whole old index). With several primary shards the
+``_seq_no`` floor is the lowest shard's, so more documents are compared than were
+written. The pass copying documents again uses ``op_type: create``: run
 again after an unknown outcome, or still running after the swap, it overwrites nothing.
 Time-series models go partition by partition through the same steps
 (:mod:`esmapper.indexes.partition_reindex`).
@@ -134,6 +146,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
@@ -239,8 +252,7 @@ def reindex(
             catch_up_margin=catch_up_margin,
             throttle=throttle,
         )
-        if spec.options.reindex_scripts and moved.status != "up_to_date":
-            _rebuild_custom_fields(mapper, model)
+        settle_idx_rebuild(mapper, model)
         return moved
     if spec.kind != "versioned":
         raise IndexConfigurationError(
@@ -262,6 +274,7 @@ def reindex(
         cleared = clear_leftover_block(locks, old, held=lock, lock_ttl=lock_ttl)
         cleared_for = None if cleared is None else cleared.seconds(mapper.clock())
         if old == new:
+            settle_idx_rebuild(mapper, model)  # a killed run's debt (under the lock)
             return ReindexResult(
                 spec.info.name,
                 spec.alias,
@@ -285,16 +298,8 @@ def reindex(
         result = run_phases(
             run, delete_old=delete_old, keep_failed_index=keep_failed_index, margin=catch_up_margin
         )
-    if script is not None:
-        _rebuild_custom_fields(mapper, model)
+    settle_idx_rebuild(mapper, model)  # owed when scripts ran (recorded before the swap)
     return result
-
-
-def _rebuild_custom_fields(mapper: Mapper, model: type) -> None:
-    """After reindex scripts ran over a custom-field model (they may have changed
-    ``custom_fields`` or the tenant field): recompute ``idx`` where it went stale."""
-    if mapper.spec(model).info.custom_fields:
-        mapper.custom_fields(model).rebuild_idx()
 
 
 def reindex_outdated(

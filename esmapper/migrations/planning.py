@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 from elasticsearch import NotFoundError
 
+from esmapper.indexes._idx_owed import owed_idx_rebuilds
 from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.leftovers import find_leftovers
@@ -52,6 +53,7 @@ __all__ = [
     "IndexView",
     "PlannedStep",
     "compute_steps",
+    "idx_rebuild_steps",
     "in_progress",
     "index_steps",
     "leftover_steps",
@@ -64,6 +66,7 @@ CREATE_INDEX = "create_index"
 REINDEX = "reindex"
 DELETE_INDEX = "delete_index"
 UNBLOCK_INDEX = "unblock_index"
+REBUILD_IDX = "rebuild_idx"
 MARK_COMPLETED = "mark_completed"
 RUN = "run"
 RUNNING = "running"
@@ -78,7 +81,9 @@ class PlannedStep:
 
     ``action`` is ``create_index``, ``reindex`` (index steps: ``target`` is the alias),
     ``delete_index`` (``target`` is a leftover old index), ``unblock_index`` (``target`` is
-    the index behind the alias, write-blocked by a killed reindex), ``mark_completed``, ``run``,
+    the index behind the alias, write-blocked by a killed reindex), ``rebuild_idx`` (``target``
+    is the alias of a custom-field model whose ``idx`` rebuild a killed reindex owes),
+    ``mark_completed``, ``run``,
     ``running`` (in another process, now) or ``blocked`` (migration steps: ``target`` is the
     migration id, ``migration`` the instance); ``reason`` says why.
     """
@@ -352,6 +357,20 @@ def unblock_steps(mapper: Mapper) -> list[PlannedStep]:
     return steps
 
 
+def idx_rebuild_steps(mapper: Mapper) -> list[PlannedStep]:
+    """A ``rebuild_idx`` step per custom-field model whose ``idx`` rebuild a killed reindex
+    owes (:func:`esmapper.indexes._idx_owed.owed_idx_rebuilds`: ``GET /<alias>/_mapping``
+    per such model); read-only."""
+    steps: list[PlannedStep] = []
+    for spec in map(mapper.spec, mapper.models):
+        if spec.info.custom_fields and spec.kind != "plain":
+            owed = owed_idx_rebuilds(mapper.client, spec.read_target)
+            if owed:
+                reason = f"owed by the reindex into {', '.join(owed)}"
+                steps.append(PlannedStep(REBUILD_IDX, spec.alias, "index", reason=reason))
+    return steps
+
+
 def in_progress(mapper: Mapper) -> LockHolder | None:
     """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
@@ -364,8 +383,9 @@ def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
     Index steps (``create_index`` and ``unblock_index``; after the migrations ``reindex``,
-    then ``delete_index``) come from ``GET /_alias`` / ``HEAD`` / ``_settings`` / ``GET
-    /<alias>-v*`` requests; migration steps from ``POST
+    then ``delete_index``, then ``rebuild_idx``) come from ``GET /_alias`` / ``HEAD`` /
+    ``_settings`` / ``GET /<alias>-v*`` (and ``GET /<alias>/_mapping`` per custom-field
+    model) requests; migration steps from ``POST
     /<prefix>esmapper-migrations/_search``, the install record (``GET``, see
     :mod:`esmapper.migrations.install`: the same freshness decision as the run's) and the
     ``migrations`` lock (``GET``: a live one shows the migration it runs as ``running``).
@@ -388,4 +408,11 @@ def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
         retry_failed=retry_failed,
         running=in_progress(mapper),
     )
-    return [*creates, *unblock_steps(mapper), *steps, *reindexes, *leftover_steps(mapper)]
+    return [
+        *creates,
+        *unblock_steps(mapper),
+        *steps,
+        *reindexes,
+        *leftover_steps(mapper),
+        *idx_rebuild_steps(mapper),
+    ]

@@ -20,7 +20,9 @@ A run sends, in order:
 5. when every migration succeeded, a reindex of each outdated versioned index (when
    :mod:`esmapper.indexes.reindex` is available; its progress goes to ``progress``), then
    the deletion of old indexes a killed reindex left behind
-   (:func:`esmapper.indexes.leftovers.delete_leftovers`); then the lock is released.
+   (:func:`esmapper.indexes.leftovers.delete_leftovers`), then the ``idx`` rebuild a killed
+   reindex of a custom-field model owes (``GET /<alias>/_mapping`` per such model,
+   :mod:`esmapper.indexes._idx_owed`); then the lock is released.
 
 The ``migrations`` lock has a short expiry (``lock_ttl``, 90 s by default) and is renewed
 every ttl/3 by a heartbeat thread while the run's process lives (:mod:`esmapper.locks`):
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from esmapper.errors import LockError
+from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult
 from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
@@ -65,6 +68,7 @@ from esmapper.migrations.planning import (
     CREATE_INDEX,
     DELETE_INDEX,
     MARK_COMPLETED,
+    REBUILD_IDX,
     REINDEX,
     UNBLOCK_INDEX,
     PlannedStep,
@@ -87,8 +91,8 @@ LOCK_TTL = DEFAULT_TTL
 @attrs.define
 class StepOutcome:
     """What happened to one step: ``status`` is ``created`` / ``reindexed`` / ``deleted`` /
-    ``unblocked`` (index steps), ``completed``, ``marked`` (fresh install), ``failed`` or
-    ``blocked``; ``note`` adds figures (e.g. how long a reindex blocked writes)."""
+    ``unblocked`` / ``rebuilt`` (index steps), ``completed``, ``marked`` (fresh install),
+    ``failed`` or ``blocked``; ``note`` adds figures (e.g. how long a reindex blocked writes)."""
 
     step: PlannedStep
     status: str
@@ -206,6 +210,8 @@ class _Runner:
                 result, error = self.reindex_outdated(states)
             if result is MigrationResult.SUCCESS and reindex:
                 result, error = self.delete_leftovers()
+            if result is MigrationResult.SUCCESS and reindex:
+                result, error = self.settle_idx_rebuilds()
         except _LockLost as exc:
             result, error = MigrationResult.FAILED, f"the migrations lock was lost: {exc}"
         self.report.result, self.report.error = result, error
@@ -415,6 +421,29 @@ class _Runner:
                 step = PlannedStep(DELETE_INDEX, index, "index", reason=reason)
                 self.report.steps.append(step)
                 self.emit(StepOutcome(step, "deleted", 1, time.monotonic() - started))
+        return MigrationResult.SUCCESS, None
+
+    def settle_idx_rebuilds(self) -> tuple[MigrationResult, str | None]:
+        """Rebuild ``idx`` of the custom-field models a killed reindex owes it
+        (:func:`~esmapper.indexes._idx_owed.settle_idx_rebuild`; one ``rebuild_idx`` step
+        each); a failure fails the run (the debt stays recorded for the next one)."""
+        for model in self.mapper.models:
+            alias = self.mapper.spec(model).alias
+            started = time.monotonic()
+            step = PlannedStep(REBUILD_IDX, alias, "index", reason="owed by a killed reindex")
+            try:
+                updated = settle_idx_rebuild(self.mapper, model)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("rebuilding idx of %s failed: %s", alias, error, exc_info=True)
+                self.report.steps.append(step)
+                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+                return MigrationResult.FAILED, f"rebuilding idx of {alias} failed: {error}"
+            if updated is None:
+                continue
+            self.report.steps.append(step)
+            note = f"{updated} document(s) updated"
+            self.emit(StepOutcome(step, "rebuilt", 1, time.monotonic() - started, note=note))
         return MigrationResult.SUCCESS, None
 
     def _progress(self, progress: ReindexProgress) -> None:

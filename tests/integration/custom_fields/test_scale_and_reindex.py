@@ -132,3 +132,60 @@ def test_a_reindex_keeps_idx_consistent(make: Any, scripted: bool) -> None:
     assert found[0].idx["int-1"] == 4 * (100 if scripted else 1)
     mapping = new.client.indices.get_mapping(index=repo.spec.alias).body
     assert "int-1" in next(iter(mapping.values()))["mappings"]["properties"]["idx"]["properties"]
+
+
+class Killed(BaseException):
+    """The process dies here (not an exception the code could handle)."""
+
+
+def _killed_after_the_swap(make: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[em.Mapper, type]:
+    """A scripted reindex of a custom-field model whose process dies after the alias swap,
+    before ``idx`` is rebuilt: the swapped index holds the script's values, ``idx`` the old
+    ones."""
+    v1 = make_model(1)
+    old = make(v1)
+    old.custom_fields(v1).add_field("acme", "Level", "int")
+    old.repository(v1).add([v1(company_id="acme", custom_fields={"Level": n}) for n in range(5)])
+    script = "ctx._source.custom_fields.Level = ctx._source.custom_fields.Level * 100"
+    v2 = make_model(2, {2: script})
+    new = make(v2)
+
+    def die(self: Any, *args: Any, **kwargs: Any) -> int:
+        raise Killed
+
+    with monkeypatch.context() as patched:
+        patched.setattr(em.CustomFieldRepository, "rebuild_idx", die)
+        with pytest.raises(Killed):
+            em.reindex(new, v2)
+    repo = new.repository(v2)
+    assert new.client.indices.get_alias(name=repo.spec.alias).body.keys() == {
+        repo.spec.physical_name()
+    }
+    assert repo.count("level:300", tenant="acme", consistency="immediate") == 0  # stale
+    return new, v2
+
+
+def test_a_reindex_killed_before_rebuilding_idx_rebuilds_it_on_the_rerun(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapper, model = _killed_after_the_swap(make, monkeypatch)
+    assert em.reindex(mapper, model).status == "up_to_date"
+    repo: em.Repository[Any] = mapper.repository(model)
+    assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
+    assert repo.count("level:3", tenant="acme") == 0
+
+
+def test_migrate_finishes_the_idx_rebuild_a_killed_reindex_owed(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapper, model = _killed_after_the_swap(make, monkeypatch)
+    (planned,) = em.plan(mapper)
+    assert (planned.action, planned.target) == ("rebuild_idx", mapper.spec(model).alias)
+    report = em.run_migrations(mapper)
+    assert report.result is em.MigrationResult.SUCCESS
+    assert [s.action for s in report.steps] == ["rebuild_idx"]
+    repo: em.Repository[Any] = mapper.repository(model)
+    assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
+    # done: the next run owes nothing
+    assert em.run_migrations(mapper).steps == []
+    assert em.plan(mapper) == []

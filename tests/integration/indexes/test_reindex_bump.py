@@ -289,12 +289,6 @@ class PlainThingV2(em.Document):
     n: int = em.field(em.Integer(), default=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a model without HasDates has no way to tell which documents changed during the "
-    "bump: a document removed and added again there at a _version not above its copy's "
-    "keeps the removed document's copy (documented limitation)",
-)
 def test_a_document_added_again_during_a_bump_of_a_model_without_dates(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
@@ -315,6 +309,111 @@ def test_a_document_added_again_during_a_bump_of_a_model_without_dates(
 
     assert reindex(mapper, PlainThingV2, progress=during).status == "reindexed"
     assert _sources(es_client, f"{index_prefix}review_plain-v2")[target]["n"] == 555
+
+
+def test_a_document_added_again_at_the_same_version_during_a_bump_without_dates(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Its copy and the document added again both have _version 1: only their content
+    # tells the copy is stale.
+    old = make_mapper(PlainThingV1, configure=True).repository(PlainThingV1)
+    things = old.add([PlainThingV1(n=i) for i in range(5)])
+    mapper = make_mapper(PlainThingV2)
+    repo = mapper.repository(PlainThingV2)
+    target = things[3].id or ""
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(target)
+            es_client.indices.refresh(index=mapper.spec(PlainThingV2).alias)
+            repo.add(PlainThingV2(id=target, n=777))
+
+    result = reindex(mapper, PlainThingV2, progress=during)
+    assert result.status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_plain-v2")
+    assert sources[target]["n"] == 777
+    assert {i: s["n"] for i, s in sources.items() if i != target} == {
+        t.id: t.n for t in things if t.id != target
+    }
+
+
+class ShardedThingV1(em.Document):
+    class Index:
+        name = "review_sharded"
+        version = 1
+        settings = {**SETTINGS, "number_of_shards": 3}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+class ShardedThingV2(em.Document):
+    class Index:
+        name = "review_sharded"
+        version = 2
+        settings = {**SETTINGS, "number_of_shards": 3}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+def test_documents_added_again_in_several_shards_during_a_bump_without_dates(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Each shard numbers its writes on its own: the documents written since the copy
+    # began are those above the lowest shard's highest number then.
+    old = make_mapper(ShardedThingV1, configure=True).repository(ShardedThingV1)
+    things = old.add([ShardedThingV1(n=i) for i in range(30)])
+    for thing in things[:20]:  # the shards' numbers drift apart
+        thing.n += 100
+    old.save(things[:20])
+    mapper = make_mapper(ShardedThingV2)
+    repo = mapper.repository(ShardedThingV2)
+    again = {t.id or "": 500 + i for i, t in enumerate(things[::6])}
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(list(again))
+            es_client.indices.refresh(index=mapper.spec(ShardedThingV2).alias)
+            repo.add([ShardedThingV2(id=i, n=n) for i, n in again.items()])
+
+    assert reindex(mapper, ShardedThingV2, progress=during).status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_sharded-v2")
+    assert {i: s["n"] for i, s in sources.items()} == {
+        t.id: again.get(t.id or "", t.n) for t in things
+    }
+
+
+class PlainThingV2Scripted(em.Document):
+    class Index:
+        name = "review_plain"
+        version = 2
+        settings = SETTINGS
+        reindex_scripts = {2: "ctx._source.n = ctx._source.n + 1000"}  # noqa: RUF012
+
+    n: int = em.field(em.Integer(), default=0)
+
+
+def test_a_document_added_again_during_a_scripted_bump_without_dates_gets_the_script(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    # Same version, and the script changes the content: the copy cannot be compared with
+    # the document, so the documents written during the bump are copied again.
+    old = make_mapper(PlainThingV1, configure=True).repository(PlainThingV1)
+    things = old.add([PlainThingV1(n=i) for i in range(5)])
+    mapper = make_mapper(PlainThingV2Scripted)
+    repo = mapper.repository(PlainThingV2Scripted)
+    target = things[1].id or ""
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message:
+            repo.remove(target)
+            es_client.indices.refresh(index=mapper.spec(PlainThingV2Scripted).alias)
+            repo.add(PlainThingV2Scripted(id=target, n=555))
+
+    assert reindex(mapper, PlainThingV2Scripted, progress=during).status == "reindexed"
+    sources = _sources(es_client, f"{index_prefix}review_plain-v2")
+    assert {i: s["n"] for i, s in sources.items()} == {
+        t.id: (1555 if t.id == target else t.n + 1000) for t in things
+    }
 
 
 class ItemV2FailsOnAgain(em.Document, em.HasDates, em.Versioned):

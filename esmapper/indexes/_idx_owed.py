@@ -1,0 +1,79 @@
+"""The ``idx`` rebuild a reindex owes its custom-field model, recorded before the swap.
+
+A reindex whose scripts ran over a custom-field model (``HasCustomFields``) leaves ``idx``
+as the old index held it: the scripts may have changed ``custom_fields`` or the tenant
+field, so ``mapper.custom_fields(Model).rebuild_idx()`` must follow the swap
+(:mod:`esmapper.indexes.reindex`, step 8). A process killed between the swap and the end
+of that rebuild would leave ``idx`` stale for good (the alias is current: a rerun has
+nothing to copy). So the debt is written down first, in the new index's mapping ``_meta``
+right after it is prepared, long before the swap (:func:`owe_idx_rebuild`)::
+
+    "_meta": {"esmapper_idx_rebuild": {"from": "<alias>-vK"}}
+
+and paid by :func:`settle_idx_rebuild`: every ``reindex`` of the model (the run that wrote
+it, after its lock is released, and any later one, ``up_to_date`` included) and every
+``migrate`` reads the marks of the indexes behind the model's alias, rebuilds ``idx``
+when one is there, and only then removes them. A failed run's new index is deleted (or
+kept outside the alias): its mark is never read.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from elasticsearch import Elasticsearch, NotFoundError
+
+from esmapper.indexes._meta import put_meta
+
+if TYPE_CHECKING:
+    from esmapper.mapper import Mapper
+
+__all__ = ["MARKER", "owe_idx_rebuild", "owed_idx_rebuilds", "settle_idx_rebuild"]
+
+log = logging.getLogger("esmapper.indexes")
+
+MARKER: Final = "esmapper_idx_rebuild"
+
+
+def owe_idx_rebuild(client: Elasticsearch, index: str, old: str) -> None:
+    """Record in ``index``'s ``_meta`` that ``idx`` must be rebuilt once it serves (its
+    documents are copied from ``old`` by scripts). Sends ``GET`` and ``PUT
+    /<index>/_mapping`` (:func:`~esmapper.indexes._meta.put_meta`: a lost answer is read
+    back)."""
+    put_meta(client, index, MARKER, {"from": old})
+
+
+def owed_idx_rebuilds(client: Elasticsearch, alias: str) -> list[str]:
+    """The indexes behind ``alias`` (a model's read alias) that carry the mark, sorted.
+    Sends ``GET /<alias>/_mapping`` (a missing alias: none)."""
+    try:
+        body: dict[str, Any] = dict(client.indices.get_mapping(index=alias).body)
+    except NotFoundError:
+        return []
+    return sorted(
+        name
+        for name, entry in body.items()
+        if ((entry.get("mappings") or {}).get("_meta") or {}).get(MARKER)
+    )
+
+
+def settle_idx_rebuild(mapper: Mapper, model: type) -> int | None:
+    """Pay the ``idx`` rebuild a reindex of ``model`` owes, if any: ``None`` when no index
+    behind its alias carries the mark (one ``GET /<alias>/_mapping``; nothing for models
+    without custom fields or ``plain`` ones), else
+    ``mapper.custom_fields(model).rebuild_idx()`` (conditional partial updates of the
+    documents whose ``idx`` is stale) and then the marks removed (``PUT _mapping`` per
+    index); returns the number of documents updated. A failure raises, the marks stay
+    (the next run rebuilds again: the rebuild writes only what is stale)."""
+    spec = mapper.spec(model)
+    if not spec.info.custom_fields or spec.kind == "plain":
+        return None
+    owed = owed_idx_rebuilds(mapper.client, spec.read_target)
+    if not owed:
+        return None
+    log.info("%s: rebuilding idx, owed by the reindex into %s", spec.alias, ", ".join(owed))
+    updated = mapper.custom_fields(model).rebuild_idx()
+    for index in owed:
+        put_meta(mapper.client, index, MARKER, None)
+    return updated
