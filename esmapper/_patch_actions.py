@@ -23,6 +23,7 @@ from esmapper._writes import (
 )
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.custom_fields import indexing as custom_fields
+from esmapper.custom_fields._tenancy import check_patched
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options
@@ -173,12 +174,14 @@ def client_side_action(
         if info.has_dates:
             new_source["updated_utc"] = now_text(repo)
         document = info.from_source(new_source, id, version)
+        check_patched(info, document, options.tenant)  # the tenant rule: never moved
         if info.custom_fields:
             custom_fields.patched_source(repo.mapper, info, document, new_source)
     else:
         document = info.from_source(source, id, version)
         if not patch.apply(document):
             return None
+        check_patched(info, document, options.tenant)  # the tenant rule: never moved
         if info.has_dates:
             document.updated_utc = repo.mapper.clock()
         if info.custom_fields:

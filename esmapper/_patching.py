@@ -5,6 +5,9 @@ outcomes read back, every touched id removed from the cache), except the two by-
 requests, which are sent once (never resent by the transport) and drop the model's cache
 entries:
 
+- With ``tenant=`` every patch by id or ids runs as the ``patch_all`` over those ids
+  (the scan's tenant filter: another tenant's id is absent; see
+  :mod:`esmapper.custom_fields._tenancy`). Otherwise:
 - ``patch(id, Partial|Script)`` is one ``update`` (server-side merge or script,
   ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id.
 - ``patch(id, Json|Action)`` GETs the document, applies the patch client-side and writes it
@@ -71,6 +74,7 @@ from esmapper._patch_actions import (
 from esmapper._writes import PendingWrite, send
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.custom_fields import indexing as custom_fields
+from esmapper.custom_fields._access import require_custom_fields
 from esmapper.errors import BulkItemFailure, BulkWriteError, DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, locate_documents
@@ -91,6 +95,13 @@ def patch_ids(
     for id in id_list:
         check_id(id)
     if not id_list:
+        return
+    if options.tenant is not None:
+        # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
+        # tenant's id absent, whatever the patch type
+        require_custom_fields(repo.info)
+        notify_all = not isinstance(patch, PartialPatch)
+        _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
         return
     if isinstance(patch, PartialPatch) and repo.info.custom_fields:
         # idx is recomputed from the stored document: per document, at the version read

@@ -32,6 +32,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
+from esmapper.custom_fields._tenancy import cached_page, page_entry
 from esmapper.custom_fields.search import (
     logical_highlight,
     tenant_aggregations,
@@ -358,7 +359,8 @@ class SearchRequest:
         key = self.options.cache_key
         cache = self.mapper.cache
         if key is not None and cache is not None:
-            cached = cache.get(key)
+            # the page stored under the key for this call's tenant (or none) only
+            cached = cached_page(cache.get(key), self.options.tenant)
             if cached is not None:
                 return self._results(cached, self.page, None)
         self._refresh_for_consistency()
@@ -391,7 +393,8 @@ class SearchRequest:
         key = self.options.cache_key
         if key is not None and self.mapper.cache is not None and page == self.page:
             ttl = self.mapper.cache_ttl(self.info, self.options)
-            self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)
+            entry = page_entry(response, self.options.tenant)  # scoped by tenant
+            self.mapper.cache.set(key, entry, ttl.total_seconds() if ttl else None)
         results = self._results(response, page, pit_id)
         if results:
             self.pages_read += 1

@@ -66,7 +66,7 @@ from esmapper._pending import KINDS, PendingWrite, split_version
 from esmapper._settle import Groups, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkRequestError
-from esmapper.custom_fields._access import check_tenant_pendings
+from esmapper.custom_fields._tenancy import check_writes as check_tenant_writes
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
@@ -228,7 +228,7 @@ def write_documents(
     """
     if not pendings:
         return []
-    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
+    check_tenant_writes(mapper, pendings, options)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 
