@@ -68,6 +68,7 @@ from esmapper._patch_actions import (
     changed_ids,
     client_side_action,
     raise_for,
+    removed_ids,
     track_soft_deletes,
     update_body,
 )
@@ -103,8 +104,11 @@ def patch_ids(
         notify_all = not isinstance(patch, PartialPatch)
         _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
         return
-    if isinstance(patch, PartialPatch) and repo.info.custom_fields:
-        # idx is recomputed from the stored document: per document, at the version read
+    if isinstance(patch, PartialPatch) and (
+        repo.info.custom_fields or _soft_deletes(repo.info, patch)
+    ):
+        # idx is recomputed from the stored document, and a soft delete is a removal only
+        # if the stored document was not deleted: per document, at the version read
         _patch_scanned(repo, id_list, patch, options, notify_all=False)
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
@@ -148,6 +152,12 @@ def patch_ids(
         _patch_scanned(repo, id_list, patch, options, notify_all=True)
         return
     _patch_one_client_side(repo, id_list[0], patch, options)
+
+
+def _soft_deletes(info: Any, patch: PartialPatch) -> bool:
+    """Whether ``patch`` sets ``is_deleted`` on a soft-delete model (a removal when the
+    stored document was not deleted: see :func:`esmapper._pending.change_type`)."""
+    return bool(info.soft_deletes and patch.doc.get("is_deleted"))
 
 
 def _patch_scanned(
@@ -219,7 +229,7 @@ def _patch_one_client_side(
         if isinstance(patch, ActionPatch)
         else []
     )
-    announce(repo, [id], options, documents)
+    announce(repo, [id], options, documents, removed=removed_ids(repo, [outcome]))
 
 
 def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: BulkOutcome) -> None:

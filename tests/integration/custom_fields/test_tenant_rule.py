@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import esmapper as em
+from esmapper.patches import Patch
 
 from .models import Employee
 
@@ -50,7 +51,7 @@ def _stored(mapper: em.Mapper, id: str | None) -> dict[str, object]:
     ids=["json", "action", "script", "partial"],
 )
 def test_a_patch_by_id_with_another_tenant_finds_nothing(
-    mapper: em.Mapper, repo: em.Repository[Employee], people: list[Employee], patch: em.Patch
+    mapper: em.Mapper, repo: em.Repository[Employee], people: list[Employee], patch: Patch
 ) -> None:
     a1, g1 = people
     assert a1.id is not None and g1.id is not None
@@ -69,7 +70,9 @@ def test_a_script_patch_of_several_ids_with_tenant_patches_only_the_tenants(
 ) -> None:
     a1, g1 = people
     with pytest.raises(em.BulkWriteError) as failed:
-        repo.patch([a1.id or "", g1.id or ""], em.ScriptPatch("ctx._source.age = 7"), tenant="globex")
+        repo.patch(
+            [a1.id or "", g1.id or ""], em.ScriptPatch("ctx._source.age = 7"), tenant="globex"
+        )
     assert [(f.id, f.status) for f in failed.value.failures] == [(a1.id, 404)]
     assert _stored(mapper, a1.id)["age"] == 0
     assert _stored(mapper, g1.id)["age"] == 7
@@ -80,7 +83,7 @@ def test_a_patch_with_tenant_cannot_move_the_document_to_another_tenant(
 ) -> None:
     _a1, g1 = people
     assert g1.id is not None
-    moves: list[em.Patch] = [
+    moves: list[Patch] = [
         em.PartialPatch({"company_id": "acme"}),
         em.JsonPatch([{"op": "replace", "path": "/company_id", "value": "acme"}]),
         em.ActionPatch(lambda d: setattr(d, "company_id", "acme")),
@@ -139,11 +142,13 @@ def test_a_document_loaded_without_tenant_cannot_be_moved_by_a_save_with_tenant(
     # before: saved, and globex then read acme's custom values
     with pytest.raises(em.DocumentValidationError, match="tenant"):
         repo.save(loaded, tenant="globex")
-    with pytest.raises(em.DocumentValidationError, match="tenant"):  # noqa: PT012
-        with mapper.session(tenant="globex") as session:
-            held = session.get(Employee, a1.id, tenant="acme")
-            assert held is not None
-            held.company_id = "globex"
+    with (
+        pytest.raises(em.DocumentValidationError, match="tenant"),
+        mapper.session(tenant="globex") as session,
+    ):
+        held = session.get(Employee, a1.id, tenant="acme")
+        assert held is not None
+        held.company_id = "globex"  # committed on leaving the block
     assert _stored(mapper, a1.id)["company_id"] == "acme"
     assert repo.get(a1.id, tenant="globex") is None
     # a call without a tenant scope says it moves the document: allowed
