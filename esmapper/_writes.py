@@ -219,16 +219,19 @@ def write_documents(
     options: Options,
     *,
     on_success: Callable[[PendingWrite], None] | None = None,
+    inherited_tenant: bool = False,
 ) -> list[PendingWrite]:
     """Run the pipeline of the module docstring; returns the confirmed writes.
 
     Raises (after applying every success) the typed error of the failed items; ``on_success``
     is called for each confirmed write before the "-ed" signals (sessions use it to update
-    their bookkeeping).
+    their bookkeeping). ``inherited_tenant``: ``options.tenant`` is a session's, which
+    scopes only the models with custom fields (see :mod:`esmapper.custom_fields._tenancy`).
     """
     if not pendings:
         return []
-    check_tenant_writes(mapper, pendings, options)  # tenant=: only its own documents
+    # the tenant rule: a call scoped to a tenant writes only that tenant's documents
+    check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         return _write_documents(mapper, pendings, options, on_success)
 

@@ -25,6 +25,7 @@ from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.custom_fields._tenancy import check_partial_patch
 from esmapper.model.partial import check_finite, check_partial
+from esmapper.model.state import state_of
 from esmapper.options import (
     Consistency,
     LogLevel,
@@ -219,7 +220,12 @@ class Repository(Reading[T]):
                 pendings.append(PendingWrite("remove", item, self.info))
             elif loaded is None or item in loaded:
                 doc = loaded[item] if loaded else self.info.from_source({}, item, None)
-                pendings.append(PendingWrite("remove", doc, self.info, conditional=False))
+                # with tenant=: delete what was read and found to be the tenant's
+                state = state_of(doc) if opts.tenant is not None else None
+                guard = state.version if state is not None else None
+                pendings.append(
+                    PendingWrite("remove", doc, self.info, conditional=False, guard=guard)
+                )
         if pendings:
             write_documents(self.mapper, pendings, opts)
 

@@ -313,7 +313,13 @@ class Session(SessionReads):
             signals.before_flush.send(self, pending=pendings)
             pendings = self._pending()  # what the receivers added or changed too
         if pendings:
-            write_documents(self.mapper, pendings, self.options, on_success=self._confirmed)
+            write_documents(
+                self.mapper,
+                pendings,
+                self.options,
+                on_success=self._confirmed,
+                inherited_tenant=True,  # the session's tenant: for custom-field models
+            )
         signals.send_safely(signals.after_flush, self, written=pendings)  # stored: log failures
 
     @limited(_defaults)

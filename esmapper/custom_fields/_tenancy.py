@@ -128,17 +128,27 @@ def _unconditional(pending: PendingWrite, options: Options) -> bool:
     )
 
 
-def check_writes(mapper: Mapper, pendings: Sequence[PendingWrite], options: Options) -> None:
+def check_writes(
+    mapper: Mapper,
+    pendings: Sequence[PendingWrite],
+    options: Options,
+    *,
+    inherited: bool = False,
+) -> None:
     """The tenant rule for a write pipeline run (see the module docstring): nothing with
-    ``options.tenant`` unset. Raises DocumentValidationError (``field="tenant"``) before
-    anything is sent; sends at most one real-time ``_mget`` per model (the ids of saves
-    and removes whose stored copy is not known from their condition)."""
+    ``options.tenant`` unset. ``inherited``: the tenant is a session's (models without
+    custom fields are not scoped, :func:`session_tenant`). Raises DocumentValidationError
+    (``field="tenant"``) before anything is sent; sends at most one real-time ``_mget``
+    per model (the ids of saves and removes whose stored copy is not known from their
+    condition)."""
     tenant = options.tenant
     if tenant is None:
         return
     groups: dict[tuple[Any, str], list[PendingWrite]] = {}
     for pending in pendings:
         if pending.kind in ("add", "save", "remove") and pending.doc is not None:
+            if inherited and session_tenant(pending.info, tenant) is None:
+                continue
             groups.setdefault((pending.info, pending.kind), []).append(pending)
     unknown: dict[Any, list[PendingWrite]] = {}
     for (info, kind), group in groups.items():

@@ -12,8 +12,19 @@ import pytest
 
 import esmapper as em
 from esmapper.patches import Patch
+from tests.integration.conftest import MakeMapper
 
 from .models import Employee
+
+
+class Note(em.Document):
+    """A model without custom fields: it has no tenant."""
+
+    class Index:
+        name = "cf_rule_notes"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    text: str = ""
 
 
 @pytest.fixture
@@ -113,6 +124,23 @@ def test_a_session_with_tenant_scopes_find_and_knows_the_tenants_field_names(
         assert session.find_one(Employee, "team:blue") is not None
         with pytest.raises(em.QueryValidationError, match="secret"):
             session.find(Employee, "secret:red")  # acme's name: unknown for globex
+
+
+def test_a_session_tenant_scopes_only_the_models_with_custom_fields(
+    make_mapper: MakeMapper,
+) -> None:
+    mapper = make_mapper(Employee, Note, configure=True)
+    mapper.repository(Note).add(Note(id="n1", text="x"), consistency="immediate")
+    # before: QueryValidationError ("tenant= is for models with custom fields")
+    with mapper.session(tenant="acme") as session:
+        held = session.get(Note, "n1")
+        assert held is not None
+        held.text = "y"
+        session.add(Note(id="n2"))
+        assert [n.id for n in session.find(Note, consistency="immediate")] == ["n1"]
+    assert [n.text for n in mapper.repository(Note).get_many(["n1", "n2"])] == ["y", ""]
+    with pytest.raises(em.QueryValidationError, match="has none"):
+        mapper.repository(Note).get("n1", tenant="acme")  # said on the call: a mistake
 
 
 # -- saves and removes: judged by the stored document ----------------------------------------
