@@ -226,3 +226,22 @@ def test_a_cached_search_is_scoped_by_tenant(
     assert names("globex") == ["g1"]  # served from the cache
     repo.invalidate_cache("everyone")  # reaches the tenants' pages under the key
     assert names("globex") == ["g1", "g2"]
+
+
+def test_the_rule_judges_what_saving_receivers_left(
+    mapper: em.Mapper, repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    _a1, g1 = people
+
+    def move(sender: type, documents: list[em.ModifiedDocument], **_: object) -> None:
+        for modified in documents:
+            modified.value.company_id = "acme"
+
+    g1.name = "renamed"
+    # before: checked before the receivers ran, so the document moved to acme
+    with (
+        em.signals.documents_saving.connected_to(move, sender=Employee),
+        pytest.raises(em.DocumentValidationError, match="tenant"),
+    ):
+        repo.save(g1, tenant="globex")
+    assert _stored(mapper, g1.id)["company_id"] == "globex"
