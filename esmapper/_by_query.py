@@ -201,7 +201,10 @@ def patch_all(
         if options.consistency != "eventual":
             _refresh(repo)
     if notify_ids is not None and changed:
-        announce(repo, list(notify_ids), options, removed=removed)
+        # one per listed id that matched (noop ones included), never one for an id that
+        # is not there (missing, or another tenant's)
+        listed = [i for i in notify_ids if seen is None or i in seen]
+        announce(repo, listed, options, removed=removed)
     if still:
         raise _kept_changing(repo, "patch_all", "patched", still, changed)
     if failures:

@@ -101,7 +101,7 @@ def patch_ids(
         # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
         # tenant's id absent, whatever the patch type
         require_custom_fields(repo.info)
-        notify_all = not isinstance(patch, PartialPatch)
+        notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
         _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
         return
     if isinstance(patch, PartialPatch) and (

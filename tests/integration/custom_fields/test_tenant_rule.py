@@ -245,3 +245,21 @@ def test_the_rule_judges_what_saving_receivers_left(
     ):
         repo.save(g1, tenant="globex")
     assert _stored(mapper, g1.id)["company_id"] == "globex"
+
+
+def test_a_patch_of_ids_with_tenant_announces_only_the_tenants_documents(
+    repo: em.Repository[Employee], people: list[Employee]
+) -> None:
+    a1, g1 = people
+    announced: list[str | None] = []
+
+    def receiver(sender: type, message: em.EntityChanged, **_: object) -> None:
+        announced.append(message.id)
+
+    patch = em.JsonPatch([{"op": "replace", "path": "/age", "value": 3}])
+    with (
+        em.signals.entity_changed.connected_to(receiver, sender=Employee),
+        pytest.raises(em.BulkWriteError),
+    ):
+        repo.patch([a1.id or "", g1.id or ""], patch, tenant="globex")
+    assert announced == [g1.id]  # before: acme's id was announced as changed too
