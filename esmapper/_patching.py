@@ -46,7 +46,9 @@ retry) always refreshes first, and ``_delete_by_query`` refreshes before each re
 Patches skip validation and the saving/saved signals; ``documents_changed`` fires (with an
 empty list except for a single-document ActionPatch) only when something changed; a no-op
 (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch) writes
-and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied value wins
+and publishes nothing. A patch that turns ``is_deleted`` from false to true publishes
+``REMOVED``, like a save that does (:func:`esmapper._pending.change_type`; not a
+``ScriptPatch``, whose result is not known). ``updated_utc`` is set on every patch (a caller-supplied value wins
 for Partial/Script).
 
 The patches by id are here; the by-query writes (``patch_all``, ``remove_all``, re-exported

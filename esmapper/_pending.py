@@ -31,8 +31,8 @@ WriteKind = Literal["add", "save", "remove", "patch"]
 
 @attrs.frozen(slots=True)
 class KindWords:
-    """What one write kind is called elsewhere: the ``change_type`` it publishes (a
-    ``save`` of a soft-deleted document publishes ``REMOVED``: see ``_writes``), the
+    """What one write kind is called elsewhere: the ``change_type`` it publishes (a save
+    or patch that soft-deletes publishes ``REMOVED``: see :func:`change_type`), the
     ``before`` ("-ing") and ``after`` ("-ed") signals (``None``: the kind fires none)."""
 
     change_type: ChangeType
