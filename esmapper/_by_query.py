@@ -203,7 +203,7 @@ def patch_all(
     if notify_ids is not None and changed:
         # one per listed id that matched (noop ones included), never one for an id that
         # is not there (missing, or another tenant's)
-        listed = [i for i in notify_ids if seen is None or i in seen]
+        listed: list[str | None] = [i for i in notify_ids if seen is None or i in seen]
         announce(repo, listed, options, removed=removed)
     if still:
         raise _kept_changing(repo, "patch_all", "patched", still, changed)
