@@ -28,6 +28,7 @@ from esmapper._patch_actions import (
     changed_ids,
     client_side_action,
     once_client,
+    removed_ids,
     track_soft_deletes,
     update_body,
 )
@@ -163,6 +164,7 @@ def patch_all(
 
     changed = 0
     failures: list[BulkOutcome] = []
+    removed: set[str] = set()  # soft-deleted by the patch: published as removals
     refresh = refresh_param("eventual")
 
     def apply(hits: list[FindHit[Any]]) -> list[str]:
@@ -182,8 +184,10 @@ def patch_all(
         if isinstance(patch, ScriptPatch) and repo.info.custom_fields:
             custom_fields.reconcile(repo.mapper, repo.info, done, refresh=refresh)
         changed += len(done)
+        gone = removed_ids(repo, outcomes)
+        removed.update(gone)
         if notify_ids is None:
-            announce(repo, done, options)
+            announce(repo, done, options, removed=gone)
         # 409: changed since the scan; 404 (Elasticsearch's answer to an update at the
         # version of a document deleted since): gone. Both are looked up again, and
         # patched only if they (still, or again) match
@@ -197,7 +201,10 @@ def patch_all(
         if options.consistency != "eventual":
             _refresh(repo)
     if notify_ids is not None and changed:
-        announce(repo, list(notify_ids), options)
+        # one per listed id that matched (noop ones included), never one for an id that
+        # is not there (missing, or another tenant's)
+        listed: list[str | None] = [i for i in notify_ids if seen is None or i in seen]
+        announce(repo, listed, options, removed=removed)
     if still:
         raise _kept_changing(repo, "patch_all", "patched", still, changed)
     if failures:
@@ -228,7 +235,7 @@ def _hit_action(
             body=body,
             if_seq_no=seq_no,
             if_primary_term=primary_term,
-            ref=PendingWrite("patch", None, repo.info, id=hit.id),
+            ref=PendingWrite("patch", None, repo.info, id=hit.id, original_source=source),
         )
     return client_side_action(
         repo, patch, options, id=hit.id, index=index, source=source, version=hit.version

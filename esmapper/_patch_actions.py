@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import jsonpatch
 
 from esmapper import signals
+from esmapper._pending import change_type
 from esmapper._transport import once
 from esmapper._writes import (
     PendingWrite,
@@ -23,6 +24,7 @@ from esmapper._writes import (
 )
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.custom_fields import indexing as custom_fields
+from esmapper.custom_fields._tenancy import check_patched
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options
@@ -39,6 +41,7 @@ __all__ = [
     "now_text",
     "once_client",
     "raise_for",
+    "removed_ids",
     "track_soft_deletes",
     "update_body",
 ]
@@ -91,10 +94,11 @@ def announce(
     ids: list[str | None],
     options: Options,
     documents: list[Any] | None = None,
+    removed: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """``documents_changed`` and one notification per id, after confirmed changes (SAVED:
-    a patch does not see the previous state; a patch setting ``is_deleted``
-    updates the recently-deleted list through :func:`track_soft_deletes`)."""
+    """``documents_changed`` and one notification per id, after confirmed changes: SAVED,
+    or REMOVED for the ids in ``removed`` (a patch that soft-deleted them: see
+    :func:`removed_ids`; the recently-deleted list is :func:`track_soft_deletes`')."""
     if not ids:
         return
     if signals.has_receivers(signals.documents_changed, repo.model):
@@ -105,7 +109,29 @@ def announce(
             change_type=ChangeType.SAVED,
             options=options,
         )
-    publish_changes(repo.mapper, repo.info, [(i, ChangeType.SAVED) for i in ids], options)
+    changes = [(i, ChangeType.REMOVED if i in removed else ChangeType.SAVED) for i in ids]
+    publish_changes(repo.mapper, repo.info, changes, options)
+
+
+def removed_ids(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> set[str]:
+    """The ids a patch soft-deleted: confirmed writes that turned ``is_deleted`` from false
+    to true, judged like a save's (:func:`esmapper._pending.change_type`) from the stored
+    source the write was conditioned on (``PendingWrite.original_source``, set where the
+    patch read it: scans, client-side patches) and what the write stored. A write whose
+    original or result is not known (a script) is not a removal."""
+    info = repo.info
+    if not info.soft_deletes:
+        return set()
+    out: set[str] = set()
+    for outcome in outcomes:
+        if not outcome.ok or outcome.result == "noop" or outcome.id is None:
+            continue
+        ref = outcome.action.ref
+        original = ref.original_source if isinstance(ref, PendingWrite) else None
+        deleted = bool(_soft_delete_flag(outcome.action))
+        if change_type("patch", info, original, deleted) is ChangeType.REMOVED:
+            out.add(str(outcome.id))
+    return out
 
 
 def changed_ids(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
@@ -173,12 +199,14 @@ def client_side_action(
         if info.has_dates:
             new_source["updated_utc"] = now_text(repo)
         document = info.from_source(new_source, id, version)
+        check_patched(info, document, options.tenant)  # the tenant rule: never moved
         if info.custom_fields:
             custom_fields.patched_source(repo.mapper, info, document, new_source)
     else:
         document = info.from_source(source, id, version)
         if not patch.apply(document):
             return None
+        check_patched(info, document, options.tenant)  # the tenant rule: never moved
         if info.has_dates:
             document.updated_utc = repo.mapper.clock()
         if info.custom_fields:
@@ -194,5 +222,5 @@ def client_side_action(
         body=new_source,
         if_seq_no=seq_no,
         if_primary_term=primary_term,
-        ref=PendingWrite("patch", document, info, id=id),
+        ref=PendingWrite("patch", document, info, id=id, original_source=source),
     )

@@ -5,6 +5,9 @@ outcomes read back, every touched id removed from the cache), except the two by-
 requests, which are sent once (never resent by the transport) and drop the model's cache
 entries:
 
+- With ``tenant=`` every patch by id or ids runs as the ``patch_all`` over those ids
+  (the scan's tenant filter: another tenant's id is absent; see
+  :mod:`esmapper.custom_fields._tenancy`). Otherwise:
 - ``patch(id, Partial|Script)`` is one ``update`` (server-side merge or script,
   ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id.
 - ``patch(id, Json|Action)`` GETs the document, applies the patch client-side and writes it
@@ -43,8 +46,10 @@ retry) always refreshes first, and ``_delete_by_query`` refreshes before each re
 Patches skip validation and the saving/saved signals; ``documents_changed`` fires (with an
 empty list except for a single-document ActionPatch) only when something changed; a no-op
 (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch) writes
-and publishes nothing. ``updated_utc`` is set on every patch (a caller-supplied value wins
-for Partial/Script).
+and publishes nothing. A patch that turns ``is_deleted`` from false to true publishes
+``REMOVED``, like a save that does (:func:`esmapper._pending.change_type`; not a
+``ScriptPatch``, whose result is not known). ``updated_utc`` is set on every patch (a
+caller-supplied value wins for Partial/Script).
 
 The patches by id are here; the by-query writes (``patch_all``, ``remove_all``, re-exported
 here) in :mod:`esmapper._by_query`; what both build and do after a write in
@@ -65,12 +70,14 @@ from esmapper._patch_actions import (
     changed_ids,
     client_side_action,
     raise_for,
+    removed_ids,
     track_soft_deletes,
     update_body,
 )
 from esmapper._writes import PendingWrite, send
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.custom_fields import indexing as custom_fields
+from esmapper.custom_fields._access import require_custom_fields
 from esmapper.errors import BulkItemFailure, BulkWriteError, DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, locate_documents
@@ -92,8 +99,18 @@ def patch_ids(
         check_id(id)
     if not id_list:
         return
-    if isinstance(patch, PartialPatch) and repo.info.custom_fields:
-        # idx is recomputed from the stored document: per document, at the version read
+    if options.tenant is not None:
+        # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
+        # tenant's id absent, whatever the patch type
+        require_custom_fields(repo.info)
+        notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
+        _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
+        return
+    if isinstance(patch, PartialPatch) and (
+        repo.info.custom_fields or _soft_deletes(repo.info, patch)
+    ):
+        # idx is recomputed from the stored document, and a soft delete is a removal only
+        # if the stored document was not deleted: per document, at the version read
         _patch_scanned(repo, id_list, patch, options, notify_all=False)
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
@@ -137,6 +154,12 @@ def patch_ids(
         _patch_scanned(repo, id_list, patch, options, notify_all=True)
         return
     _patch_one_client_side(repo, id_list[0], patch, options)
+
+
+def _soft_deletes(info: Any, patch: PartialPatch) -> bool:
+    """Whether ``patch`` sets ``is_deleted`` on a soft-delete model (a removal when the
+    stored document was not deleted: see :func:`esmapper._pending.change_type`)."""
+    return bool(info.soft_deletes and patch.doc.get("is_deleted"))
 
 
 def _patch_scanned(
@@ -208,7 +231,7 @@ def _patch_one_client_side(
         if isinstance(patch, ActionPatch)
         else []
     )
-    announce(repo, [id], options, documents)
+    announce(repo, [id], options, documents, removed=removed_ids(repo, [outcome]))
 
 
 def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: BulkOutcome) -> None:

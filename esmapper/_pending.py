@@ -23,7 +23,7 @@ from esmapper.signals import ChangeType
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
-__all__ = ["KINDS", "KindWords", "PendingWrite", "WriteKind", "split_version"]
+__all__ = ["KINDS", "KindWords", "PendingWrite", "WriteKind", "change_type", "split_version"]
 
 WriteKind = Literal["add", "save", "remove", "patch"]
 """What a write does, in the words of the API (see the module docstring)."""
@@ -31,8 +31,8 @@ WriteKind = Literal["add", "save", "remove", "patch"]
 
 @attrs.frozen(slots=True)
 class KindWords:
-    """What one write kind is called elsewhere: the ``change_type`` it publishes (a
-    ``save`` of a soft-deleted document publishes ``REMOVED``: see ``_writes``), the
+    """What one write kind is called elsewhere: the ``change_type`` it publishes (a save
+    or patch that soft-deletes publishes ``REMOVED``: see :func:`change_type`), the
     ``before`` ("-ing") and ``after`` ("-ed") signals (``None``: the kind fires none)."""
 
     change_type: ChangeType
@@ -47,6 +47,25 @@ KINDS: Final[Mapping[WriteKind, KindWords]] = {
     "remove": KindWords(ChangeType.REMOVED, signals.documents_removing, signals.documents_removed),
     "patch": KindWords(ChangeType.SAVED, None, None),
 }
+
+
+def change_type(
+    kind: WriteKind, info: ModelInfo, original: Mapping[str, Any] | None, deleted: bool
+) -> ChangeType:
+    """The ``ChangeType`` a confirmed write publishes: its kind's (:data:`KINDS`), except
+    that a save **or a patch** turning ``is_deleted`` from false to true on a soft-delete
+    model is a removal (``REMOVED``), whichever call made it. ``original``: the stored
+    ``_source`` the write replaced (``None``: not known, then no transition is seen);
+    ``deleted``: whether the written document has ``is_deleted`` set."""
+    if (
+        deleted
+        and kind in ("save", "patch")
+        and info.soft_deletes
+        and original is not None
+        and not original.get("is_deleted")
+    ):
+        return ChangeType.REMOVED
+    return KINDS[kind].change_type
 
 
 @attrs.define(slots=True)

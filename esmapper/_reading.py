@@ -21,7 +21,8 @@ from esmapper import _gcpause as _gc
 from esmapper._limits import limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
-from esmapper.custom_fields._access import in_tenant, require_custom_fields
+from esmapper.custom_fields._access import require_custom_fields
+from esmapper.custom_fields._tenancy import in_tenant
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, get_documents

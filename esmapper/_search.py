@@ -32,6 +32,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
+from esmapper.custom_fields._tenancy import cached_page, page_entry
 from esmapper.custom_fields.search import (
     logical_highlight,
     tenant_aggregations,
@@ -283,6 +284,14 @@ class SearchRequest:
 
     # -- running ---------------------------------------------------------------------
 
+    @property
+    def _peeks(self) -> bool:
+        """Whether a page of ``search_after`` paging asks for one hit more than ``limit``:
+        then ``has_more`` is whether that hit came back, so the last page says ``False``
+        even when it is full (a page of :data:`MAX_LIMIT` cannot: ``from + size`` is
+        bounded by ``index.max_result_window``)."""
+        return bool(self.search_after_mode) and 0 < self.limit < MAX_LIMIT
+
     def _refresh_for_consistency(self) -> None:
         if self.options.consistency in ("immediate", "wait"):
             with contextlib.suppress(NotFoundError):
@@ -358,7 +367,8 @@ class SearchRequest:
         key = self.options.cache_key
         cache = self.mapper.cache
         if key is not None and cache is not None:
-            cached = cache.get(key)
+            # the page stored under the key for this call's tenant (or none) only
+            cached = cached_page(cache.get(key), self.options.tenant)
             if cached is not None:
                 return self._results(cached, self.page, None)
         self._refresh_for_consistency()
@@ -383,6 +393,8 @@ class SearchRequest:
         self, page: int, after: list[Any] | None, pit_id: str | None
     ) -> FindResults[Any]:
         body = self.body(page=page)
+        if self._peeks:  # one hit more than the page: whether another page exists
+            body["size"] = self.limit + 1
         if self.search_after_mode and after is not None:
             body["search_after"] = after
         response = self._send(body, pit_id)
@@ -391,7 +403,8 @@ class SearchRequest:
         key = self.options.cache_key
         if key is not None and self.mapper.cache is not None and page == self.page:
             ttl = self.mapper.cache_ttl(self.info, self.options)
-            self.mapper.cache.set(key, response, ttl.total_seconds() if ttl else None)
+            entry = page_entry(response, self.options.tenant)  # scoped by tenant
+            self.mapper.cache.set(key, entry, ttl.total_seconds() if ttl else None)
         results = self._results(response, page, pit_id)
         if results:
             self.pages_read += 1
@@ -413,6 +426,9 @@ class SearchRequest:
     def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
+        peeked = False  # a page read with one hit more (see _peeks): that hit is not shown
+        if self._peeks and len(raw_hits) > self.limit:
+            raw_hits, peeked = raw_hits[: self.limit], True  # (a copy: the cache keeps it)
         project = self.project
         documents: list[Any]
         if project is not None:
@@ -441,7 +457,9 @@ class SearchRequest:
         total = int(response["hits"]["total"]["value"])
         if self.limit == 0:  # counts and aggregations only: there is no next page
             has_more = False
-        elif self.search_after_mode:
+        elif self._peeks:
+            has_more = peeked
+        elif self.search_after_mode:  # a page of MAX_LIMIT hits cannot peek: full or not
             has_more = len(documents) == self.limit
         else:
             has_more = (page - 1) * self.limit + len(documents) < total

@@ -24,7 +24,7 @@ from elasticsearch.dsl.query import Query
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
 from esmapper._search import SEARCH_OPTIONS
-from esmapper.custom_fields._access import in_tenant
+from esmapper.custom_fields._tenancy import in_tenant, session_tenant
 from esmapper.model.state import state_of
 from esmapper.options import (
     Consistency,
@@ -165,7 +165,9 @@ class SessionReads:
         session's; none with ``any_tenant``) let ``doc`` (as held in the session, with its
         local changes) through, like ``repo.get`` does for stored documents."""
         info = type(doc).__esmapper__
-        tenant = None if any_tenant else options.tenant or self.options.tenant
+        tenant = None
+        if not any_tenant:
+            tenant = options.tenant or session_tenant(info, self.options.tenant)
         if not in_tenant(info, doc, tenant):
             return False
         mode = options.soft_deletes
@@ -303,13 +305,15 @@ class SessionReads:
         return results[0] if results else None
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
-        """The options of a read: the repository's defaults, the session's soft-delete mode
-        and cache choice, then what the call gave (the session's consistency is for its
-        flushes; a read asks for its own)."""
+        """The options of a read: the repository's defaults, the session's soft-delete mode,
+        cache choice and tenant (for a model with custom fields:
+        :func:`~esmapper.custom_fields._tenancy.session_tenant`), then what the call gave
+        (the session's consistency is for its flushes; a read asks for its own)."""
         session = {
             "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
             "cache_key": self.options.cache_key,
+            "tenant": session_tenant(repo.info, self.options.tenant),
         }
         return repo.defaults.merge(**{**session, **given})
 

@@ -22,6 +22,7 @@ import attrs
 from esmapper import signals
 from esmapper._outcomes import UNKNOWN
 from esmapper._pending import KINDS, PendingWrite, WriteKind
+from esmapper._pending import change_type as _kind_change
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome
 from esmapper.errors import (
     BulkItemFailure,
@@ -76,11 +77,11 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
 
 
 def _change_type(pending: PendingWrite) -> ChangeType:
-    if pending.kind == "save" and pending.info.soft_deletes and pending.doc.is_deleted:
-        original = pending.original_source
-        if original is not None and not original.get("is_deleted"):
-            return ChangeType.REMOVED
-    return KINDS[pending.kind].change_type
+    """What a confirmed add/save/remove publishes (:func:`~esmapper._pending.change_type`:
+    a save that soft-deletes is a removal)."""
+    kind, info = pending.kind, pending.info
+    deleted = kind == "save" and info.soft_deletes and bool(pending.doc.is_deleted)
+    return _kind_change(kind, info, pending.original_source, deleted)
 
 
 def publish_changes(

@@ -32,7 +32,9 @@ fields, no receivers):
 3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
    and checked like assignments), ``idx`` of custom-field models recomputed from
    ``custom_fields`` (:mod:`esmapper.custom_fields.indexing`), then validation
-   (``Document.validate``, the 512-byte id check) unless ``validate=False``;
+   (``Document.validate``, the 512-byte id check) unless ``validate=False``, and the
+   tenant rule of a call scoped to a tenant (:mod:`esmapper.custom_fields._tenancy`:
+   another tenant's stored document is refused, whatever the object says);
 4. ``documents_changing``;
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
@@ -66,7 +68,7 @@ from esmapper._pending import KINDS, PendingWrite, split_version
 from esmapper._settle import Groups, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkRequestError
-from esmapper.custom_fields._access import check_tenant_pendings
+from esmapper.custom_fields._tenancy import check_writes as check_tenant_writes
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
 from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
@@ -219,18 +221,19 @@ def write_documents(
     options: Options,
     *,
     on_success: Callable[[PendingWrite], None] | None = None,
+    inherited_tenant: bool = False,
 ) -> list[PendingWrite]:
     """Run the pipeline of the module docstring; returns the confirmed writes.
 
     Raises (after applying every success) the typed error of the failed items; ``on_success``
     is called for each confirmed write before the "-ed" signals (sessions use it to update
-    their bookkeeping).
+    their bookkeeping). ``inherited_tenant``: ``options.tenant`` is a session's, which
+    scopes only the models with custom fields (see :mod:`esmapper.custom_fields._tenancy`).
     """
     if not pendings:
         return []
-    check_tenant_pendings(pendings, options.tenant)  # tenant=: only its own documents
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
-        return _write_documents(mapper, pendings, options, on_success)
+        return _write_documents(mapper, pendings, options, on_success, inherited_tenant)
 
 
 def _write_documents(
@@ -238,6 +241,7 @@ def _write_documents(
     pendings: Sequence[PendingWrite],
     options: Options,
     on_success: Callable[[PendingWrite], None] | None,
+    inherited_tenant: bool,
 ) -> list[PendingWrite]:
     now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     groups: _Groups = {}
@@ -255,7 +259,7 @@ def _write_documents(
     before: list[Any] = []
     try:
         _prepare(groups, now, mapper, before)
-        actions, definitions = _before_write(mapper, pendings, groups, options)
+        actions, definitions = _before_write(mapper, pendings, groups, options, inherited_tenant)
     except BaseException:
         _undo_prepare(before)  # vetoed or invalid: nothing was sent, leave no trace
         raise
@@ -288,9 +292,14 @@ def _validates(info: ModelInfo) -> bool:
 
 
 def _before_write(
-    mapper: Mapper, pendings: Sequence[PendingWrite], groups: _Groups, options: Options
+    mapper: Mapper,
+    pendings: Sequence[PendingWrite],
+    groups: _Groups,
+    options: Options,
+    inherited_tenant: bool = False,
 ) -> tuple[list[BulkAction], DefinitionSaves | None]:
-    """Steps 2-4: "-ing" signals, validation and id checks, changing; the bulk actions and
+    """Steps 2-4: "-ing" signals, validation, the tenant rule and id checks, changing
+    (``inherited_tenant``: see :func:`write_documents`); the bulk actions and
     the custom-field definitions to save after the write (``None``: no custom-field
     model in the batch). Which steps apply is decided once per model and kind: a model
     without list or embedded fields is not normalized, one that does not override
@@ -316,6 +325,9 @@ def _before_write(
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
+    # the tenant rule, on what receivers left: a call scoped to a tenant writes only that
+    # tenant's documents, judged by what is stored (custom_fields._tenancy)
+    check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
     targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)

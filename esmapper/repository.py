@@ -23,7 +23,9 @@ from esmapper._reading import Reading
 from esmapper._search import soft_delete_clause
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
+from esmapper.custom_fields._tenancy import check_partial_patch
 from esmapper.model.partial import check_finite, check_partial
+from esmapper.model.state import state_of
 from esmapper.options import (
     Consistency,
     LogLevel,
@@ -173,7 +175,10 @@ class Repository(Reading[T]):
     ) -> T | list[T]:
         """Replace document(s) (Index API). ``Versioned`` models send
         ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
-        :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`."""
+        :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`. With
+        ``tenant=``, a document stored under another tenant, or one that would move to
+        another tenant, raises DocumentValidationError before anything is sent (judged by
+        the stored copy: see :mod:`esmapper.custom_fields._tenancy`)."""
         return self._write("save", docs, given(locals()))  # type: ignore[no-any-return]
 
     @limited(_defaults)
@@ -198,8 +203,11 @@ class Repository(Reading[T]):
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
         deletes whatever is stored. Ids are loaded first (one mget) when removal signals
         have receivers, so those see the documents' content, and with ``tenant=``: an id of
-        another tenant's document is a no-op (not there for it), another tenant's document
-        raises DocumentValidationError before anything is sent."""
+        another tenant's document is a no-op (not there for it), the tenant's own is deleted
+        at the version read (changed meanwhile: :class:`VersionConflictError`), and a
+        document stored under another tenant (whatever the object says) raises
+        DocumentValidationError before anything is sent (see
+        :mod:`esmapper.custom_fields._tenancy`)."""
         options = given(locals())
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
@@ -218,7 +226,12 @@ class Repository(Reading[T]):
                 pendings.append(PendingWrite("remove", item, self.info))
             elif loaded is None or item in loaded:
                 doc = loaded[item] if loaded else self.info.from_source({}, item, None)
-                pendings.append(PendingWrite("remove", doc, self.info, conditional=False))
+                # with tenant=: delete what was read and found to be the tenant's
+                state = state_of(doc) if opts.tenant is not None else None
+                guard = state.version if state is not None else None
+                pendings.append(
+                    PendingWrite("remove", doc, self.info, conditional=False, guard=guard)
+                )
         if pendings:
             write_documents(self.mapper, pendings, opts)
 
@@ -259,7 +272,9 @@ class Repository(Reading[T]):
     ) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
         :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
-        ``PartialPatch`` is checked against the model first (:func:`_checked`)."""
+        ``PartialPatch`` is checked against the model first (:func:`_checked`). With
+        ``tenant=``, another tenant's id is missing, whatever the patch type. A patch that
+        turns ``is_deleted`` from false to true publishes ``REMOVED``, like a save."""
         opts = self.options(**given(locals()))
         _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
 
@@ -297,6 +312,7 @@ class Repository(Reading[T]):
         ``validate=False`` only ``NaN``/infinities are refused (JSON has neither)."""
         if not isinstance(patch, PartialPatch):
             return patch
+        check_partial_patch(self.info, patch.doc, options.tenant)  # the tenant rule
         if not options.validate:
             check_finite(self.info, patch.doc)
             return patch

@@ -301,14 +301,25 @@ class Session(SessionReads):
     def flush(self) -> None:
         """Write every pending change in bulk requests (nothing for unchanged documents).
 
-        Fires ``before_flush``/``after_flush`` (sender: the session). Raises the pipeline's
-        error after applying the confirmed writes; failed documents stay pending.
+        Fires ``before_flush``/``after_flush`` (sender: the session). As in SQLAlchemy,
+        what the flush writes is decided *after* ``before_flush``: documents a receiver
+        adds, removes or changes there are written by this flush (the receiver's
+        ``pending=`` is what was pending when it was called). Raises the pipeline's error
+        after applying the confirmed writes; failed documents stay pending.
         """
         self._check_open()
         pendings = self._pending()
-        signals.before_flush.send(self, pending=pendings)
+        if signals.has_receivers(signals.before_flush, self):
+            signals.before_flush.send(self, pending=pendings)
+            pendings = self._pending()  # what the receivers added or changed too
         if pendings:
-            write_documents(self.mapper, pendings, self.options, on_success=self._confirmed)
+            write_documents(
+                self.mapper,
+                pendings,
+                self.options,
+                on_success=self._confirmed,
+                inherited_tenant=True,  # the session's tenant: for custom-field models
+            )
         signals.send_safely(signals.after_flush, self, written=pendings)  # stored: log failures
 
     @limited(_defaults)

@@ -16,7 +16,8 @@ are held by strong references (a lambda keeps working) and get keyword arguments
 - ``before_publish_entity_changed`` (``message``: mutable :class:`EntityChanged`; set
   ``message.cancel = True`` to skip publishing) and ``entity_changed`` (``message``).
 - ``before_flush``, ``after_flush``, ``after_commit``, ``after_rollback``: sender is the
-  session.
+  session. What a flush writes is decided after ``before_flush`` (SQLAlchemy's rule):
+  documents its receivers add, remove or change are written by that flush.
 
 Order for each write: adding/saving/removing -> changing -> write -> added/
 saved/removed -> changed -> before_publish_entity_changed -> entity_changed.

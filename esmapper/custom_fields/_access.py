@@ -12,7 +12,8 @@ A model has custom fields in one of two ways:
 Each model's :class:`CustomValues` (``ModelInfo.custom_access``, chosen when the class is
 defined) is what every path reads and writes through: the write pipeline recomputing
 ``idx``, patches, reconciling after scripts, the definitions' ``rebuild_idx``, the tenant
-filter of searches. No other code asks which of the two mixins a model uses.
+filter of searches. No other code asks which of the two mixins a model uses. What a call
+scoped to a tenant may see and write is :mod:`esmapper.custom_fields._tenancy`'s.
 """
 
 from __future__ import annotations
@@ -20,11 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from esmapper.errors import (
-    DocumentValidationError,
-    IndexConfigurationError,
-    QueryValidationError,
-)
+from esmapper.errors import IndexConfigurationError, QueryValidationError
 from esmapper.model.state import state_of
 
 __all__ = [
@@ -32,11 +29,8 @@ __all__ = [
     "CustomValues",
     "DictValues",
     "VirtualValues",
-    "check_tenant_pendings",
-    "check_tenant_writes",
     "check_virtual",
     "custom_access",
-    "in_tenant",
     "require_custom_fields",
 ]
 
@@ -284,47 +278,6 @@ def require_custom_fields(info: Any) -> CustomValues:
             field="tenant",
         )
     return access
-
-
-def in_tenant(info: Any, doc: Any, tenant: str | None) -> bool:
-    """Whether a read with ``tenant=`` may return ``doc`` (always without ``tenant``): a
-    document of another tenant is not there for it, as a search filtered by the tenant
-    would not find it."""
-    if tenant is None:
-        return True
-    return require_custom_fields(info).tenant(doc) == tenant
-
-
-def check_tenant_writes(info: Any, docs: Any, tenant: str | None, kind: str) -> None:
-    """Refuse, before anything is sent, a write with ``tenant=`` of a document that belongs
-    to another tenant (DocumentValidationError naming the document, its tenant and the
-    one given; QueryValidationError for a model without custom fields)."""
-    if tenant is None:
-        return
-    access = require_custom_fields(info)
-    for doc in docs:
-        own = access.tenant(doc)
-        if own != tenant:
-            raise DocumentValidationError(
-                f"{kind}(tenant={tenant!r}): {info.name} {getattr(doc, 'id', None)!r} belongs "
-                f"to tenant {own!r}" + (" (none)" if not own else ""),
-                field="tenant",
-                ids=[str(doc.id)] if getattr(doc, "id", None) is not None else [],
-            )
-
-
-def check_tenant_pendings(pendings: Any, tenant: str | None) -> None:
-    """:func:`check_tenant_writes` for the documents of a write pipeline run (adds, saves
-    and removes of repositories, sessions and by-query removals alike), by model and kind,
-    before anything is sent."""
-    if tenant is None:
-        return
-    groups: dict[tuple[Any, str], list[Any]] = {}
-    for pending in pendings:
-        if pending.kind in ("add", "save", "remove") and pending.doc is not None:
-            groups.setdefault((pending.info, pending.kind), []).append(pending.doc)
-    for (info, kind), docs in groups.items():
-        check_tenant_writes(info, docs, tenant, kind)
 
 
 def custom_access(doc: Any) -> CustomValues:

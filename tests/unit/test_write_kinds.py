@@ -37,3 +37,22 @@ def test_no_other_module_translates_kinds_by_hand() -> None:
         if path.name != "_pending.py" and table.search(path.read_text())
     ]
     assert offenders == []
+
+
+class _Info:
+    def __init__(self, soft_deletes: bool) -> None:
+        self.soft_deletes = soft_deletes
+
+
+def test_a_save_or_patch_that_soft_deletes_is_a_removal() -> None:
+    """One rule for saves and patches: only the false -> true transition, seen against the
+    stored original, is ``REMOVED``."""
+    soft, hard = _Info(True), _Info(False)
+    alive, gone = {"is_deleted": False}, {"is_deleted": True}
+    for kind in ("save", "patch"):
+        assert _pending.change_type(kind, soft, alive, True) is ChangeType.REMOVED  # type: ignore[arg-type]
+        assert _pending.change_type(kind, soft, gone, True) is ChangeType.SAVED  # type: ignore[arg-type]
+        assert _pending.change_type(kind, soft, None, True) is ChangeType.SAVED  # type: ignore[arg-type]
+        assert _pending.change_type(kind, soft, alive, False) is ChangeType.SAVED  # type: ignore[arg-type]
+        assert _pending.change_type(kind, hard, alive, True) is ChangeType.SAVED  # type: ignore[arg-type]
+    assert _pending.change_type("add", soft, alive, True) is ChangeType.ADDED  # type: ignore[arg-type]

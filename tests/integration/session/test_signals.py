@@ -83,7 +83,9 @@ def test_soft_delete_is_published_as_removed(mapper: em.Mapper, events: list[Any
     repo.save(doc)
     assert events[-1][1]["message"].change_type == em.ChangeType.REMOVED
     events.clear()
-    repo.patch("s", em.PartialPatch({"is_deleted": True}))  # patches always say SAVED
+    # already deleted: no false -> true transition, so SAVED (a patch that soft-deletes
+    # is REMOVED, like a save: tests/integration/repository/test_patch_soft_deletes.py)
+    repo.patch("s", em.PartialPatch({"is_deleted": True}))
     assert names(events) == ["documents_changed", "before_publish_entity_changed", "entity_changed"]
     assert events[0][1]["documents"] == []
     assert events[-1][1]["message"].change_type == em.ChangeType.SAVED
