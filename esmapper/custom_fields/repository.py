@@ -253,8 +253,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             )
         self._check_fields(item)
 
-    def _check_fields(self, item: CustomFieldDefinition) -> None:
-        check_name(item.name)
+    def _check_fields(self, item: CustomFieldDefinition, *, new_name: bool = True) -> None:
+        check_name(item.name, new=new_name)
         clash = model_names(self.entity_info).get(item.name.lower())
         if clash is not None:
             raise DocumentValidationError(
@@ -342,7 +342,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                         field=name,
                         ids=[item.id],
                     )
-            self._check_fields(item)
+            renamed = str(stored.get("name", "")) != item.name
+            self._check_fields(item, new_name=renamed)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
             if renamed:
                 _remember_former_name(item, str(stored.get("name", "")))
@@ -544,7 +545,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     def field(self, tenant: str, name: str) -> CustomFieldDefinition:
         """The active definition ``name`` of ``tenant``; DocumentNotFoundError if none."""
-        found = self.get_field_mapping(tenant).get(check_name(name).lower())
+        found = self.get_field_mapping(tenant).get(check_name(name, new=False).lower())
         if found is None:
             raise DocumentNotFoundError(
                 f"{self.entity_type} tenant {tenant!r} has no custom field {name!r}",

@@ -41,7 +41,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.indexes._meta import put_meta
 from esmapper.indexes.timeseries import Partition, parse_partition
-from esmapper.locks import DEFAULT_TTL, LockProvider
+from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -228,7 +228,11 @@ def delete_leftovers(
     leftover checks ``HEAD /<index>/_alias/<alias>`` (never the index behind the alias)
     and sends ``DELETE /<index>`` once (404: already gone; a lost answer: ``HEAD /<index>``,
     still there: sent once more). Raises :class:`~esmapper.errors.LockError` when the lock
-    stays held for ``lock_wait`` (its expiry: ``lock_ttl``) and the client's errors."""
+    stays held for ``lock_wait`` (its expiry: ``lock_ttl``) and the client's errors;
+    ``ValueError`` before anything is sent for a ``lock_ttl`` not above zero or a negative
+    ``lock_wait``."""
+    check_duration("lock_ttl", lock_ttl)
+    check_duration("lock_wait", lock_wait, zero=True)
     spec = mapper.spec(model)
     client = mapper.client
     if not any(leftover.deletable for leftover in find_leftovers(client, spec)):

@@ -140,7 +140,7 @@ from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import DEFAULT_TTL, LockProvider
+from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
@@ -171,6 +171,13 @@ def compose_reindex_script(
     (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
     """
     return compose(scripts, current, target)
+
+
+def check_lock_options(lock_wait: _dt.timedelta, lock_ttl: _dt.timedelta) -> None:
+    """``ValueError`` (``TypeError``) unless ``lock_ttl`` is a ``timedelta`` above zero and
+    ``lock_wait`` one of at least zero; sends nothing."""
+    check_duration("lock_ttl", lock_ttl)
+    check_duration("lock_wait", lock_wait, zero=True)
 
 
 def _version_of(spec: IndexSpec, index: str) -> int:
@@ -210,7 +217,9 @@ def reindex(
     ``max(10 min, 3 * batch / requests_per_second)``; servers with tasks only). A
     throttle value that is not a finite number > 0 raises ``ValueError`` before anything is
     sent. ``lock_ttl`` is the expiry of the ``reindex:<alias>`` lock, renewed by a heartbeat
-    every ttl/3 while this process runs (:mod:`esmapper.locks`).
+    every ttl/3 while this process runs (:mod:`esmapper.locks`). A ``lock_ttl`` not above
+    zero, a negative ``lock_wait`` or a negative ``catch_up_margin`` (it would skip every
+    write made during the copy) raises ``ValueError`` before anything is sent.
 
     Raises :class:`~esmapper.errors.LockError` when another process holds
     ``reindex:<alias>`` for longer than ``lock_wait`` (or the lock is lost),
@@ -222,6 +231,8 @@ def reindex(
     reindex while this one waited); a write block a killed reindex left is removed first in
     every case (``cleared_block_seconds``).
     """
+    check_lock_options(lock_wait, lock_ttl)
+    check_duration("catch_up_margin", catch_up_margin, zero=True)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     throttle = Throttle(batch_size, requests_per_second, stall)
     spec = mapper.spec(model)
@@ -324,6 +335,7 @@ def reindex_outdated(
     run; a bad throttle value before anything is sent); returns the results of the
     reindexed models.
     """
+    check_lock_options(lock_wait, lock_ttl)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     Throttle(batch_size, requests_per_second, stall)  # checked before any request
     results = []
