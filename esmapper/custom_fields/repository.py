@@ -27,6 +27,7 @@ whose writes keep the rules:
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -42,6 +43,7 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
+from esmapper.custom_fields._names import NameClaims
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
@@ -59,6 +61,7 @@ from esmapper.custom_fields.indexing import (
 from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
+from esmapper.locks import check_duration
 from esmapper.model.state import state_of
 from esmapper.options import Options, keywords_checked
 from esmapper.patches import Patch
@@ -102,6 +105,42 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
         self.recheck_after: float = RECHECK_AFTER
         self._mappings = FieldMappings(mapper, info)
+        self._names = NameClaims(mapper, self.entity_type, self._holds_name)
+        self._lock_ttl = slots.LOCK_TTL
+        self._lock_wait = slots.LOCK_WAIT
+
+    @property
+    def lock_ttl(self) -> _dt.timedelta:
+        """The lease of the tenant lock names are decided under (default 30 s, renewed by a
+        heartbeat every third of it); a killed holder blocks the tenant's name changes this
+        long. Setting a value that is not a ``timedelta`` above zero raises ``ValueError``
+        (``TypeError``)."""
+        return self._lock_ttl
+
+    @lock_ttl.setter
+    def lock_ttl(self, value: _dt.timedelta) -> None:
+        self._lock_ttl = check_duration("lock_ttl", value)
+
+    @property
+    def lock_wait(self) -> _dt.timedelta:
+        """How long a name change waits for the tenant lock (default 60 s) before LockError;
+        a negative value raises ``ValueError``."""
+        return self._lock_wait
+
+    @lock_wait.setter
+    def lock_wait(self, value: _dt.timedelta) -> None:
+        self._lock_wait = check_duration("lock_wait", value, zero=True)
+
+    def _tenant_lock(self, tenant: str) -> Any:
+        return slots.tenant_lock(
+            self.mapper, self.entity_type, tenant, ttl=self._lock_ttl, wait=self._lock_wait
+        )
+
+    def _holds_name(self, definition_id: str, lower: str) -> bool:
+        """Whether the definition ``definition_id`` is stored, active and named ``lower``
+        (a real-time read): a name claim naming it is live."""
+        found = self.get(definition_id, soft_deletes="all", cache=False)
+        return found is not None and not found.is_deleted and found.name.lower() == lower
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
@@ -226,7 +265,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             by_tenant.setdefault(item.tenant_key, []).append(item)
         for tenant, group in by_tenant.items():
             try:
-                with slots.tenant_lock(self.mapper, self.entity_type, tenant):
+                with self._tenant_lock(tenant):
                     result.update(self._add_tenant(tenant, group, opts))
             finally:
                 self.invalidate(tenant)
@@ -307,7 +346,34 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                     self._run("add", definitions, options)
 
             slots.allocate(create, self.entity_type, tenant, new, stored)
+            # the fence: a holder whose lock lapsed meanwhile finds the name claimed
+            replaced: dict[int, CustomFieldDefinition] = {}
+            for item in new:
+                assert item.id is not None
+                holder = self._names.claim(tenant, item.name, item.id)
+                if holder is not None:
+                    replaced[id(item)] = self._lost_name(tenant, item, holder)
+            result = {key: replaced.get(id(value), value) for key, value in result.items()}
         return result
+
+    def _lost_name(
+        self, tenant: str, item: CustomFieldDefinition, holder: str
+    ) -> CustomFieldDefinition:
+        """``item`` was created but its name is held by the live definition ``holder`` (added
+        by another process while this one's tenant lock had lapsed): ``item`` is removed
+        (hard delete, its slot cleared) and ``holder`` returned when its type matches;
+        DocumentValidationError otherwise."""
+        self.remove(item)
+        existing = self.get(holder, soft_deletes="all", cache=False)
+        if existing is None or existing.index_type != item.index_type:
+            kind = "another type" if existing is not None else "a definition removed since"
+            raise DocumentValidationError(
+                f"custom field {item.name!r} of tenant {tenant!r} was added meanwhile by "
+                f"another process with {kind}; not {item.index_type!r}",
+                field="index_type",
+                ids=[holder],
+            )
+        return existing
 
     @overload
     def save(
@@ -330,6 +396,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         items: list[CustomFieldDefinition] = [docs] if single else list(docs)  # type: ignore[arg-type,list-item]
         opts = self.options(**options)
         claims: dict[str, list[CustomFieldDefinition]] = {}
+        given_up: list[tuple[str, str, str]] = []  # (tenant, name, id): claims to release
         for item in items:
             if not isinstance(item, CustomFieldDefinition):
                 raise TypeError(f"save() takes CustomFieldDefinition documents, got {item!r}")
@@ -350,20 +417,53 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
+            gives_up = renamed or item.is_deleted
+            if item.id is not None and not stored.get("is_deleted") and gives_up:
+                given_up.append((item.tenant_key, str(stored.get("name", "")), item.id))
         tenants = list(dict.fromkeys(item.tenant_key for item in items))
         try:
             for tenant in tenants:
                 group = [i for i in items if i.tenant_key == tenant]
                 if tenant in claims:
-                    with slots.tenant_lock(self.mapper, self.entity_type, tenant):
+                    with self._tenant_lock(tenant):
                         self._check_free(tenant, group)
-                        self._write("save", group, opts)
+                        claimed = self._claim_names(tenant, claims[tenant])
+                        try:
+                            self._write("save", group, opts)
+                        except BaseException:
+                            for item in claimed:
+                                self._names.release(tenant, item.name, str(item.id))
+                            raise
                 else:
                     self._write("save", group, opts)
+            for tenant, name, definition in given_up:
+                self._names.release(tenant, name, definition)
         finally:
             for tenant in tenants:
                 self.invalidate(tenant)
         return items[0] if single else items
+
+    def _claim_names(
+        self, tenant: str, items: list[CustomFieldDefinition]
+    ) -> list[CustomFieldDefinition]:
+        """Claim the names ``items`` take (renamed or restored: see
+        :mod:`esmapper.custom_fields._names`); a name a live definition of another id holds
+        (taken while this process's tenant lock had lapsed) releases what was claimed and
+        raises DocumentValidationError. Returns the items whose claim is new or ours."""
+        claimed: list[CustomFieldDefinition] = []
+        for item in items:
+            holder = self._names.claim(tenant, item.name, str(item.id))
+            if holder is not None:
+                for done in claimed:
+                    self._names.release(tenant, done.name, str(done.id))
+                raise DocumentValidationError(
+                    f"custom field name {item.name!r} is already used by another active "
+                    f"field of tenant {tenant!r}",
+                    field="name",
+                    ids=[item.id, holder],
+                )
+            claimed.append(item)
+        return claimed
 
     def _write(self, kind: WriteKind, docs: Any, options: Any) -> Any:
         with definition_writes():

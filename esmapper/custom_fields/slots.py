@@ -11,10 +11,13 @@ the slot; anything else is a conflict, and the next slot is tried.
 
 Names are another matter: "same name returns the existing definition" needs one decision
 per (entity type, tenant) at a time, so adds, renames and restores run under the lock
-``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, 30 s
-expiry; a killed holder blocks that tenant's name changes for at most that long). The slot
+``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, a
+lease of :data:`LOCK_TTL`, 30 s, unless the repository's ``lock_ttl`` says otherwise; a
+killed holder blocks that tenant's name changes for at most that long). The slot
 reservation stays create-only under it, so even a holder whose lock expired cannot give
-one slot twice.
+one slot twice, and a name is claimed create-only too (:mod:`esmapper.custom_fields._names`),
+so a holder paused past its lease cannot add a second active field of a name another
+process added meanwhile.
 """
 
 from __future__ import annotations
@@ -50,12 +53,21 @@ def lowest_free(used: set[int]) -> int:
 
 
 @contextlib.contextmanager
-def tenant_lock(mapper: Mapper, entity_type: str, tenant: str) -> Iterator[None]:
-    """Hold ``customfield:<entity>:<tenant>`` (see the module docstring); raises LockError
-    when another holder keeps it longer than 60 s."""
+def tenant_lock(
+    mapper: Mapper,
+    entity_type: str,
+    tenant: str,
+    *,
+    ttl: _dt.timedelta = LOCK_TTL,
+    wait: _dt.timedelta = LOCK_WAIT,
+) -> Iterator[None]:
+    """Hold ``customfield:<entity>:<tenant>`` for a lease of ``ttl`` (renewed by a
+    heartbeat, see the module docstring); raises LockError when another holder keeps it
+    longer than ``wait``, ``ValueError`` before anything is sent for a ``ttl`` not above
+    zero or a negative ``wait``."""
     provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     name = "customfield:" + compose_id(entity_type, tenant)
-    with provider.acquire(name, LOCK_TTL, wait=LOCK_WAIT, poll=_LOCK_POLL):
+    with provider.acquire(name, ttl, wait=wait, poll=_LOCK_POLL):
         yield
 
 
