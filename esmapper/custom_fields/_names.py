@@ -34,14 +34,23 @@ from typing import TYPE_CHECKING, Any, Final
 from elasticsearch import ConflictError, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
-from esmapper.errors import DocumentError
+from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.ids import compose_id
 from esmapper.locks import LOCK_INDEX
 
 if TYPE_CHECKING:
+    from esmapper.custom_fields.definition import CustomFieldDefinition
+    from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.mapper import Mapper
 
-__all__ = ["CLAIM_PREFIX", "NameClaims"]
+__all__ = [
+    "CLAIM_PREFIX",
+    "NameClaims",
+    "claim_names",
+    "holds_name",
+    "lost_name",
+    "remember_former_name",
+]
 
 log = logging.getLogger("esmapper.custom_fields")
 
@@ -144,3 +153,62 @@ class NameClaims:
             )
         except Exception:
             log.warning("could not release custom field name claim %s", claim, exc_info=True)
+
+
+def holds_name(repo: CustomFieldRepository, definition_id: str, lower: str) -> bool:
+    """Whether the definition ``definition_id`` is stored, active and named ``lower`` (a
+    real-time read): a name claim naming it is live."""
+    found = repo.get(definition_id, soft_deletes="all", cache=False)
+    return found is not None and not found.is_deleted and found.name.lower() == lower
+
+
+def lost_name(
+    repo: CustomFieldRepository, tenant: str, item: CustomFieldDefinition, holder: str
+) -> CustomFieldDefinition:
+    """``item`` was created but its name is held by the live definition ``holder`` (added by
+    another process while this one's tenant lock had lapsed): ``item`` is removed (hard
+    delete, its slot cleared first) and ``holder`` returned when its type matches;
+    DocumentValidationError otherwise."""
+    repo.remove(item)
+    existing = repo.get(holder, soft_deletes="all", cache=False)
+    if existing is None or existing.index_type != item.index_type:
+        kind = "another type" if existing is not None else "a definition removed since"
+        raise DocumentValidationError(
+            f"custom field {item.name!r} of tenant {tenant!r} was added meanwhile by "
+            f"another process with {kind}; not {item.index_type!r}",
+            field="index_type",
+            ids=[holder],
+        )
+    return existing
+
+
+def claim_names(
+    repo: CustomFieldRepository, tenant: str, items: list[CustomFieldDefinition]
+) -> list[CustomFieldDefinition]:
+    """Claim the names ``items`` take (renamed or restored); a name a live definition of
+    another id holds (taken while this process's tenant lock had lapsed) releases what was
+    claimed and raises DocumentValidationError. Returns the items claimed."""
+    claimed: list[CustomFieldDefinition] = []
+    for item in items:
+        holder = repo._names.claim(tenant, item.name, str(item.id))
+        if holder is not None:
+            for done in claimed:
+                repo._names.release(tenant, done.name, str(done.id))
+            raise DocumentValidationError(
+                f"custom field name {item.name!r} is already used by another active "
+                f"field of tenant {tenant!r}",
+                field="name",
+                ids=[item.id, holder],
+            )
+        claimed.append(item)
+    return claimed
+
+
+def remember_former_name(item: CustomFieldDefinition, former: str) -> None:
+    """Keep ``former`` among ``item``'s former names (documents written before the rename
+    hold their value under it), the current name not among them."""
+    names: dict[str, str] = {}
+    for name in [*item.former_names, former]:
+        if name and name.lower() != item.name.lower():
+            names.setdefault(name.lower(), name)
+    item.former_names = list(names.values())

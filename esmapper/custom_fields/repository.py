@@ -27,7 +27,6 @@ whose writes keep the rules:
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -43,7 +42,13 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
-from esmapper.custom_fields._names import NameClaims
+from esmapper.custom_fields._names import (
+    NameClaims,
+    claim_names,
+    holds_name,
+    lost_name,
+    remember_former_name,
+)
 from esmapper.custom_fields.catalog import TenantFields, model_names
 from esmapper.custom_fields.definition import (
     IMMUTABLE_FIELDS,
@@ -61,7 +66,6 @@ from esmapper.custom_fields.indexing import (
 from esmapper.custom_fields.search import tenant_clause
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
-from esmapper.locks import check_duration
 from esmapper.model.state import state_of
 from esmapper.options import Options, keywords_checked
 from esmapper.patches import Patch
@@ -85,7 +89,7 @@ def _check_tenant(tenant: Any) -> str:
     return tenant
 
 
-class CustomFieldRepository(Repository[CustomFieldDefinition]):
+class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefinition]):
     """The definitions of ``entity``'s custom fields (see the module docstring)."""
 
     def __init__(self, mapper: Mapper, entity: type) -> None:
@@ -105,42 +109,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`
         self.recheck_after: float = RECHECK_AFTER
         self._mappings = FieldMappings(mapper, info)
-        self._names = NameClaims(mapper, self.entity_type, self._holds_name)
-        self._lock_ttl = slots.LOCK_TTL
-        self._lock_wait = slots.LOCK_WAIT
-
-    @property
-    def lock_ttl(self) -> _dt.timedelta:
-        """The lease of the tenant lock names are decided under (default 30 s, renewed by a
-        heartbeat every third of it); a killed holder blocks the tenant's name changes this
-        long. Setting a value that is not a ``timedelta`` above zero raises ``ValueError``
-        (``TypeError``)."""
-        return self._lock_ttl
-
-    @lock_ttl.setter
-    def lock_ttl(self, value: _dt.timedelta) -> None:
-        self._lock_ttl = check_duration("lock_ttl", value)
-
-    @property
-    def lock_wait(self) -> _dt.timedelta:
-        """How long a name change waits for the tenant lock (default 60 s) before LockError;
-        a negative value raises ``ValueError``."""
-        return self._lock_wait
-
-    @lock_wait.setter
-    def lock_wait(self, value: _dt.timedelta) -> None:
-        self._lock_wait = check_duration("lock_wait", value, zero=True)
-
-    def _tenant_lock(self, tenant: str) -> Any:
-        return slots.tenant_lock(
-            self.mapper, self.entity_type, tenant, ttl=self._lock_ttl, wait=self._lock_wait
-        )
-
-    def _holds_name(self, definition_id: str, lower: str) -> bool:
-        """Whether the definition ``definition_id`` is stored, active and named ``lower``
-        (a real-time read): a name claim naming it is live."""
-        found = self.get(definition_id, soft_deletes="all", cache=False)
-        return found is not None and not found.is_deleted and found.name.lower() == lower
+        self._names = NameClaims(mapper, self.entity_type, lambda i, n: holds_name(self, i, n))
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
@@ -352,28 +321,9 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 assert item.id is not None
                 holder = self._names.claim(tenant, item.name, item.id)
                 if holder is not None:
-                    replaced[id(item)] = self._lost_name(tenant, item, holder)
+                    replaced[id(item)] = lost_name(self, tenant, item, holder)
             result = {key: replaced.get(id(value), value) for key, value in result.items()}
         return result
-
-    def _lost_name(
-        self, tenant: str, item: CustomFieldDefinition, holder: str
-    ) -> CustomFieldDefinition:
-        """``item`` was created but its name is held by the live definition ``holder`` (added
-        by another process while this one's tenant lock had lapsed): ``item`` is removed
-        (hard delete, its slot cleared) and ``holder`` returned when its type matches;
-        DocumentValidationError otherwise."""
-        self.remove(item)
-        existing = self.get(holder, soft_deletes="all", cache=False)
-        if existing is None or existing.index_type != item.index_type:
-            kind = "another type" if existing is not None else "a definition removed since"
-            raise DocumentValidationError(
-                f"custom field {item.name!r} of tenant {tenant!r} was added meanwhile by "
-                f"another process with {kind}; not {item.index_type!r}",
-                field="index_type",
-                ids=[holder],
-            )
-        return existing
 
     @overload
     def save(
@@ -413,7 +363,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             self._check_fields(item, new_name=renamed)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
             if renamed:
-                _remember_former_name(item, str(stored.get("name", "")))
+                remember_former_name(item, str(stored.get("name", "")))
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
@@ -427,7 +377,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 if tenant in claims:
                     with self._tenant_lock(tenant):
                         self._check_free(tenant, group)
-                        claimed = self._claim_names(tenant, claims[tenant])
+                        claimed = claim_names(self, tenant, claims[tenant])
                         try:
                             self._write("save", group, opts)
                         except BaseException:
@@ -442,28 +392,6 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             for tenant in tenants:
                 self.invalidate(tenant)
         return items[0] if single else items
-
-    def _claim_names(
-        self, tenant: str, items: list[CustomFieldDefinition]
-    ) -> list[CustomFieldDefinition]:
-        """Claim the names ``items`` take (renamed or restored: see
-        :mod:`esmapper.custom_fields._names`); a name a live definition of another id holds
-        (taken while this process's tenant lock had lapsed) releases what was claimed and
-        raises DocumentValidationError. Returns the items whose claim is new or ours."""
-        claimed: list[CustomFieldDefinition] = []
-        for item in items:
-            holder = self._names.claim(tenant, item.name, str(item.id))
-            if holder is not None:
-                for done in claimed:
-                    self._names.release(tenant, done.name, str(done.id))
-                raise DocumentValidationError(
-                    f"custom field name {item.name!r} is already used by another active "
-                    f"field of tenant {tenant!r}",
-                    field="name",
-                    ids=[item.id, holder],
-                )
-            claimed.append(item)
-        return claimed
 
     def _write(self, kind: WriteKind, docs: Any, options: Any) -> Any:
         with definition_writes():
@@ -677,16 +605,6 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         reused. Returns the number of documents updated."""
         clause = tenant_clause(self.entity_info, tenant)
         return self._reconcile(None if clause is None else Q(clause), batch_size)
-
-
-def _remember_former_name(item: CustomFieldDefinition, former: str) -> None:
-    """Keep ``former`` among ``item``'s former names (documents written before the rename
-    hold their value under it), the current name not among them."""
-    names: dict[str, str] = {}
-    for name in [*item.former_names, former]:
-        if name and name.lower() != item.name.lower():
-            names.setdefault(name.lower(), name)
-    item.former_names = list(names.values())
 
 
 def _tenant_of(item: Any) -> str | None:
