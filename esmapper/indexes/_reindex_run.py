@@ -37,7 +37,7 @@ from esmapper.indexes._reindex_pass import (
     run_pass,
 )
 from esmapper.indexes._reindex_stale import recreate_ids, stale_ids
-from esmapper.indexes.blocks import block_writes, unblock_own
+from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
 from esmapper.indexes.pipelines import reindex_dest
@@ -385,6 +385,8 @@ def run_phases(
         keep = _keep_reason(delete_old, old_count, new_count, new)
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
+        if not write_blocked(client, old):  # lifted by someone: writes may follow the last pass
+            raise run.fail(f"{old} is no longer write-blocked; writes may have been missed", ())
         run.lock.renew()  # the lock is ours right now (else: LockError, no swap)
         _swap(run)
     except BaseException as exc:

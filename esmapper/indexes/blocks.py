@@ -254,6 +254,7 @@ def clear_leftover_block(
         return None
     assert block.lock is not None
     if held is not None and held.name == block.lock:
+        held.renew()  # ours right now: a holder paused past its lease must not lift a new block
         return _clear(locks, block)
     lock = locks.try_acquire(block.lock, lock_ttl)
     if lock is None:
