@@ -134,7 +134,7 @@ class NameClaims:
         except TransportError as exc:
             if not is_unknown_outcome(exc):
                 raise
-            return self._holder(self._read(claim)) == body["definition"]
+            return bool(self._holder(self._read(claim)) == body["definition"])
 
     def release(self, tenant: str, name: str, definition: str) -> None:
         """Give ``name`` up for ``definition``: delete its claim while it names that

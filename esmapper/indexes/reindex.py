@@ -10,7 +10,13 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    block someone else set refuses the reindex.
 1. **prepare**: ``PUT /<alias>-vN`` with the current mapping and settings and no alias (an
    empty ``-vN`` left by ``configure_indexes`` is reused; a non-empty one, the leftover of
-   an interrupted run, is deleted first so every document gets the current script).
+   an interrupted run, is deleted first so every document gets the current script, never
+   while the alias points at it). Then the run **claims** ``-vN``: one ``POST /_aliases``
+   puts its marker alias ``<alias>-vN.reindex-run-<token>`` on it and takes every other
+   run's marker off. The marker is the run's fencing token
+   (:mod:`esmapper.indexes._reindex_fence`): the swap, the rollback's delete of ``-vN`` and
+   the deletes of documents from it are conditioned on it, so a run paused past its
+   lease that resumes after another run took over is refused by the server.
 2. **copy**: ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
    (the scripts of the versions K < v <= N: one is sent as is, several are wrapped into
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,
@@ -57,10 +63,13 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
-   (:mod:`esmapper.indexes.leftovers`); then one atomic ``POST /_aliases`` (remove the alias
-   from ``-vK`` with ``must_exist``, add it to ``-vN``), sent once, right after a lock
-   renewal that proves the lock is still ours. Writes now go to ``-vN``.
-7. **delete_old**: ``DELETE /<alias>-vK`` only when ``delete_old`` and the new count >= the
+   (:mod:`esmapper.indexes.leftovers`); then ``-vK``'s write block is read again (lifted by
+   someone: the run fails) and one atomic ``POST /_aliases`` (remove the run's marker from
+   ``-vN`` and the alias from ``-vK``, both with ``must_exist``, add the alias to ``-vN``),
+   sent once, right after a lock renewal. A 404 (the marker or the alias moved: another run
+   took over) refuses it and nothing moves. Writes now go to ``-vN``.
+7. **delete_old**: ``DELETE /<alias>-vK`` (never while an alias of the model points at it,
+   read just before) only when ``delete_old`` and the new count >= the
    old count (fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
    meanwhile) is fine.
@@ -95,13 +104,15 @@ every pass; a polled pass without progress for ``stall_timeout`` is cancelled an
 reindex, naming the task and how far it got (:mod:`esmapper.indexes._reindex_pass`).
 
 Failures. Before the swap any failure (a failing script, a refused document, a count
-mismatch, a stalled pass, any exception) removes the write block, leaves the old index
-serving behind the alias, and deletes the new index (``keep_failed_index=True`` keeps it
-for inspection); pass failures raise :class:`ReindexError`, other exceptions propagate. A
-run whose lock was taken over (it could not renew it for a whole ttl) touches neither:
-they belong to the new holder. A process killed while the block is on leaves the old
-index write-blocked until the next ``reindex`` or ``migrate`` (or ``esmapper reindex`` /
-``esmapper migrate``) of any version of the application: it removes the block as soon as
+mismatch, a stalled pass, any exception) removes the write block (its own only: the
+block's marker names this run's holder), leaves the old index serving behind the alias,
+and deletes the new index (``keep_failed_index=True`` keeps it for inspection) with
+``remove_index`` conditioned on the run's marker, never an index an alias points at; pass
+failures raise :class:`ReindexError`, other exceptions propagate. A run whose lock was
+taken over touches neither: they belong to the new holder. A process killed while the
+block is on leaves the old index write-blocked until the next ``reindex`` or ``migrate``
+(or ``esmapper reindex`` / ``esmapper migrate``) of any version of the application: it
+removes the block as soon as
 the killed run's lock is not live, at once on the same machine, within the lock's ttl
 (90 s) elsewhere. A process killed after the swap, before deleting the old
 index, leaves it behind the alias no more: ``esmapper status`` reports it and ``migrate``
