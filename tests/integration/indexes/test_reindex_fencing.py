@@ -16,7 +16,8 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.indexes import ReindexError, ReindexResult, _reindex_run, reindex
+from esmapper.indexes import ReindexError, ReindexResult, _reindex_fence, _reindex_run, reindex
+from esmapper.indexes._reindex_pass import delete_extras
 from tests.integration.conftest import MakeMapper
 
 from .models import ItemV1, ItemV2
@@ -126,3 +127,39 @@ def test_a_failed_run_that_lost_its_target_does_not_delete_it(
         reindex(mapper, ItemV2)
     assert es_client.indices.exists(index=v2)
     assert _targets(es_client, alias) == [f"{index_prefix}items-v1"]
+
+
+def test_document_deletes_of_a_run_whose_marker_is_gone_are_refused(
+    es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """Deletes go through the run's marker alias: once another run took the target over
+    they find no index (and create none) instead of deleting from the other run's index."""
+    old, new = f"{index_prefix}fence-old", f"{index_prefix}fence-new"
+    es_client.indices.create(index=old)
+    es_client.indices.create(index=new)
+    es_client.index(index=new, id="gone-from-old", document={"n": 1}, refresh=True)
+    mine = _reindex_fence.new_marker(new)
+    _reindex_fence.claim(es_client, new, mine)
+    _reindex_fence.claim(es_client, new, _reindex_fence.new_marker(new))  # taken over
+
+    with pytest.raises(em.LockError):
+        delete_extras(es_client, old, new, through=mine)
+    assert es_client.count(index=new)["count"] == 1
+    assert not es_client.indices.exists(index=mine)
+    assert not _reindex_fence.drop_target(es_client, new, mine, [f"{index_prefix}fence"])
+    assert es_client.indices.exists(index=new)
+
+
+def test_no_rollback_or_leftover_delete_removes_an_index_an_alias_points_at(
+    es_client: Elasticsearch, index_prefix: str
+) -> None:
+    new, alias = f"{index_prefix}fence-new", f"{index_prefix}fence"
+    es_client.indices.create(index=new)
+    marker = _reindex_fence.new_marker(new)
+    _reindex_fence.claim(es_client, new, marker)
+    es_client.indices.put_alias(index=new, name=alias)  # moved there by hand meanwhile
+
+    assert not _reindex_fence.drop_target(es_client, new, marker, [alias])
+    with pytest.raises(em.IndexConfigurationError, match="serves"):
+        _reindex_fence.delete_unclaimed(es_client, new, [alias])
+    assert es_client.indices.exists(index=new)
