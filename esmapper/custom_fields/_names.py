@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAIM_PREFIX",
     "NameClaims",
+    "check_free",
     "claim_names",
     "holds_name",
     "lost_name",
@@ -212,3 +213,29 @@ def remember_former_name(item: CustomFieldDefinition, former: str) -> None:
         if name and name.lower() != item.name.lower():
             names.setdefault(name.lower(), name)
     item.former_names = list(names.values())
+
+
+def check_free(
+    repo: CustomFieldRepository, tenant: str, saving: list[CustomFieldDefinition]
+) -> None:
+    """Under the tenant lock: refuse a name another active definition of ``tenant`` holds
+    (checked after the batch's own changes) with DocumentValidationError; a refreshed
+    search of the tenant's active definitions."""
+    saving_ids = {i.id for i in saving}
+    active: dict[str, str | None] = {}
+    for hit in repo._mappings.load(tenant, refresh=True):
+        if hit["_id"] not in saving_ids:
+            source = hit["_source"] or {}
+            active[str(source.get("name", "")).lower()] = hit["_id"]
+    for item in saving:
+        if item.is_deleted:
+            continue
+        other = active.get(item.name.lower())
+        if other is not None and other != item.id:
+            raise DocumentValidationError(
+                f"custom field name {item.name!r} is already used by another active "
+                f"field of tenant {tenant!r}",
+                field="name",
+                ids=[item.id, other],
+            )
+        active[item.name.lower()] = item.id

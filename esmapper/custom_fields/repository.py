@@ -10,7 +10,8 @@ whose writes keep the rules:
   ``index_slot`` 0, no id: ids are slots); an active definition of the same name
   (case-insensitive) is returned as it is when the type matches, and a
   DocumentValidationError otherwise; else it gets the lowest free slot (see
-  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock.
+  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock (its
+  lease: ``lock_ttl``) and claimed create-only (:mod:`esmapper.custom_fields._names`).
 - ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
   change (DocumentValidationError naming the field); a rename, or a restore of a
   soft-deleted definition, takes a name no other active definition of the tenant holds.
@@ -44,6 +45,7 @@ from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
 from esmapper.custom_fields._names import (
     NameClaims,
+    check_free,
     claim_names,
     holds_name,
     lost_name,
@@ -376,7 +378,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
                 group = [i for i in items if i.tenant_key == tenant]
                 if tenant in claims:
                     with self._tenant_lock(tenant):
-                        self._check_free(tenant, group)
+                        check_free(self, tenant, group)
                         claimed = claim_names(self, tenant, claims[tenant])
                         try:
                             self._write("save", group, opts)
@@ -413,28 +415,6 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         state = state_of(current)
         assert state is not None and state.original is not None
         return state.original
-
-    def _check_free(self, tenant: str, saving: list[CustomFieldDefinition]) -> None:
-        """Refuse a name another active definition of ``tenant`` holds (checked after the
-        batch's own changes); a refreshed search of the tenant's active definitions."""
-        saving_ids = {i.id for i in saving}
-        active: dict[str, str | None] = {}
-        for hit in self._mappings.load(tenant, refresh=True):
-            if hit["_id"] not in saving_ids:
-                source = hit["_source"] or {}
-                active[str(source.get("name", "")).lower()] = hit["_id"]
-        for item in saving:
-            if item.is_deleted:
-                continue
-            other = active.get(item.name.lower())
-            if other is not None and other != item.id:
-                raise DocumentValidationError(
-                    f"custom field name {item.name!r} is already used by another active "
-                    f"field of tenant {tenant!r}",
-                    field="name",
-                    ids=[item.id, other],
-                )
-            active[item.name.lower()] = item.id
 
     @keywords_checked
     def remove(

@@ -99,9 +99,7 @@ def test_a_paused_rename_does_not_take_a_name_used_meanwhile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     team = fields.add_field("acme", "Team", "string")
-    paused, resume = _pause_in(
-        monkeypatch, cf_repository.CustomFieldRepository, "_check_free", after=True
-    )
+    paused, resume = _pause_in(monkeypatch, cf_repository, "check_free", after=True)
     outcome: dict[str, Any] = {}
     holder = _run_paused(lambda: fields.rename_field("acme", "Team", "Grade"), outcome)
     assert paused.wait(60)  # it found "Grade" free under its lock
