@@ -69,7 +69,7 @@ from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
 from esmapper.model.codec import format_datetime, parse_datetime
 
-__all__ = ["DEFAULT_TTL", "Lock", "LockHolder", "LockProvider"]
+__all__ = ["DEFAULT_TTL", "Lock", "LockHolder", "LockProvider", "check_duration"]
 
 log = logging.getLogger("esmapper.locks")
 
@@ -80,6 +80,18 @@ DEFAULT_TTL: Final = _dt.timedelta(seconds=90)
 HEARTBEATS_PER_TTL: Final = 3
 _ATTEMPTS: Final = 2  # a write read back as not applied is sent once more
 _RETRY_AFTER: Final = 1.0  # seconds before the heartbeat retries a renewal that failed
+
+
+def check_duration(name: str, value: _dt.timedelta, *, zero: bool = False) -> _dt.timedelta:
+    """``value`` if it is a usable duration for ``name``: a ``timedelta`` above zero (at
+    least zero with ``zero``). Raises ``TypeError`` for another type, ``ValueError`` for a
+    duration out of range; callers check before anything is sent."""
+    if not isinstance(value, _dt.timedelta):
+        raise TypeError(f"{name} must be a datetime.timedelta, not {type(value).__name__}")
+    if value < _dt.timedelta(0) or (value == _dt.timedelta(0) and not zero):
+        bound = "at least 0" if zero else "more than 0"
+        raise ValueError(f"{name} must be {bound} seconds, not {value.total_seconds():g}")
+    return value
 
 
 @attrs.frozen
@@ -173,6 +185,8 @@ class Lock:
         back: our owner with the ``expires_at`` just sent -> renewed; our owner at our last
         version -> not applied, sent once more; anything else -> lost.
         """
+        if ttl is not None:
+            check_duration("ttl", ttl)
         with self._mutex:
             if self.released:
                 raise LockError(f"lock {self.name!r} was released", ids=[self.name])
@@ -400,8 +414,11 @@ class LockProvider:
         ``heartbeat`` it is renewed every ttl/3 until released (:meth:`Lock.start_heartbeat`).
 
         A lost answer to the create is read back: our owner -> we hold it; no document ->
-        not applied, the create is sent once more; another owner -> as a 409.
+        not applied, the create is sent once more; another owner -> as a 409. A ``ttl``
+        that is not a ``timedelta`` above zero raises ``ValueError`` (``TypeError``) before
+        anything is sent.
         """
+        check_duration("ttl", ttl)
         lock = self._try_acquire(name, ttl)
         return lock.start_heartbeat() if lock is not None and heartbeat else lock
 
@@ -496,7 +513,12 @@ class LockProvider:
         """Acquire ``name``, waiting up to ``wait`` (polling every ``poll`` seconds; an
         expired holder, or one whose process is gone, is taken over); renewed by a
         heartbeat unless ``heartbeat=False``. Raises LockError, naming the holder, when it
-        stays held."""
+        stays held; ``ValueError`` before anything is sent for a ``ttl`` not above zero, a
+        negative ``wait`` or a ``poll`` not above zero."""
+        check_duration("ttl", ttl)
+        check_duration("wait", wait, zero=True)
+        if isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0:
+            raise ValueError(f"poll must be a number of seconds above 0, not {poll!r}")
         deadline = time.monotonic() + wait.total_seconds()
         while True:
             lock = self.try_acquire(name, ttl, heartbeat=heartbeat)

@@ -20,6 +20,7 @@ the current name only. A former name taken by another active definition belongs 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -86,10 +87,22 @@ def definition_id(entity_type: str, tenant_key: str, index_type: str, slot: int)
     return compose_id(entity_type, tenant_key, index_type, str(slot))
 
 
-def check_name(name: Any, *, field: str = "name") -> str:
-    """``name`` if it can name a custom field: a non-empty string of printable characters
-    without leading or trailing spaces, at most 128 characters. Raises
-    DocumentValidationError saying what is wrong."""
+#: What a custom field's name may be: a name the filter language addresses as one field
+#: (``Level:5``): letters, digits, ``_`` and ``-``, starting with a letter or a digit
+#: (no ``.``: an object path; no spaces, ``:``, ``*`` or other query syntax; no leading
+#: ``_``: ``_id``, ``_exists_`` are the language's own).
+_NAME = re.compile(r"[^\W_][\w-]*")
+#: Lucene's operators: a field named like one cannot be written in a filter.
+_OPERATORS = frozenset({"and", "or", "not", "to"})
+
+
+def check_name(name: Any, *, field: str = "name", new: bool = True) -> str:
+    """``name`` if it can name a custom field: a non-empty string of at most 128 characters
+    that a filter expression can name as a field (``name:value``): letters, digits, ``_``
+    and ``-``, starting with a letter or a digit, not a query operator (``AND``, ``OR``,
+    ``NOT``, ``TO``). Raises DocumentValidationError (a ``ValueError``) saying what is
+    wrong. ``new=False`` (looking a stored field up, saving it under its stored name) skips
+    the filter-language rule: names stored before it came stay usable."""
     if not isinstance(name, str) or not name:
         raise DocumentValidationError(
             f"a custom field needs a name (a non-empty string), got {name!r}", field=field
@@ -107,6 +120,13 @@ def check_name(name: Any, *, field: str = "name") -> str:
     if any(unicodedata.category(c).startswith("C") for c in name):
         raise DocumentValidationError(
             f"custom field name {name!r} holds control characters", field=field
+        )
+    if new and (_NAME.fullmatch(name) is None or name.lower() in _OPERATORS):
+        raise DocumentValidationError(
+            f"custom field name {name!r} cannot be named in a filter expression: use "
+            "letters, digits, '_' and '-', starting with a letter or a digit (no '.', "
+            "spaces, ':', '*' or a leading '_'), and not AND, OR, NOT or TO",
+            field=field,
         )
     return name
 

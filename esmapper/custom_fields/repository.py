@@ -10,7 +10,8 @@ whose writes keep the rules:
   ``index_slot`` 0, no id: ids are slots); an active definition of the same name
   (case-insensitive) is returned as it is when the type matches, and a
   DocumentValidationError otherwise; else it gets the lowest free slot (see
-  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock. Then
+  :mod:`esmapper.custom_fields.slots`). Names are decided under the tenant's lock (its
+  lease: ``lock_ttl``) and claimed create-only (:mod:`esmapper.custom_fields._names`). Then
   values the tenant's documents already hold under the name are indexed (a pass over
   them: :mod:`esmapper.custom_fields._stored_documents`, reporting to ``progress``).
 - ``save``: ``entity_type``, ``tenant_key``, ``index_type`` and ``index_slot`` cannot
@@ -45,6 +46,13 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
+from esmapper.custom_fields._names import (
+    NameClaims,
+    check_free,
+    claim_names,
+    holds_name,
+    lost_name,
+)
 from esmapper.custom_fields._stored_documents import (
     StoredDocumentsProgress,
     bring_up_to_date,
@@ -85,7 +93,7 @@ def _check_tenant(tenant: Any) -> str:
     return tenant
 
 
-class CustomFieldRepository(Repository[CustomFieldDefinition]):
+class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefinition]):
     """The definitions of ``entity``'s custom fields (see the module docstring)."""
 
     def __init__(self, mapper: Mapper, entity: type) -> None:
@@ -108,6 +116,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         #: while a definition change brings the stored documents up to date
         self.progress: Callable[[StoredDocumentsProgress], object] | None = None
         self._mappings = FieldMappings(mapper, info)
+        self._names = NameClaims(mapper, self.entity_type, lambda i, n: holds_name(self, i, n))
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
@@ -244,7 +253,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             if update_stored:
                 release_former_names(self, tenant, [i.name for i in group], opts)
             try:
-                with slots.tenant_lock(self.mapper, self.entity_type, tenant):
+                with self._tenant_lock(tenant):
                     result.update(self._add_tenant(tenant, group, opts))
             finally:
                 self.invalidate(tenant)
@@ -272,8 +281,8 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
             )
         self._check_fields(item)
 
-    def _check_fields(self, item: CustomFieldDefinition) -> None:
-        check_name(item.name)
+    def _check_fields(self, item: CustomFieldDefinition, *, new_name: bool = True) -> None:
+        check_name(item.name, new=new_name)
         clash = model_names(self.entity_info).get(item.name.lower())
         if clash is not None:
             raise DocumentValidationError(
@@ -326,6 +335,14 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                     self._run("add", definitions, options)
 
             slots.allocate(create, self.entity_type, tenant, new, stored)
+            # the fence: a holder whose lock lapsed meanwhile finds the name claimed
+            replaced: dict[int, CustomFieldDefinition] = {}
+            for item in new:
+                assert item.id is not None
+                holder = self._names.claim(tenant, item.name, item.id)
+                if holder is not None:
+                    replaced[id(item)] = lost_name(self, tenant, item, holder)
+            result = {key: replaced.get(id(value), value) for key, value in result.items()}
         return result
 
     @overload
@@ -349,6 +366,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         items: list[CustomFieldDefinition] = [docs] if single else list(docs)  # type: ignore[arg-type,list-item]
         opts = self.options(**options)
         claims: dict[str, list[CustomFieldDefinition]] = {}
+        given_up: list[tuple[str, str, str]] = []  # (tenant, name, id): claims to release
         for item in items:
             if not isinstance(item, CustomFieldDefinition):
                 raise TypeError(f"save() takes CustomFieldDefinition documents, got {item!r}")
@@ -361,13 +379,17 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                         field=name,
                         ids=[item.id],
                     )
-            self._check_fields(item)
+            renamed = str(stored.get("name", "")) != item.name
+            self._check_fields(item, new_name=renamed)
             renamed = str(stored.get("name", "")).lower() != item.name.lower()
             if renamed:
                 remember_former_name(item, str(stored.get("name", "")))
             restored = bool(stored.get("is_deleted")) and not item.is_deleted
             if not item.is_deleted and (renamed or restored):
                 claims.setdefault(item.tenant_key, []).append(item)
+            gives_up = renamed or item.is_deleted
+            if item.id is not None and not stored.get("is_deleted") and gives_up:
+                given_up.append((item.tenant_key, str(stored.get("name", "")), item.id))
         tenants = list(dict.fromkeys(item.tenant_key for item in items))
         try:
             for tenant in tenants:
@@ -375,11 +397,19 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
                 if tenant in claims:
                     names = [i.name for i in claims[tenant]]
                     release_former_names(self, tenant, names, opts, saving=group)
-                    with slots.tenant_lock(self.mapper, self.entity_type, tenant):
-                        self._check_free(tenant, group)
-                        self._write("save", group, opts)
+                    with self._tenant_lock(tenant):
+                        check_free(self, tenant, group)
+                        claimed = claim_names(self, tenant, claims[tenant])
+                        try:
+                            self._write("save", group, opts)
+                        except BaseException:
+                            for item in claimed:
+                                self._names.release(tenant, item.name, str(item.id))
+                            raise
                 else:
                     self._write("save", group, opts)
+            for tenant, name, definition in given_up:
+                self._names.release(tenant, name, definition)
         finally:
             for tenant in tenants:
                 self.invalidate(tenant)
@@ -405,28 +435,6 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
         state = state_of(current)
         assert state is not None and state.original is not None
         return state.original
-
-    def _check_free(self, tenant: str, saving: list[CustomFieldDefinition]) -> None:
-        """Refuse a name another active definition of ``tenant`` holds (checked after the
-        batch's own changes); a refreshed search of the tenant's active definitions."""
-        saving_ids = {i.id for i in saving}
-        active: dict[str, str | None] = {}
-        for hit in self._mappings.load(tenant, refresh=True):
-            if hit["_id"] not in saving_ids:
-                source = hit["_source"] or {}
-                active[str(source.get("name", "")).lower()] = hit["_id"]
-        for item in saving:
-            if item.is_deleted:
-                continue
-            other = active.get(item.name.lower())
-            if other is not None and other != item.id:
-                raise DocumentValidationError(
-                    f"custom field name {item.name!r} is already used by another active "
-                    f"field of tenant {tenant!r}",
-                    field="name",
-                    ids=[item.id, other],
-                )
-            active[item.name.lower()] = item.id
 
     @keywords_checked
     def remove(
@@ -549,7 +557,7 @@ class CustomFieldRepository(Repository[CustomFieldDefinition]):
 
     def field(self, tenant: str, name: str) -> CustomFieldDefinition:
         """The active definition ``name`` of ``tenant``; DocumentNotFoundError if none."""
-        found = self.get_field_mapping(tenant).get(check_name(name).lower())
+        found = self.get_field_mapping(tenant).get(check_name(name, new=False).lower())
         if found is None:
             raise DocumentNotFoundError(
                 f"{self.entity_type} tenant {tenant!r} has no custom field {name!r}",

@@ -11,10 +11,13 @@ the slot; anything else is a conflict, and the next slot is tried.
 
 Names are another matter: "same name returns the existing definition" needs one decision
 per (entity type, tenant) at a time, so adds, renames and restores run under the lock
-``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, 30 s
-expiry; a killed holder blocks that tenant's name changes for at most that long). The slot
+``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, a
+lease of :data:`LOCK_TTL`, 30 s, unless the repository's ``lock_ttl`` says otherwise; a
+killed holder blocks that tenant's name changes for at most that long). The slot
 reservation stays create-only under it, so even a holder whose lock expired cannot give
-one slot twice.
+one slot twice, and a name is claimed create-only too (:mod:`esmapper.custom_fields._names`),
+so a holder paused past its lease cannot add a second active field of a name another
+process added meanwhile.
 """
 
 from __future__ import annotations
@@ -27,12 +30,19 @@ from typing import TYPE_CHECKING, Any
 from esmapper.custom_fields.definition import CustomFieldDefinition, definition_id
 from esmapper.errors import BulkWriteError, DocumentError, DuplicateDocumentError
 from esmapper.ids import compose_id
-from esmapper.locks import LockProvider
+from esmapper.locks import LockProvider, check_duration
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
-__all__ = ["LOCK_TTL", "LOCK_WAIT", "allocate", "lowest_free", "tenant_lock"]
+__all__ = [
+    "LOCK_TTL",
+    "LOCK_WAIT",
+    "TenantLockOptions",
+    "allocate",
+    "lowest_free",
+    "tenant_lock",
+]
 
 LOCK_TTL = _dt.timedelta(seconds=30)
 LOCK_WAIT = _dt.timedelta(seconds=60)
@@ -50,12 +60,21 @@ def lowest_free(used: set[int]) -> int:
 
 
 @contextlib.contextmanager
-def tenant_lock(mapper: Mapper, entity_type: str, tenant: str) -> Iterator[None]:
-    """Hold ``customfield:<entity>:<tenant>`` (see the module docstring); raises LockError
-    when another holder keeps it longer than 60 s."""
+def tenant_lock(
+    mapper: Mapper,
+    entity_type: str,
+    tenant: str,
+    *,
+    ttl: _dt.timedelta = LOCK_TTL,
+    wait: _dt.timedelta = LOCK_WAIT,
+) -> Iterator[None]:
+    """Hold ``customfield:<entity>:<tenant>`` for a lease of ``ttl`` (renewed by a
+    heartbeat, see the module docstring); raises LockError when another holder keeps it
+    longer than ``wait``, ``ValueError`` before anything is sent for a ``ttl`` not above
+    zero or a negative ``wait``."""
     provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     name = "customfield:" + compose_id(entity_type, tenant)
-    with provider.acquire(name, LOCK_TTL, wait=LOCK_WAIT, poll=_LOCK_POLL):
+    with provider.acquire(name, ttl, wait=wait, poll=_LOCK_POLL):
         yield
 
 
@@ -98,3 +117,41 @@ def allocate(
         f"{MAX_ROUNDS} attempts (every slot tried was taken concurrently)",
         ids=[d.id for d in pending],
     )
+
+
+class TenantLockOptions:
+    """The tenant lock's options of a custom-field repository: ``lock_ttl`` (the lease,
+    default :data:`LOCK_TTL`) and ``lock_wait`` (default :data:`LOCK_WAIT`), checked when
+    set; :meth:`_tenant_lock` holds the lock with them."""
+
+    mapper: Mapper
+    entity_type: str
+    _lock_ttl: _dt.timedelta = LOCK_TTL
+    _lock_wait: _dt.timedelta = LOCK_WAIT
+
+    @property
+    def lock_ttl(self) -> _dt.timedelta:
+        """The lease of the tenant lock names are decided under (default 30 s, renewed by a
+        heartbeat every third of it); a killed holder blocks the tenant's name changes this
+        long. Setting a value that is not a ``timedelta`` above zero raises ``ValueError``
+        (``TypeError``)."""
+        return self._lock_ttl
+
+    @lock_ttl.setter
+    def lock_ttl(self, value: _dt.timedelta) -> None:
+        self._lock_ttl = check_duration("lock_ttl", value)
+
+    @property
+    def lock_wait(self) -> _dt.timedelta:
+        """How long a name change waits for the tenant lock (default 60 s) before
+        LockError; setting a negative value raises ``ValueError``."""
+        return self._lock_wait
+
+    @lock_wait.setter
+    def lock_wait(self, value: _dt.timedelta) -> None:
+        self._lock_wait = check_duration("lock_wait", value, zero=True)
+
+    def _tenant_lock(self, tenant: str) -> contextlib.AbstractContextManager[None]:
+        return tenant_lock(
+            self.mapper, self.entity_type, tenant, ttl=self._lock_ttl, wait=self._lock_wait
+        )

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import os
 import random
 import threading
@@ -90,12 +91,26 @@ class _Waiter:
         self.needed: int | None = None
 
 
+def _check_seconds(name: str, value: float) -> None:
+    """``ValueError`` unless ``value`` is a finite number of seconds above zero (a timeout or
+    lease of 0 or less would make every request fail, or every L1 read unsafe)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds above 0, not {value!r}")
+
+
 class RedisLink:
     """The Redis connection of one process for one ``namespace`` (see the module docstring).
 
     ``url`` is a ``redis://`` (or ``rediss://``, ``unix://``) URL. Nothing is sent until
     first use; the listener thread starts with the first :meth:`on` or :meth:`start`.
-    ``close()`` stops it and closes the connections.
+    ``close()`` stops it and closes the connections. ``socket_timeout``,
+    ``connect_timeout``, ``lease``, ``retry_min`` and ``retry_max`` are seconds: a value
+    that is not a finite number above zero (or ``retry_max`` below ``retry_min``) raises
+    ``ValueError`` (``TypeError`` for a non-number) before anything is sent; the cache and
+    bus built on a link (``RedisCache``, ``HybridCache``, ``RedisMessageBus``,
+    ``Mapper(redis_options=...)``) pass their options here.
     """
 
     def __init__(
@@ -109,6 +124,17 @@ class RedisLink:
         retry_min: float = 0.1,
         retry_max: float = 5.0,
     ) -> None:
+        for name, value in (
+            ("socket_timeout", socket_timeout),
+            ("connect_timeout", connect_timeout),
+            ("lease", lease),
+            ("retry_min", retry_min),
+            ("retry_max", retry_max),
+        ):
+            if value is not None:
+                _check_seconds(name, value)
+        if retry_max < retry_min:
+            raise ValueError(f"retry_max ({retry_max}) is below retry_min ({retry_min})")
         self.url = url
         self.namespace = namespace
         self.socket_timeout = socket_timeout

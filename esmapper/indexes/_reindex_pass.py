@@ -41,7 +41,8 @@ import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
-from esmapper.errors import IndexConfigurationError
+from esmapper.errors import IndexConfigurationError, LockError
+from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -411,19 +412,21 @@ def _ids(client: Elasticsearch, index: str) -> Iterator[str]:
             client.options(ignore_status=404).clear_scroll(scroll_id=scroll_id)
 
 
-def delete_extras(client: Elasticsearch, old: str, new: str) -> int:
+def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | None = None) -> int:
     """Delete from ``new`` every document ``old`` no longer has (deleted from it after it
     was copied); returns how many. Scrolls the ids of both indexes (``POST _search`` with
     ``scroll``) and sends ``_bulk`` requests of deletes (1000 per request, ``refresh=true``,
-    each sent once). A bulk whose outcome is unknown is settled by listing the ids again and
-    deleting what is still there, once more; a bulk item failing with anything but 404
-    raises :class:`IndexConfigurationError`."""
+    each sent once) through ``through`` (the run's marker alias on ``new``: fenced, see
+    :func:`delete_ids`; default ``new``). A bulk whose outcome is unknown is settled by
+    listing the ids again and deleting what is still there, once more; a bulk item failing
+    with anything but 404 raises :class:`IndexConfigurationError`."""
+    target = through or new
     kept = set(_ids(client, old))
     extra = [i for i in _ids(client, new) if i not in kept]
     removed = len(extra)
     for attempt in range(1, _ATTEMPTS + 1):
         try:
-            delete_ids(client, new, extra)
+            delete_ids(client, target, extra)
             return removed
         except TransportError as exc:
             if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
@@ -437,13 +440,23 @@ def delete_extras(client: Elasticsearch, old: str, new: str) -> int:
 def delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
     """Delete ``ids`` from ``index``: ``_bulk`` requests of 1000 deletes, ``refresh=true``,
     each sent once (an unknown outcome raises the transport error); an item failing with
-    anything but 404 raises :class:`IndexConfigurationError`."""
+    anything but 404 raises :class:`IndexConfigurationError`. ``index`` is a run's marker
+    alias (:mod:`esmapper.indexes._reindex_fence`): once it is gone (another run took the
+    target over) the items answer ``index_not_found_exception`` and :class:`LockError` is
+    raised; a delete never creates an index."""
     single = once(client)
     for start in range(0, len(ids), 1000):
         operations = [{"delete": {"_index": index, "_id": i}} for i in ids[start : start + 1000]]
         response = single.bulk(operations=operations, refresh=True)
         for item in response.body.get("items") or ():
             result: dict[str, Any] = next(iter(item.values()), {})
+            error = result.get("error")
+            if isinstance(error, dict) and error.get("type") == "index_not_found_exception":
+                raise LockError(
+                    f"deleting documents through {index} was refused: it is gone (another "
+                    "reindex run took the target over)",
+                    index=index,
+                )
             if result.get("status") not in (200, 404):
                 raise IndexConfigurationError(
                     f"deleting {result.get('_id')!r} from {index} failed: {result.get('error')}",
@@ -492,7 +505,9 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
     """Create ``new`` with ``spec``'s mapping and settings, no alias (``PUT /<new>``).
 
     An existing empty ``new`` (made by ``configure_indexes``) gets ``PUT _mapping`` and is
-    reused; a non-empty one (an interrupted run's leftover) is deleted and recreated. The
+    reused; a non-empty one (an interrupted run's leftover) is deleted and recreated, never
+    while the alias points at it and only while it carries the run markers it was read
+    with (:func:`esmapper.indexes._reindex_fence.delete_unclaimed`). The
     ``PUT`` is sent once; after an unknown outcome ``HEAD /<new>`` decides (there: created;
     missing: sent once more).
     """
@@ -502,7 +517,7 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
             client.indices.put_mapping(index=new, **spec.info.mapping)
             return
         log.warning("deleting %s: a non-empty leftover of an interrupted reindex", new)
-        client.indices.delete(index=new)
+        delete_unclaimed(client, new, serving_aliases(spec, new))
     send_or_read_back(
         lambda: once(client).indices.create(index=new, **spec.body(with_alias=False)),
         lambda: bool(client.indices.exists(index=new)),

@@ -19,6 +19,14 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
 from esmapper.indexes._idx_owed import owe_idx_rebuild
+from esmapper.indexes._reindex_fence import (
+    aliases_of,
+    claim,
+    drop_target,
+    new_marker,
+    serving_aliases,
+    swap_conditions,
+)
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
     PassStalled,
@@ -30,7 +38,7 @@ from esmapper.indexes._reindex_pass import (
     run_pass,
 )
 from esmapper.indexes._reindex_stale import floor_of, recreate_ids, shard_seq_nos, stale_ids
-from esmapper.indexes.blocks import block_writes, unblock_writes
+from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
 from esmapper.indexes.pipelines import reindex_dest
@@ -153,6 +161,9 @@ class Run:
     seq_nos: dict[str, int] | None = attrs.field(init=False, default=None)
     """The old index's primary shards' ``max_seq_no`` before the copy (``shard_seq_nos``):
     every document written since has a ``_seq_no`` above the lowest."""
+    marker: str | None = attrs.field(init=False, default=None)
+    """The run's marker alias on ``new``, its fencing token
+    (:mod:`esmapper.indexes._reindex_fence`); ``None`` until it is claimed."""
 
     def __attrs_post_init__(self) -> None:
         self.result = ReindexResult(
@@ -163,14 +174,21 @@ class Run:
     def client(self) -> Elasticsearch:
         return self.mapper.client
 
+    @property
+    def target(self) -> str:
+        """Where the run deletes documents of ``new``: through its marker alias, so a delete
+        sent after another run took ``new`` over finds no index (fenced)."""
+        return self.marker or self.new
+
     def swap_actions(self) -> list[dict[str, Any]]:
-        """The one atomic ``POST /_aliases`` of the swap."""
-        if self.actions:
-            return list(self.actions)
-        return [
+        """The one atomic ``POST /_aliases`` of the swap: the run's fence (its marker must
+        still be on ``new``: :func:`~esmapper.indexes._reindex_fence.swap_conditions`),
+        then the move of the aliases."""
+        moves = list(self.actions) or [
             {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
             {"add": {"index": self.new, "alias": self.spec.alias}},
         ]
+        return [*swap_conditions(self.new, self.marker), *moves]
 
     def update(self, **changes: Any) -> None:
         self.result = attrs.evolve(self.result, **changes)
@@ -266,7 +284,7 @@ class Run:
             len(stale),
             ", ".join(stale[:10]) + (" ..." if len(stale) > 10 else ""),
         )
-        recreate_ids(self.client, self.new, stale)
+        recreate_ids(self.client, self.target, stale)
         self.counted = False  # ``created`` counted the deleted copies: count ``new``
         created = 0
         for start in range(0, len(stale), _IDS_PER_PASS):
@@ -307,7 +325,7 @@ class Run:
         new_count = count(client, new)
         if self.script is None and old_count == new_count:
             return 0, old_count, new_count
-        removed = delete_extras(client, old, new)
+        removed = delete_extras(client, old, new, through=self.target)
         client.indices.refresh(index=new)
         return removed, old_count, count(client, new)
 
@@ -339,6 +357,8 @@ def run_phases(
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)
+        run.marker = new_marker(new)  # before sending: a lost answer is undone too
+        claim(client, new, run.marker)  # another run's marker on ``new`` is taken off
         if run.script is not None and spec.info.custom_fields:
             owe_idx_rebuild(client, new, old)  # paid after the swap, by this run or the next
         # Every document written before the run is visible to the copy, whatever the writer's
@@ -381,15 +401,16 @@ def run_phases(
         keep = _keep_reason(delete_old, old_count, new_count, new)
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
+        if not write_blocked(client, old):  # lifted by someone: writes may follow the last pass
+            raise run.fail(f"{old} is no longer write-blocked; writes may have been missed", ())
         run.lock.renew()  # the lock is ours right now (else: LockError, no swap)
         _swap(run)
     except BaseException as exc:
         if run.rollback and _still_ours(run.lock, exc):
-            if run.blocked_at is not None:
-                unblock_writes(client, old)
+            if run.blocked_at is not None and unblock_own(client, old, run.lock):
                 log.warning("writes to %s were blocked for %.2fs", old, run.blocked_for())
             if not keep_failed_index:
-                client.options(ignore_status=404).indices.delete(index=new)
+                drop_target(client, new, run.marker, serving_aliases(spec, new))
         raise
     blocked = run.blocked_for()
     run.update(swapped=True, blocked_seconds=blocked)
@@ -401,6 +422,9 @@ def run_phases(
         f"{blocked:.2f}s",
     )
     deleted = keep is None
+    if deleted and any(a in aliases_of(client, old) for a in serving_aliases(spec, old)):
+        log.error("not deleting %s: an alias of %s points at it again", old, spec.info.name)
+        deleted = False
     if deleted:
         run.report("delete_old", message=f"Deleting index {old}")
         try:
@@ -426,6 +450,12 @@ def _swap(run: Run) -> None:
         swap = once(client).indices.update_aliases(actions=run.swap_actions())
         refused = swap.body.get("errors")  # a partial answer (noida-db); ES is atomic
         unknown: BaseException | None = None
+    except NotFoundError as exc:  # a ``must_exist`` condition failed: nothing moved
+        raise run.fail(
+            f"the alias swap was refused ({exc.message}): the run's marker is no longer on "
+            f"{new} or the alias no longer on {old}; another reindex run took over",
+            (),
+        ) from exc
     except TransportError as exc:
         if not is_unknown_outcome(exc):
             raise

@@ -54,6 +54,7 @@ __all__ = [
     "read_block",
     "refuse_foreign_block",
     "serving_blocked",
+    "unblock_own",
     "unblock_writes",
     "write_blocked",
 ]
@@ -200,6 +201,23 @@ def unblock_writes(client: Elasticsearch, index: str) -> None:
     put_meta(client, index, BLOCK_MARKER, None)
 
 
+def unblock_own(client: Elasticsearch, index: str, lock: Lock) -> bool:
+    """A failed reindex's removal of its own block: :func:`unblock_writes` only when the
+    block's marker (read just before, ``GET /<index>/_settings`` and ``_mapping``) names
+    ``lock``'s holder. A block another run set since (it took the lock over and blocks
+    the index for its own final pass) is left alone. Returns whether it was removed."""
+    block = read_block(client, index)
+    if block is None:
+        return False
+    if not block.marked or block.owner != lock.owner:
+        log.error(
+            "%s: not lifting the write block: %s", index, block.describe(lock.provider.clock())
+        )
+        return False
+    unblock_writes(client, index)
+    return True
+
+
 def _holder_live(locks: LockProvider, block: WriteBlock) -> LockHolder | None:
     assert block.lock is not None
     holder = locks.holder(block.lock)
@@ -236,6 +254,7 @@ def clear_leftover_block(
         return None
     assert block.lock is not None
     if held is not None and held.name == block.lock:
+        held.renew()  # ours right now: a holder paused past its lease must not lift a new block
         return _clear(locks, block)
     lock = locks.try_acquire(block.lock, lock_ttl)
     if lock is None:

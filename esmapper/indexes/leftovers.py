@@ -40,8 +40,9 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
 from esmapper.indexes._meta import put_meta
+from esmapper.indexes._reindex_fence import serving_aliases
 from esmapper.indexes.timeseries import Partition, parse_partition
-from esmapper.locks import DEFAULT_TTL, LockProvider
+from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -207,13 +208,6 @@ def _delete(client: Elasticsearch, index: str) -> None:
     send_or_read_back(send, lambda: not client.indices.exists(index=index), what=f"DELETE /{index}")
 
 
-def _serving_aliases(spec: IndexSpec, index: str) -> list[str]:
-    """The aliases through which ``index`` would serve: the model's alias and, for a
-    partition, its dated alias."""
-    partition = parse_partition(spec, index) if spec.is_time_series else None
-    return [spec.alias] + ([spec.dated_alias(partition.start)] if partition else [])
-
-
 def delete_leftovers(
     mapper: Mapper,
     model: type,
@@ -228,7 +222,11 @@ def delete_leftovers(
     leftover checks ``HEAD /<index>/_alias/<alias>`` (never the index behind the alias)
     and sends ``DELETE /<index>`` once (404: already gone; a lost answer: ``HEAD /<index>``,
     still there: sent once more). Raises :class:`~esmapper.errors.LockError` when the lock
-    stays held for ``lock_wait`` (its expiry: ``lock_ttl``) and the client's errors."""
+    stays held for ``lock_wait`` (its expiry: ``lock_ttl``) and the client's errors;
+    ``ValueError`` before anything is sent for a ``lock_ttl`` not above zero or a negative
+    ``lock_wait``."""
+    check_duration("lock_ttl", lock_ttl)
+    check_duration("lock_wait", lock_wait, zero=True)
     spec = mapper.spec(model)
     client = mapper.client
     if not any(leftover.deletable for leftover in find_leftovers(client, spec)):
@@ -241,7 +239,7 @@ def delete_leftovers(
                 continue
             if any(
                 client.indices.exists_alias(name=alias, index=leftover.index)
-                for alias in _serving_aliases(spec, leftover.index)
+                for alias in serving_aliases(spec, leftover.index)
             ):
                 continue  # moved back by hand meanwhile
             _delete(client, leftover.index)

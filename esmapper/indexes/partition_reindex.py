@@ -54,6 +54,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._reindex_fence import is_marker
 from esmapper.indexes._reindex_pass import Throttle, prepare_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
@@ -180,12 +181,14 @@ def _upgrade(
 
 
 def _take_aliases_off(client: Elasticsearch, index: str) -> None:
-    """Remove every alias of the still empty ``index`` (the template's umbrella alias):
+    """Remove every alias of the still empty ``index`` (the template's umbrella alias; not a
+    reindex run's marker, :mod:`esmapper.indexes._reindex_fence`):
     ``GET /<index>/_alias``, then one ``POST /_aliases`` (a lost answer is read back)."""
 
-    def aliases() -> list[str]:
+    def aliases() -> list[str]:  # a run's marker is the claim's business
         body = client.indices.get_alias(index=index).body
-        return sorted((body.get(index) or {}).get("aliases") or {})
+        found = (body.get(index) or {}).get("aliases") or {}
+        return sorted(a for a in found if not is_marker(index, a))
 
     found = aliases()
     if not found:

@@ -10,7 +10,13 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    block someone else set refuses the reindex.
 1. **prepare**: ``PUT /<alias>-vN`` with the current mapping and settings and no alias (an
    empty ``-vN`` left by ``configure_indexes`` is reused; a non-empty one, the leftover of
-   an interrupted run, is deleted first so every document gets the current script). A
+   an interrupted run, is deleted first so every document gets the current script, never
+   while the alias points at it). Then the run **claims** ``-vN``: one ``POST /_aliases``
+   puts its marker alias ``<alias>-vN.reindex-run-<token>`` on it and takes every other
+   run's marker off. The marker is the run's fencing token
+   (:mod:`esmapper.indexes._reindex_fence`): the swap, the rollback's delete of ``-vN`` and
+   the deletes of documents from it are conditioned on it, so a run paused past its
+   lease that resumes after another run took over is refused by the server. A
    custom-field model with scripts: the ``idx`` rebuild of step 8 is recorded in ``-vN``'s
    ``_meta`` now (:mod:`esmapper.indexes._idx_owed`), so a run killed after the swap leaves
    it owed. Then ``GET /<alias>-vK/_stats/docs?level=shards``: the primaries'
@@ -66,10 +72,13 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
-   (:mod:`esmapper.indexes.leftovers`); then one atomic ``POST /_aliases`` (remove the alias
-   from ``-vK`` with ``must_exist``, add it to ``-vN``), sent once, right after a lock
-   renewal that proves the lock is still ours. Writes now go to ``-vN``.
-7. **delete_old**: ``DELETE /<alias>-vK`` only when ``delete_old`` and the new count >= the
+   (:mod:`esmapper.indexes.leftovers`); then ``-vK``'s write block is read again (lifted by
+   someone: the run fails) and one atomic ``POST /_aliases`` (remove the run's marker from
+   ``-vN`` and the alias from ``-vK``, both with ``must_exist``, add the alias to ``-vN``),
+   sent once, right after a lock renewal. A 404 (the marker or the alias moved: another run
+   took over) refuses it and nothing moves. Writes now go to ``-vN``.
+7. **delete_old**: ``DELETE /<alias>-vK`` (never while an alias of the model points at it,
+   read just before) only when ``delete_old`` and the new count >= the
    old count (fewer happens when a script drops documents); otherwise the
    old index stays, write-blocked, for inspection (its marker says why). A 404 (deleted
    meanwhile) is fine.
@@ -107,13 +116,15 @@ every pass; a polled pass without progress for ``stall_timeout`` is cancelled an
 reindex, naming the task and how far it got (:mod:`esmapper.indexes._reindex_pass`).
 
 Failures. Before the swap any failure (a failing script, a refused document, a count
-mismatch, a stalled pass, any exception) removes the write block, leaves the old index
-serving behind the alias, and deletes the new index (``keep_failed_index=True`` keeps it
-for inspection); pass failures raise :class:`ReindexError`, other exceptions propagate. A
-run whose lock was taken over (it could not renew it for a whole ttl) touches neither:
-they belong to the new holder. A process killed while the block is on leaves the old
-index write-blocked until the next ``reindex`` or ``migrate`` (or ``esmapper reindex`` /
-``esmapper migrate``) of any version of the application: it removes the block as soon as
+mismatch, a stalled pass, any exception) removes the write block (its own only: the
+block's marker names this run's holder), leaves the old index serving behind the alias,
+and deletes the new index (``keep_failed_index=True`` keeps it for inspection) with
+``remove_index`` conditioned on the run's marker, never an index an alias points at; pass
+failures raise :class:`ReindexError`, other exceptions propagate. A run whose lock was
+taken over touches neither: they belong to the new holder. A process killed while the
+block is on leaves the old index write-blocked until the next ``reindex`` or ``migrate``
+(or ``esmapper reindex`` / ``esmapper migrate``) of any version of the application: it
+removes the block as soon as
 the killed run's lock is not live, at once on the same machine, within the lock's ttl
 (90 s) elsewhere. A process killed after the swap, before deleting the old
 index, leaves it behind the alias no more: ``esmapper status`` reports it and ``migrate``
@@ -153,7 +164,7 @@ from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import DEFAULT_TTL, LockProvider
+from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
@@ -184,6 +195,13 @@ def compose_reindex_script(
     (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
     """
     return compose(scripts, current, target)
+
+
+def check_lock_options(lock_wait: _dt.timedelta, lock_ttl: _dt.timedelta) -> None:
+    """``ValueError`` (``TypeError``) unless ``lock_ttl`` is a ``timedelta`` above zero and
+    ``lock_wait`` one of at least zero; sends nothing."""
+    check_duration("lock_ttl", lock_ttl)
+    check_duration("lock_wait", lock_wait, zero=True)
 
 
 def _version_of(spec: IndexSpec, index: str) -> int:
@@ -223,7 +241,9 @@ def reindex(
     ``max(10 min, 3 * batch / requests_per_second)``; servers with tasks only). A
     throttle value that is not a finite number > 0 raises ``ValueError`` before anything is
     sent. ``lock_ttl`` is the expiry of the ``reindex:<alias>`` lock, renewed by a heartbeat
-    every ttl/3 while this process runs (:mod:`esmapper.locks`).
+    every ttl/3 while this process runs (:mod:`esmapper.locks`). A ``lock_ttl`` not above
+    zero, a negative ``lock_wait`` or a negative ``catch_up_margin`` (it would skip every
+    write made during the copy) raises ``ValueError`` before anything is sent.
 
     Raises :class:`~esmapper.errors.LockError` when another process holds
     ``reindex:<alias>`` for longer than ``lock_wait`` (or the lock is lost),
@@ -235,6 +255,8 @@ def reindex(
     reindex while this one waited); a write block a killed reindex left is removed first in
     every case (``cleared_block_seconds``).
     """
+    check_lock_options(lock_wait, lock_ttl)
+    check_duration("catch_up_margin", catch_up_margin, zero=True)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     throttle = Throttle(batch_size, requests_per_second, stall)
     spec = mapper.spec(model)
@@ -329,6 +351,7 @@ def reindex_outdated(
     run; a bad throttle value before anything is sent); returns the results of the
     reindexed models.
     """
+    check_lock_options(lock_wait, lock_ttl)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     Throttle(batch_size, requests_per_second, stall)  # checked before any request
     results = []

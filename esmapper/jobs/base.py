@@ -34,7 +34,7 @@ from elasticsearch import ApiError
 
 from esmapper._json import dumps
 from esmapper.errors import EsmapperError, JobCancelled, JobError, LockError
-from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
+from esmapper.locks import DEFAULT_TTL, Lock, LockProvider, check_duration
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -169,8 +169,8 @@ class Job(abc.ABC):
         lock_ttl: _dt.timedelta = DEFAULT_TTL,
     ) -> None:
         self.mapper = mapper
-        self.lock_wait = lock_wait
-        self.lock_ttl = lock_ttl
+        self.lock_wait = check_duration("lock_wait", lock_wait, zero=True)
+        self.lock_ttl = check_duration("lock_ttl", lock_ttl)
 
     @property
     def lock_name(self) -> str | None:

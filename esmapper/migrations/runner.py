@@ -50,7 +50,7 @@ from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult
 from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.leftovers import delete_leftovers
-from esmapper.indexes.reindex import reindex_outdated
+from esmapper.indexes.reindex import check_lock_options, reindex_outdated
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 from esmapper.migrations import install as inst
@@ -499,10 +499,12 @@ def run_migrations(
     :func:`esmapper.indexes.reindex.reindex`).
 
     Raises :class:`~esmapper.errors.MigrationError` for invalid migrations and ``ValueError``
-    for a bad throttle value (before anything is sent),
+    for a bad throttle value, a ``lock_ttl`` not above zero or a negative ``lock_wait``
+    (before anything is sent),
     :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes`` and the
     client's transport errors; a failing migration is reported, not raised.
     """
+    check_lock_options(lock_wait, lock_ttl)
     migrations = load_migrations(mapper.migrations)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     throttle = Throttle(batch_size, requests_per_second, stall)

@@ -100,6 +100,9 @@ def test_add_list_rename_remove(app: str) -> None:
         (["rename", "Employee", "-t", "acme", "Missing", "X"], "no custom field 'Missing'"),
         (["remove", "Employee", "-t", "acme", "Missing"], "no custom field 'Missing'"),
         (["add", "Employee", "-t", "acme", " padded", "int"], "leading or trailing spaces"),
+        (["add", "Employee", "-t", "acme", "a.b", "int"], "cannot be named in a filter"),
+        (["add", "Employee", "-t", "acme", "Level:5", "int"], "cannot be named in a filter"),
+        (["add", "Employee", "-t", "acme", "_id", "int"], "cannot be named in a filter"),
     ],
 )
 def test_errors_are_one_line(app: str, args: list[str], message: str) -> None:

@@ -58,7 +58,7 @@ def test_a_swap_applied_but_unanswered_is_a_success(
 ) -> None:
     ids = seed(make_mapper, ItemV1, 20)
     alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
-    lose(proxy, how, path=r"^/_aliases$", method="POST")
+    lose(proxy, how, path=r"^/_aliases$", method="POST", skip=1)  # 1: the run's claim
 
     result = reindex(make_mapper(ItemV2, url=proxy.url), ItemV2)
 
@@ -66,7 +66,7 @@ def test_a_swap_applied_but_unanswered_is_a_success(
     assert aliased(es_client, alias) == [v2]
     assert ids_of(es_client, v2) == ids
     assert not es_client.indices.exists(index=v1)
-    assert proxy.count(r"^/_aliases$", method="POST") == 1  # never resent
+    assert proxy.count(r"^/_aliases$", method="POST") == 2  # the claim, the swap never resent
 
 
 def test_a_swap_lost_before_the_server_rolls_back(
@@ -74,7 +74,7 @@ def test_a_swap_lost_before_the_server_rolls_back(
 ) -> None:
     ids = seed(make_mapper, ItemV1, 20)
     alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
-    lose(proxy, "drop_before", path=r"^/_aliases$", method="POST")
+    lose(proxy, "drop_before", path=r"^/_aliases$", method="POST", skip=1)
     mapper = make_mapper(ItemV2, url=proxy.url)
 
     with pytest.raises(ReindexError, match="did not happen"):
@@ -86,7 +86,8 @@ def test_a_swap_lost_before_the_server_rolls_back(
     repo = mapper.repository(ItemV2)  # not write-blocked any more
     repo.add(ItemV2(n=99), consistency="immediate")
     assert repo.count() == 21
-    assert proxy.count(r"^/_aliases$", method="POST") == 1
+    # the claim, the swap (never resent), the rollback's remove_index of the new index
+    assert proxy.count(r"^/_aliases$", method="POST") == 3
 
 
 def test_a_lost_swap_with_the_alias_on_neither_index_deletes_nothing(
@@ -94,7 +95,7 @@ def test_a_lost_swap_with_the_alias_on_neither_index_deletes_nothing(
 ) -> None:
     ids = seed(make_mapper, ItemV1, 20)
     alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
-    lose(proxy, "drop_before", path=r"^/_aliases$", method="POST")
+    lose(proxy, "drop_before", path=r"^/_aliases$", method="POST", skip=1)
 
     def someone_removes_the_alias(report: ReindexProgress) -> None:
         if report.phase == "swap" and report.done == 0:

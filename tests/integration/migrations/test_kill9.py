@@ -198,9 +198,11 @@ def kill9(proc: subprocess.Popen[str]) -> str:
     return out
 
 
-def held(proxy: FaultProxy, method: str, path: str) -> Callable[[], bool]:
-    proxy.delay(300, method=method, path=path)  # never forwarded: the proxy stops first
-    return lambda: proxy.count(path, method=method) >= 1
+def held(proxy: FaultProxy, method: str, path: str, skip: int = 0) -> Callable[[], bool]:
+    """Hold the request after the first ``skip`` matching ones (never forwarded: the proxy
+    stops first); a callable telling whether it was reached."""
+    proxy.delay(300, method=method, path=path, skip=skip)
+    return lambda: proxy.count(path, method=method) >= skip + 1
 
 
 def state(es: Elasticsearch, prefix: str) -> dict[str, MigrationRecord]:
@@ -364,9 +366,9 @@ def test_a_versioned_migration_killed_mid_run_is_interrupted_until_retried(
 
 # -- 7. a reindex killed around the alias swap -------------------------------------------
 
-REINDEX_POINTS = {
-    "between the alias swap and deleting the old index": ("DELETE", r"-employees-v1$"),
-    "at the alias swap": ("POST", r"^/_aliases$"),
+REINDEX_POINTS = {  # (method, path, matching requests to let through first)
+    "between the alias swap and deleting the old index": ("DELETE", r"-employees-v1$", 0),
+    "at the alias swap": ("POST", r"^/_aliases$", 1),  # the first one claims the new index
 }
 
 
@@ -383,8 +385,8 @@ def test_a_reindex_killed_around_the_swap_is_finished_by_the_rerun(
     v1, v2 = f"{app.alias}-v1", f"{app.alias}-v2"
     v2_app = app.module(version=2)
 
-    method, path = REINDEX_POINTS[point]
-    reached = held(proxy, method, path)
+    method, path, skip = REINDEX_POINTS[point]
+    reached = held(proxy, method, path, skip)
     proc = app.start(v2_app, "--lock-ttl", "1", url=proxy.url)
     wait_for(point, reached, proc)
     kill9(proc)

@@ -1,0 +1,165 @@
+"""A reindex run paused past its lease (after its last renewal) while another run takes the
+lock over: the paused run's alias swap is refused by the server, nothing it does afterwards
+touches the other run's work, and no write is lost.
+
+The pause is simulated deterministically: the swap step of each run is held on an event
+(the run has renewed its lock right before it, as a stopped process would have), and the
+paused run's lease is ended by deleting its lock document (what an expiry allows another
+run to do: take the lock over)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.indexes import ReindexError, ReindexResult, _reindex_fence, _reindex_run, reindex
+from esmapper.indexes._reindex_pass import delete_extras
+from tests.integration.conftest import MakeMapper
+
+from .models import ItemV1, ItemV2
+
+
+def _targets(client: Elasticsearch, alias: str) -> list[str]:
+    return sorted(client.options(ignore_status=404).indices.get_alias(name=alias).body)
+
+
+def _run(outcome: dict[str, Any], key: str, mapper: em.Mapper) -> threading.Thread:
+    def body() -> None:
+        try:
+            outcome[key] = reindex(mapper, ItemV2)
+        except BaseException as exc:
+            outcome[key] = exc
+
+    thread = threading.Thread(target=body, name=f"reindex-{key}")
+    thread.start()
+    return thread
+
+
+def test_a_run_paused_past_its_lease_cannot_swap_onto_the_new_holders_index(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    index_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed = make_mapper(ItemV1, configure=True)
+    seed.repository(ItemV1).add([ItemV1(name="seed", n=i) for i in range(20)])
+    first, second, writer = (make_mapper(ItemV2) for _ in range(3))
+    alias, v1, v2 = f"{index_prefix}items", f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+
+    first_paused, first_resume = threading.Event(), threading.Event()
+    second_paused, second_resume = threading.Event(), threading.Event()
+    real_swap = _reindex_run._swap
+
+    def swap(run: _reindex_run.Run) -> None:
+        if run.mapper is first:
+            first_paused.set()
+            assert first_resume.wait(60)
+        elif run.mapper is second:
+            second_paused.set()
+            assert second_resume.wait(60)
+        real_swap(run)
+
+    monkeypatch.setattr(_reindex_run, "_swap", swap)
+    outcome: dict[str, Any] = {}
+    paused = _run(outcome, "first", first)
+    assert first_paused.wait(60)
+    # the first run's lease ends while it is stopped: the second takes the lock over and
+    # gets as far as its own swap (the old index write-blocked, its copy complete)
+    es_client.delete(index=f"{index_prefix}esmapper-locks", id=f"reindex:{alias}", refresh=True)
+    taking_over = _run(outcome, "second", second)
+    assert second_paused.wait(60)
+
+    first_resume.set()  # the stopped run wakes up and sends its swap
+    paused.join(60)
+    assert isinstance(outcome["first"], ReindexError), outcome["first"]
+    assert "refused" in str(outcome["first"])
+    assert _targets(es_client, alias) == [v1]  # nothing moved
+    assert es_client.indices.exists(index=v2)  # the second run's index is untouched
+
+    added: list[Any] = []
+    write = threading.Thread(  # waits out the write block, lands after the swap
+        target=lambda: added.append(writer.repository(ItemV2).add(ItemV2(name="meanwhile", n=99)))
+    )
+    write.start()
+    second_resume.set()
+    taking_over.join(60)
+    write.join(60)
+
+    assert isinstance(outcome["second"], ReindexResult), outcome["second"]
+    assert outcome["second"].status == "reindexed"
+    assert _targets(es_client, alias) == [v2]
+    assert not es_client.indices.exists(index=v1)
+    repo = writer.repository(ItemV2)
+    assert repo.count(consistency="immediate") == 21
+    assert repo.get(added[0].id) is not None
+    assert not [a for a in es_client.indices.get_alias(index=v2).body[v2]["aliases"] if a != alias]
+
+
+def test_a_failed_run_that_lost_its_target_does_not_delete_it(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    index_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rollback deletes only the target the run still holds (its marker on it)."""
+    seed = make_mapper(ItemV1, configure=True)
+    seed.repository(ItemV1).add([ItemV1(name="seed", n=i) for i in range(5)])
+    mapper = make_mapper(ItemV2)
+    alias, v2 = f"{index_prefix}items", f"{index_prefix}items-v2"
+
+    def hijack(run: _reindex_run.Run) -> None:
+        # another run reclaims the target (moving the markers) and the swap then fails
+        # while this run still holds its lock
+        es_client.indices.update_aliases(
+            actions=[
+                {"remove": {"index": v2, "alias": run.marker}},
+                {"add": {"index": v2, "alias": f"{v2}.reindex-run-other"}},
+            ]
+        )
+        raise RuntimeError("failed after the target was taken over")
+
+    monkeypatch.setattr(_reindex_run, "_swap", hijack)
+    with pytest.raises(RuntimeError):
+        reindex(mapper, ItemV2)
+    assert es_client.indices.exists(index=v2)
+    assert _targets(es_client, alias) == [f"{index_prefix}items-v1"]
+
+
+def test_document_deletes_of_a_run_whose_marker_is_gone_are_refused(
+    es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """Deletes go through the run's marker alias: once another run took the target over
+    they find no index (and create none) instead of deleting from the other run's index."""
+    old, new = f"{index_prefix}fence-old", f"{index_prefix}fence-new"
+    es_client.indices.create(index=old)
+    es_client.indices.create(index=new)
+    es_client.index(index=new, id="gone-from-old", document={"n": 1}, refresh=True)
+    mine = _reindex_fence.new_marker(new)
+    _reindex_fence.claim(es_client, new, mine)
+    _reindex_fence.claim(es_client, new, _reindex_fence.new_marker(new))  # taken over
+
+    with pytest.raises(em.LockError):
+        delete_extras(es_client, old, new, through=mine)
+    assert es_client.count(index=new)["count"] == 1
+    assert not es_client.indices.exists(index=mine)
+    assert not _reindex_fence.drop_target(es_client, new, mine, [f"{index_prefix}fence"])
+    assert es_client.indices.exists(index=new)
+
+
+def test_no_rollback_or_leftover_delete_removes_an_index_an_alias_points_at(
+    es_client: Elasticsearch, index_prefix: str
+) -> None:
+    new, alias = f"{index_prefix}fence-new", f"{index_prefix}fence"
+    es_client.indices.create(index=new)
+    marker = _reindex_fence.new_marker(new)
+    _reindex_fence.claim(es_client, new, marker)
+    es_client.indices.put_alias(index=new, name=alias)  # moved there by hand meanwhile
+
+    assert not _reindex_fence.drop_target(es_client, new, marker, [alias])
+    with pytest.raises(em.IndexConfigurationError, match="serves"):
+        _reindex_fence.delete_unclaimed(es_client, new, [alias])
+    assert es_client.indices.exists(index=new)
