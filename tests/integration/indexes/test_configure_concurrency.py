@@ -115,8 +115,12 @@ def test_processes_configuring_at_once_all_succeed_with_one_index_per_model(
             until("all ready", lambda: len(list(tmp_path.glob("*.ready"))) == PROCESSES, procs)
             (tmp_path / "go").touch()
             for hold, index in zip(held, (items, tags), strict=True):
-                # the held create, and another process's that went through and created it
-                created = lambda i=index: proxy.count(rf"^/{i}$", "PUT") >= 2  # noqa: E731
+                # the held create, and another process's that went through and created it (the
+                # proxy counts a request when it arrives: wait for the index too, or the held
+                # create may be forwarded before the other one is applied, and win)
+                created = lambda i=index: (  # noqa: E731
+                    proxy.count(rf"^/{i}$", "PUT") >= 2 and es_client.indices.exists(index=i)
+                )
                 until(f"two creates of {index}", created, procs)
                 hold.forward()
             results = [p.communicate(timeout=60) for p in procs]
