@@ -27,6 +27,7 @@ Rules owned here (docs/architecture.md, "Several processes"):
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -58,6 +59,8 @@ _FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
 _WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
 _BATCH = 500
+#: Messages handled in a row before the listener looks at its pings again.
+_DRAIN = 1000
 
 
 def _safe_url(url: str) -> str:
@@ -134,8 +137,9 @@ class RedisLink:
         # synchronisation
         self._run_id: str | None = None
         self._synced = False
-        self._failures = 0  # removals that failed, ever
-        self._flushed_failures = 0  # ... covered by the last flush
+        self._dirty = 0  # events after which the namespace must be flushed, ever
+        self._flushed_dirty = 0  # ... covered by the last flush
+        self._resyncing = False  # a thread retries the flush until it is done
         # subscription
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         self._resets: list[Callable[[], None]] = []
@@ -143,6 +147,8 @@ class RedisLink:
         self._stop = threading.Event()
         self._subscribed = False
         self._pong_sent = float("-inf")
+        self._gap_lock = threading.RLock()  # a lapse is handled before the lease holds again
+        self._lapsed = False  # the current lapse of the lease was handled
         self._subscriptions = 0
         # acknowledgements
         self._serials = itertools.count(1)
@@ -236,15 +242,44 @@ class RedisLink:
 
     def removal_failed(self) -> None:
         """A removal may not have reached Redis: serve nothing until the namespace was
-        flushed (:meth:`ready`)."""
+        flushed, and flush it as soon as Redis answers (a thread retries :meth:`ready`)."""
+        self._must_flush()
+
+    def _must_flush(self) -> None:
         with self._lock:
-            self._failures += 1
+            self._dirty += 1
             self._synced = False
+        self._resync_soon()
+
+    def _resync_soon(self) -> None:
+        """Start the thread that retries :meth:`ready` (back-off: the breaker's) until the
+        namespace is synchronised or the link closed; one at a time."""
+        with self._lock:
+            if self._resyncing or self._stop.is_set():
+                return
+            self._resyncing = True
+        threading.Thread(target=self._resync, name="esmapper-redis-sync", daemon=True).start()
+
+    def _resync(self) -> None:
+        try:
+            while not self._stop.is_set():
+                with contextlib.suppress(Exception):  # closed meanwhile, or a redis-py bug
+                    if self.ready():
+                        return
+                wait = max(self._down_until - time.monotonic(), 0.0) + self.retry_min / 2
+                self._stop.wait(min(wait, self.retry_max))
+        finally:
+            with self._lock:
+                self._resyncing = False
 
     def ready(self) -> bool:
         """Whether reads may be served from Redis now: the breaker is closed and the
         namespace is synchronised (flushing it first when needed; a thread that finds
-        another one flushing gets ``False`` and reads through)."""
+        another one flushing gets ``False`` and reads through). A lapse of the subscription's
+        lease not yet handled is handled first (:meth:`_note_lapse`)."""
+        pong = self._pong_sent
+        if not self._lapsed and pong > float("-inf") and time.monotonic() - pong >= self.lease:
+            self._note_lapse(time.monotonic())
         if self._synced:
             return self.available()
         if not self.available() or not self._sync_lock.acquire(blocking=False):
@@ -258,10 +293,10 @@ class RedisLink:
 
     def _synchronise(self) -> bool:
         with self._lock:
-            failures = self._failures
+            dirty = self._dirty
         run_id = str(self.call(lambda c: c.info("server"))["run_id"])
         known = self.call(lambda c: c.get(self._meta_key))
-        if failures != self._flushed_failures or known != run_id.encode():
+        if dirty != self._flushed_dirty or known != run_id.encode():
             removed = self.flush()
             self.call(lambda c: c.set(self._meta_key, run_id))
             self._notify_reset()
@@ -271,14 +306,14 @@ class RedisLink:
                 "esmapper cache %r flushed (%d entries): %s",
                 self.namespace,
                 removed,
-                "a removal had failed"
-                if failures != self._flushed_failures
+                "Redis was out of reach (a removal failed, or the subscription lapsed)"
+                if dirty != self._flushed_dirty
                 else "first use of this Redis server (new, restarted or restored)",
             )
         with self._lock:
-            self._flushed_failures = failures
+            self._flushed_dirty = dirty
             self._run_id = run_id
-            self._synced = self._failures == failures
+            self._synced = self._dirty == dirty
             return self._synced
 
     def flush(self) -> int:
@@ -322,6 +357,34 @@ class RedisLink:
     def lease_valid(self) -> bool:
         """Whether every message published more than ``lease`` seconds ago was handled."""
         return self._subscribed and time.monotonic() - self._pong_sent < self.lease
+
+    def _note_lapse(self, now: float) -> None:
+        """A gap: the lease ran out (Redis stopped answering, was out of reach, or this
+        process stalled), so this process may have missed invalidations, and another
+        process's write may have returned without reaching Redis (it waited for this
+        lease to run out). Once per lapse, before the lease can hold again: drop every
+        in-process copy (the reset callbacks) and serve nothing from Redis until the
+        namespace was flushed (flushed as soon as Redis answers)."""
+        with self._gap_lock:
+            if self._lapsed or self._pong_sent == float("-inf"):
+                return
+            if now - self._pong_sent < self.lease:
+                return
+            self._lapsed = True
+            log.debug("the Redis subscription lost its lease: dropping the local copies")
+            self._notify_reset()
+            self._must_flush()
+
+    def _leased(self, sent: float) -> None:
+        """A pong for a ping (or the answer to SUBSCRIBE) sent at ``sent``: the lease holds
+        until ``sent + lease``, once a lapse before it was handled."""
+        with self._gap_lock:
+            now = time.monotonic()
+            self._note_lapse(now)
+            if sent > self._pong_sent:
+                self._pong_sent = sent
+            if now - self._pong_sent < self.lease:
+                self._lapsed = False
 
     def start(self, *, restart: bool = False) -> None:
         """Start the listener thread (idempotent; ``restart`` re-subscribes a running one
@@ -382,40 +445,45 @@ class RedisLink:
             if message["type"] == "subscribe":
                 pending.discard(message["channel"].decode())
         self._notify_reset()  # what was published before SUBSCRIBE may have been missed
-        self._pong_sent = sent
+        self._leased(sent)
         self._subscribed = True
         if not self._synced:  # flush now, not at the next read (not on this thread: acks)
-            threading.Thread(
-                target=self._sync_quietly, name="esmapper-redis-sync", daemon=True
-            ).start()
-
-    def _sync_quietly(self) -> None:
-        try:
-            self.ready()
-        except Exception as exc:  # closed meanwhile, or a redis-py internal error: retried
-            log.debug("synchronising the Redis cache failed: %r", exc)
+            self._resync_soon()
 
     def _pump(self, pubsub: Any, generation: int) -> None:
+        """Handle what the subscription delivers, ping every ``lease / 5``; raises when a
+        ping went unanswered for ``max(4 * lease, 1)`` seconds. What Redis already
+        delivered is handled before anything is judged: after this process stalled, its
+        socket holds the messages (and pongs) of the stall."""
         interval = self.lease / 5
+        limit = max(4 * self.lease, 1.0)
+        unanswered: collections.deque[float] = collections.deque()
         next_ping = time.monotonic()
         while not self._stop.is_set():
-            now = time.monotonic()
             with self._lock:
                 if self._subscriptions != generation:
                     return  # new channels: subscribe again
+            message = pubsub.get_message(timeout=max(0.0, next_ping - time.monotonic()))
+            handled = 0
+            while message is not None:
+                self._dispatch(message)
+                handled += 1
+                message = pubsub.get_message(timeout=0) if handled < _DRAIN else None
+            now = time.monotonic()
+            self._note_lapse(now)
+            while unanswered and unanswered[0] <= self._pong_sent:
+                unanswered.popleft()
+            if unanswered and now - unanswered[0] > limit:
+                raise redis.TimeoutError("the subscription stopped answering pings")
             if now >= next_ping:
                 pubsub.ping(repr(now))
+                unanswered.append(now)
                 next_ping = now + interval
-            if now - self._pong_sent > max(4 * self.lease, 1.0):
-                raise redis.TimeoutError("the subscription stopped answering pings")
-            message = pubsub.get_message(timeout=max(0.0, next_ping - time.monotonic()))
-            if message is not None:
-                self._dispatch(message)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if message["type"] == "pong":
             with contextlib.suppress(TypeError, ValueError):
-                self._pong_sent = float(message["data"])
+                self._leased(float(message["data"]))
             return
         if message["type"] != "message":
             return
@@ -523,6 +591,10 @@ class RedisLink:
         self._waiters = {}
         self._subscribed = False
         self._synced = False
+        self._gap_lock = threading.RLock()
+        self._lapsed = False
+        self._pong_sent = float("-inf")
+        self._resyncing = False
         self._stop = threading.Event()
         self.token = os.urandom(8).hex()
         self.client.connection_pool.reset()
