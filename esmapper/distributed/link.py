@@ -18,7 +18,14 @@ Rules owned here (docs/architecture.md, "Several processes"):
   channels, reconnects with back-off, and pings through the subscription every
   ``lease / 5`` seconds; a pong proves every message published before that ping was
   handled. :meth:`RedisLink.lease_valid` holds while the last handled pong was sent less
-  than ``lease`` seconds ago: an in-process L1 may serve only then.
+  than ``lease`` seconds ago: an in-process L1 may serve only then. The listener handles
+  what its socket holds before it judges the subscription, which is dead when a ping
+  stayed unanswered for ``max(4 * lease, 1)`` seconds (a stalled process is not).
+- **A lapse of the lease is a gap.** Once per lapse, before a pong renews the lease, the
+  reset callbacks drop every in-process copy and the link is unsynced as after a failed
+  removal: another process's write may have returned without reaching Redis, having
+  waited for this lease to run out. An unsynced link flushes as soon as Redis answers (a
+  thread retries :meth:`RedisLink.ready`), not at its next read.
 - **Acknowledged broadcasts.** :meth:`RedisLink.broadcast` publishes a message and waits
   until every subscriber (``PUBLISH`` tells how many) acknowledged handling it, at most
   ``lease`` seconds: after that a silent subscriber's lease has run out, so it serves
@@ -381,8 +388,7 @@ class RedisLink:
         with self._gap_lock:
             now = time.monotonic()
             self._note_lapse(now)
-            if sent > self._pong_sent:
-                self._pong_sent = sent
+            self._pong_sent = max(self._pong_sent, sent)
             if now - self._pong_sent < self.lease:
                 self._lapsed = False
 
