@@ -34,7 +34,6 @@ Rules owned here (docs/architecture.md, "Several processes"):
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
@@ -52,6 +51,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from esmapper import _json
+from esmapper.distributed._listener import FAILURES, Listener
 from esmapper.errors import RedisUnavailable
 
 __all__ = ["RedisLink", "RedisUnavailable"]
@@ -61,13 +61,11 @@ log = logging.getLogger("esmapper.redis")
 T = TypeVar("T")
 
 #: What a failing request raises (redis-py's errors and socket errors).
-_FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+_FAILURES = FAILURES
 #: At most one "unreachable" warning in this many seconds (a flapping link logs once).
 _WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
 _BATCH = 500
-#: Messages handled in a row before the listener looks at its pings again.
-_DRAIN = 1000
 
 
 def _safe_url(url: str) -> str:
@@ -100,7 +98,7 @@ class _Waiter:
         self.needed: int | None = None
 
 
-class RedisLink:
+class RedisLink(Listener):
     """The Redis connection of one process for one ``namespace`` (see the module docstring).
 
     ``url`` is a ``redis://`` (or ``rediss://``, ``unix://``) URL. Nothing is sent until
@@ -284,9 +282,7 @@ class RedisLink:
         namespace is synchronised (flushing it first when needed; a thread that finds
         another one flushing gets ``False`` and reads through). A lapse of the subscription's
         lease not yet handled is handled first (:meth:`_note_lapse`)."""
-        pong = self._pong_sent
-        if not self._lapsed and pong > float("-inf") and time.monotonic() - pong >= self.lease:
-            self._note_lapse(time.monotonic())
+        self._note_lapse(time.monotonic())
         if self._synced:
             return self.available()
         if not self.available() or not self._sync_lock.acquire(blocking=False):
@@ -345,179 +341,6 @@ class RedisLink:
             return removed
 
         return self.call(run, force=True)
-
-    # -- the subscription --------------------------------------------------------------
-
-    def on(self, channel: str, handler: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``handler(message)`` (a decoded JSON object) for each message published on
-        channel ``channel`` of the namespace by another process; starts the listener."""
-        with self._lock:
-            self._handlers.setdefault(channel, []).append(handler)
-        self.start(restart=True)
-
-    def on_reset(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` whenever messages may have been missed (the subscription
-        broke or was made again) or the namespace was flushed."""
-        with self._lock:
-            self._resets.append(callback)
-
-    def lease_valid(self) -> bool:
-        """Whether every message published more than ``lease`` seconds ago was handled."""
-        return self._subscribed and time.monotonic() - self._pong_sent < self.lease
-
-    def _note_lapse(self, now: float) -> None:
-        """A gap: the lease ran out (Redis stopped answering, was out of reach, or this
-        process stalled), so this process may have missed invalidations, and another
-        process's write may have returned without reaching Redis (it waited for this
-        lease to run out). Once per lapse, before the lease can hold again: drop every
-        in-process copy (the reset callbacks) and serve nothing from Redis until the
-        namespace was flushed (flushed as soon as Redis answers)."""
-        with self._gap_lock:
-            if self._lapsed or self._pong_sent == float("-inf"):
-                return
-            if now - self._pong_sent < self.lease:
-                return
-            self._lapsed = True
-            log.debug("the Redis subscription lost its lease: dropping the local copies")
-            self._notify_reset()
-            self._must_flush()
-
-    def _leased(self, sent: float) -> None:
-        """A pong for a ping (or the answer to SUBSCRIBE) sent at ``sent``: the lease holds
-        until ``sent + lease``, once a lapse before it was handled."""
-        with self._gap_lock:
-            now = time.monotonic()
-            self._note_lapse(now)
-            self._pong_sent = max(self._pong_sent, sent)
-            if now - self._pong_sent < self.lease:
-                self._lapsed = False
-
-    def start(self, *, restart: bool = False) -> None:
-        """Start the listener thread (idempotent; ``restart`` re-subscribes a running one
-        to the current channels)."""
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                if restart:
-                    self._subscriptions += 1
-                return
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._listen, name=f"esmapper-redis-{self.namespace}", daemon=True
-            )
-            self._thread.start()
-
-    def _channels(self) -> list[str]:
-        with self._lock:
-            names = [*self._handlers, f"ack:{self.token}"]
-        return [self.channel(n) for n in names]
-
-    def _listen(self) -> None:
-        delay = self.retry_min
-        while not self._stop.is_set():
-            pubsub = None
-            try:
-                with self._lock:
-                    generation = self._subscriptions
-                pubsub = self.client.pubsub()  # type: ignore[no-untyped-call]
-                self._subscribe(pubsub)
-                delay = self.retry_min
-                self._pump(pubsub, generation)
-            except _FAILURES as exc:
-                if self._subscribed or self._outage_since is None:
-                    log.debug("the Redis subscription broke: %s", exc)
-            finally:
-                if self._subscribed:
-                    self._subscribed = False
-                    self._notify_reset()
-                if pubsub is not None:
-                    with contextlib.suppress(*_FAILURES):
-                        pubsub.close()
-            if self._stop.wait(delay * random.uniform(0.8, 1.2)):
-                break
-            delay = min(delay * 2, self.retry_max)
-
-    def _subscribe(self, pubsub: Any) -> None:
-        channels = self._channels()
-        sent = time.monotonic()
-        pubsub.subscribe(*channels)
-        pending = set(channels)
-        deadline = sent + max(1.0, 4 * self.socket_timeout)
-        while pending:
-            message = pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
-            if message is None:
-                if time.monotonic() >= deadline:
-                    raise redis.TimeoutError("no answer to SUBSCRIBE")
-                continue
-            if message["type"] == "subscribe":
-                pending.discard(message["channel"].decode())
-        self._notify_reset()  # what was published before SUBSCRIBE may have been missed
-        self._leased(sent)
-        self._subscribed = True
-        if not self._synced:  # flush now, not at the next read (not on this thread: acks)
-            self._resync_soon()
-
-    def _pump(self, pubsub: Any, generation: int) -> None:
-        """Handle what the subscription delivers, ping every ``lease / 5``; raises when a
-        ping went unanswered for ``max(4 * lease, 1)`` seconds. What Redis already
-        delivered is handled before anything is judged: after this process stalled, its
-        socket holds the messages (and pongs) of the stall."""
-        interval = self.lease / 5
-        limit = max(4 * self.lease, 1.0)
-        unanswered: collections.deque[float] = collections.deque()
-        next_ping = time.monotonic()
-        while not self._stop.is_set():
-            with self._lock:
-                if self._subscriptions != generation:
-                    return  # new channels: subscribe again
-            message = pubsub.get_message(timeout=max(0.0, next_ping - time.monotonic()))
-            handled = 0
-            while message is not None:
-                self._dispatch(message)
-                handled += 1
-                message = pubsub.get_message(timeout=0) if handled < _DRAIN else None
-            now = time.monotonic()
-            self._note_lapse(now)
-            while unanswered and unanswered[0] <= self._pong_sent:
-                unanswered.popleft()
-            if unanswered and now - unanswered[0] > limit:
-                raise redis.TimeoutError("the subscription stopped answering pings")
-            if now >= next_ping:
-                pubsub.ping(repr(now))
-                unanswered.append(now)
-                next_ping = now + interval
-
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] == "pong":
-            with contextlib.suppress(TypeError, ValueError):
-                self._leased(float(message["data"]))
-            return
-        if message["type"] != "message":
-            return
-        channel = message["channel"].decode()[len(self.namespace) + 1 :]
-        if channel == f"ack:{self.token}":
-            self._acknowledged(int(message["data"]))
-            return
-        try:
-            payload = _json.loads(message["data"])
-        except ValueError:
-            log.warning("ignored an unreadable message on %s", channel)
-            return
-        origin, serial = payload.get("o"), payload.get("n")
-        if origin != self.token:
-            for handler in list(self._handlers.get(channel, ())):
-                try:
-                    handler(payload)
-                except Exception:
-                    log.exception("a handler of Redis channel %s failed", channel)
-        if serial is not None and origin is not None:
-            self._acknowledge(origin, serial)
-
-    def _notify_reset(self) -> None:
-        for callback in list(self._resets):
-            try:
-                callback()
-            except Exception:
-                log.exception("a reset callback failed")
 
     # -- acknowledged broadcasts -------------------------------------------------------
 
