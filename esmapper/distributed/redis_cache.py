@@ -8,9 +8,11 @@ expected value's encoding, ``SET ... PX``): atomic across processes. ``remove_by
 walks the namespace with ``SCAN MATCH`` (never ``KEYS``) and ``UNLINK``\\s in batches.
 
 Faults (owned by :class:`~esmapper.distributed.link.RedisLink`): when Redis cannot be
-reached, reads miss (``get`` returns ``None``, ``compare_and_set`` returns ``False``) and
-removals are remembered as failed, so nothing is served from Redis again before the
-namespace was flushed. No method raises because Redis is unreachable.
+reached, reads miss (``get`` returns ``None``, ``compare_and_set`` returns ``False``); an
+announced change is sent again until it goes through or until ``lease`` after the outage
+began, and one that never went through is remembered, so nothing is served from Redis
+again before the namespace was flushed (as soon as Redis answers). No method raises
+because Redis is unreachable.
 
 With ``announce=True`` (what :class:`~esmapper.distributed.hybrid.HybridCache` uses) every
 change of an existing value is also published on the namespace's ``inv`` channel, in the
