@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import esmapper as em
+from esmapper.distributed import HybridCache, RedisLink
 from esmapper.testing import RedisServer
 
+from .conftest import wait_leased, wait_ready
 from .worker import Item
 
 
@@ -85,3 +89,31 @@ def test_a_stopped_process_handles_what_redis_delivered_to_it_meanwhile(
         remote = b.call("messages")
     assert [(m["id"], m["change"]) for m in remote] == expected
     assert {m["origin"] for m in remote} == {"remote"}
+
+
+def test_a_change_held_up_by_a_short_redis_pause_reaches_the_other_process(
+    redis_server: RedisServer,
+) -> None:
+    """Redis stopped for less than the lease while A sets a key B holds in L1, on a
+    connection A must open first (so nothing of the change is sent before Redis answers):
+    A sends the change again while it waits, so B drops its copy (one process stands for
+    two here: two links, two subscriptions)."""
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    links = [RedisLink(redis_server.url, namespace=namespace) for _ in range(2)]
+    try:
+        a, b = (HybridCache(link) for link in links)
+        assert all(wait_ready(link) and wait_leased(link) for link in links)
+        a.set("k", "v0")
+        assert b.get("k") == "v0" and b.get("k") == "v0"
+        assert b.l1_stats.hits == 1  # B holds it in its L1
+        links[0].client.connection_pool.disconnect()  # A's next request opens a connection
+        assert redis_server.pid is not None
+        writer = threading.Thread(target=a.set, args=("k", "v1"))
+        with stopped(redis_server.pid):
+            writer.start()
+            time.sleep(0.3)  # under the lease (0.5 s), over the socket timeout (0.25 s)
+        writer.join()
+        assert [b.get("k") for _ in range(50)] == ["v1"] * 50
+    finally:
+        for link in links:
+            link.close()
