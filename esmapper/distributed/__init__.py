@@ -1,8 +1,8 @@
 """Several processes, one truth: the cache and the change notifications shared through Redis.
 
 - :class:`RedisLink` (``link.py``): one process's connection for one namespace: bounded
-  timeouts, the breaker and its one warning, the flush after an outage, the subscription
-  with its lease, acknowledged broadcasts.
+  timeouts, the breaker and its one warning, the flush after an outage, acknowledged
+  broadcasts; the subscription with its lease and its gaps (``_listener.py``).
 - :class:`RedisCache` (``redis_cache.py``): the ``CacheClient`` protocol on Redis.
 - :class:`HybridCache` (``hybrid.py``): an in-process L1 in front of a RedisCache.
 - :class:`RedisMessageBus` (``redis_bus.py``): ``entity_changed`` for every process.

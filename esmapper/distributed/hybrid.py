@@ -11,7 +11,8 @@ longer than the Redis entry lives. What keeps L1 right across processes:
 - L1 is read and filled only while the link's lease holds (every message published more
   than ``lease`` seconds ago was handled), so a process whose subscription stalled or broke
   serves nothing from L1; everything in L1 is dropped when the subscription breaks, when it
-  is made again and when the namespace is flushed;
+  is made again, when its lease lapses (before it holds again: the link's
+  ``_note_lapse``) and when the namespace is flushed;
 - a value read from Redis is kept only if no drop happened in this process since the read
   began (a generation counter), so a read racing a change cannot put the old value back.
 """

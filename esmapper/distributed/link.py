@@ -18,7 +18,14 @@ Rules owned here (docs/architecture.md, "Several processes"):
   channels, reconnects with back-off, and pings through the subscription every
   ``lease / 5`` seconds; a pong proves every message published before that ping was
   handled. :meth:`RedisLink.lease_valid` holds while the last handled pong was sent less
-  than ``lease`` seconds ago: an in-process L1 may serve only then.
+  than ``lease`` seconds ago: an in-process L1 may serve only then. The listener handles
+  what its socket holds before it judges the subscription, which is dead when a ping
+  stayed unanswered for ``max(4 * lease, 1)`` seconds (a stalled process is not).
+- **A lapse of the lease is a gap.** Once per lapse, before a pong renews the lease, the
+  reset callbacks drop every in-process copy and the link is unsynced as after a failed
+  removal: another process's write may have returned without reaching Redis, having
+  waited for this lease to run out. An unsynced link flushes as soon as Redis answers (a
+  thread retries :meth:`RedisLink.ready`), not at its next read.
 - **Acknowledged broadcasts.** :meth:`RedisLink.broadcast` publishes a message and waits
   until every subscriber (``PUBLISH`` tells how many) acknowledged handling it, at most
   ``lease`` seconds: after that a silent subscriber's lease has run out, so it serves
@@ -45,6 +52,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from esmapper import _json
+from esmapper.distributed._listener import FAILURES, Listener
 from esmapper.errors import RedisUnavailable
 
 __all__ = ["RedisLink", "RedisUnavailable"]
@@ -54,7 +62,7 @@ log = logging.getLogger("esmapper.redis")
 T = TypeVar("T")
 
 #: What a failing request raises (redis-py's errors and socket errors).
-_FAILURES: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+_FAILURES = FAILURES
 #: At most one "unreachable" warning in this many seconds (a flapping link logs once).
 _WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
@@ -100,7 +108,7 @@ def _check_seconds(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a finite number of seconds above 0, not {value!r}")
 
 
-class RedisLink:
+class RedisLink(Listener):
     """The Redis connection of one process for one ``namespace`` (see the module docstring).
 
     ``url`` is a ``redis://`` (or ``rediss://``, ``unix://``) URL. Nothing is sent until
@@ -160,8 +168,9 @@ class RedisLink:
         # synchronisation
         self._run_id: str | None = None
         self._synced = False
-        self._failures = 0  # removals that failed, ever
-        self._flushed_failures = 0  # ... covered by the last flush
+        self._dirty = 0  # events after which the namespace must be flushed, ever
+        self._flushed_dirty = 0  # ... covered by the last flush
+        self._resyncing = False  # a thread retries the flush until it is done
         # subscription
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         self._resets: list[Callable[[], None]] = []
@@ -169,6 +178,8 @@ class RedisLink:
         self._stop = threading.Event()
         self._subscribed = False
         self._pong_sent = float("-inf")
+        self._gap_lock = threading.RLock()  # a lapse is handled before the lease holds again
+        self._lapsed = False  # the current lapse of the lease was handled
         self._subscriptions = 0
         # acknowledgements
         self._serials = itertools.count(1)
@@ -262,15 +273,42 @@ class RedisLink:
 
     def removal_failed(self) -> None:
         """A removal may not have reached Redis: serve nothing until the namespace was
-        flushed (:meth:`ready`)."""
+        flushed, and flush it as soon as Redis answers (a thread retries :meth:`ready`)."""
+        self._must_flush()
+
+    def _must_flush(self) -> None:
         with self._lock:
-            self._failures += 1
+            self._dirty += 1
             self._synced = False
+        self._resync_soon()
+
+    def _resync_soon(self) -> None:
+        """Start the thread that retries :meth:`ready` (back-off: the breaker's) until the
+        namespace is synchronised or the link closed; one at a time."""
+        with self._lock:
+            if self._resyncing or self._stop.is_set():
+                return
+            self._resyncing = True
+        threading.Thread(target=self._resync, name="esmapper-redis-sync", daemon=True).start()
+
+    def _resync(self) -> None:
+        try:
+            while not self._stop.is_set():
+                with contextlib.suppress(Exception):  # closed meanwhile, or a redis-py bug
+                    if self.ready():
+                        return
+                wait = max(self._down_until - time.monotonic(), 0.0) + self.retry_min / 2
+                self._stop.wait(min(wait, self.retry_max))
+        finally:
+            with self._lock:
+                self._resyncing = False
 
     def ready(self) -> bool:
         """Whether reads may be served from Redis now: the breaker is closed and the
         namespace is synchronised (flushing it first when needed; a thread that finds
-        another one flushing gets ``False`` and reads through)."""
+        another one flushing gets ``False`` and reads through). A lapse of the subscription's
+        lease not yet handled is handled first (:meth:`_note_lapse`)."""
+        self._note_lapse(time.monotonic())
         if self._synced:
             return self.available()
         if not self.available() or not self._sync_lock.acquire(blocking=False):
@@ -284,10 +322,10 @@ class RedisLink:
 
     def _synchronise(self) -> bool:
         with self._lock:
-            failures = self._failures
+            dirty = self._dirty
         run_id = str(self.call(lambda c: c.info("server"))["run_id"])
         known = self.call(lambda c: c.get(self._meta_key))
-        if failures != self._flushed_failures or known != run_id.encode():
+        if dirty != self._flushed_dirty or known != run_id.encode():
             removed = self.flush()
             self.call(lambda c: c.set(self._meta_key, run_id))
             self._notify_reset()
@@ -297,14 +335,14 @@ class RedisLink:
                 "esmapper cache %r flushed (%d entries): %s",
                 self.namespace,
                 removed,
-                "a removal had failed"
-                if failures != self._flushed_failures
+                "Redis was out of reach (a removal failed, or the subscription lapsed)"
+                if dirty != self._flushed_dirty
                 else "first use of this Redis server (new, restarted or restored)",
             )
         with self._lock:
-            self._flushed_failures = failures
+            self._flushed_dirty = dirty
             self._run_id = run_id
-            self._synced = self._failures == failures
+            self._synced = self._dirty == dirty
             return self._synced
 
     def flush(self) -> int:
@@ -329,147 +367,6 @@ class RedisLink:
             return removed
 
         return self.call(run, force=True)
-
-    # -- the subscription --------------------------------------------------------------
-
-    def on(self, channel: str, handler: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``handler(message)`` (a decoded JSON object) for each message published on
-        channel ``channel`` of the namespace by another process; starts the listener."""
-        with self._lock:
-            self._handlers.setdefault(channel, []).append(handler)
-        self.start(restart=True)
-
-    def on_reset(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` whenever messages may have been missed (the subscription
-        broke or was made again) or the namespace was flushed."""
-        with self._lock:
-            self._resets.append(callback)
-
-    def lease_valid(self) -> bool:
-        """Whether every message published more than ``lease`` seconds ago was handled."""
-        return self._subscribed and time.monotonic() - self._pong_sent < self.lease
-
-    def start(self, *, restart: bool = False) -> None:
-        """Start the listener thread (idempotent; ``restart`` re-subscribes a running one
-        to the current channels)."""
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                if restart:
-                    self._subscriptions += 1
-                return
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._listen, name=f"esmapper-redis-{self.namespace}", daemon=True
-            )
-            self._thread.start()
-
-    def _channels(self) -> list[str]:
-        with self._lock:
-            names = [*self._handlers, f"ack:{self.token}"]
-        return [self.channel(n) for n in names]
-
-    def _listen(self) -> None:
-        delay = self.retry_min
-        while not self._stop.is_set():
-            pubsub = None
-            try:
-                with self._lock:
-                    generation = self._subscriptions
-                pubsub = self.client.pubsub()  # type: ignore[no-untyped-call]
-                self._subscribe(pubsub)
-                delay = self.retry_min
-                self._pump(pubsub, generation)
-            except _FAILURES as exc:
-                if self._subscribed or self._outage_since is None:
-                    log.debug("the Redis subscription broke: %s", exc)
-            finally:
-                if self._subscribed:
-                    self._subscribed = False
-                    self._notify_reset()
-                if pubsub is not None:
-                    with contextlib.suppress(*_FAILURES):
-                        pubsub.close()
-            if self._stop.wait(delay * random.uniform(0.8, 1.2)):
-                break
-            delay = min(delay * 2, self.retry_max)
-
-    def _subscribe(self, pubsub: Any) -> None:
-        channels = self._channels()
-        sent = time.monotonic()
-        pubsub.subscribe(*channels)
-        pending = set(channels)
-        deadline = sent + max(1.0, 4 * self.socket_timeout)
-        while pending:
-            message = pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
-            if message is None:
-                if time.monotonic() >= deadline:
-                    raise redis.TimeoutError("no answer to SUBSCRIBE")
-                continue
-            if message["type"] == "subscribe":
-                pending.discard(message["channel"].decode())
-        self._notify_reset()  # what was published before SUBSCRIBE may have been missed
-        self._pong_sent = sent
-        self._subscribed = True
-        if not self._synced:  # flush now, not at the next read (not on this thread: acks)
-            threading.Thread(
-                target=self._sync_quietly, name="esmapper-redis-sync", daemon=True
-            ).start()
-
-    def _sync_quietly(self) -> None:
-        try:
-            self.ready()
-        except Exception as exc:  # closed meanwhile, or a redis-py internal error: retried
-            log.debug("synchronising the Redis cache failed: %r", exc)
-
-    def _pump(self, pubsub: Any, generation: int) -> None:
-        interval = self.lease / 5
-        next_ping = time.monotonic()
-        while not self._stop.is_set():
-            now = time.monotonic()
-            with self._lock:
-                if self._subscriptions != generation:
-                    return  # new channels: subscribe again
-            if now >= next_ping:
-                pubsub.ping(repr(now))
-                next_ping = now + interval
-            if now - self._pong_sent > max(4 * self.lease, 1.0):
-                raise redis.TimeoutError("the subscription stopped answering pings")
-            message = pubsub.get_message(timeout=max(0.0, next_ping - time.monotonic()))
-            if message is not None:
-                self._dispatch(message)
-
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] == "pong":
-            with contextlib.suppress(TypeError, ValueError):
-                self._pong_sent = float(message["data"])
-            return
-        if message["type"] != "message":
-            return
-        channel = message["channel"].decode()[len(self.namespace) + 1 :]
-        if channel == f"ack:{self.token}":
-            self._acknowledged(int(message["data"]))
-            return
-        try:
-            payload = _json.loads(message["data"])
-        except ValueError:
-            log.warning("ignored an unreadable message on %s", channel)
-            return
-        origin, serial = payload.get("o"), payload.get("n")
-        if origin != self.token:
-            for handler in list(self._handlers.get(channel, ())):
-                try:
-                    handler(payload)
-                except Exception:
-                    log.exception("a handler of Redis channel %s failed", channel)
-        if serial is not None and origin is not None:
-            self._acknowledge(origin, serial)
-
-    def _notify_reset(self) -> None:
-        for callback in list(self._resets):
-            try:
-                callback()
-            except Exception:
-                log.exception("a reset callback failed")
 
     # -- acknowledged broadcasts -------------------------------------------------------
 
@@ -549,6 +446,10 @@ class RedisLink:
         self._waiters = {}
         self._subscribed = False
         self._synced = False
+        self._gap_lock = threading.RLock()
+        self._lapsed = False
+        self._pong_sent = float("-inf")
+        self._resyncing = False
         self._stop = threading.Event()
         self.token = os.urandom(8).hex()
         self.client.connection_pool.reset()

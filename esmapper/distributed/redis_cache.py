@@ -8,9 +8,11 @@ expected value's encoding, ``SET ... PX``): atomic across processes. ``remove_by
 walks the namespace with ``SCAN MATCH`` (never ``KEYS``) and ``UNLINK``\\s in batches.
 
 Faults (owned by :class:`~esmapper.distributed.link.RedisLink`): when Redis cannot be
-reached, reads miss (``get`` returns ``None``, ``compare_and_set`` returns ``False``) and
-removals are remembered as failed, so nothing is served from Redis again before the
-namespace was flushed. No method raises because Redis is unreachable.
+reached, reads miss (``get`` returns ``None``, ``compare_and_set`` returns ``False``); an
+announced change is sent again until it goes through or until ``lease`` after the outage
+began, and one that never went through is remembered, so nothing is served from Redis
+again before the namespace was flushed (as soon as Redis answers). No method raises
+because Redis is unreachable.
 
 With ``announce=True`` (what :class:`~esmapper.distributed.hybrid.HybridCache` uses) every
 change of an existing value is also published on the namespace's ``inv`` channel, in the
@@ -21,7 +23,7 @@ link's ``lease``): in-process copies of other processes are dropped before a wri
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from esmapper import _json
@@ -132,14 +134,16 @@ class RedisCache:
         """``SET key value PX ttl`` (announced). When it fails the old value may remain:
         the link serves nothing before a flush."""
         name, data, px = self.link.key(key), encode(value), self._ttl_ms(ttl)
-        try:
-            if self.announce:
-                self.link.broadcast("inv", {"k": [key]}, lambda p: p.set(name, data, px=px))
-            else:
-                self.link.call(lambda c: c.set(name, data, px=px), force=True)
+        if self.announce:
+            sent = self._deliver(
+                lambda: self.link.broadcast("inv", {"k": [key]}, lambda p: p.set(name, data, px=px))
+            )
+        else:
+            sent = self._deliver(
+                lambda: self.link.call(lambda c: c.set(name, data, px=px), force=True)
+            )
+        if sent:
             self.stats.sets += 1
-        except RedisUnavailable:
-            self._failed()
 
     def compare_and_set(
         self, key: str, expected: Any, value: Any, ttl: float | None = None
@@ -163,10 +167,7 @@ class RedisCache:
         if stored:
             self.stats.sets += 1
             if self.announce and expected is not None and not isinstance(expected, ReadMarker):
-                try:
-                    self.link.broadcast("inv", {"k": [key]})
-                except RedisUnavailable:
-                    self._failed()
+                self._deliver(lambda: self.link.broadcast("inv", {"k": [key]}))
         return stored
 
     def remove(self, key: str) -> None:
@@ -180,24 +181,27 @@ class RedisCache:
         if not wanted:
             return
         names = [self.link.key(k) for k in wanted]
-        try:
-            if self.announce:
-                self.link.broadcast("inv", {"k": wanted}, pipeline_unlink(names))
-            else:
-                self.link.call(lambda c: c.unlink(*names), force=True)
+        if self.announce:
+            sent = self._deliver(
+                lambda: self.link.broadcast("inv", {"k": wanted}, pipeline_unlink(names))
+            )
+        else:
+            sent = self._deliver(lambda: self.link.call(lambda c: c.unlink(*names), force=True))
+        if sent:
             self.stats.removals += len(wanted)
-        except RedisUnavailable:
-            self._failed()
 
     def remove_by_prefix(self, prefix: str) -> int:
         """Remove every key starting with ``prefix`` (``SCAN MATCH`` + ``UNLINK``, then
         announced); the number removed (0 when Redis is not usable: then remembered)."""
-        try:
+        removed = 0
+
+        def send() -> None:
+            nonlocal removed
             removed = self.link.remove_matching(self.link.key(prefix))
             if self.announce:
                 self.link.broadcast("inv", {"p": [prefix]})
-        except RedisUnavailable:
-            self._failed()
+
+        if not self._deliver(send):
             return 0
         self.stats.removals += removed
         return removed
@@ -206,14 +210,33 @@ class RedisCache:
         """Remove every entry of the namespace (announced)."""
         self.remove_by_prefix("")
 
-    def _failed(self) -> None:
-        self.link.removal_failed()
-        if self.announce:  # peers' in-process copies: wait until their leases ran out
+    def _deliver(self, send: Callable[[], object]) -> bool:
+        """Run ``send`` (a change, announced or not); whether it reached Redis.
+
+        When it fails and the change is announced, it is sent again until it goes
+        through or until ``lease`` after the start of the outage: by then every process
+        that could not hear from Redis either has lost its lease (it drops its copies and
+        flushes before serving again: :meth:`RedisLink._note_lapse`) or Redis came back
+        and the change went through. A change that never went through is remembered
+        (:meth:`RedisLink.removal_failed`): this process flushes the namespace as soon as
+        Redis answers."""
+        try:
+            send()
+            return True
+        except RedisUnavailable:
+            pass
+        if self.announce:
             since = self.link.outage_started()
-            if since is not None:
-                remaining = since + self.link.lease - time.monotonic()
-                if remaining > 0:
-                    time.sleep(remaining)
+            deadline = (time.monotonic() if since is None else since) + self.link.lease
+            while time.monotonic() < deadline:
+                time.sleep(min(self.link.lease / 10, max(0.0, deadline - time.monotonic())))
+                try:
+                    send()
+                    return True
+                except RedisUnavailable:
+                    continue
+        self.link.removal_failed()
+        return False
 
     def usable(self) -> bool:
         """Whether Redis is reachable and synchronised now (else reads miss, and a
