@@ -9,6 +9,7 @@ docs/architecture.md), then removes every id it sent from the cache, whatever ha
 
 from __future__ import annotations
 
+import logging
 import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,6 +22,8 @@ from esmapper import _json
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
+from esmapper.indexes._ensure import restore_fence
+from esmapper.indexes._fence import FENCE_SUFFIX, is_fence
 from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = ["UNKNOWN", "send", "send_answers"]
+
+log = logging.getLogger("esmapper.writes")
 
 #: ``error_type`` of a write whose outcome stayed unknown after reading it back.
 UNKNOWN = "outcome_unknown"
@@ -102,7 +107,8 @@ def send_answers(
             raise
         if BulkOutcome not in map(type, answers):  # the common case: every item applied
             return answers
-        outcomes = _recreate_vanished(mapper, outcomes_of(actions, answers), refresh)
+        outcomes = _superseded(mapper, outcomes_of(actions, answers))
+        outcomes = _recreate_vanished(mapper, outcomes, refresh)
         return _resolve(mapper, outcomes, refresh)
     finally:
         _invalidate(mapper, actions)
@@ -144,13 +150,71 @@ def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
 
 
 def _vanished(outcome: BulkOutcome) -> bool:
-    """A create/index refused because its alias does not exist (``require_alias``)."""
+    """A create/index refused because its alias does not exist (``require_alias``); never
+    a write sent to a fence alias (:func:`_superseded`: a fence is not made again)."""
     return (
         outcome.status == 404
         and outcome.error_type == "index_not_found_exception"
         and outcome.action.require_alias
         and outcome.action.op in ("create", "index")
+        and not is_fence(outcome.action.index)
     )
+
+
+def _fence_gone(outcome: BulkOutcome) -> bool:
+    """A write sent to a fence alias (conditioned on a version read from its index) and
+    refused because the fence does not exist: 404 ``index_not_found_exception`` (under
+    ``require_alias`` for an index/update; a delete never creates an index). Not applied."""
+    return (
+        outcome.status == 404
+        and outcome.error_type == "index_not_found_exception"
+        and is_fence(outcome.action.index)
+    )
+
+
+def _superseded(mapper: Mapper, outcomes: list[BulkOutcome]) -> list[BulkOutcome]:
+    """Writes refused because the fence alias of the index their version was read from is
+    gone (:func:`_fence_gone`) become version conflicts (409
+    ``version_conflict_engine_exception``): a reindex's swap removed it, the version belongs
+    to an index that no longer serves the model, and the caller must read the document
+    again (the scan paths of ``patch_all``/``remove_all`` do, in their conflict rounds).
+    Never resent, never "made to exist again".
+
+    An index that still serves the model but carries no fence (made before fences
+    existed, by a process that has not ensured it) gets its fence here
+    (:func:`esmapper.indexes._ensure.restore_fence`, once per index and call): the write
+    still answers a conflict, and the caller's next read-and-write goes through."""
+    positions = [i for i, o in enumerate(outcomes) if _fence_gone(o)]
+    if not positions:
+        return outcomes
+    result = list(outcomes)
+    checked: dict[tuple[type, str], bool] = {}
+    for i in positions:
+        outcome = result[i]
+        action = outcome.action
+        physical = action.index[: -len(FENCE_SUFFIX)]
+        key = (action.ref.info.cls, physical)
+        if key not in checked:
+            try:
+                checked[key] = restore_fence(mapper.client, mapper.spec(key[0]), physical)
+            except (ApiError, TransportError) as exc:
+                log.warning("checking whether %s still serves failed: %s", physical, exc)
+                checked[key] = False
+        serving = checked[key]
+        why = (
+            f"its version was read from {physical}, whose fence alias was missing (now "
+            "added); read the document again"
+            if serving
+            else f"its version was read from {physical}, which no longer serves the model "
+            "(a reindex replaced it); read the document again"
+        )
+        result[i] = attrs.evolve(
+            outcome,
+            status=409,
+            error_type="version_conflict_engine_exception",
+            reason=f"{why} ({outcome.error_type}: {outcome.reason})",
+        )
+    return result
 
 
 def _recreate_vanished(
@@ -256,9 +320,15 @@ def _resolve(
                 continue  # a 409 to our resend, and not ours after all: a real conflict
             elif verdict[0] == "resend":
                 condition = verdict[1]
-                if condition is not None:  # never overwrite what was written since
+                if condition is not None and action.if_seq_no is None:
+                    # never overwrite what was written since: conditioned on the version
+                    # read back, so sent to the fence of the index it was read from
+                    spec = mapper.spec(action.ref.info.cls)
                     action = attrs.evolve(
-                        action, if_seq_no=condition[0], if_primary_term=condition[1]
+                        action,
+                        index=spec.conditioned_target(action.index, _index_of(current)),
+                        if_seq_no=condition[0],
+                        if_primary_term=condition[1],
                     )
                 resend.append(action)
                 positions.append(i)
@@ -277,19 +347,22 @@ def _resolve(
     return result
 
 
-def _doc_key(action: BulkAction) -> tuple[str, str | None, str | None]:
-    return action.index, action.id, action.routing
+def _doc_key(action: BulkAction) -> tuple[type, str | None, str | None]:
+    """One document of a write: its model, id and routing (not its target: a delete at a
+    version goes to its index's fence alias, an add of the same id to the model's alias;
+    an id is unique per model)."""
+    return action.ref.info.cls, action.id, action.routing
 
 
 def _created_after(
     result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
-) -> dict[tuple[str, str | None, str | None], int]:
+) -> dict[tuple[type, str | None, str | None], int]:
     """The last position of a confirmed ``create`` per document, among the answered
     outcomes of this write and the ones just found applied. Writes to one document are
     sent in order (the bulk writer keeps them in one thread), and a create succeeds only
     on a document that is not stored: a delete before it, in the same write, whose answer
     was lost, had its document removed (by itself or by someone else)."""
-    found: dict[tuple[str, str | None, str | None], int] = {}
+    found: dict[tuple[type, str | None, str | None], int] = {}
     applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
     for j, outcome in enumerate(result):
         if outcome.action.op == "create" and (outcome.ok or j in applied):
@@ -303,7 +376,7 @@ def _write_again(
     """Resend ``actions``; a rejected request makes them failures (the other outcomes of
     the write are still settled)."""
     try:
-        return mapper.writer.write(actions, refresh=refresh)
+        return _superseded(mapper, mapper.writer.write(actions, refresh=refresh))
     except BulkRequestError as exc:
         known = {id(o.action): o for o in exc.outcomes}
         return [
@@ -358,18 +431,26 @@ def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
     ]
 
 
-def _seen(action: BulkAction) -> tuple[int, int] | None:
-    """The version the written document was read at, if known (unconditional writes of
-    loaded documents): a resend is safe only while the store still holds it."""
+def _seen(action: BulkAction) -> tuple[tuple[int, int], str | None] | None:
+    """The version the written document was read at and the physical index it was read
+    from (``None``: not known), if known (unconditional writes of loaded documents): a
+    resend is safe only while that index still holds that version."""
     ref = action.ref
     if not isinstance(ref, PendingWrite):
         return None
     version = ref.guard
+    state = state_of(ref.doc) if ref.doc is not None else None
     if version is None and ref.doc is not None and ref.kind != "patch":
-        state = state_of(ref.doc)
         version = state.version if state is not None else None
     seq_no, primary_term = split_version(version)
-    return None if seq_no is None or primary_term is None else (seq_no, primary_term)
+    if seq_no is None or primary_term is None:
+        return None
+    return (seq_no, primary_term), (state.index if state is not None else None)
+
+
+def _index_of(current: Any) -> str | None:
+    """The physical index a read-back hit came from."""
+    return current.get("_index") if isinstance(current, dict) else None
 
 
 def _verdict(
@@ -410,8 +491,10 @@ def _verdict(
         return ("resend", None)  # merging the same fields again is harmless
     seen = _seen(action)
     if seen is not None:
-        if version == seen:
-            return ("resend", seen)
+        at, read_from = seen
+        # numbers read from another index (before a reindex's swap) say nothing here
+        if version == at and read_from in (None, _index_of(current)):
+            return ("resend", at)
         return ("unknown", None)
     if current is None:  # an unconditional index of a document not stored
         return ("resend", None)

@@ -18,6 +18,8 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
+from esmapper.indexes._ensure import put_alias
+from esmapper.indexes._fence import fence_name
 from esmapper.indexes._reindex_pass import (
     PassOutcome,
     PassStalled,
@@ -160,13 +162,26 @@ class Run:
         return self.mapper.client
 
     def swap_actions(self) -> list[dict[str, Any]]:
-        """The one atomic ``POST /_aliases`` of the swap."""
-        if self.actions:
-            return list(self.actions)
-        return [
-            {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
-            {"add": {"index": self.new, "alias": self.spec.alias}},
-        ]
+        """The one atomic ``POST /_aliases`` of the swap: the model's aliases move from
+        ``old`` to ``new`` (``actions``, default ``spec.alias``), ``old``'s fence alias is
+        removed (it exists: :func:`run_phases` made sure of it right before) and ``new``'s
+        added (:func:`~esmapper.indexes._fence.fence_name`): from that instant a write
+        conditioned on a version read from ``old`` is refused, never applied to ``new``."""
+        actions = (
+            [dict(a) for a in self.actions]
+            if self.actions
+            else [
+                {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
+                {"add": {"index": self.new, "alias": self.spec.alias}},
+            ]
+        )
+        old_fence, new_fence = fence_name(self.old), fence_name(self.new)
+        named = {(next(iter(a)), next(iter(a.values()))["alias"]) for a in actions}
+        if ("remove", old_fence) not in named:
+            actions.append({"remove": {"index": self.old, "alias": old_fence, "must_exist": True}})
+        if ("add", new_fence) not in named:
+            actions.append({"add": {"index": self.new, "alias": new_fence}})
+        return actions
 
     def update(self, **changes: Any) -> None:
         self.result = attrs.evolve(self.result, **changes)
@@ -365,6 +380,9 @@ def run_phases(
         keep = _keep_reason(delete_old, old_count, new_count, new)
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
+        # the swap removes the old index's fence: one made before fences existed gets it
+        # first, so no process can add it after the swap read the old index's aliases
+        put_alias(client, old, fence_name(old))
         run.lock.renew()  # the lock is ours right now (else: LockError, no swap)
         _swap(run)
     except BaseException as exc:

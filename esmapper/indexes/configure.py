@@ -47,7 +47,13 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes._ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes._ensure import (
+    alias_targets,
+    create_index,
+    ensure_fence,
+    put_alias,
+    reason_of,
+)
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.pipelines import configure_pipeline
@@ -189,6 +195,8 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)
+        if spec.kind == "versioned":  # the index serving the model has its fence alias
+            ensure_fence(client, spec, current if current is not None else expected)
         if is_outdated(spec, current=current, lowest=None):
             action = "outdated"
         spec.ensured.mark()  # the first write need not check again
