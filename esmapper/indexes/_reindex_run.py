@@ -167,7 +167,7 @@ class Run:
         removed (it exists: :func:`run_phases` made sure of it right before) and ``new``'s
         added (:func:`~esmapper.indexes._fence.fence_name`): from that instant a write
         conditioned on a version read from ``old`` is refused, never applied to ``new``."""
-        actions = (
+        actions: list[dict[str, Any]] = (
             [dict(a) for a in self.actions]
             if self.actions
             else [
@@ -176,7 +176,7 @@ class Run:
             ]
         )
         old_fence, new_fence = fence_name(self.old), fence_name(self.new)
-        named = {(next(iter(a)), next(iter(a.values()))["alias"]) for a in actions}
+        named = {(kind, body["alias"]) for a in actions for kind, body in a.items()}
         if ("remove", old_fence) not in named:
             actions.append({"remove": {"index": self.old, "alias": old_fence, "must_exist": True}})
         if ("add", new_fence) not in named:

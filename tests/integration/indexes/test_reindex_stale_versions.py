@@ -69,7 +69,8 @@ def _other_writer_saves_a(v2: em.Mapper) -> None:
 
 def _stored_a(es: Elasticsearch, index_prefix: str) -> dict[str, Any] | None:
     found = es.options(ignore_status=404).get(index=f"{index_prefix}items", id="a")
-    return found.body["_source"] if found.body.get("found") else None
+    source: dict[str, Any] | None = found.body["_source"] if found.body.get("found") else None
+    return source
 
 
 def test_a_stale_save_after_the_bump_is_a_version_conflict(
@@ -154,7 +155,7 @@ def _bump_before_the_first_write(
     ran (the scan read every hit from ``-v1`` before the swap). Returns the list of batch
     sizes sent."""
     sent: list[int] = []
-    real = _by_query.send
+    real = _by_query.send  # type: ignore[attr-defined]
 
     def send(mapper: em.Mapper, actions: Any, **kwargs: Any) -> Any:
         if not sent:
@@ -176,7 +177,7 @@ def _bump_before_the_first_write(
     ids=["JsonPatch", "ActionPatch"],
 )
 def test_patch_all_whose_scan_preceded_the_bump_keeps_the_other_writers_change(
-    patch: em.Patch,
+    patch: em.JsonPatch | em.ActionPatch,
     bump: tuple[em.Mapper, em.Mapper, Callable[[], None]],
     monkeypatch: pytest.MonkeyPatch,
     es_client: Elasticsearch,
@@ -218,7 +219,7 @@ def test_a_patch_by_id_whose_read_preceded_the_bump_is_a_version_conflict(
 ) -> None:
     v1, v2, run = bump
     _stale_a(v1)
-    real = _patching.send
+    real = _patching.send  # type: ignore[attr-defined]
 
     def send(mapper: em.Mapper, actions: Any, **kwargs: Any) -> Any:
         run()  # between the GET and the conditional write
@@ -251,7 +252,7 @@ def test_remove_all_whose_scan_preceded_the_bump_spares_a_document_changed_since
         assert fresh.version == "1:1"
 
     sent: list[int] = []
-    real = _by_query.write_documents
+    real = _by_query.write_documents  # type: ignore[attr-defined]
 
     def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         if not sent:
