@@ -96,6 +96,13 @@ def send_answers(
     :meth:`IndexSpec.ensure_again <esmapper.indexes.spec.IndexSpec.ensure_again>`); when
     that is impossible (a concrete index took the alias name) the failure's reason says
     why (:func:`esmapper.indexes.occupied.alias_taken_error`).
+
+    A write sent to a fence alias (conditioned on a version read from that fence's index,
+    :meth:`IndexSpec.conditioned_target
+    <esmapper.indexes.spec.IndexSpec.conditioned_target>`) refused because the fence is
+    gone (a reindex's swap removed it) is never made to exist again: it becomes a version
+    conflict (:func:`_superseded`). Read back, it is read through the same fence; the
+    fence gone, it stays unknown.
     """
     _require_aliases(mapper, actions)
     apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
@@ -210,6 +217,7 @@ def _superseded(mapper: Mapper, outcomes: list[BulkOutcome]) -> list[BulkOutcome
         )
         result[i] = attrs.evolve(
             outcome,
+            index=physical,
             status=409,
             error_type="version_conflict_engine_exception",
             reason=f"{why} ({outcome.error_type}: {outcome.reason})",

@@ -37,7 +37,9 @@ fields, no receivers):
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
    changed fields for partial documents; ``delete``, conditional for a ``Versioned``
-   document, unconditional for an id), unknown outcomes resolved, the cache invalidated;
+   document, unconditional for an id; a conditional write goes to the fence alias of the
+   index its version was read from, :func:`_actions`), unknown outcomes resolved, the
+   cache invalidated;
 6. :func:`settle` for confirmed items: version and stored state written back onto the
    documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
    ``before_publish_entity_changed`` and ``entity_changed``;

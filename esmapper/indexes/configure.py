@@ -5,7 +5,10 @@ Idempotent and safe to call at every start. For each model it sends:
 - ``GET /_alias/<alias>`` to learn which physical index the alias points at;
 - ``PUT /<physical>`` (with the alias for versioned indexes) when the index is missing;
 - ``PUT /<physical>/_mapping`` with the model's properties when it exists, so new fields
-  are added in place.
+  are added in place;
+- versioned: ``HEAD /<index>/_alias/<index>.fence`` on the index behind the alias (``PUT``
+  when missing: an index made before fence aliases existed gets its fence,
+  :func:`~esmapper.indexes._ensure.ensure_fence`); a new index is created with it.
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,

@@ -132,8 +132,9 @@ class IndexSpec:
         A write that names a physical index does not follow a reindex's alias swap: after
         the swap and the delete of the old index, Elasticsearch would create the old index
         again (guessed mappings, behind no alias) and store the write where no read finds
-        it. Through the alias, the write reaches the new index, where a version condition
-        read from the old one answers 409 (a conflict round), never a lost write.
+        it. Through the alias, the write reaches the new index. A write conditioned on a
+        version read from ``index`` goes to its fence alias instead
+        (:meth:`conditioned_target`): the version means nothing in the new index.
 
         - versioned and plain models: :attr:`write_target` (the alias) for ``None``, the
           alias itself and any ``<alias>-v<N>``;

@@ -359,6 +359,29 @@ def test_a_fenced_save_whose_answer_was_lost_is_read_back_not_resent(
     assert (_stored_a(es_client, index_prefix) or {}).get("n") == 3
 
 
+def test_a_stale_save_whose_answer_was_lost_after_the_bump_is_unknown_not_applied(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    v1 = make_mapper(ItemV1, configure=True)
+    v2 = make_mapper(ItemV2)
+    stale_mapper = make_mapper(ItemV1, url=proxy.url)
+    repo = stale_mapper.repository(ItemV1)
+    a = repo.add(ItemV1(id="a", name="first", n=1))  # ensures the index: nothing lost yet
+    a.n = 2
+    repo.save(a)
+    assert reindex(v2, ItemV2).status == "reindexed"
+    _other_writer_saves_a(v2)
+    proxy.reset_counts()
+    proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)  # refused, answer lost
+    a.n = 99
+    with pytest.raises(em.OutcomeUnknownError):  # read back from the fence: gone
+        repo.save(a)
+    assert proxy.count(path=r"/_bulk$") == 1  # never resent blindly
+    stored = _stored_a(es_client, index_prefix)
+    assert stored is not None and (stored["name"], stored["n"]) == ("other writer", 2)
+    assert v1.repository(ItemV1).get("a") is not None
+
+
 class LogV1(em.Document, em.HasDates, em.Versioned):
     class Index:
         name = "fenced_logs"
