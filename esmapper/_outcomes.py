@@ -9,9 +9,8 @@ docs/architecture.md), then removes every id it sent from the cache, whatever ha
 
 from __future__ import annotations
 
-import logging
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -19,11 +18,11 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from esmapper import _json
+from esmapper._fenced import superseded
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
-from esmapper.indexes._ensure import restore_fence
-from esmapper.indexes._fence import FENCE_SUFFIX, is_fence
+from esmapper.indexes._fence import is_fence
 from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = ["UNKNOWN", "send", "send_answers"]
-
-log = logging.getLogger("esmapper.writes")
 
 #: ``error_type`` of a write whose outcome stayed unknown after reading it back.
 UNKNOWN = "outcome_unknown"
@@ -101,8 +98,10 @@ def send_answers(
     :meth:`IndexSpec.conditioned_target
     <esmapper.indexes.spec.IndexSpec.conditioned_target>`) refused because the fence is
     gone (a reindex's swap removed it) is never made to exist again: it becomes a version
-    conflict (:func:`_superseded`). Read back, it is read through the same fence; the
-    fence gone, it stays unknown.
+    conflict (:func:`esmapper._fenced.superseded`), unless the document is still stored with
+    the content the write's version was read with: then it is sent again at the current
+    version. Read back, it is read through the same fence; the fence gone, it stays
+    unknown.
     """
     _require_aliases(mapper, actions)
     apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
@@ -114,7 +113,7 @@ def send_answers(
             raise
         if BulkOutcome not in map(type, answers):  # the common case: every item applied
             return answers
-        outcomes = _superseded(mapper, outcomes_of(actions, answers))
+        outcomes = superseded(mapper, outcomes_of(actions, answers), _resend(mapper, refresh))
         outcomes = _recreate_vanished(mapper, outcomes, refresh)
         return _resolve(mapper, outcomes, refresh)
     finally:
@@ -158,7 +157,8 @@ def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
 
 def _vanished(outcome: BulkOutcome) -> bool:
     """A create/index refused because its alias does not exist (``require_alias``); never
-    a write sent to a fence alias (:func:`_superseded`: a fence is not made again)."""
+    a write sent to a fence alias (:func:`esmapper._fenced.superseded`: a fence is not
+    made again)."""
     return (
         outcome.status == 404
         and outcome.error_type == "index_not_found_exception"
@@ -166,63 +166,6 @@ def _vanished(outcome: BulkOutcome) -> bool:
         and outcome.action.op in ("create", "index")
         and not is_fence(outcome.action.index)
     )
-
-
-def _fence_gone(outcome: BulkOutcome) -> bool:
-    """A write sent to a fence alias (conditioned on a version read from its index) and
-    refused because the fence does not exist: 404 ``index_not_found_exception`` (under
-    ``require_alias`` for an index/update; a delete never creates an index). Not applied."""
-    return (
-        outcome.status == 404
-        and outcome.error_type == "index_not_found_exception"
-        and is_fence(outcome.action.index)
-    )
-
-
-def _superseded(mapper: Mapper, outcomes: list[BulkOutcome]) -> list[BulkOutcome]:
-    """Writes refused because the fence alias of the index their version was read from is
-    gone (:func:`_fence_gone`) become version conflicts (409
-    ``version_conflict_engine_exception``): a reindex's swap removed it, the version belongs
-    to an index that no longer serves the model, and the caller must read the document
-    again (the scan paths of ``patch_all``/``remove_all`` do, in their conflict rounds).
-    Never resent, never "made to exist again".
-
-    An index that still serves the model but carries no fence (made before fences
-    existed, by a process that has not ensured it) gets its fence here
-    (:func:`esmapper.indexes._ensure.restore_fence`, once per index and call): the write
-    still answers a conflict, and the caller's next read-and-write goes through."""
-    positions = [i for i, o in enumerate(outcomes) if _fence_gone(o)]
-    if not positions:
-        return outcomes
-    result = list(outcomes)
-    checked: dict[tuple[type, str], bool] = {}
-    for i in positions:
-        outcome = result[i]
-        action = outcome.action
-        physical = action.index[: -len(FENCE_SUFFIX)]
-        key = (action.ref.info.cls, physical)
-        if key not in checked:
-            try:
-                checked[key] = restore_fence(mapper.client, mapper.spec(key[0]), physical)
-            except (ApiError, TransportError) as exc:
-                log.warning("checking whether %s still serves failed: %s", physical, exc)
-                checked[key] = False
-        serving = checked[key]
-        why = (
-            f"its version was read from {physical}, whose fence alias was missing (now "
-            "added); read the document again"
-            if serving
-            else f"its version was read from {physical}, which no longer serves the model "
-            "(a reindex replaced it); read the document again"
-        )
-        result[i] = attrs.evolve(
-            outcome,
-            index=physical,
-            status=409,
-            error_type="version_conflict_engine_exception",
-            reason=f"{why} ({outcome.error_type}: {outcome.reason})",
-        )
-    return result
 
 
 def _recreate_vanished(
@@ -378,13 +321,27 @@ def _created_after(
     return found
 
 
+def _resend(
+    mapper: Mapper, refresh: bool | Literal["wait_for"] | None
+) -> Callable[[list[BulkAction]], list[BulkOutcome]]:
+    """:func:`_write_again` for :func:`esmapper._fenced.superseded`'s re-checked writes."""
+    return lambda actions: _write_again(mapper, actions, refresh, recheck=False)
+
+
 def _write_again(
-    mapper: Mapper, actions: list[BulkAction], refresh: bool | Literal["wait_for"] | None
+    mapper: Mapper,
+    actions: list[BulkAction],
+    refresh: bool | Literal["wait_for"] | None,
+    *,
+    recheck: bool = True,
 ) -> list[BulkOutcome]:
     """Resend ``actions``; a rejected request makes them failures (the other outcomes of
-    the write are still settled)."""
+    the write are still settled). A resend refused by a gone fence is a conflict
+    (:func:`esmapper._fenced.superseded`; re-checked against the content unless
+    ``recheck`` is false: the resends of that re-check)."""
     try:
-        return _superseded(mapper, mapper.writer.write(actions, refresh=refresh))
+        outcomes = mapper.writer.write(actions, refresh=refresh)
+        return superseded(mapper, outcomes, _resend(mapper, refresh) if recheck else None)
     except BulkRequestError as exc:
         known = {id(o.action): o for o in exc.outcomes}
         return [

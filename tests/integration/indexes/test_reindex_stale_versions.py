@@ -302,23 +302,55 @@ def test_an_index_made_before_fences_gets_one_on_the_first_write_and_at_configur
     assert es_client.indices.exists_alias(index=physical, name=fence)
 
 
-def test_a_missing_fence_on_the_serving_index_is_a_conflict_once_then_restored(
+def test_a_missing_fence_on_the_serving_index_is_restored_and_the_write_rechecked(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
     physical = f"{index_prefix}items-v1"
     mapper = make_mapper(ItemV1, configure=True)
     repo = mapper.repository(ItemV1)
     a = repo.add(ItemV1(id="a", n=1))
+    b = repo.add(ItemV1(id="b", n=1))
+    stale_b = repo.get("b")
+    assert stale_b is not None
+    b.n = 5
+    repo.save(b)
     es_client.indices.delete_alias(index=physical, name=fence_name(physical))
     a.n = 2
-    with pytest.raises(em.VersionConflictError):  # not applied, never an index made
-        repo.save(a)
+    repo.save(a)  # refused by the missing fence, unchanged since loaded: sent again
     assert es_client.indices.exists_alias(index=physical, name=fence_name(physical))
-    fresh = repo.get("a")
-    assert fresh is not None and fresh.n == 1
-    fresh.n = 3
-    repo.save(fresh)
-    assert (_stored_a(es_client, index_prefix) or {}).get("n") == 3
+    assert (_stored_a(es_client, index_prefix) or {}).get("n") == 2
+    # an alias of -v1, never an index of its own
+    assert list(es_client.indices.get(index=fence_name(physical)).body) == [physical]
+    es_client.indices.delete_alias(index=physical, name=fence_name(physical))
+    stale_b.n = 9
+    with pytest.raises(em.VersionConflictError):  # changed since it was loaded
+        repo.save(stale_b)
+    stored = repo.get("b")
+    assert stored is not None and stored.n == 5
+
+
+def test_a_document_nobody_changed_since_it_was_loaded_saves_after_the_bump(
+    bump: tuple[em.Mapper, em.Mapper, Callable[[], None]],
+    es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:
+    """The content re-check: refused by the old index's fence, the save finds the stored
+    copy exactly as it was loaded (only the index moved) and goes through at the copy's
+    version, through the new index's fence."""
+    v1, _v2, run = bump
+    repo = v1.repository(ItemV1)
+    stale = _stale_a(v1)
+    gone = repo.add(ItemV1(id="gone", n=1))
+    run()
+    stale.n = 99
+    repo.save(stale)
+    assert stale.version == "1:2"  # after the copy's 1:0 (a) and 1:1 (gone)
+    stored = _stored_a(es_client, index_prefix)
+    assert stored is not None and (stored["name"], stored["n"]) == ("first", 99)
+    stale.n = 100
+    repo.save(stale)  # its state now names -v2: straight through -v2's fence
+    repo.remove(gone)  # unchanged since it was added: removed after the re-check
+    assert repo.get("gone") is None
 
 
 def test_the_bump_swaps_the_fences_with_the_alias(

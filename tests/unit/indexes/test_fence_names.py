@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -78,5 +79,5 @@ def test_a_fence_is_one_of_the_models_aliases_for_the_write_guard() -> None:
     assert logs.write_name("p-logs-v2-2026.03.10.fence") == "p-logs-v2-2026.03.10.fence"
     assert logs.is_alias("p-logs-v2-2026.03.10.fence")
     assert not items.is_alias("p-other-v1.fence")
-    with pytest.raises(ValueError, match="cannot go to 'p-other-v1.fence'"):
+    with pytest.raises(ValueError, match=re.escape("cannot go to 'p-other-v1.fence'")):
         items.write_name("p-other-v1.fence")
