@@ -122,8 +122,11 @@ which the swap removes: a document read before the swap and saved or removed aft
 (``save``, ``remove(doc)``, a session flush, ``patch(id)`` with a Json/Action patch) gets
 :class:`~esmapper.errors.VersionConflictError` (re-read and retry), never applied over a
 newer change; ``patch_all``/``patch(ids)``/``remove_all`` whose scan ran before the swap
-read those documents again in their conflict rounds. Before the swap (under the block)
-such a write waits on the 403 like any other, then conflicts.
+read those documents again in their conflict rounds. A save or remove of a document
+stored in ``-vN`` exactly as it was loaded (nobody changed it, only its index moved) is
+written at its version in ``-vN`` instead (:func:`esmapper._fenced.superseded`). Before
+the swap (under the block) such a write waits on the 403 like any other, then is settled
+so.
 
 Limitations. For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw
 client write) during the copy or catch-up is not caught up, and a reindex script or ingest
