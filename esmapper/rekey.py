@@ -299,7 +299,9 @@ def _move(
 
     if before_delete is not None:
         before_delete(plan)
-    failed = _delete_old(client, plan, index, routing, source)
+    # the scanned version means something in the scanned index only: its fence alias
+    fenced = spec.conditioned_target(index, plan.index)
+    failed = _delete_old(client, plan, index, routing, source, fenced=fenced)
     if failed is None:
         return None, created is None
     message, compensate = failed
@@ -335,18 +337,22 @@ def _delete_old(
     index: str,
     routing: dict[str, Any],
     source: dict[str, Any],
+    *,
+    fenced: str | None = None,
 ) -> tuple[str, bool] | None:
     """Delete the old document, conditioned on the scanned version: ``None`` once it is
     gone and the new id holds ``source``, else ``(why not, whether to compensate)``. A 409
     or a lost answer is read back first; compensate only when the old document is known to
     be still there (changed): never when it is gone (another run finished this move, and
     the new document is the only copy left) or unknown. ``index``: the alias of the
-    document's index (:func:`_move`)."""
+    document's index (:func:`_move`), where it is read back; ``fenced``: where the delete
+    goes (the fence alias of the scanned index, :meth:`IndexSpec.conditioned_target`: a
+    reindex that swapped since the scan makes it a 404, read back as "changed")."""
     old = plan.old_id
     for attempt in (1, 2):
         try:
             once(client).delete(
-                index=index,
+                index=fenced or index,
                 id=old,
                 if_seq_no=plan.seq_no,
                 if_primary_term=plan.primary_term,
