@@ -51,8 +51,11 @@ What is sent to Elasticsearch:
      id is set to the new id. On 409
      ``GET /<index>/_doc/<new id>``: the same source means an earlier run got this far
      (continue); a different source is ``FAILED 409`` and both documents are left alone.
-  2. ``DELETE /<index>/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with the values from
-     the scan. On 409 the old document is read back (``GET``) before anything is undone:
+  2. ``DELETE /<scanned index>.fence/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with
+     the values from the scan, through the fence alias of the physical index the scan read
+     (:meth:`IndexSpec.conditioned_target`: a reindex swapped since makes it a 404, never
+     a delete of another index's document at the same numbers). On 409 (or that 404) the
+     old document is read back (``GET`` through the alias) before anything is undone:
      gone, with the new id holding our source -> another run completed this move (two runs
      at once, or a rerun while the first was still alive): done, nothing is undone (undoing
      it deleted the only copy left); still there, changed -> the new document created in
