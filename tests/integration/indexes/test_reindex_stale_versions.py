@@ -20,6 +20,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import _by_query, _patching
 from esmapper.indexes import reindex
+from esmapper.indexes.maintenance import maintain
 from esmapper.indexes.spec import fence_name
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
@@ -462,3 +463,22 @@ def test_a_stale_save_after_a_partition_bump_is_a_version_conflict(
     assert es_client.indices.exists_alias(index=partition, name=fence_name(partition))
     old = f"{index_prefix}fenced_logs-v1-2026.12.02"
     assert not es_client.indices.exists_alias(name=fence_name(old))
+
+
+def test_a_partition_made_before_fences_gets_one_on_its_first_write_and_from_maintain(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    clock = FakeClock(dt.datetime(2026, 12, 2, 12, tzinfo=dt.timezone.utc))
+    make_mapper(LogV1, configure=True, clock=clock).repository(LogV1).add(LogV1(n=1))
+    partition = f"{index_prefix}fenced_logs-v1-2026.12.02"
+    fence = fence_name(partition)
+    es_client.indices.delete_alias(index=partition, name=fence)  # as made before fences
+
+    writer = make_mapper(LogV1, clock=clock)
+    writer.repository(LogV1).add(LogV1(n=2))  # the period's first write in this mapper
+    assert es_client.indices.exists_alias(index=partition, name=fence)
+
+    es_client.indices.delete_alias(index=partition, name=fence)
+    report = maintain(make_mapper(LogV1, clock=clock))
+    assert {"add": {"index": partition, "alias": fence}} in report.alias_actions
+    assert es_client.indices.exists_alias(index=partition, name=fence)
