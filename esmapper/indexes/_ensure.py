@@ -139,11 +139,11 @@ def ensure_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> None:
 
 def restore_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> bool:
     """After a write to ``physical``'s fence alias was refused because the fence does not
-    exist: whether ``physical`` still serves ``spec``'s model (it holds one of the model's
-    aliases other than a fence), and if so its fence is added (:func:`ensure_fence`), so
-    the next read-and-write goes through. ``GET /<physical>/_alias``; ``False`` when the
-    index is gone or holds no model alias (a reindex replaced it: its fence is never made
-    again).
+    exist: whether ``physical`` still serves ``spec``'s model's writes (it holds the
+    versioned alias; a partition: its period's dated alias), and if so its fence is added
+    (:func:`ensure_fence`), so the next read-and-write goes through. ``GET
+    /<physical>/_alias``; ``False`` when the index is gone or holds no such alias (a
+    reindex replaced it: its fence is never made again).
 
     The window this leaves: a reindex swapping right between the read and the add leaves
     the fence on the replaced index; that index is write-blocked from before its swap
@@ -153,8 +153,8 @@ def restore_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> bool
     except NotFoundError:
         return False
     aliases = (body.get(physical) or {}).get("aliases") or {}
-    if not any(spec.is_alias(a) and a != spec.fence_of(physical) for a in aliases):
-        return False
+    if spec.fence_of(physical) is None or spec.write_name(physical) not in aliases:
+        return False  # not the model's, or no longer behind its write alias
     ensure_fence(client, spec, physical)
     log.warning(
         "%s serves %s but had no fence alias (made before fences existed?): added",
