@@ -268,6 +268,8 @@ def _resolve(
             elif verdict[0] == "applied":
                 result[i] = _applied(action, current)  # type: ignore[arg-type]
             elif result[i].status != 0:
+                if current is _UNREADABLE:  # e.g. its fence gone: ours may have landed
+                    result[i] = _unknown(result[i], "reading it back after a 409 failed")
                 continue  # a 409 to our resend, and not ours after all: a real conflict
             elif verdict[0] == "resend":
                 condition = verdict[1]
