@@ -38,15 +38,26 @@ def check_concurrency(value: Any) -> int:
     return value
 
 
+def _document(a: BulkAction) -> tuple[str, str | None]:
+    """Which document an action writes, as far as ordering goes: its id and routing, not
+    its target. One document is reached through several names (a write conditioned on a
+    version goes to the fence alias of the index it was read from, an add of the same id
+    to the model's alias), and the bulk writer cannot tell which names meet in one index:
+    two actions of one id in different indexes are ordered too, which costs at most a
+    cut chunk and is never wrong."""
+    return (str(a.id), a.routing)
+
+
 def same_document_twice(actions: Sequence[BulkAction]) -> bool:
-    """Whether two actions name the same document (index, id, routing): then the order
-    in which they are applied matters and their chunks are sent one after the other."""
+    """Whether two actions may write the same document (same id and routing, whatever
+    their target: :func:`_document`): then the order in which they are applied matters
+    and their chunks are sent one after the other."""
     if len(set(map(_ID, actions))) == len(actions):  # the common case: every id once
         return False
-    seen: set[tuple[str, str, str | None]] = set()
+    seen: set[tuple[str, str | None]] = set()
     for a in actions:
         if a.id is not None:
-            key = (a.index, a.id, a.routing)
+            key = _document(a)
             if key in seen:
                 return True
             seen.add(key)
@@ -56,8 +67,9 @@ def same_document_twice(actions: Sequence[BulkAction]) -> bool:
 def one_write_per_document(
     chunks: list[list[int]], actions: Sequence[BulkAction]
 ) -> list[list[int]]:
-    """``chunks`` cut further so that no chunk holds two actions on one document (index,
-    id, routing): a chunk is cut before an action whose document it already holds.
+    """``chunks`` cut further so that no chunk holds two actions on one document (id and
+    routing: :func:`_document`): a chunk is cut before an action whose document it
+    already holds.
 
     Why: the items of one ``_bulk`` request are applied in order, but the writer resends
     an item answered 429/503 (or refused by a write block) *after* its request, when the
@@ -67,12 +79,12 @@ def one_write_per_document(
     they were given, retried or not."""
     out: list[list[int]] = []
     for chunk in chunks:
-        seen: set[tuple[str, str, str | None]] = set()
+        seen: set[tuple[str, str | None]] = set()
         current: list[int] = []
         for i in chunk:
             a = actions[i]
             if a.id is not None:
-                key = (a.index, a.id, a.routing)
+                key = _document(a)
                 if key in seen:
                     out.append(current)
                     current, seen = [], set()

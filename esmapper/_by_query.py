@@ -223,6 +223,8 @@ def _hit_action(
         seq_no = primary_term = None
         if options.version_check:
             seq_no, primary_term = split_version(hit.version, owner=repo.info.name, id=hit.id)
+            # the scanned version means something in the hit's index only: its fence
+            index = repo.spec.conditioned_target(index, hit.index)
         body = update_body(repo, patch)
         if isinstance(patch, PartialPatch) and repo.info.custom_fields:
             body["doc"] = custom_fields.partial_doc(
@@ -237,8 +239,8 @@ def _hit_action(
             if_primary_term=primary_term,
             ref=PendingWrite("patch", None, repo.info, id=hit.id, original_source=source),
         )
-    return client_side_action(
-        repo, patch, options, id=hit.id, index=index, source=source, version=hit.version
+    return client_side_action(  # maps the hit's index itself (alias, or fence when conditioned)
+        repo, patch, options, id=hit.id, index=hit.index, source=source, version=hit.version
     )
 
 

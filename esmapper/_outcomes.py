@@ -10,7 +10,7 @@ docs/architecture.md), then removes every id it sent from the cache, whatever ha
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -18,9 +18,11 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from esmapper import _json
+from esmapper._fenced import superseded
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
+from esmapper.indexes._fence import is_fence
 from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
@@ -91,6 +93,15 @@ def send_answers(
     :meth:`IndexSpec.ensure_again <esmapper.indexes.spec.IndexSpec.ensure_again>`); when
     that is impossible (a concrete index took the alias name) the failure's reason says
     why (:func:`esmapper.indexes.occupied.alias_taken_error`).
+
+    A write sent to a fence alias (conditioned on a version read from that fence's index,
+    :meth:`IndexSpec.conditioned_target
+    <esmapper.indexes.spec.IndexSpec.conditioned_target>`) refused because the fence is
+    gone (a reindex's swap removed it) is never made to exist again: it becomes a version
+    conflict (:func:`esmapper._fenced.superseded`), unless the document is still stored with
+    the content the write's version was read with: then it is sent again at the current
+    version. Read back, it is read through the same fence; the fence gone, it stays
+    unknown.
     """
     _require_aliases(mapper, actions)
     apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
@@ -102,7 +113,8 @@ def send_answers(
             raise
         if BulkOutcome not in map(type, answers):  # the common case: every item applied
             return answers
-        outcomes = _recreate_vanished(mapper, outcomes_of(actions, answers), refresh)
+        outcomes = superseded(mapper, outcomes_of(actions, answers), _resend(mapper, refresh))
+        outcomes = _recreate_vanished(mapper, outcomes, refresh)
         return _resolve(mapper, outcomes, refresh)
     finally:
         _invalidate(mapper, actions)
@@ -144,12 +156,15 @@ def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
 
 
 def _vanished(outcome: BulkOutcome) -> bool:
-    """A create/index refused because its alias does not exist (``require_alias``)."""
+    """A create/index refused because its alias does not exist (``require_alias``); never
+    a write sent to a fence alias (:func:`esmapper._fenced.superseded`: a fence is not
+    made again)."""
     return (
         outcome.status == 404
         and outcome.error_type == "index_not_found_exception"
         and outcome.action.require_alias
         and outcome.action.op in ("create", "index")
+        and not is_fence(outcome.action.index)
     )
 
 
@@ -265,12 +280,20 @@ def _resolve(
             elif verdict[0] == "applied":
                 result[i] = _applied(action, current)  # type: ignore[arg-type]
             elif result[i].status != 0:
+                if current is _UNREADABLE:  # e.g. its fence gone: ours may have landed
+                    result[i] = _unknown(result[i], "reading it back after a 409 failed")
                 continue  # a 409 to our resend, and not ours after all: a real conflict
             elif verdict[0] == "resend":
                 condition = verdict[1]
-                if condition is not None:  # never overwrite what was written since
+                if condition is not None and action.if_seq_no is None:
+                    # never overwrite what was written since: conditioned on the version
+                    # read back, so sent to the fence of the index it was read from
+                    spec = mapper.spec(action.ref.info.cls)
                     action = attrs.evolve(
-                        action, if_seq_no=condition[0], if_primary_term=condition[1]
+                        action,
+                        index=spec.conditioned_target(action.index, _index_of(current)),
+                        if_seq_no=condition[0],
+                        if_primary_term=condition[1],
                     )
                 resend.append(action)
                 positions.append(i)
@@ -289,19 +312,22 @@ def _resolve(
     return result
 
 
-def _doc_key(action: BulkAction) -> tuple[str, str | None, str | None]:
-    return action.index, action.id, action.routing
+def _doc_key(action: BulkAction) -> tuple[type, str | None, str | None]:
+    """One document of a write: its model, id and routing (not its target: a delete at a
+    version goes to its index's fence alias, an add of the same id to the model's alias;
+    an id is unique per model)."""
+    return action.ref.info.cls, action.id, action.routing
 
 
 def _created_after(
     result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
-) -> dict[tuple[str, str | None, str | None], int]:
+) -> dict[tuple[type, str | None, str | None], int]:
     """The last position of a confirmed ``create`` per document, among the answered
     outcomes of this write and the ones just found applied. Writes to one document are
     sent in order (the bulk writer keeps them in one thread), and a create succeeds only
     on a document that is not stored: a delete before it, in the same write, whose answer
     was lost, had its document removed (by itself or by someone else)."""
-    found: dict[tuple[str, str | None, str | None], int] = {}
+    found: dict[tuple[type, str | None, str | None], int] = {}
     applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
     for j, outcome in enumerate(result):
         if outcome.action.op == "create" and (outcome.ok or j in applied):
@@ -311,7 +337,7 @@ def _created_after(
 
 def _written_after(
     result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
-) -> dict[tuple[str, str | None, str | None], list[tuple[int, str]]]:
+) -> dict[tuple[type, str | None, str | None], list[tuple[int, str]]]:
     """``document -> [(position, op)]`` of the writes of this call confirmed applied (answered
     ok, or just found applied), in order. Writes to one document are applied in the order
     given (the bulk writer), so a write without an answer followed by a confirmed one of
@@ -320,7 +346,7 @@ def _written_after(
     such write replaces the whole document (``create``/``index``/``delete``), the store is
     what it would be had ours applied (it is settled as applied, like a delete followed by
     a create); after a partial ``update`` only, ours stays unknown."""
-    found: dict[tuple[str, str | None, str | None], list[tuple[int, str]]] = {}
+    found: dict[tuple[type, str | None, str | None], list[tuple[int, str]]] = {}
     applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
     for j, outcome in enumerate(result):
         if outcome.ok or j in applied:
@@ -328,13 +354,27 @@ def _written_after(
     return found
 
 
+def _resend(
+    mapper: Mapper, refresh: bool | Literal["wait_for"] | None
+) -> Callable[[list[BulkAction]], list[BulkOutcome]]:
+    """:func:`_write_again` for :func:`esmapper._fenced.superseded`'s re-checked writes."""
+    return lambda actions: _write_again(mapper, actions, refresh, recheck=False)
+
+
 def _write_again(
-    mapper: Mapper, actions: list[BulkAction], refresh: bool | Literal["wait_for"] | None
+    mapper: Mapper,
+    actions: list[BulkAction],
+    refresh: bool | Literal["wait_for"] | None,
+    *,
+    recheck: bool = True,
 ) -> list[BulkOutcome]:
     """Resend ``actions``; a rejected request makes them failures (the other outcomes of
-    the write are still settled)."""
+    the write are still settled). A resend refused by a gone fence is a conflict
+    (:func:`esmapper._fenced.superseded`; re-checked against the content unless
+    ``recheck`` is false: the resends of that re-check)."""
     try:
-        return mapper.writer.write(actions, refresh=refresh)
+        outcomes = mapper.writer.write(actions, refresh=refresh)
+        return superseded(mapper, outcomes, _resend(mapper, refresh) if recheck else None)
     except BulkRequestError as exc:
         known = {id(o.action): o for o in exc.outcomes}
         return [
@@ -389,18 +429,26 @@ def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
     ]
 
 
-def _seen(action: BulkAction) -> tuple[int, int] | None:
-    """The version the written document was read at, if known (unconditional writes of
-    loaded documents): a resend is safe only while the store still holds it."""
+def _seen(action: BulkAction) -> tuple[tuple[int, int], str | None] | None:
+    """The version the written document was read at and the physical index it was read
+    from (``None``: not known), if known (unconditional writes of loaded documents): a
+    resend is safe only while that index still holds that version."""
     ref = action.ref
     if not isinstance(ref, PendingWrite):
         return None
     version = ref.guard
+    state = state_of(ref.doc) if ref.doc is not None else None
     if version is None and ref.doc is not None and ref.kind != "patch":
-        state = state_of(ref.doc)
         version = state.version if state is not None else None
     seq_no, primary_term = split_version(version)
-    return None if seq_no is None or primary_term is None else (seq_no, primary_term)
+    if seq_no is None or primary_term is None:
+        return None
+    return (seq_no, primary_term), (state.index if state is not None else None)
+
+
+def _index_of(current: Any) -> str | None:
+    """The physical index a read-back hit came from."""
+    return current.get("_index") if isinstance(current, dict) else None
 
 
 def _verdict(
@@ -441,8 +489,10 @@ def _verdict(
         return ("resend", None)  # merging the same fields again is harmless
     seen = _seen(action)
     if seen is not None:
-        if version == seen:
-            return ("resend", seen)
+        at, read_from = seen
+        # numbers read from another index (before a reindex's swap) say nothing here
+        if version == at and read_from in (None, _index_of(current)):
+            return ("resend", at)
         return ("unknown", None)
     if current is None:  # an unconditional index of a document not stored
         return ("resend", None)

@@ -213,11 +213,14 @@ def client_side_action(
             custom_fields.refresh_idx(repo.mapper, [document])
         new_source = with_extras(info.to_source(document), source, info)
     seq_no = primary_term = None
+    target = repo.spec.write_name(index)  # through the alias: it follows a reindex
     if options.version_check:
         seq_no, primary_term = split_version(version, owner=info.name, id=id)
+        if seq_no is not None:  # a version read from ``index`` is sent to its fence
+            target = repo.spec.conditioned_target(target, index)
     return BulkAction(
         op="index",
-        index=repo.spec.write_name(index),  # through the alias: it follows a reindex
+        index=target,
         id=id,
         body=new_source,
         if_seq_no=seq_no,

@@ -17,8 +17,11 @@ entries:
 - Every per-document write names the model's alias of the index its document was read
   from (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`:
   versioned alias, dated alias), never the physical index: a reindex that swapped and
-  deleted it meanwhile must not get it created again; the version read from the old index
-  answers 409 in the new one, a conflict like any other.
+  deleted it meanwhile must not get it created again. A write conditioned on the version
+  read goes to the fence alias of the index it was read from
+  (:meth:`IndexSpec.conditioned_target
+  <esmapper.indexes.spec.IndexSpec.conditioned_target>`), which that swap removed: a
+  conflict like any other, never applied to the new index's document at the same numbers.
 - ``patch_all(filter, ScriptPatch)`` on a model not cached by default is one
   ``_update_by_query``: version conflicts (documents changed by another writer while it
   ran) are *reported* (:class:`VersionConflictError` with the counts), never skipped

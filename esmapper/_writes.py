@@ -39,7 +39,9 @@ fields, no receivers):
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
    changed fields for partial documents; ``delete``, conditional for a ``Versioned``
-   document, unconditional for an id), unknown outcomes resolved, the cache invalidated;
+   document, unconditional for an id; a conditional write goes to the fence alias of the
+   index its version was read from, :func:`_actions`), unknown outcomes resolved, the
+   cache invalidated;
 6. :func:`settle` for confirmed items: version and stored state written back onto the
    documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
    ``before_publish_entity_changed`` and ``entity_changed``;
@@ -334,23 +336,39 @@ def _before_write(
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
-    return _actions(pendings, targets, options), definitions
+    return _actions(mapper, pendings, targets, options), definitions
 
 
 def _actions(
-    pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
+    mapper: Mapper, pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
 ) -> list[BulkAction]:
     """The bulk actions, in the batch's order: an add is a ``create`` of the document's
-    source, built inline; saves and removes go through :func:`document_action`."""
+    source, built inline; saves and removes go through :func:`document_action`. A save or
+    remove conditioned on a version (``if_seq_no``) goes to the fence alias of the physical
+    index that version was read from (:meth:`IndexSpec.conditioned_target
+    <esmapper.indexes.spec.IndexSpec.conditioned_target>`, the document's
+    ``DocState.index``), not to ``target``: after a reindex's swap it is refused, a
+    version conflict, instead of applied to another index's document at the same numbers."""
     actions: list[BulkAction] = []
     append = actions.append
+    fenced: dict[tuple[type, str, str | None], str] = {}
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc = pending.doc
             body = pending.info.to_source(doc)  # (positional: ref is the ninth field)
             append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
-        else:
-            append(document_action(pending, target, options))
+            continue
+        action = document_action(pending, target, options)
+        if action.if_seq_no is not None:
+            state = state_of(pending.doc)
+            read_from = None if state is None else state.index
+            key = (pending.info.cls, target, read_from)
+            through = fenced.get(key)
+            if through is None:
+                spec = mapper.spec(pending.info.cls)
+                through = fenced[key] = spec.conditioned_target(target, read_from)
+            action.index = through
+        append(action)
     return actions
 
 

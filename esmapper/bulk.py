@@ -33,7 +33,7 @@ Retries
     :data:`MIN_BLOCK_BACKOFF`, at most what is left) until ``write_block_wait`` seconds of
     backoff are spent in one :meth:`BulkWriter.write` call, then returned as the 403
     failures. 409 and every other status are never retried. Writes to one document (same
-    index, id and routing) are applied in the order they were given, retried or not: a
+    id and routing, whatever the alias they name) are applied in the order they were given, retried or not: a
     request never carries two of them (a chunk is cut before the second), and chunks
     holding one document are sent one after the other, each with all its retries, so a
     retried item is never applied after a later write of its document. A chunk that gets no
@@ -64,7 +64,7 @@ Concurrency
     by up to N threads at once, each chunk with its own 429/503 and write-block retries;
     the outcomes are the same as when sent one by one: one per action, in input order,
     whatever order the chunks were answered in. A call whose actions fit in one chunk,
-    or that holds two actions on the same document (same index, id and routing: their
+    or that holds two actions on the same document (same id and routing: their
     order matters), is sent one chunk at a time as with N = 1, so two requests in flight
     never carry one document. When a request is rejected
     (:class:`BulkRequestError`), no further chunk is started, the chunks already in

@@ -51,8 +51,11 @@ What is sent to Elasticsearch:
      id is set to the new id. On 409
      ``GET /<index>/_doc/<new id>``: the same source means an earlier run got this far
      (continue); a different source is ``FAILED 409`` and both documents are left alone.
-  2. ``DELETE /<index>/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with the values from
-     the scan. On 409 the old document is read back (``GET``) before anything is undone:
+  2. ``DELETE /<scanned index>.fence/_doc/<old id>?if_seq_no=..&if_primary_term=..`` with
+     the values from the scan, through the fence alias of the physical index the scan read
+     (:meth:`IndexSpec.conditioned_target`: a reindex swapped since makes it a 404, never
+     a delete of another index's document at the same numbers). On 409 (or that 404) the
+     old document is read back (``GET`` through the alias) before anything is undone:
      gone, with the new id holding our source -> another run completed this move (two runs
      at once, or a rerun while the first was still alive): done, nothing is undone (undoing
      it deleted the only copy left); still there, changed -> the new document created in
@@ -299,7 +302,9 @@ def _move(
 
     if before_delete is not None:
         before_delete(plan)
-    failed = _delete_old(client, plan, index, routing, source)
+    # the scanned version means something in the scanned index only: its fence alias
+    fenced = spec.conditioned_target(index, plan.index)
+    failed = _delete_old(client, plan, index, routing, source, fenced=fenced)
     if failed is None:
         return None, created is None
     message, compensate = failed
@@ -335,18 +340,22 @@ def _delete_old(
     index: str,
     routing: dict[str, Any],
     source: dict[str, Any],
+    *,
+    fenced: str | None = None,
 ) -> tuple[str, bool] | None:
     """Delete the old document, conditioned on the scanned version: ``None`` once it is
     gone and the new id holds ``source``, else ``(why not, whether to compensate)``. A 409
     or a lost answer is read back first; compensate only when the old document is known to
     be still there (changed): never when it is gone (another run finished this move, and
     the new document is the only copy left) or unknown. ``index``: the alias of the
-    document's index (:func:`_move`)."""
+    document's index (:func:`_move`), where it is read back; ``fenced``: where the delete
+    goes (the fence alias of the scanned index, :meth:`IndexSpec.conditioned_target`: a
+    reindex that swapped since the scan makes it a 404, read back as "changed")."""
     old = plan.old_id
     for attempt in (1, 2):
         try:
             once(client).delete(
-                index=index,
+                index=fenced or index,
                 id=old,
                 if_seq_no=plan.seq_no,
                 if_primary_term=plan.primary_term,

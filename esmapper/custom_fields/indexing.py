@@ -486,12 +486,16 @@ def _reconciled(
         extras.update(_access(document).source_changes(source, document))
         if not extras:
             continue
+        spec = mapper.spec(info.cls)
         actions.append(
             BulkAction(
                 op="update",
-                # through the alias of the index it was read from (IndexSpec.write_name):
-                # a reindex that swapped meanwhile must not get the old index back
-                index=mapper.spec(info.cls).write_name(hit.get("_index")),
+                # conditioned on the version read: to the fence alias of the index it was
+                # read from (IndexSpec.conditioned_target), never to a physical index (a
+                # reindex that swapped meanwhile must not get the old index back)
+                index=spec.conditioned_target(
+                    spec.write_name(hit.get("_index")), hit.get("_index")
+                ),
                 id=hit["_id"],
                 body={"doc": extras},
                 if_seq_no=hit.get("_seq_no"),

@@ -10,11 +10,13 @@ process (:meth:`EnsuredIndex.ensure`, called when the write picks its target,
 What the first write of a model sends, once per mapper and process (later writes send
 nothing more; ``configure_indexes`` counts as that first time):
 
-- versioned: ``GET /_alias/<alias>``; when no index holds the alias, ``HEAD /<alias>`` (+
-  ``HEAD /_alias/<alias>``): a concrete index under the alias name raises
-  :class:`~esmapper.errors.AliasNameTakenError`, nothing is created; else
-  ``PUT /<alias>-v<N>`` with the model's mapping and settings **and the alias in the same
-  request** (the index never exists without its alias);
+- versioned: ``GET /_alias/<alias>``; when an index holds it, ``HEAD
+  /<index>/_alias/<index>.fence`` (+ ``PUT`` when missing: an index made before fence
+  aliases existed gets its fence, :func:`ensure_fence`); when no index holds the alias,
+  ``HEAD /<alias>`` (+ ``HEAD /_alias/<alias>``): a concrete index under the alias name
+  raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created; else
+  ``PUT /<alias>-v<N>`` with the model's mapping and settings **and the alias and its
+  fence alias in the same request** (the index never exists without them);
 - plain: ``HEAD /<alias>``; when missing, ``PUT /<alias>``;
 - time-series: nothing here.
 
@@ -52,9 +54,11 @@ __all__ = [
     "alias_targets",
     "announce_create",
     "create_index",
+    "ensure_fence",
     "ensure_index",
     "put_alias",
     "reason_of",
+    "restore_fence",
 ]
 
 log = logging.getLogger("esmapper.indexes")
@@ -90,10 +94,14 @@ def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) ->
     :class:`IndexConfigurationError` when Elasticsearch refuses the index.
     """
     name = spec.physical_name()
+    body = spec.body(with_alias=with_alias)
+    fence = spec.fence_of(name) if with_alias else None
+    if fence is not None:  # the index serves from its creation: its fence comes with it
+        body["aliases"] = {**body.get("aliases", {}), fence: {}}
 
     def create() -> bool:
         try:
-            once(client).indices.create(index=name, **spec.body(with_alias=with_alias))
+            once(client).indices.create(index=name, **body)
         except BadRequestError as exc:
             if exc.error == "resource_already_exists_exception":
                 return False  # created concurrently by another process (or by our lost try)
@@ -112,7 +120,48 @@ def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) ->
     )
     if not created and with_alias:  # read back or already there: make sure of the alias
         put_alias(client, name, spec.alias)
+        ensure_fence(client, spec, name)
     return created
+
+
+def ensure_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> None:
+    """Give ``physical`` (one of ``spec``'s fenced physical indexes, :meth:`IndexSpec.fence_of
+    <esmapper.indexes.spec.IndexSpec.fence_of>`) its fence alias unless it has it (an index
+    made before fences existed): ``HEAD /<physical>/_alias/<fence>``, then ``PUT`` when
+    missing (:func:`put_alias`). Nothing for an index the model does not fence. Called
+    where this process first learns which index serves the model (the first write,
+    ``configure_indexes``, a partition's first write), never on an index a reindex
+    replaced: its fence is gone on purpose."""
+    fence = spec.fence_of(physical)
+    if fence is not None:
+        put_alias(client, physical, fence)
+
+
+def restore_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> bool:
+    """After a write to ``physical``'s fence alias was refused because the fence does not
+    exist: whether ``physical`` still serves ``spec``'s model's writes (it holds the
+    versioned alias; a partition: its period's dated alias), and if so its fence is added
+    (:func:`ensure_fence`), so the next read-and-write goes through. ``GET
+    /<physical>/_alias``; ``False`` when the index is gone or holds no such alias (a
+    reindex replaced it: its fence is never made again).
+
+    The window this leaves: a reindex swapping right between the read and the add leaves
+    the fence on the replaced index; that index is write-blocked from before its swap
+    until it is deleted, so a write through that fence is refused, never applied."""
+    try:
+        body = client.indices.get_alias(index=physical).body
+    except NotFoundError:
+        return False
+    aliases = (body.get(physical) or {}).get("aliases") or {}
+    if spec.fence_of(physical) is None or spec.write_name(physical) not in aliases:
+        return False  # not the model's, or no longer behind its write alias
+    ensure_fence(client, spec, physical)
+    log.warning(
+        "%s serves %s but had no fence alias (made before fences existed?): added",
+        physical,
+        spec.info.name,
+    )
+    return True
 
 
 def put_alias(client: Elasticsearch, index: str, alias: str) -> None:
@@ -145,7 +194,10 @@ def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
         if create_index(client, spec, with_alias=False):
             log.info("created index %s for %s on its first write", spec.alias, spec.info.name)
         return
-    if alias_targets(client, spec.alias):
+    targets = alias_targets(client, spec.alias)
+    if targets:
+        for target in targets:  # an index made before fences existed gets its fence
+            ensure_fence(client, spec, target)
         return
     if concrete_index(client, spec.alias):
         raise alias_taken_error(spec.info.name, spec.alias, f"index {spec.physical_name()!r}")

@@ -18,6 +18,8 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.errors import LockError
+from esmapper.indexes._ensure import put_alias
+from esmapper.indexes._fence import fence_name
 from esmapper.indexes._idx_owed import owe_idx_rebuild
 from esmapper.indexes._reindex_fence import (
     aliases_of,
@@ -182,13 +184,27 @@ class Run:
 
     def swap_actions(self) -> list[dict[str, Any]]:
         """The one atomic ``POST /_aliases`` of the swap: the run's fence (its marker must
-        still be on ``new``: :func:`~esmapper.indexes._reindex_fence.swap_conditions`),
-        then the move of the aliases."""
-        moves = list(self.actions) or [
-            {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
-            {"add": {"index": self.new, "alias": self.spec.alias}},
-        ]
-        return [*swap_conditions(self.new, self.marker), *moves]
+        still be on ``new``: :func:`~esmapper.indexes._reindex_fence.swap_conditions`), then
+        the model's aliases move from ``old`` to ``new`` (``actions``, default
+        ``spec.alias``), ``old``'s fence alias is removed (it exists: :func:`run_phases` made
+        sure of it right before) and ``new``'s added
+        (:func:`~esmapper.indexes._fence.fence_name`): from that instant a write conditioned
+        on a version read from ``old`` is refused, never applied to ``new``."""
+        actions: list[dict[str, Any]] = (
+            [dict(a) for a in self.actions]
+            if self.actions
+            else [
+                {"remove": {"index": self.old, "alias": self.spec.alias, "must_exist": True}},
+                {"add": {"index": self.new, "alias": self.spec.alias}},
+            ]
+        )
+        old_fence, new_fence = fence_name(self.old), fence_name(self.new)
+        named = {(kind, body["alias"]) for a in actions for kind, body in a.items()}
+        if ("remove", old_fence) not in named:
+            actions.append({"remove": {"index": self.old, "alias": old_fence, "must_exist": True}})
+        if ("add", new_fence) not in named:
+            actions.append({"add": {"index": self.new, "alias": new_fence}})
+        return [*swap_conditions(self.new, self.marker), *actions]
 
     def update(self, **changes: Any) -> None:
         self.result = attrs.evolve(self.result, **changes)
@@ -401,6 +417,9 @@ def run_phases(
         keep = _keep_reason(delete_old, old_count, new_count, new)
         mark_replaced(client, old, new, keep=keep)  # before the swap: a crash after it is known
         run.report("swap", message=f"Updating alias {spec.alias}: remove {old}, add {new}")
+        # the swap removes the old index's fence: one made before fences existed gets it
+        # first, so no process can add it after the swap read the old index's aliases
+        put_alias(client, old, fence_name(old))
         if not write_blocked(client, old):  # lifted by someone: writes may follow the last pass
             raise run.fail(f"{old} is no longer write-blocked; writes may have been missed", ())
         run.lock.renew()  # the lock is ours right now (else: LockError, no swap)

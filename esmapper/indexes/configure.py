@@ -5,7 +5,10 @@ Idempotent and safe to call at every start. For each model it sends:
 - ``GET /_alias/<alias>`` to learn which physical index the alias points at;
 - ``PUT /<physical>`` (with the alias for versioned indexes) when the index is missing;
 - ``PUT /<physical>/_mapping`` with the model's properties when it exists, so new fields
-  are added in place.
+  are added in place;
+- versioned: ``HEAD /<index>/_alias/<index>.fence`` on the index behind the alias (``PUT``
+  when missing: an index made before fence aliases existed gets its fence,
+  :func:`~esmapper.indexes._ensure.ensure_fence`); a new index is created with it.
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
@@ -47,7 +50,13 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes._ensure import alias_targets, create_index, put_alias, reason_of
+from esmapper.indexes._ensure import (
+    alias_targets,
+    create_index,
+    ensure_fence,
+    put_alias,
+    reason_of,
+)
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.pipelines import configure_pipeline
@@ -189,6 +198,8 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)
+        if spec.kind == "versioned":  # the index serving the model has its fence alias
+            ensure_fence(client, spec, current if current is not None else expected)
         if is_outdated(spec, current=current, lowest=None):
             action = "outdated"
         spec.ensured.mark()  # the first write need not check again

@@ -7,9 +7,11 @@ from esmapper.indexes._ensure import (
     alias_targets,
     announce_create,
     create_index,
+    ensure_fence,
     ensure_index,
     put_alias,
     reason_of,
+    restore_fence,
 )
 
 __all__ = [
@@ -17,7 +19,9 @@ __all__ = [
     "alias_targets",
     "announce_create",
     "create_index",
+    "ensure_fence",
     "ensure_index",
     "put_alias",
     "reason_of",
+    "restore_fence",
 ]

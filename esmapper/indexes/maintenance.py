@@ -6,9 +6,10 @@
   the month + ``max_age``), or with ``discard_expired=False`` only takes them out of the
   dated and umbrella aliases;
 - keeps the aliases of the others right: per period, the partition holding the dated alias
-  (else the highest version) is the live one and carries the dated and umbrella aliases;
-  another version of the same period (a reindex leftover) carries neither, so reads never
-  see a period twice. Superseded partitions are not deleted.
+  (else the highest version) is the live one and carries the dated and umbrella aliases
+  and its fence alias (:func:`~esmapper.indexes._fence.fence_name`); another version of
+  the same period (a reindex leftover) carries none of them, so reads never see a period
+  twice and a write at a version read from it conflicts. Superseded partitions are not deleted.
 
 It uses the mapper's clock, so retention can be tested with an injected clock.
 """
@@ -24,6 +25,7 @@ import attrs
 from elasticsearch import Elasticsearch
 
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._fence import fence_name
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import Partition, expires_at, parse_partition
 
@@ -80,8 +82,11 @@ def _plan(
         holders = [p for p in group if dated in partitions[p]]
         live = max(holders or group, key=lambda p: p.version)
         for partition in group:
-            have = partitions[partition] & {dated, spec.alias}
-            want = {dated, spec.alias} if partition == live else set()
+            # the live partition holds the dated and umbrella aliases and its fence alias;
+            # a superseded one none of them (a write at a version read from it conflicts)
+            mine = {dated, spec.alias, fence_name(partition.index)}
+            have = partitions[partition] & mine
+            want = mine if partition == live else set()
             actions += [
                 {"add": {"index": partition.index, "alias": a}} for a in sorted(want - have)
             ]
@@ -127,7 +132,9 @@ def maintain(
             actions += [
                 {"remove": {"index": p.index, "alias": a}}
                 for p in expired
-                for a in sorted(partitions[p] & {spec.alias, spec.dated_alias(p.start)})
+                for a in sorted(
+                    partitions[p] & {spec.alias, spec.dated_alias(p.start), fence_name(p.index)}
+                )
             ]
         if actions:
             log.debug("POST /_aliases %s", {"actions": actions})

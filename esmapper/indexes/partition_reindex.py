@@ -23,7 +23,10 @@ Per partition, before those steps:
   once, through the old partition, until the swap;
 - the swap is one ``POST /_aliases`` moving **every** alias of the old partition (dated,
   umbrella, any other) to the new one, plus the dated and umbrella aliases if the old one
-  lacked them; a lost answer is settled by reading the dated alias back.
+  lacked them, and removing the old partition's fence alias while adding the new one's
+  (:func:`~esmapper.indexes._fence.fence_name`: a write conditioned on a version read from
+  the old partition is refused from then on); a lost answer is settled by reading the
+  dated alias back.
 
 Writes name the dated alias (:meth:`~esmapper.indexes.timeseries.PartitionCache.ensure`),
 so every process's writes follow the swap; writes refused by the write block during the
@@ -54,6 +57,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._fence import is_fence
 from esmapper.indexes._reindex_fence import is_marker
 from esmapper.indexes._reindex_pass import Throttle, prepare_target
 from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
@@ -164,9 +168,12 @@ def _upgrade(
     prepare_target(client, spec, new)
     _take_aliases_off(client, new)
     dated = spec.dated_alias(upgrade.partition.start)
-    moved = sorted({*upgrade.aliases, dated, spec.alias})
+    # every alias but fences moves; the old partition's fence is removed and the new one's
+    # added by the same request (Run.swap_actions)
+    aliases = [a for a in upgrade.aliases if not is_fence(a)]
+    moved = sorted({*aliases, dated, spec.alias})
     actions: list[dict[str, Any]] = [
-        {"remove": {"index": old, "alias": alias, "must_exist": True}} for alias in upgrade.aliases
+        {"remove": {"index": old, "alias": alias, "must_exist": True}} for alias in aliases
     ]
     actions += [{"add": {"index": new, "alias": alias}} for alias in moved]
     script = compose_reindex_script(

@@ -72,11 +72,15 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 6. **swap**: first the decision of step 7 is written into ``-vK``'s mapping ``_meta``
    (``PUT /<alias>-vK/_mapping``, :func:`esmapper.indexes.leftovers.mark_replaced`), so a
    process killed after the swap leaves a leftover that ``migrate`` recognises and deletes
-   (:mod:`esmapper.indexes.leftovers`); then ``-vK``'s write block is read again (lifted by
-   someone: the run fails) and one atomic ``POST /_aliases`` (remove the run's marker from
-   ``-vN`` and the alias from ``-vK``, both with ``must_exist``, add the alias to ``-vN``),
-   sent once, right after a lock renewal. A 404 (the marker or the alias moved: another run
-   took over) refuses it and nothing moves. Writes now go to ``-vN``.
+   (:mod:`esmapper.indexes.leftovers`); ``-vK``'s fence alias ``<alias>-vK.fence`` is put
+   when missing (an index made before fences existed: ``HEAD``, ``PUT _alias``); then
+   ``-vK``'s write block is read again (lifted by someone: the run fails) and one atomic
+   ``POST /_aliases`` (remove the run's marker from ``-vN``, the alias and ``-vK``'s fence
+   alias from ``-vK``, all with ``must_exist``; add the alias and ``<alias>-vN.fence`` to
+   ``-vN``), sent once, right after a lock renewal. A 404 (the marker or the alias moved:
+   another run took over) refuses it and nothing moves. Writes now go to ``-vN``, and a
+   write conditioned on a version read from ``-vK`` (sent to ``-vK``'s fence alias, see
+   below) is refused from this instant.
 7. **delete_old**: ``DELETE /<alias>-vK`` (never while an alias of the model points at it,
    read just before) only when ``delete_old`` and the new count >= the
    old count (fewer happens when a script drops documents); otherwise the
@@ -132,10 +136,23 @@ deletes it (:mod:`esmapper.indexes.leftovers`). The marker written before the sw
 on an old index whose swap failed; it is harmless (an index behind the alias is never a
 leftover) and the next reindex overwrites it.
 
-Limitations. Versions (``primary_term:seq_no``) are per index: a document read before the
-swap and saved after it gets :class:`~esmapper.errors.VersionConflictError` (re-read and
-retry). For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw client
-write) during the copy or catch-up is not caught up, and a reindex script or ingest
+Versions read before the swap. Versions (``primary_term:seq_no``) are per index, and the
+copy in ``-vN`` starts every document again at ``1:0``, so a version read from ``-vK`` may
+name another state of the document in ``-vN``. Every write conditioned on a version goes
+to the fence alias of the physical index it was read from
+(:meth:`IndexSpec.conditioned_target <esmapper.indexes.spec.IndexSpec.conditioned_target>`),
+which the swap removes: a document read before the swap and saved or removed after it
+(``save``, ``remove(doc)``, a session flush, ``patch(id)`` with a Json/Action patch) gets
+:class:`~esmapper.errors.VersionConflictError` (re-read and retry), never applied over a
+newer change; ``patch_all``/``patch(ids)``/``remove_all`` whose scan ran before the swap
+read those documents again in their conflict rounds. A save or remove of a document
+stored in ``-vN`` exactly as it was loaded (nobody changed it, only its index moved) is
+written at its version in ``-vN`` instead (:func:`esmapper._fenced.superseded`). Before
+the swap (under the block) such a write waits on the 403 like any other, then is settled
+so.
+
+Limitations. For ``HasDates`` models, a write that does not bump ``updated_utc`` (a raw
+client write) during the copy or catch-up is not caught up, and a reindex script or ingest
 pipeline that changes ``updated_utc`` makes every document changed during the run count
 as removed and added again (copied once more under the block: longer, not wrong). Models
 without ``HasDates`` whose old index was written during the run pay, under the block, a

@@ -11,13 +11,14 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import _placement, timeseries
 from esmapper.indexes._ensure import EnsuredIndex
+from esmapper.indexes._fence import FENCE_SUFFIX, fence_name, is_fence
 from esmapper.indexes.pipelines import Pipeline
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-__all__ = ["IndexSpec"]
+__all__ = ["FENCE_SUFFIX", "IndexSpec", "fence_name", "is_fence"]
 
 
 def _utcnow() -> _dt.datetime:
@@ -131,18 +132,23 @@ class IndexSpec:
         A write that names a physical index does not follow a reindex's alias swap: after
         the swap and the delete of the old index, Elasticsearch would create the old index
         again (guessed mappings, behind no alias) and store the write where no read finds
-        it. Through the alias, the write reaches the new index, where a version condition
-        read from the old one answers 409 (a conflict round), never a lost write.
+        it. Through the alias, the write reaches the new index. A write conditioned on a
+        version read from ``index`` goes to its fence alias instead
+        (:meth:`conditioned_target`): the version means nothing in the new index.
 
         - versioned and plain models: :attr:`write_target` (the alias) for ``None``, the
           alias itself and any ``<alias>-v<N>``;
         - time-series models: the dated alias of a partition's period for a partition of
-          any version (``<alias>-v<N>-<period>``), a dated alias unchanged.
+          any version (``<alias>-v<N>-<period>``), a dated alias unchanged;
+        - the fence alias of one of the model's physical indexes unchanged (where a
+          version-conditioned write goes: :meth:`conditioned_target`).
 
         Sends nothing. Raises ``ValueError`` (a programming error) for a name that is none
         of the model's indexes or aliases, and for a time-series write that names no period
         (``None``, the umbrella alias).
         """
+        if index is not None and is_fence(index) and self.fence_of(index[: -len(FENCE_SUFFIX)]):
+            return index
         if not self.is_time_series:
             if index is None or index == self.alias:
                 return self.write_target
@@ -159,6 +165,37 @@ class IndexSpec:
             f"{self.info.name}: a document write cannot go to {index!r}: it is not one of the "
             f"model's indexes or aliases{hint if self.is_time_series else ''}"
         )
+
+    def fence_of(self, physical: str | None) -> str | None:
+        """The fence alias (:func:`fence_name`) of ``physical`` when it is one of the
+        physical indexes this model fences: a versioned model's ``<alias>-v<N>``, a
+        time-series model's partition ``<alias>-v<N>-<period>`` (any version); ``None``
+        otherwise (a plain model's index, an alias, ``None``, another name). Sends
+        nothing."""
+        if physical is None:
+            return None
+        if self.kind == "versioned":
+            if re.fullmatch(rf"{re.escape(self.alias)}-v\d+", physical):
+                return fence_name(physical)
+        elif self.is_time_series and timeseries.parse_partition(self, physical) is not None:
+            return fence_name(physical)
+        return None
+
+    def conditioned_target(self, target: str, read_from: str | None) -> str:
+        """Where a write conditioned on a version (``if_seq_no``/``if_primary_term``) read
+        from the physical index ``read_from`` goes: the one owner of that choice.
+
+        The fence alias of ``read_from`` (:meth:`fence_of`) when the model fences it: the
+        write reaches the very index the version was read from while that index still
+        serves the model, and is refused (404 ``index_not_found_exception`` under
+        ``require_alias``, not applied) once a reindex's swap removed the fence;
+        :func:`esmapper._outcomes.send` turns that refusal into a version conflict.
+        Otherwise ``target`` (the model's alias or dated alias, as for an unconditioned
+        write): a plain model (no version bump exists for it), or a version whose index is
+        not known (a document never read, its ``version`` set by hand). Sends nothing.
+        """
+        fence = self.fence_of(read_from)
+        return target if fence is None else fence
 
     @property
     def index_pattern(self) -> str:
@@ -209,8 +246,11 @@ class IndexSpec:
 
     def is_alias(self, name: str) -> bool:
         """Whether ``name`` is one of this model's aliases (a versioned model's alias, a
-        time-series model's umbrella or dated alias): a write naming it must not create an
+        time-series model's umbrella or dated alias, the fence alias of one of its
+        physical indexes): a write naming it must not create an
         index of that name (``require_alias``). Sends nothing."""
+        if is_fence(name) and self.fence_of(name[: -len(FENCE_SUFFIX)]) is not None:
+            return True
         if self.kind == "versioned":
             return name == self.alias
         if self.is_time_series:

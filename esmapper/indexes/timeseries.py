@@ -39,7 +39,8 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes._ensure import announce_create
+from esmapper.indexes._ensure import announce_create, ensure_fence
+from esmapper.indexes._fence import fence_name
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.errors import IndexMaxAgeExceededError
 from esmapper.model.codec import parse_datetime
@@ -194,9 +195,11 @@ def check_max_age(spec: IndexSpec, start: _dt.datetime, now: _dt.datetime, id: A
 
 
 def partition_body(spec: IndexSpec, start: _dt.datetime) -> dict[str, Any]:
-    """The create-index body of a new partition: mapping, settings, dated + umbrella alias."""
+    """The create-index body of a new partition: mapping, settings, dated + umbrella alias
+    and the partition's fence alias (:func:`~esmapper.indexes._fence.fence_name`)."""
     body = spec.body(with_alias=False)
-    body["aliases"] = {spec.dated_alias(start): {}, spec.alias: {}}
+    fence = fence_name(spec.partition_name(start))
+    body["aliases"] = {spec.dated_alias(start): {}, spec.alias: {}, fence: {}}
     return body
 
 
@@ -227,13 +230,15 @@ class PartitionCache:
         partition, so they follow a version reindex's alias swap (a process's cached
         name stays right after another process reindexed the partition).
 
-        Sends, once per period and process: ``GET /_alias/<dated alias>``; if no index
-        holds it, ``HEAD`` of the umbrella and dated alias names (a concrete index under
-        either raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created),
-        then ``PUT /<alias>-v<N>-<period>`` with the mapping, the settings and the dated and
-        umbrella aliases (``resource_already_exists_exception`` from a concurrent creator is
-        tolerated: the dated alias is then added with ``PUT _alias``). Before the create,
-        ``spec.before_create`` (the install decision,
+        Sends, once per period and process: ``GET /_alias/<dated alias>`` (a partition
+        holding it without its fence alias, made before fences existed, gets it: ``HEAD``
+        + ``PUT /<partition>/_alias/<partition>.fence``); if no index holds it, ``HEAD`` of
+        the umbrella and dated alias names (a concrete index under either raises
+        :class:`~esmapper.errors.AliasNameTakenError`, nothing is created), then ``PUT
+        /<alias>-v<N>-<period>`` with the mapping, the settings, the dated and umbrella
+        aliases and its fence alias (``resource_already_exists_exception`` from a
+        concurrent creator is tolerated: the dated alias and the fence are then added with
+        ``PUT _alias``). Before the create, ``spec.before_create`` (the install decision,
         :func:`~esmapper.indexes._ensure.announce_create`). Raises
         :class:`IndexConfigurationError` if Elasticsearch refuses the index.
         """
@@ -267,7 +272,10 @@ class PartitionCache:
             holders = sorted(client.indices.get_alias(name=dated).body)
         except NotFoundError:
             holders = []
-        if any(parse_partition(spec, h) is not None for h in holders):
+        serving = [h for h in holders if parse_partition(spec, h) is not None]
+        if serving:
+            for holder in serving:  # a partition made before fences existed gets its fence
+                ensure_fence(client, spec, holder)
             return dated
         name = spec.partition_name(start)
         for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
@@ -295,6 +303,7 @@ class PartitionCache:
             # Created concurrently (or by a write through the template, or by our request
             # whose answer was lost): make sure it carries the dated alias too (idempotent).
             client.indices.put_alias(index=name, name=dated)
+            ensure_fence(client, spec, name)
         return dated
 
 

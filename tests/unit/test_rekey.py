@@ -359,8 +359,9 @@ def test_dry_run_shows_interrupted_moves_and_taken_new_ids() -> None:
 
 
 def test_apply_creates_then_deletes_conditionally_through_the_alias_then_refreshes() -> None:
-    """The hits come from the physical ``inbox-v1``; the writes name the alias (a reindex
-    swapping meanwhile must not get ``inbox-v1`` created again by the create)."""
+    """The hits come from the physical ``inbox-v1``; the create names the alias (a reindex
+    swapping meanwhile must not get ``inbox-v1`` created again by the create), the delete
+    at the scanned version the fence alias of ``inbox-v1`` (that swap makes it a 404)."""
     client = FakeClient(sorted_hits(HITS[:1]))
     report = rekey(FakeMapper(client), Message, apply=True, echo=lambda _: None)  # type: ignore[arg-type]
     assert report.lines == ["REWRITE acme_1_H -> acme:1:H"]
@@ -377,7 +378,11 @@ def test_apply_creates_then_deletes_conditionally_through_the_alias_then_refresh
                 "require_alias": True,
             },
         ),
-        ("delete", {"index": "inbox", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1}),
+        # at the scanned version: through the fence alias of the scanned index
+        (
+            "delete",
+            {"index": "inbox-v1.fence", "id": "acme_1_H", "if_seq_no": 7, "if_primary_term": 1},
+        ),
         ("refresh", {"index": "inbox"}),
     ]
     assert names(client)[0] == "refresh"  # before the scan, too

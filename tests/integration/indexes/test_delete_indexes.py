@@ -13,6 +13,7 @@ from esmapper.indexes.deletion import IndexDeletion
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
 
+from .fences import without_fence
 from .models import SETTINGS, DailyLog, DailyLogV2, ItemV1
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
@@ -57,7 +58,9 @@ def _names(client: Elasticsearch, prefix: str) -> list[str]:
 def _aliases(client: Elasticsearch, prefix: str) -> dict[str, list[str]]:
     body = client.options(ignore_status=404).indices.get_alias(index=f"{prefix}*").body
     return {
-        name.removeprefix(prefix): sorted(a.removeprefix(prefix) for a in entry["aliases"])
+        name.removeprefix(prefix): [
+            a.removeprefix(prefix) for a in without_fence(name, entry["aliases"])
+        ]
         for name, entry in sorted(body.items())
         if entry["aliases"]
     }

@@ -25,6 +25,7 @@ import esmapper as em
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
 
+from .fences import without_fence
 from .models import DailyLog, ItemV1
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
@@ -37,7 +38,7 @@ def _indexes(client: Elasticsearch, prefix: str) -> dict[str, list[str]]:
     body = client.options(ignore_status=404).indices.get_alias(index=f"{prefix}*").body
     if "error" in body:
         return {}
-    return {index: sorted(entry["aliases"]) for index, entry in sorted(body.items())}
+    return {index: without_fence(index, entry["aliases"]) for index, entry in sorted(body.items())}
 
 
 def _properties(client: Elasticsearch, index: str) -> dict[str, object]:

@@ -18,6 +18,7 @@ from esmapper.indexes import (
 from esmapper.indexes.reads import get_document, locate_documents, search_documents
 from tests.integration.conftest import FakeClock, MakeMapper
 
+from .fences import without_fence
 from .models import DailyLog, DailyLogV2, Event, MonthlyAudit
 
 UTC = dt.timezone.utc
@@ -26,7 +27,7 @@ NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=UTC)
 
 def _aliases(client: Elasticsearch, prefix: str, name: str) -> dict[str, list[str]]:
     body = client.options(ignore_status=404).indices.get_alias(index=f"{prefix}{name}-v*").body
-    return {index: sorted(entry["aliases"]) for index, entry in sorted(body.items())}
+    return {index: without_fence(index, entry["aliases"]) for index, entry in sorted(body.items())}
 
 
 def test_daily_documents_land_in_their_day_and_read_through_the_umbrella(

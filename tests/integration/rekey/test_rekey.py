@@ -383,3 +383,29 @@ def test_a_reindex_between_the_scan_and_the_moves_does_not_bring_the_old_index_b
             "acme:1:H": (f"{index_prefix}inbox-v2", "b1"),
             "acme:2:H": (f"{index_prefix}inbox-v2", "b2"),
         }
+
+
+def test_a_delete_at_a_version_scanned_before_a_reindex_never_deletes_a_changed_document(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str, es_url: str, index_prefix: str
+) -> None:
+    """Versions are per physical index: the scan saw ``acme_1_H`` at seq_no 2 in
+    ``inbox-v1``; a reindex (copies at seq_no 0 and 1 in ``inbox-v2``) and a change by
+    another writer put it at seq_no 2 again, in ``inbox-v2``. The delete at the scanned
+    version goes to ``inbox-v1``'s fence alias, which the swap removed: refused, the
+    changed document is kept and the move reported."""
+    for body in ("b0", "b1", "b2"):  # seq_no 0, 1, 2
+        put(es_client, physical, "acme_1_H", **msg("acme", "1", "H"), body=body)
+    alias = mapper.spec(Inbox).alias
+    with em.Mapper(es_url, models=[InboxV2], index_prefix=index_prefix) as upgraded:
+
+        def reindex_and_change(plan: RekeyPlan) -> None:
+            assert reindex(upgraded, InboxV2).status == "reindexed"
+            changed = es_client.update(index=alias, id="acme_1_H", doc={"body": "changed"})
+            assert (changed["_index"], changed["_seq_no"]) == (f"{index_prefix}inbox-v2", 2)
+
+        report = rekey(
+            mapper, Inbox, apply=True, echo=lambda _: None, _before_delete=reindex_and_change
+        )
+    assert (report.rewritten, report.failed) == (0, 1), report.lines
+    docs = stored(es_client, mapper)
+    assert docs["acme_1_H"][2]["body"] == "changed"

@@ -304,10 +304,11 @@ def next_point(plan: tuple[str, str, str, bool], data: Data, todo: int, left: in
     paths = {
         "pit": f"^/{data.alias}/_pit$",
         "search": "^/_search$",
-        # the moves name the alias, never the physical index (IndexSpec.write_name)
+        # the moves name the alias, never the physical index (IndexSpec.write_name); the
+        # delete at the scanned version the fence alias of the scanned index
         "create": f"^/{data.alias}/_create/",
-        "delete": f"^/{data.alias}/_doc/",
-        "last": f"^/{data.alias}/_doc/",
+        "delete": f"^/{data.alias}-v\\d+\\.fence/_doc/",
+        "last": f"^/{data.alias}-v\\d+\\.fence/_doc/",
     }
     skip = {"pit": 0, "search": 1, "last": todo - 1}.get(kind, todo // (left + 2))
     return KillPoint(name, method, paths[kind], skip, forward)
@@ -426,7 +427,9 @@ def test_killed_after_the_last_move_the_rerun_has_nothing_to_do(
 ) -> None:
     # Killed once the last delete was applied, before reading its answer: every move is
     # done, none was refreshed.
-    last = KillPoint("after the last delete", "DELETE", f"^/{data.alias}/_doc/", DOCS - 1, True)
+    last = KillPoint(
+        "after the last delete", "DELETE", f"^/{data.alias}-v\\d+\\.fence/_doc/", DOCS - 1, True
+    )
     cli.kill_at(proxy, last, 1)
     state = observe(es_client, data)
     assert len(state.moved) == len(data.docs)
