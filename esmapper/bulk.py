@@ -33,8 +33,8 @@ Retries
     :data:`MIN_BLOCK_BACKOFF`, at most what is left) until ``write_block_wait`` seconds of
     backoff are spent in one :meth:`BulkWriter.write` call, then returned as the 403
     failures. 409 and every other status are never retried. Writes to one document (same
-    id and routing, whatever the alias they name) are applied in the order they were given, retried or not: a
-    request never carries two of them (a chunk is cut before the second), and chunks
+    id and routing, whatever alias they name) are applied in the order given, retried or
+    not: a request never carries two of them (a chunk is cut before the second), and chunks
     holding one document are sent one after the other, each with all its retries, so a
     retried item is never applied after a later write of its document. A chunk that gets no
     response (connection error, timeout, unreadable response) is *not* retried either,
