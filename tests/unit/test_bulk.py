@@ -278,8 +278,9 @@ def test_chunks_by_bytes_and_sends_an_oversize_action_alone() -> None:
 
 
 def test_a_request_never_carries_two_writes_of_one_document() -> None:
-    """Cut before the second write of a document (same index, id and routing) only; other
-    indexes, routings and auto-id writes do not cut; the order is kept."""
+    """Cut before the second write of a document (same id and routing, whatever index or
+    alias it names: one document is reached through its model's alias and its index's
+    fence alias); other routings and auto-id writes do not cut; the order is kept."""
     client = FakeClient()
     writer, _ = make_writer(client, chunk_size=500, concurrency=4)
     actions = [
@@ -294,11 +295,20 @@ def test_a_request_never_carries_two_writes_of_one_document() -> None:
         BulkAction("create", "idx", "a", {"n": 2}),
     ]
     outcomes = writer.write(actions)
-    assert [len(c["actions"]) for c in client.calls] == [6, 2, 1]
+    assert [len(c["actions"]) for c in client.calls] == [2, 4, 2, 1]
     sent = [next(iter(a["meta"].values())).get("_id") for c in client.calls for a in c["actions"]]
     assert sent == [a.id for a in actions]
     assert [o.action for o in outcomes] == actions
-    assert writer.last_stats is not None and writer.last_stats.chunks == 3
+    assert writer.last_stats is not None and writer.last_stats.chunks == 4
+    # a session replace: the delete at a version through the fence, the add through the alias
+    client.calls.clear()
+    writer.write(
+        [
+            BulkAction("delete", "idx-v1.fence", "x", if_seq_no=3, if_primary_term=1),
+            BulkAction("create", "idx", "x", {"n": 1}),
+        ]
+    )
+    assert [len(c["actions"]) for c in client.calls] == [1, 1]
     # unique ids: chunked by count and bytes only
     client.calls.clear()
     writer.write(docs(7))
