@@ -1,6 +1,6 @@
 """Sample data for the directory: a few teams and ``n`` employees, the same for a given seed.
 
-The teams ``platform`` and ``support`` get custom fields (``Level``, ``On call``;
+The teams ``platform`` and ``support`` get custom fields (``Level``, ``OnCall``;
 ``Shift``) and their members values for them. ``load(mapper, n=40)`` writes the employees
 through one session (one commit: bulk requests), with
 ``consistency="wait"`` so they are searchable when it returns. Teams that already exist are
@@ -47,14 +47,14 @@ _STREETS = ("Main Street", "Station Road", "Rue de la Paix", "Hauptstrasse", "Ru
 #: Per-team custom fields (``(team, name, type)``) and how sample values are made.
 CUSTOM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("platform", "Level", "int"),
-    ("platform", "On call", "bool"),
+    ("platform", "OnCall", "bool"),
     ("support", "Shift", "keyword"),
 )
 
 
 def _custom_values(team: str, rng: random.Random) -> dict[str, object] | None:
     if team == "platform":
-        return {"Level": rng.randint(1, 5), "On call": rng.random() < 0.3}
+        return {"Level": rng.randint(1, 5), "OnCall": rng.random() < 0.3}
     if team == "support":
         return {"Shift": rng.choice(("day", "night", "weekend"))}
     return None
