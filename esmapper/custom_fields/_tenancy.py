@@ -152,7 +152,7 @@ def check_writes(
             groups.setdefault((pending.info, pending.kind), []).append(pending)
     unknown: dict[Any, list[PendingWrite]] = {}
     for (info, kind), group in groups.items():
-        check_tenant_writes(info, [p.doc for p in group], tenant, kind)
+        check_tenant_writes(info, [p.doc for p in group if _names_tenant(p)], tenant, kind)
         if kind == "add":  # a new id (create-only): the object decides
             continue
         access = require_custom_fields(info)
@@ -167,6 +167,23 @@ def check_writes(
                 raise _stored_elsewhere(info, kind, str(doc.id), tenant)
     for info, group in unknown.items():
         _check_stored(mapper, info, group, options, tenant)
+
+
+def _names_tenant(pending: PendingWrite) -> bool:
+    """Whether the object of a write tells its tenant: not a document loaded in part
+    (``includes``/``excludes``) whose ``Index.tenant_field`` was neither loaded nor
+    assigned. Its save updates only what changed, leaving the stored tenant as it is, and
+    a remove deletes what is stored: the stored copy alone is judged (a partial document
+    is never known from its condition, so it is read). A computed tenant key of a partial
+    document is its stored ``idx.tenant`` already (``access.tenant``)."""
+    state = state_of(pending.doc)
+    if state is None or not state.partial or pending.kind == "add":
+        return True
+    info = pending.info
+    if not require_custom_fields(info).uses_tenant_field(info):
+        return True
+    field = info.index.tenant_field
+    return field in (state.original or {}) or field in (state.assigned or ())
 
 
 def _check_stored(

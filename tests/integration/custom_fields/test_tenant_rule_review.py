@@ -31,3 +31,40 @@ def test_a_changing_receiver_cannot_move_a_document_to_another_tenant_past_the_r
         em.signals.documents_changing.disconnect(move, sender=Employee)
     stored = mapper.client.get(index=mapper.spec(Employee).alias, id=g1.id).body["_source"]
     assert stored["company_id"] == "globex"
+
+
+def test_a_document_loaded_in_part_is_saved_with_tenant_when_it_is_stored_under_it(
+    mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    g1 = repo.add(Employee(name="g1", company_id="globex"), consistency="immediate")
+    part = repo.find_one("name:g1", includes=["name"], tenant="globex")
+    assert part is not None and part.id == g1.id
+    part.name = "g2"
+    # the tenant field was not loaded: the stored copy tells the tenant
+    repo.save(part, tenant="globex", consistency="immediate")
+    with mapper.session(tenant="globex") as session:
+        held = session.find_one(Employee, "name:g2", includes=["name"])
+        assert held is not None
+        held.name = "g3"
+    stored = mapper.client.get(index=mapper.spec(Employee).alias, id=g1.id).body["_source"]
+    assert (stored["name"], stored["company_id"]) == ("g3", "globex")
+
+
+def test_a_document_loaded_in_part_and_moved_meanwhile_is_refused_by_its_stored_tenant(
+    mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    g1 = repo.add(Employee(name="g1", company_id="globex"), consistency="immediate")
+    assert g1.id is not None
+    part = repo.find_one("name:g1", includes=["name"], tenant="globex")
+    assert part is not None
+    repo.patch(g1.id, em.PartialPatch({"company_id": "acme"}))  # moved, without a scope
+    part.name = "mine"
+    with pytest.raises(em.DocumentValidationError, match="stored under another tenant"):
+        repo.save(part, tenant="globex")
+    other = repo.find_one("name:g1", includes=["name"], tenant="acme")
+    assert other is not None
+    other.company_id = "globex"  # assigned: what the update writes names globex
+    with pytest.raises(em.DocumentValidationError, match="belongs to"):
+        repo.save(other, tenant="acme")
+    stored = mapper.client.get(index=mapper.spec(Employee).alias, id=g1.id).body["_source"]
+    assert (stored["name"], stored["company_id"]) == ("g1", "acme")
