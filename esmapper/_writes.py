@@ -32,10 +32,11 @@ fields, no receivers):
 3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
    and checked like assignments), ``idx`` of custom-field models recomputed from
    ``custom_fields`` (:mod:`esmapper.custom_fields.indexing`), then validation
-   (``Document.validate``, the 512-byte id check) unless ``validate=False``;
-4. ``documents_changing``, then the tenant rule of a call scoped to a tenant
-   (:mod:`esmapper.custom_fields._tenancy`: another tenant's stored document is refused,
-   whatever the object says; judged on what every "-ing" receiver left);
+   (``Document.validate``, the 512-byte id check) unless ``validate=False``, and the
+   tenant rule of a call scoped to a tenant (:mod:`esmapper.custom_fields._tenancy`:
+   another tenant's stored document is refused, whatever the object says);
+4. ``documents_changing`` (its receivers may modify documents: with receivers, a call
+   scoped to a tenant is judged again on what they left);
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
    changed fields for partial documents; ``delete``, conditional for a ``Versioned``
@@ -298,7 +299,7 @@ def _before_write(
     options: Options,
     inherited_tenant: bool = False,
 ) -> tuple[list[BulkAction], DefinitionSaves | None]:
-    """Steps 2-4: "-ing" signals, validation and id checks, changing, the tenant rule
+    """Steps 2-4: "-ing" signals, validation, the tenant rule and id checks, changing
     (``inherited_tenant``: see :func:`write_documents`); the bulk actions and
     the custom-field definitions to save after the write (``None``: no custom-field
     model in the batch). Which steps apply is decided once per model and kind: a model
@@ -325,16 +326,20 @@ def _before_write(
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
+    # the tenant rule, on what receivers left: a call scoped to a tenant writes only that
+    # tenant's documents, judged by what is stored (custom_fields._tenancy)
+    check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
     targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
+    changing = False
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
+        changing = changing or signals.has_receivers(signals.documents_changing, cls)
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
-    # the tenant rule, on what every "-ing" receiver left (documents_changing ones too: they
-    # may modify documents): a call scoped to a tenant writes only that tenant's documents,
-    # judged by what is stored (custom_fields._tenancy); nothing of the documents sent yet
-    check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
+    if changing and options.tenant is not None:
+        # changing receivers may modify documents too: the rule judges what they left
+        check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
     return _actions(pendings, targets, options), definitions
 
 
