@@ -180,7 +180,7 @@ def _names_tenant(pending: PendingWrite) -> bool:
     if state is None or not state.partial or pending.kind == "add":
         return True
     info = pending.info
-    if not require_custom_fields(info).uses_tenant_field(info):
+    if info.index is None or not require_custom_fields(info).uses_tenant_field(info):
         return True
     field = info.index.tenant_field
     return field in (state.original or {}) or field in (state.assigned or ())
