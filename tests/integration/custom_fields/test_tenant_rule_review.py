@@ -10,7 +10,7 @@ import pytest
 
 import esmapper as em
 
-from .models import Employee
+from .models import Employee, Ticket
 
 
 def test_a_changing_receiver_cannot_move_a_document_to_another_tenant_past_the_rule(
@@ -68,3 +68,16 @@ def test_a_document_loaded_in_part_and_moved_meanwhile_is_refused_by_its_stored_
         repo.save(other, tenant="acme")
     stored = mapper.client.get(index=mapper.spec(Employee).alias, id=g1.id).body["_source"]
     assert (stored["name"], stored["company_id"]) == ("g1", "acme")
+
+
+def test_a_document_with_a_computed_tenant_loaded_in_part_is_saved_with_its_tenant(
+    mapper: em.Mapper,
+) -> None:
+    tickets = mapper.repository(Ticket)
+    t = tickets.add(Ticket(company_id="acme", kind="bug", title="one"), consistency="immediate")
+    part = tickets.find_one("title:one", includes=["title"], tenant="acme-bug")
+    assert part is not None and part.id == t.id
+    part.title = "two"
+    tickets.save(part, tenant="acme-bug", consistency="immediate")
+    stored = mapper.client.get(index=mapper.spec(Ticket).alias, id=t.id).body["_source"]
+    assert (stored["title"], stored["company_id"], stored["kind"]) == ("two", "acme", "bug")
