@@ -205,8 +205,9 @@ def _check_stored(
         found = stored.get(pending.doc.id)
         if found is None:  # not stored: a save creates it (the object decided)
             continue
-        if (stored := access.tenant(found)) != tenant:
-            raise _stored_elsewhere(info, pending.kind, str(pending.doc.id), tenant, stored)
+        owner = access.tenant(found)
+        if owner != tenant:
+            raise _stored_elsewhere(info, pending.kind, str(pending.doc.id), tenant, owner)
         if pending.kind == "remove" and _unconditional(pending, options):
             state = state_of(found)
             if state is not None and state.version is not None:

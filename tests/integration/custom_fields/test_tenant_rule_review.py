@@ -81,3 +81,16 @@ def test_a_document_with_a_computed_tenant_loaded_in_part_is_saved_with_its_tena
     tickets.save(part, tenant="acme-bug", consistency="immediate")
     stored = mapper.client.get(index=mapper.spec(Ticket).alias, id=t.id).body["_source"]
     assert (stored["title"], stored["company_id"], stored["kind"]) == ("two", "acme", "bug")
+
+
+def test_several_documents_loaded_in_part_are_saved_with_tenant_in_one_call(
+    mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    repo.add(
+        [Employee(name=f"g{i}", company_id="globex") for i in range(3)], consistency="immediate"
+    )
+    parts = repo.find(includes=["name"], tenant="globex", sort="name").documents
+    for doc in parts:
+        doc.name += "!"
+    repo.save(parts, tenant="globex", consistency="immediate")  # their stored copies: one read
+    assert sorted(d.name for d in repo.find(tenant="globex")) == ["g0!", "g1!", "g2!"]
