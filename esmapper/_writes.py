@@ -35,7 +35,8 @@ fields, no receivers):
    (``Document.validate``, the 512-byte id check) unless ``validate=False``, and the
    tenant rule of a call scoped to a tenant (:mod:`esmapper.custom_fields._tenancy`:
    another tenant's stored document is refused, whatever the object says);
-4. ``documents_changing``;
+4. ``documents_changing`` (its receivers may modify documents: with receivers, a call
+   scoped to a tenant is judged again on what they left);
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
    changed fields for partial documents; ``delete``, conditional for a ``Versioned``
@@ -333,9 +334,14 @@ def _before_write(
     targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
+    changing = False
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
+        changing = changing or signals.has_receivers(signals.documents_changing, cls)
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
+    if changing and options.tenant is not None:
+        # changing receivers may modify documents too: the rule judges what they left
+        check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
     return _actions(mapper, pendings, targets, options), definitions
 
 

@@ -91,9 +91,12 @@ def check_tenant_writes(info: Any, docs: Any, tenant: str | None, kind: str) -> 
             )
 
 
-def _stored_elsewhere(info: Any, kind: str, id: str, tenant: str) -> DocumentValidationError:
+def _stored_elsewhere(
+    info: Any, kind: str, id: str, tenant: str, stored: str
+) -> DocumentValidationError:
     return DocumentValidationError(
-        f"{kind}(tenant={tenant!r}): {info.name} {id!r} is stored under another tenant; a "
+        f"{kind}(tenant={tenant!r}): {info.name} {id!r} is stored under another tenant "
+        f"({stored!r}); a "
         "call with tenant= writes only that tenant's documents (moving a document to "
         "another tenant takes a call without tenant=)",
         field="tenant",
@@ -152,7 +155,7 @@ def check_writes(
             groups.setdefault((pending.info, pending.kind), []).append(pending)
     unknown: dict[Any, list[PendingWrite]] = {}
     for (info, kind), group in groups.items():
-        check_tenant_writes(info, [p.doc for p in group], tenant, kind)
+        check_tenant_writes(info, [p.doc for p in group if _names_tenant(p)], tenant, kind)
         if kind == "add":  # a new id (create-only): the object decides
             continue
         access = require_custom_fields(info)
@@ -163,10 +166,27 @@ def check_writes(
             source = _conditioned_original(pending, options)
             if source is None:
                 unknown.setdefault(info, []).append(pending)
-            elif access.own_tenant(info.from_source(source, doc.id, None)) != tenant:
-                raise _stored_elsewhere(info, kind, str(doc.id), tenant)
+            elif (stored := access.own_tenant(info.from_source(source, doc.id, None))) != tenant:
+                raise _stored_elsewhere(info, kind, str(doc.id), tenant, stored)
     for info, group in unknown.items():
         _check_stored(mapper, info, group, options, tenant)
+
+
+def _names_tenant(pending: PendingWrite) -> bool:
+    """Whether the object of a write tells its tenant: not a document loaded in part
+    (``includes``/``excludes``) whose changes leave the tenant key it computes as the
+    loaded part computes it (its tenant field, or what a computed key reads, was not
+    loaded: the key is the defaults'). Its save updates only what changed, leaving the
+    stored tenant as it is, and a remove deletes what is stored: the stored copy alone is
+    judged (a partial document is never known from its condition, so it is read). Changes
+    that do change the key (a tenant field assigned) are judged on the object too."""
+    state = state_of(pending.doc)
+    if state is None or not state.partial or pending.kind == "add":
+        return True
+    info, doc = pending.info, pending.doc
+    access = require_custom_fields(info)
+    loaded = info.from_source(state.original or {}, doc.id, None)
+    return bool(access.own_tenant(doc) != access.own_tenant(loaded))
 
 
 def _check_stored(
@@ -185,8 +205,9 @@ def _check_stored(
         found = stored.get(pending.doc.id)
         if found is None:  # not stored: a save creates it (the object decided)
             continue
-        if access.tenant(found) != tenant:
-            raise _stored_elsewhere(info, pending.kind, str(pending.doc.id), tenant)
+        owner = access.tenant(found)
+        if owner != tenant:
+            raise _stored_elsewhere(info, pending.kind, str(pending.doc.id), tenant, owner)
         if pending.kind == "remove" and _unconditional(pending, options):
             state = state_of(found)
             if state is not None and state.version is not None:

@@ -302,6 +302,11 @@ class RedisLink(Listener):
         finally:
             with self._lock:
                 self._resyncing = False
+                # made dirty again after ready() answered (a removal failed, a lapse): its
+                # _resync_soon found this thread still running, so this thread starts anew
+                again = not self._synced and not self._stop.is_set()
+            if again:
+                self._resync_soon()
 
     def ready(self) -> bool:
         """Whether reads may be served from Redis now: the breaker is closed and the
