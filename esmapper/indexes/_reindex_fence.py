@@ -16,13 +16,17 @@ server's state, in the same request:
   ``must_exist`` (next to ``remove`` of the alias from the old index, also ``must_exist``).
   ``POST /_aliases`` is atomic over its actions: a run whose marker is gone has its swap
   refused (404 ``aliases_not_found_exception``) and nothing moves.
-- :func:`drop_target` (the rollback of a failed run) deletes ``new`` with the ``remove_index``
-  alias action in one request with ``remove`` of the run's marker (``must_exist``): only a
-  target still claimed by this run, hence never swapped, is deleted; the aliases are read
-  just before, and a target some serving alias points at is never deleted.
+- :func:`drop_target` (the rollback of a failed run) first takes its marker off ``new``
+  (``must_exist``: refused when another run took ``new`` over), then deletes ``new`` with
+  the ``remove_index`` alias action in a request conditioned on the model's write alias
+  still naming the index it names now (``remove`` with ``must_exist`` and the same ``add``
+  back, on that other index): a target some serving alias points at is never deleted, even
+  by a run paused between its read and its request. The condition cannot sit on ``new``
+  itself: Elasticsearch applies ``remove_index`` first and refuses every other action on
+  the index it deleted.
 - :func:`delete_unclaimed` (a non-empty leftover target a run recreates) deletes it the same
-  way, conditioned on the markers it carried when read (``must_exist``), and never when a
-  serving alias points at it.
+  way: the markers it carried when read taken off first (``must_exist``), then the delete
+  conditioned on the write alias naming another index.
 - Deletes of documents from ``new`` (ids the old index no longer has, stale copies) are
   sent through the marker alias (:meth:`Run.target`): once the marker is gone they answer
   404 ``index_not_found_exception`` (a delete never creates an index) and the run stops
@@ -141,14 +145,75 @@ def swap_conditions(new: str, marker: str | None) -> list[dict[str, Any]]:
     return [{"remove": {"index": new, "alias": marker, "must_exist": True}}]
 
 
+def _still_elsewhere(client: Elasticsearch, new: str, alias: str) -> list[dict[str, Any]] | None:
+    """The conditions that prove, inside the request that deletes ``new``, that ``alias``
+    (the model's write alias for ``new``'s place: the versioned alias, a partition's dated
+    alias) still names the index(es) it names now, none of them ``new``: per holder a
+    ``remove`` with ``must_exist`` and the same ``add`` back (the model's aliases carry no
+    properties, so the pair changes nothing when it succeeds). If a swap moved ``alias``
+    meanwhile, the ``remove`` finds nothing and the whole request is refused, ``new``
+    included. ``None`` when ``alias`` names ``new`` already (``GET /_alias/<alias>``).
+
+    The conditions name other indexes than ``new`` on purpose: Elasticsearch applies a
+    request's ``remove_index`` actions first and then refuses any other action on an index
+    it deleted, so no condition on ``new`` itself can go with its deletion."""
+    try:
+        holders = sorted(client.indices.get_alias(name=alias).body)
+    except NotFoundError:
+        holders = []
+    if new in holders:
+        return None
+    actions: list[dict[str, Any]] = []
+    for index in holders:
+        actions.append({"remove": {"index": index, "alias": alias, "must_exist": True}})
+        actions.append({"add": {"index": index, "alias": alias}})
+    return actions
+
+
+def _delete_fenced(client: Elasticsearch, new: str, alias: str, what: str) -> None:
+    """``new`` deleted with ``remove_index`` in one ``POST /_aliases`` conditioned on
+    ``alias`` not naming it (:func:`_still_elsewhere`), sent once; a lost answer is read
+    back (gone: done). Raises :class:`LockError` when ``alias`` names ``new`` or moved
+    meanwhile (refused: nothing deleted)."""
+    conditions = _still_elsewhere(client, new, alias)
+    if conditions is None:
+        raise LockError(f"{what} was refused: {alias} points at {new}")
+    actions = [*conditions, {"remove_index": {"index": new}}]
+    send_or_read_back(
+        lambda: _aliases_request(client, actions, what),
+        lambda: not client.indices.exists(index=new),
+        what=f"POST /_aliases (remove_index {new})",
+    )
+
+
+def _drop_markers(client: Elasticsearch, new: str, markers: list[str], what: str) -> None:
+    """Take ``markers`` off ``new`` in one ``POST /_aliases`` (each ``must_exist``), sent
+    once; a lost answer is read back (all gone: done). Raises :class:`LockError` when
+    refused: another run claimed ``new`` meanwhile (its claim took them off)."""
+    if not markers:
+        return
+    actions: list[dict[str, Any]] = [
+        {"remove": {"index": new, "alias": m, "must_exist": True}} for m in markers
+    ]
+    send_or_read_back(
+        lambda: _aliases_request(client, actions, what),
+        lambda: not any(m in aliases_of(client, new) for m in markers),
+        what=f"POST /_aliases (markers off {new})",
+    )
+
+
 def drop_target(
-    client: Elasticsearch, new: str, marker: str | None, serving: Collection[str]
+    client: Elasticsearch, new: str, marker: str | None, serving: Collection[str], alias: str
 ) -> bool:
     """The rollback's delete of ``new``: only while it carries ``marker`` and none of
-    ``serving`` (read with ``GET /<new>/_alias`` just before), as one ``POST /_aliases``
-    (``remove`` of the marker with ``must_exist``, ``remove_index``), sent once; a lost
-    answer is read back (gone: done). Returns whether it was deleted; a target another run
-    took over, or that the alias points at, is left alone (logged)."""
+    ``serving`` (read with ``GET /<new>/_alias`` just before). Two requests, each
+    conditioned by the server: the run's marker taken off (``must_exist``: refused when
+    another run took ``new`` over), then ``new`` deleted on the condition that ``alias``
+    (its write alias) still names another index (:func:`_delete_fenced`). Returns whether
+    it was deleted; a target another run took over, or that the alias points at, is left
+    alone (logged). Between the two requests another run may claim ``new`` (nothing
+    serves from it); deleting it then makes that run's swap refused, never a served index
+    lost."""
     if marker is None:
         log.warning("%s: not claimed by this run; not deleting it", new)
         return False
@@ -161,26 +226,22 @@ def drop_target(
             "another reindex run took it over",
         )  # fmt: skip
         return False
-    actions = [*swap_conditions(new, marker), {"remove_index": {"index": new}}]
     try:
-        send_or_read_back(
-            lambda: _aliases_request(client, actions, f"deleting {new}"),
-            lambda: not client.indices.exists(index=new),
-            what=f"POST /_aliases (remove_index {new})",
-        )
+        _drop_markers(client, new, [marker], f"releasing {new}")
+        _delete_fenced(client, new, alias, f"deleting {new}")
     except LockError as exc:
         log.error("%s: not deleted: %s", new, exc)
         return False
     return True
 
 
-def delete_unclaimed(client: Elasticsearch, new: str, serving: Collection[str]) -> None:
+def delete_unclaimed(client: Elasticsearch, new: str, serving: Collection[str], alias: str) -> None:
     """Delete the non-empty leftover ``new`` before it is built again: never while one of
-    ``serving`` points at it (:class:`~esmapper.errors.IndexConfigurationError`), and
-    conditioned on the markers it carries when read (``GET /<new>/_alias``; each
-    ``remove`` with ``must_exist``, with ``remove_index``, in one ``POST /_aliases`` sent
-    once; a lost answer is read back). Raises :class:`LockError` when refused (a run
-    claimed it meanwhile)."""
+    ``serving`` points at it (:class:`~esmapper.errors.IndexConfigurationError`, read
+    with ``GET /<new>/_alias``); the run markers it carries when read are taken off first
+    (``must_exist``: :class:`LockError` when a run claimed it meanwhile), then it is
+    deleted on the condition that ``alias`` still names another index
+    (:func:`_delete_fenced`; :class:`LockError` when refused)."""
     from esmapper.errors import IndexConfigurationError
 
     found = aliases_of(client, new)
@@ -191,14 +252,6 @@ def delete_unclaimed(client: Elasticsearch, new: str, serving: Collection[str]) 
             "not deleting it",
             index=new,
         )
-    actions: list[dict[str, Any]] = [
-        {"remove": {"index": new, "alias": a, "must_exist": True}}
-        for a in found
-        if is_marker(new, a)
-    ]
-    actions.append({"remove_index": {"index": new}})
-    send_or_read_back(
-        lambda: _aliases_request(client, actions, f"deleting the leftover {new}"),
-        lambda: not client.indices.exists(index=new),
-        what=f"POST /_aliases (remove_index {new})",
-    )
+    markers = [a for a in found if is_marker(new, a)]
+    _drop_markers(client, new, markers, f"deleting the leftover {new}")
+    _delete_fenced(client, new, alias, f"deleting the leftover {new}")

@@ -517,7 +517,7 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
             client.indices.put_mapping(index=new, **spec.info.mapping)
             return
         log.warning("deleting %s: a non-empty leftover of an interrupted reindex", new)
-        delete_unclaimed(client, new, serving_aliases(spec, new))
+        delete_unclaimed(client, new, serving_aliases(spec, new), spec.write_name(new))
     send_or_read_back(
         lambda: once(client).indices.create(index=new, **spec.body(with_alias=False)),
         lambda: bool(client.indices.exists(index=new)),

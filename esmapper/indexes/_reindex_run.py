@@ -429,7 +429,9 @@ def run_phases(
             if run.blocked_at is not None and unblock_own(client, old, run.lock):
                 log.warning("writes to %s were blocked for %.2fs", old, run.blocked_for())
             if not keep_failed_index:
-                drop_target(client, new, run.marker, serving_aliases(spec, new))
+                drop_target(
+                    client, new, run.marker, serving_aliases(spec, new), spec.write_name(new)
+                )
         raise
     blocked = run.blocked_for()
     run.update(swapped=True, blocked_seconds=blocked)

@@ -122,8 +122,10 @@ reindex, naming the task and how far it got (:mod:`esmapper.indexes._reindex_pas
 Failures. Before the swap any failure (a failing script, a refused document, a count
 mismatch, a stalled pass, any exception) removes the write block (its own only: the
 block's marker names this run's holder), leaves the old index serving behind the alias,
-and deletes the new index (``keep_failed_index=True`` keeps it for inspection) with
-``remove_index`` conditioned on the run's marker, never an index an alias points at; pass
+and deletes the new index (``keep_failed_index=True`` keeps it for inspection): its
+marker taken off first (``must_exist``: refused when another run took it over), then
+``remove_index`` conditioned on the alias still naming the old index, so never an index
+an alias points at; pass
 failures raise :class:`ReindexError`, other exceptions propagate. A run whose lock was
 taken over touches neither: they belong to the new holder. A process killed while the
 block is on leaves the old index write-blocked until the next ``reindex`` or ``migrate``

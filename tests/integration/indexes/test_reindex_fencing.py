@@ -148,7 +148,8 @@ def test_document_deletes_of_a_run_whose_marker_is_gone_are_refused(
         delete_extras(es_client, old, new, through=mine)
     assert es_client.count(index=new)["count"] == 1
     assert not es_client.indices.exists(index=mine)
-    assert not _reindex_fence.drop_target(es_client, new, mine, [f"{index_prefix}fence"])
+    alias = f"{index_prefix}fence"
+    assert not _reindex_fence.drop_target(es_client, new, mine, [alias], alias)
     assert es_client.indices.exists(index=new)
 
 
@@ -161,7 +162,47 @@ def test_no_rollback_or_leftover_delete_removes_an_index_an_alias_points_at(
     _reindex_fence.claim(es_client, new, marker)
     es_client.indices.put_alias(index=new, name=alias)  # moved there by hand meanwhile
 
-    assert not _reindex_fence.drop_target(es_client, new, marker, [alias])
+    assert not _reindex_fence.drop_target(es_client, new, marker, [alias], alias)
     with pytest.raises(em.IndexConfigurationError, match="serves"):
-        _reindex_fence.delete_unclaimed(es_client, new, [alias])
+        _reindex_fence.delete_unclaimed(es_client, new, [alias], alias)
     assert es_client.indices.exists(index=new)
+
+
+@pytest.mark.parametrize("step", ["rollback", "leftover"])
+def test_a_delete_whose_read_preceded_a_swap_onto_its_target_is_refused_by_the_server(
+    step: str, es_client: Elasticsearch, index_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alias moves onto the target between every read of the deleting run and its
+    delete request (a run paused there): the request itself carries the condition, so
+    nothing is deleted. It names no other action on the index it deletes (Elasticsearch
+    applies ``remove_index`` first and refuses any other action on that index)."""
+    old, new, alias = (f"{index_prefix}fence-{n}" for n in ("old", "new", "w"))
+    es_client.indices.create(index=old, aliases={alias: {}})
+    es_client.indices.create(index=new)
+    es_client.index(index=new, id="a", document={"n": 1}, refresh=True)
+    marker = _reindex_fence.new_marker(new)
+    _reindex_fence.claim(es_client, new, marker)
+    real = _reindex_fence._aliases_request
+    sent: list[list[dict[str, Any]]] = []
+
+    def request(client: Elasticsearch, actions: list[dict[str, Any]], what: str) -> None:
+        if any("remove_index" in a for a in actions):
+            sent.append(actions)
+            es_client.indices.update_aliases(  # another run's swap lands just now
+                actions=[
+                    {"remove": {"index": old, "alias": alias}},
+                    {"add": {"index": new, "alias": alias}},
+                ]
+            )
+        real(client, actions, what)
+
+    monkeypatch.setattr(_reindex_fence, "_aliases_request", request)
+    if step == "rollback":
+        assert not _reindex_fence.drop_target(es_client, new, marker, [alias], alias)
+    else:
+        with pytest.raises(em.LockError):
+            _reindex_fence.delete_unclaimed(es_client, new, [alias], alias)
+    assert es_client.indices.exists(index=new)  # the index the alias names is kept
+    assert es_client.count(index=alias)["count"] == 1
+    (actions,) = sent
+    assert [a for a in actions if new in str(a)] == [{"remove_index": {"index": new}}]
