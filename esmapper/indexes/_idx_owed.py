@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper.indexes._meta import put_meta
+from esmapper.locks import LockProvider
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -58,14 +59,20 @@ def owed_idx_rebuilds(client: Elasticsearch, alias: str) -> list[str]:
     )
 
 
-def settle_idx_rebuild(mapper: Mapper, model: type) -> int | None:
+def settle_idx_rebuild(mapper: Mapper, model: type, *, held: bool = False) -> int | None:
     """Pay the ``idx`` rebuild a reindex of ``model`` owes, if any: ``None`` when no index
     behind its alias carries the mark (one ``GET /<alias>/_mapping``; nothing for models
     without custom fields or ``plain`` ones), else
     ``mapper.custom_fields(model).rebuild_idx()`` (conditional partial updates of the
     documents whose ``idx`` is stale) and then the marks removed (``PUT _mapping`` per
     index); returns the number of documents updated. A failure raises, the marks stay
-    (the next run rebuilds again: the rebuild writes only what is stale)."""
+    (the next run rebuilds again: the rebuild writes only what is stale).
+
+    The marks are removed under the lock ``reindex:<alias>`` (``held``: the caller holds
+    it; else one attempt to take it, :meth:`~esmapper.locks.LockProvider.try_acquire`):
+    ``_meta`` is written whole (read, merged, put back), and a reindex holding that lock
+    writes its own markers there (the write block's). A lock held elsewhere leaves the
+    marks for the next run (logged): nothing waits, and nothing is lost."""
     spec = mapper.spec(model)
     if not spec.info.custom_fields or spec.kind == "plain":
         return None
@@ -74,6 +81,24 @@ def settle_idx_rebuild(mapper: Mapper, model: type) -> int | None:
         return None
     log.info("%s: rebuilding idx, owed by the reindex into %s", spec.alias, ", ".join(owed))
     updated = mapper.custom_fields(model).rebuild_idx()
-    for index in owed:
-        put_meta(mapper.client, index, MARKER, None)
+    if held:
+        _clear_marks(mapper, spec.read_target, owed)
+        return updated
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    lock = locks.try_acquire(f"reindex:{spec.alias}")
+    if lock is None:
+        log.warning(
+            "%s: idx rebuilt, its marks left for the next run (a reindex holds the lock)",
+            spec.alias,
+        )
+        return updated
+    with lock:
+        _clear_marks(mapper, spec.read_target, owed)
     return updated
+
+
+def _clear_marks(mapper: Mapper, alias: str, owed: list[str]) -> None:
+    """Take the mark off the indexes of ``owed`` that still carry it (read again: under
+    the lock)."""
+    for index in set(owed) & set(owed_idx_rebuilds(mapper.client, alias)):
+        put_meta(mapper.client, index, MARKER, None)

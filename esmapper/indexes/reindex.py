@@ -315,7 +315,7 @@ def reindex(
         cleared = clear_leftover_block(locks, old, held=lock, lock_ttl=lock_ttl)
         cleared_for = None if cleared is None else cleared.seconds(mapper.clock())
         if old == new:
-            settle_idx_rebuild(mapper, model)  # a killed run's debt (under the lock)
+            settle_idx_rebuild(mapper, model, held=True)  # a killed run's debt
             return ReindexResult(
                 spec.info.name,
                 spec.alias,

@@ -189,3 +189,25 @@ def test_migrate_finishes_the_idx_rebuild_a_killed_reindex_owed(
     # done: the next run owes nothing
     assert em.run_migrations(mapper).steps == []
     assert em.plan(mapper) == []
+
+
+def test_the_owed_marks_are_cleared_only_under_the_reindex_lock(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_meta`` is written whole: clearing the mark while another reindex holds
+    ``reindex:<alias>`` (and may be writing its block marker there) could erase that
+    marker. With the lock held elsewhere, ``idx`` is rebuilt and the mark stays for the
+    next run; once the lock is free, the mark goes."""
+    from esmapper.indexes._idx_owed import owed_idx_rebuilds, settle_idx_rebuild
+    from esmapper.locks import LockProvider
+
+    mapper, model = _killed_after_the_swap(make, monkeypatch)
+    alias = mapper.spec(model).alias
+    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    with locks.acquire(f"reindex:{alias}", heartbeat=False):  # another run's
+        assert settle_idx_rebuild(mapper, model) == 4  # rebuilt at once (Level 0 stays 0)
+        assert owed_idx_rebuilds(mapper.client, alias) == [mapper.spec(model).physical_name()]
+    repo: em.Repository[Any] = mapper.repository(model)
+    assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
+    assert settle_idx_rebuild(mapper, model) == 0  # nothing stale is left to write
+    assert owed_idx_rebuilds(mapper.client, alias) == []
