@@ -28,7 +28,7 @@ from .models import Employee
 
 def main(argv: list[str]) -> int:
     control, name, url, prefix, ttl, tenant, command, *args = argv
-    real_allocate, real_check_free = slots.allocate, repository.check_free
+    real_allocate, real_check_free = slots.allocate, repository.check_free  # type: ignore[attr-defined]
 
     def allocate(*args: Any, **kwargs: Any) -> Any:
         hold_here(control, name)
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         return checked
 
     slots.allocate = allocate  # type: ignore[assignment]
-    repository.check_free = check_free  # type: ignore[assignment]
+    repository.check_free = check_free  # type: ignore[attr-defined]
     outcome: dict[str, Any]
     with em.Mapper(url, models=[Employee], index_prefix=prefix) as mapper:
         fields = mapper.custom_fields(Employee)
