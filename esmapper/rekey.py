@@ -261,12 +261,14 @@ def _move(
     routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
     single = once(client)
     created: tuple[int, int] | None = None
+    created_in: str | None = None  # the physical index the create's version is valid in
     alias_only: dict[str, Any] = {"require_alias": True} if spec.is_alias(index) else {}
     try:
         response = single.create(
             index=index, id=check_id(new, index=index), document=source, **routing, **alias_only
         )
         created = (response["_seq_no"], response["_primary_term"])
+        created_in = str(response["_index"])
     except ConflictError:
         found = _read(client, index, new, routing)
         if found is None:
@@ -299,6 +301,7 @@ def _move(
         if found.get("_source") != source:
             return _different(plan.index, old, new), False
         created = (found["_seq_no"], found["_primary_term"])  # ours: it was created
+        created_in = str(found["_index"])
 
     if before_delete is not None:
         before_delete(plan)
@@ -312,7 +315,9 @@ def _move(
         return message, False
     if created is None:
         return f"{message} ({new} existed before this run and is left in place)", False
-    return message + _compensate(client, index, new, created, routing), False
+    # the create's version means something in the index it was created in only
+    undo = spec.conditioned_target(index, created_in)
+    return message + _compensate(client, undo, new, created, routing), False
 
 
 def _different(index: str, old: str, new: str) -> str:

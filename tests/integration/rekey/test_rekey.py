@@ -409,3 +409,39 @@ def test_a_delete_at_a_version_scanned_before_a_reindex_never_deletes_a_changed_
     assert (report.rewritten, report.failed) == (0, 1), report.lines
     docs = stored(es_client, mapper)
     assert docs["acme_1_H"][2]["body"] == "changed"
+
+
+def test_undoing_a_create_after_a_reindex_never_deletes_a_changed_new_document(
+    mapper: em.Mapper, es_client: Elasticsearch, physical: str, es_url: str, index_prefix: str
+) -> None:
+    """The move created ``acme:1:H`` at seq_no 3 in ``inbox-v1``; a reindex copies both
+    documents to ``inbox-v2`` (seq_no 0 and 1) and another writer changes ``acme:1:H`` there
+    until it is at seq_no 3 again. The delete of the old id is refused (its fence is gone),
+    so the move undoes its create: conditioned on the create's version, which means
+    something in ``inbox-v1`` only, so it goes to that index's fence and is refused; the
+    other writer's change is kept."""
+    for body in ("b0", "b1", "b2"):  # seq_no 0, 1, 2; the create is seq_no 3
+        put(es_client, physical, "acme_1_H", **msg("acme", "1", "H"), body=body)
+    alias = mapper.spec(Inbox).alias
+    with em.Mapper(es_url, models=[InboxV2], index_prefix=index_prefix) as upgraded:
+
+        def reindex_and_change_the_new_id(plan: RekeyPlan) -> None:
+            assert reindex(upgraded, InboxV2).status == "reindexed"
+            seq_no, n = -1, 0
+            while seq_no < 3:  # a different body each time (an unchanged one is a noop)
+                n += 1
+                body = "changed" if seq_no == 2 else f"c{n}"
+                changed = es_client.update(index=alias, id="acme:1:H", doc={"body": body})
+                seq_no = changed["_seq_no"]
+            assert (changed["_index"], seq_no) == (f"{index_prefix}inbox-v2", 3)
+
+        report = rekey(
+            mapper,
+            Inbox,
+            apply=True,
+            echo=lambda _: None,
+            _before_delete=reindex_and_change_the_new_id,
+        )
+    assert (report.rewritten, report.failed) == (0, 1), report.lines
+    docs = stored(es_client, mapper)
+    assert docs["acme:1:H"][2]["body"] == "changed"  # the other writer's change is kept
