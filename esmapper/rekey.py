@@ -268,7 +268,7 @@ def _move(
             index=index, id=check_id(new, index=index), document=source, **routing, **alias_only
         )
         created = (response["_seq_no"], response["_primary_term"])
-        created_in = str(response["_index"])
+        created_in = response.get("_index")  # Elasticsearch always names it
     except ConflictError:
         found = _read(client, index, new, routing)
         if found is None:
@@ -301,7 +301,7 @@ def _move(
         if found.get("_source") != source:
             return _different(plan.index, old, new), False
         created = (found["_seq_no"], found["_primary_term"])  # ours: it was created
-        created_in = str(found["_index"])
+        created_in = found.get("_index")
 
     if before_delete is not None:
         before_delete(plan)
