@@ -56,6 +56,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from esmapper.testing._rules import Exchange, Reply, Rule
 from esmapper.testing._fault_plans import (
     ITEM_ERRORS,
     Fault,
@@ -86,6 +87,12 @@ _HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
+
+
+_JSON_HEADERS = [
+    ("Content-Type", "application/json; charset=UTF-8"),
+    ("X-Elastic-Product", "Elasticsearch"),
+]
 
 
 class _Server(ThreadingHTTPServer):
@@ -149,6 +156,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._held: list[HeldRequest] = []
+        self._rules: list[Rule] = []
         self._records: list[RequestRecord] = []
         self._conns: set[socket.socket] = set()
         self._stopping = threading.Event()
@@ -321,6 +329,17 @@ class FaultProxy:
         self._add(Fault("hold", 1, method, compile_path(path), skip=skip, held=held))
         return held
 
+    def add_rule(self, rule: Rule) -> None:
+        """Apply ``rule`` to every request from now on (see :mod:`esmapper.testing._rules`);
+        rules run in the order they were added."""
+        with self._lock:
+            self._rules.append(rule)
+
+    def remove_rule(self, rule: Rule) -> None:
+        """Stop applying ``rule``."""
+        with self._lock:
+            self._rules.remove(rule)
+
     def clear_faults(self) -> None:
         """Forget every fault not yet consumed."""
         with self._lock:
@@ -445,11 +464,34 @@ class FaultProxy:
                 self._reply(h, 200, json.dumps({"took": 0, "errors": True, "items": items}))
                 return
 
+        with self._lock:
+            rules = list(self._rules)
+        exchange = None
+        target = h.path
+        if rules:
+            params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+            exchange = Exchange(method, path, params, body, headers)
+            for rule in rules:
+                made = rule.before(exchange)
+                if made is not None:
+                    self._reply(h, made.status, made.body, made.headers)
+                    return
+            target, body = exchange.target, exchange.body
         try:
-            status, resp_headers, resp_body = self._forward(method, h.path, headers, body)
+            status, resp_headers, resp_body = self._forward(method, target, headers, body)
         except OSError as e:
             self._reply(h, 502, json.dumps({"error": f"upstream: {e}", "status": 502}))
             return
+        if exchange is not None:
+            reply = Reply(status, resp_body, resp_headers)
+            for rule in rules:
+                reply = rule.after(exchange, reply)
+            if reply.body is not resp_body:  # rewritten: the upstream's length is gone
+                resp_headers = [
+                    (k, v) for k, v in (reply.headers or _JSON_HEADERS)
+                    if k.lower() != "content-length"
+                ]
+            status, resp_body = reply.status, reply.body
         if fault is not None and fault.kind == "drop":
             self._drop(h)
             return
@@ -522,10 +564,7 @@ class FaultProxy:
         data = body.encode() if isinstance(body, str) else body
         h.send_response(status)
         if headers is None:
-            headers = [
-                ("Content-Type", "application/json; charset=UTF-8"),
-                ("X-Elastic-Product", "Elasticsearch"),
-            ]
+            headers = _JSON_HEADERS
         for k, v in headers:
             h.send_header(k, v)
         if not head:

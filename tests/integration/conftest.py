@@ -12,6 +12,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.testing.cluster import ClusterProxy
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["FakeClock", "MakeMapper"]
@@ -54,6 +55,14 @@ def make_mapper(es_url: str, index_prefix: str) -> Iterator[MakeMapper]:
 def proxy(es_url: str) -> Iterator[FaultProxy]:
     """A FaultProxy in front of the test server (stopped after the test, or after 300 s)."""
     with FaultProxy(es_url, lifetime=300) as running:
+        yield running
+
+
+@pytest.fixture
+def cluster(es_url: str) -> Iterator[ClusterProxy]:
+    """A ClusterProxy in front of the test server: it answers as a real Elasticsearch
+    cluster where the local server differs (stopped after the test, or after 300 s)."""
+    with ClusterProxy(es_url, lifetime=300) as running:
         yield running
 
 
