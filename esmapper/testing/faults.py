@@ -56,7 +56,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from esmapper.testing._rules import Exchange, Reply, Rule
 from esmapper.testing._fault_plans import (
     ITEM_ERRORS,
     Fault,
@@ -69,6 +68,7 @@ from esmapper.testing._fault_plans import (
     parse_bulk,
     select_items,
 )
+from esmapper.testing._rules import Exchange, Reply, Rule
 
 __all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
 
@@ -488,7 +488,8 @@ class FaultProxy:
                 reply = rule.after(exchange, reply)
             if reply.body is not resp_body:  # rewritten: the upstream's length is gone
                 resp_headers = [
-                    (k, v) for k, v in (reply.headers or _JSON_HEADERS)
+                    (k, v)
+                    for k, v in (reply.headers or _JSON_HEADERS)
                     if k.lower() != "content-length"
                 ]
             status, resp_body = reply.status, reply.body
