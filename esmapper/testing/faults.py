@@ -56,6 +56,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from typing_extensions import Self
+
 from esmapper.testing._fault_plans import (
     ITEM_ERRORS,
     Fault,
@@ -178,7 +180,7 @@ class FaultProxy:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def __enter__(self) -> FaultProxy:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
