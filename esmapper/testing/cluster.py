@@ -14,52 +14,20 @@ standing rules (:mod:`esmapper.testing._rules`) that answer as Elasticsearch 8/9
 
 What it reproduces, each a rule that is on unless switched off in the constructor:
 
-- ``normalised_mappings``: a ``GET .../_mapping`` answer omits ``"type": "object"`` on an
-  object field that has ``properties``, as Elasticsearch echoes mappings.
+- ``normalised_mappings``: a mapping answer (``GET .../_mapping``, ``GET /<index>``) is
+  written as Elasticsearch writes it: no ``"type": "object"`` beside ``properties``, no
+  parameter at its default (``"index": true`` ...), ``copy_to`` as a list, ``dynamic``
+  as a string (:mod:`esmapper.testing._real_mappings`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._real_mappings import NormalisedMappings
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
-
-
-class NormalisedMappings:
-    """Echo mappings as Elasticsearch does: no ``"type": "object"`` beside ``properties``
-    (Elasticsearch stores an object field with properties without its default type)."""
-
-    def before(self, exchange: Exchange) -> Reply | None:
-        return None
-
-    def after(self, exchange: Exchange, reply: Reply) -> Reply:
-        if exchange.method != "GET" or reply.status != 200 or "/_mapping" not in exchange.path:
-            return reply
-        body = reply.json()
-        if not isinstance(body, dict):
-            return reply
-        for entry in body.values():
-            if isinstance(entry, dict):
-                _strip_object_type(entry.get("mappings"))
-        return json_reply(reply.status, body)
-
-
-def _strip_object_type(node: Any) -> None:
-    if isinstance(node, dict):
-        props = node.get("properties")
-        if isinstance(props, dict):
-            if node.get("type") == "object":
-                del node["type"]
-            for child in props.values():
-                _strip_object_type(child)
-        for key in ("fields",):
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                for child in sub.values():
-                    _strip_object_type(child)
 
 
 class ClusterProxy(FaultProxy):
