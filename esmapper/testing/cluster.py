@@ -18,6 +18,11 @@ What it reproduces, each a rule that is on unless switched off in the constructo
   written as Elasticsearch writes it: no ``"type": "object"`` beside ``properties``, no
   parameter at its default (``"index": true`` ...), ``copy_to`` as a list, ``dynamic``
   as a string (:mod:`esmapper.testing._real_mappings`).
+
+And what a test chooses:
+
+- ``nodes=N``: the cluster health APIs report ``N`` nodes, all data nodes (the local
+  server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from esmapper.testing._real_mappings import NormalisedMappings
+from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
@@ -39,8 +45,11 @@ class ClusterProxy(FaultProxy):
         upstream: str,
         *,
         normalised_mappings: bool = True,
+        nodes: int | None = None,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
         if normalised_mappings:
             self.add_rule(NormalisedMappings())
+        if nodes is not None:
+            self.add_rule(ReportedNodes(nodes))
