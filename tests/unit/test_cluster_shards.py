@@ -8,11 +8,17 @@ from typing import Any
 from esmapper._cluster_shards import classify
 
 
-def _index(shards: int, replicas: int, *, primaries: int | None = None, **counts: int) -> Any:
+def _index(
+    shards: int,
+    replicas: int,
+    *,
+    primaries: int | None = None,
+    status: str | None = None,
+    **counts: int,
+) -> Any:
     active_primaries = shards if primaries is None else primaries
-    status = "red" if active_primaries < shards else "yellow"
     return {
-        "status": counts.pop("status", status),
+        "status": status or ("red" if active_primaries < shards else "yellow"),
         "number_of_shards": shards,
         "number_of_replicas": replicas,
         "active_primary_shards": active_primaries,
