@@ -54,7 +54,7 @@ from esmapper.query import (
     parse_aggregations,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.query.highlight import HighlightSpec
+from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
 from esmapper.query.sort import SortSpec, sorts_on_id
 from esmapper.results import FindHit, FindResults, LazyHits, decode_token
 from esmapper.signals import QueryContext
@@ -279,8 +279,9 @@ class SearchRequest:
             body["sort"] = self.sort
         if self.aggs:
             body["aggs"] = self.aggs
-        if self.highlight is not None:
-            body["highlight"] = self.highlight
+        if self.highlight is not None:  # its form may depend on the server's version
+            version = self.mapper.server_version() if needs_version(self.highlight) else None
+            body["highlight"] = highlight_body(self.highlight, version)
         page = self.page if page is None else page
         if not self.search_after_mode and page > 1:
             body["from"] = (page - 1) * self.limit

@@ -22,7 +22,9 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 And what a test chooses:
 
 - ``nodes=N``: the cluster health APIs report ``N`` nodes, all data nodes (the local
-  server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`).
+  server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`);
+- ``version="9.1.0"``: ``GET /`` answers that ``version.number``, to pin request shapes
+  that differ by version (:mod:`esmapper.testing._real_version`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from esmapper.testing._real_mappings import NormalisedMappings
 from esmapper.testing._real_nodes import ReportedNodes
+from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
@@ -46,6 +49,7 @@ class ClusterProxy(FaultProxy):
         *,
         normalised_mappings: bool = True,
         nodes: int | None = None,
+        version: str | None = None,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
@@ -53,3 +57,5 @@ class ClusterProxy(FaultProxy):
             self.add_rule(NormalisedMappings())
         if nodes is not None:
             self.add_rule(ReportedNodes(nodes))
+        if version is not None:
+            self.add_rule(ReportedVersion(version))
