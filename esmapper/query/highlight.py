@@ -72,9 +72,7 @@ def needs_version(highlight: Mapping[str, Any] | None) -> bool:
     return highlight is not None and len(highlight.get("fields") or ()) > 1
 
 
-def highlight_body(
-    highlight: Mapping[str, Any], version: tuple[int, int] | None
-) -> dict[str, Any]:
+def highlight_body(highlight: Mapping[str, Any], version: tuple[int, int] | None) -> dict[str, Any]:
     """``highlight`` (a :func:`compile_highlight` body) in the form the server's version
     declares: ``"fields"`` as one object keyed by field on 8.18-9.0 (and when the version
     is unknown: every server accepts it), as a list of single-key objects (the same order)

@@ -84,3 +84,25 @@ def test_dynamic_is_compared_as_echoed(
     cluster.reset_counts()
     assert [s.action for s in mapper.configure_indexes()] == ["unchanged"]
     assert cluster.count(r"/_mapping$", method="PUT") == 0
+
+
+class Tenanted(em.Document, em.HasCustomFields):
+    """Custom fields: an ``idx`` object mapped dynamically, and dynamic templates."""
+
+    class Index:
+        name = "tenanted"
+        tenant_field = "company"
+
+    company: str = em.field(em.Keyword(), default="")
+    address: Address | None = None
+
+
+def test_custom_field_models_configure_once(cluster: ClusterProxy, make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Tenanted, url=cluster.url, configure=True)
+    mapper.custom_fields(Tenanted).add_field("acme", "Level", "int")
+    mapper.repository(Tenanted).add(
+        Tenanted(company="acme", custom_fields={"Level": 5}), consistency="immediate"
+    )  # a slot under idx is now mapped dynamically
+    cluster.reset_counts()
+    assert {s.action for s in mapper.configure_indexes()} == {"unchanged"}
+    assert cluster.count(r"/_mapping$", method="PUT") == 0
