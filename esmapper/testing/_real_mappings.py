@@ -14,8 +14,9 @@ beside ``match``/``path_match``; its ``mapping`` is written as sent.
 
 The local server echoes what it was sent (it only leaves out the object type, and writes
 ``dynamic`` as a string), so code that compares a stored mapping with what it would send
-passes there and re-sends on every run against Elasticsearch. :class:`NormalisedMappings`
-rewrites each mapping answer the way Elasticsearch writes it.
+passes there and re-sends on every run against Elasticsearch.
+:class:`~esmapper.testing.cluster.NormalisedMappings` rewrites each mapping answer with
+:func:`serialise_mapping`, the way Elasticsearch writes it.
 
 This module is the test double's own account of the server (written from Elasticsearch's
 serialisers), kept apart from :mod:`esmapper.indexes._echo`, esmapper's rule for
@@ -27,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange
 
-__all__ = ["NormalisedMappings", "serialise_mapping"]
+__all__ = ["answers_mappings", "serialise_mapping"]
 
 _POINT: Final[dict[str, Any]] = {"index": True, "doc_values": True, "store": False}
 _NUMERIC: Final[dict[str, Any]] = {**_POINT, "coerce": True, "ignore_malformed": False}
@@ -179,29 +180,8 @@ def serialise_mapping(mappings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _answers_mappings(exchange: Exchange) -> bool:
+def answers_mappings(exchange: Exchange) -> bool:
     """``GET .../_mapping`` or ``GET /<index>`` (not a document that has a ``mappings``
     field)."""
     parts = exchange.path.strip("/").split("/")
     return "_mapping" in parts or (len(parts) == 1 and bool(exchange.index_part))
-
-
-class NormalisedMappings:
-    """Echo mappings as Elasticsearch does (see the module docstring): every ``GET``
-    answer holding ``mappings`` (``/<index>/_mapping``, ``/<index>``) is rewritten."""
-
-    def before(self, exchange: Exchange) -> Reply | None:
-        return None
-
-    def after(self, exchange: Exchange, reply: Reply) -> Reply:
-        if exchange.method != "GET" or reply.status != 200 or not _answers_mappings(exchange):
-            return reply
-        body = reply.json()
-        if not isinstance(body, dict):
-            return reply
-        changed = False
-        for entry in body.values():
-            if isinstance(entry, dict) and isinstance(entry.get("mappings"), dict):
-                entry["mappings"] = serialise_mapping(entry["mappings"])
-                changed = True
-        return json_reply(reply.status, body) if changed else reply

@@ -12,31 +12,57 @@ standing rules (:mod:`esmapper.testing._rules`) that answer as Elasticsearch 8/9
         mapper = Mapper(cluster.url, models=[...])
         ...
 
-What it reproduces, each a rule that is on unless switched off in the constructor:
-
-- ``normalised_mappings``: a mapping answer (``GET .../_mapping``, ``GET /<index>``) is
-  written as Elasticsearch writes it: no ``"type": "object"`` beside ``properties``, no
-  parameter at its default (``"index": true`` ...), ``copy_to`` as a list, ``dynamic``
-  as a string (:mod:`esmapper.testing._real_mappings`).
-
-And what a test chooses:
+What a test chooses in the constructor:
 
 - ``nodes=N``: the cluster health APIs report ``N`` nodes, all data nodes (the local
   server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`);
 - ``version="9.1.0"``: ``GET /`` answers that ``version.number``, to pin request shapes
   that differ by version (:mod:`esmapper.testing._real_version`).
+
+The ``normalised_mappings`` rule below writes every mapping answer as Elasticsearch's
+serialisers do (:mod:`esmapper.testing._real_mappings`): besides the object type, no
+parameter at its default (``"index": true`` ...), ``copy_to`` as a list, ``dynamic`` as a
+string, also in ``GET /<index>``.
+
+What it reproduces, each a rule that is on unless switched off in the constructor:
+
+- ``normalised_mappings``: a ``GET .../_mapping`` answer omits ``"type": "object"`` on an
+  object field that has ``properties``, as Elasticsearch echoes mappings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from esmapper.testing._real_mappings import NormalisedMappings
+from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
 from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing._real_version import ReportedVersion
+from esmapper.testing._rules import Exchange, Reply, json_reply
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
+
+
+class NormalisedMappings:
+    """Echo mappings as Elasticsearch does (:mod:`esmapper.testing._real_mappings`): every
+    ``GET`` answer holding ``mappings`` (``/<index>/_mapping``, ``/<index>``) is
+    rewritten."""
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        if exchange.method != "GET" or reply.status != 200 or not answers_mappings(exchange):
+            return reply
+        body = reply.json()
+        if not isinstance(body, dict):
+            return reply
+        changed = False
+        for entry in body.values():
+            if isinstance(entry, dict) and isinstance(entry.get("mappings"), dict):
+                entry["mappings"] = serialise_mapping(entry["mappings"])
+                changed = True
+        return json_reply(reply.status, body) if changed else reply
 
 
 class ClusterProxy(FaultProxy):
@@ -47,15 +73,15 @@ class ClusterProxy(FaultProxy):
         self,
         upstream: str,
         *,
-        normalised_mappings: bool = True,
         nodes: int | None = None,
         version: str | None = None,
+        normalised_mappings: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
-        if normalised_mappings:
-            self.add_rule(NormalisedMappings())
         if nodes is not None:
             self.add_rule(ReportedNodes(nodes))
         if version is not None:
             self.add_rule(ReportedVersion(version))
+        if normalised_mappings:
+            self.add_rule(NormalisedMappings())
