@@ -17,9 +17,12 @@ from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import LOCK_INDEX
+from esmapper.migrations.state import STATE_INDEX
 from esmapper.model.info import ModelInfo
 from esmapper.options import (
     Consistency,
@@ -149,6 +152,11 @@ class Mapper:
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
             raise ValueError(f"index_prefix {index_prefix!r} must be lowercase")
+        # esmapper's own indexes under the prefix: not where a data-stream template claims
+        refuse_names(
+            f"index_prefix {index_prefix!r}",
+            [f"{index_prefix}{LOCK_INDEX}", f"{index_prefix}{STATE_INDEX}"],
+        )
         if pause_gc:
             _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import _placement, timeseries
+from esmapper.indexes._data_streams import refuse_model_names
 from esmapper.indexes._ensure import EnsuredIndex
 from esmapper.indexes._fence import FENCE_SUFFIX, fence_name, is_fence
 from esmapper.indexes.pipelines import Pipeline
@@ -85,6 +86,7 @@ class IndexSpec:
                 f"{info.name}.Index.date_field {date_field!r} is not a field of {info.name}",
                 index=self.alias,
             )
+        refuse_model_names(self)  # not a name Elasticsearch keeps for data streams
 
     def bind(self, client: Elasticsearch, clock: Callable[[], _dt.datetime] | None = None) -> None:
         """Give the spec the client and clock time-series writes use."""
