@@ -117,11 +117,13 @@ class SearchRequest:
 
     ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
     :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
-    (``POST /<alias>/_pit?keep_alive=K``), every page request sends ``"pit": {"id",
-    "keep_alive": K}`` (extending it), and it is closed (``DELETE /_pit``) after the last
-    page. A page request whose point in time is gone raises
-    :class:`~esmapper.errors.SnapshotExpiredError` with the pages and documents delivered
-    before and the last sort value.
+    (``POST /<alias>/_pit?keep_alive=K``; for a time-series model on its partitions named
+    one by one, with ``ignore_unavailable=true``: :mod:`esmapper.indexes._pit_target`, so
+    the order, the total and a ``search_after`` token are those of one search over every
+    partition), every page request sends ``"pit": {"id", "keep_alive": K}`` (extending
+    it), and it is closed (``DELETE /_pit``) after the last page. A page request whose
+    point in time is gone raises :class:`~esmapper.errors.SnapshotExpiredError` with the
+    pages and documents delivered before and the last sort value.
     """
 
     def __init__(

@@ -125,6 +125,11 @@ class Mapper:
     :class:`~esmapper.distributed.RedisMessageBus` (those given explicitly win), on one
     :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
     made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
+
+    A prefix, or a versioned or plain model, whose index names one of Elasticsearch's
+    built-in data-stream templates claims (``index_prefix="logs-eu-"``, ``Index.name =
+    "logs-app"``) raises :class:`~esmapper.errors.IndexConfigurationError`: no such index
+    could be created (see :mod:`esmapper.indexes._data_streams`).
     """
 
     def __init__(

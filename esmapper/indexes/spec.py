@@ -34,6 +34,10 @@ class IndexSpec:
     physical index; for ``daily``/``monthly`` indexes ``alias`` is the umbrella alias over the
     partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
 
+    Raises :class:`IndexConfigurationError` when a versioned or plain model's index name
+    (prefix included) is one Elasticsearch's built-in data-stream templates claim
+    (:mod:`esmapper.indexes._data_streams`): no index of that name could be created.
+
     Writes need the spec bound to a client and a clock (``client=``/``clock=`` or
     :meth:`bind`, which the mapper does with its base client): the first one creates the
     index (per process), time-series writes create partitions lazily and check

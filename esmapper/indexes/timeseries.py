@@ -9,7 +9,11 @@ Names, for ``class Index: name = "logs"; version = 1; kind = "daily"`` (with the
 - umbrella alias ``logs`` over every live partition: reads go through it;
 - index template ``logs-v1-template`` with pattern ``logs-v1-*``, priority
   :data:`TEMPLATE_PRIORITY`, the mapping, the settings and the umbrella alias
-  (``configure_indexes`` puts it; existing partitions are never changed).
+  (``configure_indexes`` puts it; existing partitions are never changed). Above
+  Elasticsearch's built-in data-stream templates: ``logs-v1-2026.12.02`` matches their
+  ``logs-*-*``, and without the model's template Elasticsearch refuses to create it
+  (:mod:`esmapper.indexes._data_streams`), so the write creating such a partition puts
+  the template first when it is missing (:func:`ensure_template`).
 
 A write's partition comes from the document's date: the period of the index
 a loaded document was read from, else the ``date_field`` attribute (``created_utc`` by
@@ -76,7 +80,8 @@ TIME_SERIES_KINDS: Final = ("daily", "monthly")
 TEMPLATE_PRIORITY: Final = 501
 """Above Elasticsearch's built-in templates (``logs-*-*``, ``metrics-*-*``... at 100) and
 Fleet's integration templates (up to 200): Elastic's guidance for a template whose pattern
-may overlap theirs is a priority higher than 500. (esmapper before 0.x used 500.)"""
+may overlap theirs is a priority higher than 500 (esmapper used 500 before; the next
+``configure_indexes`` puts 501)."""
 
 _FORMATS: Final = {"daily": "%Y.%m.%d", "monthly": "%Y.%m"}
 _SUFFIX_RE: Final = {"daily": r"\d{4}\.\d{2}\.\d{2}", "monthly": r"\d{4}\.\d{2}"}
@@ -265,8 +270,10 @@ class PartitionCache:
         aliases and its fence alias (``resource_already_exists_exception`` from a
         concurrent creator is tolerated: the dated alias and the fence are then added with
         ``PUT _alias``). Before the create, ``spec.before_create`` (the install decision,
-        :func:`~esmapper.indexes._ensure.announce_create`). Raises
-        :class:`IndexConfigurationError` if Elasticsearch refuses the index.
+        :func:`~esmapper.indexes._ensure.announce_create`), then, for a partition name a
+        built-in data-stream template claims (``logs-*-*``...), :func:`ensure_template`.
+        Raises :class:`IndexConfigurationError` (with Elasticsearch's reason) if
+        Elasticsearch refuses the index or the template.
         """
         known = self._known.get(start)
         if known is not None:
