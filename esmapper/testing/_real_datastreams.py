@@ -20,7 +20,9 @@ The local server has no such templates: it creates the index. :class:`DataStream
 answers as Elasticsearch does, taking into account the templates the upstream server holds
 (``GET /_index_template``): one of a higher priority matching the name (such as a
 time-series model's, priority 501) wins over the built-in one, as on Elasticsearch.
-Limits: the data stream a refused write creates on Elasticsearch is not created; a
+Limits: it acts on the names a built-in pattern matches only (it reads the upstream's
+templates for those); the data stream a refused write creates on Elasticsearch is not
+created; a
 ``create`` that carries an ``@timestamp`` and an ``update`` with an upsert are forwarded
 (the local server then makes a regular index where Elasticsearch makes a data stream).
 """
@@ -49,6 +51,7 @@ BUILT_IN_DATA_STREAM_TEMPLATES: Final = (
     ("traces", "traces-*-*"),
 )
 BUILT_IN_PRIORITY: Final = 100
+_BUILT_IN: Final = tuple(pattern for _, pattern in BUILT_IN_DATA_STREAM_TEMPLATES)
 
 _CREATE: Final = re.compile(r"^/([^/_][^/]*)$")
 _DOC: Final = re.compile(r"^/([^/_][^/]*)/(_doc|_create)(/[^/]+)?$")
@@ -116,6 +119,7 @@ class DataStreamTemplates:
     def _bulk(self, exchange: Exchange, default: str | None) -> Reply | None:
         items = parse_bulk(exchange.body)
         failed: dict[int, dict[str, Any]] = {}
+        templates: list[_Template] | None = None  # read once per bulk, when needed
         for pos, (meta, lines) in enumerate(items):
             op = next(iter(meta), "")
             params = meta.get(op) if isinstance(meta.get(op), dict) else {}
@@ -124,8 +128,11 @@ class DataStreamTemplates:
             name = params.get("_index") or (urllib.parse.unquote(default) if default else None)
             if not isinstance(name, str) or params.get("require_alias") is True:
                 continue
+            if not _built_in(name):
+                continue
+            templates = self._templates() if templates is None else templates
             source = _json(lines[1]) if len(lines) > 1 else None
-            error = self._auto_created(name, op, source)
+            error = self._auto_created(name, op, source, templates)
             if error is not None:
                 item = {"_index": name, "_id": params.get("_id"), "status": 400, "error": error}
                 failed[pos] = {op: item}
@@ -140,11 +147,13 @@ class DataStreamTemplates:
         exchange.notes["data_stream_items"] = failed
         return None
 
-    def _auto_created(self, name: str, op: str, source: Any) -> dict[str, Any] | None:
+    def _auto_created(
+        self, name: str, op: str, source: Any, templates: list[_Template] | None = None
+    ) -> dict[str, Any] | None:
         """The error of an ``op`` write of ``source`` that would auto-create ``name`` as a
         data stream, or ``None`` (the index exists, or no data-stream template claims it,
         or a ``create`` with an ``@timestamp``, which this rule does not emulate)."""
-        if self._data_stream_template(name) is None:
+        if self._data_stream_template(name, templates) is None:
             return None
         if self.upstream("HEAD", f"/{urllib.parse.quote(name, safe='')}").status != 404:
             return None  # an existing index or alias: no auto-creation
@@ -154,13 +163,17 @@ class DataStreamTemplates:
             return None
         return _error("document_parsing_exception", f"[1:1] failed to parse: {_NO_TIMESTAMP}")
 
-    def _data_stream_template(self, name: str) -> str | None:
+    def _data_stream_template(
+        self, name: str, templates: list[_Template] | None = None
+    ) -> str | None:
         """The data-stream template that would win for a new index ``name``, or ``None``
-        when the winner (highest priority among the matching ones, the built-in ones
-        included) is none or a regular template."""
-        if name.startswith("."):
+        when ``name`` is none a built-in template claims, or the winner (highest priority
+        among the matching ones, the built-in ones included) is a regular template. Asks
+        the upstream for its templates unless ``templates`` are given."""
+        if not _built_in(name):
             return None
-        matching = [t for t in self._templates() if any(_matches(name, p) for p in t.patterns)]
+        known = self._templates() if templates is None else templates
+        matching = [t for t in known if any(_matches(name, p) for p in t.patterns)]
         if not matching:
             return None
         winner = max(matching, key=lambda t: t.priority)
@@ -188,6 +201,12 @@ class DataStreamTemplates:
                 template.get("data_stream") is not None,
             )
         return list(found.values())
+
+
+def _built_in(name: str) -> bool:
+    """Whether a built-in data-stream template's pattern matches ``name`` (the rule acts
+    on those names only, without asking the upstream anything for the others)."""
+    return any(_matches(name, pattern) for pattern in _BUILT_IN)
 
 
 def _matches(name: str, pattern: str) -> bool:
