@@ -22,9 +22,9 @@ answers as Elasticsearch does, taking into account the templates the upstream se
 time-series model's, priority 501) wins over the built-in one, as on Elasticsearch.
 Limits: it acts on the names a built-in pattern matches only (it reads the upstream's
 templates for those); the data stream a refused write creates on Elasticsearch is not
-created; a
-``create`` that carries an ``@timestamp`` and an ``update`` with an upsert are forwarded
-(the local server then makes a regular index where Elasticsearch makes a data stream).
+created; a ``create`` that carries an ``@timestamp`` and an ``update`` with an upsert are
+forwarded (the local server then makes a regular index where Elasticsearch makes a data
+stream).
 """
 
 from __future__ import annotations
