@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,9 +122,9 @@ class Machine:
         self.ran: list[str] = []
         self.env: dict[str, str] = {}
         self.up, self.tests = up, 0
-        monkeypatch.setattr(dev.shutil, "which", lambda name: f"/usr/bin/{name}")
+        monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
         monkeypatch.setattr(dev, "client_major", lambda: client)
-        monkeypatch.setattr(dev.subprocess, "run", self.run)
+        monkeypatch.setattr(subprocess, "run", self.run)
         monkeypatch.setattr(dev, "run_child", self.run_child)
         monkeypatch.delenv("ES_PORT", raising=False)
 
@@ -188,7 +189,7 @@ def test_real_es_without_docker_says_what_to_do_instead(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     machine = Machine(monkeypatch)
-    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     assert dev.run_real_es(9, []) == 2
     assert machine.ran == []
     assert "ESMAPPER_TEST_URL=http://host:9200 python3 dev.py test" in capsys.readouterr().out
