@@ -136,12 +136,13 @@ class SpecCheck:
             self.lines = [f"spec check could not run: {exc!r}"]
             return
         live = recorder.installed()
-        sent, processes = recorder.read_counts(str(self.log))
+        sent = recorder.read_counts(str(self.log))[0]  # written at exit: not by killed ones
         sent += live.requests if live is not None else 0
+        processes = len(list(self.log.glob("requests-*.jsonl")))
         branches = ", ".join(stats.get("branches", []))
         self.lines = [
-            f"{sent} requests sent ({processes + 1} processes), {len(records)} distinct "
-            f"recorded, {stats.get('shapes', 0)} shapes checked on {branches}: "
+            f"{sent} requests sent, {len(records)} distinct recorded by {processes} "
+            f"processes, {stats.get('shapes', 0)} shapes checked on {branches}: "
             f"{len(violations)} violations ({time.monotonic() - started:.1f}s)"
         ]
         for violation in violations:

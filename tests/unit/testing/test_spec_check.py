@@ -82,7 +82,7 @@ def test_a_violation_fails_the_run_and_is_named(clean_env: pytest.Pytester) -> N
     assert "body.sise: unknown property of the search request body" in out
     assert "(did you mean 'size'?)" in out
     # 50 + 1 + 1 requests from two processes; the 50 of one shape recorded once
-    result.stdout.fnmatch_lines(["52 requests sent (2 processes), 3 distinct recorded*"])
+    result.stdout.fnmatch_lines(["52 requests sent, 3 distinct recorded by 2 processes, *"])
     result.stdout.fnmatch_lines(["the recorded requests are kept in *"])
 
 
@@ -94,7 +94,7 @@ def test_a_clean_run_passes_and_says_what_it_checked(clean_env: pytest.Pytester)
     )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
-        ["*1 requests sent (1 processes), 1 distinct recorded, 1 shapes checked on "
+        ["1 requests sent, 1 distinct recorded by 1 processes, 1 shapes checked on "
          "8.18, 8.19, 9.5: 0 violations*"]
     )  # fmt: skip
     (recorded,) = [json.loads(x) for f in log.glob("requests-*.jsonl") for x in f.open()]
