@@ -138,6 +138,29 @@ def test_the_recorder_writes_each_shape_once_and_counts_every_request(tmp_path: 
     assert read_counts(str(tmp_path)) == (7, 1)
 
 
+def _ndjson(*lines: Any) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def test_an_encoded_bulk_is_reduced_before_it_is_parsed(tmp_path: Path) -> None:
+    creates = [x for i in range(100) for x in create("t-0123abcd-x", f"id{i}", {"n": i})]
+    deletes = [{"delete": {"_index": "t-0123abcd-x", "_id": f"id{i}"}} for i in range(100)]
+    updates = [x for i in range(2) for x in ({"update": {"_id": f"u{i}"}}, {"doc": {"n": i}})]
+    log = Recorder(str(tmp_path))
+    log.record("PUT", "/_bulk", _ndjson(*creates, *deletes, *updates), {})
+    (recorded,) = lines(tmp_path)
+    kept = [creates[0], creates[1], deletes[0], updates[0], updates[1]]  # one item of each
+    assert sorted(map(json.dumps, recorded["body"])) == sorted(map(json.dumps, kept))
+
+
+def test_a_bulk_item_without_its_source_line_keeps_the_whole_body(tmp_path: Path) -> None:
+    body = [{"index": {"_id": "a"}}, *create("t-0123abcd-x", "b", {"n": 1})] * 3
+    log = Recorder(str(tmp_path))
+    log.record("PUT", "/_bulk", _ndjson(*body), {})
+    (recorded,) = lines(tmp_path)
+    assert recorded["body"] == body  # the checker reports the missing source line
+
+
 def _fake_transport() -> types.ModuleType:
     calls: list[str] = []
 
