@@ -11,24 +11,19 @@ repeated bulk items). The first request of each shape is appended, as sent, to
 line pair per distinct item shape); the others are only counted. At exit the process writes
 its count to ``counts-<pid>.json``.
 
-Only standard-library imports at module level: a subprocess loads this file by path from
-``sitecustomize`` (:func:`site_directory`) before anything else, and
-``elastic_transport`` is patched when it is first imported (:func:`install_on_import`), so a
-Python subprocess that never talks to Elasticsearch pays nothing. Recording never raises into
-the client. State lives on the wrapper function, so a second copy of this module in the same
-process (loaded by path, then imported) re-targets the one recorder instead of stacking
-another.
+Only standard-library imports at module level: in a subprocess, the ``sitecustomize`` of
+:func:`site_directory` loads this file by path when ``elastic_transport`` is first imported
+and calls :func:`patch_transport` (a Python subprocess that never talks to Elasticsearch
+pays nothing). Recording never raises into the client. State lives on the wrapper
+function, so a second copy of this module in the same process (loaded by path, then
+imported) re-targets the one recorder instead of stacking another.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import hashlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -44,8 +39,8 @@ __all__ = [
     "ENV_LOG",
     "Recorder",
     "install",
-    "install_on_import",
     "installed",
+    "patch_transport",
     "read_counts",
     "shape_key",
     "site_directory",
@@ -325,8 +320,9 @@ def installed() -> Recorder | None:
     return found
 
 
-def _patch(module: ModuleType, directory: str) -> Recorder:
-    """Wrap ``module.Transport.perform_request`` with a recorder into ``directory``."""
+def patch_transport(module: ModuleType, directory: str) -> Recorder:
+    """Wrap ``module.Transport.perform_request`` (``module`` is ``elastic_transport``) with a
+    recorder into ``directory``; one already there is re-targeted instead."""
     transport: Any = module.Transport
     existing = getattr(transport.perform_request, _MARK, None)
     if existing is not None:
@@ -350,45 +346,7 @@ def install(directory: str) -> Recorder:
     import elastic_transport
 
     os.makedirs(directory, exist_ok=True)
-    return _patch(elastic_transport, os.path.abspath(directory))
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches ``elastic_transport`` right after its first import (then leaves the path)."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "elastic_transport":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        loader = spec.loader if spec is not None else None
-        if spec is None or loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        execute = loader.exec_module
-        directory = self.directory
-
-        def exec_module(module: ModuleType) -> None:
-            execute(module)
-            with contextlib.suppress(Exception):  # a recorder that cannot install: no records
-                _patch(module, directory)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def install_on_import(directory: str) -> None:
-    """Record into ``directory`` once ``elastic_transport`` is imported (at once if it is)."""
-    os.makedirs(directory, exist_ok=True)
-    directory = os.path.abspath(directory)
-    if "elastic_transport" in sys.modules:
-        _patch(sys.modules["elastic_transport"], directory)
-    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport(directory))
+    return patch_transport(elastic_transport, os.path.abspath(directory))
 
 
 def read_counts(directory: str) -> tuple[int, int]:

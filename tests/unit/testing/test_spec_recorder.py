@@ -177,12 +177,12 @@ def _fake_transport() -> types.ModuleType:
 
 def test_installing_twice_retargets_the_one_recorder(tmp_path: Path) -> None:
     module = _fake_transport()
-    first = recorder._patch(module, str(tmp_path / "a"))
+    first = recorder.patch_transport(module, str(tmp_path / "a"))
     (tmp_path / "a").mkdir()
     wrapped = module.Transport.perform_request
     assert module.Transport().perform_request("GET", "/_cluster/health") == "answer"
     (tmp_path / "b").mkdir()
-    assert recorder._patch(module, str(tmp_path / "b")) is first
+    assert recorder.patch_transport(module, str(tmp_path / "b")) is first
     assert module.Transport.perform_request is wrapped  # not wrapped twice
     module.Transport().perform_request("GET", "/_cluster/health")
     assert len(lines(tmp_path / "b")) == 1  # a fresh log records the shape again
