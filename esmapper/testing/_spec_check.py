@@ -216,6 +216,11 @@ def configure(config: pytest.Config) -> None:
         return
     kit = Path(str(value)).resolve()
     checker = load_checker(kit)
+    branches = config.getoption("es_spec_branches")
+    try:  # a bad branch list fails now, not after the run
+        checker.load_spec(str(kit / "es-spec")).resolve_branches(branches)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--es-spec-branches={branches}: {exc}") from exc
     log, keep = _fresh_log(config.getoption("es_spec_log", None))
     check = SpecCheck(config, kit, checker, log, keep=keep)
     check.start()

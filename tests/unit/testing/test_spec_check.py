@@ -111,3 +111,12 @@ def test_off_checks_nothing(clean_env: pytest.Pytester) -> None:
 def test_a_directory_that_is_not_a_kit_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(pytest.UsageError, match=r"not a specification kit directory"):
         load_checker(tmp_path)
+
+
+def test_an_unknown_branch_is_a_usage_error_before_any_test_runs(
+    clean_env: pytest.Pytester,
+) -> None:
+    clean_env.makepyfile(test_traffic=_GOOD)
+    result = clean_env.runpytest_subprocess(f"--es-spec={KIT}", "--es-spec-branches=8.18,7.x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--es-spec-branches=8.18,7.x: no branch matches '7.x'*"])
