@@ -1,11 +1,19 @@
 """Scanning every match of a search, page by page, in a point in time: ``batch_process``
 and the batch paths of ``patch_all``/``remove_all``.
 
-What is sent: ``POST /<alias>/_pit?keep_alive=K``, then one ``POST /_search`` per page
+What is sent: ``POST /<alias>/_pit?keep_alive=K`` (a time-series model: ``GET
+/_alias/<umbrella>``, then the point in time on its partitions' dated aliases with
+``ignore_unavailable=true``, :mod:`esmapper.indexes._pit_target`; the same names after a
+``partitions=`` range), then one ``POST /_search`` per page
 with ``"pit": {"id", "keep_alive": K}`` (so every page extends the point in time by ``K``
 from that request), sorted by the caller's sort plus ``id`` and continued with
 ``search_after``; ``DELETE /_pit`` after the last page, and also when the callback stops
 the scan (returns ``False``) or raises.
+
+Over several time-series partitions the scan is one point in time over all of them: pages
+follow the sort across partitions (``id`` order by default; ``sort="created_utc"`` or the
+model's ``date_field`` gives the date order), and a ``search_after`` token is the sort
+values of the last hit, valid across partition boundaries.
 
 A point in time can still be lost between two pages (a page took longer than ``K``, it
 was closed, its index deleted): the next page request raises

@@ -41,6 +41,7 @@ from esmapper.custom_fields.search import (
     tenant_view,
 )
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
+from esmapper.indexes._pit_target import pit_target
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState, version_of
 from esmapper.options import Options
@@ -117,11 +118,13 @@ class SearchRequest:
 
     ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
     :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
-    (``POST /<alias>/_pit?keep_alive=K``), every page request sends ``"pit": {"id",
-    "keep_alive": K}`` (extending it), and it is closed (``DELETE /_pit``) after the last
-    page. A page request whose point in time is gone raises
-    :class:`~esmapper.errors.SnapshotExpiredError` with the pages and documents delivered
-    before and the last sort value.
+    (``POST /<alias>/_pit?keep_alive=K``; for a time-series model on its partitions named
+    one by one, with ``ignore_unavailable=true``: :mod:`esmapper.indexes._pit_target`, so
+    the order, the total and a ``search_after`` token are those of one search over every
+    partition), every page request sends ``"pit": {"id", "keep_alive": K}`` (extending
+    it), and it is closed (``DELETE /_pit``) after the last page. A page request whose
+    point in time is gone raises :class:`~esmapper.errors.SnapshotExpiredError` with the
+    pages and documents delivered before and the last sort value.
     """
 
     def __init__(
@@ -425,16 +428,34 @@ class SearchRequest:
         self._refresh_for_consistency()
         pit_id = None
         if self.keep_alive is not None:
-            try:
-                pit = self.mapper.client.open_point_in_time(
-                    index=self.target, keep_alive=self.keep_alive
-                )
-            except NotFoundError as exc:
-                if is_index_missing(exc):
-                    return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
-                raise
-            pit_id = pit["id"]
+            pit_id = self._open_pit()
+            if pit_id is None:  # no index (yet), no partition: nothing matches
+                return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
         return self._page(self.page, self.search_after, pit_id)
+
+    def _open_pit(self) -> str | None:
+        """Open the point in time of ``snapshot=`` paging: ``POST /<names>/_pit?keep_alive=K``
+        on the names :func:`~esmapper.indexes._pit_target.pit_target` chooses (a
+        time-series model's partitions one by one, after ``GET /_alias/<umbrella>``; a
+        list esmapper made is sent with ``ignore_unavailable=true``, as the plain search of
+        ``partitions=`` is). Its id, or ``None`` when there is nothing to open (the index
+        or every partition is missing: 404 ``index_not_found_exception``)."""
+        assert self.keep_alive is not None
+        spec = self.mapper.spec(self.info.cls)
+        target = pit_target(self.mapper.client, spec, self.targets)
+        if target is None:
+            return None
+        try:
+            pit = self.mapper.client.open_point_in_time(
+                index=target.index,
+                keep_alive=self.keep_alive,
+                ignore_unavailable=True if target.listed else None,
+            )
+        except NotFoundError as exc:
+            if is_index_missing(exc):
+                return None
+            raise
+        return str(pit["id"])
 
     def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
         with _gc.paused():  # the parsed response and the documents all live on: no GC passes

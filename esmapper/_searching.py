@@ -332,7 +332,9 @@ class Searching(Generic[T]):
         """Call ``fn`` with batches of matching documents until they run out or ``fn``
         returns ``False``; returns the number of documents given to ``fn``.
 
-        Sends ``POST /<alias>/_pit?keep_alive=K``, one search per batch (``pit`` with the
+        Sends ``POST /<alias>/_pit?keep_alive=K`` (a time-series model: ``GET
+        /_alias/<umbrella>`` first, and the point in time names every partition; batches
+        follow the sort across partitions), one search per batch (``pit`` with the
         same ``keep_alive``, so each batch extends the point in time; sorted by ``sort``,
         if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
         the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by

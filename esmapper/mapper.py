@@ -18,9 +18,12 @@ from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import LOCK_INDEX
+from esmapper.migrations.state import STATE_INDEX
 from esmapper.model.info import ModelInfo
 from esmapper.options import (
     Consistency,
@@ -123,6 +126,11 @@ class Mapper:
     :class:`~esmapper.distributed.RedisMessageBus` (those given explicitly win), on one
     :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
     made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
+
+    A prefix, or a versioned or plain model, whose index names one of Elasticsearch's
+    built-in data-stream templates claims (``index_prefix="logs-eu-"``, ``Index.name =
+    "logs-app"``) raises :class:`~esmapper.errors.IndexConfigurationError`: no such index
+    could be created (see :mod:`esmapper.indexes._data_streams`).
     """
 
     def __init__(
@@ -150,6 +158,11 @@ class Mapper:
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
             raise ValueError(f"index_prefix {index_prefix!r} must be lowercase")
+        # esmapper's own indexes under the prefix: not where a data-stream template claims
+        refuse_names(
+            f"index_prefix {index_prefix!r}",
+            [f"{index_prefix}{LOCK_INDEX}", f"{index_prefix}{STATE_INDEX}"],
+        )
         if pause_gc:
             _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes import _placement, timeseries
+from esmapper.indexes._data_streams import refuse_model_names
 from esmapper.indexes._ensure import EnsuredIndex
 from esmapper.indexes._fence import FENCE_SUFFIX, fence_name, is_fence
 from esmapper.indexes.pipelines import Pipeline
@@ -32,6 +33,10 @@ class IndexSpec:
     index is ``<alias>-v<version>`` behind the alias; for ``plain`` indexes the alias *is* the
     physical index; for ``daily``/``monthly`` indexes ``alias`` is the umbrella alias over the
     partitions ``<alias>-v<version>-<period>`` (see :mod:`esmapper.indexes.timeseries`).
+
+    Raises :class:`IndexConfigurationError` when a versioned or plain model's index name
+    (prefix included) is one Elasticsearch's built-in data-stream templates claim
+    (:mod:`esmapper.indexes._data_streams`): no index of that name could be created.
 
     Writes need the spec bound to a client and a clock (``client=``/``clock=`` or
     :meth:`bind`, which the mapper does with its base client): the first one creates the
@@ -85,6 +90,7 @@ class IndexSpec:
                 f"{info.name}.Index.date_field {date_field!r} is not a field of {info.name}",
                 index=self.alias,
             )
+        refuse_model_names(self)  # not a name Elasticsearch keeps for data streams
 
     def bind(self, client: Elasticsearch, clock: Callable[[], _dt.datetime] | None = None) -> None:
         """Give the spec the client and clock time-series writes use."""

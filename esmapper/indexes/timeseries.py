@@ -9,7 +9,11 @@ Names, for ``class Index: name = "logs"; version = 1; kind = "daily"`` (with the
 - umbrella alias ``logs`` over every live partition: reads go through it;
 - index template ``logs-v1-template`` with pattern ``logs-v1-*``, priority
   :data:`TEMPLATE_PRIORITY`, the mapping, the settings and the umbrella alias
-  (``configure_indexes`` puts it; existing partitions are never changed).
+  (``configure_indexes`` puts it; existing partitions are never changed). Above
+  Elasticsearch's built-in data-stream templates: ``logs-v1-2026.12.02`` matches their
+  ``logs-*-*``, and without the model's template Elasticsearch refuses to create it
+  (:mod:`esmapper.indexes._data_streams`), so the write creating such a partition puts
+  the template first when it is missing (:func:`ensure_template`).
 
 A write's partition comes from the document's date: the period of the index
 a loaded document was read from, else the ``date_field`` attribute (``created_utc`` by
@@ -39,7 +43,8 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
-from esmapper.indexes._ensure import announce_create, ensure_fence
+from esmapper.indexes._data_streams import data_stream_pattern
+from esmapper.indexes._ensure import announce_create, ensure_fence, reason_of
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.errors import IndexMaxAgeExceededError
@@ -58,6 +63,7 @@ __all__ = [
     "check_max_age",
     "dated_alias_start",
     "document_date",
+    "ensure_template",
     "expires_at",
     "is_dated_alias",
     "new_document_time",
@@ -71,8 +77,11 @@ __all__ = [
 ]
 
 TIME_SERIES_KINDS: Final = ("daily", "monthly")
-TEMPLATE_PRIORITY: Final = 500
-"""Above Elasticsearch's built-in templates (``logs-*-*`` etc. use 100-200)."""
+TEMPLATE_PRIORITY: Final = 501
+"""Above Elasticsearch's built-in templates (``logs-*-*``, ``metrics-*-*``... at 100) and
+Fleet's integration templates (up to 200): Elastic's guidance for a template whose pattern
+may overlap theirs is a priority higher than 500 (esmapper used 500 before; the next
+``configure_indexes`` puts 501)."""
 
 _FORMATS: Final = {"daily": "%Y.%m.%d", "monthly": "%Y.%m"}
 _SUFFIX_RE: Final = {"daily": r"\d{4}\.\d{2}\.\d{2}", "monthly": r"\d{4}\.\d{2}"}
@@ -214,6 +223,28 @@ def template_body(spec: IndexSpec) -> dict[str, Any]:
     }
 
 
+def ensure_template(client: Elasticsearch, spec: IndexSpec) -> None:
+    """Put the model's index template when it is missing: ``HEAD
+    /_index_template/<alias>-v<N>-template``, then ``PUT`` with ``create=true`` (the body
+    of :func:`template_body`; one a concurrent ``configure_indexes`` or writer put meanwhile
+    is kept). Raises :class:`IndexConfigurationError` when Elasticsearch refuses it."""
+    name = spec.template_name
+    if client.indices.exists_index_template(name=name):
+        return
+    try:
+        client.indices.put_index_template(name=name, create=True, **template_body(spec))
+    except BadRequestError as exc:
+        if "already exists" in reason_of(exc):
+            return
+        raise IndexConfigurationError(
+            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
+            f"{reason_of(exc)}",
+            index=spec.alias,
+            error_type=str(exc.error),
+            reason=reason_of(exc),
+        ) from exc
+
+
 class PartitionCache:
     """The per-process set of ensured partitions of one spec; thread-safe.
 
@@ -239,8 +270,10 @@ class PartitionCache:
         aliases and its fence alias (``resource_already_exists_exception`` from a
         concurrent creator is tolerated: the dated alias and the fence are then added with
         ``PUT _alias``). Before the create, ``spec.before_create`` (the install decision,
-        :func:`~esmapper.indexes._ensure.announce_create`). Raises
-        :class:`IndexConfigurationError` if Elasticsearch refuses the index.
+        :func:`~esmapper.indexes._ensure.announce_create`), then, for a partition name a
+        built-in data-stream template claims (``logs-*-*``...), :func:`ensure_template`.
+        Raises :class:`IndexConfigurationError` (with Elasticsearch's reason) if
+        Elasticsearch refuses the index or the template.
         """
         known = self._known.get(start)
         if known is not None:
@@ -282,6 +315,10 @@ class PartitionCache:
             if concrete_index(client, alias):  # the new partition could not take the alias
                 raise alias_taken_error(spec.info.name, alias, f"the partition(s) {wanted!r}")
         announce_create(spec)  # the install decision precedes a first model index
+        if data_stream_pattern(name) is not None:
+            # a built-in data-stream template claims the name: only the model's own
+            # template (priority 501) makes Elasticsearch create a regular index
+            ensure_template(client, spec)
 
         def create() -> bool:
             try:
@@ -289,9 +326,11 @@ class PartitionCache:
             except BadRequestError as exc:
                 if exc.error != "resource_already_exists_exception":
                     raise IndexConfigurationError(
-                        f"cannot create partition {name!r} for {spec.info.name}: {exc.error}",
+                        f"cannot create partition {name!r} for {spec.info.name}: {exc.error}:"
+                        f" {reason_of(exc)}",
                         index=name,
                         error_type=str(exc.error),
+                        reason=reason_of(exc),
                     ) from exc
                 return False
             return True

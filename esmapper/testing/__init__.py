@@ -16,6 +16,7 @@ from esmapper.testing.docker import DockerServer
 from esmapper.testing.redis_server import RedisServer, redis_url
 from esmapper.testing.selection import (
     elasticsearch_url,
+    local_only_skip_reason,
     real_es_skip_reason,
     server_kind,
     start_test_server,
@@ -32,6 +33,7 @@ __all__ = [
     "ServerStartError",
     "delete_prefixed",
     "elasticsearch_url",
+    "local_only_skip_reason",
     "real_es_skip_reason",
     "redis_url",
     "server_kind",

@@ -68,6 +68,10 @@ def _get_json(url: str, path: str, timeout: float) -> object:
         return json.load(response)
 
 
+_LOWEST = {8: "8.18"}
+"""The lowest client esmapper supports, per major (any of the others)."""
+
+
 def version_mismatch(url: str, timeout: float = 5.0) -> str | None:
     """Why the installed elasticsearch client cannot talk to the server at ``url`` (its
     major version is another), or None. The local noida-db server answers every client."""
@@ -89,7 +93,8 @@ def version_mismatch(url: str, timeout: float = 5.0) -> str | None:
     return (
         f"{redact(url)} is Elasticsearch {number} but the elasticsearch client is "
         f"{'.'.join(map(str, client))}: the major versions must match; install the "
-        f"client of the server's: pip install 'elasticsearch>={wanted}.18,<{wanted + 1}'"
+        f"client of the server's: pip install 'elasticsearch>={_LOWEST.get(wanted, wanted)},"
+        f"<{wanted + 1}'"
     )
 
 

@@ -28,14 +28,24 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 
 - ``normalised_mappings``: a ``GET .../_mapping`` answer omits ``"type": "object"`` on an
   object field that has ``properties``, as Elasticsearch echoes mappings.
+- ``missing_index_pit``: a point in time naming a missing index without
+  ``ignore_unavailable=true`` answers 404 (:mod:`esmapper.testing._real_pit`).
+- ``aliases_cover_every_index``: a point in time, update-by-query or delete-by-query on an
+  alias of several indexes covers all of them (:mod:`esmapper.testing._real_aliases`).
+- ``data_stream_templates``: Elasticsearch's built-in data-stream templates (``logs-*-*``,
+  ``metrics-*-*``, ``synthetics-*-*``, ``traces-*-*``) refuse regular indexes of those
+  names (:mod:`esmapper.testing._real_datastreams`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from esmapper.testing._real_aliases import AliasesCoverEveryIndex
+from esmapper.testing._real_datastreams import DataStreamTemplates
 from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
 from esmapper.testing._real_nodes import ReportedNodes
+from esmapper.testing._real_pit import MissingIndexPit
 from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing._rules import Exchange, Reply, json_reply
 from esmapper.testing.faults import FaultProxy
@@ -76,6 +86,9 @@ class ClusterProxy(FaultProxy):
         nodes: int | None = None,
         version: str | None = None,
         normalised_mappings: bool = True,
+        missing_index_pit: bool = True,
+        aliases_cover_every_index: bool = True,
+        data_stream_templates: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
@@ -85,3 +98,14 @@ class ClusterProxy(FaultProxy):
             self.add_rule(ReportedVersion(version))
         if normalised_mappings:
             self.add_rule(NormalisedMappings())
+        if missing_index_pit:
+            self.add_rule(MissingIndexPit(self._upstream))
+        if aliases_cover_every_index:
+            self.add_rule(AliasesCoverEveryIndex(self._upstream))
+        if data_stream_templates:
+            self.add_rule(DataStreamTemplates(self._upstream))
+
+    def _upstream(self, method: str, path: str) -> Reply:
+        """The upstream's answer to a request a rule sends itself (not recorded)."""
+        status, headers, body = self._forward(method, path, {}, b"")
+        return Reply(status, body, headers)

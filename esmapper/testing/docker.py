@@ -13,8 +13,8 @@ from esmapper.errors import ServerStartError
 from esmapper.testing.base import ServerKind, version_mismatch, wait_for_health
 
 IMAGES = {
-    8: "docker.elastic.co/elasticsearch/elasticsearch:8.15.3",
-    9: "docker.elastic.co/elasticsearch/elasticsearch:9.1.5",
+    8: "docker.elastic.co/elasticsearch/elasticsearch:8.19.19",
+    9: "docker.elastic.co/elasticsearch/elasticsearch:9.5.2",
 }
 """The Elasticsearch image of each major version (the tags of ``docker/``'s compose files)."""
 
@@ -35,9 +35,11 @@ CONTAINER_ENV = {
     "discovery.type": "single-node",
     "xpack.security.enabled": "false",
     "cluster.routing.allocation.disk.threshold_enabled": "false",
+    "ingest.geoip.downloader.enabled": "false",
     "ES_JAVA_OPTS": "-Xms1g -Xmx1g",
 }
-"""Settings of the test container: single node, no security, no disk watermarks."""
+"""Settings of the test container: single node, no security, no disk watermarks, no GeoIP
+database download at start (the same as ``docker/``'s compose files)."""
 
 
 def connect_docker() -> Any:

@@ -7,8 +7,13 @@ server lazily, the first time a test asks for one, and stop it at the end of the
 (also on failures and Ctrl-C; the servers register themselves with atexit too).
 ``esmapper_index_prefix`` gives each test its own name prefix and deletes what the test
 created under it. Tests marked ``real_es`` are skipped when the server is the local
-noida-db one. ``esmapper_redis_url`` is a Redis for the session (``ESMAPPER_TEST_REDIS_URL``,
-else an embedded ``redis-server`` stopped at exit).
+noida-db one, tests marked ``local_only`` when it is not. ``esmapper_redis_url`` is a Redis
+for the session (``ESMAPPER_TEST_REDIS_URL``, else an embedded ``redis-server`` stopped at
+exit).
+
+``--es-spec=DIR`` records every Elasticsearch request the run sends (Python subprocesses
+included) and checks them against the API specification in DIR at the end, failing the run
+on a violation (see :mod:`esmapper.testing._spec_check`).
 
 Shorter names are one conftest away::
 
@@ -25,28 +30,48 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch
 
+from esmapper.testing import _spec_check
 from esmapper.testing.base import ServerHandle, ServerKind
 from esmapper.testing.cleanup import delete_prefixed
 from esmapper.testing.redis_server import redis_url as _redis_url
-from esmapper.testing.selection import real_es_skip_reason, server_kind, start_test_server
+from esmapper.testing.selection import (
+    local_only_skip_reason,
+    real_es_skip_reason,
+    server_kind,
+    start_test_server,
+)
 
-_MARKER = "real_es: behaviour the local test server does not reproduce (skipped there)"
+_MARKERS = {
+    "real_es": "real_es: behaviour the local test server does not reproduce (skipped there)",
+    "local_only": "local_only: holds only on the local test server (skipped against a real "
+    "cluster)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--es-spec``, ``--es-spec-branches``, ``--es-spec-log`` (the specification check)."""
+    _spec_check.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``real_es`` marker (unless the project's ini already does)."""
-    if not any(line.startswith("real_es") for line in config.getini("markers")):
-        config.addinivalue_line("markers", _MARKER)
+    """Register the ``real_es`` and ``local_only`` markers (unless the project's ini already
+    does); start the specification check when ``--es-spec`` asks for it."""
+    for name, line in _MARKERS.items():
+        if not any(known.startswith(name) for known in config.getini("markers")):
+            config.addinivalue_line("markers", line)
+    _spec_check.configure(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``real_es`` tests, with the reason, when the local noida-db server is used."""
-    reason = real_es_skip_reason()
-    if reason is None:
-        return
-    for item in items:
-        if item.get_closest_marker("real_es") is not None:
-            item.add_marker(pytest.mark.skip(reason=reason))
+    """Skip ``real_es`` tests on the local noida-db server and ``local_only`` tests on any
+    other, with the reason."""
+    reasons = {"real_es": real_es_skip_reason(), "local_only": local_only_skip_reason()}
+    for marker, reason in reasons.items():
+        if reason is None:
+            continue
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")

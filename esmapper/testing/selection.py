@@ -42,6 +42,15 @@ def real_es_skip_reason(env: Mapping[str, str] | None = None) -> str | None:
     )
 
 
+def local_only_skip_reason(env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``local_only`` tests are skipped (a real cluster is used), or None when they run."""
+    kind = server_kind(env)
+    if kind == "local":
+        return None
+    where = f"{ENV_URL} is set" if kind == "url" else f"{ENV_DOCKER}=1"
+    return f"local_only: holds only on the local noida-db test server ({where})"
+
+
 def start_test_server(env: Mapping[str, str] | None = None) -> ServerHandle:
     """Start (or, for ESMAPPER_TEST_URL, check) the server :func:`server_kind` picks.
 

@@ -23,6 +23,7 @@ PUBLIC = {
     "esmapper.repository",
     "esmapper.session",
     "esmapper.signals",
+    "esmapper.testing.cluster",
     "esmapper.testing.plugin",
 }
 

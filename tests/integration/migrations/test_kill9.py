@@ -27,13 +27,13 @@ import pytest
 from click.testing import CliRunner, Result
 from elasticsearch import Elasticsearch
 
-import esmapper
 from esmapper._cli_app import load_mapper
 from esmapper.cli import main
 from esmapper.indexes import find_leftovers
 from esmapper.migrations import MigrationRecord, StateStore
 from esmapper.migrations.install import read_install
 from esmapper.testing.faults import FaultProxy
+from tests.unit.cli.apps import subprocess_env
 
 APP = '''
 """A test application for test_kill9: checkpoints let the test stop it where it wants."""
@@ -151,8 +151,7 @@ class App:
         self, app: str, *args: str, url: str | None = None, command: str = "migrate"
     ) -> subprocess.Popen[str]:
         """``esmapper --app APP [--url URL] COMMAND ARGS`` in a subprocess."""
-        root = str(Path(esmapper.__file__).resolve().parents[1])  # this checkout's esmapper
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.directory), root])}
+        env = subprocess_env(self.directory)  # the app, then this checkout's esmapper
         where = ["--url", url] if url else []
         return subprocess.Popen(
             [sys.executable, "-m", "esmapper.cli", "--app", app, *where, command, *args],

@@ -16,6 +16,7 @@ from esmapper.testing import (
     LocalServer,
     ServerStartError,
     delete_prefixed,
+    local_only_skip_reason,
     real_es_skip_reason,
     selection,
     server_kind,
@@ -136,11 +137,27 @@ def test_real_es_skip_reason() -> None:
     assert real_es_skip_reason({"ESMAPPER_TEST_DOCKER": "1"}) is None
 
 
+def test_local_only_skip_reason() -> None:
+    assert local_only_skip_reason({}) is None
+    assert local_only_skip_reason({"ESMAPPER_TEST_DOCKER": "0"}) is None
+    reason = local_only_skip_reason({"ESMAPPER_TEST_URL": "http://es:9200"})
+    assert (
+        reason
+        == "local_only: holds only on the local noida-db test server (ESMAPPER_TEST_URL is set)"
+    )
+    docker = local_only_skip_reason({"ESMAPPER_TEST_DOCKER": "1"})
+    assert docker is not None and docker.endswith("(ESMAPPER_TEST_DOCKER=1)")
+
+
 _REAL_ES_TESTS = """
 import pytest
 
 @pytest.mark.real_es
 def test_needs_real_es():
+    pass
+
+@pytest.mark.local_only
+def test_needs_the_local_server():
     pass
 
 def test_plain(esmapper_es_server_kind):
@@ -151,12 +168,12 @@ def test_plain(esmapper_es_server_kind):
 @pytest.mark.parametrize(
     ("env", "kind", "outcome"),
     [
-        ({}, "local", {"passed": 1, "skipped": 1}),
-        ({"ESMAPPER_TEST_URL": "http://127.0.0.1:9"}, "url", {"passed": 2}),
-        ({"ESMAPPER_TEST_DOCKER": "1"}, "docker", {"passed": 2}),
+        ({}, "local", {"passed": 2, "skipped": 1}),
+        ({"ESMAPPER_TEST_URL": "http://127.0.0.1:9"}, "url", {"passed": 2, "skipped": 1}),
+        ({"ESMAPPER_TEST_DOCKER": "1"}, "docker", {"passed": 2, "skipped": 1}),
     ],
 )
-def test_plugin_skips_real_es_only_on_local_server(
+def test_plugin_skips_real_es_on_the_local_server_and_local_only_elsewhere(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     env: dict[str, str],
@@ -172,6 +189,8 @@ def test_plugin_skips_real_es_only_on_local_server(
     result.assert_outcomes(**outcome)
     if kind == "local":
         result.stdout.fnmatch_lines(["*real_es: the local noida-db test server*"])
+    else:
+        result.stdout.fnmatch_lines(["*local_only: holds only on the local noida-db*"])
 
 
 def _script(path: Path, body: str) -> Path:

@@ -62,6 +62,22 @@ def test_another_major_is_refused_at_start_with_the_remedy(other_major: str) -> 
         ExternalServer(other_major).start()
 
 
+@pytest.mark.parametrize(
+    ("client", "server", "remedy"),
+    [
+        ((9, 5, 1), "8.19.19", "'elasticsearch>=8.18,<9'"),
+        ((8, 19, 3), "9.5.2", "'elasticsearch>=9,<10'"),
+    ],
+)
+def test_the_remedy_is_a_requirement_pip_can_meet(
+    monkeypatch: pytest.MonkeyPatch, client: tuple[int, ...], server: str, remedy: str
+) -> None:
+    monkeypatch.setattr(elasticsearch, "VERSION", client)
+    for url in serve({"version": {"number": server, "build_hash": "abc"}}):
+        reason = version_mismatch(url)
+        assert reason is not None and reason.endswith(f"pip install {remedy}")
+
+
 def test_the_same_major_and_the_local_server_are_accepted(same_major: str) -> None:
     assert version_mismatch(same_major) is None
     assert ExternalServer(same_major).start().url == same_major
