@@ -17,7 +17,9 @@ What a test chooses in the constructor:
 - ``nodes=N``: the cluster health APIs report ``N`` nodes, all data nodes (the local
   server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`);
 - ``version="9.1.0"``: ``GET /`` answers that ``version.number``, to pin request shapes
-  that differ by version (:mod:`esmapper.testing._real_version`).
+  that differ by version (:mod:`esmapper.testing._real_version`); the specification check
+  reads the requests sent through this proxy on that version's branch
+  (:func:`esmapper.testing._spec_recorder.pin_version`).
 
 The ``normalised_mappings`` rule below writes every mapping answer as Elasticsearch's
 serialisers do (:mod:`esmapper.testing._real_mappings`): besides the object type, no
@@ -39,6 +41,7 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from esmapper.testing._real_aliases import AliasesCoverEveryIndex
@@ -48,6 +51,7 @@ from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing._real_pit import MissingIndexPit
 from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._spec_recorder import pin_version
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
@@ -94,8 +98,11 @@ class ClusterProxy(FaultProxy):
         super().__init__(upstream, **options)
         if nodes is not None:
             self.add_rule(ReportedNodes(nodes))
+        self._unpin: Callable[[], None] = lambda: None
         if version is not None:
             self.add_rule(ReportedVersion(version))
+            # the spec check reads what is sent here on that version's branch
+            self._unpin = pin_version(self.url, version)
         if normalised_mappings:
             self.add_rule(NormalisedMappings())
         if missing_index_pit:
@@ -104,6 +111,11 @@ class ClusterProxy(FaultProxy):
             self.add_rule(AliasesCoverEveryIndex(self._upstream))
         if data_stream_templates:
             self.add_rule(DataStreamTemplates(self._upstream))
+
+    def stop(self) -> None:
+        """Stop the proxy (see :meth:`FaultProxy.stop`)."""
+        self._unpin()
+        super().stop()
 
     def _upstream(self, method: str, path: str) -> Reply:
         """The upstream's answer to a request a rule sends itself (not recorded)."""

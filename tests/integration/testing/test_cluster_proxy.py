@@ -48,7 +48,7 @@ def test_mappings_come_back_without_defaults(
                 "type": "text",
                 "norms": True,
                 "copy_to": "all",
-                "fields": {"raw": {"type": "keyword", "doc_values": "true", "ignore_above": "256"}},
+                "fields": {"raw": {"type": "keyword", "doc_values": True, "ignore_above": 256}},
             },
             "all": {"type": "text", "index": False},
             "born": {"type": "date", "format": "strict_date_optional_time||epoch_millis"},
