@@ -30,7 +30,7 @@ Read-only; an error in these reads leaves the explanation out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -81,13 +81,19 @@ def _int(entry: Mapping[str, Any], key: str) -> int:
     return int(value) if isinstance(value, int | float | str) and str(value).isdigit() else 0
 
 
-def classify(cluster: Mapping[str, Any], indices: Mapping[str, Any]) -> ShardSummary:
+def classify(
+    cluster: Mapping[str, Any],
+    indices: Mapping[str, Any],
+    first: Callable[[str], bool] | None = None,
+) -> ShardSummary:
     """Sort the indexes of ``indices`` (``GET _cluster/health?level=indices``'s ``indices``)
     that are not green; ``cluster`` is the ``GET _cluster/health`` answer (its
-    ``number_of_data_nodes``). Pure."""
+    ``number_of_data_nodes``). Each kind lists the indexes ``first`` says (the
+    application's own) before the others, then by name. Pure."""
     nodes = _int(cluster, "number_of_data_nodes") or _int(cluster, "number_of_nodes")
     groups: dict[str, list[IndexShards]] = {"primaries": [], "unplaceable": [], "placeable": []}
-    for name, entry in sorted(indices.items()):
+    ours = first or (lambda name: False)
+    for name, entry in sorted(indices.items(), key=lambda item: (not ours(item[0]), item[0])):
         if not isinstance(entry, Mapping) or entry.get("status") == "green":
             continue
         shards, replicas = _int(entry, "number_of_shards"), _int(entry, "number_of_replicas")
@@ -110,13 +116,18 @@ def classify(cluster: Mapping[str, Any], indices: Mapping[str, Any]) -> ShardSum
     )
 
 
-def read_shards(client: Elasticsearch, cluster: Mapping[str, Any]) -> ShardSummary:
-    """:func:`classify` of ``GET /_cluster/health?level=indices``; sends nothing when
-    ``cluster`` (the ``GET /_cluster/health`` answer) is green."""
+def read_shards(
+    client: Elasticsearch,
+    cluster: Mapping[str, Any],
+    first: Callable[[str], bool] | None = None,
+) -> ShardSummary:
+    """:func:`classify` of ``GET /_cluster/health?level=indices`` (``first``: the indexes
+    listed first); sends nothing when ``cluster`` (the ``GET /_cluster/health`` answer) is
+    green."""
     if cluster.get("status") == "green":
         return ShardSummary(data_nodes=_int(cluster, "number_of_data_nodes"))
     body = client.cluster.health(level="indices").body
-    return classify(body, body.get("indices") or {})
+    return classify(body, body.get("indices") or {}, first)
 
 
 def explain(client: Elasticsearch, index: str) -> str | None:

@@ -161,7 +161,10 @@ def check_health(mapper: Mapper) -> HealthReport:
     client = mapper.client
     cluster = client.cluster.health().body
     status = str(cluster.get("status", "unknown"))
-    issues = _cluster_issues(client, cluster)
+    aliases = [mapper.spec(model).alias for model in mapper.models]
+    issues = _cluster_issues(
+        client, cluster, lambda index: any(_serves(alias, index) for alias in aliases)
+    )
     locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     models = []
     for model in mapper.models:
@@ -193,13 +196,22 @@ def _copies(count: int, kind: str) -> str:
     return f"{count} {kind} shard{'s' if count != 1 else ''}"
 
 
-def _cluster_issues(client: Any, cluster: dict[str, Any]) -> list[HealthIssue]:
-    """The cluster's status, and why it is not green (:mod:`esmapper._cluster_shards`)."""
+def _serves(alias: str, index: str) -> bool:
+    """Whether ``index`` is one of ``alias``'s model's (the plain index, ``<alias>-v<N>``,
+    a partition)."""
+    return index == alias or index.startswith(f"{alias}-")
+
+
+def _cluster_issues(
+    client: Any, cluster: dict[str, Any], ours: Callable[[str], bool]
+) -> list[HealthIssue]:
+    """The cluster's status, and why it is not green (:mod:`esmapper._cluster_shards`); the
+    models' indexes (``ours``) are named, and explained, first."""
     status = str(cluster.get("status", "unknown"))
     if status == "green":
         return []
     try:
-        shards = read_shards(client, cluster)
+        shards = read_shards(client, cluster, ours)
     except (ApiError, TransportError) as exc:
         severity: Severity = "attention" if status == "red" else "warning"
         why = f"(which shards: {type(exc).__name__})"

@@ -60,3 +60,9 @@ def test_inactive_primaries_come_first_and_green_indexes_are_left_out() -> None:
     ((down,),) = (summary.primaries,)
     assert (down.index, down.inactive_primaries) == ("down", 2)
     assert summary.placeable == summary.unplaceable == ()
+
+
+def test_the_applications_indexes_come_first() -> None:
+    indices = {name: _index(1, 1, unassigned=1) for name in ("a-other", "z-mine-v1", "b")}
+    summary = classify({"number_of_data_nodes": 1}, indices, lambda n: n.startswith("z-mine"))
+    assert [i.index for i in summary.unplaceable] == ["z-mine-v1", "a-other", "b"]
