@@ -22,6 +22,7 @@ from elasticsearch import ApiError
 from esmapper._cli_types import cli_spelling
 from esmapper._text import article
 from esmapper.errors import EsmapperError, LockError, ServerStartError
+from esmapper.indexes._ensure import answer_of
 from esmapper.mapper import Mapper
 
 __all__ = [
@@ -92,7 +93,7 @@ def error_for(exc: Exception, ctx: click.Context) -> CliError | None:
         return CliError(_connection_message(exc, ctx))
     if isinstance(exc, ApiError):
         hint = _version_hint(exc)
-        return CliError(f"Elasticsearch answered {exc.meta.status}: {exc.message}{hint}")
+        return CliError(f"Elasticsearch answered {answer_of(exc)}{hint}")
     if isinstance(exc, TransportError):
         return CliError(f"Elasticsearch request failed: {exc}")
     if isinstance(exc, ServerStartError):

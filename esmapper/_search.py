@@ -55,7 +55,7 @@ from esmapper.query import (
     parse_aggregations,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.query.highlight import HighlightSpec
+from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
 from esmapper.query.sort import SortSpec, sorts_on_id
 from esmapper.results import FindHit, FindResults, LazyHits, decode_token
 from esmapper.signals import QueryContext
@@ -88,6 +88,7 @@ SEARCH_OPTIONS = (
     "search_after",
     "snapshot",
     "sort",
+    "total",
 )
 #: The field every sorted search ends with (ascending) as a tiebreaker, so that any hit's
 #: ``sort`` values can be passed as ``search_after``.
@@ -143,6 +144,7 @@ class SearchRequest:
         snapshot: bool | str | _dt.timedelta | None = False,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        total: bool | int | None = None,
     ) -> None:
         self.mapper = mapper
         self.info = info
@@ -176,6 +178,15 @@ class SearchRequest:
                 "deeper paging)",
                 field="limit",
             )
+        self.total = True if total is None else total
+        if not isinstance(self.total, bool | int) or self.total < 0:
+            raise QueryValidationError(
+                f"total={total!r} must be True (count every match), False (count no more "
+                "than paging needs) or a number of matches to count up to",
+                field="total",
+            )
+        #: the first page's ``(total, exact)``: later search-after pages do not count
+        self.counted: tuple[int, bool] | None = None
         self.page = 1 if page is None else page
         if not isinstance(self.page, int) or self.page < 1:
             raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
@@ -264,15 +275,16 @@ class SearchRequest:
         body: dict[str, Any] = {
             "query": self.query_body(),
             "size": self.limit if size is None else size,
-            "track_total_hits": True,
+            "track_total_hits": self._track_total(self.page if page is None else page),
             "seq_no_primary_term": True,
         }
         if self.sort:
             body["sort"] = self.sort
         if self.aggs:
             body["aggs"] = self.aggs
-        if self.highlight is not None:
-            body["highlight"] = self.highlight
+        if self.highlight is not None:  # its form may depend on the server's version
+            version = self.mapper.server_version() if needs_version(self.highlight) else None
+            body["highlight"] = highlight_body(self.highlight, version)
         page = self.page if page is None else page
         if not self.search_after_mode and page > 1:
             body["from"] = (page - 1) * self.limit
@@ -284,6 +296,42 @@ class SearchRequest:
                 source["excludes"] = self.excludes
             body["_source"] = source
         return body
+
+    def _track_total(self, page: int) -> bool | int:
+        """``track_total_hits`` of page ``page``: how far Elasticsearch counts the matches.
+
+        ``total=True`` (the default) counts every match on the first page and on every
+        page of ``page=`` paging (``results.total`` is exact there). A later page of
+        search-after or snapshot paging never counts (``false``): the pages are linked by
+        ``search_after`` and ``has_more`` by one hit more, and ``results.total`` keeps the
+        first page's count. ``total=N`` counts up to N; ``total=False`` counts no further
+        than ``page=`` paging needs to know whether another page exists (``page * limit +
+        1``), and nothing in search-after paging: ``results.total`` is then a lower bound
+        (``results.total_exact`` is false)."""
+        if self.search_after_mode and page > 1:
+            return False
+        wanted = self.total
+        if wanted is True:
+            return True
+        needed = 0 if self.search_after_mode else page * self.limit + 1
+        count = max(int(wanted), needed)
+        return count if count else False
+
+    def _total(self, response: Mapping[str, Any], page: int, hits: int) -> tuple[int, bool]:
+        """``(total, exact)`` of a page's answer: its ``hits.total`` (``relation: gte``
+        -> not exact), else (not counted) the first page's, else the matches seen so far
+        (a lower bound)."""
+        found = response["hits"].get("total")
+        if isinstance(found, Mapping):
+            counted = (int(found["value"]), found.get("relation", "eq") == "eq")
+            if self.counted is None:
+                self.counted = counted
+            return counted
+        if self.counted is not None:
+            return self.counted
+        if self.search_after_mode:  # the pages read before this one, and this one
+            return self.documents_read + hits, False
+        return (page - 1) * self.limit + hits, False
 
     # -- running ---------------------------------------------------------------------
 
@@ -348,20 +396,23 @@ class SearchRequest:
         return result
 
     def count(self) -> int:
+        """Every match, counted exactly (``track_total_hits: true``)."""
         self._refresh_for_consistency()
-        response = self._send(self.body(size=0), None)
+        response = self._send({**self.body(size=0), "track_total_hits": True}, None)
         return 0 if response is None else int(response["hits"]["total"]["value"])
 
     def exists(self) -> bool:
         """Whether anything matches: a ``size=0`` search that stops at the first match on
         each shard (``terminate_after=1``)."""
         self._refresh_for_consistency()
-        response = self._send({**self.body(size=0), "terminate_after": 1}, None)
+        body = {**self.body(size=0), "terminate_after": 1, "track_total_hits": True}
+        response = self._send(body, None)
         return response is not None and int(response["hits"]["total"]["value"]) > 0
 
     def aggregate_only(self) -> Aggregations:
+        """The aggregations alone (the matches are not counted)."""
         self._refresh_for_consistency()
-        response = self._send(self.body(size=0), None)
+        response = self._send({**self.body(size=0), "track_total_hits": False}, None)
         return parse_aggregations(
             None if response is None else response.get("aggregations"), request=self.aggs
         )
@@ -475,7 +526,7 @@ class SearchRequest:
                 state = DocState(source, raw.get("_index"), None, partial, version, condition)
                 append(from_source(source, raw["_id"], version, state))
         hits = LazyHits(documents, raw_hits, self._hit)
-        total = int(response["hits"]["total"]["value"])
+        total, exact = self._total(response, page, len(response["hits"]["hits"]))
         if self.limit == 0:  # counts and aggregations only: there is no next page
             has_more = False
         elif self._peeks:
@@ -497,6 +548,7 @@ class SearchRequest:
         return FindResults(
             hits=None,
             total=total,
+            total_exact=exact,
             page=page,
             has_more=has_more,
             aggregations=aggregations,

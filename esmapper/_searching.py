@@ -78,6 +78,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        total: bool | int | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -125,6 +126,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        total: bool | int | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -152,7 +154,12 @@ class Searching(Generic[T]):
         between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
         ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
         end)`` (time-series models: search only the dated partitions of that period);
-        and the options (:class:`~esmapper.options.Options`).
+        ``total`` (how far matches are counted, ``track_total_hits``: ``True``, the
+        default, counts every match on the first page and on every ``page=`` page; a
+        number ``N`` counts up to N; ``False`` no further than paging needs; later pages
+        of search-after and snapshot paging never count again and keep the first page's
+        ``results.total``; ``results.total_exact`` is false when the total is a lower
+        bound); and the options (:class:`~esmapper.options.Options`).
 
         Raises QueryValidationError (naming the field or the argument) before sending
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
@@ -176,6 +183,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        total: bool | int | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -232,7 +240,8 @@ class Searching(Generic[T]):
         query_log_level: LogLevel | None = None,
     ) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
-        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
+        # one document: count no further than that (track_total_hits: 2)
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1, "total": False}
         results = self._request("find_one", filter, kwargs).find()
         return results[0] if results else None
 

@@ -233,6 +233,7 @@ class SessionReads:
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        total: bool | int | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -300,7 +301,7 @@ class SessionReads:
         query_log_level: LogLevel | None = None,
     ) -> T | None:
         """The first document :meth:`find` would return, or ``None``."""
-        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1}
+        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1, "total": False}
         results = self.find(model, filter, **kwargs)
         return results[0] if results else None
 

@@ -9,25 +9,37 @@ ingest pipeline (``GET /_ingest/pipeline/<name>``); then the migration plan
 severities:
 
 ``attention`` (``HealthReport.ok`` is false, ``esmapper status --health`` exits 1): the
-cluster is red; a model's index or alias is missing; a reindex is pending (the alias
-points at an older version); an index serving a model is write-blocked and no reindex runs
-(left behind by a killed one, or someone else's block); the model declares fields the
-index does not map, or with another type; an index uses 90% or more of its total-fields
-limit; a named ingest pipeline does not exist; the migrations cannot be planned.
+cluster is red (the indexes whose primaries are not active are named); a model's index or
+alias is missing; a reindex is pending (the alias points at an older version); an index
+serving a model is write-blocked and no reindex runs (left behind by a killed one, or
+someone else's block); the model declares fields the index does not map, or with another
+type; an index uses 90% or more of its total-fields limit; a named ingest pipeline does
+not exist; the migrations cannot be planned.
 
-``warning``: the cluster is yellow; a reindex or a migrate runs now; old indexes left
-behind; fields mapped on the server the model does not know; 75% of the field limit;
-pending migrations; a defined pipeline not created yet (the first write creates it).
+``warning``: the cluster is yellow with replica copies its nodes could hold but do not
+(named, with Elasticsearch's reason for one of them); a reindex or a migrate runs now; old
+indexes left behind; fields mapped on the server the model does not know; 75% of the
+field limit; pending migrations; a defined pipeline not created yet (the first write
+creates it).
+
+``info`` (``HealthReport.notes``, printed, counts for nothing): the cluster is yellow only
+because indexes ask for more replicas than its data nodes can hold (a one-node
+development cluster and the default ``number_of_replicas: 1``): the indexes are named,
+with the remedy (:mod:`esmapper._cluster_shards`; when the cluster is not green this
+reads ``GET /_cluster/health?level=indices``, and for a replica that could be placed,
+``GET /_cluster/health/<index>?level=shards`` and ``POST /_cluster/allocation/explain``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
-from elasticsearch import NotFoundError
+from elastic_transport import TransportError
+from elasticsearch import ApiError, NotFoundError
 
+from esmapper._cluster_shards import IndexShards, explain, read_shards
 from esmapper.errors import EsmapperError
 from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
@@ -41,7 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HealthIssue", "HealthReport", "ModelHealth", "check_health"]
 
-Severity = Literal["attention", "warning"]
+Severity = Literal["attention", "warning", "info"]
+#: How many indexes a cluster issue names.
+_LISTED: Final = 5
 #: Shares of the total-fields limit that make a warning / need attention.
 FIELDS_WARNING: Final = 0.75
 FIELDS_ATTENTION: Final = 0.90
@@ -49,7 +63,8 @@ FIELDS_ATTENTION: Final = 0.90
 
 @attrs.frozen
 class HealthIssue:
-    """Something found: ``severity`` (``attention`` or ``warning``), ``code`` (``cluster``,
+    """Something found: ``severity`` (``attention``, ``warning``, or ``info``: explained,
+    nothing to do), ``code`` (``cluster``,
     ``missing``, ``no_alias``, ``reindex_pending``, ``reindex_running``, ``write_block``,
     ``leftover``, ``mapping_drift``, ``fields``, ``pipeline``, ``migrations``), the
     ``model`` (class name, ``None`` for the cluster and migrations) and a ``message``."""
@@ -105,6 +120,11 @@ class HealthReport:
         return [i for i in self.issues if i.severity == "warning"]
 
     @property
+    def notes(self) -> list[HealthIssue]:
+        """What is explained and needs nothing done (``info``)."""
+        return [i for i in self.issues if i.severity == "info"]
+
+    @property
     def ok(self) -> bool:
         """Nothing needs attention (warnings allowed)."""
         return not self.attention
@@ -125,11 +145,12 @@ class HealthReport:
         if len(rows) > 1:
             for row in rows:
                 yield "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for issue in sorted(self.issues, key=lambda i: i.severity != "attention"):
+        order = {"attention": 0, "warning": 1, "info": 2}
+        for issue in sorted(self.issues, key=lambda i: order[i.severity]):
             yield str(issue)
         yield (
             f"health: {len(self.attention)} need attention, {len(self.warnings)} warnings"
-            if self.issues
+            if self.attention or self.warnings
             else "health: ok"
         )
 
@@ -140,11 +161,10 @@ def check_health(mapper: Mapper) -> HealthReport:
     client = mapper.client
     cluster = client.cluster.health().body
     status = str(cluster.get("status", "unknown"))
-    issues: list[HealthIssue] = []
-    if status == "red":
-        issues.append(HealthIssue("attention", "cluster", "the cluster status is red"))
-    elif status != "green":
-        issues.append(HealthIssue("warning", "cluster", f"the cluster status is {status}"))
+    aliases = [mapper.spec(model).alias for model in mapper.models]
+    issues = _cluster_issues(
+        client, cluster, lambda index: any(_serves(alias, index) for alias in aliases)
+    )
     locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     models = []
     for model in mapper.models:
@@ -159,6 +179,74 @@ def check_health(mapper: Mapper) -> HealthReport:
         models=tuple(models),
         issues=tuple(issues),
     )
+
+
+def _names(indexes: tuple[IndexShards, ...], what: Callable[[IndexShards], str]) -> str:
+    shown = [f"{i.index} ({what(i)})" for i in indexes[:_LISTED]]
+    more = len(indexes) - _LISTED
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _waiting(index: IndexShards) -> str:
+    waiting = f"{index.unassigned} unassigned, {index.initializing} initializing"
+    return f"{index.replicas} replicas, {waiting}"
+
+
+def _copies(count: int, kind: str) -> str:
+    return f"{count} {kind} shard{'s' if count != 1 else ''}"
+
+
+def _serves(alias: str, index: str) -> bool:
+    """Whether ``index`` is one of ``alias``'s model's (the plain index, ``<alias>-v<N>``,
+    a partition)."""
+    return index == alias or index.startswith(f"{alias}-")
+
+
+def _cluster_issues(
+    client: Any, cluster: dict[str, Any], ours: Callable[[str], bool]
+) -> list[HealthIssue]:
+    """The cluster's status, and why it is not green (:mod:`esmapper._cluster_shards`); the
+    models' indexes (``ours``) are named, and explained, first."""
+    status = str(cluster.get("status", "unknown"))
+    if status == "green":
+        return []
+    try:
+        shards = read_shards(client, cluster, ours)
+    except (ApiError, TransportError) as exc:
+        severity: Severity = "attention" if status == "red" else "warning"
+        why = f"(which shards: {type(exc).__name__})"
+        return [HealthIssue(severity, "cluster", f"the cluster status is {status} {why}")]
+    issues: list[HealthIssue] = []
+    nodes = shards.data_nodes
+    if shards.primaries:
+        listed = _names(shards.primaries, lambda i: f"{i.inactive_primaries} of {i.shards}")
+        text = f"the cluster status is {status}: primary shards not active in {listed}"
+        issues.append(HealthIssue("attention", "cluster", text))
+    elif status == "red":
+        issues.append(HealthIssue("attention", "cluster", "the cluster status is red"))
+    if shards.placeable:
+        count = sum(i.unassigned + i.initializing for i in shards.placeable)
+        listed = _names(shards.placeable, _waiting)
+        text = (
+            f"the cluster status is {status}: {_copies(count, 'replica')} not active that "
+            f"its {nodes} data nodes could hold, in {listed}"
+        )
+        reason = explain(client, shards.placeable[0].index)
+        issues.append(HealthIssue("warning", "cluster", f"{text}; {reason}" if reason else text))
+    if shards.unplaceable:
+        count = sum(i.unassigned for i in shards.unplaceable)
+        listed = _names(shards.unplaceable, lambda i: f"{i.replicas} replicas")
+        text = (
+            f"the cluster status is {status}: {_copies(count, 'replica')} cannot be "
+            f"allocated, a copy never shares a node with another copy of its shard and the "
+            f"cluster has {nodes} data node{'s' if nodes != 1 else ''}: {listed}. Nothing "
+            "is lost; set index.number_of_replicas (Index.settings) to at most "
+            f"{max(nodes - 1, 0)} to make it green"
+        )
+        issues.append(HealthIssue("info", "cluster", text))
+    if not issues:  # yellow with nothing unassigned: copies initializing or relocating
+        issues.append(HealthIssue("warning", "cluster", f"the cluster status is {status}"))
+    return issues
 
 
 def _migration_issues(mapper: Mapper) -> list[HealthIssue]:

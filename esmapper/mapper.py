@@ -12,6 +12,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper import _gcpause, signals
 from esmapper._limits import current as current_limits
+from esmapper._server_version import ServerVersion
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
@@ -200,6 +201,7 @@ class Mapper:
         self._lock = threading.Lock()
         self._install_known = False
         self._install_lock = threading.Lock()
+        self._server_version = ServerVersion()
         for model in models:
             self.register(model)
 
@@ -212,6 +214,14 @@ class Mapper:
         if timeout is None:
             return self._client
         return self._client.options(request_timeout=timeout)
+
+    def server_version(self) -> tuple[int, int] | None:
+        """The server's ``(major, minor)`` version: ``GET /`` the first time it is asked
+        (a request shape that differs between versions, such as a ``highlight`` of several
+        fields), then kept for this mapper; ``None`` when the server does not say (an
+        error, a role without the ``monitor`` privilege), which is kept too
+        (:mod:`esmapper._server_version`)."""
+        return self._server_version.get(self._client)
 
     # -- models and indexes -----------------------------------------------------------
 

@@ -59,7 +59,11 @@ class FindHit(Generic[T]):
 class FindResults(Generic[T]):
     """A page of search results.
 
-    ``documents`` and ``hits`` hold this page; ``total`` counts every match (exact);
+    ``documents`` and ``hits`` hold this page; ``total`` counts every match when
+    ``total_exact`` (the default: ``find(total=True)``), else it is a lower bound (at least
+    that many match: ``find(total=N)`` counted up to N, or ``total=False`` counted no
+    further than paging needed); a later page of search-after or snapshot paging keeps the
+    first page's ``total`` (it is not counted again);
     ``page`` is 1-based (for search-after paging it counts the pages fetched);
     ``has_more`` says whether another page exists; ``aggregations`` holds the parsed
     aggregation results keyed by name. Iterating yields the documents, and so does
@@ -84,6 +88,9 @@ class FindResults(Generic[T]):
     pit_id: str | None = attrs.field(default=None, repr=False)
     #: the hits not built yet (``hits`` is ``None`` until they are): see :class:`LazyHits`
     _lazy: LazyHits[T] | None = attrs.field(default=None, alias="lazy", repr=False)
+    #: whether ``total`` is every match (``False``: a lower bound, Elasticsearch's
+    #: ``relation: gte``, or not counted)
+    total_exact: bool = True
 
     @property
     def hits(self) -> list[FindHit[T]]:
@@ -137,6 +144,7 @@ class FindResults(Generic[T]):
             return False
         self._hits, self._lazy = following._hits, following._lazy
         self.total = following.total
+        self.total_exact = following.total_exact
         self.page = following.page
         self.has_more = following.has_more
         self.aggregations = following.aggregations

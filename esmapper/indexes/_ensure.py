@@ -53,6 +53,7 @@ __all__ = [
     "EnsuredIndex",
     "alias_targets",
     "announce_create",
+    "answer_of",
     "create_index",
     "ensure_fence",
     "ensure_index",
@@ -74,12 +75,21 @@ def alias_targets(client: Elasticsearch, alias: str) -> list[str]:
 
 
 def reason_of(exc: ApiError) -> str:
-    """The server's reason in an API error."""
+    """The server's reason in an API error (``body["error"]["reason"]``; the error type,
+    ``exc.message`` in elasticsearch-py, when the answer has none)."""
     info = exc.info if isinstance(exc.info, dict) else {}
     error = info.get("error", {})
     if isinstance(error, dict):
         return str(error.get("reason", exc.message))
     return str(error or exc.message)
+
+
+def answer_of(exc: ApiError) -> str:
+    """An error answer in one line: ``<status>: <type>: <reason>`` (``<status>: <type>``
+    when the answer gives no other reason)."""
+    reason = " ".join(reason_of(exc).split())
+    text = f"{exc.meta.status}: {exc.message}"
+    return text if reason in ("", str(exc.message)) else f"{text}: {reason}"
 
 
 def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) -> bool | None:

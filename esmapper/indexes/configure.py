@@ -4,8 +4,11 @@ Idempotent and safe to call at every start. For each model it sends:
 
 - ``GET /_alias/<alias>`` to learn which physical index the alias points at;
 - ``PUT /<physical>`` (with the alias for versioned indexes) when the index is missing;
-- ``PUT /<physical>/_mapping`` with the model's properties when it exists, so new fields
-  are added in place;
+- ``GET /<physical>/_mapping`` when it exists, and ``PUT /<physical>/_mapping`` with the
+  model's mapping unless the stored one already holds it, so new fields are added in place
+  (compared as Elasticsearch echoes mappings, without ``"type": "object"`` beside
+  ``properties`` and without parameters at their defaults:
+  :func:`~esmapper.indexes._echo.covers`; a second run sends no ``PUT``);
 - versioned: ``HEAD /<index>/_alias/<index>.fence`` on the index behind the alias (``PUT``
   when missing: an index made before fence aliases existed gets its fence,
   :func:`~esmapper.indexes._ensure.ensure_fence`); a new index is created with it.
@@ -50,6 +53,7 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._echo import covers
 from esmapper.indexes._ensure import (
     alias_targets,
     create_index,
@@ -109,25 +113,17 @@ def index_state(client: Elasticsearch, spec: IndexSpec) -> tuple[str | None, boo
     return current, exists
 
 
-def _covers(current: Any, wanted: Any) -> bool:
-    """Whether the stored mapping ``current`` already holds everything in ``wanted``."""
-    if isinstance(wanted, dict):
-        return isinstance(current, dict) and all(
-            _covers(current.get(key), value) for key, value in wanted.items()
-        )
-    if isinstance(wanted, bool) and isinstance(current, str):
-        return current == str(wanted).lower()  # the server echoes "dynamic": "false"
-    return bool(current == wanted)
-
-
 def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
-    """Send the model's mapping unless the index already has it; ``True`` if it was sent."""
+    """Send the model's mapping unless the index already has it (``GET
+    /<index>/_mapping``, compared as Elasticsearch echoes mappings:
+    :func:`~esmapper.indexes._echo.covers`); ``True`` if ``PUT /<index>/_mapping`` was
+    sent."""
     stored: dict[str, Any] = {}
     with contextlib.suppress(NotFoundError):
         stored = client.indices.get_mapping(index=index).body
     entry: dict[str, Any] = next(iter(stored.values()), {})
     current = entry.get("mappings", {})
-    if _covers(current, spec.info.mapping):
+    if covers(current, spec.info.mapping):
         return False
     try:
         client.indices.put_mapping(index=index, **spec.info.mapping)

@@ -4,7 +4,9 @@ Pure functions over mapping bodies (``{"properties": {...}}``): :func:`flatten` 
 every mapped field by dotted path with its type (objects, nested objects, multi-fields
 such as ``name.keyword`` and field aliases included: they all count towards
 ``index.mapping.total_fields.limit``, 1,000 by default), :func:`mapping_drift` compares the
-model's mapping with the server's, :func:`count_fields` counts like Elasticsearch does.
+model's mapping with the server's (both as Elasticsearch echoes mappings,
+:func:`esmapper.indexes._echo.echoed`: an object with properties has no ``type``),
+:func:`count_fields` counts like Elasticsearch does.
 :func:`field_limit` reads the limit (sends ``GET /<index>/_settings`` with defaults).
 """
 
@@ -17,6 +19,8 @@ from typing import Any, Final
 import attrs
 from elasticsearch import Elasticsearch
 
+from esmapper.indexes._echo import echoed
+
 __all__ = ["DEFAULT_FIELD_LIMIT", "MappingDrift", "count_fields", "field_limit", "flatten"]
 
 #: ``index.mapping.total_fields.limit`` unless the index says otherwise.
@@ -25,7 +29,7 @@ _SETTING: Final = "index.mapping.total_fields.limit"
 
 
 def _type(field: Mapping[str, Any]) -> str:
-    kind = field.get("type")
+    kind = field.get("type")  # Elasticsearch leaves it out on an object with properties
     return str(kind) if kind is not None else "object"
 
 
@@ -96,9 +100,10 @@ def _templated(model: Mapping[str, Any]) -> list[str]:
 
 
 def mapping_drift(model: Mapping[str, Any], server: Mapping[str, Any]) -> MappingDrift:
-    """Compare the model's mapping body with the server's (pure); a server field that one
-    of the model's dynamic templates maps is not ``extra``."""
-    code, stored = flatten(model), flatten(server)
+    """Compare the model's mapping body with the server's (pure; both as Elasticsearch
+    echoes them); a server field that one of the model's dynamic templates maps is not
+    ``extra``."""
+    code, stored = flatten(echoed(model)), flatten(echoed(server))
     templated = _templated(model)
     missing = tuple(sorted(p for p in code if p not in stored))
     changed = tuple(

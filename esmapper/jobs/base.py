@@ -34,6 +34,7 @@ from elasticsearch import ApiError
 
 from esmapper._json import dumps
 from esmapper.errors import EsmapperError, JobCancelled, JobError, LockError
+from esmapper.indexes._ensure import answer_of
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider, check_duration
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class JobResult:
 def describe_error(exc: BaseException) -> str:
     """One line for an exception: an Elasticsearch answer as ``status type: reason``."""
     if isinstance(exc, ApiError):
-        return f"Elasticsearch answered {exc.meta.status}: {exc.message}"
+        return f"Elasticsearch answered {answer_of(exc)}"
     if isinstance(exc, EsmapperError | ValueError):
         return " ".join(str(exc).split())
     if isinstance(exc, TransportError):  # no answer: say why in a few words

@@ -43,6 +43,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
+from esmapper.indexes._ensure import reason_of
 from esmapper.jobs.base import Job, JobCancelled, JobContext, JobError, JobResult
 from esmapper.jobs.durations import format_duration
 from esmapper.locks import DEFAULT_TTL
@@ -182,10 +183,16 @@ def read_snapshot(client: Elasticsearch, repository: str, name: str) -> Snapshot
 
 
 def _name_taken(exc: ApiError) -> bool:
-    return exc.error in (
-        "snapshot_name_already_in_use_exception",
-        "invalid_snapshot_name_exception",
-    ) and "already" in str(exc.message)
+    """Whether a refused create says the name is taken (a finished snapshot, or one in
+    progress). Elasticsearch answers ``snapshot_name_already_in_use_exception``; other
+    versions answer ``invalid_snapshot_name_exception`` for that too, and for a name it
+    refuses (``must be lowercase`` ...): the reason tells them apart (``exc.message`` is
+    only the type)."""
+    if exc.error == "snapshot_name_already_in_use_exception":
+        return True
+    return exc.error == "invalid_snapshot_name_exception" and "with the same name" in (
+        reason_of(exc)
+    )
 
 
 class SnapshotJob(Job):

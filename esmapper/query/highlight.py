@@ -10,7 +10,7 @@ from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog
 from esmapper.query._resolve import resolve_field
 
-__all__ = ["HighlightSpec", "compile_highlight"]
+__all__ = ["HighlightSpec", "compile_highlight", "highlight_body", "needs_version"]
 
 #: What ``highlight=`` accepts: field names, or field name -> Elasticsearch field options.
 HighlightSpec: TypeAlias = str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None
@@ -25,8 +25,9 @@ def compile_highlight(spec: HighlightSpec, catalog: FieldCatalog) -> dict[str, A
     dict name -> the field's highlight options as Elasticsearch takes them
     (``{"title": {"number_of_fragments": 0}}``). A name may be a wildcard pattern
     (``"title*"``), which must match at least one field. ``{"title": ...}`` becomes
-    ``{"fields": {"title": {...}}}``; each hit then carries ``highlight``, a dict field ->
-    list of fragments.
+    ``{"fields": {"title": {...}}}`` (sent in the form of the server's version:
+    :func:`highlight_body`); each hit then carries ``highlight``, a dict field -> list of
+    fragments.
 
     Raises :class:`~esmapper.errors.QueryValidationError` for an unknown field (close names
     suggested), an object or a field that holds no text (numbers, dates: nothing to
@@ -57,6 +58,32 @@ def compile_highlight(spec: HighlightSpec, catalog: FieldCatalog) -> dict[str, A
             )
         out[_field_path(name, catalog)] = dict(options or {})
     return {"fields": out}
+
+
+#: The first version whose specification types ``highlight.fields`` as a list of single-key
+#: objects (8.18-9.0: one object keyed by field, the only form they declare).
+LIST_FORM_SINCE = (9, 1)
+
+
+def needs_version(highlight: Mapping[str, Any] | None) -> bool:
+    """Whether the form of ``highlight`` (a :func:`compile_highlight` body) depends on the
+    server's version: two or more fields (one field is a single-key object, which every
+    version takes)."""
+    return highlight is not None and len(highlight.get("fields") or ()) > 1
+
+
+def highlight_body(highlight: Mapping[str, Any], version: tuple[int, int] | None) -> dict[str, Any]:
+    """``highlight`` (a :func:`compile_highlight` body) in the form the server's version
+    declares: ``"fields"`` as one object keyed by field on 8.18-9.0 (and when the version
+    is unknown: every server accepts it), as a list of single-key objects (the same order)
+    from 9.1, whose specification allows only that for two or more fields. Hits carry
+    ``highlight`` keyed by field either way."""
+    fields = highlight.get("fields")
+    if version is None or version < LIST_FORM_SINCE or not isinstance(fields, Mapping):
+        return dict(highlight)
+    if len(fields) < 2:
+        return dict(highlight)
+    return {**highlight, "fields": [{name: options} for name, options in fields.items()]}
 
 
 def _field_path(name: str, catalog: FieldCatalog) -> str:

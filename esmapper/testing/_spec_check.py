@@ -7,6 +7,10 @@ The specification and its checker are a directory (``tools/es_spec`` in esmapper
 by :mod:`esmapper.testing._spec_recorder`, one distinct shape each, into a log directory named
 by ``ESMAPPER_SPEC_LOG``, which subprocesses inherit with the recorder's ``sitecustomize``
 directory first on their ``PYTHONPATH``.
+
+A request recorded with a ``version`` (sent to a server that answers as that version: a
+test's ``ClusterProxy(version=...)``) is checked on that version's branch only
+(:func:`version_branch`), the others on the run's branches.
 """
 
 from __future__ import annotations
@@ -27,7 +31,14 @@ import pytest
 
 from esmapper.testing import _spec_recorder as recorder
 
-__all__ = ["DEFAULT_BRANCHES", "SpecCheck", "add_options", "configure", "load_checker"]
+__all__ = [
+    "DEFAULT_BRANCHES",
+    "SpecCheck",
+    "add_options",
+    "configure",
+    "load_checker",
+    "version_branch",
+]
 
 DEFAULT_BRANCHES = "8.18,8.19,9.x"
 """The specification branches checked: both 8 minors the client supports, the newest 9."""
@@ -96,6 +107,26 @@ def _records(directory: Path) -> Iterator[dict[str, Any]]:
                     yield record
 
 
+def version_branch(version: str, branches: list[str]) -> str | None:
+    """The specification branch of a server ``version`` (``"9.1.3"`` -> ``"9.1"``): its
+    minor's, else the newest of its major before it, else the oldest of its major (the
+    kit starts at 8.18); ``None`` for a major the kit does not have."""
+    parts = version.split(".")
+    try:
+        wanted = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return None
+    same: list[tuple[tuple[int, int], str]] = []
+    for branch in branches:
+        major, _, minor = branch.partition(".")
+        if major.isdigit() and minor.isdigit() and int(major) == wanted[0]:
+            same.append(((int(major), int(minor)), branch))
+    if not same:
+        return None
+    earlier = [b for b in sorted(same) if b[0] <= wanted]
+    return (earlier[-1] if earlier else sorted(same)[0])[1]
+
+
 class SpecCheck:
     """The run's recording and, at the end of the session, its check (a pytest plugin)."""
 
@@ -126,11 +157,19 @@ class SpecCheck:
         """Check the log on the branches; fills :attr:`lines` and :attr:`failed`."""
         started = time.monotonic()
         records = list(_records(self.log))
-        stats: dict[str, Any] = {}
+        stats: dict[str, Any] = {"shapes": 0, "branches": []}
+        found: list[tuple[Any, list[dict[str, Any]]]] = []
         try:
-            violations = self.checker.check(
-                records, spec_dir=str(self.kit / "es-spec"), branches=self.branches, stats=stats
-            )
+            for branches, group in self._groups(records):
+                part: dict[str, Any] = {}
+                violations = self.checker.check(
+                    group, spec_dir=str(self.kit / "es-spec"), branches=branches, stats=part
+                )
+                found += [(violation, group) for violation in violations]
+                stats["shapes"] += part.get("shapes", 0)
+                stats["branches"] += [
+                    b for b in part.get("branches", []) if b not in stats["branches"]
+                ]
         except (ValueError, KeyError) as exc:  # e.g. an unknown branch name
             self.failed = True
             self.lines = [f"spec check could not run: {exc!r}"]
@@ -143,20 +182,33 @@ class SpecCheck:
         self.lines = [
             f"{sent} requests sent, {len(records)} distinct recorded by {processes} "
             f"processes, {stats.get('shapes', 0)} shapes checked on {branches}: "
-            f"{len(violations)} violations ({time.monotonic() - started:.1f}s)"
+            f"{len(found)} violations ({time.monotonic() - started:.1f}s)"
         ]
-        for violation in violations:
+        for violation, group in found:
             self.lines.append(f"VIOLATION {violation}")
             first = violation.first
-            if isinstance(first, int) and 0 <= first < len(records):
-                self.lines.append(f"    e.g. {json.dumps(records[first], default=str)[:600]}")
-        if violations:
+            if isinstance(first, int) and 0 <= first < len(group):
+                self.lines.append(f"    e.g. {json.dumps(group[first], default=str)[:600]}")
+        if found:
             self.failed = True
             self.keep = True
             self.lines.append(
                 f"the recorded requests are kept in {self.log} "
                 f"(python3 {self.kit / 'check_requests.py'} {self.log} --branches {self.branches})"
             )
+
+    def _groups(self, records: list[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        """``(branches, records)``: the records without a ``version`` on the run's branches,
+        each pinned version's on its branch (:func:`version_branch`; one the kit does not
+        have: on the run's branches)."""
+        spec = self.checker.load_spec(str(self.kit / "es-spec"))
+        by_branches: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            version = record.get("version")
+            branch = version_branch(str(version), spec.branches) if version else None
+            by_branches.setdefault(branch or self.branches, []).append(record)
+        for branches in sorted(by_branches, key=lambda b: b != self.branches):
+            yield branches, by_branches[branches]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

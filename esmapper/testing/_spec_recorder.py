@@ -11,6 +11,12 @@ repeated bulk items). The first request of each shape is appended, as sent, to
 line pair per distinct item shape); the others are only counted. At exit the process writes
 its count to ``counts-<pid>.json``.
 
+A request sent to a server that answers as a pinned version (a test's ``ClusterProxy(
+version="9.1.0")``: :func:`pin_version`) is recorded with ``"version"``, and checked on
+that version's branch only (:mod:`esmapper.testing._spec_check`): a request whose shape
+depends on the version (``highlight.fields`` of several fields) conforms where it is sent,
+not on every branch.
+
 Only standard-library imports at module level: in a subprocess, the ``sitecustomize`` of
 :func:`site_directory` loads this file by path when ``elastic_transport`` is first imported
 and calls :func:`patch_transport` (a Python subprocess that never talks to Elasticsearch
@@ -41,6 +47,7 @@ __all__ = [
     "install",
     "installed",
     "patch_transport",
+    "pin_version",
     "read_counts",
     "shape_key",
     "site_directory",
@@ -253,6 +260,8 @@ class Recorder:
         self.directory = directory
         self.seen: set[bytes] = set()
         self.requests = 0
+        #: base URL (no trailing slash) -> the version the server there answers as
+        self.pinned: dict[str, str] = {}
         os.register_at_fork(after_in_child=self._forked)
         atexit.register(self.write_count)
 
@@ -267,8 +276,21 @@ class Recorder:
             if directory != self.directory:
                 self.directory, self.seen, self.requests = directory, set(), 0
 
-    def record(self, method: str, target: str, body: Any, headers: Any) -> None:
-        """Append the request's shape unless seen; never raises."""
+    def pinned_version(self, transport: Any) -> str | None:
+        """The version the server ``transport`` sends to answers as, when pinned."""
+        if not self.pinned or transport is None:
+            return None
+        for node in transport.node_pool.all():
+            version = self.pinned.get(str(node.base_url).rstrip("/"))
+            if version is not None:
+                return version
+        return None
+
+    def record(
+        self, method: str, target: str, body: Any, headers: Any, transport: Any = None
+    ) -> None:
+        """Append the request's shape unless seen (with the pinned version of the server
+        ``transport`` sends to, if any); never raises."""
         try:
             url = urlsplit(target)
             ctype = ""
@@ -284,6 +306,9 @@ class Recorder:
             except ValueError:  # not JSON: recorded as text (the checker says so)
                 decoded = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
             key, recorded = shape_key(method, url.path, params, decoded)
+            version = self.pinned_version(transport)
+            if version is not None:
+                key = f"{version} {key}"
             digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
             with self.lock:
                 self.requests += 1
@@ -291,6 +316,8 @@ class Recorder:
                     return
                 self.seen.add(digest)
                 line = {"method": method, "path": url.path, "params": params, "body": recorded}
+                if version is not None:
+                    line["version"] = version
                 path = Path(self.directory) / f"requests-{os.getpid()}.jsonl"
                 with path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(line, default=str) + "\n")
@@ -332,12 +359,32 @@ def patch_transport(module: ModuleType, directory: str) -> Recorder:
     original: Callable[..., Any] = transport.perform_request
 
     def perform_request(self: Any, method: str, target: str, *args: Any, **kwargs: Any) -> Any:
-        recorder.record(method, target, kwargs.get("body"), kwargs.get("headers"))
+        recorder.record(method, target, kwargs.get("body"), kwargs.get("headers"), self)
         return original(self, method, target, *args, **kwargs)
 
     setattr(perform_request, _MARK, recorder)
     transport.perform_request = perform_request
     return recorder
+
+
+def pin_version(url: str, version: str) -> Callable[[], None]:
+    """Record the requests sent to ``url`` as sent to ``version`` (``"9.1.0"``: the server
+    there answers as that version); returns the function that ends it. Nothing happens
+    when no recorder is installed."""
+    live = installed()
+    pinned: dict[str, str] | None = getattr(live, "pinned", None)
+    if live is None or pinned is None:
+        return lambda: None
+    base = url.rstrip("/")
+    with live.lock:
+        pinned[base] = version
+
+    def unpin() -> None:
+        with live.lock:
+            if pinned.get(base) == version:
+                del pinned[base]
+
+    return unpin
 
 
 def install(directory: str) -> Recorder:

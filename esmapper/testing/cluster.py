@@ -12,6 +12,20 @@ standing rules (:mod:`esmapper.testing._rules`) that answer as Elasticsearch 8/9
         mapper = Mapper(cluster.url, models=[...])
         ...
 
+What a test chooses in the constructor:
+
+- ``nodes=N``: the cluster health APIs report ``N`` nodes, all data nodes (the local
+  server is one), shard counts untouched (:mod:`esmapper.testing._real_nodes`);
+- ``version="9.1.0"``: ``GET /`` answers that ``version.number``, to pin request shapes
+  that differ by version (:mod:`esmapper.testing._real_version`); the specification check
+  reads the requests sent through this proxy on that version's branch
+  (:func:`esmapper.testing._spec_recorder.pin_version`).
+
+The ``normalised_mappings`` rule below writes every mapping answer as Elasticsearch's
+serialisers do (:mod:`esmapper.testing._real_mappings`): besides the object type, no
+parameter at its default (``"index": true`` ...), ``copy_to`` as a list, ``dynamic`` as a
+string, also in ``GET /<index>``.
+
 What it reproduces, each a rule that is on unless switched off in the constructor:
 
 - ``normalised_mappings``: a ``GET .../_mapping`` answer omits ``"type": "object"`` on an
@@ -27,49 +41,42 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from esmapper.testing._real_aliases import AliasesCoverEveryIndex
 from esmapper.testing._real_datastreams import DataStreamTemplates
+from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
+from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing._real_pit import MissingIndexPit
+from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._spec_recorder import pin_version
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
 
 
 class NormalisedMappings:
-    """Echo mappings as Elasticsearch does: no ``"type": "object"`` beside ``properties``
-    (Elasticsearch stores an object field with properties without its default type)."""
+    """Echo mappings as Elasticsearch does (:mod:`esmapper.testing._real_mappings`): every
+    ``GET`` answer holding ``mappings`` (``/<index>/_mapping``, ``/<index>``) is
+    rewritten."""
 
     def before(self, exchange: Exchange) -> Reply | None:
         return None
 
     def after(self, exchange: Exchange, reply: Reply) -> Reply:
-        if exchange.method != "GET" or reply.status != 200 or "/_mapping" not in exchange.path:
+        if exchange.method != "GET" or reply.status != 200 or not answers_mappings(exchange):
             return reply
         body = reply.json()
         if not isinstance(body, dict):
             return reply
+        changed = False
         for entry in body.values():
-            if isinstance(entry, dict):
-                _strip_object_type(entry.get("mappings"))
-        return json_reply(reply.status, body)
-
-
-def _strip_object_type(node: Any) -> None:
-    if isinstance(node, dict):
-        props = node.get("properties")
-        if isinstance(props, dict):
-            if node.get("type") == "object":
-                del node["type"]
-            for child in props.values():
-                _strip_object_type(child)
-        for key in ("fields",):
-            sub = node.get(key)
-            if isinstance(sub, dict):
-                for child in sub.values():
-                    _strip_object_type(child)
+            if isinstance(entry, dict) and isinstance(entry.get("mappings"), dict):
+                entry["mappings"] = serialise_mapping(entry["mappings"])
+                changed = True
+        return json_reply(reply.status, body) if changed else reply
 
 
 class ClusterProxy(FaultProxy):
@@ -80,6 +87,8 @@ class ClusterProxy(FaultProxy):
         self,
         upstream: str,
         *,
+        nodes: int | None = None,
+        version: str | None = None,
         normalised_mappings: bool = True,
         missing_index_pit: bool = True,
         aliases_cover_every_index: bool = True,
@@ -87,6 +96,13 @@ class ClusterProxy(FaultProxy):
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
+        if nodes is not None:
+            self.add_rule(ReportedNodes(nodes))
+        self._unpin: Callable[[], None] = lambda: None
+        if version is not None:
+            self.add_rule(ReportedVersion(version))
+            # the spec check reads what is sent here on that version's branch
+            self._unpin = pin_version(self.url, version)
         if normalised_mappings:
             self.add_rule(NormalisedMappings())
         if missing_index_pit:
@@ -95,6 +111,11 @@ class ClusterProxy(FaultProxy):
             self.add_rule(AliasesCoverEveryIndex(self._upstream))
         if data_stream_templates:
             self.add_rule(DataStreamTemplates(self._upstream))
+
+    def stop(self) -> None:
+        """Stop the proxy (see :meth:`FaultProxy.stop`)."""
+        self._unpin()
+        super().stop()
 
     def _upstream(self, method: str, path: str) -> Reply:
         """The upstream's answer to a request a rule sends itself (not recorded)."""

@@ -10,6 +10,7 @@ import esmapper as em
 from esmapper.health import HealthReport
 from esmapper.indexes.blocks import block_writes
 from esmapper.locks import LockProvider
+from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import FakeClock, MakeMapper
 from tests.integration.indexes.models import SETTINGS, DailyLog, ItemV1, ItemV2
 
@@ -156,3 +157,49 @@ def test_custom_field_slots_are_not_drift(make_mapper: MakeMapper) -> None:
     (model,) = [m for m in report.models if m.model == "Tenanted"]
     assert model.drift is not None and model.drift.extra == ()
     assert model.fields is not None and model.fields >= 6  # the slot counts towards the limit
+
+
+class Replicated(em.Document):
+    """The default of Elasticsearch: one replica per shard (two shards here)."""
+
+    class Index:
+        name = "replicated"
+        settings = {"number_of_shards": 2, "number_of_replicas": 1}  # noqa: RUF012
+
+    a: str = ""
+
+
+def test_a_one_node_cluster_yellow_from_replicas_is_explained_not_warned(
+    make_mapper: MakeMapper, index_prefix: str
+) -> None:
+    mapper = make_mapper(Replicated, configure=True)
+    report = mapper.health()
+    assert report.status == "yellow" and report.nodes == 1
+    assert [i for i in report.issues if i.code == "cluster" and i.severity != "info"] == []
+    (note,) = report.notes
+    assert f"data node: {index_prefix}replicated-v1 (1 replicas)" in note.message  # first
+    assert "cluster has 1 data node" in note.message
+    assert "set index.number_of_replicas (Index.settings) to at most 0" in note.message
+    lines = list(report.lines())
+    assert lines[-1] == "health: ok" and str(note) in lines
+
+
+def test_replicas_a_bigger_cluster_could_hold_are_a_warning_that_says_why(
+    make_mapper: MakeMapper, es_url: str, index_prefix: str, es_client: Elasticsearch
+) -> None:
+    # another application's index, named before the model's: the model's come first
+    es_client.indices.create(
+        index=f"{index_prefix}aaa", settings={"number_of_shards": 1, "number_of_replicas": 1}
+    )
+    with ClusterProxy(es_url, lifetime=120, nodes=3) as cluster:
+        mapper = make_mapper(Replicated, url=cluster.url, configure=True)
+        report = mapper.health()
+    assert report.nodes == 3 and report.ok  # a warning, not attention
+    (warning,) = [i for i in report.warnings if i.code == "cluster"]
+    index = f"{index_prefix}replicated-v1"
+    # (other indexes of the test server may be listed too: the model's come first)
+    assert "replica shards not active that its 3 data nodes could hold, in " in warning.message
+    assert f"in {index} (1 replicas, 2 unassigned, 0 initializing)" in warning.message
+    # Elasticsearch's reason for one of the model's (allocation explain)
+    assert f"; {index} shard 0 replica (INDEX_CREATED): " in warning.message
+    assert report.notes == []

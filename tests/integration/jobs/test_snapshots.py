@@ -126,3 +126,69 @@ def test_cleanup_deletes_old_snapshots_but_never_the_newest_successful_one(
         ("s3", "the newest successful snapshot")
     ]
     assert _names(es_client, repository) == ["s3"]
+
+
+def _name_error(repository: str, name: str, error: str, why: str) -> dict[str, object]:
+    """A 400 as Elasticsearch words it: the type, and the reason that says why."""
+    cause = {"type": error, "reason": f"[{repository}:{name}] {why}"}
+    return {"error": {"root_cause": [cause], **cause}, "status": 400}
+
+
+def test_a_taken_name_is_recognised_by_the_reason_too(
+    make_mapper: MakeMapper, repository: str, es_url: str
+) -> None:
+    # Elasticsearch versions answer a taken name as invalid_snapshot_name_exception, with
+    # the reason "snapshot with the same name already exists" (the type alone says less)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(ItemV1, url=proxy.url)
+        mapper.configure_indexes()
+        taken = _name_error(
+            repository,
+            "taken",
+            "invalid_snapshot_name_exception",
+            "Invalid snapshot name [taken], snapshot with the same name already exists",
+        )
+        proxy.reply_status(400, path=rf"^/_snapshot/{repository}/taken$", body=taken)
+        result = SnapshotJob(mapper, repository, name_pattern="taken").run()
+    assert result.is_failed and isinstance(result.error, JobError)
+    assert "a snapshot named 'taken' already exists" in result.message
+
+
+def test_a_resend_answered_in_progress_is_our_first_create(
+    make_mapper: MakeMapper, repository: str, es_url: str
+) -> None:
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(ItemV1, url=proxy.url)
+        mapper.configure_indexes()
+        path = rf"^/_snapshot/{repository}/mine$"
+        proxy.drop_connection(path=path, method="PUT")
+        running = _name_error(
+            repository,
+            "mine",
+            "invalid_snapshot_name_exception",
+            "Invalid snapshot name [mine], snapshot with the same name is already in-progress",
+        )
+        proxy.reply_status(400, path=path, method="PUT", body=running)
+        result = SnapshotJob(mapper, repository, name_pattern="mine", wait=False).run()
+        assert result.is_success, result
+        assert proxy.count(path, method="PUT") == 2
+
+
+def test_an_invalid_name_after_a_lost_answer_is_not_taken_for_ours(
+    make_mapper: MakeMapper, repository: str, es_url: str
+) -> None:
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(ItemV1, url=proxy.url)
+        mapper.configure_indexes()
+        path = rf"^/_snapshot/{repository}/bad$"
+        proxy.drop_connection(path=path, method="PUT")
+        invalid = _name_error(
+            repository,
+            "bad",
+            "invalid_snapshot_name_exception",
+            "Invalid snapshot name [bad], must be lowercase",
+        )
+        proxy.reply_status(400, path=path, method="PUT", body=invalid)
+        result = SnapshotJob(mapper, repository, name_pattern="bad", wait=False).run()
+    assert result.is_failed
+    assert "must be lowercase" in result.message

@@ -27,6 +27,60 @@ def test_mappings_come_back_without_the_object_type(
     assert echoed["tags"] == {"type": "keyword"}
 
 
+def test_mappings_come_back_without_defaults(
+    cluster: ClusterProxy, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    index = f"{index_prefix}people"
+    mapping = {
+        "dynamic": False,
+        "_routing": {"required": False},
+        "dynamic_templates": [
+            {
+                "slots": {
+                    "path_match": ["idx.a-*"],
+                    "match_mapping_type": "*",
+                    "mapping": {"type": "keyword", "index": True},
+                }
+            }
+        ],
+        "properties": {
+            "name": {
+                "type": "text",
+                "norms": True,
+                "copy_to": "all",
+                "fields": {"raw": {"type": "keyword", "doc_values": True, "ignore_above": 256}},
+            },
+            "all": {"type": "text", "index": False},
+            "born": {"type": "date", "format": "strict_date_optional_time||epoch_millis"},
+            "skills": {"type": "nested", "include_in_parent": False, "properties": {}},
+            "extra": {"type": "object", "enabled": False},
+            "open": {"type": "object", "dynamic": True, "enabled": True},
+        },
+    }
+    es_client.indices.create(index=index, mappings=mapping)
+    through = Elasticsearch(cluster.url)
+    for answer in (through.indices.get_mapping(index=index), through.indices.get(index=index)):
+        echoed = answer[index]["mappings"]
+        assert echoed == {
+            "dynamic": "false",
+            "dynamic_templates": [
+                {"slots": {"path_match": "idx.a-*", "mapping": {"type": "keyword", "index": True}}}
+            ],
+            "properties": {
+                "all": {"type": "text", "index": False},
+                "born": {"type": "date"},
+                "extra": {"type": "object", "enabled": False},
+                "name": {
+                    "type": "text",
+                    "copy_to": ["all"],
+                    "fields": {"raw": {"type": "keyword", "ignore_above": 256}},
+                },
+                "open": {"type": "object", "dynamic": "true"},
+                "skills": {"type": "nested"},
+            },
+        }
+
+
 class _Teapot:
     """Answers searches itself and marks every other answer."""
 

@@ -49,3 +49,20 @@ def test_errors_name_the_field(spec: Any, field: str, words: str) -> None:
         compile_highlight(spec, CATALOG)
     assert info.value.field == field
     assert words in str(info.value)
+
+
+def test_several_fields_take_the_form_of_the_server_version() -> None:
+    from esmapper.query.highlight import highlight_body, needs_version
+
+    body = {"fields": {"title": {}, "body": {"number_of_fragments": 0}}, "pre_tags": ["<b>"]}
+    listed = {
+        "fields": [{"title": {}}, {"body": {"number_of_fragments": 0}}],
+        "pre_tags": ["<b>"],
+    }
+    assert needs_version(body) and not needs_version({"fields": {"title": {}}})
+    assert not needs_version(None)
+    for version in ((8, 18), (8, 19), (9, 0), None):  # None: unknown, every server takes it
+        assert highlight_body(body, version) == body
+    assert highlight_body(body, (9, 1)) == highlight_body(body, (10, 0)) == listed
+    one: dict[str, Any] = {"fields": {"title": {}}}
+    assert highlight_body(one, (9, 1)) == one  # a single-key object conforms everywhere

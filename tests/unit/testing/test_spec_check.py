@@ -120,3 +120,57 @@ def test_an_unknown_branch_is_a_usage_error_before_any_test_runs(
     result = clean_env.runpytest_subprocess(f"--es-spec={KIT}", "--es-spec-branches=8.18,7.x")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--es-spec-branches=8.18,7.x: no branch matches '7.x'*"])
+
+
+_PINNED = (
+    _CLIENT
+    + """
+from elasticsearch import Elasticsearch
+from esmapper.testing._spec_recorder import pin_version
+
+LISTED = {"highlight": {"fields": [{"a": {}}, {"b": {}}]}}
+KEYED = {"highlight": {"fields": {"a": {}, "b": {}}}}
+
+def send_to(url, body):
+    try:
+        Elasticsearch(url, max_retries=0, request_timeout=2).perform_request(
+            "POST", "/t-0123abcd-x/_search", body=body,
+            headers={"content-type": "application/json"})
+    except Exception:
+        pass
+
+def test_each_form_where_it_is_sent():
+    unpin = [pin_version("http://127.0.0.1:7", "9.1.0"),
+             pin_version("http://127.0.0.1:8/", "8.19.2")]
+    send_to("http://127.0.0.1:7", LISTED)   # conforms on 9.1
+    send_to("http://127.0.0.1:8", KEYED)    # conforms on 8.19
+    send_to("http://127.0.0.1:8", LISTED)   # does not: the violation of this run
+    for end in unpin:
+        end()
+    send_to("http://127.0.0.1:7", {"size": 1})  # no longer pinned: the run's branches
+"""
+)
+
+
+def test_a_pinned_version_is_checked_on_its_branch(clean_env: pytest.Pytester) -> None:
+    clean_env.makepyfile(test_traffic=_PINNED)
+    result = clean_env.runpytest_subprocess("-p", "no:cacheprovider", f"--es-spec={KIT}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    violations = [line for line in out.splitlines() if line.startswith("VIOLATION")]
+    assert len(violations) == 1, out
+    assert violations[0].startswith("VIOLATION [8.19] POST /{index}/_search"), out
+    assert '"version": "8.19.2"' in out  # the example request names where it was sent
+    result.stdout.fnmatch_lines(["*4 shapes checked on 8.18, 8.19, 9.5, 9.1: 1 violations*"])
+
+
+def test_a_version_maps_to_its_specification_branch() -> None:
+    from esmapper.testing._spec_check import version_branch
+
+    branches = ["8.18", "8.19", "9.0", "9.1", "9.2", "9.3", "9.4", "9.5", "main"]
+    assert version_branch("9.1.0", branches) == "9.1"
+    assert version_branch("8.19.7", branches) == "8.19"
+    assert version_branch("9.9.0", branches) == "9.5"  # newer than the kit: its newest 9
+    assert version_branch("8.15.3", branches) == "8.18"  # older: the kit's oldest 8
+    assert version_branch("7.17.0", branches) is None
+    assert version_branch("serverless", branches) is None
