@@ -66,6 +66,7 @@ class UntenantedSearchKeywords(UntenantedOptionKeywords, total=False):
     snapshot: Snapshot
     partitions: tuple[Any, Any] | None
     highlight: HighlightSpec
+    partial_results: bool | None
 
 
 def keywords_of(annotation: Any, scope: dict[str, Any]) -> frozenset[str]:

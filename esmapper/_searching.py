@@ -78,6 +78,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -125,6 +126,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -152,11 +154,18 @@ class Searching(Generic[T]):
         between page requests, ``"90s"``/``"10m"``/a ``timedelta`` that long; every
         ``next_page()`` extends it); ``includes``/``excludes``; ``partitions=(start,
         end)`` (time-series models: search only the dated partitions of that period);
-        and the options (:class:`~esmapper.options.Options`).
+        ``partial_results`` (``True``: a page some shards did not answer is returned,
+        ``results.partial`` set and ``results.shards`` saying which failed; default: the
+        mapper's ``partial_results``, ``False``); and the options
+        (:class:`~esmapper.options.Options`).
 
         Raises QueryValidationError (naming the field or the argument) before sending
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
-        whose point in time is gone raises :class:`SnapshotExpiredError`.
+        whose point in time is gone raises :class:`SnapshotExpiredError`. A page some
+        shards did not answer (a failed shard, a timeout: Elasticsearch answers it with
+        status 200 and the other shards' hits) raises
+        :class:`~esmapper.errors.PartialResultsError`, which carries that page, unless
+        ``partial_results=True``; such a page is never cached under ``cache_key``.
         """
         return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
 
@@ -176,6 +185,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -219,6 +229,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -242,6 +253,7 @@ class Searching(Generic[T]):
         filter: str | Query | None = None,
         *,
         partitions: tuple[Any, Any] | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -255,8 +267,15 @@ class Searching(Generic[T]):
         query_log_level: LogLevel | None = None,
     ) -> int:
         """The number of matching documents (exact; soft-delete mode applies): one
-        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
-        return self._request("count", filter, given(locals(), ("partitions",))).count()
+        ``_search`` with ``size=0``. Raises QueryValidationError before sending.
+
+        Returns a :class:`~esmapper.results.Count` (an ``int`` with ``shards`` and
+        ``partial``). A count some shards did not answer (a failed shard, a timeout) is
+        never returned as if it were exact: it raises
+        :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
+        with ``partial_results=True``, is returned with ``partial`` set."""
+        kwargs = given(locals(), ("partitions", "partial_results"))
+        return self._request("count", filter, kwargs).count()
 
     @limited(_defaults)
     def aggregate(
@@ -265,6 +284,7 @@ class Searching(Generic[T]):
         *old_order: Any,
         aggregations: AggregationsSpec = None,
         partitions: tuple[Any, Any] | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -284,6 +304,9 @@ class Searching(Generic[T]):
         Raises ``TypeError`` when ``aggregations`` is missing or a second positional
         argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
         QueryValidationError for a bad filter or aggregation, before sending anything.
+        Aggregations some shards did not answer raise
+        :class:`~esmapper.errors.PartialResultsError` (carrying them), or with
+        ``partial_results=True`` come back with ``partial`` set and ``shards``.
         """
         if old_order or aggregations is None:
             raise TypeError(
@@ -292,7 +315,7 @@ class Searching(Generic[T]):
                 " aggregations='terms:company_id') (the order was aggregate(aggregations,"
                 " filter) before)"
             )
-        kwargs = given(locals(), ("aggregations", "partitions"))
+        kwargs = given(locals(), ("aggregations", "partitions", "partial_results"))
         return self._request("aggregate", filter, kwargs).aggregate_only()
 
     @limited(_defaults)
