@@ -27,6 +27,8 @@ How a scripted shard failure is answered (each index is taken to have ``shards``
   "Partial shards failure" with ``failed_shards``, the status of the shard's error (500
   for ``node_disconnected_exception``, 429 for ``es_rejected_execution_exception``...; the
   client resends 429/502/503/504 by itself, each resend taking the next scripted failure).
+  ``refuse=False`` answers it in part all the same, as a server that does not honour the
+  parameter in some case (a client must check every answer anyway).
 - **A scroll page** (``/_search/scroll``): forwarded, then the failed shard's hits are
   dropped from the page and ``_shards`` reports the failure (a scroll page cannot ask for
   complete results).
@@ -100,6 +102,7 @@ class _Plan:
     method: str | None
     path: re.Pattern[str] | None
     timed_out: bool
+    refuse: bool
     error_type: str
     reason: str
     shard: int
@@ -144,6 +147,7 @@ class ShardFailures:
         path: str | None,
         skip: int,
         timed_out: bool,
+        refuse: bool,
         error_type: str,
         reason: str | None,
         shard: int,
@@ -160,6 +164,7 @@ class ShardFailures:
             method,
             re.compile(path) if path is not None else None,
             timed_out,
+            refuse,
             error_type,
             reason or f"[{_NODE}][127.0.0.1:9301][indices:data/read/search] disconnected",
             shard,
@@ -218,7 +223,8 @@ class ShardFailures:
             indexes = [exchange.index_part or "_na_"]
         with self._lock:
             self.injected.append(exchange.path)
-        if kind == "search" and exchange.params.get("allow_partial_search_results") == "false":
+        refused = exchange.params.get("allow_partial_search_results") == "false"
+        if kind == "search" and refused and plan.refuse:
             return _refusal(plan, indexes)
         if failed:
             ids = sorted({str(hit["_id"]) for hit in failed})

@@ -94,6 +94,7 @@ class ClusterProxy(FaultProxy):
         path: str | None = None,
         skip: int = 0,
         timed_out: bool = False,
+        refuse: bool = True,
         error_type: str = DEFAULT_ERROR,
         reason: str | None = None,
         shard: int = 0,
@@ -104,7 +105,8 @@ class ClusterProxy(FaultProxy):
         cluster does when shard ``shard`` of ``shards`` of every index searched fails with
         ``error_type`` (or, ``timed_out``, runs out of time): status 200, that shard's
         documents missing, ``_shards.failed``; a search asking
-        ``allow_partial_search_results=false`` is refused instead. A document is on shard
+        ``allow_partial_search_results=false`` is refused instead (``refuse=False``:
+        answered in part all the same). A document is on shard
         :func:`~esmapper.testing._real_shards.shard_of` of its id. See
         :mod:`esmapper.testing._real_shards`."""
         self._shard_failures.add(
@@ -113,6 +115,7 @@ class ClusterProxy(FaultProxy):
             path=path,
             skip=skip,
             timed_out=timed_out,
+            refuse=refuse,
             error_type=error_type,
             reason=reason,
             shard=shard,

@@ -110,6 +110,14 @@ def test_allow_partial_search_results_false_is_refused(
     assert error["failed_shards"][0]["reason"]["type"] == "node_disconnected_exception"
 
 
+def test_refuse_false_answers_in_part_all_the_same(
+    cluster: ClusterProxy, through: Elasticsearch, index: str
+) -> None:
+    cluster.fail_shards(refuse=False)
+    answer = through.search(index=index, size=100, allow_partial_search_results=False).body
+    assert ids_of(answer) == set(IDS) - LOST and answer["_shards"]["failed"] == 1
+
+
 def test_a_rejected_shard_is_refused_with_429(
     cluster: ClusterProxy, through: Elasticsearch, index: str
 ) -> None:
