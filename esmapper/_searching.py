@@ -31,7 +31,7 @@ from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec
 from esmapper.query.sort import SortSpec
-from esmapper.results import FindResults
+from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -265,7 +265,7 @@ class Searching(Generic[T]):
         retries: int | None = None,
         tenant: str | None = None,
         query_log_level: LogLevel | None = None,
-    ) -> int:
+    ) -> Count:
         """The number of matching documents (exact; soft-delete mode applies): one
         ``_search`` with ``size=0``. Raises QueryValidationError before sending.
 
