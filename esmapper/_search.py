@@ -467,8 +467,10 @@ class SearchRequest:
         if key is not None and cache is not None:
             # the page stored under the key for this call's tenant (or none) only
             cached = cached_page(cache.get(key), self.options.tenant)
-            if cached is not None and shards_of(cached).complete:
-                return self._results(cached, self.page, None)
+            if cached is not None:
+                shards = shards_of(cached)
+                if shards.complete:  # never stored partial; one that is anyway: a miss
+                    return self._results(cached, self.page, None, shards)
         self._refresh_for_consistency()
         pit_id = None
         if self.keep_alive is not None:
@@ -506,7 +508,7 @@ class SearchRequest:
             ttl = self.mapper.cache_ttl(self.info, self.options)
             entry = page_entry(response, self.options.tenant)  # scoped by tenant
             cache.set(key, entry, ttl.total_seconds() if ttl else None)
-        results = self._results(response, page, pit_id)
+        results = self._results(response, page, pit_id, shards)
         if not shards.complete and not self.accept_partial:
             if results.pit_id is not None:  # the paging ends here
                 release(self.mapper.client, results.pit_id)
@@ -529,7 +531,9 @@ class SearchRequest:
             reason=reason,
         )
 
-    def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
+    def _results(
+        self, response: dict[str, Any], page: int, pit_id: str | None, shards: Shards
+    ) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
         peeked = False  # a page read with one hit more (see _peeks): that hit is not shown
@@ -589,7 +593,7 @@ class SearchRequest:
             fetch_next=self._next,
             pit_id=pit_id,
             lazy=hits,
-            shards=shards_of(response),
+            shards=shards,
         )
 
     def _hit(self, raw: Mapping[str, Any], document: Any) -> FindHit[Any]:

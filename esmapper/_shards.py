@@ -40,6 +40,7 @@ from typing import Any, Final, TypeVar
 from elastic_transport import ObjectApiResponse
 from elasticsearch import ApiError, Elasticsearch
 
+from esmapper._pit import is_context_missing
 from esmapper.errors import PartialResultsError
 from esmapper.results import Count, ShardFailure, Shards
 
@@ -148,7 +149,11 @@ def refusal(
     """The :class:`PartialResultsError` of Elasticsearch's refusal to answer a search in
     part (``search_phase_execution_exception``: "Partial shards failure" or "Search rejected
     due to missing shards", with the ``failed_shards``); ``None`` for any other error
-    (a bad query is "all shards failed": not a partial answer)."""
+    (a bad query is "all shards failed": not a partial answer), and for a point in time
+    gone on some shards (404, ``search_context_missing_exception``: the caller's
+    :class:`~esmapper.errors.SnapshotExpiredError`, see :mod:`esmapper._pit`)."""
+    if is_context_missing(exc):
+        return None
     body = exc.body if isinstance(exc.body, Mapping) else {}
     error = body.get("error")
     if not isinstance(error, Mapping) or error.get("type") != "search_phase_execution_exception":

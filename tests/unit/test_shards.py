@@ -150,6 +150,15 @@ def test_the_servers_refusal_becomes_the_same_error() -> None:
     assert missing is not None
 
 
+def test_a_point_in_time_gone_on_a_shard_is_not_a_partial_answer() -> None:
+    gone = refused(404)
+    gone.body["error"]["failed_shards"][0]["reason"] = {
+        "type": "search_context_missing_exception",
+        "reason": "No search context found for id [7]",
+    }
+    assert _shards.refusal(gone, what="x", index=None) is None  # SnapshotExpiredError's
+
+
 def test_other_search_errors_are_not_refusals() -> None:
     bad = refused(400, "all shards failed")  # e.g. a query that cannot be parsed
     assert _shards.refusal(bad, what="x", index=None) is None
