@@ -32,6 +32,7 @@ from esmapper.errors import (
     LockError,
     MigrationError,
     OutcomeUnknownError,
+    PartialResultsError,
     QueryValidationError,
     ReindexError,
     SnapshotExpiredError,
@@ -105,7 +106,7 @@ from esmapper.options import Consistency, Options, SoftDeleteMode
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
-from esmapper.results import FindHit, FindResults
+from esmapper.results import Count, FindHit, FindResults, ShardFailure, Shards
 from esmapper.session import Session, SessionClosedError, sessionmaker
 from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryContext
 
@@ -123,6 +124,7 @@ __all__ = [
     "CleanupIndexesJob",
     "CleanupSnapshotsJob",
     "Consistency",
+    "Count",
     "CustomFieldDefinition",
     "CustomFieldRepository",
     "CustomFieldType",
@@ -179,6 +181,7 @@ __all__ = [
     "Options",
     "OutcomeUnknownError",
     "PartialPatch",
+    "PartialResultsError",
     "PlannedStep",
     "ProcessResult",
     "QueryContext",
@@ -194,6 +197,8 @@ __all__ = [
     "SearchAsYouType",
     "Session",
     "SessionClosedError",
+    "ShardFailure",
+    "Shards",
     "Short",
     "SnapshotExpiredError",
     "SnapshotJob",

@@ -98,7 +98,9 @@ def _matching_again(
     """Those of ``ids`` that still match the by-query write's filter and options
     (:func:`_scan_options`): the filter compiled as the scan compiled it, restricted to
     ``ids``."""
-    request = repo._search_request(filter, _scan_options(options, retry=True), {"limit": len(ids)})
+    # every shard must answer: an id missing here would be dropped from the retries
+    paging = {"limit": len(ids), "complete_only": True}
+    request = repo._search_request(filter, _scan_options(options, retry=True), paging)
     only = Ids(values=ids)
     request.query = only if request.query is None else only & request.query
     return request.find().hits

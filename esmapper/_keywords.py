@@ -67,6 +67,7 @@ class UntenantedSearchKeywords(UntenantedOptionKeywords, total=False):
     partitions: tuple[Any, Any] | None
     highlight: HighlightSpec
     total: bool | int | None
+    partial_results: bool | None
 
 
 def keywords_of(annotation: Any, scope: dict[str, Any]) -> frozenset[str]:

@@ -225,6 +225,7 @@ class Reading(Searching[T]):
         *,
         filter: Any = _NO_FILTER,
         partitions: tuple[Any, Any] | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -244,15 +245,23 @@ class Reading(Searching[T]):
         ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
         before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
         ``TypeError``. With ``tenant=``, another tenant's document does not exist (the
-        GET reads the whole document: its tenant is the model's to compute)."""
+        GET reads the whole document: its tenant is the model's to compute).
+
+        A search that some shards did not answer (a failed shard, a timeout): a match the
+        others found is a match (``True``); none found raises
+        :class:`~esmapper.errors.PartialResultsError`, or gives ``False`` with
+        ``partial_results=True`` (the documents of the missing shards unknown)."""
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            return self._request("exists", filter, given(locals(), ("partitions",))).exists()
+            kwargs = given(locals(), ("partitions", "partial_results"))
+            return self._request("exists", filter, kwargs).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
-        if partitions is not None:
-            raise TypeError("exists() takes partitions= with filter=, not with an id")
+        if partitions is not None or partial_results is not None:
+            raise TypeError(
+                "exists() takes partitions= and partial_results= with filter=, not with an id"
+            )
         opts = self.options(**given(locals()))
         check_id(id)
         if opts.tenant is not None:  # the tenant is the document's business: read it whole

@@ -14,6 +14,7 @@ import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from esmapper._pit import context_reason, is_context_missing, lost_shards
+from esmapper._shards import refusal, require_complete
 from esmapper._text import article
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
 from esmapper.ids import compose_id, id_term
@@ -183,7 +184,9 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
     ``_source``, ``seq_no_primary_term``, ``search_after`` on ``_shard_doc``) and the
     point-in-time close (also when the iterator is closed early). Raises
     :class:`~esmapper.errors.MigrationError` at once when the model has no
-    ``Index.id_fields`` or its index does not exist.
+    ``Index.id_fields`` or its index does not exist, and
+    :class:`~esmapper.errors.PartialResultsError` for a page some shards did not answer
+    (every page asks for a complete answer: ``allow_partial_search_results=false``).
     """
     info = id_info(model)
     if not 0 < batch_size <= MAX_BATCH_SIZE:
@@ -198,11 +201,14 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
             index=target,
             error_type=str(exc.message),
         ) from None
-    return _scan(mapper.client, model, str(pit["id"]), batch_size)
+    return _scan(mapper.client, model, str(pit["id"]), batch_size, target)
 
 
-def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> Iterator[RekeyPlan]:
+def _scan(
+    client: Elasticsearch, model: type, pit_id: str, batch_size: int, target: str
+) -> Iterator[RekeyPlan]:
     scanned = 0
+    what = f"the re-key audit's scan of {target}"
     try:
         search_after: list[Any] | None = None
         while True:
@@ -215,14 +221,20 @@ def _scan(client: Elasticsearch, model: type, pit_id: str, batch_size: int) -> I
                     seq_no_primary_term=True,
                     track_total_hits=False,
                     search_after=search_after,
+                    allow_partial_search_results=False,
                 )
             except ApiError as exc:
                 if not is_context_missing(exc):
-                    raise
+                    partial = refusal(exc, what=what, index=target)
+                    if partial is None:
+                        raise
+                    raise partial from exc
                 raise _scan_lost(model, scanned, context_reason(exc)) from None
             lost = lost_shards({"_shards": response.get("_shards")})
             if lost is not None:
                 raise _scan_lost(model, scanned, lost)
+            # a document on a shard that did not answer would be left under its old id
+            require_complete(response, what=what, index=target)
             pit_id = str(response.get("pit_id") or pit_id)
             hits = response["hits"]["hits"]
             scanned += len(hits)

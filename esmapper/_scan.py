@@ -33,6 +33,13 @@ was closed, its index deleted): the next page request raises
   delivered at least one page is replaced (each replacement moves the cursor forward),
   at most :data:`MAX_REOPENS` times per scan; after that the error is raised, with the
   progress of the whole scan.
+
+Every page must be answered by every shard: each search asks for a complete answer
+(``allow_partial_search_results=false``) and a page some shards did not answer anyway
+raises :class:`~esmapper.errors.PartialResultsError` (its point in time closed), never a
+page that silently misses their documents (a ``remove_all`` or ``patch_all`` would skip
+them, a ``batch_process`` callback never see them). Nothing after the pages delivered
+was given to ``on_page``.
 """
 
 from __future__ import annotations
@@ -82,7 +89,13 @@ def scan(
     delivered = pages = reopened = 0
     while True:
         try:
-            paging = {"limit": limit, "snapshot": snapshot, "search_after": after}
+            # every page complete (allow_partial_search_results=false): no match skipped
+            paging = {
+                "limit": limit,
+                "snapshot": snapshot,
+                "search_after": after,
+                "complete_only": True,
+            }
             results = repo._search_request(filter, options, {**search_args, **paging}).find()
         except SnapshotExpiredError as exc:  # a new point in time lost at once: no progress
             raise _so_far(repo, exc, delivered, pages, last_sort) from exc

@@ -8,6 +8,14 @@ hit's ``sort`` holds only the sort's values (not the ``_shard_doc`` tiebreaker
 Elasticsearch adds inside a point in time, whose values mean nothing in another one), so
 ``hit.sort`` or a ``search_after_token`` continues at the same place in a live search or a
 new point in time.
+
+Whether an answer is complete (every shard answered in time) is decided by
+:mod:`esmapper._shards`: a page, count, ``exists`` or aggregation that some shards did not
+answer raises :class:`~esmapper.errors.PartialResultsError` (carrying what the others
+answered) unless the call passed ``partial_results=True`` (or the mapper's
+``partial_results`` default says so): then it is returned marked ``partial``, with its
+``shards``. A scan that decides writes (``complete_only``) asks the server for a complete
+answer and never takes a partial one. A partial page is never cached.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Query
 
@@ -32,6 +41,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
+from esmapper._shards import partial_error, sent, shards_of
 from esmapper.custom_fields._tenancy import cached_page, page_entry
 from esmapper.custom_fields.search import (
     logical_highlight,
@@ -40,7 +50,7 @@ from esmapper.custom_fields.search import (
     tenant_source_fields,
     tenant_view,
 )
-from esmapper.errors import QueryValidationError, SnapshotExpiredError
+from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
 from esmapper.indexes._pit_target import pit_target
 from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState, version_of
@@ -57,7 +67,7 @@ from esmapper.query import (
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
 from esmapper.query.sort import SortSpec, sorts_on_id
-from esmapper.results import FindHit, FindResults, LazyHits, decode_token
+from esmapper.results import Count, FindHit, FindResults, LazyHits, Shards, decode_token
 from esmapper.signals import QueryContext
 
 if TYPE_CHECKING:
@@ -84,11 +94,17 @@ SEARCH_OPTIONS = (
     "includes",
     "limit",
     "page",
+    "partial_results",
     "partitions",
     "search_after",
     "snapshot",
     "sort",
     "total",
+)
+#: What the error of a partial answer to a user's read suggests.
+_ACCEPT = (
+    "pass partial_results=True to take what the other shards answered (results.partial, "
+    "results.shards), or search again once every shard is available"
 )
 #: The field every sorted search ends with (ascending) as a tiebreaker, so that any hit's
 #: ``sort`` values can be passed as ``search_after``.
@@ -125,6 +141,13 @@ class SearchRequest:
     it), and it is closed (``DELETE /_pit``) after the last page. A page request whose
     point in time is gone raises :class:`~esmapper.errors.SnapshotExpiredError` with the
     pages and documents delivered before and the last sort value.
+
+    ``partial_results`` (``None``: the mapper's default, ``False`` unless
+    ``Mapper(partial_results=True)``): whether an answer some shards did not give is
+    returned (marked ``partial``) instead of raising
+    :class:`~esmapper.errors.PartialResultsError`. ``complete_only`` (esmapper's own scans
+    that decide writes): every search asks the server for a complete answer
+    (``allow_partial_search_results=false``) and a partial one always raises.
     """
 
     def __init__(
@@ -145,6 +168,8 @@ class SearchRequest:
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
         total: bool | int | None = None,
+        partial_results: bool | None = None,
+        complete_only: bool = False,
     ) -> None:
         self.mapper = mapper
         self.info = info
@@ -187,6 +212,17 @@ class SearchRequest:
             )
         #: the first page's ``(total, exact)``: later search-after pages do not count
         self.counted: tuple[int, bool] | None = None
+        accept = mapper.partial_results if partial_results is None else partial_results
+        if not isinstance(accept, bool):
+            raise QueryValidationError(
+                f"partial_results={partial_results!r} must be True, False or None (the "
+                "mapper's default)",
+                field="partial_results",
+            )
+        #: an answer some shards did not give is returned (marked) instead of refused
+        self.accept_partial = accept and not complete_only
+        #: the server is asked for complete answers (and a partial one always raises)
+        self.complete_only = complete_only
         self.page = 1 if page is None else page
         if not isinstance(self.page, int) or self.page < 1:
             raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
@@ -355,9 +391,19 @@ class SearchRequest:
             return ",".join(self.targets)
         return self.mapper.spec(self.info.cls).read_target
 
+    @property
+    def _allow_partial(self) -> bool | None:
+        """The search's ``allow_partial_search_results``: ``False`` for a scan that decides
+        writes, ``True`` when partial answers are accepted, else the cluster's default (a
+        partial answer is then refused here, carrying what the other shards answered)."""
+        if self.complete_only:
+            return False
+        return True if self.accept_partial else None
+
     def _send(self, body: dict[str, Any], pit_id: str | None) -> dict[str, Any] | None:
         """Send one search (through ``before_query``/``after_query``); ``None`` when the
-        index does not exist yet."""
+        index does not exist yet. The server's refusal of a partial answer raises
+        :class:`~esmapper.errors.PartialResultsError`."""
         alias = self.target
         pruned = self.targets is not None
         context = QueryContext(self.info.cls, body, self.options, alias)
@@ -366,23 +412,40 @@ class SearchRequest:
             body = context.body
         level = self.options.query_log_level
         log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
+        client, partial = self.mapper.client, self._allow_partial
         try:
             if pit_id is not None:
-                response = self.mapper.client.search(
-                    body={**body, "pit": {"id": pit_id, "keep_alive": self.keep_alive}}
+                pit = {"id": pit_id, "keep_alive": self.keep_alive}
+                response = sent(
+                    lambda: client.search(
+                        body={**body, "pit": pit}, allow_partial_search_results=partial
+                    ),
+                    what=f"the search of {alias}",
+                    index=alias,
+                    remedy=self._remedy,
                 )
             else:
-                response = self.mapper.client.search(
+                response = sent(
+                    lambda: client.search(
+                        index=alias,
+                        body=body,
+                        ignore_unavailable=True if pruned else None,
+                        allow_no_indices=True if pruned else None,
+                        allow_partial_search_results=partial,
+                    ),
+                    what=f"the search of {alias}",
                     index=alias,
-                    body=body,
-                    ignore_unavailable=True if pruned else None,
-                    allow_no_indices=True if pruned else None,
+                    remedy=self._remedy,
                 )
         except NotFoundError as exc:
             if pit_id is not None and is_context_missing(exc):
                 raise self._expired(context_reason(exc)) from exc
             if is_index_missing(exc):
                 return None
+            raise
+        except PartialResultsError:
+            if pit_id is not None:  # the paging ends here
+                release(self.mapper.client, pit_id)
             raise
         result: dict[str, Any] = response.body
         lost = lost_shards(result) if pit_id is not None else None
@@ -395,27 +458,62 @@ class SearchRequest:
             )
         return result
 
-    def count(self) -> int:
-        """Every match, counted exactly (``track_total_hits: true``)."""
+    @property
+    def _remedy(self) -> str:
+        return "run it again once every shard is available" if self.complete_only else _ACCEPT
+
+    def _settle(self, shards: Shards, what: str, results: Any) -> None:
+        """Raise :class:`~esmapper.errors.PartialResultsError` (carrying ``results``) when
+        ``shards`` did not all answer and the call does not accept that."""
+        if shards.complete or self.accept_partial:
+            return
+        raise partial_error(
+            shards, what=f"{what} of {self.target}", index=self.target, results=results,
+            remedy=self._remedy,
+        )  # fmt: skip
+
+    def count(self) -> Count:
+        """Every match, counted exactly (``track_total_hits: true``): a ``size=0`` search;
+        a :class:`Count` that says how many shards answered (partial ones: see
+        :meth:`_settle`)."""
         self._refresh_for_consistency()
         response = self._send({**self.body(size=0), "track_total_hits": True}, None)
-        return 0 if response is None else int(response["hits"]["total"]["value"])
+        if response is None:
+            return Count(0)
+        shards = shards_of(response)
+        count = Count(int(response["hits"]["total"]["value"]), shards)
+        self._settle(shards, "the count", count)
+        return count
 
     def exists(self) -> bool:
         """Whether anything matches: a ``size=0`` search that stops at the first match on
-        each shard (``terminate_after=1``)."""
+        each shard (``terminate_after=1``). A match on the shards that answered is a match
+        (``True``, even when others failed); no match with shards missing is refused
+        unless partial answers are accepted (then ``False``)."""
         self._refresh_for_consistency()
         body = {**self.body(size=0), "terminate_after": 1, "track_total_hits": True}
         response = self._send(body, None)
-        return response is not None and int(response["hits"]["total"]["value"]) > 0
+        if response is None:
+            return False
+        if int(response["hits"]["total"]["value"]) > 0:
+            return True
+        self._settle(shards_of(response), "the exists search", False)
+        return False
 
     def aggregate_only(self) -> Aggregations:
-        """The aggregations alone (the matches are not counted)."""
+        """The aggregations of the matches (the matches are not counted): a ``size=0``
+        search; ``shards`` says how many shards answered (partial ones: see
+        :meth:`_settle`)."""
         self._refresh_for_consistency()
         response = self._send({**self.body(size=0), "track_total_hits": False}, None)
-        return parse_aggregations(
-            None if response is None else response.get("aggregations"), request=self.aggs
+        if response is None:
+            return parse_aggregations(None, request=self.aggs)
+        shards = shards_of(response)
+        aggregations = attrs.evolve(
+            parse_aggregations(response.get("aggregations"), request=self.aggs), shards=shards
         )
+        self._settle(shards, "the aggregation", aggregations)
+        return aggregations
 
     def find(self) -> FindResults[Any]:
         key = self.options.cache_key
@@ -424,7 +522,9 @@ class SearchRequest:
             # the page stored under the key for this call's tenant (or none) only
             cached = cached_page(cache.get(key), self.options.tenant)
             if cached is not None:
-                return self._results(cached, self.page, None)
+                shards = shards_of(cached)
+                if shards.complete:  # never stored partial; one that is anyway: a miss
+                    return self._results(cached, self.page, None, shards)
         self._refresh_for_consistency()
         pit_id = None
         if self.keep_alive is not None:
@@ -472,12 +572,20 @@ class SearchRequest:
         response = self._send(body, pit_id)
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
+        shards = shards_of(response)
         key = self.options.cache_key
-        if key is not None and self.mapper.cache is not None and page == self.page:
+        cache = self.mapper.cache
+        # a partial page is never cached
+        if key is not None and cache is not None and page == self.page and shards.complete:
             ttl = self.mapper.cache_ttl(self.info, self.options)
             entry = page_entry(response, self.options.tenant)  # scoped by tenant
-            self.mapper.cache.set(key, entry, ttl.total_seconds() if ttl else None)
-        results = self._results(response, page, pit_id)
+            cache.set(key, entry, ttl.total_seconds() if ttl else None)
+        results = self._results(response, page, pit_id, shards)
+        if not shards.complete and not self.accept_partial:
+            if results.pit_id is not None:  # the paging ends here
+                release(self.mapper.client, results.pit_id)
+                results.pit_id = None
+            self._settle(shards, f"page {page} of the search", results)
         if results:
             self.pages_read += 1
             self.documents_read += len(results)
@@ -495,7 +603,9 @@ class SearchRequest:
             reason=reason,
         )
 
-    def _results(self, response: dict[str, Any], page: int, pit_id: str | None) -> FindResults[Any]:
+    def _results(
+        self, response: dict[str, Any], page: int, pit_id: str | None, shards: Shards
+    ) -> FindResults[Any]:
         pit_id = response.get("pit_id", pit_id)
         raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
         peeked = False  # a page read with one hit more (see _peeks): that hit is not shown
@@ -556,6 +666,7 @@ class SearchRequest:
             fetch_next=self._next,
             pit_id=pit_id,
             lazy=hits,
+            shards=shards,
         )
 
     def _hit(self, raw: Mapping[str, Any], document: Any) -> FindHit[Any]:
@@ -586,7 +697,11 @@ class SearchRequest:
             after = current._last_sort()
             if after is None:
                 return None
-            return self._page(current.page + 1, after, current.pit_id)
+            try:
+                return self._page(current.page + 1, after, current.pit_id)
+            except PartialResultsError:
+                current.pit_id = None  # released: the paging ends here
+                raise
         if current.page * self.limit >= MAX_LIMIT:
             return None
         return self._page(current.page + 1, None, None)

@@ -31,7 +31,7 @@ from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec
 from esmapper.query.sort import SortSpec
-from esmapper.results import FindResults
+from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -79,6 +79,7 @@ class Searching(Generic[T]):
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
         total: bool | int | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -127,6 +128,7 @@ class Searching(Generic[T]):
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
         total: bool | int | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -159,11 +161,18 @@ class Searching(Generic[T]):
         number ``N`` counts up to N; ``False`` no further than paging needs; later pages
         of search-after and snapshot paging never count again and keep the first page's
         ``results.total``; ``results.total_exact`` is false when the total is a lower
-        bound); and the options (:class:`~esmapper.options.Options`).
+        bound); ``partial_results`` (``True``: a page some shards did not answer is returned,
+        ``results.partial`` set and ``results.shards`` saying which failed; default: the
+        mapper's ``partial_results``, ``False``); and the options
+        (:class:`~esmapper.options.Options`).
 
         Raises QueryValidationError (naming the field or the argument) before sending
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
-        whose point in time is gone raises :class:`SnapshotExpiredError`.
+        whose point in time is gone raises :class:`SnapshotExpiredError`. A page some
+        shards did not answer (a failed shard, a timeout: Elasticsearch answers it with
+        status 200 and the other shards' hits) raises
+        :class:`~esmapper.errors.PartialResultsError`, which carries that page, unless
+        ``partial_results=True``; such a page is never cached under ``cache_key``.
         """
         return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
 
@@ -184,6 +193,7 @@ class Searching(Generic[T]):
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
         total: bool | int | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -227,6 +237,7 @@ class Searching(Generic[T]):
         snapshot: Snapshot = None,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -251,6 +262,7 @@ class Searching(Generic[T]):
         filter: str | Query | None = None,
         *,
         partitions: tuple[Any, Any] | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -262,10 +274,17 @@ class Searching(Generic[T]):
         retries: int | None = None,
         tenant: str | None = None,
         query_log_level: LogLevel | None = None,
-    ) -> int:
+    ) -> Count:
         """The number of matching documents (exact; soft-delete mode applies): one
-        ``_search`` with ``size=0``. Raises QueryValidationError before sending."""
-        return self._request("count", filter, given(locals(), ("partitions",))).count()
+        ``_search`` with ``size=0``. Raises QueryValidationError before sending.
+
+        Returns a :class:`~esmapper.results.Count` (an ``int`` with ``shards`` and
+        ``partial``). A count some shards did not answer (a failed shard, a timeout) is
+        never returned as if it were exact: it raises
+        :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
+        with ``partial_results=True``, is returned with ``partial`` set."""
+        kwargs = given(locals(), ("partitions", "partial_results"))
+        return self._request("count", filter, kwargs).count()
 
     @limited(_defaults)
     def aggregate(
@@ -274,6 +293,7 @@ class Searching(Generic[T]):
         *old_order: Any,
         aggregations: AggregationsSpec = None,
         partitions: tuple[Any, Any] | None = None,
+        partial_results: bool | None = None,
         consistency: Consistency | None = None,
         soft_deletes: SoftDeleteMode | None = None,
         cache: bool | None = None,
@@ -293,6 +313,9 @@ class Searching(Generic[T]):
         Raises ``TypeError`` when ``aggregations`` is missing or a second positional
         argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
         QueryValidationError for a bad filter or aggregation, before sending anything.
+        Aggregations some shards did not answer raise
+        :class:`~esmapper.errors.PartialResultsError` (carrying them), or with
+        ``partial_results=True`` come back with ``partial`` set and ``shards``.
         """
         if old_order or aggregations is None:
             raise TypeError(
@@ -301,7 +324,7 @@ class Searching(Generic[T]):
                 " aggregations='terms:company_id') (the order was aggregate(aggregations,"
                 " filter) before)"
             )
-        kwargs = given(locals(), ("aggregations", "partitions"))
+        kwargs = given(locals(), ("aggregations", "partitions", "partial_results"))
         return self._request("aggregate", filter, kwargs).aggregate_only()
 
     @limited(_defaults)

@@ -52,8 +52,10 @@ from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
 from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._shards import count_all
 from esmapper._version import __version__
 from esmapper.custom_fields.cli import fields
+from esmapper.errors import PartialResultsError
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
@@ -248,10 +250,17 @@ def migrate(
 
 
 def _doc_count(mapper: Mapper, alias: str) -> str:
+    """The document count of ``alias`` for ``status``; ``"-"`` without the index, and a
+    count some shards did not answer shown as a lower bound (``"12+ (1 of 3 shards
+    failed)"``)."""
     try:
-        return str(mapper.client.count(index=alias)["count"])
+        return str(count_all(mapper.client, what=f"the count of {alias}", index=alias))
     except NotFoundError:
         return "-"
+    except PartialResultsError as exc:
+        shards = exc.shards
+        failed = f"{shards.failed} of {shards.total} shards failed" if shards.failed else ""
+        return f"{exc.results}+ ({failed or 'timed out'})"
 
 
 def _table(rows: list[list[str]]) -> Iterator[str]:

@@ -16,6 +16,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
      +-- SnapshotExpiredError          a scan's point in time is gone (keep-alive ran out or
      |                                 it was closed); says how far the scan got
+     +-- PartialResultsError           some shards did not answer a search or count (a failed
+     |                                 shard, a timeout): carries what the others answered
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
      +-- InvalidIdTermError            an id term holds an unpaired surrogate (also ValueError)
      +-- IndexConfigurationError       an index or alias cannot be configured as declared
@@ -70,6 +72,7 @@ __all__ = [
     "MigrationCancelled",
     "MigrationError",
     "OutcomeUnknownError",
+    "PartialResultsError",
     "QueryValidationError",
     "RedisUnavailable",
     "ReindexError",
@@ -315,6 +318,37 @@ class SnapshotExpiredError(EsmapperError):
         self.last_sort = None if last_sort is None else list(last_sort)
         self.search_after = search_after
         self.keep_alive = keep_alive
+
+
+class PartialResultsError(EsmapperError):
+    """Some shards did not answer a search, a scroll page or a count: a node left or was
+    too busy (``_shards.failed``), or a shard ran out of time (``timed_out``).
+    Elasticsearch answers such a search with status 200 and what the other shards found,
+    so its hits, total, count and aggregations miss documents silently; esmapper refuses
+    it instead (or the server refused it: ``allow_partial_search_results=false``).
+
+    ``shards`` (:class:`~esmapper.results.Shards`) says how many shards answered and which
+    failed, with the server's reasons (``error_type``/``reason`` are the first failure's,
+    ``index`` the index or alias searched). ``results`` is what the shards that answered
+    gave, built as the call returns it (a ``FindResults`` page, a ``Count``,
+    ``Aggregations``, ``False`` for ``exists``), ``None`` when the server refused to answer
+    in part; it is not pickled. A read that can live with missing documents passes
+    ``partial_results=True`` and reads ``results.partial`` instead. A listing esmapper
+    runs to decide writes (a reindex, a by-query write's scan) always raises this: it
+    never takes a document that was not listed for one that does not exist.
+    """
+
+    def __init__(self, message: str, *, shards: Any, results: Any = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.shards = shards
+        self.results = results
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a page of results holds the mapper and its client: not sent along
+        state = self.__dict__.copy()
+        if not isinstance(state.get("results"), int | type(None)):
+            state["results"] = None
+        return (_rebuild, (type(self), self.args), state)
 
 
 class IdTooLongError(EsmapperError, ValueError):

@@ -8,11 +8,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper import _gcpause, signals
 from esmapper._limits import current as current_limits
 from esmapper._server_version import ServerVersion
+from esmapper._shards import count_all
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
@@ -120,6 +121,12 @@ class Mapper:
     wide; see :mod:`esmapper._gcpause`): for batch jobs and bulk loads, not servers.
     Thread-safe; ``close()`` releases a client the mapper created.
 
+    ``partial_results`` (default ``False``) is the default of the reads' own
+    ``partial_results=``: whether a ``find``, ``count``, ``exists`` or ``aggregate`` that
+    some shards did not answer (a failed shard, a timeout) returns what the others answered,
+    marked ``partial``, instead of raising :class:`~esmapper.errors.PartialResultsError`.
+    Listings that decide writes never take a partial answer.
+
     ``redis="redis://..."`` (default: ``$ESMAPPER_REDIS_URL``; ``""`` ignores it) shares the
     cache and the notifications with the application's other processes: ``cache`` becomes
     an :class:`~esmapper.distributed.HybridCache` and ``bus`` a
@@ -154,6 +161,7 @@ class Mapper:
         bus: MessageBus | None = None,
         redis: str | None = None,
         redis_options: dict[str, Any] | None = None,
+        partial_results: bool = False,
         **client_options: Any,
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
@@ -168,6 +176,10 @@ class Mapper:
         self._client, self._owns_client = _client_from(url_or_client, client_options)
         self.index_prefix = index_prefix
         self.clock = clock
+        if not isinstance(partial_results, bool):
+            raise ValueError(f"partial_results={partial_results!r} must be True or False")
+        #: the default of the reads' ``partial_results=`` (see the class docstring)
+        self.partial_results = partial_results
         writer_options: dict[str, Any] = {}
         if sleep is not None:
             writer_options["sleep"] = sleep
@@ -340,13 +352,16 @@ class Mapper:
             return []
         types = [self.spec(m).info.name for m in users]
         alias = self.spec(CustomFieldDefinition).alias
-        response = self.client.options(ignore_status=404).count(
-            index=alias,
-            query={"bool": {"must_not": [{"terms": {"entity_type": types}}]}},
-        )
-        if response.meta.status == 404:
+        try:  # every shard must answer: a count too low would delete others' definitions
+            others = count_all(
+                self.client,
+                what=f"the count of other entity types' definitions in {alias}",
+                index=alias,
+                query={"bool": {"must_not": [{"terms": {"entity_type": types}}]}},
+            )
+        except NotFoundError:
             return [CustomFieldDefinition]  # nothing left of it: reported empty
-        if int(response.body.get("count", 0)) > 0:
+        if others > 0:
             log.info(
                 "kept %s: it holds custom-field definitions of entity types other than %s",
                 alias,

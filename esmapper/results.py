@@ -1,4 +1,5 @@
-"""Search results: :class:`FindResults` and :class:`FindHit`."""
+"""Search results: :class:`FindResults` and :class:`FindHit`; :class:`Count`, what
+``count`` returns; :class:`Shards`, how many shards answered a search."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import attrs
 
 from esmapper import _json
 
-__all__ = ["FindHit", "FindResults", "LazyHits", "decode_token", "encode_token"]
+__all__ = [
+    "Count",
+    "FindHit",
+    "FindResults",
+    "LazyHits",
+    "ShardFailure",
+    "Shards",
+    "decode_token",
+    "encode_token",
+]
 
 #: Held while a page builds its hits from its raw hits (once per page): two threads reading
 #: ``hits`` of one page at once get the same list.
@@ -36,6 +46,88 @@ def decode_token(token: str | Sequence[Any]) -> list[Any]:
     if not isinstance(values, list):
         raise ValueError(f"invalid search_after token {token[:40]!r}")
     return values
+
+
+@attrs.frozen(slots=True)
+class ShardFailure:
+    """One shard that did not answer a search: its ``index`` and ``shard`` number, the
+    ``node`` it was on, and the server's ``error_type`` and ``reason``
+    (``node_disconnected_exception``, ``es_rejected_execution_exception``...). Any of them
+    is ``None`` when the answer did not say."""
+
+    index: str | None
+    shard: int | None
+    node: str | None
+    error_type: str | None
+    reason: str | None
+
+    def __str__(self) -> str:
+        where = f"[{self.index or '?'}][{'?' if self.shard is None else self.shard}]"
+        node = f" on node {self.node}" if self.node else ""
+        return f"{where}{node}: {self.error_type or 'error'}: {self.reason or 'no reason given'}"
+
+
+@attrs.frozen(slots=True)
+class Shards:
+    """How many shards answered a search, a scroll page or a count (the answer's
+    ``_shards``), and whether one ran out of time (``timed_out``).
+
+    ``total`` shards were searched: ``successful`` answered (``skipped`` of them without
+    searching, sure to hold no match), ``failed`` did not (``failures`` says which and
+    why). An answer is :attr:`complete` when no shard failed and none timed out: only
+    then do its hits, total, count and aggregations cover every matching document.
+    """
+
+    total: int = 0
+    successful: int = 0
+    skipped: int = 0
+    failed: int = 0
+    failures: tuple[ShardFailure, ...] = ()
+    timed_out: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether every shard answered in time: no shard failed, none timed out."""
+        return self.failed == 0 and not self.timed_out
+
+    def __str__(self) -> str:
+        if self.complete:
+            return f"all {self.total} shard(s) answered"
+        parts = []
+        if self.failed:
+            of = f" of {self.total}" if self.total >= self.failed else ""  # 0: not said
+            parts.append(f"{self.failed}{of} shard(s) failed")
+        if self.timed_out:
+            parts.append("shards timed out (their hits are cut short)")
+        text = " and ".join(parts)
+        if self.failures:
+            text += ": " + "; ".join(map(str, self.failures))
+        return text
+
+
+class Count(int):
+    """The number ``count`` returns: an ``int`` that also says how many ``shards``
+    answered. ``partial`` is true only for a count of ``count(..., partial_results=True)``
+    that some shards did not answer: it counts the documents of the shards that did (a
+    lower bound). A count that is not partial is exact."""
+
+    shards: Shards
+
+    def __new__(cls, value: int, shards: Shards | None = None) -> Count:
+        count = super().__new__(cls, value)
+        count.shards = Shards() if shards is None else shards
+        return count
+
+    @property
+    def partial(self) -> bool:
+        """Whether some shards did not answer (the count is a lower bound)."""
+        return not self.shards.complete
+
+    def __getnewargs__(self) -> tuple[int, Shards]:  # type: ignore[override]
+        return int(self), self.shards
+
+    def __repr__(self) -> str:
+        return f"Count({int(self)}, partial=True)" if self.partial else int.__repr__(self)
 
 
 @attrs.define(slots=True)
@@ -70,6 +162,12 @@ class FindResults(Generic[T]):
     indexing: ``results[0]`` is the first document, ``results[1:3]`` a list of documents
     (``results.hits[0]`` for the hit with its score, sort values and highlights).
 
+    ``shards`` says how many shards answered the page's search; ``partial`` is true when
+    some did not (a failed shard, a timeout): such a page is returned only to ``find(...,
+    partial_results=True)``, and it misses the documents of those shards (``total`` counts
+    the others). Otherwise a partial answer raises
+    :class:`~esmapper.errors.PartialResultsError`.
+
     A page read from the store hydrates its documents at once; its :class:`FindHit`
     objects are built from the raw hits the first time ``hits`` is read (a caller that
     only reads the documents does not pay for them), and are the same objects from then
@@ -91,6 +189,13 @@ class FindResults(Generic[T]):
     #: whether ``total`` is every match (``False``: a lower bound, Elasticsearch's
     #: ``relation: gte``, or not counted)
     total_exact: bool = True
+    #: how many shards answered this page's search (``None``: not read from a search)
+    shards: Shards | None = attrs.field(default=None, repr=False)
+
+    @property
+    def partial(self) -> bool:
+        """Whether some shards did not answer this page's search (see the class doc)."""
+        return self.shards is not None and not self.shards.complete
 
     @property
     def hits(self) -> list[FindHit[T]]:
@@ -149,6 +254,7 @@ class FindResults(Generic[T]):
         self.has_more = following.has_more
         self.aggregations = following.aggregations
         self.pit_id = following.pit_id
+        self.shards = following.shards
         return True
 
     def _replace_documents(self, replace: Callable[[T], T]) -> None:

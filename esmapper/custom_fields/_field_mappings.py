@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
 
+from esmapper._shards import search_all
 from esmapper.custom_fields.catalog import TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition
 
@@ -116,8 +117,13 @@ class FieldMappings:
             }
             if after is not None:
                 body["search_after"] = after
-            try:
-                response = self.mapper.client.search(index=alias, body=body).body
+            try:  # every shard: a definition missing here would free its name and slot
+                response = search_all(
+                    self.mapper.client,
+                    what=f"the custom-field definitions of tenant {tenant!r} in {alias}",
+                    index=alias,
+                    body=body,
+                ).body
             except NotFoundError:
                 return hits
             page = response["hits"]["hits"]

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
@@ -399,17 +400,13 @@ def _poll(
 
 
 def _ids(client: Elasticsearch, index: str) -> Iterator[str]:
-    """Every document id of ``index`` (a scroll over ``_doc`` order, no ``_source``)."""
-    response = client.search(index=index, scroll="2m", size=5000, source=False, sort=["_doc"])
-    scroll_id = response.get("_scroll_id")
-    try:
-        while hits := response["hits"]["hits"]:
-            yield from (str(hit["_id"]) for hit in hits)
-            response = client.scroll(scroll_id=scroll_id, scroll="2m")
-            scroll_id = response.get("_scroll_id", scroll_id)
-    finally:
-        if scroll_id:
-            client.options(ignore_status=404).clear_scroll(scroll_id=scroll_id)
+    """Every document id of ``index`` (a scroll over ``_doc`` order, no ``_source``), every
+    page answered by every shard (:func:`esmapper._shards.scroll_all`: a partial page raises
+    :class:`~esmapper.errors.PartialResultsError`; an id missing from it would be taken
+    for a document deleted from ``index``)."""
+    what = f"the id listing of {index}"
+    for hits in scroll_all(client, what=what, index=index, size=5000, source=False, sort=["_doc"]):
+        yield from (str(hit["_id"]) for hit in hits)
 
 
 def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | None = None) -> int:
@@ -419,7 +416,9 @@ def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | N
     each sent once) through ``through`` (the run's marker alias on ``new``: fenced, see
     :func:`delete_ids`; default ``new``). A bulk whose outcome is unknown is settled by
     listing the ids again and deleting what is still there, once more; a bulk item failing
-    with anything but 404 raises :class:`IndexConfigurationError`."""
+    with anything but 404 raises :class:`IndexConfigurationError`. A listing that some shards
+    did not answer raises :class:`~esmapper.errors.PartialResultsError` before anything is
+    deleted."""
     target = through or new
     kept = set(_ids(client, old))
     extra = [i for i in _ids(client, new) if i not in kept]
@@ -497,8 +496,9 @@ def refreshes_itself(client: Elasticsearch, index: str, within: _dt.timedelta) -
 
 
 def count(client: Elasticsearch, index: str) -> int:
-    """``GET /<index>/_count``."""
-    return int(client.count(index=index)["count"])
+    """``GET /<index>/_count``; a count that some shards did not answer raises
+    :class:`~esmapper.errors.PartialResultsError` (:func:`esmapper._shards.count_all`)."""
+    return count_all(client, what=f"the count of {index}", index=index)
 
 
 def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from elasticsearch import Elasticsearch, TransportError
 
+from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome
 from esmapper.indexes._reindex_pass import count, delete_ids
 
@@ -78,7 +79,8 @@ def _seq_no_query(client: Elasticsearch, index: str, floor: int) -> dict[str, An
     if floor < 0:
         return None
     total = count(client, index)
-    probe = client.count(index=index, query={"range": {"_seq_no": {"gte": 0}}})["count"]
+    what = f"the _seq_no probe count of {index}"
+    probe = count_all(client, what=what, index=index, query={"range": {"_seq_no": {"gte": 0}}})
     return {"range": {"_seq_no": {"gt": floor}}} if total == probe else None
 
 
@@ -87,33 +89,29 @@ def _written_since(
 ) -> Iterator[dict[str, tuple[int, Any]]]:
     """``{id: (_version, updated_utc)}`` of the documents of ``index`` matching ``query``
     whose ``_seq_no`` is above ``floor``, a batch at a time (a scroll; ``_source`` only
-    ``updated_utc`` when ``dated``, else none)."""
+    ``updated_utc`` when ``dated``, else none), every page answered by every shard
+    (:func:`esmapper._shards.scroll_all`: else :class:`~esmapper.errors.PartialResultsError`,
+    a stale copy must not go unnoticed)."""
     source: dict[str, Any] = {"source_includes": [_DATES]} if dated else {"source": False}
-    response = client.search(
+    pages = scroll_all(
+        client,
+        what=f"the listing of documents written to {index} during the copy",
         index=index,
         query=query or {"match_all": {}},
-        scroll="2m",
         size=_BATCH,
         **source,
         version=True,
         seq_no_primary_term=True,
         sort=["_doc"],
     )
-    scroll_id = response.get("_scroll_id")
-    try:
-        while hits := response["hits"]["hits"]:
-            batch = {
-                str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(_DATES))
-                for h in hits
-                if _above(h, floor)
-            }
-            if batch:
-                yield batch
-            response = client.scroll(scroll_id=scroll_id, scroll="2m")
-            scroll_id = response.get("_scroll_id", scroll_id)
-    finally:
-        if scroll_id:
-            client.options(ignore_status=404).clear_scroll(scroll_id=scroll_id)
+    for hits in pages:
+        batch = {
+            str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(_DATES))
+            for h in hits
+            if _above(h, floor)
+        }
+        if batch:
+            yield batch
 
 
 def _above(hit: dict[str, Any], floor: int) -> bool:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import Elasticsearch, NotFoundError
 
+from esmapper._shards import count_all
 from esmapper._transport import once, send_or_read_back
 from esmapper.indexes._meta import put_meta
 from esmapper.indexes._reindex_fence import serving_aliases
@@ -156,7 +157,7 @@ def _leftover(
         version=version,
         target=target,
         current=current,
-        docs=int(client.count(index=name)["count"]),
+        docs=count_all(client, what=f"the count of {name}", index=name),
         write_blocked=_blocked(info),
         replaced_by=None if marker.get("index") is None else str(marker["index"]),
         keep=None if marker.get("keep") is None else str(marker["keep"]),

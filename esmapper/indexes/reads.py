@@ -22,6 +22,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from esmapper._shards import search_all
 from esmapper.ids import ObjectId
 from esmapper.indexes._lookup import stored_copies
 from esmapper.indexes.spec import IndexSpec
@@ -52,7 +53,9 @@ def search_documents(
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), _IDS_PER_SEARCH):
         chunk = unique[start : start + _IDS_PER_SEARCH]
-        response = lenient.search(
+        response = search_all(  # every shard: a missing hit would read as "not found"
+            lenient,
+            what=f"the search by id of {spec.read_target}",
             index=spec.read_target,
             query={"ids": {"values": chunk}},
             size=len(chunk),

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 from elasticsearch import BadRequestError, ConflictError, Elasticsearch, NotFoundError
 
+from esmapper._shards import search_all
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import MigrationError
 from esmapper.model.codec import format_datetime, parse_datetime
@@ -139,9 +140,14 @@ class StateStore:
     def load(self) -> dict[str, MigrationRecord]:
         """Every migration record by id (``POST /<index>/_search``; a missing index gives
         ``{}``); the install record (:data:`INSTALL_ID`) is left out."""
-        try:
-            response = self.client.search(
-                index=self.index, query={"match_all": {}}, size=10_000, track_total_hits=True
+        try:  # every shard: a record missing here would run its migration again
+            response = search_all(
+                self.client,
+                what="the listing of migration records",
+                index=self.index,
+                query={"match_all": {}},
+                size=10_000,
+                track_total_hits=True,
             )
         except NotFoundError:
             return {}

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import attrs
 
 from esmapper._text import article
+from esmapper.results import Shards
 
 __all__ = [
     "Aggregate",
@@ -158,10 +159,19 @@ class Aggregations(Mapping[str, Aggregate]):
     """The parsed aggregations of a response: a read-only mapping name -> aggregate.
 
     The typed accessors return ``None`` when the name is absent and raise ``TypeError`` when
-    it holds another kind of aggregate.
+    it holds another kind of aggregate. ``shards`` (the top level of ``aggregate()``'s
+    answer) says how many shards answered the search; ``partial`` is true when some did
+    not (only with ``partial_results=True``: the aggregations then cover the documents of
+    the shards that answered).
     """
 
     _items: Mapping[str, Aggregate] = attrs.field(factory=dict)
+    shards: Shards | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+    @property
+    def partial(self) -> bool:
+        """Whether some shards did not answer the search (see the class doc)."""
+        return self.shards is not None and not self.shards.complete
 
     def __getitem__(self, name: str) -> Aggregate:
         return self._items[name]

@@ -37,6 +37,12 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 - ``data_stream_templates``: Elasticsearch's built-in data-stream templates (``logs-*-*``,
   ``metrics-*-*``, ``synthetics-*-*``, ``traces-*-*``) refuse regular indexes of those
   names (:mod:`esmapper.testing._real_datastreams`).
+
+What a test scripts, for the next matching requests:
+
+- :meth:`ClusterProxy.fail_shards`: searches, scroll pages and counts answered in part,
+  status 200 with ``_shards.failed`` (or ``timed_out``), or refused when they ask
+  ``allow_partial_search_results=false`` (:mod:`esmapper.testing._real_shards`).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from esmapper.testing._real_datastreams import DataStreamTemplates
 from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
 from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing._real_pit import MissingIndexPit
+from esmapper.testing._real_shards import DEFAULT_ERROR, ShardFailures
 from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing._rules import Exchange, Reply, json_reply
 from esmapper.testing._spec_recorder import pin_version
@@ -111,6 +118,8 @@ class ClusterProxy(FaultProxy):
             self.add_rule(AliasesCoverEveryIndex(self._upstream))
         if data_stream_templates:
             self.add_rule(DataStreamTemplates(self._upstream))
+        self._shard_failures = ShardFailures(self._forward)
+        self.add_rule(self._shard_failures)
 
     def stop(self) -> None:
         """Stop the proxy (see :meth:`FaultProxy.stop`)."""
@@ -121,3 +130,49 @@ class ClusterProxy(FaultProxy):
         """The upstream's answer to a request a rule sends itself (not recorded)."""
         status, headers, body = self._forward(method, path, {}, b"")
         return Reply(status, body, headers)
+
+    def fail_shards(
+        self,
+        *,
+        times: int = 1,
+        method: str | None = None,
+        path: str | None = None,
+        skip: int = 0,
+        timed_out: bool = False,
+        refuse: bool = True,
+        error_type: str = DEFAULT_ERROR,
+        reason: str | None = None,
+        shard: int = 0,
+        shards: int = 3,
+    ) -> None:
+        """Answer the next ``times`` matching searches, scroll pages and counts (after
+        ``skip`` of them; ``path``: a regex searched in the path, ``method``: exact) as a
+        cluster does when shard ``shard`` of ``shards`` of every index searched fails with
+        ``error_type`` (or, ``timed_out``, runs out of time): status 200, that shard's
+        documents missing, ``_shards.failed``; a search asking
+        ``allow_partial_search_results=false`` is refused instead (``refuse=False``:
+        answered in part all the same). A document is on shard
+        :func:`~esmapper.testing._real_shards.shard_of` of its id. See
+        :mod:`esmapper.testing._real_shards`."""
+        self._shard_failures.add(
+            times=times,
+            method=method,
+            path=path,
+            skip=skip,
+            timed_out=timed_out,
+            refuse=refuse,
+            error_type=error_type,
+            reason=reason,
+            shard=shard,
+            shards=shards,
+        )
+
+    @property
+    def pending_shard_failures(self) -> int:
+        """How many scripted shard failures (:meth:`fail_shards`) are still to come."""
+        return self._shard_failures.pending
+
+    @property
+    def partial_answers(self) -> list[str]:
+        """The paths of the requests answered in part or refused so far, in order."""
+        return list(self._shard_failures.injected)

@@ -13,6 +13,7 @@ import esmapper as em
 from esmapper import errors
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.indexes import ReindexResult
+from esmapper.results import Count, ShardFailure, Shards
 
 
 class Note(em.Document):
@@ -112,6 +113,18 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
         search_after="WzE3LCJuMjAwIl0",
         keep_alive="1m",
         error_type="search_context_missing_exception",
+    ),
+    errors.PartialResultsError: lambda: errors.PartialResultsError(
+        "the count of notes is incomplete",
+        shards=Shards(
+            total=3,
+            successful=2,
+            failed=1,
+            failures=(ShardFailure("notes-v1", 0, "n2", "node_disconnected_exception", "gone"),),
+        ),
+        results=Count(7, Shards(total=3, successful=2, failed=1)),
+        index="notes",
+        error_type="node_disconnected_exception",
     ),
     errors.IdTooLongError: lambda: errors.IdTooLongError(
         "id is 600 bytes", limit=512, actual=600, terms=(10, 590), longest_term=1
