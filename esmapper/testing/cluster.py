@@ -16,12 +16,17 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 
 - ``normalised_mappings``: a ``GET .../_mapping`` answer omits ``"type": "object"`` on an
   object field that has ``properties``, as Elasticsearch echoes mappings.
+- ``real_tasks``: ``_reindex``/``_update_by_query``/``_delete_by_query`` with
+  ``wait_for_completion=false`` run as tasks, with the tasks API and the ``.tasks`` results
+  (:mod:`esmapper.testing._real_tasks`); :attr:`ClusterProxy.tasks` scripts and observes
+  them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from esmapper.testing._real_tasks import RealTasks
 from esmapper.testing._rules import Exchange, Reply, json_reply
 from esmapper.testing.faults import FaultProxy
 
@@ -71,8 +76,18 @@ class ClusterProxy(FaultProxy):
         upstream: str,
         *,
         normalised_mappings: bool = True,
+        real_tasks: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
         if normalised_mappings:
             self.add_rule(NormalisedMappings())
+        self.tasks = RealTasks(self._forward)
+        """The emulated tasks (scripting and counts; idle when ``real_tasks=False``)."""
+        if real_tasks:
+            self.add_rule(self.tasks)
+
+    def stop(self) -> None:
+        """End the emulated tasks' waits, then stop the proxy (idempotent)."""
+        self.tasks.close()
+        super().stop()
