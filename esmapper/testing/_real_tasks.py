@@ -25,9 +25,10 @@ synchronously and keeps no task. :class:`RealTasks` emulates the cluster:
   deprecation warning Elasticsearch 8 sends for direct access to a system index).
 - ``GET /`` names a real build (noida-db's ``build_hash`` tells esmapper it keeps no tasks).
 
-What a test sees and scripts: :attr:`RealTasks.started` (tasks started), :attr:`runs` (by-query
-and reindex requests run, tasks or not), :attr:`peak` (most running at once),
-:attr:`cancels`, :attr:`stored` (results not deleted); :meth:`delay` and :meth:`hold` make
+What a test sees and scripts: :attr:`RealTasks.started` (tasks started), :attr:`runs`
+(by-query and reindex requests run, tasks or not), :attr:`descriptions` (what each was),
+:attr:`peak` (most running at once), :attr:`cancels`, :attr:`stored` (results not
+deleted); :meth:`delay` and :meth:`hold` make
 the next runs slow, :meth:`report_conflicts` makes their answers report version conflicts
 (another writer), :meth:`forbid_results` refuses access to ``.tasks`` (a user without
 access to system indices). To lose the answer of a start after the task started, script
@@ -208,6 +209,13 @@ class RealTasks:
         system indices), or stop doing so."""
         with self._lock:
             self._forbidden = forbidden
+
+    @property
+    def descriptions(self) -> list[str]:
+        """What each run was, in order (``reindex from [a] to [b]``,
+        ``update-by-query [index]{query}``...), as the task's description says."""
+        with self._lock:
+            return [run.description for run in self._runs.values()]
 
     @property
     def stored(self) -> int:
