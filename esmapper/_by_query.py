@@ -7,7 +7,20 @@ per-document actions conditioned on the versions the scan saw, re-reading the do
 that conflicted (up to 5 rounds, the call's ``retries=``). ``remove_all`` is
 ``_delete_by_query`` (re-run while version conflicts remain, at most 10 times) unless
 removal signals have receivers or the model is cached: then the scan's pages are deleted
-through the write pipeline at the scanned versions."""
+through the write pipeline at the scanned versions.
+
+The two by-query requests run through :func:`esmapper._server_tasks.run_task`: on a server
+that keeps tasks, as a task (``wait_for_completion=false``) followed until it ends, however
+long it takes and whatever the client's request timeout; it is cancelled when the call's
+``timeout=`` passes (:class:`OutcomeUnknownError` with how far it got) or on Ctrl-C (the
+``KeyboardInterrupt`` goes on), and its result is deleted from ``.tasks``. A re-run of
+``remove_all`` for version conflicts starts only once the previous run ended; a start
+whose answer was lost is followed if its task runs, else ``_delete_by_query`` is run again
+(no run of it runs) and ``_update_by_query`` raises :class:`OutcomeUnknownError`. On a
+server without tasks they are sent synchronously, and a lost answer raises
+:class:`OutcomeUnknownError` for both (it may still be running). The failures a by-query
+answer reports (a refused document, a failed shard: the server stopped there) raise
+:class:`BulkWriteError`."""
 
 from __future__ import annotations
 
