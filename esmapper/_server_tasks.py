@@ -12,8 +12,8 @@ it answers with is followed:
 - ``GET /_tasks/<id>`` after 0.1 s, then at intervals doubling up to ``poll_interval``
   (1 s); ``progress(done, total)`` is called with the task's status each time. Transport
   errors while polling are retried with back-off (1 s doubling, capped at 30 s), up to 6
-  in a row, then :class:`TaskUnreachable` is raised (the task may still run: it is never
-  started again).
+  in a row, then the task is cancelled (best effort) and :class:`TaskUnreachable` raised
+  (it may still run: it is never started again).
 - When the call's ``timeout`` passes, or the task's processed count does not move for
   ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), the
   task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
@@ -498,9 +498,13 @@ class _Poller:
                     self.what, self.task, errors, exc,
                 )  # fmt: skip
                 if errors >= _MAX_POLL_ERRORS:
+                    # no longer followed: it must not go on unseen (best effort, the server
+                    # may be unreachable)
+                    cancelled = _cancel(self.client, self.task, self.what)
+                    state = "cancelling it was accepted" if cancelled else "it may still be running"
                     raise TaskUnreachable(
                         f"{self.what}: the status of task {self.task} could not be read "
-                        f"({exc}); it may still be running",
+                        f"({exc}); {state}",
                         task=self.task,
                         cause=exc,
                     ) from exc
