@@ -295,10 +295,10 @@ def _update_by_query(
         raise
     except TaskError as exc:
         effect = "the script may have run on some or all matches"
-        raise _task_unknown(repo, call, effect, exc) from exc
+        raise _task_unknown(repo, effect, "updated", exc) from exc
     finally:
         repo.mapper.invalidate_model(repo.info)
-    if _index_missing(result):
+    if _nothing_to_write(repo, call, result):
         return 0
     updated = result.count("updated")
     if updated:
@@ -324,15 +324,18 @@ def _run(repo: Repository[Any], kind: Kind, params: dict[str, Any], call: str) -
     return run_task(repo.mapper.client, kind, params, what=call, timeout=current_limits().timeout)
 
 
-def _index_missing(result: TaskResult) -> bool:
-    """Whether the task failed because its index does not exist (nothing to write)."""
+def _nothing_to_write(repo: Repository[Any], call: str, result: TaskResult) -> bool:
+    """Whether the task failed because its index does not exist (nothing to write); any
+    other error of the task as a whole (a script that does not compile, ...) raises
+    :class:`DocumentError` with the server's type and reason."""
     error = result.error
     if error is None:
         return False
     if error.get("type") == "index_not_found_exception":
         return True
     raise DocumentError(
-        f"the by-query request failed: {error.get('type')}: {error.get('reason')}",
+        f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
+        index=repo.spec.alias,
         error_type=error.get("type"),
         reason=error.get("reason"),
     )
@@ -373,19 +376,18 @@ def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:
 
 
 def _task_unknown(
-    repo: Repository[Any], call: str, effect: str, exc: TaskError
+    repo: Repository[Any], effect: str, verb: str, exc: TaskError
 ) -> OutcomeUnknownError:
     """The error of a by-query request whose outcome is not known: its answer was lost
     (no task of it runs, or nothing could tell), its task was cancelled at the call's
-    timeout, or could not be followed. It is never resent."""
+    timeout (then ``effect`` says how many it had ``verb``, the task's count), or could
+    not be followed. It is never resent."""
     if isinstance(exc, TaskTimedOut) and exc.result is not None:
-        done = exc.result
-        effect = (
-            f"it had updated {done.count('updated')} and deleted {done.count('deleted')} of "
-            f"{done.count('total')} matching documents (which ones is not known)"
-        )
+        done, total = exc.result.count(verb), exc.result.count("total")
+        which = " (which ones is not known)" if done else ""
+        effect = f"it had {verb} {done} of {total} matching documents{which}"
     return OutcomeUnknownError(
-        f"{call}: {exc}; {effect}. It was not resent: check the documents before running it again",
+        f"{exc}; {effect}. It was not resent: check the documents before running it again",
         index=repo.spec.alias,
         error_type=UNKNOWN,
         reason=str(exc),
@@ -480,7 +482,7 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                 raise
             except TaskStartUnknown as exc:
                 if not exc.listed:  # it may still be running: never run a second one
-                    raise _task_unknown(repo, call, _MAY_HAVE_DELETED, exc) from exc
+                    raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
                 # Deleting what matches is idempotent, and no run of it is running: run it
                 # again; what the lost run deleted is not counted.
                 log.warning(
@@ -489,9 +491,9 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                 lost = exc
                 continue
             except TaskError as exc:
-                raise _task_unknown(repo, call, _MAY_HAVE_DELETED, exc) from exc
+                raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
             lost = None
-            if _index_missing(result):
+            if _nothing_to_write(repo, call, result):
                 return total
             total += result.count("deleted")
             _raise_failures(repo, call, "delete_by_query", result, f"{total} were removed")
@@ -511,8 +513,8 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
             )
     finally:
         repo.mapper.invalidate_model(repo.info)
-    if total:
-        publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
+        if total:  # also when a later round failed: these are gone
+            publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
     return total
 
 

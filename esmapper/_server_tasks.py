@@ -501,10 +501,10 @@ class _Poller:
                     # no longer followed: it must not go on unseen (best effort, the server
                     # may be unreachable)
                     cancelled = _cancel(self.client, self.task, self.what)
-                    state = "cancelling it was accepted" if cancelled else "it may still be running"
+                    then = "cancelling it was accepted" if cancelled else "it may still be running"
                     raise TaskUnreachable(
                         f"{self.what}: the status of task {self.task} could not be read "
-                        f"({exc}); {state}",
+                        f"({exc}); {then}",
                         task=self.task,
                         cause=exc,
                     ) from exc
