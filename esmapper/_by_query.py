@@ -321,7 +321,16 @@ def _update_by_query(
 def _run(repo: Repository[Any], kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
     """One by-query request as a task (:func:`esmapper._server_tasks.run_task`) on the
     call's client: cancelled when the call's ``timeout=`` passes, on Ctrl-C too."""
-    return run_task(repo.mapper.client, kind, params, what=call, timeout=current_limits().timeout)
+    result = run_task(repo.mapper.client, kind, params, what=call, timeout=current_limits().timeout)
+    counts = ("total", "updated", "deleted", "noops", "version_conflicts")
+    log.debug(
+        "%s: %s, failures=%d (task %s)",
+        call,
+        ", ".join(f"{k}={result.count(k)}" for k in counts),
+        len(result.failures),
+        result.task,
+    )
+    return result
 
 
 def _nothing_to_write(repo: Repository[Any], call: str, result: TaskResult) -> bool:
