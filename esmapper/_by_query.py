@@ -7,7 +7,20 @@ per-document actions conditioned on the versions the scan saw, re-reading the do
 that conflicted (up to 5 rounds, the call's ``retries=``). ``remove_all`` is
 ``_delete_by_query`` (re-run while version conflicts remain, at most 10 times) unless
 removal signals have receivers or the model is cached: then the scan's pages are deleted
-through the write pipeline at the scanned versions."""
+through the write pipeline at the scanned versions.
+
+The two by-query requests run through :func:`esmapper._server_tasks.run_task`: on a server
+that keeps tasks, as a task (``wait_for_completion=false``) followed until it ends, however
+long it takes and whatever the client's request timeout; it is cancelled when the call's
+``timeout=`` passes (:class:`OutcomeUnknownError` with how far it got) or on Ctrl-C (the
+``KeyboardInterrupt`` goes on), and its result is deleted from ``.tasks``. A re-run of
+``remove_all`` for version conflicts starts only once the previous run ended; a start
+whose answer was lost is followed if its task runs, else ``_delete_by_query`` is run again
+(no run of it runs) and ``_update_by_query`` raises :class:`OutcomeUnknownError`. On a
+server without tasks they are sent synchronously, and a lost answer raises
+:class:`OutcomeUnknownError` for both (it may still be running). The failures a by-query
+answer reports (a refused document, a failed shard: the server stopped there) raise
+:class:`BulkWriteError`."""
 
 from __future__ import annotations
 
@@ -17,7 +30,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elastic_transport import TransportError
 from elasticsearch import ApiError, NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
@@ -27,14 +39,20 @@ from esmapper._patch_actions import (
     announce,
     changed_ids,
     client_side_action,
-    once_client,
     removed_ids,
     track_soft_deletes,
     update_body,
 )
 from esmapper._scan import scan
 from esmapper._search import is_index_missing
-from esmapper._transport import is_unknown_outcome
+from esmapper._server_tasks import (
+    Kind,
+    TaskError,
+    TaskResult,
+    TaskStartUnknown,
+    TaskTimedOut,
+    run_task,
+)
 from esmapper._writes import (
     UNKNOWN,
     PendingWrite,
@@ -46,7 +64,13 @@ from esmapper._writes import (
 )
 from esmapper.bulk import BulkAction, BulkOutcome
 from esmapper.custom_fields import indexing as custom_fields
-from esmapper.errors import BulkWriteError, DocumentError, OutcomeUnknownError, VersionConflictError
+from esmapper.errors import (
+    BulkItemFailure,
+    BulkWriteError,
+    DocumentError,
+    OutcomeUnknownError,
+    VersionConflictError,
+)
 from esmapper.indexes.pipelines import by_query_params
 from esmapper.options import Options, refresh_param
 from esmapper.patches import PartialPatch, Patch, ScriptPatch
@@ -256,43 +280,36 @@ def _update_by_query(
     body = query.query_body()
     _refresh(repo)
     _log_query(options, "update_by_query", repo.spec.write_target, body)
+    call = f"patch_all on {repo.info.name}"
+    params = {
+        "index": repo.spec.write_target,
+        "query": body,
+        "script": update_body(repo, patch)["script"],
+        "conflicts": "proceed",
+        "refresh": bool(refresh_param(options.consistency, by_query=True)),
+        **by_query_params(repo.spec),  # the model's ingest pipeline, if any
+    }
     try:
-        response = (
-            once_client(repo)
-            .update_by_query(
-                index=repo.spec.write_target,
-                query=body,
-                script=update_body(repo, patch)["script"],
-                conflicts="proceed",
-                refresh=bool(refresh_param(options.consistency, by_query=True)),
-                **by_query_params(repo.spec),  # the model's ingest pipeline, if any
-            )
-            .body
-        )
+        result = _run(repo, "update_by_query", params, call)
     except NotFoundError as exc:
         if is_index_missing(exc):
             return 0
         raise
-    except TransportError as exc:
-        if not is_unknown_outcome(exc):
-            raise
-        raise OutcomeUnknownError(
-            f"patch_all on {repo.info.name}: the update-by-query was sent but no answer came "
-            f"back ({exc}); the script may have run on some or all matches. It was not "
-            "resent: check the documents before running it again",
-            index=repo.spec.alias,
-            error_type=UNKNOWN,
-            reason=str(exc),
-        ) from exc
+    except TaskError as exc:
+        effect = "the script may have run on some or all matches"
+        raise _task_unknown(repo, effect, "updated", exc) from exc
     finally:
         repo.mapper.invalidate_model(repo.info)
-    updated = int(response.get("updated", 0))
+    if _nothing_to_write(repo, call, result):
+        return 0
+    updated = result.count("updated")
     if updated:
         announce(repo, [None], options)
-    conflicts = int(response.get("version_conflicts") or 0)
+    _raise_failures(repo, call, "update_by_query", result, f"{updated} were patched")
+    conflicts = result.count("version_conflicts")
     if conflicts:
         raise VersionConflictError(
-            f"patch_all on {repo.info.name}: {conflicts} matching document(s) changed "
+            f"{call}: {conflicts} matching document(s) changed "
             f"concurrently and were NOT patched ({updated} were); the update-by-query cannot "
             "say which, so re-run it with a filter that excludes the patched documents, or "
             "patch with cache=True (per-document writes that retry conflicts)",
@@ -301,6 +318,91 @@ def _update_by_query(
             reason=f"{conflicts} version conflicts, {updated} updated",
         )
     return updated
+
+
+def _run(repo: Repository[Any], kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
+    """One by-query request as a task (:func:`esmapper._server_tasks.run_task`) on the
+    call's client: cancelled when the call's ``timeout=`` passes, on Ctrl-C too."""
+    result = run_task(repo.mapper.client, kind, params, what=call, timeout=current_limits().timeout)
+    counts = ("total", "updated", "deleted", "noops", "version_conflicts")
+    log.debug(
+        "%s: %s, failures=%d (task %s)",
+        call,
+        ", ".join(f"{k}={result.count(k)}" for k in counts),
+        len(result.failures),
+        result.task,
+    )
+    return result
+
+
+def _nothing_to_write(repo: Repository[Any], call: str, result: TaskResult) -> bool:
+    """Whether the task failed because its index does not exist (nothing to write); any
+    other error of the task as a whole (a script that does not compile, ...) raises
+    :class:`DocumentError` with the server's type and reason."""
+    error = result.error
+    if error is None:
+        return False
+    if error.get("type") == "index_not_found_exception":
+        return True
+    raise DocumentError(
+        f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
+        index=repo.spec.alias,
+        error_type=error.get("type"),
+        reason=error.get("reason"),
+    )
+
+
+def _raise_failures(
+    repo: Repository[Any], call: str, what: str, result: TaskResult, done: str
+) -> None:
+    """Raise :class:`BulkWriteError` for the failures a by-query answer reports (documents
+    refused, shards that failed: the request stopped there)."""
+    failures = [_failure(f, what) for f in result.failures]
+    if not failures:
+        return
+    first = failures[0]
+    raise BulkWriteError(
+        failures,
+        message=(
+            f"{call}: the {what.replace('_', '-')} stopped on {len(failures)} failure(s) "
+            f"({done}); first: id={first.id!r} index={first.index!r} status={first.status} "
+            f"{first.error_type}: {first.reason}"
+        ),
+    )
+
+
+def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:
+    """One entry of a by-query answer's ``failures``: a document (``id``, ``cause``) or a
+    shard (``shard``, ``reason``)."""
+    cause = item.get("cause") if isinstance(item.get("cause"), dict) else item.get("reason")
+    cause = cause if isinstance(cause, dict) else {"reason": str(cause)}
+    return BulkItemFailure(
+        id=None if item.get("id") is None else str(item["id"]),
+        index=item.get("index"),
+        op="delete" if what == "delete_by_query" else "update",
+        status=int(item.get("status") or 0),
+        error_type=cause.get("type"),
+        reason=cause.get("reason"),
+    )
+
+
+def _task_unknown(
+    repo: Repository[Any], effect: str, verb: str, exc: TaskError
+) -> OutcomeUnknownError:
+    """The error of a by-query request whose outcome is not known: its answer was lost
+    (no task of it runs, or nothing could tell), its task was cancelled at the call's
+    timeout (then ``effect`` says how many it had ``verb``, the task's count), or could
+    not be followed. It is never resent."""
+    if isinstance(exc, TaskTimedOut) and exc.result is not None:
+        done, total = exc.result.count(verb), exc.result.count("total")
+        which = " (which ones is not known)" if done else ""
+        effect = f"it had {verb} {done} of {total} matching documents{which}"
+    return OutcomeUnknownError(
+        f"{exc}; {effect}. It was not resent: check the documents before running it again",
+        index=repo.spec.alias,
+        error_type=UNKNOWN,
+        reason=str(exc),
+    )
 
 
 def remove_all(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
@@ -362,10 +464,17 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     if options.consistency != "eventual":
         _refresh(repo)
     _log_query(options, "delete_by_query", repo.spec.write_target, query)
+    call = f"remove_all on {repo.info.name}"
+    params = {
+        "index": repo.spec.write_target,
+        "query": query,
+        "conflicts": "proceed",
+        "refresh": bool(refresh_param(options.consistency, by_query=True)),
+    }
     total = 0
-    # the error of the last attempt whose answer was lost: it may have deleted documents,
-    # so a later attempt that fails does not mean "nothing was deleted"
-    lost: TransportError | None = None
+    # the start of the last run whose answer was lost (and of which no task runs): it may
+    # have deleted documents, so a later run that fails does not mean "nothing was deleted"
+    lost: TaskStartUnknown | None = None
     try:
         attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
         for attempt in range(attempts):
@@ -375,45 +484,38 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
                 # it would meet the same versions and conflict again
                 _refresh(repo)
             try:
-                response = (
-                    once_client(repo)
-                    .delete_by_query(
-                        index=repo.spec.write_target,
-                        query=query,
-                        conflicts="proceed",
-                        refresh=bool(refresh_param(options.consistency, by_query=True)),
-                    )
-                    .body
-                )
+                result = _run(repo, "delete_by_query", params, call)
             except ApiError as exc:
                 if isinstance(exc, NotFoundError) and is_index_missing(exc):
                     return total
                 if lost is not None:
                     raise _removal_unknown(repo, lost, exc) from exc
                 raise
-            except TransportError as exc:
-                if not is_unknown_outcome(exc):
-                    raise
-                # Deleting what matches is idempotent: run it again; what the lost request
-                # deleted is not counted.
+            except TaskStartUnknown as exc:
+                if not exc.listed:  # it may still be running: never run a second one
+                    raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
+                # Deleting what matches is idempotent, and no run of it is running: run it
+                # again; what the lost run deleted is not counted.
                 log.warning(
-                    "remove_all on %s: no answer to the delete-by-query (%s); running it "
-                    "again (the returned count may miss what it deleted)",
-                    repo.spec.alias,
-                    exc,
+                    "%s; running it again (the returned count may miss what it deleted)", exc
                 )
                 lost = exc
                 continue
+            except TaskError as exc:
+                raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
             lost = None
-            total += int(response.get("deleted", 0))
-            if not response.get("version_conflicts"):
+            if _nothing_to_write(repo, call, result):
+                return total
+            total += result.count("deleted")
+            _raise_failures(repo, call, "delete_by_query", result, f"{total} were removed")
+            if not result.count("version_conflicts"):
                 break
         else:
             if lost is not None:
                 raise _removal_unknown(repo, lost, None)
-            left = int(response.get("version_conflicts") or 0)
+            left = result.count("version_conflicts")
             raise VersionConflictError(
-                f"remove_all on {repo.info.name}: {left} matching document(s) were still "
+                f"{call}: {left} matching document(s) were still "
                 f"changing concurrently after {attempts} delete-by-query rounds and were NOT "
                 f"removed ({total} were); run it again",
                 index=repo.spec.alias,
@@ -422,21 +524,24 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
             )
     finally:
         repo.mapper.invalidate_model(repo.info)
-    if total:
-        publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
+        if total:  # also when a later round failed: these are gone
+            publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
     return total
 
 
+_MAY_HAVE_DELETED = "some or all matching documents may have been deleted"
+
+
 def _removal_unknown(
-    repo: Repository[Any], lost: TransportError, last: Exception | None
+    repo: Repository[Any], lost: TaskStartUnknown, last: Exception | None
 ) -> OutcomeUnknownError:
     """A delete-by-query whose answer was lost and whose re-runs did not complete: some or
     all matches may be deleted (raising the re-run's own error would say "nothing was")."""
     then = f"; running it again failed: {last}" if last is not None else ""
     return OutcomeUnknownError(
         f"remove_all on {repo.info.name}: the delete-by-query was sent but no answer came "
-        f"back ({lost}){then}; some or all matching documents may have been deleted",
+        f"back ({lost.cause}){then}; {_MAY_HAVE_DELETED}",
         index=repo.spec.alias,
         error_type=UNKNOWN,
-        reason=str(lost),
+        reason=str(lost.cause),
     )

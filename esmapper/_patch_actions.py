@@ -2,8 +2,8 @@
 Update API body of a Partial/Script patch, the conditional ``index`` action of a
 Json/Action patch, and what follows a write's outcomes (the error a failed one raises,
 the soft-delete bookkeeping, the ``documents_changed`` signal and change notifications).
-Nothing here sends a write; :func:`once_client` is the client by-query requests are sent
-with (never resent blindly)."""
+Nothing here sends a write (the by-query requests are sent by
+:func:`esmapper._server_tasks.run_task`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import jsonpatch
 
 from esmapper import signals
 from esmapper._pending import change_type
-from esmapper._transport import once
 from esmapper._writes import (
     PendingWrite,
     failure_error,
@@ -39,7 +38,6 @@ __all__ = [
     "changed_ids",
     "client_side_action",
     "now_text",
-    "once_client",
     "raise_for",
     "removed_ids",
     "track_soft_deletes",
@@ -49,11 +47,6 @@ __all__ = [
 
 def now_text(repo: Repository[Any]) -> str:
     return format_datetime(repo.mapper.clock())
-
-
-def once_client(repo: Repository[Any]) -> Any:
-    """The client for a request that must not be resent blindly (by-query writes)."""
-    return once(repo.mapper.client)
 
 
 def update_body(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Every write here goes through :func:`esmapper._outcomes.send` (one bulk writer, unknown
 outcomes read back, every touched id removed from the cache), except the two by-query
-requests, which are sent once (never resent by the transport) and drop the model's cache
-entries:
+requests, which are sent once (never resent by the transport), run as server tasks where
+the server keeps them (see below) and drop the model's cache entries:
 
 - With ``tenant=`` every patch by id or ids runs as the ``patch_all`` over those ids
   (the scan's tenant filter: another tenant's id is absent; see
@@ -25,7 +25,8 @@ entries:
 - ``patch_all(filter, ScriptPatch)`` on a model not cached by default is one
   ``_update_by_query``: version conflicts (documents changed by another writer while it
   ran) are *reported* (:class:`VersionConflictError` with the counts), never skipped
-  silently; a lost answer raises :class:`OutcomeUnknownError` (the script may have run).
+  silently; documents it refused are reported (:class:`BulkWriteError`); a lost answer
+  raises :class:`OutcomeUnknownError` (the script may have run).
 - Every other ``patch_all`` (PartialPatch always: the Update API's deep merge is the one
   merge rule, by id or by query) scans the matches in a point in time and writes each
   page as per-document actions conditioned on the version the scan saw. A document
@@ -36,6 +37,16 @@ entries:
   times, then :class:`VersionConflictError` says how many matches were left) unless
   removal signals have receivers or the model is cached: then the scan's pages go through
   the write pipeline as deletes conditioned on the scanned versions.
+- Both by-query requests run as tasks where the server keeps them
+  (:mod:`esmapper._server_tasks`): Elasticsearch does not stop such a request when the
+  client gives up, so it is started with ``wait_for_completion=false`` and followed until
+  it ends (whatever the client's request timeout), cancelled when the call's ``timeout=``
+  passes (:class:`OutcomeUnknownError`, with how far it got) or on Ctrl-C; its result is
+  deleted from ``.tasks``. Never two runs at once: a re-run for conflicts starts after the
+  previous run ended, and a start whose answer was lost is followed when its task is listed
+  as running, else only the delete is run again (nothing of it runs; deleting is
+  idempotent). Without tasks (the local noida-db server, a user without the ``monitor``
+  privilege) they are sent synchronously and a lost answer is :class:`OutcomeUnknownError`.
 - The scans (:mod:`esmapper._scan`) keep their point in time alive 5 minutes between two
   pages; one lost anyway is replaced and the scan continues after the last hit (id
   order), at most 10 times, then :class:`SnapshotExpiredError` tells how far it got.

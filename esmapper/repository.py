@@ -300,7 +300,10 @@ class Repository(Reading[T]):
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
         with version checks: see :mod:`esmapper._patching`). A scan whose point in time is
         lost more than 10 times raises :class:`SnapshotExpiredError`. A ``PartialPatch`` is
-        checked against the model first (:func:`_checked`)."""
+        checked against the model first (:func:`_checked`). On a cluster the
+        update-by-query runs as a task followed to its end: ``timeout=`` cancels it when it
+        passes (:class:`OutcomeUnknownError`), so does Ctrl-C; documents it refused raise
+        :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`."""
         opts = self.options(**given(locals()))
         return _patching.patch_all(self, filter, self._checked(patch, opts), opts)
 
@@ -338,7 +341,10 @@ class Repository(Reading[T]):
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
         the number removed. Uses delete-by-query when nothing listens to removals and the
         model is not cached, else a point-in-time scan (a scan whose point in time is lost
-        more than 10 times raises :class:`SnapshotExpiredError`)."""
+        more than 10 times raises :class:`SnapshotExpiredError`). On a cluster the
+        delete-by-query runs as a task followed to its end, run again for version
+        conflicts only once it ended: ``timeout=`` cancels it when it passes
+        (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`)."""
         return _patching.remove_all(self, filter, self.options(**given(locals())))
 
     def compose_id(self, doc: T) -> str:

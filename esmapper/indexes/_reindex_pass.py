@@ -12,7 +12,8 @@ replaces its copy under the write block, :mod:`esmapper.indexes._reindex_stale`.
 Every write here is sent once, with the transport's retries off
 (:func:`esmapper._transport.once`), and an unknown outcome (a dropped connection, a timeout,
 an unreadable response) is settled by reading the state back: a ``_reindex`` pass whose
-answer was lost is run once more, deliberately (idempotent, see above); a lost ``PUT
+start's answer was lost is followed when its task is listed as running, else run once
+more, deliberately (idempotent, see above); a lost ``PUT
 /<new>`` is checked with ``HEAD /<new>``; a lost bulk of deletes by listing the ids again.
 (The write block: :mod:`esmapper.indexes.blocks`.)
 
@@ -22,7 +23,9 @@ progress (its count of processed documents does not move) before it counts as st
 half-way a warning is logged naming the task and how far it got; at the limit the task is
 cancelled (``POST /_tasks/<id>/_cancel``, best effort) and :class:`PassStalled` raised. A
 server without tasks runs a pass synchronously: no progress can be seen, and the pass is
-bounded by its request timeout (24 h) only.
+bounded by its request timeout (24 h) only. Starting, polling and cancelling the task and
+deleting its result from ``.tasks`` is :mod:`esmapper._server_tasks`'s (shared with the
+by-query writes).
 """
 
 from __future__ import annotations
@@ -32,14 +35,13 @@ import logging
 import math
 import re
 import time
-import warnings
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, run_task
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
@@ -56,7 +58,6 @@ __all__ = [
     "count",
     "delete_extras",
     "delete_ids",
-    "has_tasks",
     "prepare_target",
     "refreshes_itself",
     "run_pass",
@@ -64,16 +65,10 @@ __all__ = [
 
 log = logging.getLogger("esmapper.indexes")
 
-#: Whether a client's server tracks reindex tasks (noida-db answers 404 for them).
-_HAS_TASKS: Final[weakref.WeakKeyDictionary[Elasticsearch, bool]] = weakref.WeakKeyDictionary()
 _SYNC_TIMEOUT: Final = 24 * 3600.0  # seconds: a synchronous reindex may run for long
-_MAX_POLL_ERRORS: Final = 6
 _DEFAULT_BATCH: Final = 1000  # Elasticsearch's source.size when none is given
 _MIN_STALL: Final = 600.0  # seconds: the least stall timeout, 10 min
 _ATTEMPTS: Final = 2  # a write whose outcome is unknown and not applied is sent once more
-#: seconds before the first poll of a task, doubled up to ``poll_interval``: a short pass
-#: (a catch-up that finds little) ends without waiting a whole interval
-_FIRST_POLL: Final = 0.1
 
 
 @attrs.frozen(slots=True)
@@ -152,23 +147,9 @@ class Throttle:
         return request
 
 
-class PassStalled(Exception):
-    """A polled pass made no progress for ``seconds``: ``task`` had processed ``done`` of
-    ``total`` documents; it was cancelled (``cancelled``: whether the server said so)."""
-
-    def __init__(self, task: str, done: int, total: int, seconds: float, cancelled: bool) -> None:
-        state = "cancelled" if cancelled else "cancelling it failed; it may still run"
-        super().__init__(
-            f"reindex task {task} made no progress for {seconds:.0f}s at {done:,} of "
-            f"{total:,} documents ({state})"
-        )
-        self.task, self.done, self.total = task, done, total
-        self.seconds, self.cancelled = seconds, cancelled
-
-
-def _done(status: dict[str, Any]) -> int:
-    keys = ("created", "updated", "deleted", "noops", "version_conflicts")
-    return sum(int(status.get(k) or 0) for k in keys)
+#: A pass that made no progress for ``seconds`` (``task`` had processed ``done`` of
+#: ``total`` documents); it was cancelled (``cancelled``: whether the server said so).
+PassStalled = TaskStalled
 
 
 def _outcome(response: dict[str, Any]) -> PassOutcome:
@@ -203,32 +184,6 @@ def _from_api_error(exc: ApiError) -> PassOutcome:
     return PassOutcome(failures=(_error_failure(info.get("error", exc.message), exc.meta.status),))
 
 
-def has_tasks(client: Elasticsearch, body: dict[str, Any]) -> bool:
-    """Whether the server tracks reindex tasks; learned once per client with an empty
-    ``POST /_reindex?wait_for_completion=false`` and ``GET /_tasks/<id>`` (404: no tasks).
-    The probe reads ``match_none`` from ``body``'s destination (the new index, empty before
-    the copy: a server that runs the query by scanning has nothing to scan) into its source;
-    it writes nothing."""
-    known = _HAS_TASKS.get(client)
-    if known is None:
-        started = client.reindex(
-            source={"index": body["dest"]["index"], "query": {"match_none": {}}},
-            dest={"index": body["source"]["index"]},
-            wait_for_completion=False,
-        )
-        task = str(started["task"])
-        try:
-            with warnings.catch_warnings():  # the tasks API is "technical preview"
-                warnings.simplefilter("ignore")
-                client.tasks.get(task_id=task)
-            known = True
-        except NotFoundError:
-            known = False
-            log.info("the server keeps no reindex tasks; reindexing synchronously")
-        _HAS_TASKS[client] = known
-    return known
-
-
 def run_pass(
     client: Elasticsearch,
     body: dict[str, Any],
@@ -236,167 +191,61 @@ def run_pass(
     progress: Callable[[int, int], None],
     throttle: Throttle = Throttle(),
     poll_interval: float = 1.0,
-    sleep: Callable[[float], object] = time.sleep,
+    sleep: Callable[[float], object] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> PassOutcome:
     """Run ``POST /_reindex`` with ``body`` (``source``, ``dest``, optional ``script``),
     ``conflicts=proceed``, ``slices=auto`` (one slice per shard of the source, run in
     parallel by the server; the task's status and the answer sum them) and ``throttle``
-    (:meth:`Throttle.apply`; ``requests_per_second`` is shared by the slices).
+    (:meth:`Throttle.apply`; ``requests_per_second`` is shared by the slices), through
+    :func:`esmapper._server_tasks.run_task`.
 
-    Where the server tracks tasks (:func:`has_tasks`): ``wait_for_completion=false``, then
-    ``GET /_tasks/<id>`` after 0.1 s, then at intervals doubling up to ``poll_interval``
-    seconds, calling ``progress(done, total)``
-    each time; transport errors while polling are retried with backoff (1 s doubling,
-    capped at 30 s), up to 6 in a row, then raised; a task whose processed count does not
-    move for ``throttle.stall_seconds`` is cancelled and :class:`PassStalled` raised (a
-    warning is logged half-way). Otherwise (or if the task is unknown
-    after all): ``wait_for_completion=true``, with ``progress`` called at the start and the
-    end (harmless after a lost task: external versions make a pass idempotent). Returns the
-    outcome; errors of the request itself (a failing script, a refused document) become
-    ``failures``.
+    Where the server keeps tasks: ``wait_for_completion=false``, the task polled (after
+    0.1 s, then at intervals doubling up to ``poll_interval`` seconds) with
+    ``progress(done, total)`` called each time, its result deleted from ``.tasks`` once it
+    completed; a task whose processed count does not move for ``throttle.stall_seconds`` is
+    cancelled and :class:`PassStalled` raised (a warning is logged half-way). Otherwise:
+    ``wait_for_completion=true`` with a 24 h request timeout, ``progress`` called at the
+    start and the end. Returns the outcome; errors of the request itself (a failing
+    script, a refused document) become ``failures``.
 
-    The ``POST /_reindex`` is sent once (no transport retries). When its outcome is unknown
-    (the answer was lost: the pass may have run, partly or fully, or not at all) the pass is
-    run once more, synchronously (its outcome is then not ``exact``); a second unknown
-    outcome is raised.
+    The start is sent once (no transport retries). When its outcome is unknown and no task
+    of it runs (listed by its ``X-Opaque-Id``), or the server has no record of the task it
+    answered with, the pass is run once more (idempotent: external versions; its outcome
+    is then not ``exact``); a second unknown outcome raises the transport error (or
+    :class:`~esmapper._server_tasks.TaskLost`). A task whose status cannot be read raises
+    :class:`~esmapper._server_tasks.TaskUnreachable` (it is not started again).
     """
     request = {**throttle.apply(body), "conflicts": "proceed", "slices": "auto"}
-    single = once(client)
     exact = True  # False once an attempt may have written something not counted
-    if has_tasks(client, body):
+    for attempt in range(1, _ATTEMPTS + 1):
         try:
-            started = single.reindex(**request, wait_for_completion=False)
-        except ApiError as exc:
-            return _from_api_error(exc)
-        except TransportError as exc:
-            if not is_unknown_outcome(exc):
-                raise
-            log.warning(
-                "starting a reindex task had an unknown outcome (%s); running it again", exc
-            )
-            exact = False
-        else:
-            stall = _Stall(throttle.stall_seconds, monotonic)
-            outcome = _poll(
+            result = run_task(
                 client,
-                str(started["task"]),
+                "reindex",
+                request,
+                what="reindex",
                 progress=progress,
-                stall=stall,
+                stall=throttle.stall_seconds,
+                sync_timeout=_SYNC_TIMEOUT,
                 poll_interval=poll_interval,
                 sleep=sleep,
-            )
-            if outcome is not None:
-                return outcome
-            log.warning(
-                "reindex task %s is unknown to the server; reindexing synchronously",
-                started["task"],
-            )
-            exact = False
-    for attempt in range(1, _ATTEMPTS + 1):
-        progress(0, 0)
-        try:
-            response = single.options(request_timeout=_SYNC_TIMEOUT).reindex(
-                **request, wait_for_completion=True
+                monotonic=monotonic,
             )
         except ApiError as exc:
-            return _from_api_error(exc)
-        except TransportError as exc:
-            if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
+            return attrs.evolve(_from_api_error(exc), exact=exact)
+        except (TaskStartUnknown, TaskLost) as exc:
+            if attempt == _ATTEMPTS:
+                if isinstance(exc, TaskStartUnknown):
+                    raise exc.cause from exc
                 raise
-            log.warning("a reindex pass had an unknown outcome (%s); running it again", exc)
+            log.warning("%s; running the pass again", exc)
             exact = False
             continue
-        outcome = attrs.evolve(_outcome(response.body), exact=exact)
-        progress(outcome.total, outcome.total)
-        return outcome
+        if result.error is not None:
+            return PassOutcome(failures=(_error_failure(result.error),), exact=exact)
+        return attrs.evolve(_outcome(result.response), exact=exact)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-@attrs.define(slots=True)
-class _Stall:
-    """Watches a task's processed count: ``seen`` returns whether it stalled."""
-
-    limit: float
-    monotonic: Callable[[], float]
-    done: int = -1
-    since: float = 0.0
-    warned: bool = False
-
-    def seen(self, task: str, done: int, total: int) -> bool:
-        now = self.monotonic()
-        if done != self.done:
-            self.done, self.since, self.warned = done, now, False
-            return False
-        idle = now - self.since
-        if idle >= self.limit:
-            return True
-        if idle >= self.limit / 2 and not self.warned:
-            self.warned = True
-            log.warning(
-                "reindex task %s made no progress for %.0fs at %d of %d documents; it counts "
-                "as stalled after %.0fs",
-                task, idle, done, total, self.limit,
-            )  # fmt: skip
-        return False
-
-
-def _cancel(client: Elasticsearch, task: str) -> bool:
-    """``POST /_tasks/<task>/_cancel``; whether the server accepted it (errors logged)."""
-    try:
-        with warnings.catch_warnings():  # the tasks API is "technical preview"
-            warnings.simplefilter("ignore")
-            client.tasks.cancel(task_id=task)
-    except (ApiError, TransportError) as exc:
-        log.error("cancelling the stalled reindex task %s failed: %s", task, exc)
-        return False
-    return True
-
-
-def _poll(
-    client: Elasticsearch,
-    task: str,
-    *,
-    progress: Callable[[int, int], None],
-    stall: _Stall,
-    poll_interval: float,
-    sleep: Callable[[float], object],
-) -> PassOutcome | None:
-    """Poll ``task`` until it completes; ``None`` if the server has no record of it.
-    Raises :class:`PassStalled` (after cancelling the task) when ``stall`` says so."""
-    errors = 0
-    first = True
-    wait = min(poll_interval, _FIRST_POLL)
-    while True:
-        try:
-            with warnings.catch_warnings():  # the tasks API is "technical preview"
-                warnings.simplefilter("ignore")
-                status = client.tasks.get(task_id=task).body
-        except NotFoundError:
-            if first:
-                return None
-            raise
-        except (ApiError, TransportError) as exc:
-            errors += 1
-            log.warning(
-                "error getting the status of reindex task %s (%d in a row): %s", task, errors, exc
-            )
-            if errors >= _MAX_POLL_ERRORS:
-                raise
-            sleep(min(30.0, 2.0 ** (errors - 1)))
-            continue
-        first, errors = False, 0
-        task_status = status.get("task", {}).get("status", {})
-        done, total = _done(task_status), int(task_status.get("total") or 0)
-        progress(done, total)
-        if status.get("completed"):
-            if "error" in status:
-                return PassOutcome(failures=(_error_failure(status["error"]),))
-            return _outcome(status.get("response", {}))
-        if stall.seen(task, done, total):
-            raise PassStalled(task, done, total, stall.limit, _cancel(client, task))
-        sleep(wait)
-        wait = min(poll_interval, wait * 2)
 
 
 def _ids(client: Elasticsearch, index: str) -> Iterator[str]:

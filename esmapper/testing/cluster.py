@@ -37,6 +37,10 @@ What it reproduces, each a rule that is on unless switched off in the constructo
 - ``data_stream_templates``: Elasticsearch's built-in data-stream templates (``logs-*-*``,
   ``metrics-*-*``, ``synthetics-*-*``, ``traces-*-*``) refuse regular indexes of those
   names (:mod:`esmapper.testing._real_datastreams`).
+- ``real_tasks``: ``_reindex``/``_update_by_query``/``_delete_by_query`` with
+  ``wait_for_completion=false`` run as tasks, with the tasks API and the ``.tasks`` results
+  (:mod:`esmapper.testing._real_tasks`); :attr:`ClusterProxy.tasks` scripts and observes
+  them.
 
 What a test scripts, for the next matching requests:
 
@@ -56,6 +60,7 @@ from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
 from esmapper.testing._real_nodes import ReportedNodes
 from esmapper.testing._real_pit import MissingIndexPit
 from esmapper.testing._real_shards import DEFAULT_ERROR, ShardFailures
+from esmapper.testing._real_tasks import RealTasks
 from esmapper.testing._real_version import ReportedVersion
 from esmapper.testing._rules import Exchange, Reply, json_reply
 from esmapper.testing._spec_recorder import pin_version
@@ -100,6 +105,7 @@ class ClusterProxy(FaultProxy):
         missing_index_pit: bool = True,
         aliases_cover_every_index: bool = True,
         data_stream_templates: bool = True,
+        real_tasks: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
@@ -118,11 +124,16 @@ class ClusterProxy(FaultProxy):
             self.add_rule(AliasesCoverEveryIndex(self._upstream))
         if data_stream_templates:
             self.add_rule(DataStreamTemplates(self._upstream))
+        self.tasks = RealTasks(self._forward)
+        """The emulated tasks (scripting and counts; idle when ``real_tasks=False``)."""
+        if real_tasks:
+            self.add_rule(self.tasks)
         self._shard_failures = ShardFailures(self._forward)
         self.add_rule(self._shard_failures)
 
     def stop(self) -> None:
-        """Stop the proxy (see :meth:`FaultProxy.stop`)."""
+        """End the emulated tasks' waits, then stop the proxy (idempotent)."""
+        self.tasks.close()
         self._unpin()
         super().stop()
 

@@ -475,8 +475,13 @@ class FaultProxy:
             exchange = Exchange(method, path, params, body, headers)
             for rule in rules:
                 made = rule.before(exchange)
-                if made is not None:
-                    self._reply(h, made.status, made.body, made.headers)
+                if made is not None:  # the rule answered: it applied the request itself
+                    if fault is not None and fault.kind == "drop":  # (after forwarding)
+                        self._drop(h)
+                    elif fault is not None and fault.kind == "truncate":
+                        self._truncate(h, made.status, made.body, made.headers or _JSON_HEADERS)
+                    else:
+                        self._reply(h, made.status, made.body, made.headers)
                     return
             target, body = exchange.target, exchange.body
         try:

@@ -8,7 +8,8 @@ import pytest
 from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import BadRequestError, NotFoundError
 
-from esmapper.indexes import ReindexError, ReindexResult, _reindex_pass, compose_reindex_script
+from esmapper import _server_tasks
+from esmapper.indexes import ReindexError, ReindexResult, compose_reindex_script
 from esmapper.indexes._reindex_pass import PassStalled, Throttle, run_pass
 
 
@@ -45,24 +46,35 @@ class FakeTasks:
     def __init__(self, statuses: list[dict[str, Any]] | None) -> None:
         self.statuses = statuses
 
+    def list(self, **_: Any) -> Response:
+        return Response(nodes={})
+
     def get(self, task_id: str) -> Response:
         if self.statuses is None:
             raise NotFoundError("no task", _meta(404), {"error": {"type": "resource_not_found"}})
-        if task_id == "probe":
-            return Response(completed=True, response=DONE)
         return Response(self.statuses.pop(0))
 
 
 class FakeClient:
-    """Answers _reindex with a task (or synchronously) and _tasks with ``statuses``."""
+    """Answers _reindex with a task (or synchronously) and _tasks with ``statuses``;
+    ``statuses=None``: a server that keeps no tasks (noida-db's root answer)."""
 
     def __init__(self, statuses: list[dict[str, Any]] | None, sync: Any = None) -> None:
         self.tasks = FakeTasks(statuses)
         self.sync = sync
         self.calls: list[dict[str, Any]] = []
+        self.deleted: list[tuple[str, str]] = []
 
     def options(self, **_: Any) -> FakeClient:
         return self
+
+    def info(self) -> Response:
+        build = "noida" if self.tasks.statuses is None else "0" * 40
+        return Response(version={"build_hash": build})
+
+    def delete(self, index: str, id: str) -> Response:
+        self.deleted.append((index, id))
+        return Response(result="deleted")
 
     def reindex(self, **kwargs: Any) -> Response:
         self.calls.append(kwargs)
@@ -70,8 +82,7 @@ class FakeClient:
             if isinstance(self.sync, Exception):
                 raise self.sync
             return Response(self.sync)
-        probe = kwargs["source"].get("query") == {"match_none": {}}
-        return Response(task="probe" if probe else "node:1")
+        return Response(task="node:1")
 
 
 DONE = {"total": 3, "created": 2, "updated": 0, "version_conflicts": 1, "failures": []}
@@ -99,19 +110,25 @@ def test_a_pass_polls_its_task_and_reports_progress() -> None:
     assert client.calls[-1]["conflicts"] == "proceed"
 
 
+def test_a_completed_task_leaves_no_result_in_dot_tasks() -> None:
+    done = {"completed": True, "task": {"status": {"total": 3}}, "response": DONE}
+    client = FakeClient([done])
+    run_pass(client, {"source": {"index": "a"}, "dest": {"index": "b"}}, progress=lambda d, t: None)  # type: ignore[arg-type]
+    assert client.deleted == [(".tasks", "node:1")]
+
+
 def test_without_tasks_a_pass_runs_synchronously() -> None:
     client = FakeClient(None, sync=DONE)
     seen: list[tuple[int, int]] = []
     body = {"source": {"index": "a"}, "dest": {"index": "b"}}
     outcome = run_pass(client, body, progress=lambda d, t: seen.append((d, t)))  # type: ignore[arg-type]
     assert outcome.copied == 2 and seen == [(0, 0), (3, 3)]
-    assert client.calls[0]["source"]["query"] == {"match_none": {}}  # the probe
-    # it reads the (empty) destination into the source: nothing to scan, nothing written
-    assert (client.calls[0]["source"]["index"], client.calls[0]["dest"]["index"]) == ("b", "a")
     assert outcome.exact  # one attempt: its figures are the pass's
-    assert [c["wait_for_completion"] for c in client.calls] == [False, True]
+    # the probe is read-only: the only _reindex sent is the pass, synchronously
+    assert [c["wait_for_completion"] for c in client.calls] == [True]
     run_pass(client, body, progress=lambda d, t: None)  # type: ignore[arg-type]
-    assert [c["wait_for_completion"] for c in client.calls] == [False, True, True]  # learned
+    assert [c["wait_for_completion"] for c in client.calls] == [True, True]
+    assert client.deleted == []  # no task, no result
 
 
 def test_request_errors_and_task_errors_become_failures() -> None:
@@ -172,7 +189,7 @@ def test_reindex_error_carries_the_result() -> None:
 
 @pytest.fixture(autouse=True)
 def _forget_task_support() -> None:
-    _reindex_pass._HAS_TASKS.clear()
+    _server_tasks._HAS_TASKS.clear()
 
 
 class Clock:
@@ -195,6 +212,7 @@ class CancellingTasks(FakeTasks):
 
     def cancel(self, task_id: str) -> Response:
         self.cancelled.append(task_id)
+        self.statuses = [{"completed": True, "task": {}, "response": {"canceled": "by user"}}]
         return Response()
 
 

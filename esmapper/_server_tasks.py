@@ -1,0 +1,578 @@
+"""Running ``_reindex``, ``_update_by_query`` and ``_delete_by_query`` as server tasks: the
+one place that starts such a request, polls it, cancels it, reads its result and deletes
+that result (the reindex passes and the by-query writes of ``patch_all``/``remove_all``
+all go through :func:`run_task`).
+
+Elasticsearch does not cancel these requests when the client gives up (a request timeout,
+a dropped connection, Ctrl-C): sent with ``wait_for_completion=true`` they keep running on
+the server after the client saw a timeout. So, where the server keeps tasks
+(:func:`has_tasks`), a request is started with ``wait_for_completion=false`` and the task
+it answers with is followed:
+
+- ``GET /_tasks/<id>`` after 0.1 s, then at intervals doubling up to ``poll_interval``
+  (1 s); ``progress(done, total)`` is called with the task's status each time. Transport
+  errors while polling are retried with back-off (1 s doubling, capped at 30 s), up to 6
+  in a row, then the task is cancelled (best effort) and :class:`TaskUnreachable` raised
+  (it may still run: it is never started again).
+- When the call's ``timeout`` passes, or the task's processed count does not move for
+  ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), the
+  task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
+  and :class:`TaskTimedOut` / :class:`TaskStalled` is raised, or the
+  ``KeyboardInterrupt`` re-raised.
+- Once the task completed, its result document is deleted from the ``.tasks`` system index
+  (``DELETE /.tasks/_doc/<id>``), best effort: a user without access to system indices gets
+  403 (or 404): logged at DEBUG, nothing else.
+- The start request is sent once (no transport retries) with an ``X-Opaque-Id`` of its own.
+  When its answer is lost (an unknown outcome) the running tasks of that action are listed
+  (``GET /_tasks?actions=<action>&detailed=true``) and the one carrying that id is followed;
+  none there raises :class:`TaskStartUnknown` (``listed=True``): it never started, or it
+  already ended. Nothing is resent blindly: the caller decides (a delete by query or a
+  reindex pass may run again, a script update may not). Ctrl-C during the start cancels
+  the task found that way.
+- A start answered without a ``task`` (a server that ran the request synchronously, as
+  noida-db does for ``_update_by_query``/``_delete_by_query``) is the result. A task the
+  server has no record of at the first poll raises :class:`TaskLost`, and the client is
+  remembered as keeping no tasks.
+
+Where the server keeps no tasks (or this user may not read them) the request is sent with
+``wait_for_completion=true`` under ``sync_timeout`` (else the client's request timeout); an
+unknown outcome then raises :class:`TaskStartUnknown` with ``listed=False`` (nothing could
+tell whether it still runs).
+
+A by-query or reindex answer with a failure status (Elasticsearch answers 400/409/... when
+it stopped on failures) carries the counts and ``failures``: it is returned as the result.
+Any other error status of the start is raised as the client's :class:`~elasticsearch.ApiError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, Final, Literal
+
+import attrs
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
+
+from esmapper._transport import is_unknown_outcome, once
+
+__all__ = [
+    "ACTIONS",
+    "Kind",
+    "TaskError",
+    "TaskLost",
+    "TaskResult",
+    "TaskStalled",
+    "TaskStartUnknown",
+    "TaskTimedOut",
+    "TaskUnreachable",
+    "forget",
+    "has_tasks",
+    "run_task",
+]
+
+log = logging.getLogger("esmapper.tasks")
+
+Kind = Literal["reindex", "update_by_query", "delete_by_query"]
+
+#: The task action of each request (what ``GET /_tasks?actions=`` filters on).
+ACTIONS: Final[dict[Kind, str]] = {
+    "reindex": "indices:data/write/reindex",
+    "update_by_query": "indices:data/write/update/byquery",
+    "delete_by_query": "indices:data/write/delete/byquery",
+}
+_COUNTS: Final = ("created", "updated", "deleted", "noops", "version_conflicts")
+_MAX_POLL_ERRORS: Final = 6
+_FIRST_POLL: Final = 0.1  # seconds before the first poll, doubled up to poll_interval
+_FINAL_WAIT: Final = 30.0  # seconds to read the final state of a cancelled task
+#: ``version.build_hash`` of noida-db, esmapper's local server: it answers
+#: ``_reindex?wait_for_completion=false`` with a task id only after copying, and keeps no
+#: record of it (the copy's counts and failures are lost). No read-only request tells it
+#: apart from a cluster that keeps tasks, so it is recognised by its root answer.
+_NOIDA_BUILD: Final = "noida"
+
+#: Whether a client's server keeps tasks this client can read, per transport (the views
+#: ``client.options(...)`` makes share it).
+_HAS_TASKS: Final[weakref.WeakKeyDictionary[Any, bool]] = weakref.WeakKeyDictionary()
+
+
+@attrs.frozen(slots=True)
+class TaskResult:
+    """How a request ended: ``response`` is its answer (``total``, ``created``,
+    ``updated``, ``deleted``, ``noops``, ``version_conflicts``, ``failures``, and
+    ``canceled`` for a cancelled task; empty when it failed as a whole), ``error`` the
+    server's error object when it failed as a whole, ``task`` the task id (``None`` when
+    the server answered synchronously)."""
+
+    response: dict[str, Any] = attrs.field(factory=dict)
+    error: dict[str, Any] | None = None
+    task: str | None = None
+
+    def count(self, key: str) -> int:
+        """One figure of the answer (0 when absent)."""
+        return int(self.response.get(key) or 0)
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        """The answer's ``failures`` (documents refused, shards that failed)."""
+        return [f for f in self.response.get("failures") or () if isinstance(f, dict)]
+
+
+class TaskError(Exception):
+    """Base of the runner's own outcomes; ``task`` is the task id (``None`` if unknown)."""
+
+    def __init__(self, message: str, *, task: str | None = None) -> None:
+        super().__init__(message)
+        self.task = task
+
+
+class TaskStartUnknown(TaskError):
+    """The start request's answer was lost (``cause``). ``listed``: the running tasks were
+    listed and none is this request's (it never started or already ended; nothing runs);
+    ``False``: nothing could tell (no tasks API), it may still be running."""
+
+    def __init__(self, message: str, *, cause: TransportError, listed: bool) -> None:
+        super().__init__(message)
+        self.cause, self.listed = cause, listed
+
+
+class TaskLost(TaskError):
+    """The server answered with a task it has no record of: it may have run, may run."""
+
+
+class TaskUnreachable(TaskError):
+    """Polling the task failed too often in a row (``cause``); it may still be running."""
+
+    def __init__(self, message: str, *, task: str, cause: BaseException) -> None:
+        super().__init__(message, task=task)
+        self.cause = cause
+
+
+class TaskTimedOut(TaskError):
+    """The call's ``timeout`` (``seconds``) passed: the task was cancelled (``cancelled``:
+    whether the server accepted it); ``result`` is its final state when it was read."""
+
+    def __init__(
+        self, message: str, *, task: str, seconds: float, cancelled: bool, result: TaskResult | None
+    ) -> None:
+        super().__init__(message, task=task)
+        self.seconds, self.cancelled, self.result = seconds, cancelled, result
+
+
+class TaskStalled(TaskError):
+    """A task made no progress for ``seconds``: it had processed ``done`` of ``total``
+    documents; it was cancelled (``cancelled``: whether the server said so)."""
+
+    def __init__(
+        self, what: str, task: str, *, done: int, total: int, seconds: float, cancelled: bool
+    ) -> None:
+        state = "cancelled" if cancelled else "cancelling it failed; it may still run"
+        super().__init__(
+            f"{what} task {task} made no progress for {seconds:.0f}s at {done:,} of "
+            f"{total:,} documents ({state})",
+            task=task,
+        )
+        self.done, self.total = done, total
+        self.seconds, self.cancelled = seconds, cancelled
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The tasks API is "technical preview", and ``.tasks`` a system index: the server's
+    deprecation warnings about them are not the caller's business."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _key(client: Elasticsearch) -> Any:
+    return getattr(client, "transport", client)
+
+
+def forget(client: Elasticsearch) -> None:
+    """Forget what :func:`has_tasks` learned about ``client``'s server."""
+    _HAS_TASKS.pop(_key(client), None)
+
+
+def has_tasks(client: Elasticsearch) -> bool:
+    """Whether ``client``'s server keeps tasks this client can read; learned once per
+    client with read-only requests: ``GET /_tasks?actions=<the three actions>`` (an error
+    status: a user without the ``monitor`` privilege, or a server without the tasks API,
+    so no) and ``GET /`` (noida-db keeps none, see ``_NOIDA_BUILD``). A transport error
+    propagates (nothing learned). Later set to ``False`` when a task turns out unknown to
+    its server (:class:`TaskLost`)."""
+    key = _key(client)
+    known = _HAS_TASKS.get(key)
+    if known is None:
+        known = _probe(client)
+        _HAS_TASKS[key] = known
+    return known
+
+
+def _probe(client: Elasticsearch) -> bool:
+    try:
+        with _quiet():
+            client.tasks.list(actions=",".join(ACTIONS.values()), detailed=False)
+    except ApiError as exc:
+        log.info(
+            "the tasks of the server cannot be read (%s); by-query writes and reindex passes "
+            "run synchronously, bounded by their request timeout",
+            exc,
+        )
+        return False
+    try:
+        root = client.info().body
+    except ApiError:
+        return True  # not noida-db: it answers everyone
+    version = root.get("version") if isinstance(root, dict) else None
+    if isinstance(version, dict) and version.get("build_hash") == _NOIDA_BUILD:
+        log.info("the server (noida-db) keeps no tasks; by-query and reindex run synchronously")
+        return False
+    return True
+
+
+@attrs.define(slots=True)
+class _Stall:
+    """Watches a task's processed count: ``seen`` returns whether it stalled."""
+
+    what: str
+    limit: float
+    monotonic: Callable[[], float]
+    done: int = -1
+    since: float = 0.0
+    warned: bool = False
+
+    def seen(self, task: str, done: int, total: int) -> bool:
+        now = self.monotonic()
+        if done != self.done:
+            self.done, self.since, self.warned = done, now, False
+            return False
+        idle = now - self.since
+        if idle >= self.limit:
+            return True
+        if idle >= self.limit / 2 and not self.warned:
+            self.warned = True
+            log.warning(
+                "%s task %s made no progress for %.0fs at %d of %d documents; it counts "
+                "as stalled after %.0fs",
+                self.what, task, idle, done, total, self.limit,
+            )  # fmt: skip
+        return False
+
+
+def _done(status: dict[str, Any]) -> int:
+    return sum(int(status.get(k) or 0) for k in _COUNTS)
+
+
+def _start_body(exc: ApiError) -> dict[str, Any] | None:
+    """The by-query/reindex answer an error status carries (failures, counts), if any."""
+    info = exc.info if isinstance(exc.info, dict) else None
+    if info is not None and "failures" in info and "error" not in info:
+        return info
+    return None
+
+
+def run_task(
+    client: Elasticsearch,
+    kind: Kind,
+    params: dict[str, Any],
+    *,
+    what: str,
+    progress: Callable[[int, int], None] | None = None,
+    timeout: float | None = None,
+    stall: float | None = None,
+    sync_timeout: float | None = None,
+    poll_interval: float = 1.0,
+    sleep: Callable[[float], object] | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> TaskResult:
+    """Send ``POST .../_<kind>`` with ``params`` (the client method's keyword arguments,
+    without ``wait_for_completion``) and return how it ended (see the module docstring).
+    ``what`` names the request in logs and errors; ``progress(done, total)`` is called at
+    each poll (and with ``(0, 0)`` before and the totals after a synchronous send);
+    ``timeout``: seconds after which the task is cancelled (:class:`TaskTimedOut`);
+    ``stall``: seconds without progress after which it is cancelled
+    (:class:`TaskStalled`). ``sleep`` defaults to :func:`time.sleep`, looked up when
+    called. Raises the client's ``ApiError`` for a start refused with an error status (not
+    a by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
+    pause = sleep if sleep is not None else time.sleep
+    report = progress if progress is not None else (lambda done, total: None)
+    started_at = monotonic()
+    if not has_tasks(client):
+        return _run_synchronously(
+            client, kind, params, what=what, timeout=sync_timeout, report=report
+        )
+    opaque = f"esmapper-{uuid.uuid4().hex}"
+    sender = getattr(once(client).options(opaque_id=opaque), kind)
+    try:
+        answer = sender(**params, wait_for_completion=False).body
+    except ApiError as exc:
+        body = _start_body(exc)
+        if body is None:
+            raise
+        return TaskResult(response=body)
+    except TransportError as exc:
+        if not is_unknown_outcome(exc):
+            raise
+        try:
+            task = _find(client, kind, opaque)
+        except (ApiError, TransportError) as unlisted:
+            raise TaskStartUnknown(
+                f"{what}: the request was sent but no answer came back ({exc}), and the "
+                f"running tasks could not be listed ({unlisted}): it may still be running",
+                cause=exc,
+                listed=False,
+            ) from exc
+        if task is None:
+            raise TaskStartUnknown(
+                f"{what}: the request was sent but no answer came back ({exc}), and no task "
+                "of it runs: it never started, or it already ended",
+                cause=exc,
+                listed=True,
+            ) from exc
+        log.warning("%s: the start's answer was lost (%s); following its task %s", what, exc, task)
+        answer = {"task": task}
+    except KeyboardInterrupt:
+        for task in _found_or_none(client, kind, opaque):
+            _cancel(client, task, what)
+        raise
+    if "task" not in answer:  # the server ran it synchronously (noida-db's by-query)
+        return TaskResult(response=dict(answer))
+    poller = _Poller(
+        client,
+        str(answer["task"]),
+        what=what,
+        report=report,
+        sleep=pause,
+        monotonic=monotonic,
+        poll_interval=poll_interval,
+        deadline=None if timeout is None else started_at + timeout,
+        timeout=timeout,
+        stall=None if stall is None else _Stall(what, stall, monotonic),
+    )
+    try:
+        return poller.run()
+    except KeyboardInterrupt:
+        log.warning("%s: interrupted; cancelling its task %s", what, poller.task)
+        if _cancel(client, poller.task, what):
+            poller.final()
+        raise
+
+
+def _run_synchronously(
+    client: Elasticsearch,
+    kind: Kind,
+    params: dict[str, Any],
+    *,
+    what: str,
+    timeout: float | None,
+    report: Callable[[int, int], None],
+) -> TaskResult:
+    single = once(client)
+    if timeout is not None:
+        single = single.options(request_timeout=timeout)
+    report(0, 0)
+    try:
+        answer = getattr(single, kind)(**params, wait_for_completion=True).body
+    except ApiError as exc:
+        body = _start_body(exc)
+        if body is None:
+            raise
+        answer = body
+    except TransportError as exc:
+        if not is_unknown_outcome(exc):
+            raise
+        raise TaskStartUnknown(
+            f"{what}: the request was sent but no answer came back ({exc}); it may have run, "
+            "partly or fully, and may still be running",
+            cause=exc,
+            listed=False,
+        ) from exc
+    result = TaskResult(response=dict(answer))
+    report(result.count("total"), result.count("total"))
+    return result
+
+
+def _found_or_none(client: Elasticsearch, kind: Kind, opaque: str) -> list[str]:
+    try:
+        task = _find(client, kind, opaque)
+    except (ApiError, TransportError):
+        return []
+    return [] if task is None else [task]
+
+
+def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
+    """The running task of ``kind`` started with ``X-Opaque-Id: opaque`` (not a slice of
+    it), from ``GET /_tasks?actions=<action>&detailed=true``; ``None`` when none runs."""
+    with _quiet():
+        listing = client.tasks.list(actions=ACTIONS[kind], detailed=True).body
+    for task_id, info in _listed(listing):
+        headers = info.get("headers") or {}
+        ours = any(k.lower() == "x-opaque-id" and v == opaque for k, v in headers.items())
+        if ours and not info.get("parent_task_id"):
+            return task_id
+    return None
+
+
+def _listed(listing: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(task id, info)`` of a ``GET /_tasks`` answer, grouped by node or not."""
+    if not isinstance(listing, dict):
+        return
+    groups: list[Any] = [node.get("tasks") for node in (listing.get("nodes") or {}).values()]
+    groups.append(listing.get("tasks"))
+    for group in groups:
+        items = group.items() if isinstance(group, dict) else ((None, t) for t in group or ())
+        for key, info in items:
+            if isinstance(info, dict):
+                yield str(key or f"{info.get('node')}:{info.get('id')}"), info
+
+
+def _cancel(client: Elasticsearch, task: str, what: str) -> bool:
+    """``POST /_tasks/<task>/_cancel`` (sent once); whether the server accepted it (an
+    error is logged: the task may still run)."""
+    try:
+        with _quiet():
+            once(client).tasks.cancel(task_id=task)
+    except (ApiError, TransportError) as exc:
+        log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, exc)
+        return False
+    return True
+
+
+def _delete_result(client: Elasticsearch, task: str) -> None:
+    """``DELETE /.tasks/_doc/<task>``, best effort (logged at DEBUG when refused)."""
+    try:
+        with _quiet():
+            once(client).delete(index=".tasks", id=task)
+    except (ApiError, TransportError) as exc:
+        log.debug("the result of task %s was not deleted from .tasks: %s", task, exc)
+
+
+@attrs.define(slots=True)
+class _Poller:
+    """Follows one task until it completes (see :func:`run_task`)."""
+
+    client: Elasticsearch
+    task: str
+    what: str
+    report: Callable[[int, int], None]
+    sleep: Callable[[float], object]
+    monotonic: Callable[[], float]
+    poll_interval: float
+    deadline: float | None
+    timeout: float | None
+    stall: _Stall | None
+    polled: bool = False
+
+    def get(self) -> dict[str, Any]:
+        """One ``GET /_tasks/<id>``."""
+        with _quiet():
+            return dict(self.client.tasks.get(task_id=self.task).body)
+
+    def run(self) -> TaskResult:
+        errors = 0
+        wait = min(self.poll_interval, _FIRST_POLL)
+        while True:
+            self._pause(wait)
+            wait = min(self.poll_interval, wait * 2)
+            try:
+                state = self.get()
+            except NotFoundError as exc:
+                if not self.polled:
+                    _HAS_TASKS[_key(self.client)] = False
+                    log.warning("%s: the server has no record of its task %s", self.what, self.task)
+                raise TaskLost(
+                    f"{self.what}: the server has no record of its task {self.task} ({exc}); "
+                    "it may have run, partly or fully",
+                    task=self.task,
+                ) from exc
+            except (ApiError, TransportError) as exc:
+                errors += 1
+                log.warning(
+                    "%s: error getting the status of task %s (%d in a row): %s",
+                    self.what, self.task, errors, exc,
+                )  # fmt: skip
+                if errors >= _MAX_POLL_ERRORS:
+                    # no longer followed: it must not go on unseen (best effort, the server
+                    # may be unreachable)
+                    cancelled = _cancel(self.client, self.task, self.what)
+                    then = "cancelling it was accepted" if cancelled else "it may still be running"
+                    raise TaskUnreachable(
+                        f"{self.what}: the status of task {self.task} could not be read "
+                        f"({exc}); {then}",
+                        task=self.task,
+                        cause=exc,
+                    ) from exc
+                wait = min(30.0, 2.0 ** (errors - 1))
+                continue
+            self.polled, errors = True, 0
+            status = (state.get("task") or {}).get("status") or {}
+            done, total = _done(status), int(status.get("total") or 0)
+            self.report(done, total)
+            if state.get("completed"):
+                return self._completed(state)
+            if self.deadline is not None and self.monotonic() >= self.deadline:
+                cancelled = _cancel(self.client, self.task, self.what)
+                result = self.final() if cancelled else None
+                raise TaskTimedOut(
+                    f"{self.what}: the call's timeout ({self.timeout:g}s) passed; its task "
+                    f"{self.task} was "
+                    + ("cancelled" if cancelled else "NOT cancelled and may still be running"),
+                    task=self.task,
+                    seconds=float(self.timeout or 0),
+                    cancelled=cancelled,
+                    result=result,
+                )
+            if self.stall is not None and self.stall.seen(self.task, done, total):
+                cancelled = _cancel(self.client, self.task, self.what)
+                if cancelled:
+                    self.final()
+                raise TaskStalled(
+                    self.what,
+                    self.task,
+                    done=done,
+                    total=total,
+                    seconds=self.stall.limit,
+                    cancelled=cancelled,
+                )
+
+    def _pause(self, seconds: float) -> None:
+        if self.deadline is not None:
+            seconds = max(0.0, min(seconds, self.deadline - self.monotonic()))
+        if seconds > 0:
+            self.sleep(seconds)
+
+    def _completed(self, state: dict[str, Any]) -> TaskResult:
+        _delete_result(self.client, self.task)
+        error = state.get("error")
+        if isinstance(error, dict):
+            return TaskResult(error=error, task=self.task)
+        return TaskResult(response=dict(state.get("response") or {}), task=self.task)
+
+    def final(self) -> TaskResult | None:
+        """After a cancel: poll until the task completes (up to 30 s) and return how it
+        ended (its result deleted), ``None`` if it did not complete in that time."""
+        end = self.monotonic() + _FINAL_WAIT
+        wait = _FIRST_POLL
+        while self.monotonic() < end:
+            try:
+                state = self.get()
+            except (ApiError, TransportError) as exc:
+                log.warning("%s: reading the end of task %s failed: %s", self.what, self.task, exc)
+                return None
+            if state.get("completed"):
+                return self._completed(state)
+            self.sleep(wait)
+            wait = min(1.0, wait * 2)
+        log.warning(
+            "%s: task %s was cancelled but had not ended after %.0fs",
+            self.what,
+            self.task,
+            _FINAL_WAIT,
+        )
+        return None

@@ -1,0 +1,323 @@
+"""The task runner (esmapper._server_tasks) against a fake client: how a request's start,
+its task and its end are handled, whatever the server answers or fails to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from elastic_transport import ApiResponseMeta, ConnectionError, HttpHeaders, NodeConfig
+from elasticsearch import ApiError, AuthorizationException, BadRequestError, NotFoundError
+
+from esmapper import _server_tasks
+from esmapper._server_tasks import (
+    TaskLost,
+    TaskStartUnknown,
+    TaskTimedOut,
+    TaskUnreachable,
+    has_tasks,
+    run_task,
+)
+
+TASK = "node:7"
+DONE = {"total": 3, "updated": 3, "failures": []}
+
+
+def _meta(status: int) -> ApiResponseMeta:
+    return ApiResponseMeta(
+        status=status,
+        http_version="1.1",
+        headers=HttpHeaders(),
+        duration=0.0,
+        node=NodeConfig("http", "localhost", 9200),
+    )
+
+
+def error(cls: type[ApiError], status: int, body: Any) -> ApiError:
+    return cls("error", _meta(status), body)
+
+
+class Response(dict[str, Any]):
+    @property
+    def body(self) -> dict[str, Any]:
+        return self
+
+
+class Transport:
+    """What the probe's answer is remembered by (``client.options()`` views share it)."""
+
+
+class FakeTasks:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def list(self, **kwargs: Any) -> Response:
+        self.client.calls.append(("list", kwargs))
+        if isinstance(self.client.listing, Exception):
+            raise self.client.listing
+        return Response(self.client.listing)
+
+    def get(self, task_id: str) -> Response:
+        self.client.calls.append(("get", task_id))
+        state = self.client.states.pop(0) if self.client.states else {"completed": False}
+        if isinstance(state, Exception):
+            raise state
+        return Response(state)
+
+    def cancel(self, task_id: str) -> Response:
+        self.client.calls.append(("cancel", task_id))
+        if self.client.cancel_error is not None:
+            raise self.client.cancel_error
+        self.client.states = [{"completed": True, "response": {**DONE, "canceled": "by user"}}]
+        return Response(nodes={})
+
+
+class FakeClient:
+    """Starts update-by-query with ``start(kwargs)``, answers the tasks API from ``states``
+    (the next poll's answer each; an exception is raised) and ``listing``."""
+
+    def __init__(
+        self,
+        start: Callable[[dict[str, Any]], Any] = lambda kw: {"task": TASK},
+        *,
+        states: list[Any] | None = None,
+        listing: Any = None,
+        root: str = "0" * 40,
+    ) -> None:
+        self.transport = Transport()
+        self.tasks = FakeTasks(self)
+        self.start = start
+        self.states: list[Any] = list(states or [])
+        self.listing = listing if listing is not None else {"nodes": {}}
+        self.root = root
+        self.calls: list[tuple[str, Any]] = []
+        self.opaque: str | None = None
+        self.cancel_error: Exception | None = None
+        self.delete_error: Exception | None = None
+
+    def options(self, **kwargs: Any) -> FakeClient:
+        self.opaque = kwargs.get("opaque_id", self.opaque)
+        return self
+
+    def info(self) -> Response:
+        return Response(version={"build_hash": self.root})
+
+    def update_by_query(self, **kwargs: Any) -> Response:
+        self.calls.append(("start", kwargs))
+        answer = self.start(kwargs)
+        if isinstance(answer, BaseException):
+            raise answer
+        return Response(answer)
+
+    def delete(self, index: str, id: str) -> Response:
+        self.calls.append(("delete", (index, id)))
+        if self.delete_error is not None:
+            raise self.delete_error
+        return Response(result="deleted")
+
+    def sent(self, kind: str) -> list[Any]:
+        return [args for name, args in self.calls if name == kind]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def _forget() -> Iterator[None]:
+    _server_tasks._HAS_TASKS.clear()
+    yield
+    _server_tasks._HAS_TASKS.clear()
+
+
+def run(client: FakeClient, **options: Any) -> Any:
+    clock = Clock()
+    options.setdefault("sleep", clock.sleep)
+    options.setdefault("monotonic", clock)
+    return run_task(client, "update_by_query", {"index": "x"}, what="patch", **options)  # type: ignore[arg-type]
+
+
+def completed(**response: Any) -> dict[str, Any]:
+    return {"completed": True, "task": {"status": response}, "response": response}
+
+
+# -- the probe -------------------------------------------------------------------------
+
+
+def test_the_probe_is_read_only_and_remembered_per_transport() -> None:
+    client = FakeClient()
+    assert has_tasks(client)  # type: ignore[arg-type]
+    assert has_tasks(client.options(request_timeout=3))  # type: ignore[arg-type]
+    assert [name for name, _ in client.calls] == ["list"]
+    assert client.calls[0][1]["actions"] == (
+        "indices:data/write/reindex,indices:data/write/update/byquery,"
+        "indices:data/write/delete/byquery"
+    )
+
+
+@pytest.mark.parametrize(
+    ("listing", "root"),
+    [
+        (error(AuthorizationException, 403, {"error": {"type": "security_exception"}}), "0" * 40),
+        (error(BadRequestError, 400, {"error": {"type": "illegal_argument_exception"}}), "0" * 40),
+        ({"nodes": {}}, "noida"),
+    ],
+    ids=["no monitor privilege", "no tasks API", "noida-db"],
+)
+def test_a_server_whose_tasks_cannot_be_followed_runs_synchronously(
+    listing: Any, root: str
+) -> None:
+    client = FakeClient(lambda kw: DONE, listing=listing, root=root)
+    result = run(client)
+    assert result.response == DONE and result.task is None
+    assert [kw["wait_for_completion"] for kw in client.sent("start")] == [True]
+
+
+def test_a_lost_answer_without_tasks_may_still_be_running() -> None:
+    client = FakeClient(lambda kw: ConnectionError("lost"), root="noida")
+    with pytest.raises(TaskStartUnknown) as caught:
+        run(client)
+    assert not caught.value.listed and len(client.sent("start")) == 1
+
+
+# -- the start -------------------------------------------------------------------------
+
+
+def test_a_start_answered_without_a_task_is_the_result() -> None:
+    client = FakeClient(lambda kw: DONE)  # noida-db's by-query ignores the parameter
+    assert run(client).response == DONE
+    assert client.sent("start")[0]["wait_for_completion"] is False
+    assert client.sent("get") == []
+
+
+def test_a_start_stopped_on_failures_is_the_result_other_errors_are_raised() -> None:
+    body = {"total": 2, "updated": 1, "failures": [{"id": "a", "status": 400}]}
+    failed = FakeClient(lambda kw: error(BadRequestError, 400, body))
+    assert run(failed).failures == [{"id": "a", "status": 400}]
+    refused = error(AuthorizationException, 403, {"error": {"type": "security_exception"}})
+    with pytest.raises(AuthorizationException):
+        run(FakeClient(lambda kw: refused))
+
+
+def test_a_lost_start_is_followed_when_its_task_runs() -> None:
+    client = FakeClient(lambda kw: ConnectionError("lost"), states=[completed(**DONE)])
+    mine = {"node": "node", "id": 7, "headers": {"X-Opaque-Id": ""}}
+    slice_of_it = {"node": "node", "id": 8, "parent_task_id": TASK}
+    client.listing = {"nodes": {"node": {"tasks": {TASK: mine, "node:8": slice_of_it}}}}
+
+    def listed(**_: Any) -> Response:
+        for info in (mine, slice_of_it):
+            info["headers"] = {"X-Opaque-Id": client.opaque or ""}
+        return Response(client.listing)
+
+    client.tasks.list = listed  # type: ignore[method-assign]
+    has_tasks(client)  # type: ignore[arg-type]
+    result = run(client)
+    assert (result.task, result.response) == (TASK, DONE)
+    assert len(client.sent("start")) == 1 and client.sent("get") == [TASK]
+
+
+def test_a_lost_start_of_which_no_task_runs_is_not_resent() -> None:
+    other = {"node": "node", "id": 3, "headers": {"X-Opaque-Id": "someone-else"}}
+    client = FakeClient(
+        lambda kw: ConnectionError("lost"), listing={"tasks": [other]}
+    )  # group_by=none
+    with pytest.raises(TaskStartUnknown, match="no task of it runs") as caught:
+        run(client)
+    assert caught.value.listed and len(client.sent("start")) == 1
+
+
+def test_ctrl_c_during_the_start_cancels_the_task_it_started() -> None:
+    client = FakeClient(lambda kw: KeyboardInterrupt())
+    has_tasks(client)  # type: ignore[arg-type]
+
+    def listed(**_: Any) -> Response:
+        info = {"node": "node", "id": 7, "headers": {"X-Opaque-Id": client.opaque}}
+        return Response(nodes={"node": {"tasks": {TASK: info}}})
+
+    client.tasks.list = listed  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        run(client)
+    assert client.sent("cancel") == [TASK]
+
+
+# -- following the task ----------------------------------------------------------------
+
+
+def test_a_task_is_polled_to_its_end_and_its_result_deleted() -> None:
+    running = {"completed": False, "task": {"status": {"total": 3, "updated": 1}}}
+    client = FakeClient(states=[running, completed(**DONE)])
+    seen: list[tuple[int, int]] = []
+    result = run(client, progress=lambda d, t: seen.append((d, t)))
+    assert (result.task, result.count("updated")) == (TASK, 3)
+    assert seen == [(1, 3), (3, 3)]
+    assert client.sent("delete") == [(".tasks", TASK)]
+
+
+def test_a_task_that_failed_gives_its_error() -> None:
+    failed = {"completed": True, "error": {"type": "script_exception", "reason": "boom"}}
+    result = run(FakeClient(states=[failed]))
+    assert result.error == {"type": "script_exception", "reason": "boom"} and not result.response
+
+
+def test_a_result_that_cannot_be_deleted_is_left_there() -> None:
+    client = FakeClient(states=[completed(**DONE)])
+    client.delete_error = error(AuthorizationException, 403, {"error": "security_exception"})
+    assert run(client).response == DONE
+
+
+def test_a_task_unknown_to_its_server_is_lost_and_the_server_remembered() -> None:
+    gone = error(NotFoundError, 404, {"error": {"type": "resource_not_found_exception"}})
+    client = FakeClient(states=[gone])
+    with pytest.raises(TaskLost):
+        run(client)
+    assert not has_tasks(client)  # type: ignore[arg-type]
+
+
+def test_a_task_whose_status_cannot_be_read_is_not_started_again() -> None:
+    client = FakeClient(states=[ConnectionError("down")] * 6)
+    client.cancel_error = ConnectionError("down")
+    with pytest.raises(TaskUnreachable, match="may still be running"):
+        run(client)
+    assert len(client.sent("start")) == 1 and client.sent("cancel") == [TASK]
+
+
+def test_the_call_timeout_cancels_the_task_and_reads_how_far_it_got() -> None:
+    client = FakeClient()  # never completes by itself
+    with pytest.raises(TaskTimedOut) as caught:
+        run(client, timeout=5)
+    timed_out = caught.value
+    assert timed_out.cancelled and timed_out.seconds == 5
+    assert timed_out.result is not None and timed_out.result.response["canceled"] == "by user"
+    assert client.sent("cancel") == [TASK] and client.sent("delete") == [(".tasks", TASK)]
+
+
+def test_a_task_that_cannot_be_cancelled_is_said_to_still_run() -> None:
+    client = FakeClient()
+    client.cancel_error = error(AuthorizationException, 403, {"error": "security_exception"})
+    with pytest.raises(TaskTimedOut, match="NOT cancelled and may still be running") as caught:
+        run(client, timeout=2)
+    assert caught.value.result is None and client.sent("delete") == []
+
+
+def test_ctrl_c_while_following_cancels_the_task() -> None:
+    client = FakeClient()
+    waits: list[float] = []
+
+    def ctrl_c(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(client, sleep=ctrl_c)
+    assert client.sent("cancel") == [TASK]
+    assert client.sent("delete") == [(".tasks", TASK)]  # its end was read after the cancel
