@@ -71,6 +71,7 @@ from esmapper.errors import (
     OutcomeUnknownError,
     VersionConflictError,
 )
+from esmapper.indexes._pit_target import pit_target
 from esmapper.indexes.pipelines import by_query_params
 from esmapper.options import Options, refresh_param
 from esmapper.patches import PartialPatch, Patch, ScriptPatch
@@ -279,10 +280,13 @@ def _update_by_query(
     query = repo._search_request(filter, _scan_options(options, retry=True), {})
     body = query.query_body()
     _refresh(repo)
-    _log_query(options, "update_by_query", repo.spec.write_target, body)
+    target = _target(repo)
+    if target is None:  # a time-series model without partitions: nothing to patch
+        return 0
+    _log_query(options, "update_by_query", target["index"], body)
     call = f"patch_all on {repo.info.name}"
     params = {
-        "index": repo.spec.write_target,
+        **target,
         "query": body,
         "script": update_body(repo, patch)["script"],
         "conflicts": "proceed",
@@ -318,6 +322,22 @@ def _update_by_query(
             reason=f"{conflicts} version conflicts, {updated} updated",
         )
     return updated
+
+
+def _target(repo: Repository[Any]) -> dict[str, Any] | None:
+    """Where a by-query request of ``repo``'s model is sent: its alias; for a time-series
+    model its partitions named one by one (:func:`~esmapper.indexes._pit_target.pit_target`,
+    after ``GET /_alias/<umbrella>``), with ``ignore_unavailable=true`` and
+    ``allow_no_indices=true`` (a partition retention deletes in between is skipped), as
+    the scans' point in time is: the local test server runs a by-query request on an
+    alias of several indexes over one of them only. ``None``: no partition exists."""
+    spec = repo.spec
+    if not spec.is_time_series:
+        return {"index": spec.write_target}
+    found = pit_target(repo.mapper.client, spec, None)
+    if found is None:
+        return None
+    return {"index": found.index, "ignore_unavailable": True, "allow_no_indices": True}
 
 
 def _run(repo: Repository[Any], kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
@@ -463,10 +483,13 @@ def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options:
     query = repo._search_request(filter, _scan_options(options), {}).query_body()
     if options.consistency != "eventual":
         _refresh(repo)
-    _log_query(options, "delete_by_query", repo.spec.write_target, query)
+    target = _target(repo)
+    if target is None:  # a time-series model without partitions: nothing to delete
+        return 0
+    _log_query(options, "delete_by_query", target["index"], query)
     call = f"remove_all on {repo.info.name}"
     params = {
-        "index": repo.spec.write_target,
+        **target,
         "query": query,
         "conflicts": "proceed",
         "refresh": bool(refresh_param(options.consistency, by_query=True)),

@@ -233,29 +233,55 @@ def test_remove_all_with_removal_receivers_scans_every_partition(mapper: em.Mapp
     assert mapper.repository(MonthlyAudit).count() == 0
 
 
-def test_the_by_query_requests_on_the_umbrella_alias_cover_every_partition(
-    make_mapper: MakeMapper, cluster: ClusterProxy, es_client: Elasticsearch
+def test_the_by_query_requests_cover_every_partition(
+    make_mapper: MakeMapper, url: str, es_client: Elasticsearch
 ) -> None:
     """An uncached model's script ``patch_all`` is one ``_update_by_query`` and its
-    ``remove_all`` one ``_delete_by_query``, both on the umbrella alias, which Elasticsearch
-    resolves to every partition. (The local server alone takes the alias's first index for
-    these two requests; the ClusterProxy answers as Elasticsearch does.)"""
-    mapper = make_mapper(DailyLog, MonthlyAudit, url=cluster.url, clock=FakeClock(NOW))
+    ``remove_all`` one ``_delete_by_query``, sent on the partitions named one by one (the
+    local server alone ran them on one index of the umbrella alias; Elasticsearch, and the
+    ClusterProxy, on every index of it)."""
+    mapper = make_mapper(DailyLog, MonthlyAudit, url=url, clock=FakeClock(NOW))
     mapper.configure_indexes()
     for model in (DailyLog, MonthlyAudit):
         docs = _fill(mapper, model)
         repo = mapper.repository(model)
         field = "action" if model is MonthlyAudit else "message"
         script = em.ScriptPatch(f"ctx._source.{field} = ctx._source.{field} + '!'")
-        cluster.reset_counts()
         assert repo.patch_all(None, script, consistency="wait") == len(docs)
-        assert cluster.count(r"/_update_by_query$") == 1
         assert sorted(_text(d) for d in repo.find(limit=100)) == sorted(
             f"{_text(d)}!" for d in docs
         )
         assert repo.remove_all(None, consistency="wait") == len(docs)
-        assert cluster.count(r"/_delete_by_query$") == 1
         assert list(_partitions(es_client, mapper, model).values()) == [0, 0, 0]
+
+
+def test_the_by_query_requests_are_one_each_through_a_cluster(
+    make_mapper: MakeMapper, cluster: ClusterProxy
+) -> None:
+    """One ``_update_by_query`` and one ``_delete_by_query`` per call, whatever the number
+    of partitions."""
+    mapper = make_mapper(DailyLog, url=cluster.url, clock=FakeClock(NOW))
+    mapper.configure_indexes()
+    docs = _fill(mapper, DailyLog)
+    repo = mapper.repository(DailyLog)
+    cluster.reset_counts()
+    script = em.ScriptPatch("ctx._source.message = ctx._source.message + '!'")
+    assert repo.patch_all(None, script, consistency="wait") == len(docs)
+    assert cluster.count(r"/_update_by_query$") == 1
+    assert repo.remove_all(None, consistency="wait") == len(docs)
+    assert cluster.count(r"/_delete_by_query$") == 1
+
+
+def test_by_query_writes_of_a_model_without_partitions_send_nothing(
+    make_mapper: MakeMapper, cluster: ClusterProxy
+) -> None:
+    mapper = make_mapper(DailyLog, url=cluster.url, clock=FakeClock(NOW))
+    mapper.configure_indexes()
+    repo = mapper.repository(DailyLog)
+    cluster.reset_counts()
+    assert repo.patch_all(None, em.ScriptPatch("ctx._source.message = 'x'")) == 0
+    assert repo.remove_all(None) == 0
+    assert cluster.count(r"_by_query$") == 0
 
 
 # -- pruned ranges --------------------------------------------------------------------------
