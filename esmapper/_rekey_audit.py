@@ -18,6 +18,7 @@ from esmapper._shards import refusal, require_complete
 from esmapper._text import article
 from esmapper.errors import IdTooLongError, InvalidIdTermError, MigrationError
 from esmapper.ids import compose_id, id_term
+from esmapper.indexes._pit_target import pit_target
 from esmapper.model.info import ModelInfo
 
 if TYPE_CHECKING:
@@ -191,16 +192,24 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
     info = id_info(model)
     if not 0 < batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
-    target = mapper.spec(model).read_target
+    spec = mapper.spec(model)
+    target = spec.read_target
+    missing = MigrationError(
+        f"cannot re-key {info.name}: index {target!r} does not exist",
+        index=target,
+        error_type="index_not_found_exception",
+    )
     try:
         mapper.client.indices.refresh(index=target)
-        pit = mapper.client.open_point_in_time(index=target, keep_alive=KEEP_ALIVE)
+        # a time-series model's partitions named one by one, as every scan's point in time
+        where = pit_target(mapper.client, spec, None)
+        if where is None:
+            raise missing
+        listed: dict[str, Any] = {"ignore_unavailable": True} if where.listed else {}
+        pit = mapper.client.open_point_in_time(index=where.index, keep_alive=KEEP_ALIVE, **listed)
     except NotFoundError as exc:
-        raise MigrationError(
-            f"cannot re-key {info.name}: index {target!r} does not exist",
-            index=target,
-            error_type=str(exc.message),
-        ) from None
+        missing.error_type = str(exc.message)
+        raise missing from None
     return _scan(mapper.client, model, str(pit["id"]), batch_size, target)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -445,3 +446,38 @@ def test_undoing_a_create_after_a_reindex_never_deletes_a_changed_new_document(
     assert (report.rewritten, report.failed) == (0, 1), report.lines
     docs = stored(es_client, mapper)
     assert docs["acme:1:H"][2]["body"] == "changed"  # the other writer's change is kept
+
+
+class DailyInbox(em.Document, em.HasDates):
+    class Index:
+        name = "daily_inbox"
+        kind = "daily"
+        max_age = dt.timedelta(days=30)
+        id_fields = ("tenant", "message_id")
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    tenant: str = em.field(em.Keyword(), default="")
+    message_id: str = em.field(em.Keyword(), default="")
+
+
+def test_the_audit_of_a_daily_model_reads_every_partition(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """Legacy ids in three daily partitions: the audit's point in time names them (the
+    local server's point in time on the umbrella alias covered one of them)."""
+    now = dt.datetime.now(dt.timezone.utc).replace(hour=12)
+    mapper = make_mapper(DailyInbox, configure=True)
+    spec = mapper.spec(DailyInbox)
+    repo = mapper.repository(DailyInbox)
+    for days in (2, 1, 0):
+        at = now - dt.timedelta(days=days)
+        # a document in the new form creates the day's partition; a legacy one beside it
+        repo.add(DailyInbox(tenant="u", message_id=str(days), created_utc=at))
+        physical = next(iter(es_client.indices.get_alias(name=spec.dated_alias(at))))
+        source = {"tenant": "t", "message_id": str(days), "created_utc": at.isoformat()}
+        es_client.index(index=physical, id=f"t_{days}", document=source, refresh=True)
+    plans = {p.old_id: (p.status, p.new_id) for p in audit(mapper, DailyInbox, batch_size=2)}
+    assert plans == {
+        **{f"t_{d}": ("rewrite", f"t:{d}") for d in (2, 1, 0)},
+        **{f"u:{d}": ("ok", f"u:{d}") for d in (2, 1, 0)},
+    }
