@@ -434,14 +434,37 @@ def _listed(listing: Any) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _cancel(client: Elasticsearch, task: str, what: str) -> bool:
     """``POST /_tasks/<task>/_cancel`` (sent once); whether the server accepted it (an
-    error is logged: the task may still run)."""
+    error is logged: the task may still run). Elasticsearch answers a cancel that did not
+    reach the task with status 200 and ``node_failures``/``task_failures``: not accepted,
+    unless every failure says the task is no longer running
+    (``resource_not_found_exception``: it ended, its final state is read next)."""
     try:
         with _quiet():
-            once(client).tasks.cancel(task_id=task)
+            answer = once(client).tasks.cancel(task_id=task).body
     except (ApiError, TransportError) as exc:
         log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, exc)
         return False
+    failures = [
+        *((answer.get("node_failures") or []) if isinstance(answer, dict) else []),
+        *((answer.get("task_failures") or []) if isinstance(answer, dict) else []),
+    ]
+    if any(_failure_type(f) != "resource_not_found_exception" for f in failures):
+        log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, failures)
+        return False
     return True
+
+
+def _failure_type(failure: Any) -> str | None:
+    """The innermost error type of a cancel's node or task failure."""
+    if not isinstance(failure, dict):
+        return None
+    cause = failure.get("caused_by") or failure.get("reason")
+    if isinstance(cause, dict):
+        inner = _failure_type(cause)
+        if inner is not None:
+            return inner
+    kind = failure.get("type")
+    return str(kind) if kind is not None else None
 
 
 def _delete_result(client: Elasticsearch, task: str) -> None:
@@ -528,7 +551,10 @@ class _Poller:
                     cancelled=cancelled,
                     result=result,
                 )
-            if self.stall is not None and self.stall.seen(self.task, done, total):
+            # a sliced task's status counts only the slices that finished: its progress
+            # does not move while they run, so it cannot be judged stalled by it
+            sliced = bool(status.get("slices"))
+            if self.stall is not None and not sliced and self.stall.seen(self.task, done, total):
                 cancelled = _cancel(self.client, self.task, self.what)
                 if cancelled:
                     self.final()

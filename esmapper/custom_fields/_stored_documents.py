@@ -88,7 +88,10 @@ def bring_up_to_date(
         parts.append(only)
     filter = None if not parts else parts[0] if len(parts) == 1 else Q("bool", filter=parts)
     entities: Repository[Any] = repo.mapper.repository(repo.entity)
-    total = entities.count(filter, soft_deletes="all", consistency="immediate")
+    # this count decides whether the documents are rewritten: never a partial one
+    total = entities.count(
+        filter, soft_deletes="all", consistency="immediate", partial_results=False
+    )
     progress = Progress(repo, tenant, reason, total)
     progress.report()
     if total == 0:

@@ -69,6 +69,8 @@ class FakeTasks:
         self.client.calls.append(("cancel", task_id))
         if self.client.cancel_error is not None:
             raise self.client.cancel_error
+        if self.client.cancel_answer is not None:  # answered 200, maybe with failures
+            return Response(self.client.cancel_answer)
         self.client.states = [{"completed": True, "response": {**DONE, "canceled": "by user"}}]
         return Response(nodes={})
 
@@ -94,6 +96,7 @@ class FakeClient:
         self.calls: list[tuple[str, Any]] = []
         self.opaque: str | None = None
         self.cancel_error: Exception | None = None
+        self.cancel_answer: dict[str, Any] | None = None
         self.delete_error: Exception | None = None
 
     def options(self, **kwargs: Any) -> FakeClient:
@@ -321,3 +324,58 @@ def test_ctrl_c_while_following_cancels_the_task() -> None:
         run(client, sleep=ctrl_c)
     assert client.sent("cancel") == [TASK]
     assert client.sent("delete") == [(".tasks", TASK)]  # its end was read after the cancel
+
+
+def test_a_cancel_answered_200_with_node_failures_did_not_cancel() -> None:
+    """Elasticsearch answers a cancel that could not reach the task's node with status 200
+    and ``node_failures``: the task may still run, and the error says so."""
+    client = FakeClient()
+    client.cancel_answer = {
+        "node_failures": [
+            {
+                "type": "failed_node_exception",
+                "reason": "Failed node [n1]",
+                "node_id": "n1",
+                "caused_by": {"type": "node_not_connected_exception", "reason": "gone"},
+            }
+        ],
+        "nodes": {},
+    }
+    with pytest.raises(TaskTimedOut, match="NOT cancelled and may still be running") as caught:
+        run(client, timeout=2)
+    assert not caught.value.cancelled and caught.value.result is None
+
+
+def test_a_cancel_of_a_task_that_already_ended_reads_its_end() -> None:
+    """A cancel that finds the task gone (``resource_not_found_exception``): it ended; its
+    final state is read (and its result deleted)."""
+    client = FakeClient()
+    client.cancel_answer = {
+        "node_failures": [
+            {
+                "type": "failed_node_exception",
+                "caused_by": {"type": "resource_not_found_exception", "reason": "not found"},
+            }
+        ]
+    }
+    original = client.tasks.cancel
+
+    def ended(task_id: str) -> Response:
+        answer = original(task_id)
+        client.states = [completed(**DONE)]
+        return answer
+
+    client.tasks.cancel = ended  # type: ignore[method-assign]
+    with pytest.raises(TaskTimedOut) as caught:
+        run(client, timeout=2)
+    assert caught.value.cancelled and caught.value.result is not None
+    assert client.sent("delete") == [(".tasks", TASK)]
+
+
+def test_a_sliced_task_whose_finished_slices_do_not_move_is_not_stalled() -> None:
+    """A sliced reindex's status counts only its finished slices: no movement for longer
+    than ``stall`` is not a stall; it runs to its end."""
+    sliced = {"completed": False, "task": {"status": {"total": 10, "slices": [None, None]}}}
+    client = FakeClient(states=[sliced] * 40 + [completed(**DONE)])
+    result = run(client, stall=5)
+    assert result.response == DONE and client.sent("cancel") == []
