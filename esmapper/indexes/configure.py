@@ -65,7 +65,7 @@ from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.pipelines import configure_pipeline
 from esmapper.indexes.spec import IndexSpec
-from esmapper.indexes.timeseries import template_body
+from esmapper.indexes.timeseries import put_template
 
 __all__ = ["IndexState", "configure_indexes", "index_state", "is_outdated"]
 
@@ -142,16 +142,7 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
 def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
     name = spec.template_name
     existed = bool(client.indices.exists_index_template(name=name))
-    try:
-        client.indices.put_index_template(name=name, **template_body(spec))
-    except BadRequestError as exc:
-        raise IndexConfigurationError(
-            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
-            f"{reason_of(exc)}",
-            index=spec.alias,
-            error_type=str(exc.error),
-            reason=reason_of(exc),
-        ) from exc
+    put_template(client, spec)
     if not existed:
         log.info("created index template %s for %s", name, spec.info.name)
     lowest = partition_versions(client, spec, spec.clock()).lowest

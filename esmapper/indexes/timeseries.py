@@ -56,10 +56,10 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = [
-    "TEMPLATE_PRIORITY",
-    "TIME_SERIES_KINDS",
     "Partition",
     "PartitionCache",
+    "TEMPLATE_PRIORITY",
+    "TIME_SERIES_KINDS",
     "check_max_age",
     "dated_alias_start",
     "document_date",
@@ -72,6 +72,7 @@ __all__ = [
     "partition_body",
     "partitions_for_range",
     "period_start",
+    "put_template",
     "suffix",
     "template_body",
 ]
@@ -228,13 +229,22 @@ def ensure_template(client: Elasticsearch, spec: IndexSpec) -> None:
     /_index_template/<alias>-v<N>-template``, then ``PUT`` with ``create=true`` (the body
     of :func:`template_body`; one a concurrent ``configure_indexes`` or writer put meanwhile
     is kept). Raises :class:`IndexConfigurationError` when Elasticsearch refuses it."""
+    if not client.indices.exists_index_template(name=spec.template_name):
+        put_template(client, spec, create=True)
+
+
+def put_template(client: Elasticsearch, spec: IndexSpec, *, create: bool = False) -> None:
+    """``PUT /_index_template/<alias>-v<N>-template`` with :func:`template_body`
+    (``create``: ``?create=true``, and one that already exists is kept). Raises
+    :class:`IndexConfigurationError` when Elasticsearch refuses it."""
     name = spec.template_name
-    if client.indices.exists_index_template(name=name):
-        return
     try:
-        client.indices.put_index_template(name=name, create=True, **template_body(spec))
+        if create:
+            client.indices.put_index_template(name=name, create=True, **template_body(spec))
+        else:
+            client.indices.put_index_template(name=name, **template_body(spec))
     except BadRequestError as exc:
-        if "already exists" in reason_of(exc):
+        if create and "already exists" in reason_of(exc):
             return
         raise IndexConfigurationError(
             f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
