@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Collection
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -29,6 +29,7 @@ __all__ = [
     "merge_items",
     "parse_bulk",
     "select_items",
+    "take_next",
 ]
 
 ItemSelector: TypeAlias = int | Collection[int] | Callable[[int, dict[str, Any]], bool]
@@ -182,3 +183,29 @@ def merge_items(resp_body: bytes, failed: dict[int, dict[str, Any]]) -> bytes:
     doc["items"] = [failed[p] if p in failed else next(upstream_items) for p in range(total)]
     doc["errors"] = True
     return json.dumps(doc).encode()
+
+
+class _Plan(Protocol):
+    remaining: int
+    skip: int
+
+    def matches(self, method: str, path: str) -> bool: ...
+
+
+P = TypeVar("P", bound=_Plan)
+
+
+def take_next(plans: list[P], method: str, path: str) -> P | None:
+    """The first plan of ``plans`` that takes this request (the caller holds its lock):
+    a matching plan still skipping lets it through (one skip fewer) and the search goes
+    on; the plan taken has one use fewer and leaves ``plans`` with its last."""
+    for plan in plans:
+        if plan.matches(method, path):
+            if plan.skip > 0:
+                plan.skip -= 1
+                continue
+            plan.remaining -= 1
+            if plan.remaining <= 0:
+                plans.remove(plan)
+            return plan
+    return None

@@ -58,6 +58,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from esmapper.testing._fault_plans import take_next
 from esmapper.testing._rules import Exchange, Reply, json_reply
 
 __all__ = ["DEFAULT_ERROR", "ShardFailures", "shard_of"]
@@ -181,17 +182,7 @@ class ShardFailures:
 
     def _take(self, method: str, path: str) -> _Plan | None:
         with self._lock:
-            for plan in self._plans:
-                if not plan.matches(method, path):
-                    continue
-                if plan.skip > 0:
-                    plan.skip -= 1
-                    continue
-                plan.remaining -= 1
-                if plan.remaining <= 0:
-                    self._plans.remove(plan)
-                return plan
-        return None
+            return take_next(self._plans, method, path)
 
     def _give_back(self, plan: _Plan) -> None:
         with self._lock:

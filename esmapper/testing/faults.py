@@ -69,6 +69,7 @@ from esmapper.testing._fault_plans import (
     merge_items,
     parse_bulk,
     select_items,
+    take_next,
 )
 from esmapper.testing._rules import Exchange, Reply, Rule
 
@@ -401,16 +402,7 @@ class FaultProxy:
 
     def _take(self, method: str, path: str) -> Fault | None:
         with self._lock:
-            for fault in self._faults:
-                if fault.matches(method, path):
-                    if fault.skip > 0:
-                        fault.skip -= 1
-                        continue
-                    fault.remaining -= 1
-                    if fault.remaining <= 0:
-                        self._faults.remove(fault)
-                    return fault
-        return None
+            return take_next(self._faults, method, path)
 
     def _handle(self, h: _Handler) -> None:
         method = h.command
