@@ -3,6 +3,7 @@
 ``import esmapper as em`` gives the whole public surface.
 """
 
+import esmapper._builtin_features  # noqa: F401 (registers the built-in features)
 from esmapper import signals
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus

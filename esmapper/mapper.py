@@ -51,6 +51,7 @@ log = logging.getLogger("esmapper.indexes")
 
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
+_S = TypeVar("_S")
 
 #: Cache lifetime of an operation that asks for caching on a model without a default.
 DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
@@ -211,6 +212,7 @@ class Mapper:
         self._repositories: dict[type, Repository[Any]] = {}
         self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
+        self._extensions: dict[str, Any] = {}
         self._install_known = False
         self._install_lock = threading.Lock()
         self._server_version = ServerVersion()
@@ -555,6 +557,17 @@ class Mapper:
         if self.documents is None or not info.soft_deletes:
             return []
         return self.documents.recently_deleted(self.spec(info.cls).alias)
+
+    def extension(self, key: str, factory: Callable[[], _S]) -> _S:
+        """The state a feature keeps for this mapper under ``key``, made by ``factory``
+        the first time (thread-safe; :class:`esmapper._context.Context`)."""
+        found = self._extensions.get(key)
+        if found is None:
+            with self._lock:
+                found = self._extensions.get(key)
+                if found is None:
+                    found = self._extensions[key] = factory()
+        return found  # type: ignore[no-any-return]
 
     # -- lifecycle ---------------------------------------------------------------------
 

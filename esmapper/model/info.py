@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from esmapper._features import NO_POINTS, Points, attach, index_option_names
 from esmapper.errors import IndexConfigurationError
 from esmapper.model.catalog import FieldCatalog
 from esmapper.model.fields import FieldSpec
@@ -63,6 +64,8 @@ class IndexOptions:
     custom_field_types: tuple[Any, ...] | None = None
     auto_create_custom_fields: bool = False
     pipeline: str | Mapping[str, Any] | None = None
+    #: the options a registered feature reads (its ``Feature.index_options``), by name
+    extras: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
     def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
@@ -70,7 +73,10 @@ class IndexOptions:
         raw = {
             k: v for k, v in (vars(index_cls).items() if index_cls else ()) if not k.startswith("_")
         }
-        known = set(attrs.fields_dict(cls))
+        known = set(attrs.fields_dict(cls)) - {"extras"}
+        featured = index_option_names() - known
+        extras = {k: raw.pop(k) for k in sorted(set(raw) & featured)}
+        known |= featured
         unknown = sorted(set(raw) - known)
         if unknown:
             raise IndexConfigurationError(
@@ -89,7 +95,7 @@ class IndexOptions:
             if value is not None:
                 raw[key] = tuple(value)
         raw.setdefault("name", _default_name(model_name))
-        options = cls(**raw)
+        options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
 
@@ -162,6 +168,8 @@ class ModelInfo:
     inner_fields: tuple[tuple[str, ModelInfo], ...] = attrs.field(init=False)
     properties: dict[str, Any] = attrs.field(init=False)
     _catalog: FieldCatalog | None = attrs.field(init=False, default=None)
+    #: the features that apply to the model, per point (:mod:`esmapper._features`)
+    points: Points = attrs.field(init=False, default=NO_POINTS)
 
     def __attrs_post_init__(self) -> None:
         self.field_by_name = {f.name: f for f in self.fields}
@@ -181,6 +189,8 @@ class ModelInfo:
                 "dynamic": True,
                 "properties": {"tenant": {"type": "keyword"}},
             }
+        if self.is_document:
+            self.points = attach(self)
 
     @property
     def name(self) -> str:

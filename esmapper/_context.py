@@ -1,0 +1,92 @@
+"""What a step of the core and a feature may use: the :class:`Context`.
+
+The write pipeline, the search, the by-query writes and the features take a ``Context``,
+not the :class:`~esmapper.mapper.Mapper`: the client, the bulk writer, the document
+cache, the bus, the index specs, the clock and a per-mapper home for a feature's state.
+The ``Mapper`` implements it (it stays the user's facade and registry); a test or a tool
+may pass anything else that does. It is a :class:`typing.Protocol`, so depending on it
+creates no import of the mapper (the layers of docs/architecture.md flow one way).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
+    from esmapper.bulk import BulkWriter
+    from esmapper.cache import DocumentCache
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
+    from esmapper.options import Options
+    from esmapper.signals import EntityChanged
+
+__all__ = ["Context"]
+
+T = TypeVar("T")
+
+
+class Context(Protocol):
+    """The services the core and the features use (the ``Mapper`` is one)."""
+
+    #: the ``index_prefix`` of every index and alias name
+    index_prefix: str
+    #: the bulk writer every document write goes through
+    writer: BulkWriter
+    #: the document cache (``None``: caching is off)
+    documents: DocumentCache | None
+    #: the default of the reads' ``partial_results=``
+    partial_results: bool
+
+    @property
+    def client(self) -> Elasticsearch:
+        """The client, bounded by the current call's ``timeout=``."""
+        ...
+
+    def clock(self) -> _dt.datetime:
+        """The current time (aware UTC unless a test injected otherwise)."""
+        ...
+
+    def spec(self, model: type) -> IndexSpec:
+        """The index spec of a registered model (registers it on first use)."""
+        ...
+
+    def server_version(self) -> tuple[int, int] | None:
+        """The server's ``(major, minor)``, asked once."""
+        ...
+
+    def extension(self, key: str, factory: Callable[[], T]) -> T:
+        """The per-context state a feature keeps under ``key`` (made by ``factory`` the
+        first time, thread-safely)."""
+        ...
+
+    def publish(self, model: type, message: EntityChanged, options: Options) -> None:
+        """Publish an ``entity_changed`` message."""
+        ...
+
+    def has_subscribers(self, model: type) -> bool:
+        """Whether publishing for ``model`` can reach anyone."""
+        ...
+
+    def is_cached(self, info: ModelInfo) -> bool:
+        """Whether ``info``'s model is cached by default."""
+        ...
+
+    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
+        """How long a read under ``options`` is cached (``None``: not)."""
+        ...
+
+    def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
+        """Drop the cached entries of ``ids``."""
+        ...
+
+    def invalidate_model(self, info: ModelInfo) -> None:
+        """Drop every cached document of ``info``'s model."""
+        ...
+
+    def recently_deleted(self, info: ModelInfo) -> list[str]:
+        """Ids soft-deleted moments ago (the hint unrefreshed searches hide)."""
+        ...

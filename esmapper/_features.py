@@ -1,0 +1,252 @@
+"""The feature points: how a feature plugs into the core without the core naming it.
+
+The core (the model layer, the query layer, the write pipeline ``write_documents`` ->
+send -> settle, the bulk writer and the search) knows no feature by name. A feature
+(custom fields, time-series placement, ingest pipelines, soft-delete bookkeeping,
+routing...) is a subclass of :class:`Feature`, registered once with :func:`register`.
+When a model is compiled, every registered feature is asked whether it applies
+(:meth:`Feature.attach`); the model's :class:`~esmapper.model.info.ModelInfo` keeps the
+instances that do (``info.features``) and, for each point, only the features that
+implement it (``info.points``: a :class:`Points`), so a model pays nothing for a feature
+it does not use, and a point no feature implements costs one empty-tuple check.
+
+The points (the one list a new feature implements; docs/architecture.md has it too), in
+the order a write or a search meets them:
+
+=====================  =====================================================================
+point                  called by, and what for
+=====================  =====================================================================
+``attach``             model compile: does the feature apply; checks its ``class Index:``
+                       options (raise :class:`~esmapper.errors.IndexConfigurationError`)
+``mapping``            ``ModelInfo.mapping``: add to the index mapping (dynamic templates)
+``assign_ids``         write step 1: ids of new documents the feature places (a time-series
+                       ObjectId encoding the document's date, after its retention check)
+``prepare``            write step 3, after the "-ing" signals and normalization, before
+                       validation: values the feature derives (``idx``), per batch; may
+                       return a state that ``finish`` gets
+``check``              write step 3, after validation (and again after ``documents_changing``
+                       receivers ran): refuse writes before anything is sent (the tenant rule)
+``shape``              the bulk actions of a batch, first sends and resends alike: what the
+                       feature adds to an action (``pipeline``, ``routing``)
+``settle``             confirmed writes, before the "-ed" signals (the recently-deleted list)
+``finish``             after the write, whatever its outcome, with what ``prepare`` returned
+                       and the writes confirmed (custom-field definitions saved)
+``search``             every search, count and by-query request of the model: the clauses
+                       the feature adds (``filter``) and the ids it hides (``must_not``)
+``by_query``           the parameters of ``_update_by_query`` (an ingest pipeline)
+``read_params``        by-id reads and writes: request parameters (``routing``)
+=====================  =====================================================================
+
+A point is implemented by overriding the method of that name; :class:`Points` lists, per
+point, the bound methods of the features that override it. The core calls them through
+the small loops below (``for hook in info.points.prepare: ...``).
+
+A feature gets what it needs through a :class:`~esmapper._context.Context` (client,
+cache, bus, index specs, clock), never the whole :class:`~esmapper.mapper.Mapper`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
+
+__all__ = [
+    "NO_POINTS",
+    "POINTS",
+    "Feature",
+    "Points",
+    "WriteCall",
+    "attach",
+    "index_option_names",
+    "register",
+    "registered",
+    "unregister",
+]
+
+#: The names of the points, in the order a write or search meets them.
+POINTS: tuple[str, ...] = (
+    "mapping",
+    "assign_ids",
+    "prepare",
+    "check",
+    "shape",
+    "settle",
+    "finish",
+    "search",
+    "by_query",
+    "read_params",
+)
+
+
+@attrs.define(slots=True)
+class WriteCall:
+    """One call of the write pipeline as the feature points see it: the context, the
+    call's :class:`~esmapper.options.Options`, the clock's "now" (aware UTC) and whether
+    ``options.tenant`` is a session's (it then scopes only the models that have tenants)."""
+
+    ctx: Context
+    options: Any
+    now: Any
+    inherited_tenant: bool = False
+
+
+class Feature:
+    """A feature that plugs into the core at the named points (module docstring).
+
+    Subclasses set ``name`` and override :meth:`attach` and the points they implement;
+    the base methods do nothing and are never called (a point a feature does not override
+    is not listed in :class:`Points`). One instance per model the feature applies to: it
+    may keep what it compiled for that model (``self.info``)."""
+
+    #: a short name, unique among registered features (``"custom_fields"``)
+    name: ClassVar[str] = ""
+    #: ``class Index:`` option names this feature reads (accepted by ``IndexOptions``)
+    index_options: ClassVar[tuple[str, ...]] = ()
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+
+    @classmethod
+    def attach(cls, info: ModelInfo) -> Feature | None:
+        """The feature's instance for ``info``'s model, or ``None`` when it does not apply.
+        Raises IndexConfigurationError for options it cannot accept."""
+        return None
+
+    # -- points (override what the feature implements) --------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        """Add to the model's mapping body (``{"properties": ...}``) in place."""
+
+    def assign_ids(self, call: WriteCall, pendings: Sequence[Any]) -> None:
+        """Give ids to the new documents (``add``, no id, no ``id_fields``) it places;
+        the core gives the rest a new ObjectId."""
+
+    def prepare(self, call: WriteCall, pendings: Sequence[Any]) -> Any:
+        """Derive values of the batch's documents of this model before validation;
+        the return value (if not ``None``) is passed to :meth:`finish`."""
+        return None
+
+    def check(self, call: WriteCall, pendings: Sequence[Any]) -> None:
+        """Refuse writes (raise) before anything is sent."""
+
+    def shape(self, ctx: Context, actions: Sequence[Any]) -> None:
+        """Complete this model's bulk actions in place (first sends and resends)."""
+
+    def settle(self, call: WriteCall, confirmed: Sequence[Any]) -> None:
+        """Book-keep the confirmed writes of this model (before the "-ed" signals)."""
+
+    def finish(self, call: WriteCall, state: Any, confirmed: Sequence[Any]) -> None:
+        """After the write, whatever its outcome (never raising into it)."""
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
+        return [], []
+
+    def by_query(self, ctx: Context) -> dict[str, Any]:
+        """Parameters the feature adds to the model's ``_update_by_query``."""
+        return {}
+
+    def read_params(self, doc: Any) -> dict[str, Any]:
+        """Request parameters of a by-id read or write of ``doc``."""
+        return {}
+
+
+@attrs.frozen(slots=True)
+class Points:
+    """Per point, the bound methods of the model's features that implement it (empty
+    tuples for the rest: a point nobody implements costs the core one falsy check)."""
+
+    features: tuple[Feature, ...] = ()
+    mapping: tuple[Callable[..., Any], ...] = ()
+    assign_ids: tuple[Callable[..., Any], ...] = ()
+    prepare: tuple[Callable[..., Any], ...] = ()
+    check: tuple[Callable[..., Any], ...] = ()
+    shape: tuple[Callable[..., Any], ...] = ()
+    settle: tuple[Callable[..., Any], ...] = ()
+    finish: tuple[Callable[..., Any], ...] = ()
+    search: tuple[Callable[..., Any], ...] = ()
+    by_query: tuple[Callable[..., Any], ...] = ()
+    read_params: tuple[Callable[..., Any], ...] = ()
+
+    @classmethod
+    def of(cls, features: Sequence[Feature]) -> Points:
+        hooks: dict[str, tuple[Callable[..., Any], ...]] = {}
+        for point in POINTS:
+            base = getattr(Feature, point)
+            hooks[point] = tuple(
+                getattr(f, point) for f in features if getattr(type(f), point) is not base
+            )
+        return cls(tuple(features), **hooks)
+
+    def feature(self, name: str) -> Feature | None:
+        """The attached feature called ``name`` (``None``: it does not apply)."""
+        for f in self.features:
+            if f.name == name:
+                return f
+        return None
+
+
+NO_POINTS = Points()
+
+_registry: list[type[Feature]] = []
+_compiled: weakref.WeakSet[Any] = weakref.WeakSet()
+_lock = threading.Lock()
+
+
+def registered() -> tuple[type[Feature], ...]:
+    """The registered features, in registration order."""
+    return tuple(_registry)
+
+
+def index_option_names() -> frozenset[str]:
+    """The ``class Index:`` option names the registered features read."""
+    return frozenset(name for f in _registry for name in f.index_options)
+
+
+def attach(info: ModelInfo) -> Points:
+    """The points of ``info``'s model: every registered feature that applies to it.
+    Called when the model is compiled; a feature registered later is attached to the
+    models compiled before (:func:`register`)."""
+    with _lock:
+        _compiled.add(info)
+        features = [f for f in (cls.attach(info) for cls in _registry) if f is not None]
+    return Points.of(features) if features else NO_POINTS
+
+
+def register(feature: type[Feature]) -> type[Feature]:
+    """Register ``feature`` (usable as a class decorator). Models compiled before are
+    attached to it now. Registering a name twice raises ``ValueError``."""
+    if not feature.name:
+        raise ValueError(f"{feature.__qualname__} has no name")
+    with _lock:
+        if any(f.name == feature.name for f in _registry):
+            raise ValueError(f"a feature named {feature.name!r} is registered already")
+        _registry.append(feature)
+        earlier = list(_compiled)
+    for info in earlier:
+        instance = feature.attach(info)
+        if instance is not None:
+            info.points = Points.of([*info.points.features, instance])
+    return feature
+
+
+def unregister(feature: type[Feature]) -> None:
+    """Remove ``feature`` from the registry and from the models it was attached to (for
+    tests that register a feature of their own)."""
+    with _lock:
+        _registry.remove(feature)
+        earlier = list(_compiled)
+    for info in earlier:
+        kept = [f for f in info.points.features if type(f) is not feature]
+        if len(kept) != len(info.points.features):
+            info.points = Points.of(kept) if kept else NO_POINTS
