@@ -155,12 +155,9 @@ class ModelInfo:
     has_dates: bool = False
     soft_deletes: bool = False
     versioned: bool = False
+    #: whether the model declares ``em.HasCustomFields``/``em.HasVirtualCustomFields``
+    #: (what they mean is the custom-field feature's: :mod:`esmapper.custom_fields`)
     custom_fields: bool = False
-    #: the custom-field types of a ``HasCustomFields`` model (checked, standard by default)
-    custom_field_types: tuple[Any, ...] = ()
-    #: how the documents hold custom values and name their tenant
-    #: (:class:`esmapper.custom_fields._access.CustomValues`; ``None``: no custom fields)
-    custom_access: Any = None
     normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
     #: ``(name, ModelInfo)`` of the fields holding one embedded object (saves keep the
@@ -181,20 +178,20 @@ class ModelInfo:
         self.properties = {
             f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
         }
-        if self.custom_fields and "idx" in self.properties:
-            # slots are mapped by the dynamic templates (see esmapper.custom_fields.types);
-            # idx.tenant holds the key of models that override tenant_key()
-            self.properties["idx"] = {
-                "type": "object",
-                "dynamic": True,
-                "properties": {"tenant": {"type": "keyword"}},
-            }
         if self.is_document:
             self.points = attach(self)
 
     @property
     def name(self) -> str:
         return self.cls.__name__
+
+    @property
+    def custom_access(self) -> Any:
+        """How the documents hold custom values and name their tenant (the custom-field
+        feature's :class:`esmapper.custom_fields._access.CustomValues`; ``None``: the
+        model has none). Kept for the callers that read it from here."""
+        feature = self.points.feature("custom_fields")
+        return None if feature is None else getattr(feature, "access", None)
 
     def normalize(self, doc: Any) -> None:
         """Check and convert, in place, what ``doc``'s lists and embedded objects hold.
@@ -219,12 +216,11 @@ class ModelInfo:
 
     @property
     def mapping(self) -> dict[str, Any]:
-        """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``)."""
+        """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``), with
+        what the model's features add (their ``mapping`` point)."""
         body: dict[str, Any] = {"properties": self.properties}
-        if self.custom_fields and self.custom_field_types:
-            from esmapper.custom_fields.types import dynamic_templates
-
-            body = {"dynamic_templates": dynamic_templates(self.custom_field_types), **body}
+        for hook in self.points.mapping:  # what the features add (dynamic templates...)
+            hook(body)
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
         return body
