@@ -96,7 +96,7 @@ def test_a_virtual_model_cannot_name_a_tenant_field() -> None:
         "org": None,
         **{n: vars(Virtual)[n] for n in vars(Virtual) if "custom_field" in n or "tenant" in n},
     }
-    with pytest.raises(em.IndexConfigurationError, match=r"tenant_field is for em\.HasCustomFields"):
+    with pytest.raises(em.IndexConfigurationError, match=r"tenant_field is for em\.HasCustom"):
         type("VirtualTenant", (em.Document, em.HasVirtualCustomFields), namespace)
 
 
