@@ -26,6 +26,7 @@ class CustomFields(Feature):
     """Tenant custom fields: ``idx`` slots, their mappings, the tenant rule and clause."""
 
     name = "custom_fields"
+    index_options = ("tenant_field", "custom_field_types", "auto_create_custom_fields")
     __slots__ = ("access", "types")
 
     def __init__(
