@@ -56,7 +56,7 @@ CORE = (
 )
 
 #: the feature modules (with the modules the registered features live in, see _features())
-FEATURES = (
+FEATURE_MODULES = (
     "esmapper.custom_fields.*",
     "esmapper.indexes.timeseries",
     "esmapper.indexes._placement",
@@ -259,9 +259,9 @@ def _in(module: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _feature_modules() -> tuple[str, ...]:
-    """:data:`FEATURES` and the module of every registered feature class."""
+    """:data:`FEATURE_MODULES` and the module of every registered feature class."""
     registered = tuple(f.__module__ for f in _features.registered())
-    return FEATURES + registered
+    return FEATURE_MODULES + registered
 
 
 def _violations() -> dict[str, set[tuple[str, str, str]]]:
