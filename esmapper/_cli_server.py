@@ -40,6 +40,8 @@ def server(port: int, data_dir: Path | None) -> None:
     For development, tests and your own scripts: it speaks the Elasticsearch API that
     esmapper uses, without security, and is not meant for production. It comes with the
     test extra (pip install -e '.[test]')."""
+    # here, not at the top: noida-db is an optional dependency (the test extra), and the
+    # CLI loads without it
     from esmapper.testing.server import LocalServer
 
     local = LocalServer(port=port or None, data_dir=data_dir)

@@ -6,13 +6,14 @@ search's own keywords too, the ``Untenanted`` ones where the method's own ``tena
 argument takes that name): type checkers then check each keyword's name and type as they do for the
 methods that list them, and such a method is a compatible override of one that lists
 them. :func:`esmapper.options.keywords_checked` reads the ``TypedDict`` of a method's
-``**options`` and refuses, at run time, a keyword it does not name.
+``**options`` (:func:`~esmapper.options.keywords_of`) and refuses, at run time, a keyword
+it does not name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -25,7 +26,6 @@ __all__ = [
     "OptionKeywords",
     "UntenantedOptionKeywords",
     "UntenantedSearchKeywords",
-    "keywords_of",
 ]
 
 
@@ -68,21 +68,3 @@ class UntenantedSearchKeywords(UntenantedOptionKeywords, total=False):
     highlight: HighlightSpec
     total: bool | int | None
     partial_results: bool | None
-
-
-def keywords_of(annotation: Any, scope: dict[str, Any]) -> frozenset[str]:
-    """The keys of the ``TypedDict`` in ``annotation`` (``Unpack[X]``, or its text under
-    ``from __future__ import annotations``, resolved in ``scope``); empty when it names
-    none (a plain ``**kwargs: Any``)."""
-    if isinstance(annotation, str):
-        text = annotation.strip()
-        if not text.startswith("Unpack["):
-            return frozenset()
-        annotation = eval(text[len("Unpack[") : -1], scope)
-    else:
-        args = get_args(annotation)
-        annotation = args[0] if args else annotation
-    keys = getattr(annotation, "__required_keys__", frozenset()) | getattr(
-        annotation, "__optional_keys__", frozenset()
-    )
-    return frozenset(keys)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import datetime as _dt
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -36,37 +35,11 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-__all__ = ["CallLimits", "applied", "check_retries", "check_timeout", "current", "limited"]
+from esmapper.options import check_retries, check_timeout, refuse_keywords
+
+__all__ = ["CallLimits", "applied", "current", "limited"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def check_timeout(value: Any) -> float | None:
-    """``value`` as seconds (``None`` stays ``None``); anything but a positive number of
-    seconds or a positive ``timedelta`` raises ``ValueError`` naming ``timeout``."""
-    if value is None:
-        return None
-    if isinstance(value, _dt.timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise ValueError(
-            f"timeout={value!r} must be a number of seconds or a timedelta (e.g. timeout=5)"
-        )
-    if not seconds > 0 or seconds == float("inf"):
-        raise ValueError(f"timeout={value!r} must be a positive, finite duration")
-    return seconds
-
-
-def check_retries(value: Any) -> int | None:
-    """``value`` as a retry count (``None`` stays ``None``); anything but an int >= 0
-    raises ``ValueError`` naming ``retries``."""
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"retries={value!r} must be an integer >= 0")
-    return value
 
 
 @attrs.frozen(slots=True)
@@ -139,8 +112,6 @@ def limited(defaults: Callable[[Any], _HasLimits]) -> Callable[[F], F]:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs and not takes_any and not accepted.issuperset(kwargs):
-                from esmapper.options import refuse_keywords
-
                 refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
             timeout = kwargs.get("timeout", fallback.timeout)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
@@ -47,6 +46,7 @@ from esmapper._cli_app import (
     error_for,
     find_model,
     mapper_of,
+    table,
 )
 from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
@@ -263,12 +263,6 @@ def _doc_count(mapper: Mapper, alias: str) -> str:
         return f"{exc.results}+ ({failed or 'timed out'})"
 
 
-def _table(rows: list[list[str]]) -> Iterator[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-
-
 @main.command()
 @click.option("--health", is_flag=True,
               help="Check health instead; exit 1 when something needs attention.")  # fmt: skip
@@ -312,7 +306,7 @@ def status(ctx: click.Context, health: bool) -> None:
             blocks.extend(blocked)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
         rows.append([model.__name__, spec.alias, index, version, count, state])
-    for line in _table(rows) if len(rows) > 1 else ["no models"]:
+    for line in table(rows) if len(rows) > 1 else ["no models"]:
         click.echo(line)
     if left:
         click.echo(f"old indexes left behind: {len(left)}")

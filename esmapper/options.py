@@ -10,11 +10,9 @@ import operator
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
-
-from esmapper._limits import check_retries, check_timeout
 
 __all__ = [
     "OPTION_NAMES",
@@ -26,8 +24,11 @@ __all__ = [
     "SoftDeleteMode",
     "Timeout",
     "check_keywords",
+    "check_retries",
+    "check_timeout",
     "given",
     "keywords_checked",
+    "keywords_of",
     "log_level",
     "picked",
     "refresh_param",
@@ -35,6 +36,35 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_timeout(value: Any) -> float | None:
+    """``value`` as seconds (``None`` stays ``None``); anything but a positive number of
+    seconds or a positive ``timedelta`` raises ``ValueError`` naming ``timeout``."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ValueError(
+            f"timeout={value!r} must be a number of seconds or a timedelta (e.g. timeout=5)"
+        )
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"timeout={value!r} must be a positive, finite duration")
+    return seconds
+
+
+def check_retries(value: Any) -> int | None:
+    """``value`` as a retry count (``None`` stays ``None``); anything but an int >= 0
+    raises ``ValueError`` naming ``retries``."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"retries={value!r} must be an integer >= 0")
+    return value
+
 
 #: How a write is made visible to searches (see :class:`Options`).
 Consistency: TypeAlias = Literal["eventual", "immediate", "wait"]
@@ -244,6 +274,24 @@ def picked(scope: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
     return {name: scope[name] for name in names if scope.get(name) is not None}
 
 
+def keywords_of(annotation: Any, scope: dict[str, Any]) -> frozenset[str]:
+    """The keys of the ``TypedDict`` in ``annotation`` (``Unpack[X]``, or its text under
+    ``from __future__ import annotations``, resolved in ``scope``); empty when it names
+    none (a plain ``**kwargs: Any``)."""
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        if not text.startswith("Unpack["):
+            return frozenset()
+        annotation = eval(text[len("Unpack[") : -1], scope)
+    else:
+        args = get_args(annotation)
+        annotation = args[0] if args else annotation
+    keys = getattr(annotation, "__required_keys__", frozenset()) | getattr(
+        annotation, "__optional_keys__", frozenset()
+    )
+    return frozenset(keys)
+
+
 def check_keywords(call: str, given: Mapping[str, Any], own: Iterable[str] = ()) -> None:
     """Raise ``TypeError`` when ``given`` holds a keyword that is neither one of the call's
     ``own`` nor an option; the message lists both, so a typo shows what was meant."""
@@ -275,8 +323,6 @@ def keywords_checked(method: F) -> F:
     :func:`esmapper._limits.limited`, which checks the same way). A method that takes
     ``**options: Unpack[X]`` (a ``TypedDict`` of :mod:`esmapper._keywords`) takes the
     keys of ``X``; one that takes ``**kwargs`` otherwise is not checked."""
-    from esmapper._keywords import keywords_of
-
     parameters = inspect.signature(method).parameters.values()
     accepted = frozenset(
         p.name

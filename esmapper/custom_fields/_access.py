@@ -9,10 +9,11 @@ A model has custom fields in one of two ways:
   ``get_custom_field(name)``, ``set_custom_field(name, value)``,
   ``remove_custom_field(name)``; ``get_tenant_key()`` names the tenant.
 
-Each model's :class:`CustomValues` (``ModelInfo.custom_access``, chosen when the class is
-defined) is what every path reads and writes through: the write pipeline recomputing
-``idx``, patches, reconciling after scripts, the definitions' ``rebuild_idx``, the tenant
-filter of searches. No other code asks which of the two mixins a model uses. What a call
+Each model's :class:`CustomValues` (:func:`access_for`, chosen by the custom-field feature
+when the class is defined; :func:`custom_access` / ``ModelInfo.custom_access`` read it) is
+what every path reads and writes through: the write pipeline recomputing ``idx``, patches,
+reconciling after scripts, the definitions' ``rebuild_idx``, the tenant filter of
+searches. No other code asks which of the two mixins a model uses. What a call
 scoped to a tenant may see and write is :mod:`esmapper.custom_fields._tenancy`'s.
 """
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from esmapper.custom_fields.catalog import IDX_TENANT
 from esmapper.errors import IndexConfigurationError, QueryValidationError
+from esmapper.model.document import HasCustomFields, HasVirtualCustomFields
 from esmapper.model.state import state_of
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "CustomValues",
     "DictValues",
     "VirtualValues",
+    "access_for",
     "check_virtual",
     "custom_access",
     "require_custom_fields",
@@ -164,15 +168,11 @@ class DictValues(CustomValues):
         # loaded with part of them could not have its idx recomputed; and what tells its
         # tenant (a computed tenant key is checked against the stored idx.tenant)
         if not self.uses_tenant_field(info):
-            from esmapper.custom_fields.catalog import IDX_TENANT
-
             return ("custom_fields", IDX_TENANT)
         field = info.index.tenant_field
         return ("custom_fields", field) if field else ("custom_fields",)
 
     def uses_tenant_field(self, info: Any) -> bool:
-        from esmapper.model.document import HasCustomFields
-
         return getattr(info.cls, "tenant_key", None) is HasCustomFields.tenant_key
 
     def loaded(self, doc: Any, state: Any) -> bool:
@@ -233,8 +233,6 @@ class VirtualValues(CustomValues):
 def check_virtual(cls: type) -> None:
     """Refuse a ``HasVirtualCustomFields`` model that does not implement the accessors, or
     that also declares ``em.HasCustomFields``. IndexConfigurationError naming them."""
-    from esmapper.model.document import HasCustomFields, HasVirtualCustomFields
-
     if issubclass(cls, HasCustomFields):
         raise IndexConfigurationError(
             f"{cls.__name__}: em.HasCustomFields and em.HasVirtualCustomFields are "
@@ -267,10 +265,26 @@ DICT_VALUES = DictValues()
 VIRTUAL_VALUES = VirtualValues()
 
 
+def access_for(cls: type) -> CustomValues:
+    """How the documents of ``cls`` (a model with custom fields) hold their values.
+    Raises IndexConfigurationError for a ``HasVirtualCustomFields`` model that does not
+    implement its accessors (:func:`check_virtual`)."""
+    if issubclass(cls, HasVirtualCustomFields):
+        check_virtual(cls)
+        return VIRTUAL_VALUES
+    return DICT_VALUES
+
+
+def _of(info: Any) -> CustomValues | None:
+    # the custom-field feature attached to the model (esmapper.custom_fields._feature)
+    feature = info.points.feature("custom_fields")
+    return None if feature is None else feature.access  # type: ignore[no-any-return]
+
+
 def require_custom_fields(info: Any) -> CustomValues:
     """The custom-value access of ``info``'s model; QueryValidationError (``field="tenant"``)
     for ``tenant=`` on a model without custom fields."""
-    access: CustomValues | None = info.custom_access
+    access = _of(info)
     if access is None:
         raise QueryValidationError(
             f"tenant= is for models with custom fields; {info.name} has none "
@@ -282,7 +296,7 @@ def require_custom_fields(info: Any) -> CustomValues:
 
 def custom_access(doc: Any) -> CustomValues:
     """How ``doc``'s model holds custom values (its :class:`CustomValues`)."""
-    access: CustomValues | None = type(doc).__esmapper__.custom_access
+    access = _of(type(doc).__esmapper__)
     if access is None:
         raise TypeError(f"{type(doc).__name__} has no custom fields")
     return access

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from esmapper.custom_fields._access import custom_access
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition
+from esmapper.errors import VersionConflictError
 from esmapper.model.state import stored_hit
 
 if TYPE_CHECKING:
@@ -136,8 +137,6 @@ def _save_definition(
     *,
     replay: bool,
 ) -> None:
-    from esmapper.errors import VersionConflictError
-
     repo = mapper.custom_fields(cls)
     for _round in range(DEFINITION_SAVE_ROUNDS):
         try:

@@ -8,9 +8,12 @@ delegates to live in this package's modules."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, register
+from esmapper.custom_fields._access import CustomValues, access_for
+from esmapper.custom_fields.types import CustomFieldType, check_options, dynamic_templates
+from esmapper.errors import IndexConfigurationError
 
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
@@ -23,13 +26,58 @@ class CustomFields(Feature):
     """Tenant custom fields: ``idx`` slots, their mappings, the tenant rule and clause."""
 
     name = "custom_fields"
-    __slots__ = ()
+    index_options = ("tenant_field", "custom_field_types", "auto_create_custom_fields")
+    __slots__ = ("access", "types")
+
+    def __init__(
+        self, info: ModelInfo, access: CustomValues, types: tuple[CustomFieldType, ...]
+    ) -> None:
+        super().__init__(info)
+        #: how the model's documents hold their values and name their tenant
+        self.access = access
+        #: the model's custom-field types (``Index.custom_field_types``, checked)
+        self.types = types
 
     @classmethod
     def attach(cls, info: ModelInfo) -> CustomFields | None:
-        return cls(info) if info.custom_fields else None
+        """The feature of a model declaring ``em.HasCustomFields`` or
+        ``em.HasVirtualCustomFields``, its ``class Index:`` options checked (when the class
+        is defined). IndexConfigurationError for custom-field options on another model, a
+        virtual model without its accessors or with ``tenant_field``, and what
+        :func:`~esmapper.custom_fields.types.check_options` refuses."""
+        index = info.index
+        if not info.custom_fields:
+            if index is not None and (index.tenant_field or index.custom_field_types is not None):
+                raise IndexConfigurationError(
+                    f"{info.name}.Index: tenant_field/custom_field_types need "
+                    "em.HasCustomFields or em.HasVirtualCustomFields"
+                )
+            return None
+        assert index is not None  # a document model
+        access = access_for(info.cls)
+        if access.dict_attribute is None and index.tenant_field:
+            raise IndexConfigurationError(
+                f"{info.name}.Index.tenant_field is for em.HasCustomFields; a "
+                "HasVirtualCustomFields model names its tenant with get_tenant_key()"
+            )
+        return cls(info, access, check_options(info.name, index, set(info.field_by_name)))
 
     # -- model (points: mapping) --------------------------------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        """One dynamic template per type maps the ``idx`` slots; ``idx`` itself is a
+        dynamic object whose ``tenant`` (the key of models that override ``tenant_key()``)
+        is a keyword."""
+        if "idx" in body["properties"]:
+            body["properties"] = {
+                **body["properties"],
+                "idx": {
+                    "type": "object",
+                    "dynamic": True,
+                    "properties": {"tenant": {"type": "keyword"}},
+                },
+            }
+        body["dynamic_templates"] = dynamic_templates(self.types)
 
     # -- writes of whole documents (points: prepare, check, finish) ---------------------
 

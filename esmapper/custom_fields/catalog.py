@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from esmapper.custom_fields.types import CustomFieldType, slot_mapping, value_checker
+from esmapper.custom_fields.types import (
+    CustomFieldType,
+    model_types,
+    slot_mapping,
+    value_checker,
+)
 from esmapper.model.catalog import FieldCatalog, FieldInfo
 
 if TYPE_CHECKING:
@@ -123,7 +128,7 @@ class TenantFields:
         self.stamp = stamp
         #: whether idx holds the tenant key (see :func:`tenant_path`)
         self.stores_tenant = tenant_path(info) == IDX_TENANT
-        types = {t.type: t for t in info.custom_field_types}
+        types = {t.type: t for t in model_types(info)}
         self.model_names = model_names(info)
         by_name: dict[str, FieldSlot] = {}
         for definition in sorted(definitions, key=lambda d: (d.index_type, d.index_slot)):

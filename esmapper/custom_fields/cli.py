@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from esmapper._cli_app import CliError, find_model, mapper_of
+from esmapper._cli_app import CliError, find_model, mapper_of, table
 
 if TYPE_CHECKING:
     from esmapper.custom_fields.repository import CustomFieldRepository
@@ -77,9 +77,7 @@ def list_fields(ctx: click.Context, *, model_name: str, tenant: str, everything:
     if len(rows) == 1:
         click.echo(f"{repo.entity_type} tenant {tenant!r} has no custom fields")
         return
-    from esmapper.cli import _table
-
-    for line in _table(rows):
+    for line in table(rows):
         click.echo(line)
 
 

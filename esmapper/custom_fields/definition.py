@@ -24,10 +24,12 @@ import re
 import unicodedata
 from typing import Any
 
+from esmapper._bodies import merged
 from esmapper.errors import DocumentValidationError
 from esmapper.ids import compose_id
 from esmapper.model import Document, HasDates, SoftDeletes, Versioned, field
 from esmapper.model.fields import Integer, Keyword, Text
+from esmapper.model.partial import check_partial
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 
 __all__ = [
@@ -133,9 +135,6 @@ def check_name(name: Any, *, field: str = "name", new: bool = True) -> str:
 
 def apply_patch(doc: CustomFieldDefinition, patch: Any) -> bool:
     """Apply a Partial/Json/Action patch to a loaded definition; ``False``: no change."""
-    from esmapper._bodies import merged
-    from esmapper.model.partial import check_partial
-
     info = CustomFieldDefinition.__esmapper__
     if isinstance(patch, ScriptPatch):
         raise TypeError(

@@ -68,6 +68,7 @@ from esmapper.custom_fields.definition import (
     remember_former_name,
 )
 from esmapper.custom_fields.indexing import RECHECK_AFTER, definition_writes, stored_hit
+from esmapper.custom_fields.types import model_types
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
@@ -107,7 +108,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         self.entity = entity
         self.entity_info = info
         self.entity_type: str = info.name
-        self.types = {t.type: t for t in info.custom_field_types}
+        self.types = {t.type: t for t in model_types(info)}
         self.defaults = Options(consistency="immediate")
         #: writes reload a cached field mapping older than this (seconds); see
         #: :data:`esmapper.custom_fields.indexing.RECHECK_AFTER`

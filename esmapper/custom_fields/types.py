@@ -50,6 +50,7 @@ __all__ = [
     "StandardFieldType",
     "dynamic_templates",
     "index_value",
+    "model_types",
     "resolve_types",
     "slot_mapping",
     "value_checker",
@@ -169,6 +170,16 @@ def check_options(
             f"{model_name}.Index.auto_create_custom_fields creates 'string' definitions, "
             "but custom_field_types has no 'string' type"
         )
+    return types
+
+
+def model_types(info: Any) -> tuple[CustomFieldType, ...]:
+    """The checked custom-field types of ``info``'s model (its custom-field feature's,
+    :func:`check_options`); TypeError for a model without custom fields."""
+    feature = info.points.feature("custom_fields")
+    if feature is None:
+        raise TypeError(f"{info.name} has no custom fields")
+    types: tuple[CustomFieldType, ...] = feature.types
     return types
 
 

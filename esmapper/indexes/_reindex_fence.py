@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, Final
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
-from esmapper.errors import LockError
+from esmapper.errors import IndexConfigurationError, LockError
+from esmapper.indexes.timeseries import parse_partition
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -81,8 +82,6 @@ def is_marker(new: str, alias: str) -> bool:
 def serving_aliases(spec: IndexSpec, index: str) -> list[str]:
     """The aliases through which ``index`` serves ``spec``'s reads and writes: the model's
     alias and, for a partition, its dated alias."""
-    from esmapper.indexes.timeseries import parse_partition
-
     partition = parse_partition(spec, index) if spec.is_time_series else None
     return [spec.alias] + ([spec.dated_alias(partition.start)] if partition else [])
 
@@ -242,8 +241,6 @@ def delete_unclaimed(client: Elasticsearch, new: str, serving: Collection[str], 
     (``must_exist``: :class:`LockError` when a run claimed it meanwhile), then it is
     deleted on the condition that ``alias`` still names another index
     (:func:`_delete_fenced`; :class:`LockError` when refused)."""
-    from esmapper.errors import IndexConfigurationError
-
     found = aliases_of(client, new)
     held = [a for a in found if a in serving]
     if held:

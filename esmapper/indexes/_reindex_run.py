@@ -45,15 +45,20 @@ from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
 from esmapper.indexes.pipelines import reindex_dest
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import Lock
+from esmapper.locks import DEFAULT_TTL, Lock
 from esmapper.model.codec import format_datetime
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
-__all__ = ["ReindexProgress", "ReindexResult", "Run", "run_phases"]
+__all__ = ["LOCK_TTL", "LOCK_WAIT", "ReindexProgress", "ReindexResult", "Run", "run_phases"]
 
 log = logging.getLogger("esmapper.indexes")
+
+#: the defaults of a reindex's lock (``reindex:<alias>``): its time to live, and how long
+#: a reindex waits for another one holding it (a versioned model's and a time-series one's)
+LOCK_TTL = DEFAULT_TTL
+LOCK_WAIT = _dt.timedelta(minutes=30)
 
 _EXTERNAL: dict[str, Any] = {"version_type": "external"}
 _IDS_PER_PASS = 10_000  # ids in the ``ids`` query of one pass

@@ -60,14 +60,21 @@ from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._fence import is_fence
 from esmapper.indexes._reindex_fence import is_marker
 from esmapper.indexes._reindex_pass import Throttle, prepare_target
-from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
+from esmapper.indexes._reindex_run import (
+    LOCK_TTL,
+    LOCK_WAIT,
+    ReindexProgress,
+    ReindexResult,
+    Run,
+    run_phases,
+)
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.deletion import delete_template
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.partition_versions import Upgrade, partition_versions
-from esmapper.indexes.reindex import LOCK_TTL, LOCK_WAIT, compose_reindex_script
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
+from esmapper.reindex_scripts import compose
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -176,9 +183,7 @@ def _upgrade(
         {"remove": {"index": old, "alias": alias, "must_exist": True}} for alias in aliases
     ]
     actions += [{"add": {"index": new, "alias": alias}} for alias in moved]
-    script = compose_reindex_script(
-        spec.options.reindex_scripts, upgrade.partition.version, spec.version
-    )
+    script = compose(spec.options.reindex_scripts, upgrade.partition.version, spec.version)
     run = Run(mapper, spec, lock, progress, old, new, script, throttle, tuple(actions), dated)
     if cleared is not None:
         run.update(cleared_block_seconds=cleared.seconds(mapper.clock()))

@@ -178,18 +178,28 @@ from typing import TYPE_CHECKING
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
-from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult, Run, run_phases
+from esmapper.indexes._reindex_run import (
+    LOCK_TTL,
+    LOCK_WAIT,
+    ReindexProgress,
+    ReindexResult,
+    Run,
+    run_phases,
+)
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state, is_outdated
+from esmapper.indexes.partition_reindex import reindex_partitions
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
+from esmapper.locks import LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
 
 __all__ = [
+    "LOCK_TTL",
+    "LOCK_WAIT",
     "ReindexProgress",
     "ReindexResult",
     "compose_reindex_script",
@@ -198,9 +208,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("esmapper.indexes")
-
-LOCK_TTL = DEFAULT_TTL
-LOCK_WAIT = _dt.timedelta(minutes=30)
 
 
 def compose_reindex_script(
@@ -280,8 +287,6 @@ def reindex(
     throttle = Throttle(batch_size, requests_per_second, stall)
     spec = mapper.spec(model)
     if spec.is_time_series:
-        from esmapper.indexes.partition_reindex import reindex_partitions  # it imports this
-
         moved = reindex_partitions(
             mapper,
             model,

@@ -20,7 +20,9 @@ from typing import Any, ClassVar
 import attrs
 from typing_extensions import Self, dataclass_transform
 
+from esmapper.errors import IndexConfigurationError
 from esmapper.model import _tracking as tracking
+from esmapper.model._kinds import DocumentKind, EmbeddedKind
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -250,32 +252,9 @@ def _build_info(
             index = IndexOptions.from_class(cls.__name__, index_cls)
         unknown = [f for f in index.id_fields if f not in {s.name for s in specs}]
         if unknown:
-            from esmapper.errors import IndexConfigurationError
-
             raise IndexConfigurationError(
                 f"{cls.__name__}.Index.id_fields names unknown attribute(s): {', '.join(unknown)}"
             )
-    custom_types: tuple[Any, ...] = ()
-    custom_access = _custom_access(cls) if is_document else None
-    if custom_access is not None:
-        from esmapper.custom_fields.types import check_options
-
-        assert index is not None
-        if custom_access.dict_attribute is None and index.tenant_field:
-            from esmapper.errors import IndexConfigurationError
-
-            raise IndexConfigurationError(
-                f"{cls.__name__}.Index.tenant_field is for em.HasCustomFields; a "
-                "HasVirtualCustomFields model names its tenant with get_tenant_key()"
-            )
-        custom_types = check_options(cls.__name__, index, {s.name for s in specs})
-    elif index is not None and (index.tenant_field or index.custom_field_types is not None):
-        from esmapper.errors import IndexConfigurationError
-
-        raise IndexConfigurationError(
-            f"{cls.__name__}.Index: tenant_field/custom_field_types need em.HasCustomFields "
-            "or em.HasVirtualCustomFields"
-        )
     return ModelInfo(
         cls=cls,
         fields=specs,
@@ -288,26 +267,10 @@ def _build_info(
         has_dates=is_document and issubclass(cls, HasDates),
         soft_deletes=is_document and issubclass(cls, SoftDeletes),
         versioned=has_version,
-        custom_fields=custom_access is not None,
-        custom_field_types=custom_types,
-        custom_access=custom_access,
+        # the custom-field feature (esmapper.custom_fields) checks their options, maps and
+        # reads them: attached by ModelInfo when it applies
+        custom_fields=is_document and issubclass(cls, HasCustomFields | HasVirtualCustomFields),
     )
-
-
-def _custom_access(cls: type) -> Any:
-    """How ``cls``'s documents hold custom values (esmapper.custom_fields._access), or
-    ``None`` for a model without custom fields. Raises IndexConfigurationError for a
-    ``HasVirtualCustomFields`` model that does not implement its accessors."""
-    if issubclass(cls, HasVirtualCustomFields):
-        from esmapper.custom_fields._access import VIRTUAL_VALUES, check_virtual
-
-        check_virtual(cls)
-        return VIRTUAL_VALUES
-    if issubclass(cls, HasCustomFields):
-        from esmapper.custom_fields._access import DICT_VALUES
-
-        return DICT_VALUES
-    return None
 
 
 class _ModelBase(metaclass=ModelMeta):
@@ -331,7 +294,7 @@ class _ModelBase(metaclass=ModelMeta):
         return cls.__esmapper__.from_source(source, None, None)
 
 
-class InnerDoc(_ModelBase):
+class InnerDoc(_ModelBase, EmbeddedKind):
     """Base class of embedded objects (mapped as ``object``, or ``nested`` when declared so)."""
 
     __esm_base__ = True
@@ -345,7 +308,7 @@ class _Trait(metaclass=ModelMeta):
     __slots__ = ()
 
 
-class Document(_ModelBase):
+class Document(_ModelBase, DocumentKind):
     """Base class of stored documents: adds ``id`` (``None`` until the document is added)."""
 
     __esm_base__ = True

@@ -50,6 +50,8 @@ from elasticsearch.dsl import (
     Wildcard,
 )
 
+from esmapper.model._kinds import DocumentKind, EmbeddedKind
+
 __all__ = [
     "Binary",
     "Boolean",
@@ -113,16 +115,14 @@ def _embedded_model(doc_class: Any, mapping_type: str, kwargs: Mapping[str, Any]
     """
     if not isinstance(doc_class, type):
         return None
-    from esmapper.model.document import Document, InnerDoc
-
-    if issubclass(doc_class, Document):
+    if issubclass(doc_class, DocumentKind):
         raise TypeError(
             f"{mapping_type}({doc_class.__name__}): a Document is stored in its own index; "
             "an embedded object is an em.InnerDoc subclass"
         )
-    if not issubclass(doc_class, InnerDoc):
+    if not issubclass(doc_class, EmbeddedKind):
         return None
-    if doc_class is InnerDoc:
+    if vars(doc_class).get("__esm_base__", False):  # em.InnerDoc itself
         raise TypeError(f"{mapping_type}() takes a subclass of em.InnerDoc, not InnerDoc itself")
     if "properties" in kwargs:
         raise TypeError(

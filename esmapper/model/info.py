@@ -39,13 +39,13 @@ class IndexOptions:
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
     script(s) run while reindexing into it (Painless sources and field operations, see
-    :mod:`esmapper.reindex_scripts`). ``HasCustomFields`` models:
-    ``tenant_field`` the attribute holding the tenant key (or override ``tenant_key()``),
-    ``custom_field_types`` the custom-field types (default: the standard ones),
-    ``auto_create_custom_fields`` whether unknown names get a ``string`` definition.
-    ``pipeline``: the ingest pipeline every create and index write runs through: the name
-    of an existing one, or its definition (``{"processors": [...], ...}``, created as
-    ``<alias>-pipeline``; see :mod:`esmapper.indexes.pipelines`).
+    :mod:`esmapper.reindex_scripts`). The options a feature declares
+    (``Feature.index_options``) are kept in ``extras``; the custom-field ones
+    (``tenant_field``, ``custom_field_types``, ``auto_create_custom_fields``: see
+    :mod:`esmapper.custom_fields`) are also read as attributes. ``pipeline``: the ingest
+    pipeline every create and index write runs through: the name of an existing one, or
+    its definition (``{"processors": [...], ...}``, created as ``<alias>-pipeline``; see
+    :mod:`esmapper.indexes.pipelines`).
     """
 
     name: str
@@ -60,9 +60,6 @@ class IndexOptions:
     aliases: Mapping[str, str] = attrs.field(factory=dict)
     reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
-    tenant_field: str | None = None
-    custom_field_types: tuple[Any, ...] | None = None
-    auto_create_custom_fields: bool = False
     pipeline: str | Mapping[str, Any] | None = None
     #: the options a registered feature reads (its ``Feature.index_options``), by name
     extras: Mapping[str, Any] = attrs.field(factory=dict)
@@ -83,8 +80,6 @@ class IndexOptions:
                 f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
-        if raw.get("custom_field_types") is not None:
-            raw["custom_field_types"] = tuple(raw["custom_field_types"])
         for key in ("id_fields", "default_search_fields"):
             value = raw.get(key)
             if isinstance(value, str):
@@ -98,6 +93,23 @@ class IndexOptions:
         options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
+
+    # the custom-field feature's options (esmapper.custom_fields._feature), read where the
+    # model layer's callers always read them
+    @property
+    def tenant_field(self) -> Any:
+        """``Index.tenant_field`` (``None``: not given)."""
+        return self.extras.get("tenant_field")
+
+    @property
+    def custom_field_types(self) -> Any:
+        """``Index.custom_field_types`` as given (``None``: the standard ones)."""
+        return self.extras.get("custom_field_types")
+
+    @property
+    def auto_create_custom_fields(self) -> Any:
+        """``Index.auto_create_custom_fields`` (``False`` unless given)."""
+        return self.extras.get("auto_create_custom_fields", False)
 
     def check(self, model_name: str) -> None:
         where = f"{model_name}.Index"
@@ -155,12 +167,9 @@ class ModelInfo:
     has_dates: bool = False
     soft_deletes: bool = False
     versioned: bool = False
+    #: whether the model declares ``em.HasCustomFields``/``em.HasVirtualCustomFields``
+    #: (what they mean is the custom-field feature's: :mod:`esmapper.custom_fields`)
     custom_fields: bool = False
-    #: the custom-field types of a ``HasCustomFields`` model (checked, standard by default)
-    custom_field_types: tuple[Any, ...] = ()
-    #: how the documents hold custom values and name their tenant
-    #: (:class:`esmapper.custom_fields._access.CustomValues`; ``None``: no custom fields)
-    custom_access: Any = None
     normalizer: Callable[[Any], None] | None = None
     field_by_name: dict[str, FieldSpec] = attrs.field(init=False)
     #: ``(name, ModelInfo)`` of the fields holding one embedded object (saves keep the
@@ -181,20 +190,20 @@ class ModelInfo:
         self.properties = {
             f.name: f.mapping for f in self.fields if f.stored and f.mapping is not None
         }
-        if self.custom_fields and "idx" in self.properties:
-            # slots are mapped by the dynamic templates (see esmapper.custom_fields.types);
-            # idx.tenant holds the key of models that override tenant_key()
-            self.properties["idx"] = {
-                "type": "object",
-                "dynamic": True,
-                "properties": {"tenant": {"type": "keyword"}},
-            }
         if self.is_document:
             self.points = attach(self)
 
     @property
     def name(self) -> str:
         return self.cls.__name__
+
+    @property
+    def custom_access(self) -> Any:
+        """How the documents hold custom values and name their tenant (the custom-field
+        feature's :class:`esmapper.custom_fields._access.CustomValues`; ``None``: the
+        model has none). Kept for the callers that read it from here."""
+        feature = self.points.feature("custom_fields")
+        return None if feature is None else getattr(feature, "access", None)
 
     def normalize(self, doc: Any) -> None:
         """Check and convert, in place, what ``doc``'s lists and embedded objects hold.
@@ -219,12 +228,11 @@ class ModelInfo:
 
     @property
     def mapping(self) -> dict[str, Any]:
-        """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``)."""
+        """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``), with
+        what the model's features add (their ``mapping`` point)."""
         body: dict[str, Any] = {"properties": self.properties}
-        if self.custom_fields and self.custom_field_types:
-            from esmapper.custom_fields.types import dynamic_templates
-
-            body = {"dynamic_templates": dynamic_templates(self.custom_field_types), **body}
+        for hook in self.points.mapping:  # what the features add (dynamic templates...)
+            hook(body)
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
         return body
