@@ -227,6 +227,8 @@ class ModelInfo:
             body = {"dynamic_templates": dynamic_templates(self.custom_field_types), **body}
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
+        for hook in self.points.mapping:  # what the model's features add (a fresh body)
+            hook(body)
         return body
 
     @property
