@@ -4,9 +4,9 @@ never imports them; this list is the one place that names them."""
 
 from __future__ import annotations
 
-from esmapper import _soft_deletes
+from esmapper import _routing, _soft_deletes
 from esmapper.custom_fields import _feature as _custom_fields
-from esmapper.indexes import _timeseries_feature
+from esmapper.indexes import _pipeline_feature, _timeseries_feature
 
 __all__ = ["BUILTIN"]
 
@@ -14,4 +14,6 @@ BUILTIN = (
     _soft_deletes.SoftDeleteFeature,
     _timeseries_feature.TimeSeries,
     _custom_fields.CustomFields,
+    _pipeline_feature.Pipelines,
+    _routing.Routing,
 )

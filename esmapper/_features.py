@@ -28,13 +28,18 @@ point                  called by, and what for
                        receivers ran): refuse writes before anything is sent (the tenant rule)
 ``shape``              the bulk actions of a batch, first sends and resends alike: what the
                        feature adds to an action (``pipeline``, ``routing``)
+``expected_source``    the read-back of a write without an answer: what an applied
+                       ``create``/``index`` stored (an ingest pipeline's result, asked of
+                       the server; ``None``: it cannot be told, the write stays unknown
+                       unless stored as sent)
 ``settle``             confirmed writes, before the "-ed" signals (the recently-deleted list)
 ``finish``             after the write, whatever its outcome, with what ``prepare`` returned
                        and the writes confirmed (custom-field definitions saved)
 ``search``             every search, count and by-query request of the model: the clauses
                        the feature adds (``filter``) and the ids it hides (``must_not``)
 ``by_query``           the parameters of ``_update_by_query`` (an ingest pipeline)
-``read_params``        by-id reads and writes: request parameters (``routing``)
+``read_params``        by-id reads (``esmapper.indexes.reads``): request parameters of one
+                       id (``routing``)
 =====================  =====================================================================
 
 A point is implemented by overriding the method of that name; :class:`Points` lists, per
@@ -78,6 +83,7 @@ POINTS: tuple[str, ...] = (
     "prepare",
     "check",
     "shape",
+    "expected_source",
     "settle",
     "finish",
     "search",
@@ -142,6 +148,13 @@ class Feature:
     def shape(self, ctx: Context, actions: Sequence[Any]) -> None:
         """Complete this model's bulk actions in place (first sends and resends)."""
 
+    def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
+        """What an applied ``create``/``index`` ``action`` (a write read back after its
+        answer was lost) stores, given ``source``: what the core expects (the action's
+        body, or what an earlier feature made of it). ``None``: it cannot be told (a stored
+        document that differs is then not taken for another's)."""
+        return source
+
     def settle(self, call: WriteCall, confirmed: Sequence[Any]) -> None:
         """Book-keep the confirmed writes of this model (before the "-ed" signals)."""
 
@@ -156,8 +169,9 @@ class Feature:
         """Parameters the feature adds to the model's ``_update_by_query``."""
         return {}
 
-    def read_params(self, doc: Any) -> dict[str, Any]:
-        """Request parameters of a by-id read or write of ``doc``."""
+    def read_params(self, id: str) -> dict[str, Any]:
+        """Request parameters of a by-id read of ``id`` (a GET, an ``_mget`` entry, a
+        HEAD); by-id writes get theirs from :meth:`shape`."""
         return {}
 
 
@@ -172,6 +186,7 @@ class Points:
     prepare: tuple[Callable[..., Any], ...] = ()
     check: tuple[Callable[..., Any], ...] = ()
     shape: tuple[Callable[..., Any], ...] = ()
+    expected_source: tuple[Callable[..., Any], ...] = ()
     settle: tuple[Callable[..., Any], ...] = ()
     finish: tuple[Callable[..., Any], ...] = ()
     search: tuple[Callable[..., Any], ...] = ()

@@ -23,7 +23,6 @@ from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
 from esmapper.errors import EsmapperError
 from esmapper.indexes._fence import is_fence
-from esmapper.indexes.pipelines import apply_to_actions, expected_source
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ _RESOLVE_ROUNDS = 3
 
 #: (C-level getters for the per-batch checks: no Python call per item)
 _MODEL = operator.attrgetter("ref.info.cls")
+_INFO = operator.attrgetter("ref.info")
 _ID = operator.attrgetter("id")
 _OK = operator.attrgetter("ok")
 
@@ -104,7 +104,7 @@ def send_answers(
     unknown.
     """
     _require_aliases(mapper, actions)
-    apply_to_actions(mapper, actions)  # the model's ingest pipeline, if any
+    _shape(mapper, actions)
     try:
         try:
             answers = mapper.writer._write(actions, refresh=refresh)
@@ -118,6 +118,34 @@ def send_answers(
         return _resolve(mapper, outcomes, refresh)
     finally:
         _invalidate(mapper, actions)
+
+
+def _shape(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+    """The ``shape`` point (:mod:`esmapper._features`): each model's features complete
+    its actions in place (an ingest pipeline, a routing), before the first send; resends
+    are these same actions (or copies of them). A model no feature shapes costs nothing
+    but the set of the batch's models."""
+    infos = set(map(_INFO, actions))
+    if len(infos) == 1:
+        for hook in next(iter(infos)).points.shape:
+            hook(mapper, actions)
+        return
+    for info in infos:
+        if info.points.shape:
+            mine = [a for a in actions if a.ref.info is info]
+            for hook in info.points.shape:
+                hook(mapper, mine)
+
+
+def _expected(mapper: Mapper, action: BulkAction) -> Mapping[str, Any] | None:
+    """The ``expected_source`` point: what an applied ``action`` stored, as its model's
+    features tell (its body when none changes it; ``None``: it cannot be told)."""
+    source: Mapping[str, Any] | None = action.body
+    for hook in action.ref.info.points.expected_source:
+        source = hook(mapper, action, source)
+        if source is None:
+            break
+    return source
 
 
 def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
@@ -236,10 +264,12 @@ def _resolve(
             break
         try:
             stored = _read_back(mapper, [result[i].action for i in open_])
-            piped = {  # what a pipeline made of the body (else the body is compared)
-                i: expected_source(mapper.client, result[i].action)
+            made = {  # what a feature made of the body (else the body is compared)
+                i: _expected(mapper, result[i].action)
                 for i, current in zip(open_, stored, strict=True)
-                if result[i].action.pipeline is not None and isinstance(current, dict)
+                if result[i].action.op in ("create", "index")
+                and result[i].action.ref.info.points.expected_source
+                and isinstance(current, dict)
             }
         except (ApiError, TransportError) as exc:
             for i in open_:
@@ -251,7 +281,7 @@ def _resolve(
         verdicts: list[Verdict] = [
             ("unknown", None)
             if current is _UNREADABLE
-            else _verdict(result[i].action, current, piped.get(i, result[i].action.body))  # type: ignore[arg-type]
+            else _verdict(result[i].action, current, made.get(i, result[i].action.body))  # type: ignore[arg-type]
             for i, current in zip(open_, stored, strict=True)
         ]
         created = _created_after(result, open_, verdicts)
@@ -456,8 +486,8 @@ def _verdict(
 ) -> Verdict:
     """Whether a write without an answer was applied, is safe to send again (and on what
     condition), or is unknown; see docs/architecture.md for the table. ``sent``: what the
-    write stores when applied (its body, or what its ingest pipeline makes of it; ``None``:
-    not known)."""
+    write stores when applied (its body, or what a feature makes of it: an ingest pipeline;
+    ``None``: not known)."""
     op = action.op
     version = None if current is None else (current.get("_seq_no"), current.get("_primary_term"))
     condition = (
@@ -478,8 +508,8 @@ def _verdict(
     ):
         return ("applied", None)
     if op == "create":
-        if current is not None and action.pipeline is not None:
-            return ("unknown", None)  # maybe ours, changed by a pipeline not deterministic
+        if current is not None and sent is not action.body:
+            return ("unknown", None)  # maybe ours, made by the server (a pipeline) otherwise
         return ("resend", None)  # absent (or another's: the resend answers 409)
     if condition is not None:  # a conditional write: applied iff the version moved
         return ("resend", None) if version == condition else ("unknown", None)

@@ -1,9 +1,10 @@
 """The reads by id of a repository: ``get``, ``get_many``, ``exists`` and ``require``.
 
-They use the real-time GET and multi-GET (a time-series model's partitions are looked up
-by :mod:`esmapper.indexes.reads`), read through the document cache when the model or
-the call asks for it (a cached hit is a fresh object: hydrated, or a copy of the document
-hydrated from that same in-process entry), and apply the call's soft-delete mode and
+They use the real-time GET and multi-GET of :mod:`esmapper.indexes.reads` (the one owner
+of by-id requests: a time-series model's partitions, a feature's routing), read through
+the document cache when the model or the call asks for it (a cached hit is a fresh
+object: hydrated, or a copy of the document hydrated from that same in-process entry),
+and apply the call's soft-delete mode and
 ``tenant=`` to what they found. :class:`Reading` sits between the searches
 (:class:`~esmapper._searching.Searching`) and the writes of
 :class:`~esmapper.repository.Repository`.
@@ -25,7 +26,7 @@ from esmapper.custom_fields._access import require_custom_fields
 from esmapper.custom_fields._tenancy import in_tenant
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
-from esmapper.indexes.reads import get_document, get_documents
+from esmapper.indexes.reads import document_exists, get_document, get_documents
 from esmapper.model.state import DocState, version_of
 from esmapper.options import (
     Consistency,
@@ -116,16 +117,10 @@ class Reading(Searching[T]):
                     else copies.document(info, cached, self._hydrate)
                 )
                 return document if opts.tenant is None else self._in_tenant(document, opts.tenant)
-        if self.spec.is_time_series:
-            found = get_document(self.mapper.client, self.spec, id)
-            if found is None:
-                return None
-            raw = _hit(found)
-        else:
-            try:
-                raw = _hit(self.mapper.client.get(index=self.spec.read_target, id=id).body)
-            except NotFoundError:
-                return None
+        found = get_document(self.mapper.client, self.spec, id)
+        if found is None:
+            return None
+        raw = _hit(found)
         if ttl is not None:
             self.mapper.cache_fill(self.info, id, raw, token, ttl)
         if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
@@ -177,28 +172,18 @@ class Reading(Searching[T]):
         missing = [id for id in wanted if id not in hits]
         if missing:
             try:
-                if self.spec.is_time_series:  # no multi-GET through several partitions
-                    docs = [
-                        {**raw, "found": True}
-                        for raw in get_documents(self.mapper.client, self.spec, missing)
-                    ]
-                else:
-                    response = self.mapper.client.mget(index=self.spec.read_target, ids=missing)
-                    docs = response.body["docs"]
+                docs = get_documents(self.mapper.client, self.spec, missing)  # found ones
             except NotFoundError as exc:
                 if not is_index_missing(exc):
                     raise
             else:
                 for raw in docs:
-                    if raw.get("found"):
-                        if ttl is None:  # hydrated from the answer as it is
-                            hits[raw["_id"]] = raw
-                            continue
-                        hit = _hit(raw)
-                        hits[hit["_id"]] = hit
-                        self.mapper.cache_fill(
-                            self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
-                        )
+                    if ttl is None:  # hydrated from the answer as it is
+                        hits[raw["_id"]] = raw
+                        continue
+                    hit = _hit(raw)
+                    hits[hit["_id"]] = hit
+                    self.mapper.cache_fill(self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl)
         info, mode = self.info, opts.soft_deletes
         filtered = info.soft_deletes and mode != "all"
         deleted_wanted = mode == "deleted"
@@ -266,20 +251,10 @@ class Reading(Searching[T]):
         check_id(id)
         if opts.tenant is not None:  # the tenant is the document's business: read it whole
             return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
-        if self.spec.is_time_series:
-            found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
-            return found is not None and _visible(
-                self.info, found.get("_source"), opts.soft_deletes
-            )
         if not self.info.soft_deletes or opts.soft_deletes == "all":
-            return bool(self.mapper.client.exists(index=self.spec.read_target, id=id))
-        try:
-            response = self.mapper.client.get(
-                index=self.spec.read_target, id=id, source_includes=["is_deleted"]
-            )
-        except NotFoundError:
-            return False
-        return _visible(self.info, response.body.get("_source"), opts.soft_deletes)
+            return document_exists(self.mapper.client, self.spec, id)
+        found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
+        return found is not None and _visible(self.info, found.get("_source"), opts.soft_deletes)
 
     def _hydrate(self, raw: dict[str, Any]) -> T:
         """The document of a GET/multi-GET answer, its ``_source`` kept as the original

@@ -12,6 +12,10 @@ multi-GET (a search would miss what was written in the last refresh interval):
   lists them; a partition taken out of the umbrella, expired, is not searched: its
   documents are gone for reads too).
 
+Every entry carries the id's request parameters (:func:`read_params`: the model's
+features' ``read_params`` point, a routing), as every by-id read of
+:mod:`esmapper.indexes.reads` does.
+
 Cost: ``GET /_alias/<umbrella>`` (when a non-ObjectId id is asked for) plus one
 ``POST /_mget`` per :data:`MGET_ENTRIES` entries, ``ids x partitions`` entries for the
 non-ObjectId ids (without ``_source`` when only the place is wanted).
@@ -31,13 +35,26 @@ from esmapper.indexes.timeseries import parse_partition
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MGET_ENTRIES", "live_partitions", "stored_copies"]
+__all__ = ["MGET_ENTRIES", "live_partitions", "read_params", "stored_copies"]
 
 MGET_ENTRIES: Final = 10_000
 """Entries per ``_mget`` request."""
 
 #: Entry errors that mean "not there": the partition or dated alias does not exist.
 _MISSING: Final = frozenset({"index_not_found_exception"})
+
+
+def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
+    """The request parameters of a by-id read of ``id`` (a GET, a HEAD, an ``_mget``
+    entry): what the ``read_params`` point of the model's features gives (a routing); empty
+    for a model none of them shapes."""
+    hooks = spec.info.points.read_params
+    if not hooks:
+        return {}
+    params: dict[str, Any] = {}
+    for hook in hooks:
+        params.update(hook(id))
+    return params
 
 
 def live_partitions(client: Elasticsearch, spec: IndexSpec) -> list[str]:
@@ -73,16 +90,19 @@ def stored_copies(
     unique = list(dict.fromkeys(ids))
     if not unique:
         return {}
-    entries: list[dict[str, str]] = []
+    entries: list[dict[str, Any]] = []
     others: list[str] = []
     for id in unique:
         if ObjectId.is_valid(id):
-            entries.append({"_index": spec.read_index_for_id(id), "_id": id})
+            target = spec.read_index_for_id(id)
+            entries.append({"_index": target, "_id": id, **read_params(spec, id)})
         else:
             others.append(id)
     if others:
         partitions = live_partitions(client, spec)
-        entries += [{"_index": p, "_id": id} for id in others for p in partitions]
+        entries += [
+            {"_index": p, "_id": id, **read_params(spec, id)} for id in others for p in partitions
+        ]
     params: dict[str, Any] = {}
     if isinstance(source, bool):
         params["source"] = source

@@ -363,7 +363,7 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
     if client.indices.exists(index=new):
         client.indices.refresh(index=new)
         if count(client, new) == 0:
-            client.indices.put_mapping(index=new, **spec.info.mapping)
+            client.indices.put_mapping(index=new, body=spec.info.mapping)
             return
         log.warning("deleting %s: a non-empty leftover of an interrupted reindex", new)
         delete_unclaimed(client, new, serving_aliases(spec, new), spec.write_name(new))

@@ -126,7 +126,7 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
     if covers(current, spec.info.mapping):
         return False
     try:
-        client.indices.put_mapping(index=index, **spec.info.mapping)
+        client.indices.put_mapping(index=index, body=spec.info.mapping)
     except BadRequestError as exc:
         raise IndexConfigurationError(
             f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "

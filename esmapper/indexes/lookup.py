@@ -5,11 +5,13 @@ of ``esmapper.indexes.lookup`` keep working. Import from the package instead."""
 from esmapper.indexes._lookup import (
     MGET_ENTRIES,
     live_partitions,
+    read_params,
     stored_copies,
 )
 
 __all__ = [
     "MGET_ENTRIES",
     "live_partitions",
+    "read_params",
     "stored_copies",
 ]

@@ -4,10 +4,11 @@ The one owner of "which writes run a model's ingest pipeline" (docs/architecture
 
 - ``create``/``index`` bulk actions (``add``, ``save`` of a fully loaded document, a
   session flush, client-side patches ``JsonPatch``/``ActionPatch``, the scan-driven writes
-  of ``patch_all``): ``"pipeline"`` in the action line (:func:`apply_to_actions`, called
-  by :func:`esmapper._outcomes.send`, the one place every document write passes);
-- ``patch_all`` sent as one ``_update_by_query``: ``?pipeline=<name>``
-  (:func:`by_query_params`);
+  of ``patch_all``): ``"pipeline"`` in the action line (the ``shape`` point of
+  :class:`~esmapper.indexes._pipeline_feature.Pipelines`, called by
+  :func:`esmapper._outcomes.send`, the one place every document write passes);
+- ``patch_all`` sent as one ``_update_by_query``: ``?pipeline=<name>`` (its ``by_query``
+  point: :func:`by_query_params`);
 - reindex passes (versions, time-series partitions): ``"dest": {"pipeline": <name>}``
   (:func:`reindex_dest`).
 
@@ -27,8 +28,9 @@ like its index; an existing one is left to ``configure_indexes``, so an older pr
 never reverts a newer definition.
 
 A pipeline changes what is stored, so a write whose answer was lost cannot be read back
-by comparing the stored ``_source`` with the body sent: :func:`expected_source` asks the
-server what the pipeline makes of the body (``POST /_ingest/pipeline/<name>/_simulate``).
+by comparing the stored ``_source`` with the body sent: :func:`expected_source` (the
+feature's ``expected_source`` point) asks the server what the pipeline makes of the body
+(``POST /_ingest/pipeline/<name>/_simulate``).
 A pipeline that is not deterministic (a timestamp, a random id) makes such a write
 *unknown* rather than applied; it is never resent blindly (:mod:`esmapper._outcomes`).
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -49,12 +51,10 @@ from esmapper.errors import IndexConfigurationError
 if TYPE_CHECKING:
     from esmapper.bulk import BulkAction
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
     from esmapper.model.info import IndexOptions
 
 __all__ = [
     "Pipeline",
-    "apply_to_actions",
     "by_query_params",
     "configure_pipeline",
     "expected_source",
@@ -168,33 +168,6 @@ def pipeline_name(spec: IndexSpec, client: Elasticsearch | None = None) -> str |
     return pipeline.name
 
 
-def apply_to_actions(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
-    """Set ``pipeline`` on the ``create``/``index`` actions of models that have one (the
-    caller's actions, in place); ``update`` actions cannot run one (logged once)."""
-    names: dict[type, str | None] = {}
-    for action in actions:
-        if action.op == "delete":
-            continue
-        cls = action.ref.info.cls
-        if cls not in names:
-            names[cls] = pipeline_name(mapper.spec(cls), mapper.client)
-        name = names[cls]
-        if name is None:
-            continue
-        if action.op in ("create", "index"):
-            action.pipeline = name
-            continue
-        pipeline = mapper.spec(cls).pipeline
-        if pipeline is not None and not pipeline.warned_updates:
-            pipeline.warned_updates = True
-            log.info(
-                "%s: partial updates do not run ingest pipeline %s (Elasticsearch's update "
-                "API has none)",
-                cls.__name__,
-                name,
-            )
-
-
 def by_query_params(spec: IndexSpec) -> dict[str, Any]:
     """The extra parameters of an ``_update_by_query`` on ``spec``: ``{"pipeline":
     name}`` or nothing."""
@@ -208,13 +181,15 @@ def reindex_dest(spec: IndexSpec, dest: dict[str, Any]) -> dict[str, Any]:
     return dest if name is None else {**dest, "pipeline": name}
 
 
-def expected_source(client: Elasticsearch, action: BulkAction) -> dict[str, Any] | None:
-    """What ``action``'s pipeline makes of its body (``POST
-    /_ingest/pipeline/<name>/_simulate``); ``None`` when it cannot be told (no pipeline,
-    the simulation failed)."""
-    if action.pipeline is None or action.body is None:
+def expected_source(
+    client: Elasticsearch, action: BulkAction, source: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """What ``action``'s pipeline makes of ``source`` (its body: ``POST
+    /_ingest/pipeline/<name>/_simulate``); ``None`` when it cannot be told (no body, the
+    simulation failed)."""
+    if action.pipeline is None or source is None:
         return None
-    doc = {"_index": action.index, "_id": action.id, "_source": _normal(action.body)}
+    doc = {"_index": action.index, "_id": action.id, "_source": _normal(source)}
     log.debug("POST /_ingest/pipeline/%s/_simulate", action.pipeline)
     try:
         body = client.ingest.simulate(id=action.pipeline, docs=[doc]).body

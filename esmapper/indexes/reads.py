@@ -1,18 +1,28 @@
-"""By-id reads of time-series models.
+"""Reads by id: the one place that builds a GET, HEAD or ``_mget`` of a model's documents.
 
-A single-document GET cannot go through the umbrella alias once it spans several partitions
-(Elasticsearch: "alias has more than one index associated with it"). These helpers read by
-id in real time, like a GET: an ObjectId id names its period, so its dated alias gets a
-real-time GET (a miss there falls back to an ``ids`` search on the umbrella alias, which
-sees a write after the next refresh: for documents stored outside their id's period by
-other programs); any other id is looked up with the real-time ``_mget`` on every partition
-(:mod:`esmapper.indexes._lookup`), so a document added a moment ago is found, and a miss
-means no partition holds it. (The reference implementation searches for non-ObjectId ids,
-near-real-time; esmapper does not, see the CHANGELOG.)
+Every by-id read of a model goes through here, so the request parameters its features ask
+for (the ``read_params`` point of :mod:`esmapper._features`: a routing;
+:func:`~esmapper.indexes._lookup.read_params`) are on every one of them: the repository's
+``get``/``get_many``/``exists`` (:mod:`esmapper._reading`), a patch's read of the stored
+document, the time-series lookups of a write's target. (A write's own read-back,
+:mod:`esmapper._outcomes` and :mod:`esmapper._fenced`, reads with what the write's action
+carries: its ``routing``, set by the ``shape`` point.)
+
+A model that is not time-series is read through its read alias: ``GET``, ``HEAD`` or
+``_mget`` with ``ids``. A time-series model: a single-document GET cannot go through the
+umbrella alias once it spans several partitions (Elasticsearch: "alias has more than one
+index associated with it"). These helpers read by id in real time, like a GET: an ObjectId
+id names its period, so its dated alias gets a real-time GET (a miss there falls back to an
+``ids`` search on the umbrella alias, which sees a write after the next refresh: for
+documents stored outside their id's period by other programs); any other id is looked up
+with the real-time ``_mget`` on every partition (:mod:`esmapper.indexes._lookup`), so a
+document added a moment ago is found, and a miss means no partition holds it. (The
+reference implementation searches for non-ObjectId ids, near-real-time; esmapper does not,
+see the CHANGELOG.)
 
 They return raw hits (``_index``, ``_id``, ``_source``, ``_seq_no``, ``_primary_term``), the
 shape a GET answers, so the repository builds documents and versions from them as usual. A
-missing index or alias is a miss, never an error.
+missing document is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -20,14 +30,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
-from esmapper.indexes._lookup import stored_copies
+from esmapper.indexes._lookup import read_params, stored_copies
 from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["get_document", "get_documents", "locate_documents", "search_documents"]
+__all__ = [
+    "document_exists",
+    "get_document",
+    "get_documents",
+    "locate_documents",
+    "read_params",
+    "search_documents",
+]
 
 _IDS_PER_SEARCH = 1000
 
@@ -74,25 +91,28 @@ def get_document(
     *,
     source_includes: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The stored hit of ``id``, or ``None``.
+    """The stored hit of ``id``, or ``None`` (the document or its index missing).
 
-    For an ObjectId id: ``GET /<dated alias>/_doc/<id>`` (real-time); on a miss,
-    :func:`search_documents`. For another id of a time-series model: the real-time lookup
-    on every partition (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if
-    there are several). For a model that is not time-series: a plain
-    ``GET /<alias>/_doc/<id>``.
+    A model that is not time-series: ``GET /<read alias>/_doc/<id>``. Time-series: for an
+    ObjectId id, ``GET /<dated alias>/_doc/<id>`` (real-time), on a miss
+    :func:`search_documents`; for another id, the real-time lookup on every partition
+    (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if there are
+    several). With the id's :func:`read_params`. Raises the client's ``ApiError`` for
+    other answers than 200 and 404.
     """
-    lenient = client.options(ignore_status=404)
+    params = read_params(spec, id)
+    if source_includes is not None:
+        params["source_includes"] = list(source_includes)
+    if not spec.is_time_series:
+        try:
+            return dict(client.get(index=spec.read_target, id=id, **params).body)
+        except NotFoundError:
+            return None
     target = spec.read_index_for_id(id)
-    if target != spec.read_target or not spec.is_time_series:
-        extra: dict[str, Any] = {}
-        if source_includes is not None:
-            extra["source_includes"] = list(source_includes)
-        response = lenient.get(index=target, id=id, **extra)
+    if target != spec.read_target:
+        response = client.options(ignore_status=404).get(index=target, id=id, **params)
         if response.meta.status == 200 and response.body.get("found"):
             return dict(response.body)
-        if not spec.is_time_series:
-            return None
         found = search_documents(client, spec, [id], source_includes=source_includes)
         return found[0] if found else None
     copies = stored_copies(client, spec, [id], source=_source(source_includes)).get(id)
@@ -102,19 +122,37 @@ def get_document(
 def get_documents(
     client: Elasticsearch, spec: IndexSpec, ids: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """The stored hits among ``ids`` of a time-series model, in no particular order (missing
-    ids omitted; one copy per id, the newest).
+    """The stored hits among ``ids``, in no particular order (missing ids omitted; one copy
+    per id, the newest).
 
-    Real-time: :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated
-    alias, other ids on every partition); ObjectId ids missing there are then searched on
-    the umbrella alias (:func:`search_documents`), as :func:`get_document` does.
+    A model that is not time-series: ``POST /<read alias>/_mget`` (``ids``, or ``docs`` with
+    each id's :func:`read_params`); raises the client's ``NotFoundError`` when the alias is
+    missing (the caller decides what that means). Time-series, real-time:
+    :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated alias,
+    other ids on every partition); ObjectId ids missing there are then searched on the
+    umbrella alias (:func:`search_documents`), as :func:`get_document` does.
     """
+    if not spec.is_time_series:
+        if spec.info.points.read_params:
+            docs = [{"_id": id, **read_params(spec, id)} for id in ids]
+            response = client.mget(index=spec.read_target, docs=docs)
+        else:
+            response = client.mget(index=spec.read_target, ids=list(ids))
+        return [doc for doc in response.body["docs"] if doc.get("found")]
     copies = stored_copies(client, spec, ids, source=True)
     hits = [found[0] for found in copies.values()]
     strays = [id for id in dict.fromkeys(ids) if id not in copies and ObjectId.is_valid(id)]
     if strays:
         hits += search_documents(client, spec, strays)
     return hits
+
+
+def document_exists(client: Elasticsearch, spec: IndexSpec, id: str) -> bool:
+    """Whether ``id`` is stored: ``HEAD /<read alias>/_doc/<id>`` with the id's
+    :func:`read_params` (a time-series model: :func:`get_document`)."""
+    if spec.is_time_series:
+        return get_document(client, spec, id) is not None
+    return bool(client.exists(index=spec.read_target, id=id, **read_params(spec, id)))
 
 
 def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -> dict[str, str]:

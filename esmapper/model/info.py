@@ -235,6 +235,8 @@ class ModelInfo:
             hook(body)
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
+        for hook in self.points.mapping:  # what the model's features add (a fresh body)
+            hook(body)
         return body
 
     @property
