@@ -14,4 +14,5 @@ BUILTIN = (
     _soft_deletes.SoftDeleteFeature,
     _timeseries_feature.TimeSeries,
     _custom_fields.CustomFields,
+    _custom_fields.CustomFieldDefinitions,
 )
