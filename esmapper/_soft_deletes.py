@@ -32,10 +32,9 @@ class SoftDeleteFeature(Feature):
     # -- writes (points: settle, change_type) --------------------------------------------
 
     def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
-        """Record confirmed soft deletes (a save setting ``is_deleted``) and restores (a
-        removal, or a save clearing an ``is_deleted`` that was stored) in the shared
-        recently-deleted list (kept ``deleted_ttl`` seconds), so that unrefreshed
-        searches of every process hide them. Nothing without a cache."""
+        """Confirmed soft deletes (a save setting ``is_deleted``) and restores (a removal,
+        or a save clearing a stored ``is_deleted``) go to the shared recently-deleted list
+        (``deleted_ttl`` seconds) that unrefreshed searches hide. Nothing without a cache."""
         documents = call.ctx.documents
         if documents is None:  # soft deletes and restores are shared through it
             return
@@ -54,22 +53,17 @@ class SoftDeleteFeature(Feature):
                 original = pending.original_source
                 if original is not None and original.get("is_deleted"):
                     back.append(doc.id)
-        if gone or back:
-            alias = call.ctx.spec(self.info.cls).alias
-            if gone:
-                documents.remember_deleted(alias, gone)
-            if back:
-                documents.forget_deleted(alias, back)
+        alias = call.ctx.spec(self.info.cls).alias
+        if gone:
+            documents.remember_deleted(alias, gone)
+        if back:
+            documents.forget_deleted(alias, back)
 
     def change_type(
-        self,
-        pending: PendingWrite,
-        original: Mapping[str, Any] | None,
-        written: Mapping[str, Any] | None,
+        self, pending: PendingWrite, original: Mapping[str, Any] | None, written: Any
     ) -> ChangeType | None:
         """A save **or a patch** turning ``is_deleted`` from false (as stored before) to
-        true (as written) is a removal, whichever call made it; anything else publishes
-        its kind's change (``None``)."""
+        true (as written) is a removal; anything else its kind's change (``None``)."""
         if (
             pending.kind in ("save", "patch")
             and original is not None

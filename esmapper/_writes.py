@@ -285,9 +285,7 @@ def _write_documents(
 
 
 def _send(
-    call: WriteCall,
-    actions: list[BulkAction],
-    on_success: Callable[[PendingWrite], None] | None,
+    call: WriteCall, actions: list[BulkAction], on_success: Callable[[PendingWrite], None] | None
 ) -> list[PendingWrite]:
     """Steps 5-7: send, settle, raise the failures' error."""
     refresh = refresh_param(call.options.consistency)
@@ -313,10 +311,7 @@ def _check(call: WriteCall, checked: list[tuple[ModelInfo, list[PendingWrite]]])
 
 
 def _before_write(
-    call: WriteCall,
-    pendings: Sequence[PendingWrite],
-    groups: _Groups,
-    states: _States,
+    call: WriteCall, pendings: Sequence[PendingWrite], groups: _Groups, states: _States
 ) -> list[BulkAction]:
     """Steps 2-4: "-ing" signals, normalization, the ``prepare`` point (what it returns
     is added to ``states``), validation, refused call keywords, the ``check`` point and
