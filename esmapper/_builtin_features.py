@@ -16,4 +16,5 @@ BUILTIN = (
     _custom_fields.CustomFields,
     _pipeline_feature.Pipelines,
     _routing.Routing,
+    _custom_fields.CustomFieldDefinitions,
 )

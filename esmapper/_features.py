@@ -33,6 +33,9 @@ point                  called by, and what for
                        the server; ``None``: it cannot be told, the write stays unknown
                        unless stored as sent)
 ``settle``             confirmed writes, before the "-ed" signals (the recently-deleted list)
+``change_type``        the ``ChangeType`` a confirmed write publishes when it is not its
+                       kind's (a save or patch that soft-deletes is ``REMOVED``):
+                       :func:`esmapper._pending.change_type` asks it
 ``finish``             after the write, whatever its outcome, with what ``prepare`` returned
                        and the writes confirmed (custom-field definitions saved)
 ``search``             every search, count and by-query request of the model: the clauses
@@ -46,6 +49,10 @@ A point is implemented by overriding the method of that name; :class:`Points` li
 point, the bound methods of the features that override it. The core calls them through
 the small loops below (``for hook in info.points.prepare: ...``).
 
+A feature that gives meaning to a call keyword (``tenant=``) declares it in
+``call_options``: a call giving it for a model none of whose features takes it is refused
+(:func:`require_option`).
+
 A feature gets what it needs through a :class:`~esmapper._context.Context` (client,
 cache, bus, index specs, clock), never the whole :class:`~esmapper.mapper.Mapper`.
 """
@@ -54,10 +61,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
+
+from esmapper.errors import QueryValidationError
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -73,6 +82,7 @@ __all__ = [
     "index_option_names",
     "register",
     "registered",
+    "require_option",
     "unregister",
 ]
 
@@ -85,6 +95,7 @@ POINTS: tuple[str, ...] = (
     "shape",
     "expected_source",
     "settle",
+    "change_type",
     "finish",
     "search",
     "by_query",
@@ -116,6 +127,9 @@ class Feature:
     name: ClassVar[str] = ""
     #: ``class Index:`` option names this feature reads (accepted by ``IndexOptions``)
     index_options: ClassVar[tuple[str, ...]] = ()
+    #: call keywords this feature gives meaning to, each with what a model needs for it
+    #: (``{"tenant": "custom fields (em.HasCustomFields ...)"}``: :func:`require_option`)
+    call_options: ClassVar[Mapping[str, str]] = {}
 
     __slots__ = ("info",)
 
@@ -158,8 +172,15 @@ class Feature:
     def settle(self, call: WriteCall, confirmed: Sequence[Any]) -> None:
         """Book-keep the confirmed writes of this model (before the "-ed" signals)."""
 
+    def change_type(self, pending: Any, original: Any, written: Any) -> Any:
+        """The ``ChangeType`` the confirmed ``pending`` publishes, or ``None``: its kind's.
+        ``original``: the stored ``_source`` it replaced, ``written``: what it stored (a
+        source, or the fields an update set); either ``None`` when not known."""
+        return None
+
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[Any]) -> None:
-        """After the write, whatever its outcome (never raising into it)."""
+        """After the write, whatever its outcome (never raising into it), with the
+        state :meth:`prepare` returned and this model's confirmed writes."""
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
@@ -188,6 +209,7 @@ class Points:
     shape: tuple[Callable[..., Any], ...] = ()
     expected_source: tuple[Callable[..., Any], ...] = ()
     settle: tuple[Callable[..., Any], ...] = ()
+    change_type: tuple[Callable[..., Any], ...] = ()
     finish: tuple[Callable[..., Any], ...] = ()
     search: tuple[Callable[..., Any], ...] = ()
     by_query: tuple[Callable[..., Any], ...] = ()
@@ -226,6 +248,19 @@ def registered() -> tuple[type[Feature], ...]:
 def index_option_names() -> frozenset[str]:
     """The ``class Index:`` option names the registered features read."""
     return frozenset(name for f in _registry for name in f.index_options)
+
+
+def require_option(info: ModelInfo, option: str) -> None:
+    """Refuse ``option=`` (a call keyword a feature declares in ``call_options``) on a
+    call of ``info``'s model when none of its features takes it: QueryValidationError
+    (``field=option``) naming what the model would need."""
+    if any(option in f.call_options for f in info.points.features):
+        return
+    needs = " or ".join(f.call_options[option] for f in _registry if option in f.call_options)
+    raise QueryValidationError(
+        f"{option}= is for models with {needs or 'a feature that takes it'}; {info.name} has none",
+        field=option,
+    )
 
 
 def attach(info: ModelInfo) -> Points:

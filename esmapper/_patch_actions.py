@@ -120,9 +120,10 @@ def removed_ids(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> set[s
         if not outcome.ok or outcome.result == "noop" or outcome.id is None:
             continue
         ref = outcome.action.ref
-        original = ref.original_source if isinstance(ref, PendingWrite) else None
-        deleted = bool(_soft_delete_flag(outcome.action))
-        if change_type("patch", info, original, deleted) is ChangeType.REMOVED:
+        pending = ref if isinstance(ref, PendingWrite) else PendingWrite("patch", None, info)
+        flag = _soft_delete_flag(outcome.action)
+        written = None if flag is None else {"is_deleted": flag}
+        if change_type(pending, pending.original_source, written) is ChangeType.REMOVED:
             out.add(str(outcome.id))
     return out
 

@@ -31,8 +31,8 @@ WriteKind = Literal["add", "save", "remove", "patch"]
 
 @attrs.frozen(slots=True)
 class KindWords:
-    """What one write kind is called elsewhere: the ``change_type`` it publishes (a save
-    or patch that soft-deletes publishes ``REMOVED``: see :func:`change_type`), the
+    """What one write kind is called elsewhere: the ``change_type`` it publishes (unless
+    a feature says otherwise: see :func:`change_type`), the
     ``before`` ("-ing") and ``after`` ("-ed") signals (``None``: the kind fires none)."""
 
     change_type: ChangeType
@@ -50,22 +50,20 @@ KINDS: Final[Mapping[WriteKind, KindWords]] = {
 
 
 def change_type(
-    kind: WriteKind, info: ModelInfo, original: Mapping[str, Any] | None, deleted: bool
+    pending: PendingWrite, original: Mapping[str, Any] | None, written: Mapping[str, Any] | None
 ) -> ChangeType:
-    """The ``ChangeType`` a confirmed write publishes: its kind's (:data:`KINDS`), except
-    that a save **or a patch** turning ``is_deleted`` from false to true on a soft-delete
-    model is a removal (``REMOVED``), whichever call made it. ``original``: the stored
-    ``_source`` the write replaced (``None``: not known, then no transition is seen);
-    ``deleted``: whether the written document has ``is_deleted`` set."""
-    if (
-        deleted
-        and kind in ("save", "patch")
-        and info.soft_deletes
-        and original is not None
-        and not original.get("is_deleted")
-    ):
-        return ChangeType.REMOVED
-    return KINDS[kind].change_type
+    """The ``ChangeType`` a confirmed write publishes: its kind's (:data:`KINDS`), unless
+    a feature of its model says otherwise (the ``change_type`` point of
+    :mod:`esmapper._features`: a save **or a patch** turning ``is_deleted`` from false to
+    true on a soft-delete model is a removal, ``REMOVED``, whichever call made it).
+    ``original``: the stored ``_source`` the write replaced; ``written``: what it stored
+    (the source, or the fields an update set); ``None`` when not known (then no
+    transition is seen)."""
+    for hook in pending.info.points.change_type:
+        found = hook(pending, original, written)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return KINDS[pending.kind].change_type
 
 
 @attrs.define(slots=True)

@@ -4,7 +4,8 @@ The one owner of the "-ed" side of a write (:func:`esmapper._writes.write_docume
 runs it): :func:`settle` writes versions and stored states back onto the confirmed
 documents (straight from the server's items), then fires ``documents_added`` /
 ``documents_saved`` / ``documents_removed`` and ``documents_changed`` (a raising receiver
-is logged, never turned into a failed write), tracks soft deletes and restores, and
+is logged, never turned into a failed write), after the ``settle`` point of the models'
+features (:mod:`esmapper._features`: the recently-deleted list of soft deletes), and
 publishes ``entity_changed`` (:func:`publish_changes`, honouring
 ``before_publish_entity_changed`` cancellation); failed items become one typed error
 (:func:`failure_error`). Also here: the "-ing" signals' documents (:func:`fire_before`),
@@ -22,7 +23,7 @@ import attrs
 from esmapper import signals
 from esmapper._outcomes import UNKNOWN
 from esmapper._pending import KINDS, PendingWrite, WriteKind
-from esmapper._pending import change_type as _kind_change
+from esmapper._pending import change_type as _judged_change
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome
 from esmapper.errors import (
     BulkItemFailure,
@@ -38,10 +39,11 @@ from esmapper.options import Options
 from esmapper.signals import ChangeType, ModifiedDocument
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
+    from esmapper._features import WriteCall
     from esmapper.model.info import ModelInfo
 
-__all__ = ["Groups", "failure_error", "fire_before", "publish_changes", "settle"]
+__all__ = ["Groups", "by_model", "failure_error", "fire_before", "publish_changes", "settle"]
 
 log = logging.getLogger("esmapper.writes")
 
@@ -76,16 +78,35 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
         signals.send_safely(signal, sender, documents=_modified(pendings), **kwargs)
 
 
+def by_model(groups: Groups, point: str) -> list[tuple[ModelInfo, list[PendingWrite]]]:
+    """``(model info, its writes)`` of the models in ``groups`` whose features implement
+    ``point`` (:class:`esmapper._features.Points`): nothing, and no per-write work, for
+    the models without."""
+    found: dict[type, tuple[ModelInfo, list[PendingWrite]]] = {}
+    for (cls, _kind), group in groups.items():
+        info = group[0].info
+        if getattr(info.points, point):
+            mine = found.get(cls)
+            if mine is None:
+                found[cls] = (info, list(group))
+            else:
+                mine[1].extend(group)
+    return list(found.values())
+
+
 def _change_type(pending: PendingWrite) -> ChangeType:
-    """What a confirmed add/save/remove publishes (:func:`~esmapper._pending.change_type`:
-    a save that soft-deletes is a removal)."""
-    kind, info = pending.kind, pending.info
-    deleted = kind == "save" and info.soft_deletes and bool(pending.doc.is_deleted)
-    return _kind_change(kind, info, pending.original_source, deleted)
+    """What a confirmed add/save/remove publishes (:func:`~esmapper._pending.change_type`,
+    which asks the model's features: a save that soft-deletes is a removal); ``written``
+    is the source stored, which :func:`settle` made the document's original."""
+    if not pending.info.points.change_type:
+        return KINDS[pending.kind].change_type
+    state = state_of(pending.doc)
+    written = state.original if state is not None else None
+    return _judged_change(pending, pending.original_source, written)
 
 
 def publish_changes(
-    mapper: Mapper,
+    ctx: Context,
     info: ModelInfo,
     changes: Sequence[tuple[str | None, ChangeType]],
     options: Options,
@@ -95,7 +116,7 @@ def publish_changes(
     Runs after the write was confirmed: a failing ``before_publish_entity_changed``
     receiver or bus is logged (with the model and id) and the next message still goes out.
     """
-    if not changes or not options.notifications or not mapper.has_subscribers(info.cls):
+    if not changes or not options.notifications or not ctx.has_subscribers(info.cls):
         return
     before = signals.before_publish_entity_changed
     for doc_id, change_type in changes:
@@ -105,7 +126,7 @@ def publish_changes(
                 before.send(info.cls, message=message, options=options)
                 if message.cancel:
                     continue
-            mapper.publish(info.cls, message, options)
+            ctx.publish(info.cls, message, options)
         except Exception:
             log.exception(
                 "publishing %s %s of %s %r failed; the write itself is stored",
@@ -180,10 +201,9 @@ def _already_gone(outcome: BulkOutcome) -> bool:
 
 
 def settle(
-    mapper: Mapper,
+    call: WriteCall,
     actions: Sequence[BulkAction],
     answers: Sequence[BulkAnswer],
-    options: Options,
     on_success: Callable[[PendingWrite], None] | None,
     *,
     raise_failures: bool = False,
@@ -194,8 +214,8 @@ def settle(
 
     One pass over the answers writes versions and stored states back, straight from the
     server's items, and groups the confirmed writes by model and kind; what follows
-    (soft-delete tracking, signals, notifications) runs per group, and not at all for a
-    group nobody listens to."""
+    (the features' ``settle`` point, signals, notifications) runs per group, and not at
+    all for a group nobody listens to. ``call``: the pipeline call (context, options)."""
     confirmed: list[PendingWrite] = []
     failed: list[BulkOutcome] = []
     groups: Groups = {}
@@ -249,31 +269,25 @@ def settle(
         if not partial:
             state.partial = False
         state.assigned = None
-    _after_write(mapper, confirmed, groups, options, on_success)
+    _after_write(call, confirmed, groups, on_success)
     if failed and raise_failures:
         raise failure_error(failed, [p.doc for p in confirmed], len(answers))
     return confirmed
 
 
 def _after_write(
-    mapper: Mapper,
+    call: WriteCall,
     confirmed: list[PendingWrite],
     groups: Groups,
-    options: Options,
     on_success: Callable[[PendingWrite], None] | None,
 ) -> None:
-    """Soft-delete tracking, the session's bookkeeping (in the write order), the "-ed"
-    signals and the notifications of the confirmed writes, per model and kind."""
-    if mapper.documents is not None:  # soft deletes and restores are shared through it
-        tracked = [
-            p
-            for (_cls, kind), group in groups.items()
-            if group[0].info.soft_deletes
-            for p in group
-            if kind != "add" or p.original_source is not None  # a new document: neither
-        ]
-        if tracked:
-            mapper.track_soft_deletes(tracked)
+    """The features' ``settle`` point (per model), the session's bookkeeping (in the
+    write order), the "-ed" signals and the notifications of the confirmed writes, per
+    model and kind."""
+    for info, mine in by_model(groups, "settle"):
+        for hook in info.points.settle:
+            hook(call, mine)
+    ctx, options = call.ctx, call.options
     if on_success is not None:
         for pending in confirmed:
             on_success(pending)
@@ -281,7 +295,7 @@ def _after_write(
         change = KINDS[kind].change_type
         _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
         _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
-        if options.notifications and mapper.has_subscribers(cls):
+        if options.notifications and ctx.has_subscribers(cls):
             publish_changes(
-                mapper, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
+                ctx, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
             )

@@ -5,11 +5,14 @@ imported; the core never names it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from esmapper._features import Feature, register
+from esmapper._features import Feature, WriteCall, register
+from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
+    from esmapper._pending import PendingWrite
     from esmapper.model.info import ModelInfo
 
 __all__ = ["SoftDeleteFeature"]
@@ -26,6 +29,49 @@ class SoftDeleteFeature(Feature):
     def attach(cls, info: ModelInfo) -> SoftDeleteFeature | None:
         return cls(info) if info.soft_deletes else None
 
-    # -- writes (point: settle) ----------------------------------------------------------
+    # -- writes (points: settle, change_type) --------------------------------------------
+
+    def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
+        """Confirmed soft deletes (a save setting ``is_deleted``) and restores (a removal,
+        or a save clearing a stored ``is_deleted``) go to the shared recently-deleted list
+        (``deleted_ttl`` seconds) that unrefreshed searches hide. Nothing without a cache."""
+        documents = call.ctx.documents
+        if documents is None:  # soft deletes and restores are shared through it
+            return
+        gone: list[str] = []
+        back: list[str] = []
+        for pending in confirmed:
+            doc, kind = pending.doc, pending.kind
+            if doc is None or (kind == "add" and pending.original_source is None):
+                continue  # a new document is neither
+            if kind == "remove":
+                back.append(doc.id)
+            elif doc.is_deleted:
+                if kind == "save":
+                    gone.append(doc.id)
+            else:
+                original = pending.original_source
+                if original is not None and original.get("is_deleted"):
+                    back.append(doc.id)
+        alias = call.ctx.spec(self.info.cls).alias
+        if gone:
+            documents.remember_deleted(alias, gone)
+        if back:
+            documents.forget_deleted(alias, back)
+
+    def change_type(
+        self, pending: PendingWrite, original: Mapping[str, Any] | None, written: Any
+    ) -> ChangeType | None:
+        """A save **or a patch** turning ``is_deleted`` from false (as stored before) to
+        true (as written) is a removal; anything else its kind's change (``None``)."""
+        if (
+            pending.kind in ("save", "patch")
+            and original is not None
+            and written is not None
+            and written.get("is_deleted")
+            and not original.get("is_deleted")
+        ):
+            return ChangeType.REMOVED
+        return None
 
     # -- search (point: search) ----------------------------------------------------------

@@ -21,22 +21,27 @@ The table of paths and rules is docs/architecture.md.
 One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
 this order (events before validation, so receivers may set what validation needs). The
 batch is grouped by model and kind once; each step runs one loop per group and is skipped
-for a group it does not apply to (no normalizer, no ``validate`` override, no custom
-fields, no receivers):
+for a group it does not apply to (no normalizer, no ``validate`` override, no receivers).
+The features of the batch's models (:mod:`esmapper._features`) are called at their points,
+one :class:`~esmapper._features.WriteCall` per call; a model whose features implement no
+point costs one empty-tuple check per group and point, nothing per document:
 
-1. ids and dates (``add``: id from ``id_fields`` or a new ObjectId, ``created_utc`` kept
-   when valid; ``add``/``save``: ``updated_utc = now``; a partial document's
-   ``created_utc`` is left alone unless it was loaded);
+1. ids and dates (``add``: id from ``id_fields``, else the ``assign_ids`` point (a
+   time-series ObjectId encoding the document's date, after its retention check), else a
+   new ObjectId; ``created_utc`` kept when valid; ``add``/``save``: ``updated_utc = now``;
+   a partial document's ``created_utc`` is left alone unless it was loaded);
 2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
    modify documents or raise to veto: then nothing at all is written);
 3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
-   and checked like assignments), ``idx`` of custom-field models recomputed from
-   ``custom_fields`` (:mod:`esmapper.custom_fields.indexing`), then validation
-   (``Document.validate``, the 512-byte id check) unless ``validate=False``, and the
-   tenant rule of a call scoped to a tenant (:mod:`esmapper.custom_fields._tenancy`:
-   another tenant's stored document is refused, whatever the object says);
-4. ``documents_changing`` (its receivers may modify documents: with receivers, a call
-   scoped to a tenant is judged again on what they left);
+   and checked like assignments), the ``prepare`` point (``idx`` of custom-field models
+   recomputed from ``custom_fields``; its state goes to ``finish``), then validation
+   (``Document.validate``, the 512-byte id check) unless ``validate=False``, a call
+   keyword no feature of the model takes refused (``tenant=``:
+   :func:`esmapper._features.require_option`), and the ``check`` point (the tenant rule
+   of a call scoped to a tenant: another tenant's stored document is refused, whatever
+   the object says);
+4. ``documents_changing`` (its receivers may modify documents: with receivers, the
+   ``check`` point judges again what they left);
 5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
    ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
    changed fields for partial documents; ``delete``, conditional for a ``Versioned``
@@ -44,13 +49,17 @@ fields, no receivers):
    index its version was read from, :func:`_actions`), unknown outcomes resolved, the
    cache invalidated;
 6. :func:`settle` for confirmed items: version and stored state written back onto the
-   documents, then ``documents_added``/``saved``/``removed``, ``documents_changed``,
-   ``before_publish_entity_changed`` and ``entity_changed``;
+   documents, the ``settle`` point (the recently-deleted list), then
+   ``documents_added``/``saved``/``removed``, ``documents_changed``,
+   ``before_publish_entity_changed`` and ``entity_changed`` (its ``change_type`` asked of
+   the ``change_type`` point: a save that soft-deletes is ``REMOVED``);
 7. failures raise after the successes were applied: a single kind of 409
    raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, a single write
    of unknown outcome :class:`OutcomeUnknownError`, anything else
    :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
-   object) and ``succeeded``.
+   object) and ``succeeded``;
+8. whatever the outcome of 5-7, the ``finish`` point with what ``prepare`` returned and
+   the model's confirmed writes (custom-field definitions a type modified are saved).
 
 Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) build their
 own actions but send them through :func:`send` and publish through
@@ -61,32 +70,29 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
+from esmapper._features import Feature, WriteCall, require_option
 from esmapper._outcomes import UNKNOWN, send, send_answers
 from esmapper._pending import KINDS, PendingWrite, split_version
-from esmapper._settle import Groups, failure_error, fire_before, publish_changes, settle
+from esmapper._settle import Groups, by_model, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkRequestError
-from esmapper.custom_fields._tenancy import check_writes as check_tenant_writes
-from esmapper.custom_fields.definition import CustomFieldDefinition
-from esmapper.custom_fields.indexing import DefinitionSaves
-from esmapper.custom_fields.indexing import before_write as custom_fields_before_write
 from esmapper.errors import (
     DocumentError,
     DocumentValidationError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
-from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
 from esmapper.model.state import state_of
 from esmapper.options import Options, refresh_param
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
@@ -140,33 +146,11 @@ def composed_id(info: ModelInfo, doc: Any) -> str:
     return compose_id(*terms, names=names)
 
 
-def _assign_id(pending: PendingWrite, mapper: Mapper, now: _dt.datetime) -> None:
-    doc, info = pending.doc, pending.info
-    if doc.id is not None:
-        return
-    assert info.index is not None
-    if info.index.id_fields:
-        _set(doc, "id", composed_id(info, doc))
-        return
-    at = new_document_time(info, doc)
-    if at is not None:  # time-series: an expired period is refused first
-        spec = mapper.spec(info.cls)
-        check_max_age(spec, period_start(spec.kind, at), now, None)
-    try:
-        _set(doc, "id", str(ObjectId.new(at)))
-    except ValueError as exc:
-        field = info.index.date_field or "created_utc"
-        raise DocumentValidationError(
-            f"{info.name}.{field} = {at}: a new {info.name}'s id encodes this date, and "
-            f"{exc}; give the document an id, or a date in that range",
-            field=field,
-        ) from None
-
-
-def _prepare(groups: _Groups, now: _dt.datetime, mapper: Mapper, before: list[Any]) -> None:
+def _prepare(groups: _Groups, call: WriteCall, before: list[Any]) -> None:
     """Step 1 for every write, one loop per model and kind. What it changes on a document
     is recorded first in ``before`` (document, id, created_utc, updated_utc: four flat
     entries, no object per document) for :func:`_undo_prepare`."""
+    now = call.now
     latest = now + _CLOCK_SKEW
     record = before.extend
     for (_cls, kind), group in groups.items():
@@ -180,6 +164,9 @@ def _prepare(groups: _Groups, now: _dt.datetime, mapper: Mapper, before: list[An
                     raise DocumentError(f"cannot remove {article(info.name)} that has no id")
             continue
         dated, adding = info.has_dates, kind == "add"
+        composed = adding and info.index is not None and bool(info.index.id_fields)
+        placed = info.points.assign_ids if adding else ()
+        unplaced: list[PendingWrite] = []  # new documents the assign_ids point may place
         for pending in group:
             doc = pending.doc
             state = state_of(doc)
@@ -200,8 +187,19 @@ def _prepare(groups: _Groups, now: _dt.datetime, mapper: Mapper, before: list[An
                     state.assigned = (state.assigned or set()) | {"updated_utc"}
             else:
                 record((doc, doc.id, _UNDATED, _UNDATED))
-            if adding:
-                _assign_id(pending, mapper, now)
+            if adding and doc.id is None:
+                if composed:
+                    _set(doc, "id", composed_id(info, doc))
+                elif placed:
+                    unplaced.append(pending)
+                else:
+                    _set(doc, "id", str(ObjectId.new()))
+        if unplaced:
+            for hook in placed:
+                hook(call, unplaced)
+            for pending in unplaced:
+                if pending.doc.id is None:  # no feature placed it
+                    _set(pending.doc, "id", str(ObjectId.new()))
 
 
 #: ``before`` holds this for the dates of a model without them
@@ -218,8 +216,12 @@ def _undo_prepare(before: list[Any]) -> None:
             _set(doc, "updated_utc", updated)
 
 
+#: what the ``prepare`` point returned: (the feature, its state, the model's info)
+_States = list[tuple[Feature, Any, "ModelInfo"]]
+
+
 def write_documents(
-    mapper: Mapper,
+    ctx: Context,
     pendings: Sequence[PendingWrite],
     options: Options,
     *,
@@ -231,22 +233,21 @@ def write_documents(
     Raises (after applying every success) the typed error of the failed items; ``on_success``
     is called for each confirmed write before the "-ed" signals (sessions use it to update
     their bookkeeping). ``inherited_tenant``: ``options.tenant`` is a session's, which
-    scopes only the models with custom fields (see :mod:`esmapper.custom_fields._tenancy`).
+    scopes only the models whose features take ``tenant=`` (the others are written
+    unscoped); given on the call, it is refused for those models.
     """
     if not pendings:
         return []
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
-        return _write_documents(mapper, pendings, options, on_success, inherited_tenant)
+        call = WriteCall(ctx, options, parse_datetime(ctx.clock()), inherited_tenant)
+        return _write_documents(call, pendings, on_success)
 
 
 def _write_documents(
-    mapper: Mapper,
+    call: WriteCall,
     pendings: Sequence[PendingWrite],
-    options: Options,
     on_success: Callable[[PendingWrite], None] | None,
-    inherited_tenant: bool,
 ) -> list[PendingWrite]:
-    now = parse_datetime(mapper.clock())  # an injected clock may be naive or not UTC
     groups: _Groups = {}
     group: list[PendingWrite] = []
     last_info: ModelInfo | None = None
@@ -260,33 +261,41 @@ def _write_documents(
             group, last_info, last_kind = found, info, kind
         group.append(pending)
     before: list[Any] = []
+    states: _States = []
     try:
-        _prepare(groups, now, mapper, before)
-        actions, definitions = _before_write(mapper, pendings, groups, options, inherited_tenant)
+        _prepare(groups, call, before)
+        actions = _before_write(call, pendings, groups, states)
     except BaseException:
         _undo_prepare(before)  # vetoed or invalid: nothing was sent, leave no trace
         raise
-    written: set[int] = set()
-    succeeded: Callable[[PendingWrite], None] | None = on_success
-    # definitions to save, custom-field documents to recheck: only the documents written
-    if definitions is not None and (definitions.groups or definitions.computed):
+    if not states:
+        return _send(call, actions, on_success)
+    confirmed: list[PendingWrite] = []  # for finish: only the documents written
 
-        def succeeded(pending: PendingWrite) -> None:
-            written.add(id(pending.doc))
-            if on_success is not None:
-                on_success(pending)
+    def succeeded(pending: PendingWrite) -> None:
+        confirmed.append(pending)
+        if on_success is not None:
+            on_success(pending)
 
     try:
-        try:
-            answers = send_answers(mapper, actions, refresh=refresh_param(options.consistency))
-        except BulkRequestError as exc:
-            settle(mapper, [o.action for o in exc.outcomes], exc.outcomes, options, succeeded)
-            raise
-        return settle(mapper, actions, answers, options, succeeded, raise_failures=True)
+        return _send(call, actions, succeeded)
     finally:
-        # after the documents' write, never failing it (custom_fields.indexing)
-        if definitions is not None and (definitions.groups or definitions.computed):
-            definitions.save(written, refresh=refresh_param(options.consistency))
+        for feature, state, info in states:  # after the write, never failing it
+            feature.finish(call, state, [p for p in confirmed if p.info is info])
+
+
+def _send(
+    call: WriteCall, actions: list[BulkAction], on_success: Callable[[PendingWrite], None] | None
+) -> list[PendingWrite]:
+    """Steps 5-7: send, settle, raise the failures' error."""
+    refresh = refresh_param(call.options.consistency)
+    mapper = cast("Mapper", call.ctx)  # (esmapper._outcomes still takes the Mapper)
+    try:
+        answers = send_answers(mapper, actions, refresh=refresh)
+    except BulkRequestError as exc:
+        settle(call, [o.action for o in exc.outcomes], exc.outcomes, on_success)
+        raise
+    return settle(call, actions, answers, on_success, raise_failures=True)
 
 
 def _validates(info: ModelInfo) -> bool:
@@ -294,44 +303,55 @@ def _validates(info: ModelInfo) -> bool:
     return getattr(info.cls, "validate", None) is not Document.validate
 
 
+def _check(call: WriteCall, checked: list[tuple[ModelInfo, list[PendingWrite]]]) -> None:
+    """The ``check`` point of the models that have it, each with its writes."""
+    for info, mine in checked:
+        for hook in info.points.check:
+            hook(call, mine)
+
+
 def _before_write(
-    mapper: Mapper,
-    pendings: Sequence[PendingWrite],
-    groups: _Groups,
-    options: Options,
-    inherited_tenant: bool = False,
-) -> tuple[list[BulkAction], DefinitionSaves | None]:
-    """Steps 2-4: "-ing" signals, validation, the tenant rule and id checks, changing
-    (``inherited_tenant``: see :func:`write_documents`); the bulk actions and
-    the custom-field definitions to save after the write (``None``: no custom-field
-    model in the batch). Which steps apply is decided once per model and kind: a model
-    without list or embedded fields is not normalized, one that does not override
-    ``validate`` is not validated, signals without receivers cost one check per group."""
+    call: WriteCall, pendings: Sequence[PendingWrite], groups: _Groups, states: _States
+) -> list[BulkAction]:
+    """Steps 2-4: "-ing" signals, normalization, the ``prepare`` point (what it returns
+    is added to ``states``), validation, refused call keywords, the ``check`` point and
+    id checks, changing (and ``check`` again when its receivers ran); the bulk actions.
+    Which steps apply is decided once per model and kind: a model without list or
+    embedded fields is not normalized, one that does not override ``validate`` is not
+    validated, signals without receivers and points without features cost one check per
+    group."""
+    ctx, options = call.ctx, call.options
     for (cls, kind), group in groups.items():
         fire_before(
             KINDS[kind].before, cls, group, change_type=KINDS[kind].change_type, options=options
         )
-    custom = False
-    for (cls, kind), group in groups.items():
+    for (_cls, kind), group in groups.items():
         info = group[0].info
-        custom = custom or bool(info.custom_fields) or cls is CustomFieldDefinition
         if kind == "remove":
             continue
         if info.normalizer is not None:  # items mutated in place are checked like assignments
             normalize = info.normalize
             for pending in group:
                 normalize(pending.doc)
-    # idx from custom_fields
-    definitions = custom_fields_before_write(mapper, pendings) if custom else None
+    for info, mine in by_model(groups, "prepare"):  # values features derive (idx)
+        for hook in info.points.prepare:
+            state = hook(call, mine)
+            if state is not None:
+                feature: Feature = hook.__self__  # type: ignore[attr-defined] # (bound)
+                states.append((feature, state, info))
     if options.validate:
         for (_cls, kind), group in groups.items():
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
-    # the tenant rule, on what receivers left: a call scoped to a tenant writes only that
-    # tenant's documents, judged by what is stored (custom_fields._tenancy)
-    check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
-    targets = _targets(mapper, pendings, len({cls for cls, _kind in groups}) == 1)
+    if options.tenant is not None and not call.inherited_tenant:
+        for group in groups.values():  # tenant= given for a model that has no tenants
+            require_option(group[0].info, "tenant")
+    # the check point (the tenant rule: a call scoped to a tenant writes only that
+    # tenant's documents, judged by what is stored), on what receivers left
+    checked = by_model(groups, "check")
+    _check(call, checked)
+    targets = _targets(ctx, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     changing = False
@@ -339,14 +359,14 @@ def _before_write(
         change = KINDS[kind].change_type
         changing = changing or signals.has_receivers(signals.documents_changing, cls)
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
-    if changing and options.tenant is not None:
-        # changing receivers may modify documents too: the rule judges what they left
-        check_tenant_writes(mapper, pendings, options, inherited=inherited_tenant)
-    return _actions(mapper, pendings, targets, options), definitions
+    if changing and checked:
+        # changing receivers may modify documents too: the check judges what they left
+        _check(call, checked)
+    return _actions(ctx, pendings, targets, options)
 
 
 def _actions(
-    mapper: Mapper, pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
+    ctx: Context, pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
 ) -> list[BulkAction]:
     """The bulk actions, in the batch's order: an add is a ``create`` of the document's
     source, built inline; saves and removes go through :func:`document_action`. A save or
@@ -371,35 +391,35 @@ def _actions(
             key = (pending.info.cls, target, read_from)
             through = fenced.get(key)
             if through is None:
-                spec = mapper.spec(pending.info.cls)
+                spec = ctx.spec(pending.info.cls)
                 through = fenced[key] = spec.conditioned_target(target, read_from)
             action.index = through
         append(action)
     return actions
 
 
-def _targets(mapper: Mapper, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
+def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
-    whose partition is not certain looked up together), through ``mapper.client``: the
+    whose partition is not certain looked up together), through ``ctx.client``: the
     call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
     first write's model."""
     if one_model:  # the common case
-        spec = mapper.spec(pendings[0].info.cls)
+        spec = ctx.spec(pendings[0].info.cls)
         if spec.is_time_series:
             writes = [(p.doc, p.kind == "remove") for p in pendings]
-            return spec.write_targets(writes, client=mapper.client)
+            return spec.write_targets(writes, client=ctx.client)
         # one target for every write, whatever the document (the index ensured on the
         # model's first write): asked once
-        return spec.write_targets(((None, False),), client=mapper.client) * len(pendings)
+        return spec.write_targets(((None, False),), client=ctx.client) * len(pendings)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
     targets: list[str] = [""] * len(pendings)
-    client = mapper.client
+    client = ctx.client
     for cls, positions in by_model.items():
         writes = [(pendings[i].doc, pendings[i].kind == "remove") for i in positions]
-        chosen = mapper.spec(cls).write_targets(writes, client=client)
+        chosen = ctx.spec(cls).write_targets(writes, client=client)
         for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets

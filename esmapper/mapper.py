@@ -39,7 +39,6 @@ from esmapper.repository import Repository
 from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
-    from esmapper._writes import PendingWrite
     from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.health import HealthReport
     from esmapper.migrations import MigrationResult
@@ -517,40 +516,6 @@ class Mapper:
         list the ids it changed)."""
         if self.documents is not None:
             self.documents.invalidate_all(self.spec(info.cls).alias)
-
-    def track_soft_deletes(self, confirmed: Sequence[PendingWrite]) -> None:
-        """Record confirmed soft deletes and restores in the shared recently-deleted list
-        (kept ``deleted_ttl`` seconds), so unrefreshed searches of every process hide them."""
-        if self.documents is None:
-            return
-        # model -> (ids soft-deleted by a save, ids restored or removed): one pass
-        by_model: dict[type, tuple[list[str], list[str]]] = {}
-        for pending in confirmed:
-            info, doc = pending.info, pending.doc
-            if not info.soft_deletes or doc is None:
-                continue
-            lists = by_model.get(info.cls)
-            if lists is None:
-                lists = by_model[info.cls] = ([], [])
-            kind = pending.kind
-            if kind == "remove":
-                lists[1].append(doc.id)
-            elif doc.is_deleted:
-                if kind == "save":
-                    lists[0].append(doc.id)
-            else:
-                original = pending.original_source
-                if original is not None and original.get("is_deleted"):
-                    lists[1].append(doc.id)
-        for model, (gone, back) in by_model.items():
-            self._note(self.spec(model).alias, gone, back)
-
-    def _note(self, alias: str, gone: Sequence[str], back: Sequence[str]) -> None:
-        assert self.documents is not None
-        if gone:
-            self.documents.remember_deleted(alias, gone)
-        if back:
-            self.documents.forget_deleted(alias, back)
 
     def recently_deleted(self, info: ModelInfo) -> list[str]:
         """Ids soft-deleted in the last 30 seconds by any mapper sharing the cache client."""

@@ -15,7 +15,9 @@ The rule, checked against what is **stored**, never against the object a caller 
   caller's key tagged with its tenant; another tenant, or a call without one, misses it,
   and ``invalidate_cache(key)`` drops it whoever stored it).
 - **Writes of documents** (add, save, remove; repository, session flush, scan-driven
-  removals): :func:`check_writes`, called by the write pipeline before anything is sent.
+  removals): :func:`check_writes`, the ``check`` point of the custom-field feature,
+  called by the write pipeline before anything is sent (``tenant=`` on a model without
+  custom fields is refused by the pipeline: the feature declares it in ``call_options``).
   The object must name the tenant (what it writes); for a save or remove of an id that
   exists, so must the *stored* document: the stored copy the write is conditioned on
   (a document loaded whole and written at the version it was loaded at), else one
@@ -35,13 +37,14 @@ The rule, checked against what is **stored**, never against the object a caller 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from esmapper.custom_fields._access import require_custom_fields
 from esmapper.errors import DocumentValidationError
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper._pending import PendingWrite
     from esmapper.mapper import Mapper
     from esmapper.options import Options
@@ -131,27 +134,18 @@ def _unconditional(pending: PendingWrite, options: Options) -> bool:
     )
 
 
-def check_writes(
-    mapper: Mapper,
-    pendings: Sequence[PendingWrite],
-    options: Options,
-    *,
-    inherited: bool = False,
-) -> None:
-    """The tenant rule for a write pipeline run (see the module docstring): nothing with
-    ``options.tenant`` unset. ``inherited``: the tenant is a session's (models without
-    custom fields are not scoped, :func:`session_tenant`). Raises DocumentValidationError
-    (``field="tenant"``) before anything is sent; sends at most one real-time ``_mget``
-    per model (the ids of saves and removes whose stored copy is not known from their
-    condition)."""
+def check_writes(ctx: Context, pendings: Sequence[PendingWrite], options: Options) -> None:
+    """The tenant rule for the writes of a custom-field model in a write pipeline run (see
+    the module docstring; the ``check`` point of its feature): nothing with
+    ``options.tenant`` unset. Raises DocumentValidationError (``field="tenant"``) before
+    anything is sent; sends at most one real-time ``_mget`` per model (the ids of saves
+    and removes whose stored copy is not known from their condition)."""
     tenant = options.tenant
     if tenant is None:
         return
     groups: dict[tuple[Any, str], list[PendingWrite]] = {}
     for pending in pendings:
         if pending.kind in ("add", "save", "remove") and pending.doc is not None:
-            if inherited and session_tenant(pending.info, tenant) is None:
-                continue
             groups.setdefault((pending.info, pending.kind), []).append(pending)
     unknown: dict[Any, list[PendingWrite]] = {}
     for (info, kind), group in groups.items():
@@ -169,7 +163,7 @@ def check_writes(
             elif (stored := access.own_tenant(info.from_source(source, doc.id, None))) != tenant:
                 raise _stored_elsewhere(info, kind, str(doc.id), tenant, stored)
     for info, group in unknown.items():
-        _check_stored(mapper, info, group, options, tenant)
+        _check_stored(cast("Mapper", ctx), info, group, options, tenant)
 
 
 def _names_tenant(pending: PendingWrite) -> bool:

@@ -25,8 +25,10 @@ conflicts by re-reading, and a failure there is a logged warning, never a failed
 Every write path goes through it:
 
 - add, save, session flush (and so ``remove_all``'s and ``rekey``'s writes):
-  :func:`before_write`, called by ``esmapper._writes._before_write`` after the "-ing"
-  signals and normalization, before validation;
+  :func:`before_write`, the ``prepare`` point of the
+  :class:`~esmapper.custom_fields._feature.CustomFields` feature (the write pipeline calls
+  it after the "-ing" signals and normalization, before validation); its ``finish``
+  point saves the modified definitions;
 - ``JsonPatch``/``ActionPatch`` (by id, ids or query): the patched document is processed
   before it is written back (``esmapper._patch_actions.client_side_action`` ->
   :func:`patched_source`);
@@ -53,7 +55,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from esmapper.custom_fields._access import CustomValues
 from esmapper.custom_fields._access import custom_access as _access
@@ -65,6 +67,7 @@ from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.model.state import state_of, stored_hit
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper._pending import PendingWrite
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DefinitionSaves",
     "before_write",
+    "check_definition_writes",
     "definition_writes",
     "partial_doc",
     "patched_source",
@@ -109,29 +113,33 @@ def definition_writes() -> Iterator[None]:
         _DEFINITION_WRITER.reset(token)
 
 
-def before_write(mapper: Mapper, pendings: Sequence[PendingWrite]) -> DefinitionSaves:
-    """The write pipeline's hook: refuse definition writes that bypass their repository,
-    and recompute ``idx`` of every custom-field document being added or saved. Sends
-    nothing unless a tenant's definitions are not cached (one search), or
-    ``auto_create_custom_fields`` creates definitions. Returns the definitions the types
-    modified, for the pipeline to save after the documents' write
-    (:meth:`DefinitionSaves.save`)."""
+def check_definition_writes(pendings: Sequence[PendingWrite]) -> None:
+    """Refuse writes of CustomFieldDefinition documents that bypass their repository
+    (DocumentError): only :func:`definition_writes` lets them through."""
+    if pendings and not _DEFINITION_WRITER.get():
+        raise DocumentError(
+            "CustomFieldDefinition documents are written through "
+            "mapper.custom_fields(Model) (it allocates slots, keeps names unique and "
+            "invalidates the field mappings), not through a session or "
+            "mapper.repository(CustomFieldDefinition)",
+            ids=[pendings[0].doc_id],
+        )
+
+
+def before_write(ctx: Context, pendings: Sequence[PendingWrite]) -> DefinitionSaves | None:
+    """The write pipeline's ``prepare`` point for a custom-field model's writes: recompute
+    ``idx`` of every document being added or saved. Sends nothing unless a tenant's
+    definitions are not cached (one search), or ``auto_create_custom_fields`` creates
+    definitions. Returns the definitions the types modified and the mappings used, for
+    the pipeline's ``finish`` to save and recheck after the documents' write
+    (:meth:`DefinitionSaves.save`); ``None``: nothing to do then."""
+    docs = [p.doc for p in pendings if p.kind != "remove"]
+    if not docs:
+        return None
+    mapper = cast("Mapper", ctx)  # the definitions repositories are the Mapper's
     saves = DefinitionSaves(mapper)
-    docs = []
-    for pending in pendings:
-        if pending.info.cls is CustomFieldDefinition and not _DEFINITION_WRITER.get():
-            raise DocumentError(
-                "CustomFieldDefinition documents are written through "
-                "mapper.custom_fields(Model) (it allocates slots, keeps names unique and "
-                "invalidates the field mappings), not through a session or "
-                "mapper.repository(CustomFieldDefinition)",
-                ids=[pending.doc_id],
-            )
-        if pending.kind != "remove" and pending.info.custom_fields:
-            docs.append(pending.doc)
-    if docs:
-        refresh_idx(mapper, docs, saves=saves)
-    return saves
+    refresh_idx(mapper, docs, saves=saves)
+    return saves if saves.groups or saves.computed else None
 
 
 def _raw(doc: Any, name: str) -> Any:

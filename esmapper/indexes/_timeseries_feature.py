@@ -4,11 +4,16 @@ search names. Registered when ``esmapper`` is imported; the core never names it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from esmapper._features import Feature, register
+from esmapper._features import Feature, WriteCall, register
+from esmapper.errors import DocumentValidationError
+from esmapper.ids import ObjectId
+from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 
 if TYPE_CHECKING:
+    from esmapper._pending import PendingWrite
     from esmapper.model.info import ModelInfo
 
 __all__ = ["TimeSeries"]
@@ -29,5 +34,31 @@ class TimeSeries(Feature):
         return cls(info) if index is not None and index.kind in _KINDS else None
 
     # -- writes (point: assign_ids) ------------------------------------------------------
+
+    def assign_ids(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
+        """A new dated document's id is an ObjectId encoding its date (``date_field``,
+        ``created_utc`` by default), so that its partition can be told from its id; a
+        date in an expired period (``max_age``) raises IndexMaxAgeExceededError first, one
+        an ObjectId cannot hold DocumentValidationError. Undated documents are left to
+        the core (a new ObjectId of now). Sends nothing."""
+        info = self.info
+        spec = None
+        for pending in pendings:
+            doc = pending.doc
+            at = new_document_time(info, doc)
+            if at is None:
+                continue
+            if spec is None:
+                spec = call.ctx.spec(info.cls)
+            check_max_age(spec, period_start(spec.kind, at), call.now, None)
+            try:
+                object.__setattr__(doc, "id", str(ObjectId.new(at)))
+            except ValueError as exc:
+                field = spec.options.date_field or "created_utc"
+                raise DocumentValidationError(
+                    f"{info.name}.{field} = {at}: a new {info.name}'s id encodes this date, "
+                    f"and {exc}; give the document an id, or a date in that range",
+                    field=field,
+                ) from None
 
     # -- search ---------------------------------------------------------------------------

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 from typing import get_args
 
+import esmapper as em
 from esmapper import _pending, signals
-from esmapper._pending import KINDS, WriteKind
+from esmapper._pending import KINDS, PendingWrite, WriteKind
 from esmapper.signals import ChangeType
 
 PACKAGE = Path(_pending.__file__).resolve().parent
@@ -39,20 +40,31 @@ def test_no_other_module_translates_kinds_by_hand() -> None:
     assert offenders == []
 
 
-class _Info:
-    def __init__(self, soft_deletes: bool) -> None:
-        self.soft_deletes = soft_deletes
+class _Soft(em.Document, em.SoftDeletes):
+    class Index:
+        name = "write_kinds_soft"
+
+
+class _Hard(em.Document):
+    is_deleted: bool = False
+
+    class Index:
+        name = "write_kinds_hard"
 
 
 def test_a_save_or_patch_that_soft_deletes_is_a_removal() -> None:
     """One rule for saves and patches: only the false -> true transition, seen against the
-    stored original, is ``REMOVED``."""
-    soft, hard = _Info(True), _Info(False)
+    stored original and what was written, is ``REMOVED`` (the soft-delete feature's
+    ``change_type`` point); a model without the feature publishes its kind's change."""
+    soft, hard = _Soft.__esmapper__, _Hard.__esmapper__  # type: ignore[attr-defined]
     alive, gone = {"is_deleted": False}, {"is_deleted": True}
     for kind in ("save", "patch"):
-        assert _pending.change_type(kind, soft, alive, True) is ChangeType.REMOVED  # type: ignore[arg-type]
-        assert _pending.change_type(kind, soft, gone, True) is ChangeType.SAVED  # type: ignore[arg-type]
-        assert _pending.change_type(kind, soft, None, True) is ChangeType.SAVED  # type: ignore[arg-type]
-        assert _pending.change_type(kind, soft, alive, False) is ChangeType.SAVED  # type: ignore[arg-type]
-        assert _pending.change_type(kind, hard, alive, True) is ChangeType.SAVED  # type: ignore[arg-type]
-    assert _pending.change_type("add", soft, alive, True) is ChangeType.ADDED  # type: ignore[arg-type]
+        write = PendingWrite(kind, None, soft)  # type: ignore[arg-type]
+        assert _pending.change_type(write, alive, gone) is ChangeType.REMOVED
+        assert _pending.change_type(write, gone, gone) is ChangeType.SAVED
+        assert _pending.change_type(write, None, gone) is ChangeType.SAVED
+        assert _pending.change_type(write, alive, None) is ChangeType.SAVED
+        assert _pending.change_type(write, alive, alive) is ChangeType.SAVED
+        hard_write = PendingWrite(kind, None, hard)  # type: ignore[arg-type]
+        assert _pending.change_type(hard_write, alive, gone) is ChangeType.SAVED
+    assert _pending.change_type(PendingWrite("add", None, soft), alive, gone) is ChangeType.ADDED
