@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from esmapper import _soft_deletes
 from esmapper.custom_fields import _feature as _custom_fields
-from esmapper.indexes import _timeseries_feature
+from esmapper.indexes import _pipeline_feature, _timeseries_feature
 
 __all__ = ["BUILTIN"]
 
@@ -14,4 +14,5 @@ BUILTIN = (
     _soft_deletes.SoftDeleteFeature,
     _timeseries_feature.TimeSeries,
     _custom_fields.CustomFields,
+    _pipeline_feature.Pipelines,
 )

@@ -230,6 +230,8 @@ def settle(
         if kind == "remove":
             _set(doc, "_esm_state", None)
             continue
+        if doc is None:  # a partial or script patch: nothing loaded to bring up to date
+            continue
         version, condition = version_of(seq_no, term)
         if info.versioned:
             _set(doc, "version", version)
@@ -268,7 +270,7 @@ def _after_write(
         tracked = [
             p
             for (_cls, kind), group in groups.items()
-            if group[0].info.soft_deletes
+            if group[0].info.soft_deletes and kind != "patch"  # patches: the settle point
             for p in group
             if kind != "add" or p.original_source is not None  # a new document: neither
         ]
@@ -278,6 +280,8 @@ def _after_write(
         for pending in confirmed:
             on_success(pending)
     for (cls, kind), group in groups.items():
+        if kind == "patch":  # no "-ed" signals; its path announces it (esmapper._patching)
+            continue
         change = KINDS[kind].change_type
         _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
         _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)

@@ -52,9 +52,11 @@ fields, no receivers):
    :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
    object) and ``succeeded``.
 
-Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) build their
-own actions but send them through :func:`send` and publish through
-:func:`publish_changes`.
+Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) compile
+to pending writes of kind ``patch`` (:class:`~esmapper._pending.PatchForm`) and go
+through here too (:func:`_write_patches`: the feature points, :func:`document_action`,
+:func:`send`, :func:`settle`); their paths announce the changes
+(:func:`publish_changes`).
 """
 
 from __future__ import annotations
@@ -66,11 +68,12 @@ from typing import TYPE_CHECKING, Any
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
+from esmapper._features import WriteCall
 from esmapper._outcomes import UNKNOWN, send, send_answers
 from esmapper._pending import KINDS, PendingWrite, split_version
 from esmapper._settle import Groups, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
-from esmapper.bulk import BulkAction, BulkRequestError
+from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.custom_fields._tenancy import check_writes as check_tenant_writes
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import DefinitionSaves
@@ -225,6 +228,7 @@ def write_documents(
     *,
     on_success: Callable[[PendingWrite], None] | None = None,
     inherited_tenant: bool = False,
+    outcomes: list[BulkOutcome] | None = None,
 ) -> list[PendingWrite]:
     """Run the pipeline of the module docstring; returns the confirmed writes.
 
@@ -232,11 +236,90 @@ def write_documents(
     is called for each confirmed write before the "-ed" signals (sessions use it to update
     their bookkeeping). ``inherited_tenant``: ``options.tenant`` is a session's, which
     scopes only the models with custom fields (see :mod:`esmapper.custom_fields._tenancy`).
+    A batch of patches (kind ``patch``, never mixed with other kinds) takes
+    :func:`_write_patches`; ``outcomes`` collects every patch's outcome instead of raising
+    the failures (the patch paths re-read 404/409s and raise their own errors).
     """
     if not pendings:
         return []
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
+        if pendings[0].kind == "patch":
+            return _write_patches(mapper, pendings, options, outcomes)
         return _write_documents(mapper, pendings, options, on_success, inherited_tenant)
+
+
+def _write_patches(
+    mapper: Mapper,
+    pendings: Sequence[PendingWrite],
+    options: Options,
+    outcomes: list[BulkOutcome] | None,
+) -> list[PendingWrite]:
+    """The pipeline for patches (compiled by :mod:`esmapper._patching`): no ids, dates,
+    "-ing" signals, normalization or validation (a patch is no document: its path dated
+    it, ``Repository._checked`` checked a PartialPatch); the features' ``prepare`` and
+    ``check`` points per model, the actions (:func:`document_action`, through the alias of
+    the index each source was read from, to its fence when conditioned), :func:`send`,
+    :func:`settle` (the patched documents' versions; no "-ed" signals: the path announces
+    its changes) with the ``settle`` points, then the ``finish`` points."""
+    if any(p.kind != "patch" for p in pendings):
+        raise ValueError("a batch of patches cannot hold other writes")
+    call = WriteCall(mapper, options, parse_datetime(mapper.clock()))
+    by_model: dict[type, list[PendingWrite]] = {}
+    for pending in pendings:
+        by_model.setdefault(pending.info.cls, []).append(pending)
+    prepared: dict[Any, Any] = {}
+    for group in by_model.values():
+        points = group[0].info.points
+        for hook in points.prepare:
+            prepared[getattr(hook, "__self__", hook)] = hook(call, group)  # its feature's
+        for hook in points.check:
+            hook(call, group)
+    targets: list[str] = []
+    names: dict[tuple[type, str | None], str] = {}
+    for pending in pendings:
+        assert pending.form is not None, "a patch write carries its form"
+        key = (pending.info.cls, pending.form.read_from)
+        target = names.get(key)
+        if target is None:  # through the alias of the index read: it follows a reindex
+            target = names[key] = mapper.spec(key[0]).write_name(key[1])
+        targets.append(target)
+    actions = _actions(mapper, pendings, targets, options)
+    confirmed: list[PendingWrite] = []
+    try:
+        try:
+            got = send(mapper, actions, refresh=refresh_param(options.consistency))
+        except BulkRequestError as exc:
+            confirmed = settle(
+                mapper, [o.action for o in exc.outcomes], exc.outcomes, options, None
+            )
+            _settle_points(call, confirmed)
+            raise
+        for outcome in got:
+            if outcome.result == "noop":
+                outcome.action.ref.form.noop = True
+        if outcomes is not None:
+            outcomes.extend(got)
+        confirmed = settle(mapper, actions, got, options, None)
+        _settle_points(call, confirmed)
+        failed = [o for o in got if not o.ok]
+        if failed and outcomes is None:
+            raise failure_error(failed, [p.doc_id for p in confirmed], len(got))
+        return confirmed
+    finally:
+        for group in by_model.values():
+            for hook in group[0].info.points.finish:
+                done = [p for p in confirmed if p.info is group[0].info]
+                hook(call, prepared.get(getattr(hook, "__self__", hook)), done)
+
+
+def _settle_points(call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
+    """The ``settle`` point of each model's features, with its confirmed writes."""
+    by_model: dict[type, list[PendingWrite]] = {}
+    for pending in confirmed:
+        by_model.setdefault(pending.info.cls, []).append(pending)
+    for group in by_model.values():
+        for hook in group[0].info.points.settle:
+            hook(call, group)
 
 
 def _write_documents(
@@ -366,8 +449,11 @@ def _actions(
             continue
         action = document_action(pending, target, options)
         if action.if_seq_no is not None:
-            state = state_of(pending.doc)
-            read_from = None if state is None else state.index
+            if pending.form is not None:  # a patch: where its source was read
+                read_from = pending.form.read_from
+            else:
+                state = state_of(pending.doc)
+                read_from = None if state is None else state.index
             key = (pending.info.cls, target, read_from)
             through = fenced.get(key)
             if through is None:
