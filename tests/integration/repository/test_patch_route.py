@@ -135,7 +135,7 @@ def test_remove_all_with_caching_deletes_through_write_documents(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settled: list[tuple[str, str | None]] = []
-    settle = _writes.settle
+    settle = _writes.settle  # type: ignore[attr-defined]
 
     def recording(*args: Any, **kwargs: Any) -> list[PendingWrite]:
         confirmed = settle(*args, **kwargs)
