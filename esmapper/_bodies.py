@@ -1,10 +1,13 @@
-"""What a document write sends: the bulk action of an add, save or remove.
+"""What a document write sends: the bulk action of an add, save, remove or patch.
 
 The one owner of "never replace what was not loaded": a fully loaded document is written
 whole plus the ``_source`` fields its model does not declare (:func:`with_extras`, also
 inside embedded objects); a partially loaded one (``includes``/``excludes``) as a
 version-guarded partial update of what changed or was assigned, refusing any change that
 would overwrite what was not read (:func:`document_action`; see docs/architecture.md).
+A patch sends what its :class:`~esmapper._pending.PatchForm` says: an update (partial or
+script), or an ``index`` of the source patched client-side, conditioned on the version
+its source was read at.
 """
 
 from __future__ import annotations
@@ -144,8 +147,10 @@ def with_extras(
 
 
 def document_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
-    """The bulk action of an add/save/remove (see the module docstring)."""
+    """The bulk action of an add/save/remove/patch (see the module docstring)."""
     doc, info = pending.doc, pending.info
+    if pending.kind == "patch":
+        return _patch_action(pending, index, options)
     if pending.kind == "remove":
         seq_no = primary_term = None
         if pending.guard is not None:
@@ -191,3 +196,30 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
     if original is not None:
         body = with_extras(body, original, info)
     return BulkAction("index", index, doc.id, body, seq_no, primary_term, None, None, pending)
+
+
+def _patch_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
+    """A patch's action (its ``form``): the update it compiled, or an ``index`` of the
+    source patched client-side (a JsonPatch's, else the patched document's plus the stored
+    fields its model does not declare), conditioned on the version the source was read
+    at unless ``options.version_check`` is off."""
+    form, info = pending.form, pending.info
+    assert form is not None, "a patch write carries its form"
+    seq_no = primary_term = None
+    if options.version_check:
+        seq_no, primary_term = split_version(form.version, owner=info.name, id=pending.id)
+    body = form.body
+    if form.update:
+        return BulkAction(
+            op="update",
+            index=index,
+            id=pending.id,
+            body=body,
+            if_seq_no=seq_no,
+            if_primary_term=primary_term,
+            retry_on_conflict=form.retry_on_conflict,
+            ref=pending,
+        )
+    if body is None:
+        body = with_extras(info.to_source(pending.doc), pending.original_source, info)
+    return BulkAction("index", index, pending.id, body, seq_no, primary_term, None, None, pending)

@@ -9,7 +9,11 @@ that conflicted (up to 5 rounds, the call's ``retries=``). ``remove_all`` is
 removal signals have receivers or the model is cached: then the scan's pages are deleted
 through the write pipeline at the scanned versions.
 
-The two by-query requests run through :func:`esmapper._server_tasks.run_task`: on a server
+The writes of the scans are pending writes (:class:`~esmapper._pending.PatchForm`: an
+update at the scanned version, a conditional index of a client-side patched source, a
+conditional delete) through :func:`esmapper._writes.write_documents`, as ``add``'s are;
+the two by-query requests are :mod:`esmapper._by_query_send`'s. They run through
+:func:`esmapper._server_tasks.run_task`: on a server
 that keeps tasks, as a task (``wait_for_completion=false``) followed until it ends, however
 long it takes and whatever the client's request timeout; it is cancelled when the call's
 ``timeout=`` passes (:class:`OutcomeUnknownError` with how far it got) or on Ctrl-C (the
@@ -24,66 +28,39 @@ answer reports (a refused document, a failed shard: the server stopped there) ra
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elasticsearch import ApiError, NotFoundError
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
+from esmapper._by_query_send import ByQuery, refresh
 from esmapper._limits import current as current_limits
 from esmapper._patch_actions import (
     announce,
     changed_ids,
-    client_side_action,
+    client_side_pending,
     removed_ids,
-    track_soft_deletes,
     update_body,
+    update_pending,
 )
+from esmapper._pending import PendingWrite
 from esmapper._scan import scan
-from esmapper._search import is_index_missing
-from esmapper._server_tasks import (
-    Kind,
-    TaskError,
-    TaskResult,
-    TaskStartUnknown,
-    TaskTimedOut,
-    run_task,
-)
-from esmapper._writes import (
-    UNKNOWN,
-    PendingWrite,
-    failure_error,
-    publish_changes,
-    send,
-    split_version,
-    write_documents,
-)
-from esmapper.bulk import BulkAction, BulkOutcome
-from esmapper.custom_fields import indexing as custom_fields
-from esmapper.errors import (
-    BulkItemFailure,
-    BulkWriteError,
-    DocumentError,
-    OutcomeUnknownError,
-    VersionConflictError,
-)
-from esmapper.indexes._pit_target import pit_target
-from esmapper.indexes.pipelines import by_query_params
-from esmapper.options import Options, refresh_param
+from esmapper._settle import failure_error
+from esmapper._writes import write_documents
+from esmapper.bulk import BulkOutcome
+from esmapper.errors import BulkWriteError, DocumentError, VersionConflictError
+from esmapper.options import Options
 from esmapper.patches import PartialPatch, Patch, ScriptPatch
 from esmapper.results import FindHit, FindResults
-from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
     from esmapper.repository import Repository
 
 __all__ = ["patch_all", "remove_all"]
-
-log = logging.getLogger("esmapper.repository")
 
 _REMOVE_SIGNALS = (
     signals.documents_removing,
@@ -93,7 +70,6 @@ _REMOVE_SIGNALS = (
 )
 _PAGE = 500
 _CONFLICT_ROUNDS = 5  # re-reads of conflicting documents by patch_all (``retries=``)
-_DELETE_RETRIES = 9  # remove_all: 10 delete-by-query rounds in all (``retries=`` + 1)
 
 
 def _batched(repo: Repository[Any], options: Options) -> bool:
@@ -129,11 +105,6 @@ def _matching_again(
     only = Ids(values=ids)
     request.query = only if request.query is None else only & request.query
     return request.find().hits
-
-
-def _refresh(repo: Repository[Any]) -> None:
-    with contextlib.suppress(NotFoundError):
-        repo.mapper.client.indices.refresh(index=repo.spec.alias)
 
 
 def _each_match(
@@ -178,43 +149,46 @@ def patch_all(
     notify_ids: list[str] | None = None,
     seen: set[str] | None = None,
 ) -> int:
-    """See the module docstring. ``notify_ids``: publish one message per listed id (noop
-    ids included) once anything changed, instead of one per changed id;
-    ``seen`` collects the ids that matched."""
+    """See the module docstring. ``repo`` is the search of the matches (its compiled
+    filter, its scans); the writes take the context and the model. ``notify_ids``:
+    publish one message per listed id (noop ids included) once anything changed, instead
+    of one per changed id; ``seen`` collects the ids that matched."""
+    ctx, info = repo.mapper, repo.info
     if (
         isinstance(patch, ScriptPatch)
         and notify_ids is None
         and not _batched(repo, options)
-        and not repo.info.custom_fields  # idx is brought up to date per document
+        and not info.custom_fields  # idx is brought up to date per document
     ):
-        return _update_by_query(repo, filter, patch, options)
+        # it writes each match at the version the last refresh made searchable: refreshed
+        query = repo._search_request(filter, _scan_options(options, retry=True), {})
+        script = update_body(ctx, info, patch)["script"]
+        return ByQuery(ctx, info, options).update(query.query_body(), script)
 
     changed = 0
     failures: list[BulkOutcome] = []
     removed: set[str] = set()  # soft-deleted by the patch: published as removals
-    refresh = refresh_param("eventual")
+    inner = options.merge(consistency="eventual")  # one refresh at the end
 
     def apply(hits: list[FindHit[Any]]) -> list[str]:
         nonlocal changed
-        actions = []
+        pendings = []
         for hit in hits:
             if seen is not None:
                 seen.add(hit.id)
-            action = _hit_action(repo, hit, patch, options)
-            if action is not None:
-                actions.append(action)
-        if not actions:
+            pending = _hit_pending(ctx, info, hit, patch)
+            if pending is not None:
+                pendings.append(pending)
+        if not pendings:
             return []
-        outcomes = send(repo.mapper, actions, refresh=refresh)
-        track_soft_deletes(repo, outcomes)
+        outcomes: list[BulkOutcome] = []
+        write_documents(ctx, pendings, inner, outcomes=outcomes)  # type: ignore[arg-type]
         done = changed_ids(outcomes)
-        if isinstance(patch, ScriptPatch) and repo.info.custom_fields:
-            custom_fields.reconcile(repo.mapper, repo.info, done, refresh=refresh)
         changed += len(done)
-        gone = removed_ids(repo, outcomes)
+        gone = removed_ids(info, outcomes)
         removed.update(gone)
         if notify_ids is None:
-            announce(repo, done, options, removed=gone)
+            announce(ctx, info, done, options, removed=gone)
         # 409: changed since the scan; 404 (Elasticsearch's answer to an update at the
         # version of a document deleted since): gone. Both are looked up again, and
         # patched only if they (still, or again) match
@@ -226,12 +200,12 @@ def patch_all(
         still = _each_match(repo, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            _refresh(repo)
+            refresh(ctx, repo.spec)
     if notify_ids is not None and changed:
         # one per listed id that matched (noop ones included), never one for an id that
         # is not there (missing, or another tenant's)
         listed: list[str | None] = [i for i in notify_ids if seen is None or i in seen]
-        announce(repo, listed, options, removed=removed)
+        announce(ctx, info, listed, options, removed=removed)
     if still:
         raise _kept_changing(repo, "patch_all", "patched", still, changed)
     if failures:
@@ -239,196 +213,25 @@ def patch_all(
     return changed
 
 
-def _hit_action(
-    repo: Repository[Any], hit: FindHit[Any], patch: Patch, options: Options
-) -> BulkAction | None:
-    """The write of ``patch`` for one scanned hit, conditioned on the hit's version."""
+def _hit_pending(
+    ctx: Context, info: ModelInfo, hit: FindHit[Any], patch: Patch
+) -> PendingWrite | None:
+    """The write of ``patch`` for one scanned hit, at the hit's version, through the
+    alias of the hit's index (to its fence when conditioned: the scanned version means
+    something in that index only); ``None``: a client-side no-op."""
     state = hit.document._esm_state
     source = state.original if state is not None else {}
-    index = repo.spec.write_name(hit.index)  # through the alias: it follows a reindex
     if isinstance(patch, PartialPatch | ScriptPatch):
-        seq_no = primary_term = None
-        if options.version_check:
-            seq_no, primary_term = split_version(hit.version, owner=repo.info.name, id=hit.id)
-            # the scanned version means something in the hit's index only: its fence
-            index = repo.spec.conditioned_target(index, hit.index)
-        body = update_body(repo, patch)
-        if isinstance(patch, PartialPatch) and repo.info.custom_fields:
-            body["doc"] = custom_fields.partial_doc(
-                repo.mapper, repo.info, source, body["doc"], hit.id
-            )
-        return BulkAction(
-            op="update",
-            index=index,
-            id=hit.id,
-            body=body,
-            if_seq_no=seq_no,
-            if_primary_term=primary_term,
-            ref=PendingWrite("patch", None, repo.info, id=hit.id, original_source=source),
-        )
-    return client_side_action(  # maps the hit's index itself (alias, or fence when conditioned)
-        repo, patch, options, id=hit.id, index=hit.index, source=source, version=hit.version
-    )
-
-
-def _update_by_query(
-    repo: Repository[Any], filter: str | Query | None, patch: ScriptPatch, options: Options
-) -> int:
-    # it writes each match at the version the last refresh made searchable: a document
-    # written since would be a conflict it cannot retry (it cannot say which), so it
-    # always refreshes first (and the recently-soft-deleted hint is not needed)
-    query = repo._search_request(filter, _scan_options(options, retry=True), {})
-    body = query.query_body()
-    _refresh(repo)
-    target = _target(repo)
-    if target is None:  # a time-series model without partitions: nothing to patch
-        return 0
-    _log_query(options, "update_by_query", target["index"], body)
-    call = f"patch_all on {repo.info.name}"
-    params = {
-        **target,
-        "query": body,
-        "script": update_body(repo, patch)["script"],
-        "conflicts": "proceed",
-        "refresh": bool(refresh_param(options.consistency, by_query=True)),
-        **by_query_params(repo.spec),  # the model's ingest pipeline, if any
-    }
-    try:
-        result = _run(repo, "update_by_query", params, call)
-    except NotFoundError as exc:
-        if is_index_missing(exc):
-            return 0
-        raise
-    except TaskError as exc:
-        effect = "the script may have run on some or all matches"
-        raise _task_unknown(repo, effect, "updated", exc) from exc
-    finally:
-        repo.mapper.invalidate_model(repo.info)
-    if _nothing_to_write(repo, call, result):
-        return 0
-    updated = result.count("updated")
-    if updated:
-        announce(repo, [None], options)
-    _raise_failures(repo, call, "update_by_query", result, f"{updated} were patched")
-    conflicts = result.count("version_conflicts")
-    if conflicts:
-        raise VersionConflictError(
-            f"{call}: {conflicts} matching document(s) changed "
-            f"concurrently and were NOT patched ({updated} were); the update-by-query cannot "
-            "say which, so re-run it with a filter that excludes the patched documents, or "
-            "patch with cache=True (per-document writes that retry conflicts)",
-            index=repo.spec.alias,
-            error_type="version_conflict_engine_exception",
-            reason=f"{conflicts} version conflicts, {updated} updated",
-        )
-    return updated
-
-
-def _target(repo: Repository[Any]) -> dict[str, Any] | None:
-    """Where a by-query request of ``repo``'s model is sent: its alias; for a time-series
-    model its partitions named one by one (:func:`~esmapper.indexes._pit_target.pit_target`,
-    after ``GET /_alias/<umbrella>``), with ``ignore_unavailable=true`` and
-    ``allow_no_indices=true`` (a partition retention deletes in between is skipped), as
-    the scans' point in time is: the local test server runs a by-query request on an
-    alias of several indexes over one of them only. ``None``: no partition exists."""
-    spec = repo.spec
-    if not spec.is_time_series:
-        return {"index": spec.write_target}
-    found = pit_target(repo.mapper.client, spec, None)
-    if found is None:
-        return None
-    return {"index": found.index, "ignore_unavailable": True, "allow_no_indices": True}
-
-
-def _run(repo: Repository[Any], kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
-    """One by-query request as a task (:func:`esmapper._server_tasks.run_task`) on the
-    call's client: cancelled when the call's ``timeout=`` passes, on Ctrl-C too."""
-    result = run_task(repo.mapper.client, kind, params, what=call, timeout=current_limits().timeout)
-    counts = ("total", "updated", "deleted", "noops", "version_conflicts")
-    log.debug(
-        "%s: %s, failures=%d (task %s)",
-        call,
-        ", ".join(f"{k}={result.count(k)}" for k in counts),
-        len(result.failures),
-        result.task,
-    )
-    return result
-
-
-def _nothing_to_write(repo: Repository[Any], call: str, result: TaskResult) -> bool:
-    """Whether the task failed because its index does not exist (nothing to write); any
-    other error of the task as a whole (a script that does not compile, ...) raises
-    :class:`DocumentError` with the server's type and reason."""
-    error = result.error
-    if error is None:
-        return False
-    if error.get("type") == "index_not_found_exception":
-        return True
-    raise DocumentError(
-        f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
-        index=repo.spec.alias,
-        error_type=error.get("type"),
-        reason=error.get("reason"),
-    )
-
-
-def _raise_failures(
-    repo: Repository[Any], call: str, what: str, result: TaskResult, done: str
-) -> None:
-    """Raise :class:`BulkWriteError` for the failures a by-query answer reports (documents
-    refused, shards that failed: the request stopped there)."""
-    failures = [_failure(f, what) for f in result.failures]
-    if not failures:
-        return
-    first = failures[0]
-    raise BulkWriteError(
-        failures,
-        message=(
-            f"{call}: the {what.replace('_', '-')} stopped on {len(failures)} failure(s) "
-            f"({done}); first: id={first.id!r} index={first.index!r} status={first.status} "
-            f"{first.error_type}: {first.reason}"
-        ),
-    )
-
-
-def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:
-    """One entry of a by-query answer's ``failures``: a document (``id``, ``cause``) or a
-    shard (``shard``, ``reason``)."""
-    cause = item.get("cause") if isinstance(item.get("cause"), dict) else item.get("reason")
-    cause = cause if isinstance(cause, dict) else {"reason": str(cause)}
-    return BulkItemFailure(
-        id=None if item.get("id") is None else str(item["id"]),
-        index=item.get("index"),
-        op="delete" if what == "delete_by_query" else "update",
-        status=int(item.get("status") or 0),
-        error_type=cause.get("type"),
-        reason=cause.get("reason"),
-    )
-
-
-def _task_unknown(
-    repo: Repository[Any], effect: str, verb: str, exc: TaskError
-) -> OutcomeUnknownError:
-    """The error of a by-query request whose outcome is not known: its answer was lost
-    (no task of it runs, or nothing could tell), its task was cancelled at the call's
-    timeout (then ``effect`` says how many it had ``verb``, the task's count), or could
-    not be followed. It is never resent."""
-    if isinstance(exc, TaskTimedOut) and exc.result is not None:
-        done, total = exc.result.count(verb), exc.result.count("total")
-        which = " (which ones is not known)" if done else ""
-        effect = f"it had {verb} {done} of {total} matching documents{which}"
-    return OutcomeUnknownError(
-        f"{exc}; {effect}. It was not resent: check the documents before running it again",
-        index=repo.spec.alias,
-        error_type=UNKNOWN,
-        reason=str(exc),
-    )
+        body = update_body(ctx, info, patch)
+        return update_pending(info, patch, hit.id, body, hit.index, hit.version, source)
+    return client_side_pending(ctx, info, patch, hit.id, hit.index, source, hit.version)
 
 
 def remove_all(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
     listened = any(signals.has_receivers(s, repo.model) for s in _REMOVE_SIGNALS)
     if not listened and not _batched(repo, options):
-        return _delete_by_query(repo, filter, options)
+        query = repo._search_request(filter, _scan_options(options), {}).query_body()
+        return ByQuery(repo.mapper, repo.info, options).delete(query)
 
     removed = 0
     inner = options.merge(consistency="eventual")
@@ -452,7 +255,7 @@ def remove_all(repo: Repository[Any], filter: str | Query | None, options: Optio
         still = _each_match(repo, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            _refresh(repo)
+            refresh(repo.mapper, repo.spec)
     if still:
         raise _kept_changing(repo, "remove_all", "removed", still, removed)
     return removed
@@ -468,103 +271,4 @@ def _kept_changing(
         ids=still,
         index=repo.spec.alias,
         error_type="version_conflict_engine_exception",
-    )
-
-
-def _log_query(options: Options, what: str, target: str, query: Any) -> None:
-    """Log a by-query request at the call's ``query_log_level`` (default DEBUG)."""
-    level = options.query_log_level
-    logging.getLogger("esmapper.query").log(
-        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
-    )
-
-
-def _delete_by_query(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
-    query = repo._search_request(filter, _scan_options(options), {}).query_body()
-    if options.consistency != "eventual":
-        _refresh(repo)
-    target = _target(repo)
-    if target is None:  # a time-series model without partitions: nothing to delete
-        return 0
-    _log_query(options, "delete_by_query", target["index"], query)
-    call = f"remove_all on {repo.info.name}"
-    params = {
-        **target,
-        "query": query,
-        "conflicts": "proceed",
-        "refresh": bool(refresh_param(options.consistency, by_query=True)),
-    }
-    total = 0
-    # the start of the last run whose answer was lost (and of which no task runs): it may
-    # have deleted documents, so a later run that fails does not mean "nothing was deleted"
-    lost: TaskStartUnknown | None = None
-    try:
-        attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
-        for attempt in range(attempts):
-            if attempt:
-                # a re-run: the conflicting documents changed since the last refresh (and
-                # what the previous run deleted is still searchable); without a refresh
-                # it would meet the same versions and conflict again
-                _refresh(repo)
-            try:
-                result = _run(repo, "delete_by_query", params, call)
-            except ApiError as exc:
-                if isinstance(exc, NotFoundError) and is_index_missing(exc):
-                    return total
-                if lost is not None:
-                    raise _removal_unknown(repo, lost, exc) from exc
-                raise
-            except TaskStartUnknown as exc:
-                if not exc.listed:  # it may still be running: never run a second one
-                    raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
-                # Deleting what matches is idempotent, and no run of it is running: run it
-                # again; what the lost run deleted is not counted.
-                log.warning(
-                    "%s; running it again (the returned count may miss what it deleted)", exc
-                )
-                lost = exc
-                continue
-            except TaskError as exc:
-                raise _task_unknown(repo, _MAY_HAVE_DELETED, "deleted", exc) from exc
-            lost = None
-            if _nothing_to_write(repo, call, result):
-                return total
-            total += result.count("deleted")
-            _raise_failures(repo, call, "delete_by_query", result, f"{total} were removed")
-            if not result.count("version_conflicts"):
-                break
-        else:
-            if lost is not None:
-                raise _removal_unknown(repo, lost, None)
-            left = result.count("version_conflicts")
-            raise VersionConflictError(
-                f"{call}: {left} matching document(s) were still "
-                f"changing concurrently after {attempts} delete-by-query rounds and were NOT "
-                f"removed ({total} were); run it again",
-                index=repo.spec.alias,
-                error_type="version_conflict_engine_exception",
-                reason=f"{left} version conflicts, {total} deleted",
-            )
-    finally:
-        repo.mapper.invalidate_model(repo.info)
-        if total:  # also when a later round failed: these are gone
-            publish_changes(repo.mapper, repo.info, [(None, ChangeType.REMOVED)], options)
-    return total
-
-
-_MAY_HAVE_DELETED = "some or all matching documents may have been deleted"
-
-
-def _removal_unknown(
-    repo: Repository[Any], lost: TaskStartUnknown, last: Exception | None
-) -> OutcomeUnknownError:
-    """A delete-by-query whose answer was lost and whose re-runs did not complete: some or
-    all matches may be deleted (raising the re-run's own error would say "nothing was")."""
-    then = f"; running it again failed: {last}" if last is not None else ""
-    return OutcomeUnknownError(
-        f"remove_all on {repo.info.name}: the delete-by-query was sent but no answer came "
-        f"back ({lost.cause}){then}; {_MAY_HAVE_DELETED}",
-        index=repo.spec.alias,
-        error_type=UNKNOWN,
-        reason=str(lost.cause),
     )

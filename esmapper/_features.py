@@ -40,7 +40,9 @@ point                  called by, and what for
                        and the writes confirmed (custom-field definitions saved)
 ``search``             every search, count and by-query request of the model: the clauses
                        the feature adds (``filter``) and the ids it hides (``must_not``)
-``by_query``           the parameters of ``_update_by_query`` (an ingest pipeline)
+``by_query``           the target and parameters of ``_update_by_query`` /
+                       ``_delete_by_query`` (a time series' partitions, an ingest
+                       pipeline); ``None``: nothing to write (no partition)
 ``read_params``        by-id reads (``esmapper.indexes.reads``): request parameters of one
                        id (``routing``)
 =====================  =====================================================================
@@ -186,8 +188,10 @@ class Feature:
         """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
         return [], []
 
-    def by_query(self, ctx: Context) -> dict[str, Any]:
-        """Parameters the feature adds to the model's ``_update_by_query``."""
+    def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
+        """Parameters the feature adds to the model's by-query ``request``
+        (``"update_by_query"``, ``"delete_by_query"``; ``index``: where it is sent);
+        ``None``: there is nothing to write."""
         return {}
 
     def read_params(self, id: str) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """The pieces patch writes share, by id and by query (:mod:`esmapper._patching`): the
-Update API body of a Partial/Script patch, the conditional ``index`` action of a
-Json/Action patch, and what follows a write's outcomes (the error a failed one raises,
-the soft-delete bookkeeping, the ``documents_changed`` signal and change notifications).
-Nothing here sends a write (the by-query requests are sent by
-:func:`esmapper._server_tasks.run_task`)."""
+pending writes a patch compiles to (:class:`~esmapper._pending.PatchForm`: the Update API
+body of a Partial/Script patch, the client-side result of a Json/Action patch), and what
+follows their outcomes (the error a failed one raises, which ones soft-deleted, the
+``documents_changed`` signal and change notifications). Nothing here sends: the writes go
+through :func:`esmapper._writes.write_documents` (whose feature points add what a
+feature owns: custom-field ``idx``, the tenant rule, soft-delete bookkeeping), the
+by-query requests through :mod:`esmapper._by_query_send`."""
 
 from __future__ import annotations
 
@@ -13,17 +15,9 @@ from typing import TYPE_CHECKING, Any
 import jsonpatch
 
 from esmapper import signals
-from esmapper._pending import change_type
-from esmapper._writes import (
-    PendingWrite,
-    failure_error,
-    publish_changes,
-    split_version,
-    with_extras,
-)
-from esmapper.bulk import BulkAction, BulkOutcome
-from esmapper.custom_fields import indexing as custom_fields
-from esmapper.custom_fields._tenancy import check_patched
+from esmapper._pending import PatchForm, PendingWrite, change_type
+from esmapper._settle import failure_error, publish_changes
+from esmapper.bulk import BulkOutcome
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options
@@ -31,157 +25,81 @@ from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
-    from esmapper.repository import Repository
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
 
 __all__ = [
     "announce",
     "changed_ids",
-    "client_side_action",
+    "client_side_pending",
     "now_text",
     "raise_for",
     "removed_ids",
-    "track_soft_deletes",
+    "stored_deleted",
     "update_body",
+    "update_pending",
 ]
 
 
-def now_text(repo: Repository[Any]) -> str:
-    return format_datetime(repo.mapper.clock())
+def now_text(ctx: Context) -> str:
+    return format_datetime(ctx.clock())
 
 
-def update_body(repo: Repository[Any], patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
+def update_body(ctx: Context, info: ModelInfo, patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
     """The Update API body of a Partial/Script patch, with ``updated_utc`` tracking."""
-    dated = repo.info.has_dates
+    dated = info.has_dates
     if isinstance(patch, PartialPatch):
         doc = dict(patch.doc)
         if dated and "updated_utc" not in doc:
-            doc["updated_utc"] = now_text(repo)
+            doc["updated_utc"] = now_text(ctx)
         return {"doc": doc, "detect_noop": True}
     params = dict(patch.params or {})
     source = patch.source
     if dated and "updated_utc" not in params:
-        params["__esm_now"] = now_text(repo)
+        params["__esm_now"] = now_text(ctx)
         source = f"{source.rstrip().rstrip(';')};\nctx._source.updated_utc = params.__esm_now;"
     return {"script": {"source": source, "lang": "painless", "params": params}}
 
 
-def raise_for(outcome: BulkOutcome, repo: Repository[Any]) -> None:
-    kwargs: dict[str, Any] = {
-        "index": outcome.index,
-        "error_type": outcome.error_type,
-        "reason": outcome.reason,
-    }
-    if outcome.status == 404:
-        raise DocumentNotFoundError(str(outcome.id), **kwargs)
-    if outcome.status == 409:
-        raise VersionConflictError(
-            f"version conflict patching {repo.info.name} {outcome.id!r}: {outcome.reason}",
-            ids=[outcome.id],
-            **kwargs,
-        )
-    raise failure_error([outcome], [], 1)
+def update_pending(  # noqa: PLR0917 - the parts of one update
+    info: ModelInfo,
+    patch: PartialPatch | ScriptPatch,
+    id: str,
+    body: dict[str, Any],
+    read_from: str | None,
+    version: str | None = None,
+    source: dict[str, Any] | None = None,
+) -> PendingWrite:
+    """The update of document ``id`` by a Partial/Script ``patch`` (``body``:
+    :func:`update_body`), through the alias of ``read_from``; ``version``/``source``:
+    what a scan read (the write is conditioned on that version, see
+    :func:`esmapper._bodies.document_action`). Unscanned (by id), it carries the patch's
+    ``retry_on_conflict``."""
+    retry = patch.retry_on_conflict if version is None else None
+    form = PatchForm(patch, True, body, read_from, version, retry)
+    return PendingWrite("patch", None, info, id=id, original_source=source, form=form)
 
 
-def announce(
-    repo: Repository[Any],
-    ids: list[str | None],
-    options: Options,
-    documents: list[Any] | None = None,
-    removed: set[str] | frozenset[str] = frozenset(),
-) -> None:
-    """``documents_changed`` and one notification per id, after confirmed changes: SAVED,
-    or REMOVED for the ids in ``removed`` (a patch that soft-deleted them: see
-    :func:`removed_ids`; the recently-deleted list is :func:`track_soft_deletes`')."""
-    if not ids:
-        return
-    if signals.has_receivers(signals.documents_changed, repo.model):
-        signals.send_safely(
-            signals.documents_changed,
-            repo.model,
-            documents=documents or [],
-            change_type=ChangeType.SAVED,
-            options=options,
-        )
-    changes = [(i, ChangeType.REMOVED if i in removed else ChangeType.SAVED) for i in ids]
-    publish_changes(repo.mapper, repo.info, changes, options)
-
-
-def removed_ids(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> set[str]:
-    """The ids a patch soft-deleted: confirmed writes that turned ``is_deleted`` from false
-    to true, judged like a save's (:func:`esmapper._pending.change_type`) from the stored
-    source the write was conditioned on (``PendingWrite.original_source``, set where the
-    patch read it: scans, client-side patches) and what the write stored. A write whose
-    original or result is not known (a script) is not a removal."""
-    info = repo.info
-    if not info.soft_deletes:
-        return set()
-    out: set[str] = set()
-    for outcome in outcomes:
-        if not outcome.ok or outcome.result == "noop" or outcome.id is None:
-            continue
-        ref = outcome.action.ref
-        pending = ref if isinstance(ref, PendingWrite) else PendingWrite("patch", None, info)
-        flag = _soft_delete_flag(outcome.action)
-        written = None if flag is None else {"is_deleted": flag}
-        if change_type(pending, pending.original_source, written) is ChangeType.REMOVED:
-            out.add(str(outcome.id))
-    return out
-
-
-def changed_ids(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
-    return [o.id for o in outcomes if o.ok and o.result != "noop"]
-
-
-def _soft_delete_flag(action: BulkAction) -> bool | None:
-    """The ``is_deleted`` a patch action stores (``None``: it does not say, e.g. a script)."""
-    body = action.body or {}
-    if action.op == "index":
-        return bool(body.get("is_deleted"))
-    doc = body.get("doc")
-    if isinstance(doc, dict) and "is_deleted" in doc:
-        return bool(doc["is_deleted"])
-    return None
-
-
-def track_soft_deletes(repo: Repository[Any], outcomes: Iterable[BulkOutcome]) -> None:
-    """A patch that sets ``is_deleted`` is a soft delete or a restore, like a save that does:
-    confirmed ones update the shared recently-deleted list, or a restored
-    document stays hidden from searches (by-query writes included) for ``deleted_ttl``."""
-    documents = repo.mapper.documents
-    if documents is None or not repo.info.soft_deletes:
-        return
-    gone: list[str] = []
-    back: list[str] = []
-    for outcome in outcomes:
-        flag = _soft_delete_flag(outcome.action) if outcome.ok and outcome.id else None
-        if flag is not None:
-            (gone if flag else back).append(str(outcome.id))
-    if gone:
-        documents.remember_deleted(repo.spec.alias, gone)
-    if back:
-        documents.forget_deleted(repo.spec.alias, back)
-
-
-def client_side_action(
-    repo: Repository[Any],
+def client_side_pending(  # noqa: PLR0917 - what one read gave
+    ctx: Context,
+    info: ModelInfo,
     patch: JsonPatch | ActionPatch,
-    options: Options,
-    *,
     id: str,
     index: str | None,
     source: dict[str, Any],
     version: str | None,
-) -> BulkAction | None:
-    """The conditional ``index`` action of a Json/Action patch applied to ``source``,
-    through the alias of ``index`` (the index ``source`` was read from), or
-    ``None`` for a no-op (an empty JsonPatch, an ActionPatch whose callables all returned
-    False)."""
-    info = repo.info
+) -> PendingWrite | None:
+    """The conditional ``index`` of a Json/Action patch applied to ``source`` (read from
+    ``index`` at ``version``), or ``None`` for a no-op (an empty JsonPatch, an ActionPatch
+    whose callables all returned False). Raises DocumentError for a JsonPatch that does
+    not apply. ``updated_utc`` is set; the features complete the document at the write's
+    ``prepare`` point (custom-field ``idx``) and judge it at ``check`` (the tenant rule)."""
+    body: dict[str, Any] | None = None
     if isinstance(patch, JsonPatch):
         if not patch.operations:
             return None
         try:
-            new_source = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
+            body = jsonpatch.JsonPatch(list(patch.operations)).apply(source)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
             raise DocumentError(
                 f"JsonPatch of {info.name} {id!r} failed: {exc}",
@@ -191,33 +109,97 @@ def client_side_action(
                 reason=str(exc),
             ) from exc
         if info.has_dates:
-            new_source["updated_utc"] = now_text(repo)
-        document = info.from_source(new_source, id, version)
-        check_patched(info, document, options.tenant)  # the tenant rule: never moved
-        if info.custom_fields:
-            custom_fields.patched_source(repo.mapper, info, document, new_source)
+            body["updated_utc"] = now_text(ctx)
+        document = info.from_source(body, id, version)
     else:
         document = info.from_source(source, id, version)
         if not patch.apply(document):
             return None
-        check_patched(info, document, options.tenant)  # the tenant rule: never moved
         if info.has_dates:
-            document.updated_utc = repo.mapper.clock()
-        if info.custom_fields:
-            custom_fields.refresh_idx(repo.mapper, [document])
-        new_source = with_extras(info.to_source(document), source, info)
-    seq_no = primary_term = None
-    target = repo.spec.write_name(index)  # through the alias: it follows a reindex
-    if options.version_check:
-        seq_no, primary_term = split_version(version, owner=info.name, id=id)
-        if seq_no is not None:  # a version read from ``index`` is sent to its fence
-            target = repo.spec.conditioned_target(target, index)
-    return BulkAction(
-        op="index",
-        index=target,
-        id=id,
-        body=new_source,
-        if_seq_no=seq_no,
-        if_primary_term=primary_term,
-        ref=PendingWrite("patch", document, info, id=id, original_source=source),
-    )
+            document.updated_utc = ctx.clock()
+    form = PatchForm(patch, False, body, index, version)
+    return PendingWrite("patch", document, info, id=id, original_source=source, form=form)
+
+
+def raise_for(outcome: BulkOutcome, info: ModelInfo) -> None:
+    kwargs: dict[str, Any] = {
+        "index": outcome.index,
+        "error_type": outcome.error_type,
+        "reason": outcome.reason,
+    }
+    if outcome.status == 404:
+        raise DocumentNotFoundError(str(outcome.id), **kwargs)
+    if outcome.status == 409:
+        raise VersionConflictError(
+            f"version conflict patching {info.name} {outcome.id!r}: {outcome.reason}",
+            ids=[outcome.id],
+            **kwargs,
+        )
+    raise failure_error([outcome], [], 1)
+
+
+def announce(  # noqa: PLR0917
+    ctx: Context,
+    info: ModelInfo,
+    ids: list[str | None],
+    options: Options,
+    documents: list[Any] | None = None,
+    removed: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """``documents_changed`` and one notification per id, after confirmed changes: SAVED,
+    or REMOVED for the ids in ``removed`` (a patch that soft-deleted them: see
+    :func:`removed_ids`; the recently-deleted list is the soft-delete feature's
+    ``settle``)."""
+    if not ids:
+        return
+    if signals.has_receivers(signals.documents_changed, info.cls):
+        signals.send_safely(
+            signals.documents_changed,
+            info.cls,
+            documents=documents or [],
+            change_type=ChangeType.SAVED,
+            options=options,
+        )
+    changes = [(i, ChangeType.REMOVED if i in removed else ChangeType.SAVED) for i in ids]
+    publish_changes(ctx, info, changes, options)  # type: ignore[arg-type]  # (a Context)
+
+
+def removed_ids(info: ModelInfo, outcomes: Iterable[BulkOutcome]) -> set[str]:
+    """The ids a patch soft-deleted: confirmed writes that turned ``is_deleted`` from false
+    to true, judged like a save's (:func:`esmapper._pending.change_type`) from the stored
+    source the write was conditioned on (``PendingWrite.original_source``, set where the
+    patch read it: scans, client-side patches) and what the write stored. A write whose
+    original or result is not known (a script) is not a removal."""
+    if not info.points.change_type:
+        return set()
+    out: set[str] = set()
+    for outcome in outcomes:
+        if not outcome.ok or outcome.result == "noop" or outcome.id is None:
+            continue
+        ref = outcome.action.ref
+        if not isinstance(ref, PendingWrite):
+            continue
+        flag = stored_deleted(ref)
+        written = None if flag is None else {"is_deleted": flag}
+        if change_type(ref, ref.original_source, written) is ChangeType.REMOVED:
+            out.add(str(outcome.id))
+    return out
+
+
+def changed_ids(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
+    return [o.id for o in outcomes if o.ok and o.result != "noop"]
+
+
+def stored_deleted(pending: PendingWrite) -> bool | None:
+    """The ``is_deleted`` a patch stores (``None``: it does not say, e.g. a script)."""
+    form = pending.form
+    if form is None:
+        return None
+    if not form.update:  # an index of the patched source
+        if form.body is not None:
+            return bool(form.body.get("is_deleted"))
+        return bool(getattr(pending.doc, "is_deleted", False))
+    doc = (form.body or {}).get("doc")
+    if isinstance(doc, dict) and "is_deleted" in doc:
+        return bool(doc["is_deleted"])
+    return None

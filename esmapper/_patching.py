@@ -1,9 +1,13 @@
 """Patches and by-query writes of a repository.
 
-Every write here goes through :func:`esmapper._outcomes.send` (one bulk writer, unknown
-outcomes read back, every touched id removed from the cache), except the two by-query
-requests, which are sent once (never resent by the transport), run as server tasks where
-the server keeps them (see below) and drop the model's cache entries:
+Every write here compiles to pending writes of kind ``patch``
+(:class:`~esmapper._pending.PatchForm`: a partial or script update, a conditional index of
+a source patched client-side, at the version read) and goes through
+:func:`esmapper._writes.write_documents`, as ``add`` does (the features' points, one bulk
+writer, unknown outcomes read back, every touched id removed from the cache), except the
+two by-query requests (:mod:`esmapper._by_query_send`), which are sent once (never resent
+by the transport), run as server tasks where the server keeps them (see below) and drop
+the model's cache entries:
 
 - With ``tenant=`` every patch by id or ids runs as the ``patch_all`` over those ids
   (the scan's tenant filter: another tenant's id is absent; see
@@ -79,95 +83,108 @@ from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Ids
 
 from esmapper._by_query import patch_all, remove_all
+from esmapper._features import WriteCall
 from esmapper._patch_actions import (
     announce,
     changed_ids,
-    client_side_action,
+    client_side_pending,
     raise_for,
     removed_ids,
-    track_soft_deletes,
     update_body,
+    update_pending,
 )
-from esmapper._writes import PendingWrite, send
-from esmapper.bulk import BulkAction, BulkOutcome
-from esmapper.custom_fields import indexing as custom_fields
-from esmapper.custom_fields._access import require_custom_fields
+from esmapper._pending import PatchForm, PendingWrite
+from esmapper._writes import write_documents
+from esmapper.bulk import BulkOutcome
 from esmapper.errors import BulkItemFailure, BulkWriteError, DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import get_document, locate_documents
-from esmapper.options import Options, refresh_param
+from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
 from esmapper.signals import ModifiedDocument
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
     from esmapper.repository import Repository
 
-__all__ = ["patch_all", "patch_ids", "remove_all"]
+__all__ = ["check_patch", "patch_all", "patch_ids", "remove_all"]
+
+
+def check_patch(ctx: Context, info: ModelInfo, patch: Patch, options: Options) -> None:
+    """Refuse ``patch`` before anything is read or sent: the ``check`` point of the
+    model's features, given the patch as a write of no document yet (the tenant rule
+    refuses a PartialPatch that moves documents to another tenant)."""
+    if not info.points.check:
+        return
+    form = PatchForm(patch, isinstance(patch, PartialPatch | ScriptPatch))
+    call = WriteCall(ctx, options, ctx.clock())
+    for hook in info.points.check:
+        hook(call, [PendingWrite("patch", None, info, form=form)])
 
 
 def patch_ids(
     repo: Repository[Any], ids: str | Iterable[str], patch: Patch, options: Options
 ) -> None:
+    """``repo.patch``: see the module docstring. ``repo`` searches the ids where a patch
+    runs as ``patch_all`` over them; the writes take its context, model and spec."""
     id_list = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
     for id in id_list:
         check_id(id)
     if not id_list:
         return
+    ctx, info, spec = repo.mapper, repo.info, repo.spec
     if options.tenant is not None:
         # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
-        # tenant's id absent, whatever the patch type
-        require_custom_fields(repo.info)
+        # tenant's id absent, whatever the patch type (and refuses tenant= on a model
+        # without custom fields)
         notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
         _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
         return
-    if isinstance(patch, PartialPatch) and (
-        repo.info.custom_fields or _soft_deletes(repo.info, patch)
-    ):
+    if isinstance(patch, PartialPatch) and (info.custom_fields or _soft_deletes(info, patch)):
         # idx is recomputed from the stored document, and a soft delete is a removal only
         # if the stored document was not deleted: per document, at the version read
         _patch_scanned(repo, id_list, patch, options, notify_all=False)
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
-        body = update_body(repo, patch)
-        targets = locate_documents(repo.mapper.client, repo.spec, id_list)
-        # time-series ids stored nowhere: not found, like a 404 of the update
-        missing = [_missing(repo, id) for id in id_list if id not in targets]
-        actions = [
-            BulkAction(
-                op="update",
-                index=targets[id],
-                id=id,
-                body=body,
-                retry_on_conflict=patch.retry_on_conflict,
-                ref=PendingWrite("patch", None, repo.info, id=id),
-            )
-            for id in id_list
-            if id in targets
-        ]
-        outcomes = (
-            send(repo.mapper, actions, refresh=refresh_param(options.consistency))
-            if actions
-            else []
-        )
-        track_soft_deletes(repo, outcomes)
-        changed = changed_ids(outcomes)
-        if repo.info.custom_fields:  # a script: idx brought up to date afterwards
-            refresh = refresh_param(options.consistency)
-            custom_fields.reconcile(repo.mapper, repo.info, changed, refresh=refresh)
-        announce(repo, changed, options)
-        failed = [o for o in outcomes if not o.ok]
-        if len(id_list) == 1 and missing:
-            raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
-        if failed or missing:
-            if len(outcomes) == 1 and not missing:
-                raise_for(failed[0], repo)
-            failures = [o.to_failure() for o in failed] + missing
-            raise BulkWriteError(failures, changed)
+        _patch_located(ctx, info, spec, id_list, patch, options)
         return
     if len(id_list) > 1:
         _patch_scanned(repo, id_list, patch, options, notify_all=True)
         return
-    _patch_one_client_side(repo, id_list[0], patch, options)
+    _patch_one_client_side(ctx, info, spec, id_list[0], patch, options)
+
+
+def _patch_located(  # noqa: PLR0917
+    ctx: Context,
+    info: ModelInfo,
+    spec: IndexSpec,
+    id_list: list[str],
+    patch: PartialPatch | ScriptPatch,
+    options: Options,
+) -> None:
+    """One update per id, unconditioned (``retry_on_conflict``), through the alias that
+    holds it (:func:`~esmapper.indexes.reads.locate_documents`)."""
+    body = update_body(ctx, info, patch)
+    targets = locate_documents(ctx.client, spec, id_list)
+    # time-series ids stored nowhere: not found, like a 404 of the update
+    missing = [_missing(spec, id) for id in id_list if id not in targets]
+    pendings = [
+        update_pending(info, patch, id, body, targets[id]) for id in id_list if id in targets
+    ]
+    outcomes: list[BulkOutcome] = []
+    write_documents(ctx, pendings, options, outcomes=outcomes)  # type: ignore[arg-type]
+    changed = changed_ids(outcomes)
+    announce(ctx, info, changed, options)
+    failed = [o for o in outcomes if not o.ok]
+    if len(id_list) == 1 and missing:
+        raise DocumentNotFoundError(id_list[0], index=spec.alias)
+    if failed or missing:
+        if len(outcomes) == 1 and not missing:
+            raise_for(failed[0], info)
+        failures = [o.to_failure() for o in failed] + missing
+        raise BulkWriteError(failures, changed)
 
 
 def _soft_deletes(info: Any, patch: PartialPatch) -> bool:
@@ -196,64 +213,48 @@ def _patch_scanned(
     if absent and len(id_list) == 1:
         raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
     if absent:
-        raise BulkWriteError([_missing(repo, id) for id in absent], sorted(seen))
+        raise BulkWriteError([_missing(repo.spec, id) for id in absent], sorted(seen))
 
 
-def _missing(repo: Repository[Any], id: str) -> BulkItemFailure:
+def _missing(spec: IndexSpec, id: str) -> BulkItemFailure:
     return BulkItemFailure(
-        id, repo.spec.alias, "update", 404, "document_missing_exception", "document missing"
+        id, spec.alias, "update", 404, "document_missing_exception", "document missing"
     )
 
 
-def _patch_one_client_side(
-    repo: Repository[Any], id: str, patch: JsonPatch | ActionPatch, options: Options
+def _patch_one_client_side(  # noqa: PLR0917
+    ctx: Context,
+    info: ModelInfo,
+    spec: IndexSpec,
+    id: str,
+    patch: JsonPatch | ActionPatch,
+    options: Options,
 ) -> None:
-    if repo.spec.is_time_series:
-        found = get_document(repo.mapper.client, repo.spec, id)
+    """GET the document, apply ``patch`` client-side, write it back at the version read."""
+    if spec.is_time_series:
+        found = get_document(ctx.client, spec, id)
         if found is None:
-            raise DocumentNotFoundError(id, index=repo.spec.alias)
+            raise DocumentNotFoundError(id, index=spec.alias)
         raw = found
     else:
         try:
-            raw = repo.mapper.client.get(index=repo.spec.read_target, id=id).body
+            raw = ctx.client.get(index=spec.read_target, id=id).body
         except NotFoundError as exc:
-            raise DocumentNotFoundError(id, index=repo.spec.alias) from exc
+            raise DocumentNotFoundError(id, index=spec.alias) from exc
     version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
-    action = client_side_action(
-        repo,
-        patch,
-        options,
-        id=raw["_id"],
-        index=raw.get("_index"),
-        source=raw.get("_source") or {},
-        version=version,
-    )
-    if action is None:
+    source = raw.get("_source") or {}
+    pending = client_side_pending(ctx, info, patch, raw["_id"], raw.get("_index"), source, version)
+    if pending is None:
         return
-    outcome = send(repo.mapper, [action], refresh=refresh_param(options.consistency))[0]
+    outcomes: list[BulkOutcome] = []
+    # (settled: the patched document holds the version and source stored)
+    write_documents(ctx, [pending], options, outcomes=outcomes)  # type: ignore[arg-type]
+    outcome = outcomes[0]
     if not outcome.ok:
-        raise_for(outcome, repo)
-    track_soft_deletes(repo, [outcome])
-    _confirm_client_side(repo, action, outcome)
-    pending: PendingWrite = action.ref
+        raise_for(outcome, info)
     documents = (
-        [
-            ModifiedDocument(
-                pending.doc, repo.info.from_source(raw.get("_source") or {}, id, version)
-            )
-        ]
+        [ModifiedDocument(pending.doc, info.from_source(source, id, version))]
         if isinstance(patch, ActionPatch)
         else []
     )
-    announce(repo, [id], options, documents, removed=removed_ids(repo, [outcome]))
-
-
-def _confirm_client_side(repo: Repository[Any], action: BulkAction, outcome: BulkOutcome) -> None:
-    """Record the stored state on the patched document (for signal receivers)."""
-    from esmapper.model.state import remember
-
-    document = action.ref.doc
-    if repo.info.versioned:
-        document.version = outcome.version
-    assert isinstance(action.body, dict)
-    remember(document, action.body, outcome.index, outcome.version)
+    announce(ctx, info, [id], options, documents, removed=removed_ids(info, [outcome]))

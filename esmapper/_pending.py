@@ -23,7 +23,15 @@ from esmapper.signals import ChangeType
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
-__all__ = ["KINDS", "KindWords", "PendingWrite", "WriteKind", "change_type", "split_version"]
+__all__ = [
+    "KINDS",
+    "KindWords",
+    "PatchForm",
+    "PendingWrite",
+    "WriteKind",
+    "change_type",
+    "split_version",
+]
 
 WriteKind = Literal["add", "save", "remove", "patch"]
 """What a write does, in the words of the API (see the module docstring)."""
@@ -67,12 +75,38 @@ def change_type(
 
 
 @attrs.define(slots=True)
+class PatchForm:
+    """What a write of kind ``patch`` sends (the patch paths compile it, :mod:`esmapper._patching`):
+
+    - ``update``: a partial update (``body={"doc": ...}``) or a script update
+      (``body={"script": ...}``) of the stored document, ``doc`` of the write ``None``;
+    - otherwise a conditional ``index`` of a source patched client-side (Json/Action):
+      ``body`` the patched source (JsonPatch), or ``None``: the write's ``doc`` (the
+      patched document, ActionPatch) with the stored fields it does not declare.
+
+    ``version`` (``"<primary_term>:<seq_no>"``) is the version the stored source was read
+    (scanned) at, ``read_from`` the index it was read from (or the alias a by-id write
+    names): the write goes through that index's alias, and, conditioned on ``version``
+    (``version_check``), to its fence. ``noop``: the server answered ``noop`` (set when
+    the write is settled)."""
+
+    patch: Any
+    update: bool
+    body: dict[str, Any] | None = None
+    read_from: str | None = None
+    version: str | None = None
+    retry_on_conflict: int | None = None
+    noop: bool = False
+
+
+@attrs.define(slots=True)
 class PendingWrite:
     """One write: ``kind`` is ``add``, ``save``, ``remove`` or ``patch`` (:data:`WriteKind`).
 
-    ``doc`` is the caller's document (``None`` for a patch by id that loaded nothing),
-    ``id`` the document id for writes without a document. ``conditional`` is false for
-    a removal by id (``remove("id")`` deletes whatever is stored).
+    ``doc`` is the caller's document (``None`` for a partial or script patch, which loads
+    nothing; the patched document of a client-side patch), ``id`` the document id for
+    writes without a document; ``form`` what a patch sends (:class:`PatchForm`).
+    ``conditional`` is false for a removal by id (``remove("id")`` deletes whatever is stored).
     """
 
     kind: WriteKind
@@ -87,6 +121,8 @@ class PendingWrite:
     original_source: dict[str, Any] | None = None
     #: what the store holds after a confirmed write (the source, merged for partial saves)
     written: dict[str, Any] | None = None
+    #: what a ``patch`` sends (``None`` for the other kinds)
+    form: PatchForm | None = None
 
     @property
     def doc_id(self) -> str | None:

@@ -250,6 +250,8 @@ def settle(
         if kind == "remove":
             _set(doc, "_esm_state", None)
             continue
+        if doc is None:  # a partial or script patch: nothing loaded to bring up to date
+            continue
         version, condition = version_of(seq_no, term)
         if info.versioned:
             _set(doc, "version", version)
@@ -283,7 +285,7 @@ def _after_write(
 ) -> None:
     """The features' ``settle`` point (per model), the session's bookkeeping (in the
     write order), the "-ed" signals and the notifications of the confirmed writes, per
-    model and kind."""
+    model and kind (patches: the settle point only; their paths announce them)."""
     for info, mine in by_model(groups, "settle"):
         for hook in info.points.settle:
             hook(call, mine)
@@ -292,6 +294,8 @@ def _after_write(
         for pending in confirmed:
             on_success(pending)
     for (cls, kind), group in groups.items():
+        if kind == "patch":  # no "-ed" signals; its path announces it (esmapper._patching)
+            continue
         change = KINDS[kind].change_type
         _fire_after(KINDS[kind].after, cls, group, change_type=change, options=options)
         _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, WriteCall, register
+from esmapper._patch_actions import stored_deleted
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
@@ -34,9 +35,13 @@ class SoftDeleteFeature(Feature):
     def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
         """Confirmed soft deletes (a save setting ``is_deleted``) and restores (a removal,
         or a save clearing a stored ``is_deleted``) go to the shared recently-deleted list
-        (``deleted_ttl`` seconds) that unrefreshed searches hide. Nothing without a cache."""
+        (``deleted_ttl`` seconds) that unrefreshed searches hide. Nothing without a cache.
+        Patches: :meth:`settle_patches`."""
         documents = call.ctx.documents
         if documents is None:  # soft deletes and restores are shared through it
+            return
+        if confirmed and confirmed[0].kind == "patch":  # a batch of patches is never mixed
+            self.settle_patches(call, confirmed)
             return
         gone: list[str] = []
         back: list[str] = []
@@ -73,5 +78,27 @@ class SoftDeleteFeature(Feature):
         ):
             return ChangeType.REMOVED
         return None
+
+    # -- patches (point: settle, for writes of kind "patch") ------------------------------
+
+    def settle_patches(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
+        """A patch that sets ``is_deleted`` is a soft delete or a restore, like a save
+        that does: confirmed ones update the shared recently-deleted list (noops too), or
+        a restored document stays hidden from searches (by-query writes included) for
+        ``deleted_ttl``. A script says nothing of it."""
+        documents = call.ctx.documents
+        if documents is None:
+            return
+        gone: list[str] = []
+        back: list[str] = []
+        for pending in confirmed:
+            flag = stored_deleted(pending)
+            if flag is not None and pending.id is not None:
+                (gone if flag else back).append(pending.id)
+        alias = call.ctx.spec(self.info.cls).alias
+        if gone:
+            documents.remember_deleted(alias, gone)
+        if back:
+            documents.forget_deleted(alias, back)
 
     # -- search (point: search) ----------------------------------------------------------

@@ -61,9 +61,11 @@ point costs one empty-tuple check per group and point, nothing per document:
 8. whatever the outcome of 5-7, the ``finish`` point with what ``prepare`` returned and
    the model's confirmed writes (custom-field definitions a type modified are saved).
 
-Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) build their
-own actions but send them through :func:`send` and publish through
-:func:`publish_changes`.
+Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) compile
+to pending writes of kind ``patch`` (:class:`~esmapper._pending.PatchForm`) and go
+through here too (:func:`_write_patches`: the feature points, :func:`document_action`,
+:func:`send`, :func:`settle`); their paths announce the changes
+(:func:`publish_changes`).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ from esmapper._outcomes import UNKNOWN, send, send_answers
 from esmapper._pending import KINDS, PendingWrite, split_version
 from esmapper._settle import Groups, by_model, failure_error, fire_before, publish_changes, settle
 from esmapper._text import article
-from esmapper.bulk import BulkAction, BulkRequestError
+from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import (
     DocumentError,
     DocumentValidationError,
@@ -227,6 +229,7 @@ def write_documents(
     *,
     on_success: Callable[[PendingWrite], None] | None = None,
     inherited_tenant: bool = False,
+    outcomes: list[BulkOutcome] | None = None,
 ) -> list[PendingWrite]:
     """Run the pipeline of the module docstring; returns the confirmed writes.
 
@@ -234,13 +237,73 @@ def write_documents(
     is called for each confirmed write before the "-ed" signals (sessions use it to update
     their bookkeeping). ``inherited_tenant``: ``options.tenant`` is a session's, which
     scopes only the models whose features take ``tenant=`` (the others are written
-    unscoped); given on the call, it is refused for those models.
+    unscoped); given on the call, it is refused for those models. A batch of patches (kind
+    ``patch``, never mixed with other kinds) takes :func:`_write_patches`; ``outcomes``
+    collects every patch's outcome instead of raising the failures (the patch paths re-read 404/409s and raise their own errors).
     """
     if not pendings:
         return []
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         call = WriteCall(ctx, options, parse_datetime(ctx.clock()), inherited_tenant)
+        if pendings[0].kind == "patch":
+            return _write_patches(call, pendings, outcomes)
         return _write_documents(call, pendings, on_success)
+
+
+def _write_patches(
+    call: WriteCall, pendings: Sequence[PendingWrite], outcomes: list[BulkOutcome] | None
+) -> list[PendingWrite]:
+    """The pipeline for patches (compiled by :mod:`esmapper._patching`): no ids, dates,
+    "-ing" signals, normalization or validation (a patch is no document: its path dated
+    it, ``Repository._checked`` checked a PartialPatch); the features' ``prepare`` and
+    ``check`` points per model, the actions (:func:`document_action`, through the alias of
+    the index each source was read from, to its fence when conditioned), :func:`send`,
+    :func:`settle` (the patched documents' versions and the ``settle`` point; no "-ed"
+    signals: the path announces its changes), then the ``finish`` points."""
+    if any(p.kind != "patch" for p in pendings):
+        raise ValueError("a batch of patches cannot hold other writes")
+    ctx, options = call.ctx, call.options
+    groups: _Groups = {}
+    for pending in pendings:
+        groups.setdefault((pending.info.cls, "patch"), []).append(pending)
+    states: _States = []
+    for info, mine in by_model(groups, "prepare"):
+        for hook in info.points.prepare:
+            state = hook(call, mine)
+            if state is not None:
+                states.append((hook.__self__, state, info))  # type: ignore[attr-defined]
+    _check(call, by_model(groups, "check"))
+    targets: list[str] = []
+    names: dict[tuple[type, str | None], str] = {}
+    for pending in pendings:
+        assert pending.form is not None, "a patch write carries its form"
+        key = (pending.info.cls, pending.form.read_from)
+        target = names.get(key)
+        if target is None:  # through the alias of the index read: it follows a reindex
+            target = names[key] = ctx.spec(key[0]).write_name(key[1])
+        targets.append(target)
+    actions = _actions(ctx, pendings, targets, options)
+    confirmed: list[PendingWrite] = []
+    mapper = cast("Mapper", ctx)  # (esmapper._outcomes still takes the Mapper)
+    try:
+        try:
+            got = send(mapper, actions, refresh=refresh_param(options.consistency))
+        except BulkRequestError as exc:
+            confirmed = settle(call, [o.action for o in exc.outcomes], exc.outcomes, None)
+            raise
+        for outcome in got:
+            if outcome.result == "noop":
+                outcome.action.ref.form.noop = True
+        if outcomes is not None:
+            outcomes.extend(got)
+        confirmed = settle(call, actions, got, None)
+        failed = [o for o in got if not o.ok]
+        if failed and outcomes is None:
+            raise failure_error(failed, [p.doc_id for p in confirmed], len(got))
+        return confirmed
+    finally:
+        for feature, state, info in states:  # after the write, never failing it
+            feature.finish(call, state, [p for p in confirmed if p.info is info])
 
 
 def _write_documents(
@@ -386,8 +449,11 @@ def _actions(
             continue
         action = document_action(pending, target, options)
         if action.if_seq_no is not None:
-            state = state_of(pending.doc)
-            read_from = None if state is None else state.index
+            if pending.form is not None:  # a patch: where its source was read
+                read_from = pending.form.read_from
+            else:
+                state = state_of(pending.doc)
+                read_from = None if state is None else state.index
             key = (pending.info.cls, target, read_from)
             through = fenced.get(key)
             if through is None:

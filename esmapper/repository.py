@@ -23,7 +23,6 @@ from esmapper._reading import Reading
 from esmapper._search import soft_delete_clause
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
-from esmapper.custom_fields._tenancy import check_partial_patch
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
 from esmapper.options import (
@@ -315,7 +314,7 @@ class Repository(Reading[T]):
         ``validate=False`` only ``NaN``/infinities are refused (JSON has neither)."""
         if not isinstance(patch, PartialPatch):
             return patch
-        check_partial_patch(self.info, patch.doc, options.tenant)  # the tenant rule
+        _patching.check_patch(self.mapper, self.info, patch, options)  # the tenant rule
         if not options.validate:
             check_finite(self.info, patch.doc)
             return patch

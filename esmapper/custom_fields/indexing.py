@@ -30,8 +30,8 @@ Every write path goes through it:
   it after the "-ing" signals and normalization, before validation); its ``finish``
   point saves the modified definitions;
 - ``JsonPatch``/``ActionPatch`` (by id, ids or query): the patched document is processed
-  before it is written back (``esmapper._patch_actions.client_side_action`` ->
-  :func:`patched_source`);
+  before it is written back (the ``prepare`` point of a batch of patches,
+  ``CustomFields.prepare_patches`` -> :func:`patched_source`, :func:`refresh_idx`);
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
   rule), and the update always carries the ``idx`` computed from the merged preview, with

@@ -69,6 +69,9 @@ class Pipelines(Feature):
             return source
         return expected_source(ctx.client, action, source)
 
-    def by_query(self, ctx: Context) -> dict[str, Any]:
-        """``{"pipeline": <name>}`` for the model's ``_update_by_query``."""
+    def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
+        """``{"pipeline": <name>}`` for the model's ``_update_by_query`` (the pipeline
+        created first when missing); a ``_delete_by_query`` runs none."""
+        if request != "update_by_query":
+            return {}
         return by_query_params(ctx.spec(self.info.cls))

@@ -5,14 +5,16 @@ search names. Registered when ``esmapper`` is imported; the core never names it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, WriteCall, register
 from esmapper.errors import DocumentValidationError
 from esmapper.ids import ObjectId
+from esmapper.indexes._pit_target import pit_target
 from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper._pending import PendingWrite
     from esmapper.model.info import ModelInfo
 
@@ -62,3 +64,17 @@ class TimeSeries(Feature):
                 ) from None
 
     # -- search ---------------------------------------------------------------------------
+
+    # -- by-query writes (point: by_query) -------------------------------------------------
+
+    def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
+        """A by-query request names the partitions one by one
+        (:func:`~esmapper.indexes._pit_target.pit_target`, after ``GET
+        /_alias/<umbrella>``), with ``ignore_unavailable=true`` and
+        ``allow_no_indices=true`` (a partition retention deletes in between is skipped),
+        as the scans' point in time does: the local test server runs a by-query request
+        on an alias of several indexes over one of them only. ``None``: no partition."""
+        found = pit_target(ctx.client, ctx.spec(self.info.cls), None)
+        if found is None:
+            return None
+        return {"index": found.index, "ignore_unavailable": True, "allow_no_indices": True}

@@ -151,21 +151,21 @@ def test_after_reading_again_the_save_goes_through(
 def _bump_before_the_first_write(
     monkeypatch: pytest.MonkeyPatch, run: Callable[[], None], then: Callable[[], None]
 ) -> list[int]:
-    """Make the scan-driven writes of ``patch_all``/``remove_all`` meet a bump: the first
-    batch the scan hands to ``send`` is held until the version was bumped and ``then``
-    ran (the scan read every hit from ``-v1`` before the swap). Returns the list of batch
-    sizes sent."""
+    """Make the scan-driven writes of ``patch_all`` meet a bump: the first batch the scan
+    hands to ``write_documents`` is held until the version was bumped and ``then`` ran (the
+    scan read every hit from ``-v1`` before the swap). Returns the list of batch sizes
+    written."""
     sent: list[int] = []
-    real = _by_query.send  # type: ignore[attr-defined]
+    real = _by_query.write_documents  # type: ignore[attr-defined]
 
-    def send(mapper: em.Mapper, actions: Any, **kwargs: Any) -> Any:
+    def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         if not sent:
             run()
             then()
-        sent.append(len(actions))
-        return real(mapper, actions, **kwargs)
+        sent.append(len(pendings))
+        return real(mapper, pendings, *args, **kwargs)
 
-    monkeypatch.setattr(_by_query, "send", send)
+    monkeypatch.setattr(_by_query, "write_documents", write_documents)
     return sent
 
 
@@ -220,14 +220,14 @@ def test_a_patch_by_id_whose_read_preceded_the_bump_is_a_version_conflict(
 ) -> None:
     v1, v2, run = bump
     _stale_a(v1)
-    real = _patching.send  # type: ignore[attr-defined]
+    real = _patching.write_documents  # type: ignore[attr-defined]
 
-    def send(mapper: em.Mapper, actions: Any, **kwargs: Any) -> Any:
+    def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         run()  # between the GET and the conditional write
         _other_writer_saves_a(v2)
-        return real(mapper, actions, **kwargs)
+        return real(mapper, pendings, *args, **kwargs)
 
-    monkeypatch.setattr(_patching, "send", send)
+    monkeypatch.setattr(_patching, "write_documents", write_documents)
     patch = em.ActionPatch(lambda doc: setattr(doc, "n", 70))
     with pytest.raises(em.VersionConflictError):
         v1.repository(ItemV1).patch("a", patch)

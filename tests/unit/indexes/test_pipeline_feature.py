@@ -56,7 +56,9 @@ def test_create_and_index_actions_run_it_updates_and_deletes_cannot() -> None:
     ]
     _feature().shape(_Ctx(), actions)  # type: ignore[arg-type]
     assert [a.pipeline for a in actions] == ["unit-tagger", "unit-tagger", None, None]
-    assert _feature().by_query(_Ctx()) == {"pipeline": "unit-tagger"}  # type: ignore[arg-type]
+    ctx = _Ctx()
+    assert _feature().by_query(ctx, "update_by_query") == {"pipeline": "unit-tagger"}  # type: ignore[arg-type]
+    assert _feature().by_query(ctx, "delete_by_query") == {}  # type: ignore[arg-type]
 
 
 def test_an_action_that_runs_none_is_expected_as_sent() -> None:

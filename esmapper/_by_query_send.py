@@ -1,0 +1,318 @@
+"""The by-query requests, one kind of send of the write pipeline: ``_update_by_query``
+(``patch_all`` with a ``ScriptPatch`` on a model not cached) and ``_delete_by_query``
+(``remove_all`` without removal receivers or caching), both decided and compiled by
+:mod:`esmapper._by_query`.
+
+Where a request goes and what it adds are the model's features' (the ``by_query`` point
+of :mod:`esmapper._features`: a time-series model's partitions named one by one, the
+ingest pipeline of an update-by-query); the core sends it to the model's alias otherwise.
+Each runs through :func:`esmapper._server_tasks.run_task` (a task followed to its end,
+cancelled at the call's ``timeout=`` or on Ctrl-C; sent once, never resent blindly) and
+drops the model's cache entries; the failures its answer reports raise
+:class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from elasticsearch import ApiError, NotFoundError
+
+from esmapper._limits import current as current_limits
+from esmapper._outcomes import UNKNOWN
+from esmapper._patch_actions import announce
+from esmapper._search import is_index_missing
+from esmapper._server_tasks import (
+    Kind,
+    TaskError,
+    TaskResult,
+    TaskStartUnknown,
+    TaskTimedOut,
+    run_task,
+)
+from esmapper._settle import publish_changes
+from esmapper.errors import (
+    BulkItemFailure,
+    BulkWriteError,
+    DocumentError,
+    OutcomeUnknownError,
+    VersionConflictError,
+)
+from esmapper.options import Options, refresh_param
+from esmapper.signals import ChangeType
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["ByQuery", "refresh"]
+
+log = logging.getLogger("esmapper.repository")
+
+_DELETE_RETRIES = 9  # remove_all: 10 delete-by-query rounds in all (``retries=`` + 1)
+_MAY_HAVE_DELETED = "some or all matching documents may have been deleted"
+
+
+def refresh(ctx: Context, spec: IndexSpec) -> None:
+    """Refresh the model's indexes (a missing one: nothing to refresh)."""
+    with contextlib.suppress(NotFoundError):
+        ctx.client.indices.refresh(index=spec.alias)
+
+
+@attrs.frozen
+class ByQuery:
+    """The by-query requests of one model, under one call's ``options``."""
+
+    ctx: Context
+    info: ModelInfo
+    options: Options
+
+    @property
+    def spec(self) -> IndexSpec:
+        return self.ctx.spec(self.info.cls)
+
+    def update(self, query: Any, script: dict[str, Any]) -> int:
+        """``_update_by_query`` of the matches of ``query`` with ``script`` (the Update
+        API's, :func:`esmapper._patch_actions.update_body`); returns the number updated.
+        It writes each match at the version the last refresh made searchable: a document
+        written since would be a conflict it cannot retry (it cannot say which), so it
+        always refreshes first (and the recently-soft-deleted hint is not needed)."""
+        ctx, info, options = self.ctx, self.info, self.options
+        refresh(ctx, self.spec)
+        target = self._target("update_by_query")
+        if target is None:  # a time-series model without partitions: nothing to patch
+            return 0
+        _log_query(options, "update_by_query", target["index"], query)
+        call = f"patch_all on {info.name}"
+        params = {
+            **target,
+            "query": query,
+            "script": script,
+            "conflicts": "proceed",
+            "refresh": bool(refresh_param(options.consistency, by_query=True)),
+        }
+        try:
+            result = self._run("update_by_query", params, call)
+        except NotFoundError as exc:
+            if is_index_missing(exc):
+                return 0
+            raise
+        except TaskError as exc:
+            effect = "the script may have run on some or all matches"
+            raise self._task_unknown(effect, "updated", exc) from exc
+        finally:
+            ctx.invalidate_model(info)
+        if self._nothing_to_write(call, result):
+            return 0
+        updated = result.count("updated")
+        if updated:
+            announce(ctx, info, [None], options)
+        self._raise_failures(call, "update_by_query", result, f"{updated} were patched")
+        conflicts = result.count("version_conflicts")
+        if conflicts:
+            raise VersionConflictError(
+                f"{call}: {conflicts} matching document(s) changed "
+                f"concurrently and were NOT patched ({updated} were); the update-by-query "
+                "cannot say which, so re-run it with a filter that excludes the patched "
+                "documents, or patch with cache=True (per-document writes that retry "
+                "conflicts)",
+                index=self.spec.alias,
+                error_type="version_conflict_engine_exception",
+                reason=f"{conflicts} version conflicts, {updated} updated",
+            )
+        return updated
+
+    def delete(self, query: Any) -> int:
+        """``_delete_by_query`` of the matches of ``query``, re-run (after a refresh, once
+        the previous run ended) while version conflicts remain; returns the number
+        deleted (see :mod:`esmapper._by_query`)."""
+        ctx, info, options, spec = self.ctx, self.info, self.options, self.spec
+        if options.consistency != "eventual":
+            refresh(ctx, spec)
+        target = self._target("delete_by_query")
+        if target is None:  # a time-series model without partitions: nothing to delete
+            return 0
+        _log_query(options, "delete_by_query", target["index"], query)
+        call = f"remove_all on {info.name}"
+        params = {
+            **target,
+            "query": query,
+            "conflicts": "proceed",
+            "refresh": bool(refresh_param(options.consistency, by_query=True)),
+        }
+        total = 0
+        # the start of the last run whose answer was lost (and of which no task runs): it
+        # may have deleted documents, so a later run that fails does not mean "nothing was
+        # deleted"
+        lost: TaskStartUnknown | None = None
+        try:
+            attempts = 1 + current_limits().retry_rounds(_DELETE_RETRIES)
+            for attempt in range(attempts):
+                if attempt:
+                    # a re-run: the conflicting documents changed since the last refresh
+                    # (and what the previous run deleted is still searchable); without a
+                    # refresh it would meet the same versions and conflict again
+                    refresh(ctx, spec)
+                try:
+                    result = self._run("delete_by_query", params, call)
+                except ApiError as exc:
+                    if isinstance(exc, NotFoundError) and is_index_missing(exc):
+                        return total
+                    if lost is not None:
+                        raise self._removal_unknown(lost, exc) from exc
+                    raise
+                except TaskStartUnknown as exc:
+                    if not exc.listed:  # it may still be running: never run a second one
+                        raise self._task_unknown(_MAY_HAVE_DELETED, "deleted", exc) from exc
+                    # Deleting what matches is idempotent, and no run of it is running:
+                    # run it again; what the lost run deleted is not counted.
+                    log.warning(
+                        "%s; running it again (the returned count may miss what it deleted)",
+                        exc,
+                    )
+                    lost = exc
+                    continue
+                except TaskError as exc:
+                    raise self._task_unknown(_MAY_HAVE_DELETED, "deleted", exc) from exc
+                lost = None
+                if self._nothing_to_write(call, result):
+                    return total
+                total += result.count("deleted")
+                self._raise_failures(call, "delete_by_query", result, f"{total} were removed")
+                if not result.count("version_conflicts"):
+                    break
+            else:
+                if lost is not None:
+                    raise self._removal_unknown(lost, None)
+                left = result.count("version_conflicts")
+                raise VersionConflictError(
+                    f"{call}: {left} matching document(s) were still "
+                    f"changing concurrently after {attempts} delete-by-query rounds and were "
+                    f"NOT removed ({total} were); run it again",
+                    index=spec.alias,
+                    error_type="version_conflict_engine_exception",
+                    reason=f"{left} version conflicts, {total} deleted",
+                )
+        finally:
+            ctx.invalidate_model(info)
+            if total:  # also when a later round failed: these are gone
+                changes = [(None, ChangeType.REMOVED)]
+                publish_changes(ctx, info, changes, options)  # type: ignore[arg-type]
+        return total
+
+    def _target(self, request: Kind) -> dict[str, Any] | None:
+        """Where ``request`` is sent and what the model's features add to it (the
+        ``by_query`` point: a time-series model's partitions named one by one, with
+        ``ignore_unavailable``/``allow_no_indices``; an update's ingest pipeline); the
+        model's alias otherwise. ``None``: there is nothing to write (no partition)."""
+        params: dict[str, Any] = {"index": self.spec.write_target}
+        for hook in self.info.points.by_query:
+            added = hook(self.ctx, request)
+            if added is None:
+                return None
+            params.update(added)
+        return params
+
+    def _run(self, kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
+        """One by-query request as a task (:func:`esmapper._server_tasks.run_task`) on
+        the call's client: cancelled when the call's ``timeout=`` passes, on Ctrl-C too."""
+        timeout = current_limits().timeout
+        result = run_task(self.ctx.client, kind, params, what=call, timeout=timeout)
+        counts = ("total", "updated", "deleted", "noops", "version_conflicts")
+        log.debug(
+            "%s: %s, failures=%d (task %s)",
+            call,
+            ", ".join(f"{k}={result.count(k)}" for k in counts),
+            len(result.failures),
+            result.task,
+        )
+        return result
+
+    def _nothing_to_write(self, call: str, result: TaskResult) -> bool:
+        """Whether the task failed because its index does not exist (nothing to write);
+        any other error of the task as a whole (a script that does not compile, ...)
+        raises :class:`DocumentError` with the server's type and reason."""
+        error = result.error
+        if error is None:
+            return False
+        if error.get("type") == "index_not_found_exception":
+            return True
+        raise DocumentError(
+            f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
+            index=self.spec.alias,
+            error_type=error.get("type"),
+            reason=error.get("reason"),
+        )
+
+    def _raise_failures(self, call: str, what: str, result: TaskResult, done: str) -> None:
+        """Raise :class:`BulkWriteError` for the failures a by-query answer reports
+        (documents refused, shards that failed: the request stopped there)."""
+        failures = [_failure(f, what) for f in result.failures]
+        if not failures:
+            return
+        first = failures[0]
+        raise BulkWriteError(
+            failures,
+            message=(
+                f"{call}: the {what.replace('_', '-')} stopped on {len(failures)} failure(s) "
+                f"({done}); first: id={first.id!r} index={first.index!r} "
+                f"status={first.status} {first.error_type}: {first.reason}"
+            ),
+        )
+
+    def _task_unknown(self, effect: str, verb: str, exc: TaskError) -> OutcomeUnknownError:
+        """The error of a by-query request whose outcome is not known: its answer was
+        lost (no task of it runs, or nothing could tell), its task was cancelled at the
+        call's timeout (then ``effect`` says how many it had ``verb``, the task's count),
+        or could not be followed. It is never resent."""
+        if isinstance(exc, TaskTimedOut) and exc.result is not None:
+            done, total = exc.result.count(verb), exc.result.count("total")
+            which = " (which ones is not known)" if done else ""
+            effect = f"it had {verb} {done} of {total} matching documents{which}"
+        return OutcomeUnknownError(
+            f"{exc}; {effect}. It was not resent: check the documents before running it again",
+            index=self.spec.alias,
+            error_type=UNKNOWN,
+            reason=str(exc),
+        )
+
+    def _removal_unknown(
+        self, lost: TaskStartUnknown, last: Exception | None
+    ) -> OutcomeUnknownError:
+        """A delete-by-query whose answer was lost and whose re-runs did not complete:
+        some or all matches may be deleted (raising the re-run's own error would say
+        "nothing was")."""
+        then = f"; running it again failed: {last}" if last is not None else ""
+        return OutcomeUnknownError(
+            f"remove_all on {self.info.name}: the delete-by-query was sent but no answer "
+            f"came back ({lost.cause}){then}; {_MAY_HAVE_DELETED}",
+            index=self.spec.alias,
+            error_type=UNKNOWN,
+            reason=str(lost.cause),
+        )
+
+
+def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:
+    """One entry of a by-query answer's ``failures``: a document (``id``, ``cause``) or a
+    shard (``shard``, ``reason``)."""
+    cause = item.get("cause") if isinstance(item.get("cause"), dict) else item.get("reason")
+    cause = cause if isinstance(cause, dict) else {"reason": str(cause)}
+    return BulkItemFailure(
+        id=None if item.get("id") is None else str(item["id"]),
+        index=item.get("index"),
+        op="delete" if what == "delete_by_query" else "update",
+        status=int(item.get("status") or 0),
+        error_type=cause.get("type"),
+        reason=cause.get("reason"),
+    )
+
+
+def _log_query(options: Options, what: str, target: str, query: Any) -> None:
+    """Log a by-query request at the call's ``query_log_level`` (default DEBUG)."""
+    level = options.query_log_level
+    logging.getLogger("esmapper.query").log(
+        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
+    )
