@@ -239,7 +239,8 @@ def write_documents(
     scopes only the models whose features take ``tenant=`` (the others are written
     unscoped); given on the call, it is refused for those models. A batch of patches (kind
     ``patch``, never mixed with other kinds) takes :func:`_write_patches`; ``outcomes``
-    collects every patch's outcome instead of raising the failures (the patch paths re-read 404/409s and raise their own errors).
+    collects every patch's outcome instead of raising the failures (the patch paths
+    re-read 404/409s and raise their own errors).
     """
     if not pendings:
         return []
