@@ -31,8 +31,18 @@ point                  called by, and what for
 ``settle``             confirmed writes, before the "-ed" signals (the recently-deleted list)
 ``finish``             after the write, whatever its outcome, with what ``prepare`` returned
                        and the writes confirmed (custom-field definitions saved)
+``search_catalog``     a search being compiled, before the core compiles it: the catalog
+                       its names resolve in and its inputs (filter, includes, excludes)
+                       rewritten for it (a tenant's custom fields)
+``compile_search``     a search compiled, before anything is sent: refuse it
+                       (QueryValidationError) or complete it (aggregations, pruned
+                       ``targets``, the cache ``scope``, hit highlight names)
 ``search``             every search, count and by-query request of the model: the clauses
                        the feature adds (``filter``) and the ids it hides (``must_not``)
+``search_targets``     where a point in time or a by-query request over the model is sent
+                       (a time-series model's partitions named one by one)
+``visible``            by-id reads (``get``, ``get_many``, ``exists``, a session's reads):
+                       the rule a document found must pass (soft-delete mode, tenant)
 ``by_query``           the parameters of ``_update_by_query`` (an ingest pipeline)
 ``read_params``        by-id reads and writes: request parameters (``routing``)
 =====================  =====================================================================
@@ -54,6 +64,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from esmapper.errors import QueryValidationError
+
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
@@ -63,8 +75,10 @@ __all__ = [
     "POINTS",
     "Feature",
     "Points",
+    "Visibility",
     "WriteCall",
     "attach",
+    "check_call_options",
     "index_option_names",
     "register",
     "registered",
@@ -80,9 +94,13 @@ POINTS: tuple[str, ...] = (
     "shape",
     "settle",
     "finish",
+    "search_catalog",
+    "compile_search",
     "search",
+    "search_targets",
     "by_query",
     "read_params",
+    "visible",
 )
 
 
@@ -98,6 +116,16 @@ class WriteCall:
     inherited_tenant: bool = False
 
 
+@attrs.frozen(slots=True)
+class Visibility:
+    """What a by-id read keeps of the documents it found (:meth:`Feature.visible`):
+    ``test(document)`` says whether it is visible, reading only the ``_source`` fields
+    ``reads`` (``None``: the whole document; ``exists`` asks the GET for those only)."""
+
+    test: Callable[[Any], bool]
+    reads: tuple[str, ...] | None = None
+
+
 class Feature:
     """A feature that plugs into the core at the named points (module docstring).
 
@@ -110,6 +138,11 @@ class Feature:
     name: ClassVar[str] = ""
     #: ``class Index:`` option names this feature reads (accepted by ``IndexOptions``)
     index_options: ClassVar[tuple[str, ...]] = ()
+    #: per-call options (:class:`~esmapper.options.Options` fields) only this feature
+    #: gives a meaning (``tenant``): a call of a model the feature does not apply to that
+    #: gives one is refused (:func:`check_call_options`, :meth:`refuse_option`), and a
+    #: session's value applies only to the models it applies to
+    call_options: ClassVar[tuple[str, ...]] = ()
 
     __slots__ = ("info",)
 
@@ -121,6 +154,14 @@ class Feature:
         """The feature's instance for ``info``'s model, or ``None`` when it does not apply.
         Raises IndexConfigurationError for options it cannot accept."""
         return None
+
+    @classmethod
+    def refuse_option(cls, info: ModelInfo, option: str) -> None:
+        """Raise the error of a call of ``info``'s model (one the feature does not apply
+        to) that gives ``option``, one of :attr:`call_options` (QueryValidationError)."""
+        raise QueryValidationError(
+            f"{option}= does not apply to {info.name} ({cls.name} only)", field=option
+        )
 
     # -- points (override what the feature implements) --------------------------------
 
@@ -148,9 +189,23 @@ class Feature:
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[Any]) -> None:
         """After the write, whatever its outcome (never raising into it)."""
 
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """Before a :class:`~esmapper._search.SearchRequest` compiles: may replace its
+        ``catalog`` and rewrite its ``filter``, ``includes`` and ``excludes`` (as given)."""
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """After a search compiled, before anything is sent: raise QueryValidationError,
+        or complete the request (``aggs``, ``targets``, ``scope``, ``name_highlight``)."""
+
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
         return [], []
+
+    def search_targets(self, ctx: Context, pruned: Sequence[str] | None) -> Any:
+        """Where a point in time or by-query request over the model is sent: a
+        :class:`~esmapper._pit.PitTarget`, or ``None`` when there is nothing to search.
+        ``pruned``: the names a search's ``compile_search`` chose (``targets``)."""
+        return None
 
     def by_query(self, ctx: Context) -> dict[str, Any]:
         """Parameters the feature adds to the model's ``_update_by_query``."""
@@ -159,6 +214,11 @@ class Feature:
     def read_params(self, doc: Any) -> dict[str, Any]:
         """Request parameters of a by-id read or write of ``doc``."""
         return {}
+
+    def visible(self, options: Any) -> Visibility | None:
+        """The rule a by-id read under ``options`` applies to what it found (``None``:
+        every document is visible to it)."""
+        return None
 
 
 @attrs.frozen(slots=True)
@@ -174,9 +234,15 @@ class Points:
     shape: tuple[Callable[..., Any], ...] = ()
     settle: tuple[Callable[..., Any], ...] = ()
     finish: tuple[Callable[..., Any], ...] = ()
+    search_catalog: tuple[Callable[..., Any], ...] = ()
+    compile_search: tuple[Callable[..., Any], ...] = ()
     search: tuple[Callable[..., Any], ...] = ()
+    search_targets: tuple[Callable[..., Any], ...] = ()
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
+    visible: tuple[Callable[..., Any], ...] = ()
+    #: the call options the model's features read (:attr:`Feature.call_options`)
+    options: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, features: Sequence[Feature]) -> Points:
@@ -186,7 +252,8 @@ class Points:
             hooks[point] = tuple(
                 getattr(f, point) for f in features if getattr(type(f), point) is not base
             )
-        return cls(tuple(features), **hooks)
+        options = frozenset(name for f in features for name in f.call_options)
+        return cls(tuple(features), **hooks, options=options)
 
     def feature(self, name: str) -> Feature | None:
         """The attached feature called ``name`` (``None``: it does not apply)."""
@@ -211,6 +278,16 @@ def registered() -> tuple[type[Feature], ...]:
 def index_option_names() -> frozenset[str]:
     """The ``class Index:`` option names the registered features read."""
     return frozenset(name for f in _registry for name in f.index_options)
+
+
+def check_call_options(info: ModelInfo, options: Any) -> None:
+    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``) only
+    a feature that does not apply to it reads (that feature's
+    :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
+    for feature in _registry:
+        for name in feature.call_options:
+            if getattr(options, name, None) is not None and name not in info.points.options:
+                feature.refuse_option(info, name)
 
 
 def attach(info: ModelInfo) -> Points:
