@@ -56,7 +56,7 @@ def probe() -> Iterator[type[Probe]]:
         _features.unregister(Probe)
 
 
-def _model() -> type[em.Document]:
+def _model() -> Any:
     class Probed(em.Document):
         name: str = ""
 
@@ -67,7 +67,7 @@ def _model() -> type[em.Document]:
     return Probed
 
 
-def _stored(make_mapper: MakeMapper, model: type[em.Document]) -> em.Repository[Any]:
+def _stored(make_mapper: MakeMapper, model: Any) -> em.Repository[Any]:
     repo = make_mapper(model).repository(model)
     names = {"a": "keep", "b": "keep", "c": "drop", HIDDEN: "keep"}
     repo.add([model(id=id, name=name) for id, name in names.items()], consistency="immediate")
@@ -82,7 +82,8 @@ def test_the_search_point_reaches_find_count_exists_and_aggregations(
         assert sorted(d.id for d in repo.find(sort="name")) == ["a", "b"]
         assert repo.count() == 2
         assert repo.exists(filter="name:drop") is False
-        assert repo.aggregate(aggregations="terms:name")["terms_name"].buckets[0].total == 2
+        terms: Any = repo.aggregate(aggregations="terms:name")["terms_name"]
+        assert [(b.key, b.total) for b in terms.buckets] == [("keep", 2)]
     searches = [r.getMessage() for r in caplog.records if r.getMessage().startswith("search")]
     assert len(searches) == 4
     for message in searches:  # the clause in filter, the hidden id in must_not
