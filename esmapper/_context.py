@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
     from esmapper.bulk import BulkWriter
-    from esmapper.cache import DocumentCache
+    from esmapper.cache import CacheClient, DocumentCache
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import ModelInfo
     from esmapper.options import Options
@@ -38,6 +38,8 @@ class Context(Protocol):
     writer: BulkWriter
     #: the document cache (``None``: caching is off)
     documents: DocumentCache | None
+    #: the key-value cache (search pages stored under a ``cache_key``; ``None``: off)
+    cache: CacheClient | None
     #: the default of the reads' ``partial_results=``
     partial_results: bool
 
@@ -85,8 +87,4 @@ class Context(Protocol):
 
     def invalidate_model(self, info: ModelInfo) -> None:
         """Drop every cached document of ``info``'s model."""
-        ...
-
-    def recently_deleted(self, info: ModelInfo) -> list[str]:
-        """Ids soft-deleted moments ago (the hint unrefreshed searches hide)."""
         ...

@@ -38,8 +38,18 @@ point                  called by, and what for
                        :func:`esmapper._pending.change_type` asks it
 ``finish``             after the write, whatever its outcome, with what ``prepare`` returned
                        and the writes confirmed (custom-field definitions saved)
+``search_catalog``     a search being compiled, before the core compiles it: the catalog
+                       its names resolve in and its inputs (filter, includes, excludes)
+                       rewritten for it (a tenant's custom fields)
+``compile_search``     a search compiled, before anything is sent: refuse it
+                       (QueryValidationError) or complete it (aggregations, pruned
+                       ``targets``, the cache ``scope``, hit highlight names)
 ``search``             every search, count and by-query request of the model: the clauses
                        the feature adds (``filter``) and the ids it hides (``must_not``)
+``search_targets``     where a point in time or a by-query request over the model is sent
+                       (a time-series model's partitions named one by one)
+``visible``            by-id reads (``get``, ``get_many``, ``exists``, a session's reads):
+                       the rule a document found must pass (soft-delete mode, tenant)
 ``by_query``           the target and parameters of ``_update_by_query`` /
                        ``_delete_by_query`` (a time series' partitions, an ingest
                        pipeline); ``None``: nothing to write (no partition)
@@ -53,7 +63,7 @@ the small loops below (``for hook in info.points.prepare: ...``).
 
 A feature that gives meaning to a call keyword (``tenant=``) declares it in
 ``call_options``: a call giving it for a model none of whose features takes it is refused
-(:func:`require_option`).
+(:func:`check_call_options`, the feature's :meth:`Feature.refuse_option`).
 
 A feature gets what it needs through a :class:`~esmapper._context.Context` (client,
 cache, bus, index specs, clock), never the whole :class:`~esmapper.mapper.Mapper`.
@@ -63,7 +73,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
@@ -79,12 +89,13 @@ __all__ = [
     "POINTS",
     "Feature",
     "Points",
+    "Visibility",
     "WriteCall",
     "attach",
+    "check_call_options",
     "index_option_names",
     "register",
     "registered",
-    "require_option",
     "unregister",
 ]
 
@@ -99,9 +110,13 @@ POINTS: tuple[str, ...] = (
     "settle",
     "change_type",
     "finish",
+    "search_catalog",
+    "compile_search",
     "search",
+    "search_targets",
     "by_query",
     "read_params",
+    "visible",
 )
 
 
@@ -117,6 +132,16 @@ class WriteCall:
     inherited_tenant: bool = False
 
 
+@attrs.frozen(slots=True)
+class Visibility:
+    """What a by-id read keeps of the documents it found (:meth:`Feature.visible`):
+    ``test(document)`` says whether it is visible, reading only the ``_source`` fields
+    ``reads`` (``None``: the whole document; ``exists`` asks the GET for those only)."""
+
+    test: Callable[[Any], bool]
+    reads: tuple[str, ...] | None = None
+
+
 class Feature:
     """A feature that plugs into the core at the named points (module docstring).
 
@@ -129,9 +154,11 @@ class Feature:
     name: ClassVar[str] = ""
     #: ``class Index:`` option names this feature reads (accepted by ``IndexOptions``)
     index_options: ClassVar[tuple[str, ...]] = ()
-    #: call keywords this feature gives meaning to, each with what a model needs for it
-    #: (``{"tenant": "custom fields (em.HasCustomFields ...)"}``: :func:`require_option`)
-    call_options: ClassVar[Mapping[str, str]] = {}
+    #: per-call options (:class:`~esmapper.options.Options` fields) only this feature
+    #: gives a meaning (``tenant``): a call of a model the feature does not apply to that
+    #: gives one is refused (:func:`check_call_options`, :meth:`refuse_option`), and a
+    #: session's value applies only to the models it applies to
+    call_options: ClassVar[tuple[str, ...]] = ()
 
     __slots__ = ("info",)
 
@@ -143,6 +170,14 @@ class Feature:
         """The feature's instance for ``info``'s model, or ``None`` when it does not apply.
         Raises IndexConfigurationError for options it cannot accept."""
         return None
+
+    @classmethod
+    def refuse_option(cls, info: ModelInfo, option: str) -> None:
+        """Raise the error of a call of ``info``'s model (one the feature does not apply
+        to) that gives ``option``, one of :attr:`call_options` (QueryValidationError)."""
+        raise QueryValidationError(
+            f"{option}= does not apply to {info.name} ({cls.name} only)", field=option
+        )
 
     # -- points (override what the feature implements) --------------------------------
 
@@ -184,9 +219,23 @@ class Feature:
         """After the write, whatever its outcome (never raising into it), with the
         state :meth:`prepare` returned and this model's confirmed writes."""
 
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """Before a :class:`~esmapper._search.SearchRequest` compiles: may replace its
+        ``catalog`` and rewrite its ``filter``, ``includes`` and ``excludes`` (as given)."""
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """After a search compiled, before anything is sent: raise QueryValidationError,
+        or complete the request (``aggs``, ``targets``, ``scope``, ``name_highlight``)."""
+
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
         return [], []
+
+    def search_targets(self, ctx: Context, pruned: Sequence[str] | None) -> Any:
+        """Where a point in time or by-query request over the model is sent: a
+        :class:`~esmapper._pit.PitTarget`, or ``None`` when there is nothing to search.
+        ``pruned``: the names a search's ``compile_search`` chose (``targets``)."""
+        return None
 
     def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
         """Parameters the feature adds to the model's by-query ``request``
@@ -198,6 +247,11 @@ class Feature:
         """Request parameters of a by-id read of ``id`` (a GET, an ``_mget`` entry, a
         HEAD); by-id writes get theirs from :meth:`shape`."""
         return {}
+
+    def visible(self, options: Any) -> Visibility | None:
+        """The rule a by-id read under ``options`` applies to what it found (``None``:
+        every document is visible to it)."""
+        return None
 
 
 @attrs.frozen(slots=True)
@@ -215,9 +269,15 @@ class Points:
     settle: tuple[Callable[..., Any], ...] = ()
     change_type: tuple[Callable[..., Any], ...] = ()
     finish: tuple[Callable[..., Any], ...] = ()
+    search_catalog: tuple[Callable[..., Any], ...] = ()
+    compile_search: tuple[Callable[..., Any], ...] = ()
     search: tuple[Callable[..., Any], ...] = ()
+    search_targets: tuple[Callable[..., Any], ...] = ()
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
+    visible: tuple[Callable[..., Any], ...] = ()
+    #: the call options the model's features read (:attr:`Feature.call_options`)
+    options: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, features: Sequence[Feature]) -> Points:
@@ -227,7 +287,8 @@ class Points:
             hooks[point] = tuple(
                 getattr(f, point) for f in features if getattr(type(f), point) is not base
             )
-        return cls(tuple(features), **hooks)
+        options = frozenset(name for f in features for name in f.call_options)
+        return cls(tuple(features), **hooks, options=options)
 
     def feature(self, name: str) -> Feature | None:
         """The attached feature called ``name`` (``None``: it does not apply)."""
@@ -254,17 +315,14 @@ def index_option_names() -> frozenset[str]:
     return frozenset(name for f in _registry for name in f.index_options)
 
 
-def require_option(info: ModelInfo, option: str) -> None:
-    """Refuse ``option=`` (a call keyword a feature declares in ``call_options``) on a
-    call of ``info``'s model when none of its features takes it: QueryValidationError
-    (``field=option``) naming what the model would need."""
-    if any(option in f.call_options for f in info.points.features):
-        return
-    needs = " or ".join(f.call_options[option] for f in _registry if option in f.call_options)
-    raise QueryValidationError(
-        f"{option}= is for models with {needs or 'a feature that takes it'}; {info.name} has none",
-        field=option,
-    )
+def check_call_options(info: ModelInfo, options: Any) -> None:
+    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``) only
+    a feature that does not apply to it reads (that feature's
+    :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
+    for feature in _registry:
+        for name in feature.call_options:
+            if getattr(options, name, None) is not None and name not in info.points.options:
+                feature.refuse_option(info, name)
 
 
 def attach(info: ModelInfo) -> Points:

@@ -13,23 +13,30 @@ import datetime as _dt
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+import attrs
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.results import encode_token
 
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
+
 __all__ = [
     "CONTEXT_MISSING",
     "DEFAULT_KEEP_ALIVE",
+    "PitTarget",
     "context_reason",
     "expired_error",
     "is_context_missing",
     "keep_alive",
     "lost_shards",
     "release",
+    "search_target",
 ]
 
 log = logging.getLogger("esmapper.query")
@@ -176,3 +183,30 @@ def release(client: Elasticsearch, pit_id: str) -> None:
         client.close_point_in_time(id=pit_id)
     except (ApiError, TransportError) as exc:
         log.debug("closing point in time failed (it expires by itself): %s", exc)
+
+
+@attrs.frozen(slots=True)
+class PitTarget:
+    """Where to open a point in time (or send a by-query request): ``index`` (the path
+    part of ``POST /<index>/_pit``) and whether it is a list esmapper made, sent with
+    ``ignore_unavailable=true`` (and ``allow_no_indices=true`` by a by-query request)."""
+
+    index: str
+    listed: bool
+
+
+def search_target(
+    ctx: Context, info: ModelInfo, pruned: Sequence[str] | None = None
+) -> PitTarget | None:
+    """Where a point in time or a by-query request over ``info``'s documents is sent: the
+    feature implementing the ``search_targets`` point (a time-series model's partitions,
+    named one by one: it may send ``GET /_alias/<umbrella>``), else the names a search
+    was pruned to (``pruned``), else the model's alias. ``None``: there is nothing to
+    search (no partition)."""
+    hooks = info.points.search_targets
+    if hooks:
+        found: PitTarget | None = hooks[0](ctx, pruned)
+        return found
+    if pruned is not None:
+        return PitTarget(",".join(pruned), listed=True)
+    return PitTarget(ctx.spec(info.cls).read_target, listed=False)

@@ -4,26 +4,26 @@ They use the real-time GET and multi-GET of :mod:`esmapper.indexes.reads` (the o
 of by-id requests: a time-series model's partitions, a feature's routing), read through
 the document cache when the model or the call asks for it (a cached hit is a fresh
 object: hydrated, or a copy of the document hydrated from that same in-process entry),
-and apply the call's soft-delete mode and
-``tenant=`` to what they found. :class:`Reading` sits between the searches
+and apply to what they found the rules of the model's features (the ``visible`` point of
+:mod:`esmapper._features`: a soft-delete mode, ``tenant=``); they name none of them.
+:class:`Reading` sits between the searches
 (:class:`~esmapper._searching.Searching`) and the writes of
 :class:`~esmapper.repository.Repository`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from elasticsearch import NotFoundError
 
 from esmapper import _gcpause as _gc
+from esmapper._features import Visibility, check_call_options
 from esmapper._limits import limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
-from esmapper.custom_fields._access import require_custom_fields
-from esmapper.custom_fields._tenancy import in_tenant
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import document_exists, get_document, get_documents
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model import Document
 
-__all__ = ["Reading"]
+__all__ = ["Reading", "shown", "visibility"]
 
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
@@ -61,11 +61,18 @@ def _hit(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _visible(info: Any, source: dict[str, Any] | None, mode: str) -> bool:
-    if not info.soft_deletes or mode == "all" or source is None:
-        return True
-    deleted = bool(source.get("is_deleted"))
-    return deleted if mode == "deleted" else not deleted
+def visibility(info: Any, options: Options) -> tuple[Visibility, ...]:
+    """The rules a by-id read of ``info``'s model under ``options`` applies to the
+    documents it found (the features' ``visible`` point; none for most reads)."""
+    hooks = info.points.visible
+    if not hooks:
+        return ()
+    return tuple(rule for rule in (hook(options) for hook in hooks) if rule is not None)
+
+
+def shown(rules: Sequence[Visibility], doc: Any) -> bool:
+    """Whether ``doc`` passes every rule of :func:`visibility`."""
+    return all(rule.test(doc) for rule in rules)
 
 
 class Reading(Searching[T]):
@@ -100,15 +107,13 @@ class Reading(Searching[T]):
         """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
         mapper, info = self.mapper, self.info
-        if opts.tenant is not None:
-            require_custom_fields(info)
+        check_call_options(info, opts)
+        rules = visibility(info, opts)
         ttl = mapper.cache_ttl(info, opts)
         token = None
         if ttl is not None:
             cached, token = mapper.cache_lookup(info, id)
             if cached is not None:
-                if not _visible(info, cached.get("_source"), opts.soft_deletes):
-                    return None
                 # a copy of the document hydrated from this very entry, else hydrated
                 copies = mapper.documents.copies  # type: ignore[union-attr]
                 document = (
@@ -116,20 +121,15 @@ class Reading(Searching[T]):
                     if copies is None
                     else copies.document(info, cached, self._hydrate)
                 )
-                return document if opts.tenant is None else self._in_tenant(document, opts.tenant)
+                return document if not rules or shown(rules, document) else None
         found = get_document(self.mapper.client, self.spec, id)
         if found is None:
             return None
         raw = _hit(found)
         if ttl is not None:
             self.mapper.cache_fill(self.info, id, raw, token, ttl)
-        if not _visible(self.info, raw.get("_source"), opts.soft_deletes):
-            return None
-        return self._in_tenant(self._hydrate(raw), opts.tenant)
-
-    def _in_tenant(self, doc: T, tenant: str | None) -> T | None:
-        """``doc``, or ``None`` when ``tenant=`` names another tenant than its own."""
-        return doc if in_tenant(self.info, doc, tenant) else None
+        document = self._hydrate(raw)
+        return document if not rules or shown(rules, document) else None
 
     @limited(_defaults)
     def get_many(
@@ -159,8 +159,7 @@ class Reading(Searching[T]):
         wanted = list(dict.fromkeys(ids))
         for id in wanted:
             check_id(id)
-        if opts.tenant is not None:
-            require_custom_fields(self.info)
+        check_call_options(self.info, opts)
         ttl = self.mapper.cache_ttl(self.info, opts)
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
@@ -184,24 +183,15 @@ class Reading(Searching[T]):
                     hit = _hit(raw)
                     hits[hit["_id"]] = hit
                     self.mapper.cache_fill(self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl)
-        info, mode = self.info, opts.soft_deletes
-        filtered = info.soft_deletes and mode != "all"
-        deleted_wanted = mode == "deleted"
         hydrate = self._hydrate
         found: list[T] = []
         append = found.append
         for id in wanted:
             got = hits.get(id)
-            if got is None:
-                continue
-            if filtered:  # _visible, inline
-                source = got.get("_source")
-                if source is not None and bool(source.get("is_deleted")) is not deleted_wanted:
-                    continue
-            append(hydrate(got))
-        if opts.tenant is None:
-            return found
-        return [d for d in found if in_tenant(self.info, d, opts.tenant)]
+            if got is not None:
+                append(hydrate(got))
+        rules = visibility(self.info, opts)
+        return [d for d in found if shown(rules, d)] if rules else found
 
     @limited(_defaults)
     def exists(
@@ -249,12 +239,16 @@ class Reading(Searching[T]):
             )
         opts = self.options(**given(locals()))
         check_id(id)
-        if opts.tenant is not None:  # the tenant is the document's business: read it whole
+        check_call_options(self.info, opts)
+        rules = visibility(self.info, opts)
+        if any(rule.reads is None for rule in rules):  # a rule reads the whole document
             return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
-        if not self.info.soft_deletes or opts.soft_deletes == "all":
+        if not rules:
             return document_exists(self.mapper.client, self.spec, id)
-        found = get_document(self.mapper.client, self.spec, id, source_includes=["is_deleted"])
-        return found is not None and _visible(self.info, found.get("_source"), opts.soft_deletes)
+        # the fields the rules read, only (the document built from them is partial)
+        reads = sorted({name for rule in rules for name in rule.reads or ()})
+        found = get_document(self.mapper.client, self.spec, id, source_includes=reads or None)
+        return found is not None and shown(rules, self._hydrate(found))
 
     def _hydrate(self, raw: dict[str, Any]) -> T:
         """The document of a GET/multi-GET answer, its ``_source`` kept as the original

@@ -1,6 +1,8 @@
-"""Building and running searches for one model: the only place the soft-delete filter,
-paging limits, the sort tiebreaker, source filtering and version retrieval are applied to
-reads.
+"""Building and running searches for one model: the only place paging limits, the sort
+tiebreaker, source filtering and version retrieval are applied to reads, and where the
+model's features meet a search (:mod:`esmapper._features`: ``search_catalog`` and
+``compile_search`` while it compiles, ``search`` for its clauses, ``search_targets`` for
+its point in time); it names none of them.
 
 A sorted search (an explicit ``sort``, search-after paging, or ``snapshot=`` which pages
 through a point in time) ends with the document ``id`` ascending, and a
@@ -32,6 +34,7 @@ from elasticsearch.dsl.query import Query
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
+from esmapper._features import check_call_options
 from esmapper._limits import applied
 from esmapper._pit import (
     context_reason,
@@ -40,19 +43,10 @@ from esmapper._pit import (
     keep_alive,
     lost_shards,
     release,
+    search_target,
 )
 from esmapper._shards import partial_error, sent, shards_of
-from esmapper.custom_fields._tenancy import cached_page, page_entry
-from esmapper.custom_fields.search import (
-    logical_highlight,
-    tenant_aggregations,
-    tenant_clause,
-    tenant_source_fields,
-    tenant_view,
-)
 from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
-from esmapper.indexes._pit_target import pit_target
-from esmapper.indexes.timeseries import partitions_for_range
 from esmapper.model.state import DocState, version_of
 from esmapper.options import Options
 from esmapper.query import (
@@ -71,15 +65,16 @@ from esmapper.results import Count, FindHit, FindResults, LazyHits, Shards, deco
 from esmapper.signals import QueryContext
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
 __all__ = [
     "MAX_LIMIT",
     "SEARCH_OPTIONS",
     "SearchRequest",
+    "cached_page",
     "is_index_missing",
-    "soft_delete_clause",
+    "page_entry",
 ]
 
 log = logging.getLogger("esmapper.query")
@@ -111,11 +106,30 @@ _ACCEPT = (
 TIEBREAKER_FIELD = "id"
 
 
-def soft_delete_clause(info: ModelInfo, mode: str) -> dict[str, Any] | None:
-    """The filter clause for soft-delete ``mode`` (``None`` when nothing is filtered)."""
-    if not info.soft_deletes or mode == "all":
+#: the key of a cached search page stored by a scoped search (see :func:`page_entry`)
+_SCOPE = "__esmapper_tenant__"
+
+
+def page_entry(response: dict[str, Any], scope: str | None) -> dict[str, Any]:
+    """What a search with ``cache_key=`` stores under its key: the response, tagged with
+    the search's ``scope`` (a tenant) when it has one, so that :func:`cached_page` serves
+    it to that scope only (the key stays the caller's: ``invalidate_cache(key)`` drops it)."""
+    return response if scope is None else {_SCOPE: scope, "response": response}
+
+
+def cached_page(value: Any, scope: str | None) -> dict[str, Any] | None:
+    """The response a search of ``scope`` (``None``: none) may serve from the cached
+    ``value`` of its key, or ``None`` (a page stored for another scope, or for none, is a
+    miss: the search runs and stores its own)."""
+    if not isinstance(value, dict):
         return None
-    return {"term": {"is_deleted": mode == "deleted"}}
+    scoped = value.get(_SCOPE)
+    if scoped is None:
+        return value if scope is None else None
+    if scoped != scope:
+        return None
+    response: dict[str, Any] = value["response"]
+    return response
 
 
 def is_index_missing(exc: NotFoundError) -> bool:
@@ -125,17 +139,18 @@ def is_index_missing(exc: NotFoundError) -> bool:
 class SearchRequest:
     """A compiled search: validated before anything is sent (QueryValidationError).
 
-    The user's filter is the scored part of the query (``bool.must``); esmapper's own
-    clauses (the soft-delete mode, recently deleted ids) go in ``filter``/``must_not`` and
-    never change a score. A sorted search (an explicit ``sort``, or search-after paging)
-    always ends with the mapped ``id`` ascending as a tiebreaker, so the ``sort`` values of
-    any hit continue the paging (``search_after=hit.sort``). Without a sort, hits come
-    best first and carry their ``score``.
+    The user's filter is the scored part of the query (``bool.must``); the clauses of the
+    model's features (a soft-delete mode, recently deleted ids, a tenant) go in
+    ``filter``/``must_not`` and never change a score. A sorted search (an explicit
+    ``sort``, or search-after paging) always ends with the mapped ``id`` ascending as a
+    tiebreaker, so the ``sort`` values of any hit continue the paging
+    (``search_after=hit.sort``). Without a sort, hits come best first and carry their
+    ``score``.
 
     ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
     :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
     (``POST /<alias>/_pit?keep_alive=K``; for a time-series model on its partitions named
-    one by one, with ``ignore_unavailable=true``: :mod:`esmapper.indexes._pit_target`, so
+    one by one, with ``ignore_unavailable=true``: :func:`esmapper._pit.search_target`, so
     the order, the total and a ``search_after`` token are those of one search over every
     partition), every page request sends ``"pit": {"id", "keep_alive": K}`` (extending
     it), and it is closed (``DELETE /_pit``) after the last page. A page request whose
@@ -152,7 +167,7 @@ class SearchRequest:
 
     def __init__(
         self,
-        mapper: Mapper,
+        ctx: Context,
         info: ModelInfo,
         options: Options,
         *,
@@ -171,31 +186,36 @@ class SearchRequest:
         partial_results: bool | None = None,
         complete_only: bool = False,
     ) -> None:
-        self.mapper = mapper
+        self.ctx = ctx
         self.info = info
         self.options = options
-        # with tenant=: the tenant's custom fields resolve too (filter, Q objects, sorts, aggs)
-        catalog, filter = tenant_view(mapper, info, options.tenant, filter)
+        points = info.points
+        check_call_options(info, options)  # tenant= of a model no feature gives one
+        #: the names the search's fields resolve in (a feature may widen it: a tenant's
+        #: custom fields), and the inputs as given (a feature may rewrite them for it)
+        self.catalog = info.catalog
+        self.filter, self.includes, self.excludes = filter, includes, excludes
+        #: the period ``partitions=`` asks for, and the names a feature pruned the search
+        #: to (``None``: the model's alias)
+        self.partitions = partitions
+        self.targets: list[str] | None = None
+        #: who a page cached under ``cache_key`` is for (:func:`page_entry`)
+        self.scope: str | None = None
+        #: renames the keys of a hit's ``highlight`` (a feature's slots by their names)
+        self.name_highlight: Callable[[dict[str, list[str]]], dict[str, list[str]]] | None
+        self.name_highlight = None
+        for hook in points.search_catalog:
+            hook(ctx, self)
+        catalog = self.catalog
         index = info.index
         assert index is not None
-        compiled = compile_filter(filter, catalog, default_fields=index.default_search_fields)
-        if (
-            "is_deleted" in compiled.fields
-            and options.soft_deletes == "active"
-            and (info.soft_deletes)
-        ):
-            raise QueryValidationError(
-                "the filter names is_deleted while soft_deletes='active' hides deleted "
-                "documents; pass soft_deletes='all' or 'deleted' instead",
-                field="is_deleted",
-            )
+        compiled = compile_filter(self.filter, catalog, default_fields=index.default_search_fields)
+        #: the fields the filter names (a feature may refuse one it filters itself)
+        self.filter_fields = compiled.fields
         self.query = compiled.query
         self.sort = compile_sort(sort, catalog)
-        self.aggs = tenant_aggregations(
-            info, catalog, options.tenant, compile_aggregations(aggregations, catalog)
-        )
+        self.aggs = compile_aggregations(aggregations, catalog)
         self.highlight = compile_highlight(highlight, catalog)
-        self.catalog = catalog  # hits name highlighted slots by their custom field
         self.limit = DEFAULT_LIMIT if limit is None else limit
         if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
             raise QueryValidationError(
@@ -212,7 +232,7 @@ class SearchRequest:
             )
         #: the first page's ``(total, exact)``: later search-after pages do not count
         self.counted: tuple[int, bool] | None = None
-        accept = mapper.partial_results if partial_results is None else partial_results
+        accept = ctx.partial_results if partial_results is None else partial_results
         if not isinstance(accept, bool):
             raise QueryValidationError(
                 f"partial_results={partial_results!r} must be True, False or None (the "
@@ -228,13 +248,6 @@ class SearchRequest:
             raise QueryValidationError(f"page={page!r} must be an integer >= 1", field="page")
         self.keep_alive = keep_alive(snapshot)
         self.snapshot = self.keep_alive is not None
-        self.targets: list[str] | None = None
-        if partitions is not None:
-            start, end = partitions
-            try:
-                self.targets = partitions_for_range(mapper.spec(info.cls), start, end)
-            except ValueError as error:
-                raise QueryValidationError(str(error), field="partitions") from None
         self.search_after_mode = search_after is not None or self.snapshot
         self.search_after = (
             None if search_after is None or search_after is True else decode_token(search_after)
@@ -263,10 +276,7 @@ class SearchRequest:
                 " the same way",
                 field="search_after",
             )
-        # logical custom-field names (tenant=) become their slots (and stored values)
-        includes = tenant_source_fields(info, catalog, includes, include=True)
-        excludes = tenant_source_fields(info, catalog, excludes, include=False)
-        inc, exc = merge_source_filter(includes, excludes, catalog=catalog)
+        inc, exc = merge_source_filter(self.includes, self.excludes, catalog=catalog)
         self.includes, self.excludes = inc, exc
         # how far search-after paging got (for SnapshotExpiredError)
         self.pages_read = 0
@@ -275,26 +285,19 @@ class SearchRequest:
         #: builds each hit's ``document`` from the raw hit and its version instead of the
         #: model (``repo.find_as`` projections); ``None``: the model's documents
         self.project: Callable[[dict[str, Any], str | None], Any] | None = None
+        for hook in points.compile_search:
+            hook(ctx, self)
 
     def query_body(self) -> dict[str, Any]:
-        """The ``query`` part: the user's filter, scored (``bool.must``), plus esmapper's own
-        clauses, not scored: the soft-delete clause and the ``tenant=`` one (``filter``)
-        and the ids soft-deleted moments ago (``must_not``)."""
+        """The ``query`` part: the user's filter, scored (``bool.must``), plus the clauses
+        of the model's features (the ``search`` point: a soft-delete mode, a tenant), not
+        scored: ``filter`` clauses and ids to hide (``must_not``)."""
         own: list[dict[str, Any]] = []
-        clause = soft_delete_clause(self.info, self.options.soft_deletes)
-        if clause is not None:
-            own.append(clause)
-        tenant = tenant_clause(self.info, self.options.tenant)
-        if tenant is not None:
-            own.append(tenant)
-        # the recently soft-deleted ids are a hint for searches that do not refresh; after a
-        # refresh (immediate/wait) the soft-delete clause is exact, and the hint may be stale
-        # (a restore whose outcome was unknown, or made by a process not sharing the cache)
-        hidden = (
-            self.mapper.recently_deleted(self.info)
-            if self.options.soft_deletes == "active" and self.options.consistency == "eventual"
-            else []
-        )
+        hidden: list[str] = []
+        for hook in self.info.points.search:
+            clauses, ids = hook(self.ctx, self.options)
+            own.extend(clauses)
+            hidden.extend(ids)
         user = None if self.query is None else self.query.to_dict()
         if not own and not hidden:
             return {"match_all": {}} if user is None else user
@@ -303,7 +306,7 @@ class SearchRequest:
             query["must"] = [user]
         if own:
             query["filter"] = own
-        if hidden:  # soft-deleted moments ago, maybe not refreshed yet
+        if hidden:
             query["must_not"] = [{"ids": {"values": hidden}}]
         return {"bool": query}
 
@@ -319,7 +322,7 @@ class SearchRequest:
         if self.aggs:
             body["aggs"] = self.aggs
         if self.highlight is not None:  # its form may depend on the server's version
-            version = self.mapper.server_version() if needs_version(self.highlight) else None
+            version = self.ctx.server_version() if needs_version(self.highlight) else None
             body["highlight"] = highlight_body(self.highlight, version)
         page = self.page if page is None else page
         if not self.search_after_mode and page > 1:
@@ -382,14 +385,14 @@ class SearchRequest:
     def _refresh_for_consistency(self) -> None:
         if self.options.consistency in ("immediate", "wait"):
             with contextlib.suppress(NotFoundError):
-                self.mapper.client.indices.refresh(index=self.mapper.spec(self.info.cls).alias)
+                self.ctx.client.indices.refresh(index=self.ctx.spec(self.info.cls).alias)
 
     @property
     def target(self) -> str:
         """The alias searched, or the dated partitions ``partitions=`` pruned it to."""
         if self.targets is not None:
             return ",".join(self.targets)
-        return self.mapper.spec(self.info.cls).read_target
+        return self.ctx.spec(self.info.cls).read_target
 
     @property
     def _allow_partial(self) -> bool | None:
@@ -412,7 +415,7 @@ class SearchRequest:
             body = context.body
         level = self.options.query_log_level
         log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
-        client, partial = self.mapper.client, self._allow_partial
+        client, partial = self.ctx.client, self._allow_partial
         try:
             if pit_id is not None:
                 pit = {"id": pit_id, "keep_alive": self.keep_alive}
@@ -445,12 +448,12 @@ class SearchRequest:
             raise
         except PartialResultsError:
             if pit_id is not None:  # the paging ends here
-                release(self.mapper.client, pit_id)
+                release(self.ctx.client, pit_id)
             raise
         result: dict[str, Any] = response.body
         lost = lost_shards(result) if pit_id is not None else None
         if lost is not None:  # some shards answered: their hits would be missing silently
-            release(self.mapper.client, str(result.get("pit_id") or pit_id))
+            release(self.ctx.client, str(result.get("pit_id") or pit_id))
             raise self._expired(lost)
         if signals.has_receivers(signals.after_query, self.info.cls):
             signals.after_query.send(
@@ -517,10 +520,10 @@ class SearchRequest:
 
     def find(self) -> FindResults[Any]:
         key = self.options.cache_key
-        cache = self.mapper.cache
+        cache = self.ctx.cache
         if key is not None and cache is not None:
-            # the page stored under the key for this call's tenant (or none) only
-            cached = cached_page(cache.get(key), self.options.tenant)
+            # the page stored under the key for this search's scope (or none) only
+            cached = cached_page(cache.get(key), self.scope)
             if cached is not None:
                 shards = shards_of(cached)
                 if shards.complete:  # never stored partial; one that is anyway: a miss
@@ -535,18 +538,18 @@ class SearchRequest:
 
     def _open_pit(self) -> str | None:
         """Open the point in time of ``snapshot=`` paging: ``POST /<names>/_pit?keep_alive=K``
-        on the names :func:`~esmapper.indexes._pit_target.pit_target` chooses (a
-        time-series model's partitions one by one, after ``GET /_alias/<umbrella>``; a
-        list esmapper made is sent with ``ignore_unavailable=true``, as the plain search of
-        ``partitions=`` is). Its id, or ``None`` when there is nothing to open (the index
-        or every partition is missing: 404 ``index_not_found_exception``)."""
+        on the names :func:`~esmapper._pit.search_target` chooses (the ``search_targets``
+        point: a time-series model's partitions one by one, after ``GET
+        /_alias/<umbrella>``; a list esmapper made is sent with
+        ``ignore_unavailable=true``, as the plain search of ``partitions=`` is). Its id,
+        or ``None`` when there is nothing to open (the index or every partition is
+        missing: 404 ``index_not_found_exception``)."""
         assert self.keep_alive is not None
-        spec = self.mapper.spec(self.info.cls)
-        target = pit_target(self.mapper.client, spec, self.targets)
+        target = search_target(self.ctx, self.info, self.targets)
         if target is None:
             return None
         try:
-            pit = self.mapper.client.open_point_in_time(
+            pit = self.ctx.client.open_point_in_time(
                 index=target.index,
                 keep_alive=self.keep_alive,
                 ignore_unavailable=True if target.listed else None,
@@ -574,16 +577,16 @@ class SearchRequest:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
         shards = shards_of(response)
         key = self.options.cache_key
-        cache = self.mapper.cache
+        cache = self.ctx.cache
         # a partial page is never cached
         if key is not None and cache is not None and page == self.page and shards.complete:
-            ttl = self.mapper.cache_ttl(self.info, self.options)
-            entry = page_entry(response, self.options.tenant)  # scoped by tenant
+            ttl = self.ctx.cache_ttl(self.info, self.options)
+            entry = page_entry(response, self.scope)
             cache.set(key, entry, ttl.total_seconds() if ttl else None)
         results = self._results(response, page, pit_id, shards)
         if not shards.complete and not self.accept_partial:
             if results.pit_id is not None:  # the paging ends here
-                release(self.mapper.client, results.pit_id)
+                release(self.ctx.client, results.pit_id)
                 results.pit_id = None
             self._settle(shards, f"page {page} of the search", results)
         if results:
@@ -684,7 +687,11 @@ class SearchRequest:
             document,
             sort,
             raw.get("_index"),
-            logical_highlight(self.catalog, highlight) if highlight else {},
+            {}
+            if not highlight
+            else highlight
+            if self.name_highlight is None
+            else self.name_highlight(highlight),
         )
 
     def _next(self, current: FindResults[Any]) -> FindResults[Any] | None:
@@ -711,7 +718,7 @@ class SearchRequest:
         return self.info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
 
     def _close_pit(self, pit_id: str) -> None:
-        release(self.mapper.client, pit_id)
+        release(self.ctx.client, pit_id)
 
 
 def _sort_keys(sort: Sequence[dict[str, Any]]) -> str:

@@ -7,7 +7,9 @@ changes), else reads the store through the model's repository (the same requests
 loaded in the identity map. A document held in part (loaded by a ``find`` with
 ``includes``/``excludes``) is completed in place from the whole stored document, like
 SQLAlchemy loads deferred attributes. The session's soft-delete mode, cache choice and
-tenant apply to every read; its consistency is for its flushes.
+tenant apply to every read (a call option a feature reads, like ``tenant``, to the models
+that feature applies to; what a read lets through is the features' ``visible`` point, as
+for ``Repository.get``); its consistency is for its flushes.
 
 :class:`SessionReads` is the half of the session that loads; the unit of work (adding,
 removing, flushing, commit and rollback) is in :mod:`esmapper.session`.
@@ -23,8 +25,8 @@ from elasticsearch.dsl.query import Query
 
 from esmapper._bodies import merged, partial_changes
 from esmapper._limits import limited
+from esmapper._reading import shown, visibility
 from esmapper._search import SEARCH_OPTIONS
-from esmapper.custom_fields._tenancy import in_tenant, session_tenant
 from esmapper.model.state import state_of
 from esmapper.options import (
     Consistency,
@@ -161,20 +163,16 @@ class SessionReads:
         return True
 
     def _visible(self, doc: Any, options: Options, *, any_tenant: bool = False) -> bool:
-        """Whether the soft-delete mode and tenant of a read (its ``tenant=``, else the
-        session's; none with ``any_tenant``) let ``doc`` (as held in the session, with its
-        local changes) through, like ``repo.get`` does for stored documents."""
+        """Whether the rules of a read (:func:`~esmapper._reading.visibility`: its
+        soft-delete mode, its tenant, the session's; none with ``any_tenant``) let ``doc``
+        (as held in the session, with its local changes) through, like ``repo.get`` does
+        for stored documents."""
         info = type(doc).__esmapper__
-        tenant = None
-        if not any_tenant:
-            tenant = options.tenant or session_tenant(info, self.options.tenant)
-        if not in_tenant(info, doc, tenant):
-            return False
-        mode = options.soft_deletes
-        if not info.soft_deletes or mode == "all":
+        if not info.points.visible:
             return True
-        deleted: bool = bool(doc.is_deleted)
-        return deleted == (mode == "deleted")
+        if any_tenant:
+            options = attrs.evolve(options, tenant=None)
+        return shown(visibility(info, options), doc)
 
     @limited(_defaults)
     def get_many(
@@ -309,14 +307,14 @@ class SessionReads:
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
         """The options of a read: the repository's defaults, the session's soft-delete mode,
-        cache choice and tenant (for a model with custom fields:
-        :func:`~esmapper.custom_fields._tenancy.session_tenant`), then what the call gave
-        (the session's consistency is for its flushes; a read asks for its own)."""
+        cache choice and tenant (for a model one of whose features reads ``tenant``: a
+        session spans models, and the others have none), then what the call gave (the
+        session's consistency is for its flushes; a read asks for its own)."""
         session = {
             "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
             "cache_key": self.options.cache_key,
-            "tenant": session_tenant(repo.info, self.options.tenant),
+            "tenant": self.options.tenant if "tenant" in repo.info.points.options else None,
         }
         return repo.defaults.merge(**{**session, **given})
 

@@ -37,7 +37,7 @@ point costs one empty-tuple check per group and point, nothing per document:
    recomputed from ``custom_fields``; its state goes to ``finish``), then validation
    (``Document.validate``, the 512-byte id check) unless ``validate=False``, a call
    keyword no feature of the model takes refused (``tenant=``:
-   :func:`esmapper._features.require_option`), and the ``check`` point (the tenant rule
+   :func:`esmapper._features.check_call_options`), and the ``check`` point (the tenant rule
    of a call scoped to a tenant: another tenant's stored document is refused, whatever
    the object says);
 4. ``documents_changing`` (its receivers may modify documents: with receivers, the
@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING, Any, cast
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, with_extras
-from esmapper._features import Feature, WriteCall, require_option
+from esmapper._features import Feature, WriteCall, check_call_options
 from esmapper._outcomes import UNKNOWN, send, send_answers
 from esmapper._pending import KINDS, PendingWrite, split_version
 from esmapper._settle import Groups, by_model, failure_error, fire_before, publish_changes, settle
@@ -408,9 +408,9 @@ def _before_write(
             if kind != "remove" and _validates(group[0].info):
                 for pending in group:
                     pending.doc.validate()
-    if options.tenant is not None and not call.inherited_tenant:
-        for group in groups.values():  # tenant= given for a model that has no tenants
-            require_option(group[0].info, "tenant")
+    if not call.inherited_tenant:  # tenant= given for a model that has no tenants...
+        for info in {group[0].info.cls: group[0].info for group in groups.values()}.values():
+            check_call_options(info, options)
     # the check point (the tenant rule: a call scoped to a tenant writes only that
     # tenant's documents, judged by what is stored), on what receivers left
     checked = by_model(groups, "check")

@@ -517,12 +517,6 @@ class Mapper:
         if self.documents is not None:
             self.documents.invalidate_all(self.spec(info.cls).alias)
 
-    def recently_deleted(self, info: ModelInfo) -> list[str]:
-        """Ids soft-deleted in the last 30 seconds by any mapper sharing the cache client."""
-        if self.documents is None or not info.soft_deletes:
-            return []
-        return self.documents.recently_deleted(self.spec(info.cls).alias)
-
     def extension(self, key: str, factory: Callable[[], _S]) -> _S:
         """The state a feature keeps for this mapper under ``key``, made by ``factory``
         the first time (thread-safe; :class:`esmapper._context.Context`)."""

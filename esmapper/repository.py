@@ -20,7 +20,6 @@ from esmapper import _patching, signals
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
 from esmapper._reading import Reading
-from esmapper._search import soft_delete_clause
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.model.partial import check_finite, check_partial
@@ -359,9 +358,6 @@ class Repository(Reading[T]):
         self.mapper.invalidate_ids(self.info, ids)
         if self.mapper.cache is not None:
             self.mapper.cache.remove_many([i for i in ids if isinstance(i, str)])
-
-    def soft_delete_clause(self, mode: str) -> dict[str, Any] | None:
-        return soft_delete_clause(self.info, mode)
 
     def __repr__(self) -> str:
         return f"Repository({self.model.__name__}, alias={self.spec.alias!r})"

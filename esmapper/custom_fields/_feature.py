@@ -8,13 +8,14 @@ delegates to live in this package's modules."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from esmapper._features import Feature, WriteCall, register
+from esmapper._features import Feature, Visibility, WriteCall, register
 from esmapper.custom_fields import _tenancy, indexing
-from esmapper.custom_fields._access import CustomValues, access_for
-from esmapper.custom_fields._tenancy import check_partial_patch, check_patched
+from esmapper.custom_fields import search as _search
+from esmapper.custom_fields._access import CustomValues, access_for, require_custom_fields
+from esmapper.custom_fields._tenancy import check_partial_patch, check_patched, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import partial_doc, patched_source, reconcile, refresh_idx
 from esmapper.custom_fields.types import CustomFieldType, check_options, dynamic_templates
@@ -23,6 +24,7 @@ from esmapper.options import refresh_param
 from esmapper.patches import PartialPatch, ScriptPatch
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper._pending import PendingWrite
     from esmapper.custom_fields.indexing import DefinitionSaves
     from esmapper.mapper import Mapper
@@ -37,9 +39,7 @@ class CustomFields(Feature):
 
     name = "custom_fields"
     index_options = ("tenant_field", "custom_field_types", "auto_create_custom_fields")
-    call_options: ClassVar[Mapping[str, str]] = {
-        "tenant": "custom fields (em.HasCustomFields or em.HasVirtualCustomFields)"
-    }
+    call_options = ("tenant",)
     __slots__ = ("access", "types")
 
     def __init__(
@@ -74,6 +74,12 @@ class CustomFields(Feature):
                 "HasVirtualCustomFields model names its tenant with get_tenant_key()"
             )
         return cls(info, access, check_options(info.name, index, set(info.field_by_name)))
+
+    @classmethod
+    def refuse_option(cls, info: ModelInfo, option: str) -> None:
+        """``tenant=`` on a model without custom fields (QueryValidationError)."""
+        require_custom_fields(info)
+        super().refuse_option(info, option)
 
     # -- model (points: mapping) --------------------------------------------------------
 
@@ -211,3 +217,23 @@ class CustomFieldDefinitions(Feature):
         """Refuse a write that bypasses ``mapper.custom_fields(Model)``
         (:func:`indexing.check_definition_writes`)."""
         indexing.check_definition_writes(pendings)
+
+    # -- search (points: search_catalog, compile_search, search, visible) -----------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        _search.tenant_view(ctx, request)
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        _search.compile_tenant_search(request)
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        clause = _search.tenant_clause(self.info, options.tenant)
+        return ([clause] if clause is not None else []), []
+
+    def visible(self, options: Any) -> Visibility | None:
+        """``tenant=``: another tenant's document is not there (read whole: the tenant is
+        the model's to compute)."""
+        tenant, info = options.tenant, self.info
+        if tenant is None:
+            return None
+        return Visibility(lambda doc: in_tenant(info, doc, tenant), None)

@@ -8,12 +8,13 @@ mistake (QueryValidationError, :func:`~esmapper.custom_fields._access.require_cu
 
 The rule, checked against what is **stored**, never against the object a caller hands in:
 
-- **Reads.** Another tenant's document is not there: by id (:func:`in_tenant`: ``get``,
-  ``get_many``, ``exists``, session reads), by search (the tenant filter,
-  :func:`esmapper.custom_fields.search.tenant_clause`), and a cached search page is the
-  tenant's own (:func:`page_entry` / :func:`cached_page`: the page is stored under the
-  caller's key tagged with its tenant; another tenant, or a call without one, misses it,
-  and ``invalidate_cache(key)`` drops it whoever stored it).
+- **Reads.** Another tenant's document is not there: by id (:func:`in_tenant`, the
+  feature's ``visible`` point: ``get``, ``get_many``, ``exists``, session reads), by
+  search (the tenant filter, :func:`esmapper.custom_fields.search.tenant_clause`, the
+  ``search`` point), and a cached search page is the tenant's own (the search's
+  ``scope``, :func:`esmapper._search.page_entry`: the page is stored under the caller's
+  key tagged with its tenant; another tenant, or a call without one, misses it, and
+  ``invalidate_cache(key)`` drops it whoever stored it).
 - **Writes of documents** (add, save, remove; repository, session flush, scan-driven
   removals): :func:`check_writes`, the ``check`` point of the custom-field feature,
   called by the write pipeline before anything is sent (``tenant=`` on a model without
@@ -50,13 +51,11 @@ if TYPE_CHECKING:
     from esmapper.options import Options
 
 __all__ = [
-    "cached_page",
     "check_partial_patch",
     "check_patched",
     "check_tenant_writes",
     "check_writes",
     "in_tenant",
-    "page_entry",
     "session_tenant",
 ]
 
@@ -230,29 +229,3 @@ def check_partial_patch(info: Any, doc: Mapping[str, Any], tenant: str | None) -
             "documents to another tenant; moving takes a call without tenant=",
             field="tenant",
         )
-
-
-#: the key of a cached search page stored by a call with ``tenant=`` (see :func:`page_entry`)
-_SCOPE = "__esmapper_tenant__"
-
-
-def page_entry(response: dict[str, Any], tenant: str | None) -> dict[str, Any]:
-    """What a search with ``cache_key=`` stores under its key: the response, tagged with
-    the call's tenant when it has one (so that :func:`cached_page` serves it to that
-    tenant only; the key stays the caller's, so ``invalidate_cache(key)`` drops it)."""
-    return response if tenant is None else {_SCOPE: tenant, "response": response}
-
-
-def cached_page(value: Any, tenant: str | None) -> dict[str, Any] | None:
-    """The response a search with ``tenant`` (``None``: none) may serve from the cached
-    ``value`` of its key, or ``None`` (a page stored for another tenant, or for none, is
-    a miss: the search runs and stores its own)."""
-    if not isinstance(value, dict):
-        return None
-    scoped = value.get(_SCOPE)
-    if scoped is None:
-        return value if tenant is None else None
-    if scoped != tenant:
-        return None
-    response: dict[str, Any] = value["response"]
-    return response

@@ -10,7 +10,8 @@ is an unknown field.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
@@ -20,6 +21,8 @@ from esmapper.custom_fields.catalog import tenant_path
 from esmapper.errors import QueryValidationError
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper._search import SearchRequest
     from esmapper.custom_fields.catalog import TenantCatalog
     from esmapper.mapper import Mapper
     from esmapper.model.catalog import FieldCatalog
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_tenant_aggregations",
+    "compile_tenant_search",
     "logical_highlight",
     "tenant_aggregations",
     "tenant_clause",
@@ -45,22 +49,38 @@ _KEYED = frozenset(
 _LISTED = frozenset({"multi_match", "query_string", "simple_query_string", "combined_fields"})
 
 
-def tenant_view(
-    mapper: Mapper, info: ModelInfo, tenant: str | None, filter: Any
-) -> tuple[FieldCatalog, Any]:
-    """The catalog a search of ``info``'s model compiles against, and its filter: the
-    model's own (filter unchanged) without ``tenant``; with it, the model's plus the
-    tenant's custom fields (their definitions loaded when not cached: one search), and a
-    ``Q`` filter's logical names replaced by their slots. Raises QueryValidationError for
-    ``tenant=`` on a model without custom fields."""
+def tenant_view(ctx: Context, request: SearchRequest) -> None:
+    """The ``search_catalog`` point: a ``tenant=`` search compiles against the model's
+    catalog plus the tenant's custom fields (their definitions loaded when not cached: one
+    search), its ``Q`` filter's logical names replaced by their slots and its
+    ``includes``/``excludes`` by theirs (:func:`tenant_source_fields`). Without
+    ``tenant=``: unchanged."""
+    tenant, info = request.options.tenant, request.info
     if tenant is None:
-        return info.catalog, filter
+        return
     require_custom_fields(info)
+    mapper = cast("Mapper", ctx)  # the mapper keeps the repositories of definitions
     catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
-    if isinstance(filter, Query):
+    if isinstance(request.filter, Query):
         defaults = info.index.default_search_fields if info.index is not None else None
-        filter = translate_query(filter, info.catalog, catalog, default_fields=defaults)
-    return catalog, filter
+        request.filter = translate_query(
+            request.filter, info.catalog, catalog, default_fields=defaults
+        )
+    request.catalog = catalog
+    request.includes = tenant_source_fields(info, catalog, request.includes, include=True)
+    request.excludes = tenant_source_fields(info, catalog, request.excludes, include=False)
+
+
+def compile_tenant_search(request: SearchRequest) -> None:
+    """The ``compile_search`` point: a ``tenant=`` search's aggregations as it sends
+    them (:func:`tenant_aggregations`), its cached pages scoped to the tenant, and its
+    hits' highlighted slots named by their custom field (:func:`logical_highlight`)."""
+    tenant = request.options.tenant
+    if tenant is None:
+        return
+    request.aggs = tenant_aggregations(request.info, request.catalog, tenant, request.aggs)
+    request.scope = tenant
+    request.name_highlight = partial(logical_highlight, request.catalog)
 
 
 def tenant_source_fields(

@@ -31,8 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-import attrs
-
+from esmapper._pit import PitTarget
 from esmapper.indexes._ensure import alias_targets
 from esmapper.indexes.timeseries import parse_partition
 
@@ -47,15 +46,6 @@ __all__ = ["MAX_TARGET_CHARS", "PitTarget", "pit_target", "umbrella_expression"]
 #: wildcards: the request line (``POST /<list>/_pit?keep_alive=5m&ignore_unavailable=true
 #: HTTP/1.1``) must stay under Elasticsearch's ``http.max_initial_line_length`` (4 KB).
 MAX_TARGET_CHARS: Final = 3000
-
-
-@attrs.frozen(slots=True)
-class PitTarget:
-    """Where to open a point in time: ``index`` (the path part of ``POST /<index>/_pit``)
-    and whether it is a list esmapper made, sent with ``ignore_unavailable=true``."""
-
-    index: str
-    listed: bool
 
 
 def pit_target(

@@ -8,14 +8,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, WriteCall, register
-from esmapper.errors import DocumentValidationError
+from esmapper.errors import DocumentValidationError, QueryValidationError
 from esmapper.ids import ObjectId
 from esmapper.indexes._pit_target import pit_target
-from esmapper.indexes.timeseries import check_max_age, new_document_time, period_start
+from esmapper.indexes.timeseries import (
+    check_max_age,
+    new_document_time,
+    partitions_for_range,
+    period_start,
+)
 
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
+    from esmapper._pit import PitTarget
     from esmapper.model.info import ModelInfo
 
 __all__ = ["TimeSeries"]
@@ -73,8 +79,28 @@ class TimeSeries(Feature):
         /_alias/<umbrella>``), with ``ignore_unavailable=true`` and
         ``allow_no_indices=true`` (a partition retention deletes in between is skipped),
         as the scans' point in time does: the local test server runs a by-query request
-        on an alias of several indexes over one of them only. ``None``: no partition."""
-        found = pit_target(ctx.client, ctx.spec(self.info.cls), None)
+        on an alias of several indexes over one of them only (:meth:`search_targets`).
+        ``None``: no partition."""
+        found = self.search_targets(ctx, None)
         if found is None:
             return None
         return {"index": found.index, "ignore_unavailable": True, "allow_no_indices": True}
+
+    # -- search (points: compile_search, search_targets) ---------------------------------
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """``partitions=(start, end)``: the search names the dated aliases of the period
+        (:func:`~esmapper.indexes.timeseries.partitions_for_range`; the umbrella alias
+        when the range is open or too long); an end before the start is refused."""
+        if request.partitions is None:
+            return
+        start, end = request.partitions
+        try:
+            request.targets = partitions_for_range(ctx.spec(self.info.cls), start, end)
+        except ValueError as error:
+            raise QueryValidationError(str(error), field="partitions") from None
+
+    def search_targets(self, ctx: Context, pruned: Sequence[str] | None) -> PitTarget | None:
+        """The partitions named one by one (:func:`~esmapper.indexes._pit_target.pit_target`:
+        ``GET /_alias/<umbrella>``), or the pruned ones; ``None``: no partition."""
+        return pit_target(ctx.client, ctx.spec(self.info.cls), pruned)

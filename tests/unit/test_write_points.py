@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -49,7 +49,7 @@ class Recorder(_features.Feature):
     """Implements every write point; the state ``prepare`` returns goes to ``finish``."""
 
     name = "test_recorder"
-    call_options: ClassVar[dict[str, str]] = {"tenant": "the test recorder"}
+    call_options = ("tenant",)
     __slots__ = ()
 
     @classmethod

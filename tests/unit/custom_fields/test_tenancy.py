@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from esmapper.custom_fields._tenancy import cached_page, page_entry, session_tenant
+from esmapper._search import cached_page, page_entry
+from esmapper.custom_fields._tenancy import session_tenant
 
 
 class _Info:
