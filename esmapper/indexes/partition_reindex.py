@@ -70,7 +70,7 @@ from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import Lock, LockProvider
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["reindex_partitions"]
 
@@ -78,7 +78,7 @@ log = logging.getLogger("esmapper.indexes")
 
 
 def reindex_partitions(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -149,7 +149,7 @@ def reindex_partitions(
 
 
 def _upgrade(
-    mapper: Mapper,
+    mapper: Context,
     spec: IndexSpec,
     lock: Lock,
     upgrade: Upgrade,

@@ -187,7 +187,7 @@ from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = [
     "ReindexProgress",
@@ -235,7 +235,7 @@ def _version_of(spec: IndexSpec, index: str) -> int:
 
 
 def reindex(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -344,7 +344,7 @@ def reindex(
 
 
 def reindex_outdated(
-    mapper: Mapper,
+    mapper: Context,
     models: Iterable[type] | None = None,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
