@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from esmapper.bulk import BulkWriter
     from esmapper.cache import CacheClient, DocumentCache
+    from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import ModelInfo
     from esmapper.options import Options
@@ -42,6 +43,8 @@ class Context(Protocol):
     cache: CacheClient | None
     #: the default of the reads' ``partial_results=``
     partial_results: bool
+    #: the migration classes and modules ``migrate`` runs (``Mapper(migrations=...)``)
+    migrations: list[type]
 
     @property
     def client(self) -> Elasticsearch:
@@ -54,6 +57,16 @@ class Context(Protocol):
 
     def spec(self, model: type) -> IndexSpec:
         """The index spec of a registered model (registers it on first use)."""
+        ...
+
+    @property
+    def models(self) -> list[type]:
+        """The registered models, in registration order."""
+        ...
+
+    def custom_fields(self, model: type) -> CustomFieldRepository:
+        """The repository of ``model``'s custom-field definitions (``TypeError``: the
+        model has no custom fields)."""
         ...
 
     def server_version(self) -> tuple[int, int] | None:

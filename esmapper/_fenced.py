@@ -28,7 +28,7 @@ from esmapper.indexes._fence import FENCE_SUFFIX, is_fence
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["fence_gone", "superseded"]
 
@@ -50,7 +50,7 @@ def fence_gone(outcome: BulkOutcome) -> bool:
 
 
 def superseded(
-    mapper: Mapper, outcomes: list[BulkOutcome], resend: Resend | None
+    ctx: Context, outcomes: list[BulkOutcome], resend: Resend | None
 ) -> list[BulkOutcome]:
     """``outcomes`` with every write refused by a gone fence (:func:`fence_gone`) settled.
 
@@ -85,7 +85,7 @@ def superseded(
         key = (action.ref.info.cls, physical)
         if key not in serving:
             try:
-                serving[key] = restore_fence(mapper.client, mapper.spec(key[0]), physical)
+                serving[key] = restore_fence(ctx.client, ctx.spec(key[0]), physical)
             except (ApiError, TransportError) as exc:
                 log.warning("checking whether %s still serves failed: %s", physical, exc)
                 serving[key] = False
@@ -104,7 +104,7 @@ def superseded(
             reason=f"{why} ({outcome.error_type}: {outcome.reason})",
         )
     if resend is not None:
-        _recheck(mapper, result, positions, resend)
+        _recheck(ctx, result, positions, resend)
     return result
 
 
@@ -122,7 +122,7 @@ def _loaded_with(action: BulkAction) -> dict[str, Any] | None:
 
 
 def _recheck(
-    mapper: Mapper, result: list[BulkOutcome], positions: Sequence[int], resend: Resend
+    ctx: Context, result: list[BulkOutcome], positions: Sequence[int], resend: Resend
 ) -> None:
     """The content re-check of :func:`superseded`, in place on ``result``."""
     candidates = [(i, loaded) for i in positions if (loaded := _loaded_with(result[i].action))]
@@ -131,13 +131,13 @@ def _recheck(
     docs = []
     for i, _loaded in candidates:
         action = result[i].action
-        spec = mapper.spec(action.ref.info.cls)
+        spec = ctx.spec(action.ref.info.cls)
         entry: dict[str, Any] = {"_index": spec.write_name(result[i].index), "_id": action.id}
         if action.routing is not None:
             entry["routing"] = action.routing
         docs.append(entry)
     try:
-        stored = mapper.client.mget(docs=docs).body["docs"]
+        stored = ctx.client.mget(docs=docs).body["docs"]
     except (ApiError, TransportError) as exc:
         log.warning("re-reading %d superseded write(s) failed: %s", len(docs), exc)
         return
@@ -147,7 +147,7 @@ def _recheck(
             continue  # changed (or gone) since it was loaded: the conflict stands
         index = str(current["_index"])
         action = result[i].action
-        spec = mapper.spec(action.ref.info.cls)
+        spec = ctx.spec(action.ref.info.cls)
         again.append(
             (
                 i,

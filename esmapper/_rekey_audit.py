@@ -22,7 +22,7 @@ from esmapper.indexes._pit_target import pit_target
 from esmapper.model.info import ModelInfo
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = [
     "KEEP_ALIVE",
@@ -177,7 +177,7 @@ def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:
     return attrs.evolve(plan, new_id=new_id, status=status)
 
 
-def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
+def audit(ctx: Context, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
     """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Changes nothing.
 
     Sends a refresh (so the scan sees every acknowledged write, e.g. those of a killed
@@ -192,7 +192,7 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
     info = id_info(model)
     if not 0 < batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
-    spec = mapper.spec(model)
+    spec = ctx.spec(model)
     target = spec.read_target
     missing = MigrationError(
         f"cannot re-key {info.name}: index {target!r} does not exist",
@@ -200,17 +200,17 @@ def audit(mapper: Mapper, model: type, *, batch_size: int = 500) -> Iterator[Rek
         error_type="index_not_found_exception",
     )
     try:
-        mapper.client.indices.refresh(index=target)
+        ctx.client.indices.refresh(index=target)
         # a time-series model's partitions named one by one, as every scan's point in time
-        where = pit_target(mapper.client, spec, None)
+        where = pit_target(ctx.client, spec, None)
         if where is None:
             raise missing
         listed: dict[str, Any] = {"ignore_unavailable": True} if where.listed else {}
-        pit = mapper.client.open_point_in_time(index=where.index, keep_alive=KEEP_ALIVE, **listed)
+        pit = ctx.client.open_point_in_time(index=where.index, keep_alive=KEEP_ALIVE, **listed)
     except NotFoundError as exc:
         missing.error_type = str(exc.message)
         raise missing from None
-    return _scan(mapper.client, model, str(pit["id"]), batch_size, target)
+    return _scan(ctx.client, model, str(pit["id"]), batch_size, target)
 
 
 def _scan(

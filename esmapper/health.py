@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 from elastic_transport import TransportError
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from esmapper._cluster_shards import IndexShards, explain, read_shards
 from esmapper.errors import EsmapperError
@@ -46,10 +46,11 @@ from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapp
 from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.maintenance import list_partitions
 from esmapper.locks import LockProvider
+from esmapper.migrations.planning import in_progress, plan, view_index
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
 
 __all__ = ["HealthIssue", "HealthReport", "ModelHealth", "check_health"]
 
@@ -155,7 +156,7 @@ class HealthReport:
         )
 
 
-def check_health(mapper: Mapper) -> HealthReport:
+def check_health(mapper: Context) -> HealthReport:
     """Read the state of the cluster and of every registered model (see the module
     docstring). Raises the client's errors when the server cannot be reached."""
     client = mapper.client
@@ -168,7 +169,7 @@ def check_health(mapper: Mapper) -> HealthReport:
     locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     models = []
     for model in mapper.models:
-        health = _model_health(mapper, mapper.spec(model), locks)
+        health = _model_health(client, mapper.spec(model), locks)
         models.append(health)
         issues += health.issues
     issues += _migration_issues(mapper)
@@ -249,16 +250,13 @@ def _cluster_issues(
     return issues
 
 
-def _migration_issues(mapper: Mapper) -> list[HealthIssue]:
-    from esmapper.migrations import plan
-    from esmapper.migrations.planning import in_progress
-
+def _migration_issues(ctx: Context) -> list[HealthIssue]:
     issues: list[HealthIssue] = []
-    running = in_progress(mapper)
+    running = in_progress(ctx)
     if running is not None:
         issues.append(HealthIssue("warning", "migrations", f"migrate runs now ({running})"))
     try:
-        pending = [s for s in plan(mapper) if s.is_migration]
+        pending = [s for s in plan(ctx) if s.is_migration]
     except EsmapperError as exc:
         return [*issues, HealthIssue("attention", "migrations", f"cannot plan: {exc}")]
     if pending and running is None:
@@ -268,10 +266,7 @@ def _migration_issues(mapper: Mapper) -> list[HealthIssue]:
     return issues
 
 
-def _model_health(mapper: Mapper, spec: IndexSpec, locks: LockProvider) -> ModelHealth:
-    from esmapper.migrations.planning import view_index
-
-    client = mapper.client
+def _model_health(client: Elasticsearch, spec: IndexSpec, locks: LockProvider) -> ModelHealth:
     name = spec.info.name
     issues: list[HealthIssue] = []
 
@@ -322,7 +317,7 @@ def _model_health(mapper: Mapper, spec: IndexSpec, locks: LockProvider) -> Model
     fields = limit = None
     drift = None
     if checked is not None:
-        drift, fields, limit = _mapping_checks(mapper, spec, checked, issue)
+        drift, fields, limit = _mapping_checks(client, spec, checked, issue)
     pipeline = _pipeline_check(client, spec, issue)
     if any(i.severity == "attention" for i in issues) and state == "ok":
         state = "attention"
@@ -377,10 +372,9 @@ def _live(locks: LockProvider, lock: str) -> bool:
 
 
 def _mapping_checks(
-    mapper: Mapper, spec: IndexSpec, index: str, issue: Any
+    client: Elasticsearch, spec: IndexSpec, index: str, issue: Any
 ) -> tuple[MappingDrift | None, int | None, int | None]:
     """Drift and field count of ``index`` against ``spec``'s model."""
-    client = mapper.client
     try:
         body = client.indices.get_mapping(index=index).body
     except NotFoundError:

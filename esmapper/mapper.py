@@ -18,12 +18,18 @@ from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
+from esmapper.custom_fields.definition import CustomFieldDefinition
+from esmapper.custom_fields.repository import CustomFieldRepository
+from esmapper.distributed import connect, redis_url_from_env
 from esmapper.errors import IndexConfigurationError
+from esmapper.health import HealthReport, check_health
 from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import LOCK_INDEX
+from esmapper.migrations import MigrationResult, migrate
+from esmapper.migrations.planning import decide_before_first_index
 from esmapper.migrations.state import STATE_INDEX
 from esmapper.model.info import ModelInfo
 from esmapper.options import (
@@ -39,9 +45,6 @@ from esmapper.repository import Repository
 from esmapper.session import Session, sessionmaker
 
 if TYPE_CHECKING:
-    from esmapper.custom_fields.repository import CustomFieldRepository
-    from esmapper.health import HealthReport
-    from esmapper.migrations import MigrationResult
     from esmapper.model import Document
 
 __all__ = ["Mapper"]
@@ -64,8 +67,6 @@ def _shared_side_channels(
     url: str | None, index_prefix: str, options: dict[str, Any] | None
 ) -> tuple[CacheClient, MessageBus, Any] | None:
     """``(cache, bus, link)`` sharing Redis at ``url`` (``None``: ``$ESMAPPER_REDIS_URL``)."""
-    from esmapper.distributed import connect, redis_url_from_env
-
     url = redis_url_from_env() if url is None else url.strip()
     if not url:
         return None
@@ -86,7 +87,7 @@ def _client_from(
         raise ValueError("Mapper needs an Elasticsearch URL or client")
     client_options.setdefault("request_timeout", 30)
     if "serializer" not in client_options and "serializers" not in client_options:
-        try:
+        try:  # orjson is optional (the "fast" extra): imported only when it is there
             from elasticsearch.serializer import OrjsonSerializer
 
             client_options["serializer"] = OrjsonSerializer()
@@ -267,8 +268,6 @@ class Mapper:
             if bind is not None:  # a distributed bus names models in its messages
                 bind(model)
         if info.custom_fields:  # its definitions live in their own index
-            from esmapper.custom_fields.definition import CustomFieldDefinition
-
             self.register(CustomFieldDefinition)
         return spec
 
@@ -278,8 +277,6 @@ class Mapper:
         :mod:`esmapper.migrations.install`; nothing for a mapper without migrations)."""
         if self._install_known or not self.migrations:
             return
-        from esmapper.migrations.install import decide_before_first_index
-
         with self._install_lock:
             if not self._install_known:
                 decide_before_first_index(self)
@@ -300,11 +297,8 @@ class Mapper:
         custom fields brings the definitions' index along."""
         chosen = list(models) if models is not None else self.models
         for model in list(chosen):
-            if self.spec(model).info.custom_fields:
-                from esmapper.custom_fields.definition import CustomFieldDefinition
-
-                if CustomFieldDefinition not in chosen:
-                    chosen.append(CustomFieldDefinition)
+            if self.spec(model).info.custom_fields and CustomFieldDefinition not in chosen:
+                chosen.append(CustomFieldDefinition)
         return configure_indexes(self.client, [self.spec(m) for m in chosen])
 
     def delete_indexes(
@@ -344,8 +338,6 @@ class Mapper:
     def _definitions_going_along(self, chosen: list[type]) -> list[type]:
         """``[CustomFieldDefinition]`` when deleting ``chosen`` takes the definitions index
         along (see :meth:`delete_indexes`), else ``[]``."""
-        from esmapper.custom_fields.definition import CustomFieldDefinition
-
         if CustomFieldDefinition in chosen:
             return []
         users = [m for m in self.models if self.spec(m).info.custom_fields]
@@ -375,8 +367,6 @@ class Mapper:
         spec.forget_ensured()
         if self.documents is not None:
             self.documents.drop_model(spec.alias)
-        from esmapper.custom_fields.definition import CustomFieldDefinition
-
         if spec.info.cls is CustomFieldDefinition:  # the field mappings cached from it
             for model in self.models:
                 if self.spec(model).info.custom_fields:
@@ -390,8 +380,6 @@ class Mapper:
         behind, mapping drift, field counts against the total-fields limit, ingest
         pipelines, pending migrations. Read-only; see :mod:`esmapper.health` for what is
         sent and what counts as needing attention (``report.ok``)."""
-        from esmapper.health import check_health
-
         return check_health(self)
 
     def repository(self, model: type[T]) -> Repository[T]:
@@ -408,8 +396,6 @@ class Mapper:
         ``TypeError`` for a model without ``em.HasCustomFields``."""
         repo = self._custom_fields.get(model)
         if repo is None:
-            from esmapper.custom_fields.repository import CustomFieldRepository
-
             self.spec(model)
             with self._lock:
                 repo = self._custom_fields.get(model)
@@ -459,8 +445,6 @@ class Mapper:
     def migrate(self, **kwargs: Any) -> MigrationResult:
         """Configure indexes, reindex outdated versions and run pending migrations
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
-        from esmapper.migrations import migrate
-
         return migrate(self, **kwargs)
 
     # -- side channels (cache and notifications) ---------------------------------------

@@ -100,8 +100,8 @@ from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
 
 from esmapper._rekey_audit import (
     KEEP_ALIVE,
@@ -127,7 +127,7 @@ __all__ = [
 
 
 def rekey(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     apply: bool = False,

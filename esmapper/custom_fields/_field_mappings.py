@@ -24,7 +24,7 @@ from esmapper.custom_fields.catalog import TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
 __all__ = ["MAPPING_TTL", "FieldMappings"]
@@ -38,8 +38,8 @@ _MEMO_SIZE = 4096
 class FieldMappings:
     """The cached field mappings of ``info``'s tenants (the definitions repository's)."""
 
-    def __init__(self, mapper: Mapper, info: ModelInfo) -> None:
-        self.mapper = mapper
+    def __init__(self, ctx: Context, info: ModelInfo) -> None:
+        self.ctx = ctx
         self.entity_info = info
         self.entity_type: str = info.name
         self._memo: dict[str, tuple[Any, TenantFields]] = {}
@@ -51,19 +51,19 @@ class FieldMappings:
     @property
     def cache_alias(self) -> str:
         """Where the cache client keeps the entity type's mappings (one entry per tenant)."""
-        return f"customfield:{self.mapper.index_prefix}{self.entity_type}"
+        return f"customfield:{self.ctx.index_prefix}{self.entity_type}"
 
     @property
     def alias(self) -> str:
         """The alias of the definitions' index."""
-        return str(self.mapper.spec(CustomFieldDefinition).alias)
+        return str(self.ctx.spec(CustomFieldDefinition).alias)
 
     def tenant_fields(self, tenant: str, *, max_age: float | None = None) -> TenantFields:
         """The compiled active definitions of ``tenant`` (what writes and queries use):
         from the cache client, else one search (then cached for 15 minutes, unless a change
         invalidated it meanwhile). ``max_age`` (seconds): a cached mapping loaded longer ago
         is loaded again."""
-        documents = self.mapper.documents
+        documents = self.ctx.documents
         token = None
         if documents is not None:
             cached, token = documents.lookup(self.cache_alias, tenant)
@@ -119,7 +119,7 @@ class FieldMappings:
                 body["search_after"] = after
             try:  # every shard: a definition missing here would free its name and slot
                 response = search_all(
-                    self.mapper.client,
+                    self.ctx.client,
                     what=f"the custom-field definitions of tenant {tenant!r} in {alias}",
                     index=alias,
                     body=body,
@@ -137,7 +137,7 @@ class FieldMappings:
 
     def refresh(self) -> None:
         with contextlib.suppress(NotFoundError):
-            self.mapper.client.indices.refresh(index=self.alias)
+            self.ctx.client.indices.refresh(index=self.alias)
 
     def changes(self, tenant: str) -> int:
         """How many times this repository invalidated ``tenant``'s mapping (a definition
@@ -153,7 +153,7 @@ class FieldMappings:
         Without a cache client only this repository's changes are seen."""
         tenant = fields.tenant
         if self.changes(tenant) == changes:
-            documents = self.mapper.documents
+            documents = self.ctx.documents
             if documents is None:
                 return False
             cached = documents.client.get(documents.key(self.cache_alias, tenant))
@@ -170,7 +170,7 @@ class FieldMappings:
         self.drop(tenant)
 
     def drop(self, tenant: str | None) -> None:
-        documents = self.mapper.documents
+        documents = self.ctx.documents
         if documents is not None:
             if tenant is None:
                 documents.invalidate_all(self.cache_alias)

@@ -39,9 +39,9 @@ from esmapper.ids import compose_id
 from esmapper.locks import LOCK_INDEX
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.custom_fields.definition import CustomFieldDefinition
     from esmapper.custom_fields.repository import CustomFieldRepository
-    from esmapper.mapper import Mapper
 
 __all__ = [
     "CLAIM_PREFIX",
@@ -63,9 +63,9 @@ class NameClaims:
     tells whether the definition ``id`` is stored, active and named ``lower``
     (case-insensitively): a real-time read of the definition."""
 
-    def __init__(self, mapper: Mapper, entity_type: str, live: Callable[[str, str], bool]) -> None:
-        self.client = mapper.client
-        self.index = f"{mapper.index_prefix}{LOCK_INDEX}"
+    def __init__(self, ctx: Context, entity_type: str, live: Callable[[str, str], bool]) -> None:
+        self.client = ctx.client
+        self.index = f"{ctx.index_prefix}{LOCK_INDEX}"
         self.entity_type = entity_type
         self.live = live
 

@@ -21,7 +21,7 @@ nothing more; ``configure_indexes`` counts as that first time):
 - time-series: nothing here.
 
 Before it creates the index, the write calls ``spec.before_create`` (the mapper's
-fresh-install decision, :func:`esmapper.migrations.install.decide_before_first_index`:
+fresh-install decision, :func:`esmapper.migrations.planning.decide_before_first_index`:
 whichever path creates the first model index decides, before creating it).
 
 Race-free between processes: the create is create-only, so two processes' first writes at

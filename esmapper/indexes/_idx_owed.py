@@ -28,7 +28,7 @@ from esmapper.indexes._meta import put_meta
 from esmapper.locks import LockProvider
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["MARKER", "owe_idx_rebuild", "owed_idx_rebuilds", "settle_idx_rebuild"]
 
@@ -59,7 +59,7 @@ def owed_idx_rebuilds(client: Elasticsearch, alias: str) -> list[str]:
     )
 
 
-def settle_idx_rebuild(mapper: Mapper, model: type, *, held: bool = False) -> int | None:
+def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int | None:
     """Pay the ``idx`` rebuild a reindex of ``model`` owes, if any: ``None`` when no index
     behind its alias carries the mark (one ``GET /<alias>/_mapping``; nothing for models
     without custom fields or ``plain`` ones), else
@@ -73,18 +73,18 @@ def settle_idx_rebuild(mapper: Mapper, model: type, *, held: bool = False) -> in
     ``_meta`` is written whole (read, merged, put back), and a reindex holding that lock
     writes its own markers there (the write block's). A lock held elsewhere leaves the
     marks for the next run (logged): nothing waits, and nothing is lost."""
-    spec = mapper.spec(model)
+    spec = ctx.spec(model)
     if not spec.info.custom_fields or spec.kind == "plain":
         return None
-    owed = owed_idx_rebuilds(mapper.client, spec.read_target)
+    owed = owed_idx_rebuilds(ctx.client, spec.read_target)
     if not owed:
         return None
     log.info("%s: rebuilding idx, owed by the reindex into %s", spec.alias, ", ".join(owed))
-    updated = mapper.custom_fields(model).rebuild_idx()
+    updated = ctx.custom_fields(model).rebuild_idx()
     if held:
-        _clear_marks(mapper, spec.read_target, owed)
+        _clear_marks(ctx.client, spec.read_target, owed)
         return updated
-    locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    locks = LockProvider(ctx.client, index_prefix=ctx.index_prefix, clock=ctx.clock)
     lock = locks.try_acquire(f"reindex:{spec.alias}")
     if lock is None:
         log.warning(
@@ -93,12 +93,12 @@ def settle_idx_rebuild(mapper: Mapper, model: type, *, held: bool = False) -> in
         )
         return updated
     with lock:
-        _clear_marks(mapper, spec.read_target, owed)
+        _clear_marks(ctx.client, spec.read_target, owed)
     return updated
 
 
-def _clear_marks(mapper: Mapper, alias: str, owed: list[str]) -> None:
+def _clear_marks(client: Elasticsearch, alias: str, owed: list[str]) -> None:
     """Take the mark off the indexes of ``owed`` that still carry it (read again: under
     the lock)."""
-    for index in set(owed) & set(owed_idx_rebuilds(mapper.client, alias)):
-        put_meta(mapper.client, index, MARKER, None)
+    for index in set(owed) & set(owed_idx_rebuilds(client, alias)):
+        put_meta(client, index, MARKER, None)

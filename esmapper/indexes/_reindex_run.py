@@ -49,7 +49,7 @@ from esmapper.locks import DEFAULT_TTL, Lock
 from esmapper.model.codec import format_datetime
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["LOCK_TTL", "LOCK_WAIT", "ReindexProgress", "ReindexResult", "Run", "run_phases"]
 
@@ -146,7 +146,7 @@ class Run:
     alias (:mod:`esmapper.indexes.partition_reindex`).
     """
 
-    mapper: Mapper
+    ctx: Context
     spec: IndexSpec
     lock: Lock
     progress: Callable[[ReindexProgress], None] | None
@@ -179,7 +179,7 @@ class Run:
 
     @property
     def client(self) -> Elasticsearch:
-        return self.mapper.client
+        return self.ctx.client
 
     @property
     def target(self) -> str:
@@ -374,7 +374,7 @@ def run_phases(
     run: Run, *, delete_old: bool, keep_failed_index: bool, margin: _dt.timedelta
 ) -> ReindexResult:
     """Run every phase of ``run``; see :mod:`esmapper.indexes.reindex`."""
-    client, spec, old, new, clock = run.client, run.spec, run.old, run.new, run.mapper.clock
+    client, spec, old, new, clock = run.client, run.spec, run.old, run.new, run.ctx.clock
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
         prepare_target(client, spec, new)

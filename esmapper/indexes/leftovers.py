@@ -46,8 +46,8 @@ from esmapper.indexes.timeseries import Partition, parse_partition
 from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
 
 __all__ = ["MARKER", "Leftover", "delete_leftovers", "find_leftovers", "mark_replaced"]
 
@@ -210,7 +210,7 @@ def _delete(client: Elasticsearch, index: str) -> None:
 
 
 def delete_leftovers(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     lock_wait: _dt.timedelta = _dt.timedelta(0),

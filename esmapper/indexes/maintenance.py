@@ -30,7 +30,7 @@ from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import Partition, expires_at, parse_partition
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["MaintenanceReport", "expired_partitions", "list_partitions", "maintain"]
 
@@ -105,7 +105,7 @@ def expired_partitions(
 
 
 def maintain(
-    mapper: Mapper, models: Iterable[type] | None = None, *, discard_expired: bool = True
+    mapper: Context, models: Iterable[type] | None = None, *, discard_expired: bool = True
 ) -> MaintenanceReport:
     """Apply retention and fix the aliases of the time-series models (of ``models``,
     default all registered); see the module docstring.

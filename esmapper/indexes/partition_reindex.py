@@ -77,7 +77,7 @@ from esmapper.locks import Lock, LockProvider
 from esmapper.reindex_scripts import compose
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["reindex_partitions"]
 
@@ -85,7 +85,7 @@ log = logging.getLogger("esmapper.indexes")
 
 
 def reindex_partitions(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -156,7 +156,7 @@ def reindex_partitions(
 
 
 def _upgrade(
-    mapper: Mapper,
+    mapper: Context,
     spec: IndexSpec,
     lock: Lock,
     upgrade: Upgrade,

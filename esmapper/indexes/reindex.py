@@ -195,7 +195,7 @@ from esmapper.locks import LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = [
     "LOCK_TTL",
@@ -242,7 +242,7 @@ def _version_of(spec: IndexSpec, index: str) -> int:
 
 
 def reindex(
-    mapper: Mapper,
+    mapper: Context,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -349,7 +349,7 @@ def reindex(
 
 
 def reindex_outdated(
-    mapper: Mapper,
+    mapper: Context,
     models: Iterable[type] | None = None,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,

@@ -78,7 +78,7 @@ class IndexSpec:
         self.clock: Callable[[], _dt.datetime] = clock or _utcnow
         #: called right before a write creates one of the model's indexes (the index of a
         #: versioned/plain model, a time-series partition); the mapper's install decision
-        #: (:func:`esmapper.migrations.install.decide_before_first_index`)
+        #: (:func:`esmapper.migrations.planning.decide_before_first_index`)
         self.before_create: Callable[[], object] | None = before_create
         self.partitions = timeseries.PartitionCache()
         self.ensured = EnsuredIndex()

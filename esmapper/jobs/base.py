@@ -38,7 +38,7 @@ from esmapper.indexes._ensure import answer_of
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider, check_duration
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = ["Job", "JobCancelled", "JobContext", "JobError", "JobResult", "JobStatus"]
 
@@ -164,7 +164,7 @@ class Job(abc.ABC):
 
     def __init__(
         self,
-        mapper: Mapper,
+        mapper: Context,
         *,
         lock_wait: _dt.timedelta = _dt.timedelta(0),
         lock_ttl: _dt.timedelta = DEFAULT_TTL,

@@ -54,8 +54,8 @@ from esmapper.jobs.durations import format_duration
 from esmapper.locks import DEFAULT_TTL
 
 if TYPE_CHECKING:
+    from esmapper._context import Context
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
 
 __all__ = ["CleanupIndexesJob", "CleanupItem", "IndexCleanupReport", "MaintainIndexesJob"]
 
@@ -70,7 +70,7 @@ class MaintainIndexesJob(Job):
 
     def __init__(
         self,
-        mapper: Mapper,
+        mapper: Context,
         models: Iterable[type] | None = None,
         *,
         lock_wait: _dt.timedelta = _dt.timedelta(0),
@@ -122,7 +122,7 @@ class CleanupIndexesJob(Job):
 
     def __init__(
         self,
-        mapper: Mapper,
+        mapper: Context,
         models: Iterable[type] | None = None,
         *,
         dry_run: bool = True,

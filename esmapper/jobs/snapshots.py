@@ -50,7 +50,7 @@ from esmapper.locks import DEFAULT_TTL
 from esmapper.migrations.state import STATE_INDEX
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
 
 __all__ = [
     "DEFAULT_NAME",
@@ -203,7 +203,7 @@ class SnapshotJob(Job):
 
     def __init__(
         self,
-        mapper: Mapper,
+        mapper: Context,
         repository: str = DEFAULT_REPOSITORY,
         *,
         indexes: Sequence[str] | None = None,
@@ -409,7 +409,7 @@ class CleanupSnapshotsJob(Job):
 
     def __init__(
         self,
-        mapper: Mapper,
+        mapper: Context,
         repository: str = DEFAULT_REPOSITORY,
         *,
         max_age: _dt.timedelta,

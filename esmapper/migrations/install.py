@@ -34,8 +34,9 @@ documents). So the write path decides first, by the same function
 (``ensure``'s first-write creation of a versioned or plain index, a new time-series
 partition) while its mapper does not know an install record yet, the mapper reads the
 record and, without one, decides and writes it create-only
-(:func:`decide_before_first_index`; ``Mapper`` calls it at most until a record is known,
-so later index creations send nothing more). ``configure_indexes`` called by itself does
+(:func:`~esmapper.migrations.planning.decide_before_first_index`, which judges "nothing
+existed" as ``migrate`` does; ``Mapper`` calls it at most until a record is known, so
+later index creations send nothing more). ``configure_indexes`` called by itself does
 not decide (``migrate`` calls it after deciding; tests and tools use it to stand for "an
 existing deployment").
 
@@ -60,21 +61,17 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from esmapper.migrations.base import Migration, load_migrations
+from esmapper.migrations.base import Migration
 from esmapper.migrations.state import INSTALL_ID, MigrationRecord, StateStore
 from esmapper.model.codec import format_datetime, parse_datetime
-
-if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
 
 __all__ = [
     "InstallRecord",
     "complete_install",
-    "decide_before_first_index",
     "fresh_marks",
     "read_install",
     "record_install",
@@ -175,37 +172,14 @@ def settle_install(
     stored one (:func:`read_install`), else :func:`decide` (``nothing_existed`` is asked
     only then) written create-only (:func:`record_install`: a lost answer or a concurrent
     writer is settled by reading back; what is stored wins). The one function of both
-    deciders, ``migrate``'s run and :func:`decide_before_first_index`. Raises the client's
+    deciders, ``migrate``'s run and
+    :func:`~esmapper.migrations.planning.decide_before_first_index`. Raises the client's
     errors (then nothing is decided)."""
     record = read_install(store)
     if record is not None:
         return record
     decided = decide(migrations, store.load(), nothing_existed=nothing_existed(), now=now)
     return record_install(store, decided)
-
-
-def decide_before_first_index(mapper: Mapper) -> InstallRecord | None:
-    """The write path's decision (module docstring): called right before a write creates
-    one of ``mapper``'s model indexes while the mapper knows no install record.
-
-    ``None`` (nothing sent) for a mapper without migrations; else :func:`settle_install`
-    with its migrations and "nothing existed" judged like ``migrate`` does
-    (:func:`~esmapper.migrations.planning.index_steps` over the registered models):
-    ``GET`` the record, and without one a search of the records, the index reads and
-    ``PUT /<prefix>esmapper-migrations`` (if missing) + the create-only record. Raises
-    :class:`~esmapper.errors.MigrationError` for invalid migrations and the client's
-    errors; the write then fails before creating anything.
-    """
-    if not mapper.migrations:
-        return None
-    from esmapper.migrations.planning import index_steps  # planning imports this module
-
-    return settle_install(
-        StateStore(mapper.client, index_prefix=mapper.index_prefix),
-        load_migrations(mapper.migrations),
-        nothing_existed=lambda: index_steps(mapper)[2],
-        now=mapper.clock(),
-    )
 
 
 def complete_install(

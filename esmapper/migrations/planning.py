@@ -39,20 +39,27 @@ from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.locks import LockHolder, LockProvider
 from esmapper.migrations.base import LOCK_NAME, Migration, load_migrations
-from esmapper.migrations.install import decide, fresh_marks, read_install
+from esmapper.migrations.install import (
+    InstallRecord,
+    decide,
+    fresh_marks,
+    read_install,
+    settle_install,
+)
 from esmapper.migrations.state import MigrationRecord, StateStore
 from esmapper.model.codec import format_datetime
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
+    from esmapper._context import Context
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.mapper import Mapper
 
 __all__ = [
     "IndexView",
     "PlannedStep",
     "compute_steps",
+    "decide_before_first_index",
     "idx_rebuild_steps",
     "in_progress",
     "index_steps",
@@ -288,7 +295,7 @@ def view_index(client: Elasticsearch, spec: IndexSpec) -> IndexView:
     return IndexView(current, exists, 0, is_outdated(spec, current=current, lowest=None))
 
 
-def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], bool]:
+def index_steps(mapper: Context) -> tuple[list[PlannedStep], list[PlannedStep], bool]:
     """``(create steps, reindex steps, whether nothing of any model index exists)``.
 
     Sends the requests of :func:`view_index` per model; changes nothing.
@@ -323,7 +330,29 @@ def index_steps(mapper: Mapper) -> tuple[list[PlannedStep], list[PlannedStep], b
     return creates, reindexes, all_missing
 
 
-def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
+def decide_before_first_index(ctx: Context) -> InstallRecord | None:
+    """The write path's decision (:mod:`esmapper.migrations.install`): called right before
+    a write creates one of ``ctx``'s model indexes while the mapper knows no install record.
+
+    ``None`` (nothing sent) for a mapper without migrations; else
+    :func:`~esmapper.migrations.install.settle_install` with its migrations and "nothing
+    existed" judged like ``migrate`` does (:func:`index_steps` over the registered models):
+    ``GET`` the record, and without one a search of the records, the index reads and
+    ``PUT /<prefix>esmapper-migrations`` (if missing) + the create-only record. Raises
+    :class:`~esmapper.errors.MigrationError` for invalid migrations and the client's
+    errors; the write then fails before creating anything.
+    """
+    if not ctx.migrations:
+        return None
+    return settle_install(
+        StateStore(ctx.client, index_prefix=ctx.index_prefix),
+        load_migrations(ctx.migrations),
+        nothing_existed=lambda: index_steps(ctx)[2],
+        now=ctx.clock(),
+    )
+
+
+def leftover_steps(mapper: Context) -> list[PlannedStep]:
     """A ``delete_index`` step per old index a reindex left behind that ``migrate`` deletes
     (:func:`esmapper.indexes.leftovers.find_leftovers`: ``GET /<alias>-v*`` per versioned
     model); changes nothing."""
@@ -341,7 +370,7 @@ def leftover_steps(mapper: Mapper) -> list[PlannedStep]:
     return steps
 
 
-def unblock_steps(mapper: Mapper) -> list[PlannedStep]:
+def unblock_steps(mapper: Context) -> list[PlannedStep]:
     """An ``unblock_index`` step per index serving a model that a killed reindex left
     write-blocked (:func:`esmapper.indexes.blocks.serving_blocked` and
     :func:`~esmapper.indexes.blocks.leftover_block`: ``GET /<alias>-v*`` per versioned or
@@ -357,7 +386,7 @@ def unblock_steps(mapper: Mapper) -> list[PlannedStep]:
     return steps
 
 
-def idx_rebuild_steps(mapper: Mapper) -> list[PlannedStep]:
+def idx_rebuild_steps(mapper: Context) -> list[PlannedStep]:
     """A ``rebuild_idx`` step per custom-field model whose ``idx`` rebuild a killed reindex
     owes (:func:`esmapper.indexes._idx_owed.owed_idx_rebuilds`: ``GET /<alias>/_mapping``
     per such model); read-only."""
@@ -371,7 +400,7 @@ def idx_rebuild_steps(mapper: Mapper) -> list[PlannedStep]:
     return steps
 
 
-def in_progress(mapper: Mapper) -> LockHolder | None:
+def in_progress(mapper: Context) -> LockHolder | None:
     """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
@@ -379,7 +408,7 @@ def in_progress(mapper: Mapper) -> LockHolder | None:
     return holder if holder is not None and holder.live(mapper.clock()) else None
 
 
-def plan(mapper: Mapper, *, retry_failed: bool = False) -> list[PlannedStep]:
+def plan(mapper: Context, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
     Index steps (``create_index`` and ``unblock_index``; after the migrations ``reindex``,
