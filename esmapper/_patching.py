@@ -79,7 +79,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from elasticsearch import NotFoundError
 from elasticsearch.dsl.query import Ids
 
 from esmapper._by_query import patch_all, remove_all
@@ -231,16 +230,9 @@ def _patch_one_client_side(  # noqa: PLR0917
     options: Options,
 ) -> None:
     """GET the document, apply ``patch`` client-side, write it back at the version read."""
-    if spec.is_time_series:
-        found = get_document(ctx.client, spec, id)
-        if found is None:
-            raise DocumentNotFoundError(id, index=spec.alias)
-        raw = found
-    else:
-        try:
-            raw = ctx.client.get(index=spec.read_target, id=id).body
-        except NotFoundError as exc:
-            raise DocumentNotFoundError(id, index=spec.alias) from exc
+    raw = get_document(ctx.client, spec, id)  # the one owner of by-id reads (routing...)
+    if raw is None:
+        raise DocumentNotFoundError(id, index=spec.alias)
     version = f"{raw['_primary_term']}:{raw['_seq_no']}" if "_seq_no" in raw else None
     source = raw.get("_source") or {}
     pending = client_side_pending(ctx, info, patch, raw["_id"], raw.get("_index"), source, version)

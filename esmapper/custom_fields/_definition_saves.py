@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields._access import custom_access
@@ -69,10 +69,13 @@ class DefinitionSaves:
     fresh copy, up to :data:`DEFINITION_SAVE_ROUNDS` times. A definition that cannot be
     saved is logged (a warning), never a failed document write."""
 
-    __slots__ = ("computed", "groups", "mapper")
+    __slots__ = ("computed", "groups", "mapper", "recheck")
 
-    def __init__(self, mapper: Mapper) -> None:
+    def __init__(self, mapper: Mapper, recheck: Callable[..., None]) -> None:
         self.mapper = mapper
+        #: brings the ``idx`` of written documents up to date after a definition changed
+        #: (:func:`esmapper.custom_fields.indexing.recheck_written`)
+        self.recheck = recheck
         self.groups: list[Modified] = []
         #: (model, mapping used, the repository's change count before, documents) of
         #: each group whose idx was computed: rechecked after the write (:meth:`save`)
@@ -87,15 +90,13 @@ class DefinitionSaves:
         one, which no later write would correct: those documents are read back and their
         ``idx`` updated (:func:`reconcile`, conditioned on the version read; ``refresh``
         as the write's). Sends nothing when no definition changed."""
-        from esmapper.custom_fields.indexing import recheck_written
-
         computed, self.computed = self.computed, []
         try:
             # first: the definitions this write saves below must not count as a change
             for info, fields, changes, docs in computed:
                 done = [d for d in docs if written is None or id(d) in written]
                 if done and _changed_since(self.mapper, info, fields, changes):
-                    recheck_written(self.mapper, info, fields.tenant, done, refresh)
+                    self.recheck(self.mapper, info, fields.tenant, done, refresh)
         finally:
             self._save_definitions(written)
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 from esmapper.custom_fields._access import require_custom_fields
 from esmapper.errors import DocumentValidationError
 from esmapper.model.state import state_of
+from esmapper.options import Options
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -188,7 +189,6 @@ def _check_stored(
     """Read the stored copies of ``group``'s ids (real-time, whatever their soft-delete
     state, never from the cache) and refuse any of another tenant; an unconditional
     remove is conditioned on the version read."""
-    from esmapper.options import Options
 
     repo = mapper.repository(info.cls)
     read = Options(soft_deletes="all", cache=False)

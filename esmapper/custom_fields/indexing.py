@@ -57,6 +57,12 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from elasticsearch import NotFoundError
+
+from esmapper._bodies import merged
+from esmapper._outcomes import send
+from esmapper._pending import PendingWrite
+from esmapper.bulk import BulkAction
 from esmapper.custom_fields._access import CustomValues
 from esmapper.custom_fields._access import custom_access as _access
 from esmapper.custom_fields._definition_saves import DefinitionSaves, Modified
@@ -64,6 +70,7 @@ from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
 from esmapper.errors import DocumentError, DocumentValidationError
+from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of, stored_hit
 
 if TYPE_CHECKING:
@@ -137,7 +144,7 @@ def before_write(ctx: Context, pendings: Sequence[PendingWrite]) -> DefinitionSa
     if not docs:
         return None
     mapper = cast("Mapper", ctx)  # the definitions repositories are the Mapper's
-    saves = DefinitionSaves(mapper)
+    saves = DefinitionSaves(mapper, recheck_written)
     refresh_idx(mapper, docs, saves=saves)
     return saves if saves.groups or saves.computed else None
 
@@ -184,7 +191,7 @@ def refresh_idx(
         for doc in group:
             _store(doc, _compute(doc, fields, modified), fields)
         if modified.changed:
-            pending = saves if saves is not None else DefinitionSaves(mapper)
+            pending = saves if saves is not None else DefinitionSaves(mapper, recheck_written)
             pending.groups.append(modified)
             if saves is None:
                 pending.save()
@@ -386,7 +393,6 @@ def partial_doc(
     ``idx`` computed from the merged preview (``null`` for emptied slots) and the
     ``custom_fields`` values processing changed (e.g. clamped), merged in. Sends nothing
     unless the tenant's definitions are not cached."""
-    from esmapper._bodies import merged
 
     # idx is never taken from the caller (check_partial refuses it; with validate=False it
     # is dropped here): the recomputed one is always sent, with null for every slot stored
@@ -450,7 +456,6 @@ def recheck_written(
 
 
 def _bring_up_to_date(mapper: Mapper, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
-    from esmapper._bodies import merged
 
     by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
     hits = _read(mapper, info, list(by_id))
@@ -475,9 +480,6 @@ def _reconciled(
     mapper: Mapper, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
 ) -> list[Any]:
     """The outcomes of the conditional updates :func:`reconcile_hits` sends."""
-    from esmapper._outcomes import send
-    from esmapper._pending import PendingWrite
-    from esmapper.bulk import BulkAction
 
     documents, stored = [], []
     for hit in hits:
@@ -528,15 +530,9 @@ def _reconciled(
 
 
 def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]:
-    from elasticsearch import NotFoundError
-
-    from esmapper.indexes.reads import search_documents
-
-    spec = mapper.spec(info.cls)
-    if spec.is_time_series:
-        return [dict(raw) for raw in search_documents(mapper.client, spec, ids)]
+    """The stored hits among ``ids``, real-time (:func:`~esmapper.indexes.reads.get_documents`,
+    the one owner of by-id reads: a time-series model's partitions, a feature's routing)."""
     try:
-        response = mapper.client.mget(index=spec.read_target, ids=ids)
+        return [dict(raw) for raw in get_documents(mapper.client, mapper.spec(info.cls), ids)]
     except NotFoundError:
         return []
-    return [dict(raw) for raw in response.body["docs"] if raw.get("found")]

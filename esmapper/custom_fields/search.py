@@ -17,8 +17,10 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper.custom_fields._access import require_custom_fields
-from esmapper.custom_fields.catalog import tenant_path
+from esmapper.custom_fields.catalog import TenantCatalog, tenant_path
 from esmapper.errors import QueryValidationError
+from esmapper.query import compile_filter
+from esmapper.query.fields import field_paths
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -94,8 +96,6 @@ def tenant_source_fields(
     virtual model's own attributes are the model's to include); excluded, its slot. Other
     names are left for the source-filter validation (unknown ones raise
     QueryValidationError there). Without ``tenant=``: unchanged."""
-    from esmapper.custom_fields.catalog import TenantCatalog
-    from esmapper.query.fields import field_paths
 
     if selection is None or not isinstance(catalog, TenantCatalog):
         return selection
@@ -120,7 +120,6 @@ def logical_highlight(
 ) -> dict[str, list[str]]:
     """A hit's ``highlight`` with slot paths named by their custom field again
     (``idx.string-1`` -> ``Department``)."""
-    from esmapper.custom_fields.catalog import TenantCatalog
 
     if not highlight or not isinstance(catalog, TenantCatalog):
         return highlight
@@ -165,7 +164,6 @@ def tenant_aggregations(
     ``background_filter`` of ``significant_terms``/``significant_text`` kept to the tenant's
     documents (their background set is the whole index otherwise, so other tenants' values
     of a shared slot would weigh in). Without ``tenant=``: unchanged."""
-    from esmapper.custom_fields.catalog import TenantCatalog
 
     check_tenant_aggregations(tenant, aggs)
     if tenant is None or not isinstance(catalog, TenantCatalog) or not aggs:
@@ -253,7 +251,6 @@ def _query_string(
 ) -> dict[str, Any] | None:
     """The query replacing a ``query_string`` body whose text needs the tenant's names
     (see :func:`translate_query`), or ``None`` to keep it as it is."""
-    from esmapper.query import compile_filter
 
     text = body.get("query")
     if not isinstance(text, str):

@@ -7,15 +7,12 @@ are skipped); (c) no function-local esmapper import outside :data:`LOCAL_IMPORTS
 with its reason; (d) no import cycle at module level.
 
 Function-local esmapper imports: 48 in 19 modules at 94594bf (before issue 27's layering);
-28 in 9 modules on the branch i27-model: 1 allowed (:data:`LOCAL_IMPORTS`), 26 in files
-other helpers of issue 27 rewrite, and ``_definition_saves`` -> ``indexing``, whose fix is
-in ``indexing`` (both in :data:`PENDING_OTHER_HELPERS`).
+1 after it, allowed with its reason (:data:`LOCAL_IMPORTS`: an optional dependency).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +21,10 @@ import pytest
 
 import esmapper
 from esmapper import _features
+from tools.layers import LAYERS as TABLE
+from tools.layers import layer_of, matches
 
 ROOT = Path(esmapper.__file__).parent
-ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
 
 #: the core: it calls the feature points and names no feature
 CORE = (
@@ -75,71 +73,6 @@ LOCAL_IMPORTS = {
         "noida-db, which the local server runs, is an optional dependency (the test "
         "extra): the CLI loads without it"
     ),
-}
-
-#: ``(rule, importer, imported)`` of what the files other helpers of issue 27 rewrite
-#: still do on this branch (rule: "core", "layer" or "local"); the lead empties it when
-#: merging. A new violation fails; an entry that no longer occurs fails too (remove it).
-PENDING_OTHER_HELPERS: set[tuple[str, str, str]] = {
-    # writes / patches / search helpers: the core still calls custom fields, time series
-    # and pipelines by name
-    ("core", "esmapper._by_query", "esmapper.custom_fields.indexing"),
-    ("core", "esmapper._by_query", "esmapper.indexes._pit_target"),
-    ("core", "esmapper._by_query", "esmapper.indexes.pipelines"),
-    ("core", "esmapper._outcomes", "esmapper.indexes.pipelines"),
-    ("core", "esmapper._patch_actions", "esmapper.custom_fields._tenancy"),
-    ("core", "esmapper._patch_actions", "esmapper.custom_fields.indexing"),
-    ("core", "esmapper._patching", "esmapper.custom_fields._access"),
-    ("core", "esmapper._patching", "esmapper.custom_fields.indexing"),
-    ("core", "esmapper._reading", "esmapper.custom_fields._access"),
-    ("core", "esmapper._reading", "esmapper.custom_fields._tenancy"),
-    ("core", "esmapper._search", "esmapper.custom_fields._tenancy"),
-    ("core", "esmapper._search", "esmapper.custom_fields.search"),
-    ("core", "esmapper._search", "esmapper.indexes._pit_target"),
-    ("core", "esmapper._search", "esmapper.indexes.timeseries"),
-    ("core", "esmapper._session_reads", "esmapper.custom_fields._tenancy"),
-    ("core", "esmapper._writes", "esmapper.custom_fields._tenancy"),
-    ("core", "esmapper._writes", "esmapper.custom_fields.definition"),
-    ("core", "esmapper._writes", "esmapper.custom_fields.indexing"),
-    ("core", "esmapper._writes", "esmapper.indexes.timeseries"),
-    ("core", "esmapper.repository", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._by_query", "esmapper.custom_fields.indexing"),
-    ("layer", "esmapper._patch_actions", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._patch_actions", "esmapper.custom_fields.indexing"),
-    ("layer", "esmapper._patching", "esmapper.custom_fields._access"),
-    ("layer", "esmapper._patching", "esmapper.custom_fields.indexing"),
-    ("layer", "esmapper._reading", "esmapper.custom_fields._access"),
-    ("layer", "esmapper._reading", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._search", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._search", "esmapper.custom_fields.search"),
-    ("layer", "esmapper._session_reads", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._writes", "esmapper.custom_fields._tenancy"),
-    ("layer", "esmapper._writes", "esmapper.custom_fields.definition"),
-    ("layer", "esmapper._writes", "esmapper.custom_fields.indexing"),
-    ("layer", "esmapper.repository", "esmapper.custom_fields._tenancy"),
-    ("local", "esmapper._patching", "esmapper.model.state"),
-    ("local", "esmapper.custom_fields._tenancy", "esmapper.options"),
-    ("local", "esmapper.custom_fields.indexing", "esmapper._bodies"),
-    ("local", "esmapper.custom_fields.indexing", "esmapper._outcomes"),
-    ("local", "esmapper.custom_fields.indexing", "esmapper._pending"),
-    ("local", "esmapper.custom_fields.indexing", "esmapper.bulk"),
-    ("local", "esmapper.custom_fields.indexing", "esmapper.indexes.reads"),
-    ("local", "esmapper.custom_fields.search", "esmapper.custom_fields.catalog"),
-    ("local", "esmapper.custom_fields.search", "esmapper.query"),
-    ("local", "esmapper.custom_fields.search", "esmapper.query.fields"),
-    # indexing imports DefinitionSaves, whose save() calls indexing.recheck_written: the
-    # fix is in indexing (pass recheck_written to DefinitionSaves), which "writes" edits
-    ("local", "esmapper.custom_fields._definition_saves", "esmapper.custom_fields.indexing"),
-    # ctx helper: the mapper, health and migrations
-    ("local", "esmapper.health", "esmapper.migrations"),
-    ("local", "esmapper.health", "esmapper.migrations.planning"),
-    ("local", "esmapper.mapper", "esmapper.custom_fields.definition"),
-    ("local", "esmapper.mapper", "esmapper.custom_fields.repository"),
-    ("local", "esmapper.mapper", "esmapper.distributed"),
-    ("local", "esmapper.mapper", "esmapper.health"),
-    ("local", "esmapper.mapper", "esmapper.migrations"),
-    ("local", "esmapper.mapper", "esmapper.migrations.install"),
-    ("local", "esmapper.migrations.install", "esmapper.migrations.planning"),
 }
 
 
@@ -216,43 +149,15 @@ def _imports_of(module: str) -> Iterator[Import]:
 IMPORTS = [i for m in MODULES for i in _imports_of(m)]
 
 
-def _matches(module: str, pattern: str) -> bool:
-    if pattern.endswith(".*"):
-        stem = pattern[:-2]
-        return module == stem or module.startswith(stem + ".")
-    return module == pattern
-
-
-def _specificity(pattern: str) -> tuple[int, int]:
-    # a module named on its own wins over its package's row; a deeper package over a shallower
-    return (0 if pattern.endswith(".*") else 1, pattern.count("."))
-
-
-def _layers() -> list[tuple[str, list[str]]]:
-    """``(layer, module patterns)`` of docs/architecture.md's table, lowest first."""
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    section = text.split("## The layers", 1)[1].split("\n## ", 1)[0]
-    rows = []
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].isdigit():
-            rows.append((int(cells[0]), cells[1], re.findall(r"`([\w.*]+)`", cells[2])))
-    assert [n for n, _, _ in rows] == list(range(1, len(rows) + 1)), "layers numbered 1..n"
-    return [(name, patterns) for _, name, patterns in rows]
-
-
-LAYERS = _layers()
+_matches = matches
+LAYERS = TABLE
 
 
 def _layer_of(module: str) -> int | None:
-    best: tuple[tuple[int, int], int] | None = None
-    for number, (_, patterns) in enumerate(LAYERS):
-        for pattern in patterns:
-            if _matches(module, pattern):
-                rank = _specificity(pattern)
-                if best is None or rank > best[0]:
-                    best = (rank, number)
-    return None if best is None else best[1]
+    try:
+        return layer_of(module)
+    except KeyError:
+        return None
 
 
 def _in(module: str, patterns: tuple[str, ...]) -> bool:
@@ -283,7 +188,7 @@ VIOLATIONS = _violations()
 
 
 def _report(rule: str) -> list[str]:
-    new = sorted(VIOLATIONS[rule] - PENDING_OTHER_HELPERS)
+    new = sorted(VIOLATIONS[rule])
     lines = []
     for _, importer, imported in new:
         where = [i.line for i in IMPORTS if i.importer == importer and i.imported == imported]
@@ -338,12 +243,6 @@ def test_no_function_local_import_dodges_a_cycle() -> None:
 def test_the_allowed_local_imports_still_exist() -> None:
     present = {(i.importer, i.imported) for i in IMPORTS if i.local}
     assert set(LOCAL_IMPORTS) <= present, set(LOCAL_IMPORTS) - present
-
-
-def test_the_pending_list_only_holds_what_still_occurs() -> None:
-    occurring = set().union(*VIOLATIONS.values())
-    stale = sorted(PENDING_OTHER_HELPERS - occurring)
-    assert not stale, f"fixed: remove from PENDING_OTHER_HELPERS: {stale}"
 
 
 def test_no_import_cycle_at_module_level() -> None:
