@@ -196,7 +196,25 @@ class CustomFields(Feature):
         refresh = refresh_param(call.options.consistency)
         reconcile(cast("Mapper", call.ctx), self.info, ids, refresh=refresh)
 
-    # -- search (point: search) ----------------------------------------------------------
+    # -- search (points: search_catalog, compile_search, search, visible) -----------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        _search.tenant_view(ctx, request)
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        _search.compile_tenant_search(request)
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        clause = _search.tenant_clause(self.info, options.tenant)
+        return ([clause] if clause is not None else []), []
+
+    def visible(self, options: Any) -> Visibility | None:
+        """``tenant=``: another tenant's document is not there (read whole: the tenant is
+        the model's to compute)."""
+        tenant, info = options.tenant, self.info
+        if tenant is None:
+            return None
+        return Visibility(lambda doc: in_tenant(info, doc, tenant), None)
 
 
 # -- writes: the definitions model ------------------------------------------------------
@@ -217,23 +235,3 @@ class CustomFieldDefinitions(Feature):
         """Refuse a write that bypasses ``mapper.custom_fields(Model)``
         (:func:`indexing.check_definition_writes`)."""
         indexing.check_definition_writes(pendings)
-
-    # -- search (points: search_catalog, compile_search, search, visible) -----------------
-
-    def search_catalog(self, ctx: Context, request: Any) -> None:
-        _search.tenant_view(ctx, request)
-
-    def compile_search(self, ctx: Context, request: Any) -> None:
-        _search.compile_tenant_search(request)
-
-    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
-        clause = _search.tenant_clause(self.info, options.tenant)
-        return ([clause] if clause is not None else []), []
-
-    def visible(self, options: Any) -> Visibility | None:
-        """``tenant=``: another tenant's document is not there (read whole: the tenant is
-        the model's to compute)."""
-        tenant, info = options.tenant, self.info
-        if tenant is None:
-            return None
-        return Visibility(lambda doc: in_tenant(info, doc, tenant), None)
