@@ -6,6 +6,7 @@ parameters from the ``read_params`` point (:func:`esmapper.indexes._lookup.read_
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -13,10 +14,13 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.indexes import ReindexProgress, reindex
+from esmapper.indexes.maintenance import maintain
 from esmapper.rekey import rekey
 from esmapper.testing._rules import Exchange, Reply
 from esmapper.testing.cluster import ClusterProxy
-from tests.integration.conftest import MakeMapper
+from tests.integration.conftest import FakeClock, MakeMapper
+
+NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
 
 #: three shards, so a routing picks one; deletes forgotten at once, so a document removed
 #: and added again during the copy starts over at ``_version`` 1 (its copy is then stale)
@@ -190,3 +194,53 @@ def test_a_session_with_the_document_cache(make_mapper: MakeMapper, cluster: Clu
     assert [key for key in cache._cache if "acme" in key] and len(
         [key for key in cache._cache if "acme:1" in key or "acme%3A1" in key]
     ) == 1
+
+
+class Reading(em.Document):
+    """A time-series model routed by its device: a composed id lives in whichever daily
+    partition its date picks, so reads by id look in every partition (``_mget``)."""
+
+    class Index:
+        name = "routed-readings"
+        kind = "daily"
+        date_field = "taken"
+        max_age = dt.timedelta(days=3)
+        settings = {"number_of_shards": 2, "number_of_replicas": 0}  # noqa: RUF012
+        id_fields = ("device", "seq")
+        routing_field = "device"
+
+    device: str = em.field(em.Keyword(), default="")
+    seq: str = em.field(em.Keyword(), default="")
+    taken: dt.datetime | None = None
+    value: int = em.field(em.Integer(), default=0)
+
+
+def test_a_routed_time_series_model_configured_read_and_maintained(
+    make_mapper: MakeMapper, cluster: ClusterProxy
+) -> None:
+    clock = FakeClock(NOW)
+    mapper = make_mapper(Reading, url=cluster.url, clock=clock, configure=True)
+    repo = mapper.repository(Reading)
+    old_day, today = NOW - dt.timedelta(days=2), NOW
+    repo.add(
+        [
+            Reading(device="d1", seq="1", taken=old_day, value=1),
+            Reading(device="d2", seq="1", taken=today, value=2),
+        ]
+    )
+    assert {r.id: r.value for r in repo.get_many(["d1:1", "d2:1", "d3:1"])} == {
+        "d1:1": 1,
+        "d2:1": 2,
+    }
+    assert repo.exists("d1:1") and not repo.exists("d1:2")
+    repo.patch("d1:1", em.PartialPatch({"value": 11}))
+    repo.patch("d2:1", em.ActionPatch(lambda r: setattr(r, "value", 22)))
+    assert [repo.require(i).value for i in ("d1:1", "d2:1")] == [11, 22]
+    assert mapper.configure_indexes()
+
+    clock.now = NOW + dt.timedelta(days=2)  # the older partition is past max_age
+    report = maintain(mapper, [Reading])
+    assert len(report.deleted) == 1
+    assert repo.get("d1:1") is None and repo.require("d2:1").value == 22
+    repo.remove("d2:1")
+    assert repo.get("d2:1") is None
