@@ -24,7 +24,11 @@ reads and writes share:
   :mod:`esmapper.indexes.reads`).
 
 Searches and by-query writes need nothing: they ask every shard, and
-``_update_by_query`` keeps a document's routing.
+``_update_by_query`` keeps a document's routing, as a version bump's ``_reindex`` does (its
+by-id requests, the stale-copy check and the deletes, and ``rekey``'s requests of a new id
+get ``read_params`` from :mod:`esmapper.indexes._lookup` like every by-id read). Changing
+the option on a model with stored documents is not supported: nothing recomputes the
+routing of a stored document.
 """
 
 from __future__ import annotations

@@ -98,6 +98,7 @@ from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError,
 
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
+from esmapper.indexes.reads import read_params
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -156,7 +157,7 @@ def rekey(
         echo(line)
 
     while page := list(itertools.islice(plans, batch_size)):
-        taken = {} if apply else _new_ids_taken(mapper.client, page)
+        taken = {} if apply else _new_ids_taken(mapper.client, page, spec)
         for plan in page:
             if plan.status == "ok":
                 report.ok += 1
@@ -192,7 +193,16 @@ def rekey(
 _INTERRUPTED: Final = "interrupted"
 
 
-def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan]) -> dict[str, str]:
+def _routings(plan: RekeyPlan, spec: IndexSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request parameters of ``plan``'s old id (its stored routing, from the scan) and
+    of its new id: what the model's features give a read of it (the ``read_params`` point,
+    :func:`~esmapper.indexes.reads.read_params`: a routing by an id field, so later reads
+    by the new id find it), else the stored routing."""
+    old: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
+    return old, (read_params(spec, plan.new_id) if plan.new_id else {}) or old
+
+
+def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan], spec: IndexSpec) -> dict[str, str]:
     """For a dry run: which ``rewrite`` plans of ``page`` have a document on their new id
     already (one ``_mget``, real time): old id -> ``_INTERRUPTED`` when it holds the source
     the move would write (a move interrupted after its create), else a note."""
@@ -201,10 +211,7 @@ def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan]) -> dict[str, st
         return {}
     docs = []
     for plan in moves:
-        doc: dict[str, Any] = {"_index": plan.index, "_id": plan.new_id}
-        if plan.routing is not None:
-            doc["routing"] = plan.routing
-        docs.append(doc)
+        docs.append({"_index": plan.index, "_id": plan.new_id, **_routings(plan, spec)[1]})
     found = client.mget(docs=docs)["docs"]
     taken: dict[str, str] = {}
     for plan, hit in zip(moves, found, strict=True):
@@ -258,19 +265,19 @@ def _move(
     old, new, index = plan.old_id, plan.new_id, spec.write_name(plan.index)
     assert new is not None
     source = _copy_source(plan)
-    routing: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
+    routing, placed = _routings(plan, spec)  # the old id's, the new id's
     single = once(client)
     created: tuple[int, int] | None = None
     created_in: str | None = None  # the physical index the create's version is valid in
     alias_only: dict[str, Any] = {"require_alias": True} if spec.is_alias(index) else {}
     try:
         response = single.create(
-            index=index, id=check_id(new, index=index), document=source, **routing, **alias_only
+            index=index, id=check_id(new, index=index), document=source, **placed, **alias_only
         )
         created = (response["_seq_no"], response["_primary_term"])
         created_in = response.get("_index")  # Elasticsearch always names it
     except ConflictError:
-        found = _read(client, index, new, routing)
+        found = _read(client, index, new, placed)
         if found is None:
             return f"409: {new} existed, then was deleted while re-keying {old}; rerun", False
         if isinstance(found, Exception):
@@ -287,7 +294,7 @@ def _move(
     except TransportError as exc:
         if not is_unknown_outcome(exc):
             raise
-        found = _read(client, index, new, routing)  # the create may or may not have happened
+        found = _read(client, index, new, placed)  # the create may or may not have happened
         if found is None:
             return (
                 f"creating {new} had an unknown outcome ({exc}): it is not there; "
@@ -307,7 +314,7 @@ def _move(
         before_delete(plan)
     # the scanned version means something in the scanned index only: its fence alias
     fenced = spec.conditioned_target(index, plan.index)
-    failed = _delete_old(client, plan, index, routing, source, fenced=fenced)
+    failed = _delete_old(client, plan, index, (routing, placed), source, fenced=fenced)
     if failed is None:
         return None, created is None
     message, compensate = failed
@@ -317,7 +324,7 @@ def _move(
         return f"{message} ({new} existed before this run and is left in place)", False
     # the create's version means something in the index it was created in only
     undo = spec.conditioned_target(index, created_in)
-    return message + _compensate(client, undo, new, created, routing), False
+    return message + _compensate(client, undo, new, created, placed), False
 
 
 def _different(index: str, old: str, new: str) -> str:
@@ -343,7 +350,7 @@ def _delete_old(
     client: Elasticsearch,
     plan: RekeyPlan,
     index: str,
-    routing: dict[str, Any],
+    routings: tuple[dict[str, Any], dict[str, Any]],
     source: dict[str, Any],
     *,
     fenced: str | None = None,
@@ -355,8 +362,9 @@ def _delete_old(
     the new document is the only copy left) or unknown. ``index``: the alias of the
     document's index (:func:`_move`), where it is read back; ``fenced``: where the delete
     goes (the fence alias of the scanned index, :meth:`IndexSpec.conditioned_target`: a
-    reindex that swapped since the scan makes it a 404, read back as "changed")."""
-    old = plan.old_id
+    reindex that swapped since the scan makes it a 404, read back as "changed");
+    ``routings``: the request parameters of the old and the new id (:func:`_routings`)."""
+    old, (routing, placed) = plan.old_id, routings
     for attempt in (1, 2):
         try:
             once(client).delete(
@@ -373,7 +381,7 @@ def _delete_old(
                 return f"{status}: deleting {old} failed ({text}); rerun", True
             found = _read(client, index, old, routing)
             if found is None:  # deleted by another run that completed this move?
-                return _old_gone(client, plan, routing, source, f"{exc.meta.status}", index=index)
+                return _old_gone(client, plan, placed, source, f"{exc.meta.status}", index=index)
             if isinstance(found, Exception):
                 return (
                     f"{exc.meta.status}: deleting {old} was refused and reading it back failed "
@@ -387,7 +395,7 @@ def _delete_old(
             found = _read(client, index, old, routing)
             if found is None:  # the delete was applied: the move succeeded
                 return _old_gone(
-                    client, plan, routing, source, f"unknown outcome ({exc})", index=index
+                    client, plan, placed, source, f"unknown outcome ({exc})", index=index
                 )
             if isinstance(found, Exception):
                 return (
@@ -406,17 +414,18 @@ def _delete_old(
 def _old_gone(
     client: Elasticsearch,
     plan: RekeyPlan,
-    routing: dict[str, Any],
+    placed: dict[str, Any],
     source: dict[str, Any],
     what: str,
     *,
     index: str,
 ) -> tuple[str, bool] | None:
     """The old document is gone: the move is complete when the new id holds ``source``;
-    otherwise a failure, never compensated (nothing is deleted)."""
+    otherwise a failure, never compensated (nothing is deleted). ``placed``: the new id's
+    request parameters."""
     new = plan.new_id
     assert new is not None
-    found = _read(client, index, new, routing)
+    found = _read(client, index, new, placed)
     if isinstance(found, dict) and found.get("_source") == source:
         return None
     state = (

@@ -35,7 +35,7 @@ from esmapper.indexes.timeseries import parse_partition
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MGET_ENTRIES", "live_partitions", "read_params", "stored_copies"]
+__all__ = ["MGET_ENTRIES", "live_partitions", "mget_ids", "read_params", "stored_copies"]
 
 MGET_ENTRIES: Final = 10_000
 """Entries per ``_mget`` request."""
@@ -55,6 +55,15 @@ def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     for hook in hooks:
         params.update(hook(id))
     return params
+
+
+def mget_ids(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:
+    """The body of an ``_mget`` of ``ids`` of ``spec``'s model on one index: ``{"docs":
+    [{"_id": ..., **read_params}]}``, or plain ``{"ids": [...]}`` for a model whose
+    features give no :func:`read_params` (the model's alias, a physical index of it)."""
+    if not spec.info.points.read_params:
+        return {"ids": list(ids)}
+    return {"docs": [{"_id": id, **read_params(spec, id)} for id in ids]}
 
 
 def live_partitions(client: Elasticsearch, spec: IndexSpec) -> list[str]:

@@ -45,6 +45,7 @@ from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, run_
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
+from esmapper.indexes._lookup import read_params
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
 
 if TYPE_CHECKING:
@@ -258,11 +259,19 @@ def _ids(client: Elasticsearch, index: str) -> Iterator[str]:
         yield from (str(hit["_id"]) for hit in hits)
 
 
-def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | None = None) -> int:
+def delete_extras(
+    client: Elasticsearch,
+    old: str,
+    new: str,
+    *,
+    spec: IndexSpec | None,
+    through: str | None = None,
+) -> int:
     """Delete from ``new`` every document ``old`` no longer has (deleted from it after it
     was copied); returns how many. Scrolls the ids of both indexes (``POST _search`` with
     ``scroll``) and sends ``_bulk`` requests of deletes (1000 per request, ``refresh=true``,
-    each sent once) through ``through`` (the run's marker alias on ``new``: fenced, see
+    each sent once, with the request parameters of ``spec``'s model: :func:`delete_ids`)
+    through ``through`` (the run's marker alias on ``new``: fenced, see
     :func:`delete_ids`; default ``new``). A bulk whose outcome is unknown is settled by
     listing the ids again and deleting what is still there, once more; a bulk item failing
     with anything but 404 raises :class:`IndexConfigurationError`. A listing that some shards
@@ -274,7 +283,7 @@ def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | N
     removed = len(extra)
     for attempt in range(1, _ATTEMPTS + 1):
         try:
-            delete_ids(client, target, extra)
+            delete_ids(client, target, extra, spec=spec)
             return removed
         except TransportError as exc:
             if not is_unknown_outcome(exc) or attempt == _ATTEMPTS:
@@ -285,8 +294,12 @@ def delete_extras(client: Elasticsearch, old: str, new: str, *, through: str | N
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
-    """Delete ``ids`` from ``index``: ``_bulk`` requests of 1000 deletes, ``refresh=true``,
+def delete_ids(
+    client: Elasticsearch, index: str, ids: list[str], *, spec: IndexSpec | None
+) -> None:
+    """Delete ``ids`` from ``index``: ``_bulk`` requests of 1000 deletes, each with the
+    id's request parameters when they are documents of ``spec``'s model (the ``read_params``
+    point: a routing, :func:`~esmapper.indexes._lookup.read_params`), ``refresh=true``,
     each sent once (an unknown outcome raises the transport error); an item failing with
     anything but 404 raises :class:`IndexConfigurationError`. ``index`` is a run's marker
     alias (:mod:`esmapper.indexes._reindex_fence`): once it is gone (another run took the
@@ -294,7 +307,16 @@ def delete_ids(client: Elasticsearch, index: str, ids: list[str]) -> None:
     raised; a delete never creates an index."""
     single = once(client)
     for start in range(0, len(ids), 1000):
-        operations = [{"delete": {"_index": index, "_id": i}} for i in ids[start : start + 1000]]
+        operations = [
+            {
+                "delete": {
+                    "_index": index,
+                    "_id": i,
+                    **(read_params(spec, i) if spec is not None else {}),
+                }
+            }
+            for i in ids[start : start + 1000]
+        ]
         response = single.bulk(operations=operations, refresh=True)
         for item in response.body.get("items") or ():
             result: dict[str, Any] = next(iter(item.values()), {})

@@ -292,6 +292,7 @@ class Run:
             self.client,
             self.old,
             self.new,
+            spec=self.spec,
             floor=floor_of(self.seq_nos),
             since=self.since(started),
             has_dates=self.spec.info.has_dates,
@@ -305,7 +306,7 @@ class Run:
             len(stale),
             ", ".join(stale[:10]) + (" ..." if len(stale) > 10 else ""),
         )
-        recreate_ids(self.client, self.target, stale)
+        recreate_ids(self.client, self.target, stale, spec=self.spec)
         self.counted = False  # ``created`` counted the deleted copies: count ``new``
         created = 0
         for start in range(0, len(stale), _IDS_PER_PASS):
@@ -346,7 +347,7 @@ class Run:
         new_count = count(client, new)
         if self.script is None and old_count == new_count:
             return 0, old_count, new_count
-        removed = delete_extras(client, old, new, through=self.target)
+        removed = delete_extras(client, old, new, spec=self.spec, through=self.target)
         client.indices.refresh(index=new)
         return removed, old_count, count(client, new)
 

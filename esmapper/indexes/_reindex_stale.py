@@ -30,13 +30,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import Elasticsearch, TransportError
 
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome
+from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._lookup import mget_ids
 from esmapper.indexes._reindex_pass import count, delete_ids
+
+if TYPE_CHECKING:
+    from esmapper.indexes.spec import IndexSpec
 
 __all__ = ["floor_of", "recreate_ids", "shard_seq_nos", "stale_ids"]
 
@@ -120,12 +125,21 @@ def _above(hit: dict[str, Any], floor: int) -> bool:
 
 
 def _docs(
-    client: Elasticsearch, index: str, ids: list[str], source: Any
+    client: Elasticsearch, index: str, ids: list[str], source: Any, spec: IndexSpec
 ) -> dict[str, dict[str, Any]]:
-    """The found documents ``ids`` of ``index`` by id (``POST /<index>/_mget``, real time;
-    ``source``: ``True``, ``False`` or the fields to include)."""
+    """The found documents ``ids`` of ``index`` by id (``POST /<index>/_mget``, real time,
+    each id with its request parameters: :func:`~esmapper.indexes._lookup.mget_ids`;
+    ``source``: ``True``, ``False`` or the fields to include). An entry the server
+    answers with an error raises :class:`~esmapper.errors.IndexConfigurationError`."""
     option = {"source_includes": source} if isinstance(source, list) else {"source": source}
-    found = client.mget(index=index, ids=ids, **option)["docs"]
+    found = client.mget(index=index, **mget_ids(spec, ids), **option)["docs"]
+    refused = [doc for doc in found if "error" in doc]
+    if refused:  # not a missing copy: a stale one would go unnoticed
+        raise IndexConfigurationError(
+            f"reading {len(refused)} document(s) of {index} failed: {refused[0]['error']}",
+            index=index,
+            ids=[str(doc.get("_id")) for doc in refused],
+        )
     return {str(doc["_id"]): doc for doc in found if doc.get("found")}
 
 
@@ -134,6 +148,7 @@ def stale_ids(
     old: str,
     new: str,
     *,
+    spec: IndexSpec,
     floor: int,
     since: dict[str, Any] | None = None,
     has_dates: bool = False,
@@ -145,15 +160,17 @@ def stale_ids(
     reindex script dropped it, or nothing copied it: the final pass did). Sends two counts
     (is ``_seq_no`` searchable) unless ``since`` is given, a scroll over ``old`` (the
     caller refreshed it) and, per batch of 1000, ``POST /<new>/_mget`` (real time) and,
-    when whole sources are compared, ``POST /<old>/_mget``."""
+    when whole sources are compared, ``POST /<old>/_mget``, each entry with the request
+    parameters of ``spec``'s model (a routing); an entry answered with an error raises
+    :class:`~esmapper.errors.IndexConfigurationError` (never taken for a missing copy)."""
     query = since if since is not None else _seq_no_query(client, old, floor)
     by_source = not has_dates and not scripted
     wanted: Any = [_DATES] if has_dates else by_source
     stale: list[str] = []
     for batch in _written_since(client, old, query, floor, has_dates):
         ids = list(batch)
-        copies = _docs(client, new, ids, wanted)
-        held = _docs(client, old, ids, True) if by_source else {}
+        copies = _docs(client, new, ids, wanted, spec)
+        held = _docs(client, old, ids, True, spec) if by_source else {}
         for doc_id, (version, dates) in batch.items():
             copy = copies.get(doc_id)
             if copy is None:
@@ -171,16 +188,17 @@ def stale_ids(
     return stale
 
 
-def recreate_ids(client: Elasticsearch, new: str, ids: list[str]) -> None:
-    """Delete ``ids`` from ``new`` (``_bulk`` deletes, each sent once, 404 fine), so that the
+def recreate_ids(client: Elasticsearch, new: str, ids: list[str], *, spec: IndexSpec) -> None:
+    """Delete ``ids`` of ``spec``'s model from ``new`` (``_bulk`` deletes with each id's
+    request parameters, each sent once, 404 fine), so that the
     pass that follows creates them again (``op_type: create``: a pass run again after an
     unknown outcome, or still running after it, creates nothing twice and overwrites no
     later write). A bulk whose outcome is unknown is sent once more (deletes are
     idempotent, and nothing else writes to ``new`` before the swap)."""
     try:
-        delete_ids(client, new, ids)
+        delete_ids(client, new, ids, spec=spec)
     except TransportError as exc:
         if not is_unknown_outcome(exc):
             raise
         log.warning("deleting stale copies from %s had an unknown outcome (%s); again", new, exc)
-        delete_ids(client, new, ids)
+        delete_ids(client, new, ids, spec=spec)

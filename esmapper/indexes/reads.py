@@ -34,7 +34,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
-from esmapper.indexes._lookup import read_params, stored_copies
+from esmapper.indexes._lookup import mget_ids, read_params, stored_copies
 from esmapper.indexes.spec import IndexSpec
 
 __all__ = [
@@ -133,11 +133,7 @@ def get_documents(
     umbrella alias (:func:`search_documents`), as :func:`get_document` does.
     """
     if not spec.is_time_series:
-        if spec.info.points.read_params:
-            docs = [{"_id": id, **read_params(spec, id)} for id in ids]
-            response = client.mget(index=spec.read_target, docs=docs)
-        else:
-            response = client.mget(index=spec.read_target, ids=list(ids))
+        response = client.mget(index=spec.read_target, **mget_ids(spec, ids))
         return [doc for doc in response.body["docs"] if doc.get("found")]
     copies = stored_copies(client, spec, ids, source=True)
     hits = [found[0] for found in copies.values()]

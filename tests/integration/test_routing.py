@@ -105,9 +105,23 @@ def test_a_session_and_soft_deletes(make_mapper: MakeMapper) -> None:
     assert [n.id for n in repo.get_many(["ann:todo", "bob:todo"])] == ["bob:todo"]
 
 
-def test_an_id_not_composed_of_the_id_fields_is_refused(make_mapper: MakeMapper) -> None:
-    repo = make_mapper(Order, configure=True).repository(Order)
-    doc = Order(id="no-customer", customer="acme", number="1")
-    with pytest.raises((em.DocumentError, em.BulkWriteError)):
-        repo.add(doc)
-    assert repo.count(consistency="immediate") == 0
+def test_an_id_not_composed_of_the_id_fields_is_refused_before_anything_is_sent(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Order, configure=True)
+    mapper = make_mapper(Order, url=proxy.url)
+    repo = mapper.repository(Order)
+    repo.add(_order("acme", "1"))  # the index and alias are known: later writes send no HEAD
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="'no-customer' is not composed"):
+        repo.add(Order(id="no-customer", customer="acme", number="1"))
+    with pytest.raises(em.DocumentValidationError, match="'no-customer' is not composed"):
+        repo.remove("no-customer")  # a delete by id
+    session = mapper.session()
+    session.add(Order(id="no-customer", customer="acme", number="2"))
+    with pytest.raises(em.DocumentValidationError, match="'no-customer' is not composed"):
+        session.flush()
+    session.rollback()
+    session.close()
+    assert proxy.requests == []
+    assert repo.count(consistency="immediate") == 1

@@ -145,7 +145,7 @@ def test_document_deletes_of_a_run_whose_marker_is_gone_are_refused(
     _reindex_fence.claim(es_client, new, _reindex_fence.new_marker(new))  # taken over
 
     with pytest.raises(em.LockError):
-        delete_extras(es_client, old, new, through=mine)
+        delete_extras(es_client, old, new, spec=None, through=mine)
     assert es_client.count(index=new)["count"] == 1
     assert not es_client.indices.exists(index=mine)
     alias = f"{index_prefix}fence"
