@@ -1,15 +1,10 @@
 """The by-query requests, one kind of send of the write pipeline: ``_update_by_query``
 (``patch_all`` with a ``ScriptPatch`` on a model not cached) and ``_delete_by_query``
 (``remove_all`` without removal receivers or caching), both decided and compiled by
-:mod:`esmapper._by_query`.
-
-Where a request goes and what it adds are the model's features' (the ``by_query`` point
-of :mod:`esmapper._features`: a time-series model's partitions named one by one, the
-ingest pipeline of an update-by-query); the core sends it to the model's alias otherwise.
-Each runs through :func:`esmapper._server_tasks.run_task` (a task followed to its end,
-cancelled at the call's ``timeout=`` or on Ctrl-C; sent once, never resent blindly) and
-drops the model's cache entries; the failures its answer reports raise
-:class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
+:mod:`esmapper._by_query`. Each is sent once as a task (:func:`~esmapper._server_tasks.run_task`:
+followed to its end, cancelled at the call's ``timeout=`` or on Ctrl-C, never
+resent blindly) and drops the model's cache entries; the failures its answer reports
+raise :class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
 
 from __future__ import annotations
 
