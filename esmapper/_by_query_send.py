@@ -1,15 +1,10 @@
 """The by-query requests, one kind of send of the write pipeline: ``_update_by_query``
 (``patch_all`` with a ``ScriptPatch`` on a model not cached) and ``_delete_by_query``
 (``remove_all`` without removal receivers or caching), both decided and compiled by
-:mod:`esmapper._by_query`.
-
-Where a request goes and what it adds are the model's features' (the ``by_query`` point
-of :mod:`esmapper._features`: a time-series model's partitions named one by one, the
-ingest pipeline of an update-by-query); the core sends it to the model's alias otherwise.
-Each runs through :func:`esmapper._server_tasks.run_task` (a task followed to its end,
-cancelled at the call's ``timeout=`` or on Ctrl-C; sent once, never resent blindly) and
-drops the model's cache entries; the failures its answer reports raise
-:class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
+:mod:`esmapper._by_query`. Each is sent once as a task (:func:`~esmapper._server_tasks.run_task`:
+followed to its end, cancelled at the call's ``timeout=`` or on Ctrl-C, never
+resent blindly) and drops the model's cache entries; the failures its answer reports
+raise :class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
 
 from __future__ import annotations
 
@@ -82,18 +77,10 @@ class ByQuery:
         always refreshes first (and the recently-soft-deleted hint is not needed)."""
         ctx, info, options = self.ctx, self.info, self.options
         refresh(ctx, self.spec)
-        target = self._target("update_by_query")
-        if target is None:  # a time-series model without partitions: nothing to patch
+        params = self._params("update_by_query", query, script=script)
+        if params is None:
             return 0
-        _log_query(options, "update_by_query", target["index"], query)
         call = f"patch_all on {info.name}"
-        params = {
-            **target,
-            "query": query,
-            "script": script,
-            "conflicts": "proceed",
-            "refresh": bool(refresh_param(options.consistency, by_query=True)),
-        }
         try:
             result = self._run("update_by_query", params, call)
         except NotFoundError as exc:
@@ -132,17 +119,10 @@ class ByQuery:
         ctx, info, options, spec = self.ctx, self.info, self.options, self.spec
         if options.consistency != "eventual":
             refresh(ctx, spec)
-        target = self._target("delete_by_query")
-        if target is None:  # a time-series model without partitions: nothing to delete
+        params = self._params("delete_by_query", query)
+        if params is None:
             return 0
-        _log_query(options, "delete_by_query", target["index"], query)
         call = f"remove_all on {info.name}"
-        params = {
-            **target,
-            "query": query,
-            "conflicts": "proceed",
-            "refresh": bool(refresh_param(options.consistency, by_query=True)),
-        }
         total = 0
         # the start of the last run whose answer was lost (and of which no task runs): it
         # may have deleted documents, so a later run that fails does not mean "nothing was
@@ -203,18 +183,23 @@ class ByQuery:
                 publish_changes(ctx, info, changes, options)  # type: ignore[arg-type]
         return total
 
-    def _target(self, request: Kind) -> dict[str, Any] | None:
-        """Where ``request`` is sent and what the model's features add to it (the
-        ``by_query`` point: a time-series model's partitions named one by one, with
-        ``ignore_unavailable``/``allow_no_indices``; an update's ingest pipeline); the
-        model's alias otherwise. ``None``: there is nothing to write (no partition)."""
+    def _params(self, request: Kind, query: Any, **extra: Any) -> dict[str, Any] | None:
+        """The parameters of ``request`` (logged at the call's ``query_log_level``): sent
+        to the model's alias unless its features' ``by_query`` point says where and what
+        it adds (a time series' partitions, an update's ingest pipeline). ``None``: there
+        is nothing to write (no partition)."""
         params: dict[str, Any] = {"index": self.spec.write_target}
         for hook in self.info.points.by_query:
             added = hook(self.ctx, request)
             if added is None:
                 return None
             params.update(added)
-        return params
+        level = self.options.query_log_level
+        logging.getLogger("esmapper.query").log(
+            logging.DEBUG if level is None else level, "%s %s %s", request, params["index"], query
+        )
+        refresh = bool(refresh_param(self.options.consistency, by_query=True))
+        return {**params, "query": query, **extra, "conflicts": "proceed", "refresh": refresh}
 
     def _run(self, kind: Kind, params: dict[str, Any], call: str) -> TaskResult:
         """One by-query request as a task (:func:`esmapper._server_tasks.run_task`) on
@@ -307,12 +292,4 @@ def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:
         status=int(item.get("status") or 0),
         error_type=cause.get("type"),
         reason=cause.get("reason"),
-    )
-
-
-def _log_query(options: Options, what: str, target: str, query: Any) -> None:
-    """Log a by-query request at the call's ``query_log_level`` (default DEBUG)."""
-    level = options.query_log_level
-    logging.getLogger("esmapper.query").log(
-        logging.DEBUG if level is None else level, "%s %s %s", what, target, query
     )

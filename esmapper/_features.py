@@ -6,60 +6,15 @@ send -> settle, the bulk writer and the search) knows no feature by name. A feat
 routing...) is a subclass of :class:`Feature`, registered once with :func:`register`.
 When a model is compiled, every registered feature is asked whether it applies
 (:meth:`Feature.attach`); the model's :class:`~esmapper.model.info.ModelInfo` keeps the
-instances that do (``info.features``) and, for each point, only the features that
+instances that do (``info.points.features``) and, for each point, only the features that
 implement it (``info.points``: a :class:`Points`), so a model pays nothing for a feature
 it does not use, and a point no feature implements costs one empty-tuple check.
 
-The points (the one list a new feature implements; docs/architecture.md has it too), in
-the order a write or a search meets them:
-
-=====================  =====================================================================
-point                  called by, and what for
-=====================  =====================================================================
-``attach``             model compile: does the feature apply; checks its ``class Index:``
-                       options (raise :class:`~esmapper.errors.IndexConfigurationError`)
-``mapping``            ``ModelInfo.mapping``: add to the index mapping (dynamic templates)
-``assign_ids``         write step 1: ids of new documents the feature places (a time-series
-                       ObjectId encoding the document's date, after its retention check)
-``prepare``            write step 3, after the "-ing" signals and normalization, before
-                       validation: values the feature derives (``idx``), per batch; may
-                       return a state that ``finish`` gets
-``check``              write step 3, after validation (and again after ``documents_changing``
-                       receivers ran): refuse writes before anything is sent (the tenant rule)
-``shape``              the bulk actions of a batch, first sends and resends alike: what the
-                       feature adds to an action (``pipeline``, ``routing``)
-``expected_source``    the read-back of a write without an answer: what an applied
-                       ``create``/``index`` stored (an ingest pipeline's result, asked of
-                       the server; ``None``: it cannot be told, the write stays unknown
-                       unless stored as sent)
-``settle``             confirmed writes, before the "-ed" signals (the recently-deleted list)
-``change_type``        the ``ChangeType`` a confirmed write publishes when it is not its
-                       kind's (a save or patch that soft-deletes is ``REMOVED``):
-                       :func:`esmapper._pending.change_type` asks it
-``finish``             after the write, whatever its outcome, with what ``prepare`` returned
-                       and the writes confirmed (custom-field definitions saved)
-``search_catalog``     a search being compiled, before the core compiles it: the catalog
-                       its names resolve in and its inputs (filter, includes, excludes)
-                       rewritten for it (a tenant's custom fields)
-``compile_search``     a search compiled, before anything is sent: refuse it
-                       (QueryValidationError) or complete it (aggregations, pruned
-                       ``targets``, the cache ``scope``, hit highlight names)
-``search``             every search, count and by-query request of the model: the clauses
-                       the feature adds (``filter``) and the ids it hides (``must_not``)
-``search_targets``     where a point in time or a by-query request over the model is sent
-                       (a time-series model's partitions named one by one)
-``visible``            by-id reads (``get``, ``get_many``, ``exists``, a session's reads):
-                       the rule a document found must pass (soft-delete mode, tenant)
-``by_query``           the target and parameters of ``_update_by_query`` /
-                       ``_delete_by_query`` (a time series' partitions, an ingest
-                       pipeline); ``None``: nothing to write (no partition)
-``read_params``        by-id reads (``esmapper.indexes.reads``): request parameters of one
-                       id (``routing``)
-=====================  =====================================================================
-
-A point is implemented by overriding the method of that name; :class:`Points` lists, per
-point, the bound methods of the features that override it. The core calls them through
-the small loops below (``for hook in info.points.prepare: ...``).
+The points are the methods of :class:`Feature` below (their docstrings say who calls
+them and what for), listed in :data:`POINTS` in the order a write or a search meets them;
+docs/architecture.md has the table of which built-in feature implements which. A point
+is implemented by overriding the method of that name; the core calls the bound methods
+:class:`Points` lists (``for hook in info.points.prepare: ...``).
 
 A feature that gives meaning to a call keyword (``tenant=``) declares it in
 ``call_options``: a call giving it for a model none of whose features takes it is refused
@@ -182,22 +137,26 @@ class Feature:
     # -- points (override what the feature implements) --------------------------------
 
     def mapping(self, body: dict[str, Any]) -> None:
-        """Add to the model's mapping body (``{"properties": ...}``) in place."""
+        """``ModelInfo.mapping``: add to the model's mapping body (``{"properties": ...}``,
+        dynamic templates) in place."""
 
     def assign_ids(self, call: WriteCall, pendings: Sequence[Any]) -> None:
-        """Give ids to the new documents (``add``, no id, no ``id_fields``) it places;
-        the core gives the rest a new ObjectId."""
+        """Write step 1: ids of the new documents (``add``, no id, no ``id_fields``) the
+        feature places (a time-series ObjectId); the core gives the rest a new ObjectId."""
 
     def prepare(self, call: WriteCall, pendings: Sequence[Any]) -> Any:
-        """Derive values of the batch's documents of this model before validation;
-        the return value (if not ``None``) is passed to :meth:`finish`."""
+        """Write step 3, after the "-ing" signals and normalization, before validation:
+        values the feature derives (``idx``); a return value (not ``None``) goes to
+        :meth:`finish`."""
         return None
 
     def check(self, call: WriteCall, pendings: Sequence[Any]) -> None:
-        """Refuse writes (raise) before anything is sent."""
+        """Write step 3, after validation, and again after ``documents_changing``
+        receivers ran: refuse writes (raise) before anything is sent (the tenant rule)."""
 
     def shape(self, ctx: Context, actions: Sequence[Any]) -> None:
-        """Complete this model's bulk actions in place (first sends and resends)."""
+        """Complete this model's bulk actions in place, first sends and resends alike
+        (``pipeline``, ``routing``)."""
 
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         """What an applied ``create``/``index`` ``action`` (a write read back after its
@@ -207,12 +166,14 @@ class Feature:
         return source
 
     def settle(self, call: WriteCall, confirmed: Sequence[Any]) -> None:
-        """Book-keep the confirmed writes of this model (before the "-ed" signals)."""
+        """Book-keep the confirmed writes of this model, before the "-ed" signals (the
+        recently-deleted list)."""
 
     def change_type(self, pending: Any, original: Any, written: Any) -> Any:
-        """The ``ChangeType`` the confirmed ``pending`` publishes, or ``None``: its kind's.
-        ``original``: the stored ``_source`` it replaced, ``written``: what it stored (a
-        source, or the fields an update set); either ``None`` when not known."""
+        """The ``ChangeType`` the confirmed ``pending`` publishes, or ``None``: its kind's
+        (:func:`esmapper._pending.change_type`). ``original``: the stored ``_source`` it
+        replaced, ``written``: what it stored (a source, or the fields an update set);
+        either ``None`` when not known."""
         return None
 
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[Any]) -> None:
@@ -228,7 +189,8 @@ class Feature:
         or complete the request (``aggs``, ``targets``, ``scope``, ``name_highlight``)."""
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
-        """``(filter clauses, ids to hide)`` the feature adds to a search of the model."""
+        """``(filter clauses, ids to hide)`` the feature adds to every search, count and
+        by-query request of the model (tenant, soft-delete mode)."""
         return [], []
 
     def search_targets(self, ctx: Context, pruned: Sequence[str] | None) -> Any:
@@ -245,12 +207,12 @@ class Feature:
 
     def read_params(self, id: str) -> dict[str, Any]:
         """Request parameters of a by-id read of ``id`` (a GET, an ``_mget`` entry, a
-        HEAD); by-id writes get theirs from :meth:`shape`."""
+        HEAD: :mod:`esmapper.indexes.reads`); by-id writes get theirs from :meth:`shape`."""
         return {}
 
     def visible(self, options: Any) -> Visibility | None:
-        """The rule a by-id read under ``options`` applies to what it found (``None``:
-        every document is visible to it)."""
+        """The rule a by-id read (``get``, ``get_many``, ``exists``, a session's) under
+        ``options`` applies to what it found (``None``: every document is visible)."""
         return None
 
 

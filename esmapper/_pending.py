@@ -40,8 +40,8 @@ WriteKind = Literal["add", "save", "remove", "patch"]
 @attrs.frozen(slots=True)
 class KindWords:
     """What one write kind is called elsewhere: the ``change_type`` it publishes (unless
-    a feature says otherwise: see :func:`change_type`), the
-    ``before`` ("-ing") and ``after`` ("-ed") signals (``None``: the kind fires none)."""
+    a feature says otherwise: :func:`change_type`), the ``before`` ("-ing") and ``after``
+    ("-ed") signals (``None``: the kind fires none)."""
 
     change_type: ChangeType
     before: signals.Signal | None
@@ -61,12 +61,9 @@ def change_type(
     pending: PendingWrite, original: Mapping[str, Any] | None, written: Mapping[str, Any] | None
 ) -> ChangeType:
     """The ``ChangeType`` a confirmed write publishes: its kind's (:data:`KINDS`), unless
-    a feature of its model says otherwise (the ``change_type`` point of
-    :mod:`esmapper._features`: a save **or a patch** turning ``is_deleted`` from false to
-    true on a soft-delete model is a removal, ``REMOVED``, whichever call made it).
-    ``original``: the stored ``_source`` the write replaced; ``written``: what it stored
-    (the source, or the fields an update set); ``None`` when not known (then no
-    transition is seen)."""
+    the ``change_type`` point of a feature of its model says otherwise (a save or patch
+    that soft-deletes is ``REMOVED``). ``original``/``written``: the stored ``_source``
+    the write replaced / what it stored (``None`` when not known)."""
     for hook in pending.info.points.change_type:
         found = hook(pending, original, written)
         if found is not None:

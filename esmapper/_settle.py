@@ -1,15 +1,10 @@
-"""Settling document writes: what the pipeline does once the server answered.
+"""Settling document writes: the "-ed" side of :func:`esmapper._writes.write_documents`.
 
-The one owner of the "-ed" side of a write (:func:`esmapper._writes.write_documents`
-runs it): :func:`settle` writes versions and stored states back onto the confirmed
-documents (straight from the server's items), then fires ``documents_added`` /
-``documents_saved`` / ``documents_removed`` and ``documents_changed`` (a raising receiver
-is logged, never turned into a failed write), after the ``settle`` point of the models'
-features (:mod:`esmapper._features`: the recently-deleted list of soft deletes), and
-publishes ``entity_changed`` (:func:`publish_changes`, honouring
-``before_publish_entity_changed`` cancellation); failed items become one typed error
-(:func:`failure_error`). Also here: the "-ing" signals' documents (:func:`fire_before`),
-which carry the same ``ModifiedDocument`` pairs.
+:func:`settle` writes versions and stored states back onto the confirmed documents, runs
+the features' ``settle`` point, fires the "-ed" signals (a raising receiver is logged,
+never turned into a failed write) and publishes ``entity_changed``
+(:func:`publish_changes`); failed items become one typed error (:func:`failure_error`).
+Also here: the "-ing" signals (:func:`fire_before`) and the batch's groups.
 """
 
 from __future__ import annotations
@@ -43,7 +38,15 @@ if TYPE_CHECKING:
     from esmapper._features import WriteCall
     from esmapper.model.info import ModelInfo
 
-__all__ = ["Groups", "by_model", "failure_error", "fire_before", "publish_changes", "settle"]
+__all__ = [
+    "Groups",
+    "by_model",
+    "failure_error",
+    "fire_before",
+    "grouped",
+    "publish_changes",
+    "settle",
+]
 
 log = logging.getLogger("esmapper.writes")
 
@@ -76,6 +79,22 @@ def _fire_after(signal: Any, sender: type, pendings: Sequence[PendingWrite], **k
     """An "-ed" signal: the write is stored, so a raising receiver is logged, not raised."""
     if pendings and signals.has_receivers(signal, sender):
         signals.send_safely(signal, sender, documents=_modified(pendings), **kwargs)
+
+
+def grouped(pendings: Sequence[PendingWrite]) -> Groups:
+    """``pendings`` by model and kind, in the batch's order (one dict lookup per run of
+    writes of one model and kind, not per write)."""
+    groups: Groups = {}
+    group: list[PendingWrite] = []
+    last_info: ModelInfo | None = None
+    last_kind = ""
+    for pending in pendings:
+        info, kind = pending.info, pending.kind
+        if info is not last_info or kind != last_kind:  # a new group (rare)
+            group = groups.setdefault((info.cls, kind), [])
+            last_info, last_kind = info, kind
+        group.append(pending)
+    return groups
 
 
 def by_model(groups: Groups, point: str) -> list[tuple[ModelInfo, list[PendingWrite]]]:
@@ -208,20 +227,12 @@ def settle(
     *,
     raise_failures: bool = False,
 ) -> list[PendingWrite]:
-    """Step 6-7 for add/save/remove answers (``answers[i]`` is ``actions[i]``'s): apply
-    confirmed writes, fire the "-ed" signals and notifications (failures there are
-    logged), raise the failures' error.
-
-    One pass over the answers writes versions and stored states back, straight from the
-    server's items, and groups the confirmed writes by model and kind; what follows
-    (the features' ``settle`` point, signals, notifications) runs per group, and not at
-    all for a group nobody listens to. ``call``: the pipeline call (context, options)."""
+    """Steps 6-7 (``answers[i]`` is ``actions[i]``'s): one pass writes versions and
+    stored states back, straight from the server's items; then, per model and kind and
+    not at all for a group nobody listens to, the features' ``settle`` point, the "-ed"
+    signals and notifications; with ``raise_failures``, the failures' error."""
     confirmed: list[PendingWrite] = []
     failed: list[BulkOutcome] = []
-    groups: Groups = {}
-    group: list[PendingWrite] = []
-    last_info: ModelInfo | None = None
-    last_kind = ""
     for action, answer in zip(actions, answers, strict=True):
         pending: PendingWrite = action.ref
         if isinstance(answer, dict):  # the server's item of an applied write
@@ -239,13 +250,6 @@ def settle(
                 failed.append(answer)
             continue
         doc, kind, info = pending.doc, pending.kind, pending.info
-        if info is not last_info or kind != last_kind:  # a new group (rare)
-            key = (info.cls, kind)
-            found = groups.get(key)
-            if found is None:
-                found = groups[key] = []
-            group, last_info, last_kind = found, info, kind
-        group.append(pending)
         confirmed.append(pending)
         if kind == "remove":
             _set(doc, "_esm_state", None)
@@ -271,7 +275,7 @@ def settle(
         if not partial:
             state.partial = False
         state.assigned = None
-    _after_write(call, confirmed, groups, on_success)
+    _after_write(call, confirmed, grouped(confirmed), on_success)
     if failed and raise_failures:
         raise failure_error(failed, [p.doc for p in confirmed], len(answers))
     return confirmed

@@ -35,31 +35,29 @@ class SoftDeleteFeature(Feature):
     # -- writes (points: settle, change_type) --------------------------------------------
 
     def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
-        """Confirmed soft deletes (a save setting ``is_deleted``) and restores (a removal,
-        or a save clearing a stored ``is_deleted``) go to the shared recently-deleted list
-        (``deleted_ttl`` seconds) that unrefreshed searches hide. Nothing without a cache.
-        Patches: :meth:`settle_patches`."""
+        """Confirmed soft deletes (a save or patch setting ``is_deleted``) and restores (a
+        removal, a save clearing a stored ``is_deleted``, a patch clearing it, noops too)
+        go to the shared recently-deleted list (``deleted_ttl`` seconds) that unrefreshed
+        searches hide (by-query writes included). A script says nothing of it. Nothing
+        without a cache."""
         documents = call.ctx.documents
         if documents is None:  # soft deletes and restores are shared through it
-            return
-        if confirmed and confirmed[0].kind == "patch":  # a batch of patches is never mixed
-            self.settle_patches(call, confirmed)
             return
         gone: list[str] = []
         back: list[str] = []
         for pending in confirmed:
-            doc, kind = pending.doc, pending.kind
-            if doc is None or (kind == "add" and pending.original_source is None):
-                continue  # a new document is neither
-            if kind == "remove":
+            doc, kind, original = pending.doc, pending.kind, pending.original_source
+            if kind == "patch":
+                flag = stored_deleted(pending)
+                if flag is not None and pending.id is not None:
+                    (gone if flag else back).append(pending.id)
+            elif kind == "remove":
                 back.append(doc.id)
             elif doc.is_deleted:
                 if kind == "save":
                     gone.append(doc.id)
-            else:
-                original = pending.original_source
-                if original is not None and original.get("is_deleted"):
-                    back.append(doc.id)
+            elif original is not None and original.get("is_deleted"):
+                back.append(doc.id)  # a new document (add, nothing stored) is neither
         alias = call.ctx.spec(self.info.cls).alias
         if gone:
             documents.remember_deleted(alias, gone)
@@ -80,28 +78,6 @@ class SoftDeleteFeature(Feature):
         ):
             return ChangeType.REMOVED
         return None
-
-    # -- patches (point: settle, for writes of kind "patch") ------------------------------
-
-    def settle_patches(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
-        """A patch that sets ``is_deleted`` is a soft delete or a restore, like a save
-        that does: confirmed ones update the shared recently-deleted list (noops too), or
-        a restored document stays hidden from searches (by-query writes included) for
-        ``deleted_ttl``. A script says nothing of it."""
-        documents = call.ctx.documents
-        if documents is None:
-            return
-        gone: list[str] = []
-        back: list[str] = []
-        for pending in confirmed:
-            flag = stored_deleted(pending)
-            if flag is not None and pending.id is not None:
-                (gone if flag else back).append(pending.id)
-        alias = call.ctx.spec(self.info.cls).alias
-        if gone:
-            documents.remember_deleted(alias, gone)
-        if back:
-            documents.forget_deleted(alias, back)
 
     # -- search (points: compile_search, search, visible) --------------------------------
 

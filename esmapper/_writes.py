@@ -2,70 +2,35 @@
 
 Every write path (``add``, ``save``, ``remove``, patches by id, by ids and by query,
 ``patch_all``, ``remove_all``, session flushes) compiles its work into
-:class:`PendingWrite` s and hands them to this module. The rules, and the one function
-that owns each:
+:class:`PendingWrite` s and hands them to :func:`write_documents`, which runs, in this
+order (events before validation, so receivers may set what validation needs), one loop
+per model and kind of the batch, each step skipped for a group it does not apply to. The
+features of the batch's models are called at their points (:mod:`esmapper._features`;
+docs/architecture.md has the table): a model whose features implement none costs one
+empty-tuple check per group and point, nothing per document.
 
-- what a document write sends (a full replace keeping undeclared fields, or a
-  version-guarded partial update of a partially loaded document):
-  :func:`esmapper._bodies.document_action`;
-- resending and unknown outcomes (the bulk writer never resends a request without an
-  answer; the items are read back: applied, safe to resend, or *unknown*, a failure with
-  ``error_type="outcome_unknown"``) and cache invalidation (every id sent is removed from
-  the cache whatever its outcome): :func:`esmapper._outcomes.send`;
-- "-ed" signals and notifications (receiver and subscriber failures are logged, never
-  turned into a failed write): :func:`settle` and :func:`publish_changes`;
-- typed errors: :func:`failure_error`.
-
-The table of paths and rules is docs/architecture.md.
-
-One call of :func:`write_documents` (add/save/remove, repository or session) runs, in
-this order (events before validation, so receivers may set what validation needs). The
-batch is grouped by model and kind once; each step runs one loop per group and is skipped
-for a group it does not apply to (no normalizer, no ``validate`` override, no receivers).
-The features of the batch's models (:mod:`esmapper._features`) are called at their points,
-one :class:`~esmapper._features.WriteCall` per call; a model whose features implement no
-point costs one empty-tuple check per group and point, nothing per document:
-
-1. ids and dates (``add``: id from ``id_fields``, else the ``assign_ids`` point (a
-   time-series ObjectId encoding the document's date, after its retention check), else a
-   new ObjectId; ``created_utc`` kept when valid; ``add``/``save``: ``updated_utc = now``;
-   a partial document's ``created_utc`` is left alone unless it was loaded);
-2. ``documents_adding`` / ``documents_saving`` / ``documents_removing`` (receivers may
-   modify documents or raise to veto: then nothing at all is written);
-3. normalization (:meth:`ModelInfo.normalize`: list items mutated in place are converted
-   and checked like assignments), the ``prepare`` point (``idx`` of custom-field models
-   recomputed from ``custom_fields``; its state goes to ``finish``), then validation
+1. ids and dates (``add``: id from ``id_fields``, else the ``assign_ids`` point, else a
+   new ObjectId; ``created_utc`` kept when valid; ``updated_utc = now``; a partial
+   document's ``created_utc`` is left alone unless it was loaded);
+2. ``documents_adding`` / ``saving`` / ``removing`` (a raising receiver vetoes: then
+   nothing at all is written, and step 1 is undone);
+3. normalization (:meth:`ModelInfo.normalize`), the ``prepare`` point, validation
    (``Document.validate``, the 512-byte id check) unless ``validate=False``, a call
-   keyword no feature of the model takes refused (``tenant=``:
-   :func:`esmapper._features.check_call_options`), and the ``check`` point (the tenant rule
-   of a call scoped to a tenant: another tenant's stored document is refused, whatever
-   the object says);
-4. ``documents_changing`` (its receivers may modify documents: with receivers, the
-   ``check`` point judges again what they left);
-5. :func:`send`: one pass through the bulk writer (``create`` for add; ``index`` with
-   ``if_seq_no``/``if_primary_term`` for saves of versioned documents; ``update`` with the
-   changed fields for partial documents; ``delete``, conditional for a ``Versioned``
-   document, unconditional for an id; a conditional write goes to the fence alias of the
-   index its version was read from, :func:`_actions`), unknown outcomes resolved, the
-   cache invalidated;
-6. :func:`settle` for confirmed items: version and stored state written back onto the
-   documents, the ``settle`` point (the recently-deleted list), then
-   ``documents_added``/``saved``/``removed``, ``documents_changed``,
-   ``before_publish_entity_changed`` and ``entity_changed`` (its ``change_type`` asked of
-   the ``change_type`` point: a save that soft-deletes is ``REMOVED``);
-7. failures raise after the successes were applied: a single kind of 409
-   raises :class:`DuplicateDocumentError` / :class:`VersionConflictError`, a single write
-   of unknown outcome :class:`OutcomeUnknownError`, anything else
-   :class:`BulkWriteError`; every error carries ``failures`` (``document`` is the caller's
-   object) and ``succeeded``;
-8. whatever the outcome of 5-7, the ``finish`` point with what ``prepare`` returned and
-   the model's confirmed writes (custom-field definitions a type modified are saved).
+   keyword no feature of the model takes refused
+   (:func:`esmapper._features.check_call_options`), the ``check`` point;
+4. ``documents_changing`` (with receivers, the ``check`` point judges again);
+5. :func:`send` (:mod:`esmapper._outcomes`): the bulk actions
+   (:func:`esmapper._bodies.document_action`; a write conditioned on a version goes to
+   the fence alias of the index it was read from, :func:`_actions`), unknown outcomes
+   resolved, the cache invalidated;
+6-7. :func:`esmapper._settle.settle`: versions and stored states written back, the
+   ``settle`` point, the "-ed" signals and ``entity_changed``; the failures' typed error
+   raised after the successes were applied (:func:`failure_error`);
+8. whatever the outcome, the ``finish`` point with what ``prepare`` returned.
 
-Steps 6-7 are :mod:`esmapper._settle`'s. Patches (:mod:`esmapper._patching`) compile
-to pending writes of kind ``patch`` (:class:`~esmapper._pending.PatchForm`) and go
-through here too (:func:`_write_patches`: the feature points, :func:`document_action`,
-:func:`send`, :func:`settle`); their paths announce the changes
-(:func:`publish_changes`).
+Patches (:mod:`esmapper._patching`, kind ``patch``) take :func:`_write_patches`: the
+points, the actions, send and settle, without steps 1-4 or "-ed" signals (their paths
+announce the changes, :func:`publish_changes`).
 """
 
 from __future__ import annotations
@@ -76,11 +41,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
-from esmapper._bodies import document_action, with_extras
+from esmapper._bodies import document_action
 from esmapper._features import Feature, WriteCall, check_call_options
-from esmapper._outcomes import UNKNOWN, send, send_answers
-from esmapper._pending import KINDS, PendingWrite, split_version
-from esmapper._settle import Groups, by_model, failure_error, fire_before, publish_changes, settle
+from esmapper._outcomes import send, send_answers
+from esmapper._pending import KINDS, PendingWrite
+from esmapper._settle import (
+    Groups,
+    by_model,
+    failure_error,
+    fire_before,
+    grouped,
+    publish_changes,
+    settle,
+)
 from esmapper._text import article
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import (
@@ -99,14 +72,9 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = [
-    "UNKNOWN",
     "PendingWrite",
-    "document_action",
-    "failure_error",
+    "composed_id",
     "publish_changes",
-    "send",
-    "split_version",
-    "with_extras",
     "write_documents",
 ]
 
@@ -116,8 +84,6 @@ _set = object.__setattr__
 
 #: How far in the future a supplied created_utc may lie before it counts as invalid.
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
-
-_Groups = Groups  # (model, kind) -> the writes of that model and kind, in order
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -148,7 +114,7 @@ def composed_id(info: ModelInfo, doc: Any) -> str:
     return compose_id(*terms, names=names)
 
 
-def _prepare(groups: _Groups, call: WriteCall, before: list[Any]) -> None:
+def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
     """Step 1 for every write, one loop per model and kind. What it changes on a document
     is recorded first in ``before`` (document, id, created_utc, updated_utc: four flat
     entries, no object per document) for :func:`_undo_prepare`."""
@@ -246,33 +212,26 @@ def write_documents(
         return []
     with _gc.paused():  # per-document objects that all live to the end: no GC passes
         call = WriteCall(ctx, options, parse_datetime(ctx.clock()), inherited_tenant)
+        groups = grouped(pendings)
         if pendings[0].kind == "patch":
-            return _write_patches(call, pendings, outcomes)
-        return _write_documents(call, pendings, on_success)
+            if any(p.kind != "patch" for p in pendings):
+                raise ValueError("a batch of patches cannot hold other writes")
+            return _write_patches(call, pendings, groups, outcomes)
+        return _write_documents(call, pendings, groups, on_success)
 
 
 def _write_patches(
-    call: WriteCall, pendings: Sequence[PendingWrite], outcomes: list[BulkOutcome] | None
+    call: WriteCall,
+    pendings: Sequence[PendingWrite],
+    groups: Groups,
+    outcomes: list[BulkOutcome] | None,
 ) -> list[PendingWrite]:
-    """The pipeline for patches (compiled by :mod:`esmapper._patching`): no ids, dates,
-    "-ing" signals, normalization or validation (a patch is no document: its path dated
-    it, ``Repository._checked`` checked a PartialPatch); the features' ``prepare`` and
-    ``check`` points per model, the actions (:func:`document_action`, through the alias of
-    the index each source was read from, to its fence when conditioned), :func:`send`,
-    :func:`settle` (the patched documents' versions and the ``settle`` point; no "-ed"
-    signals: the path announces its changes), then the ``finish`` points."""
-    if any(p.kind != "patch" for p in pendings):
-        raise ValueError("a batch of patches cannot hold other writes")
+    """The pipeline for patches (compiled by :mod:`esmapper._patching`): the ``prepare``
+    and ``check`` points per model, the actions (through the alias of the index each
+    source was read from, to its fence when conditioned), :func:`send`, :func:`settle`
+    (no "-ed" signals), then the ``finish`` points."""
     ctx, options = call.ctx, call.options
-    groups: _Groups = {}
-    for pending in pendings:
-        groups.setdefault((pending.info.cls, "patch"), []).append(pending)
-    states: _States = []
-    for info, mine in by_model(groups, "prepare"):
-        for hook in info.points.prepare:
-            state = hook(call, mine)
-            if state is not None:
-                states.append((hook.__self__, state, info))  # type: ignore[attr-defined]
+    states = _prepare_points(call, groups)
     _check(call, by_model(groups, "check"))
     targets: list[str] = []
     names: dict[tuple[type, str | None], str] = {}
@@ -303,27 +262,15 @@ def _write_patches(
             raise failure_error(failed, [p.doc_id for p in confirmed], len(got))
         return confirmed
     finally:
-        for feature, state, info in states:  # after the write, never failing it
-            feature.finish(call, state, [p for p in confirmed if p.info is info])
+        _finish(call, states, confirmed)
 
 
 def _write_documents(
     call: WriteCall,
     pendings: Sequence[PendingWrite],
+    groups: Groups,
     on_success: Callable[[PendingWrite], None] | None,
 ) -> list[PendingWrite]:
-    groups: _Groups = {}
-    group: list[PendingWrite] = []
-    last_info: ModelInfo | None = None
-    last_kind = ""
-    for pending in pendings:
-        info, kind = pending.info, pending.kind
-        if info is not last_info or kind != last_kind:  # a new group (rare): no key per write
-            found = groups.get((info.cls, kind))
-            if found is None:
-                found = groups[info.cls, kind] = []
-            group, last_info, last_kind = found, info, kind
-        group.append(pending)
     before: list[Any] = []
     states: _States = []
     try:
@@ -344,8 +291,7 @@ def _write_documents(
     try:
         return _send(call, actions, succeeded)
     finally:
-        for feature, state, info in states:  # after the write, never failing it
-            feature.finish(call, state, [p for p in confirmed if p.info is info])
+        _finish(call, states, confirmed)
 
 
 def _send(
@@ -362,9 +308,22 @@ def _send(
     return settle(call, actions, answers, on_success, raise_failures=True)
 
 
-def _validates(info: ModelInfo) -> bool:
-    """Whether the model overrides ``Document.validate`` (the base one checks nothing)."""
-    return getattr(info.cls, "validate", None) is not Document.validate
+def _prepare_points(call: WriteCall, groups: Groups) -> _States:
+    """The ``prepare`` point of the models that have it; what it returns, for
+    :func:`_finish`."""
+    states: _States = []
+    for info, mine in by_model(groups, "prepare"):
+        for hook in info.points.prepare:
+            state = hook(call, mine)
+            if state is not None:
+                states.append((hook.__self__, state, info))  # type: ignore[attr-defined]
+    return states
+
+
+def _finish(call: WriteCall, states: _States, confirmed: list[PendingWrite]) -> None:
+    """The ``finish`` point, after the write whatever its outcome, never failing it."""
+    for feature, state, info in states:
+        feature.finish(call, state, [p for p in confirmed if p.info is info])
 
 
 def _check(call: WriteCall, checked: list[tuple[ModelInfo, list[PendingWrite]]]) -> None:
@@ -375,15 +334,10 @@ def _check(call: WriteCall, checked: list[tuple[ModelInfo, list[PendingWrite]]])
 
 
 def _before_write(
-    call: WriteCall, pendings: Sequence[PendingWrite], groups: _Groups, states: _States
+    call: WriteCall, pendings: Sequence[PendingWrite], groups: Groups, states: _States
 ) -> list[BulkAction]:
-    """Steps 2-4: "-ing" signals, normalization, the ``prepare`` point (what it returns
-    is added to ``states``), validation, refused call keywords, the ``check`` point and
-    id checks, changing (and ``check`` again when its receivers ran); the bulk actions.
-    Which steps apply is decided once per model and kind: a model without list or
-    embedded fields is not normalized, one that does not override ``validate`` is not
-    validated, signals without receivers and points without features cost one check per
-    group."""
+    """Steps 2-4 (what the ``prepare`` point returns is added to ``states``); the bulk
+    actions. Which steps apply is decided once per model and kind."""
     ctx, options = call.ctx, call.options
     for (cls, kind), group in groups.items():
         fire_before(
@@ -391,29 +345,21 @@ def _before_write(
         )
     for (_cls, kind), group in groups.items():
         info = group[0].info
-        if kind == "remove":
-            continue
-        if info.normalizer is not None:  # items mutated in place are checked like assignments
-            normalize = info.normalize
+        if kind != "remove" and info.normalizer is not None:  # items mutated in place
+            normalize = info.normalize  # are checked like assignments
             for pending in group:
                 normalize(pending.doc)
-    for info, mine in by_model(groups, "prepare"):  # values features derive (idx)
-        for hook in info.points.prepare:
-            state = hook(call, mine)
-            if state is not None:
-                feature: Feature = hook.__self__  # type: ignore[attr-defined] # (bound)
-                states.append((feature, state, info))
+    states.extend(_prepare_points(call, groups))  # values features derive (idx)
     if options.validate:
         for (_cls, kind), group in groups.items():
-            if kind != "remove" and _validates(group[0].info):
+            validate = getattr(group[0].info.cls, "validate", None)
+            if kind != "remove" and validate is not Document.validate:  # (it checks nothing)
                 for pending in group:
                     pending.doc.validate()
     if not call.inherited_tenant:  # tenant= given for a model that has no tenants...
         for info in {group[0].info.cls: group[0].info for group in groups.values()}.values():
             check_call_options(info, options)
-    # the check point (the tenant rule: a call scoped to a tenant writes only that
-    # tenant's documents, judged by what is stored), on what receivers left
-    checked = by_model(groups, "check")
+    checked = by_model(groups, "check")  # on what the "-ing" receivers left
     _check(call, checked)
     targets = _targets(ctx, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
@@ -423,8 +369,7 @@ def _before_write(
         change = KINDS[kind].change_type
         changing = changing or signals.has_receivers(signals.documents_changing, cls)
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
-    if changing and checked:
-        # changing receivers may modify documents too: the check judges what they left
+    if changing and checked:  # its receivers may modify documents too: judged again
         _check(call, checked)
     return _actions(ctx, pendings, targets, options)
 

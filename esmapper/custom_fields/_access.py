@@ -10,7 +10,7 @@ A model has custom fields in one of two ways:
   ``remove_custom_field(name)``; ``get_tenant_key()`` names the tenant.
 
 Each model's :class:`CustomValues` (:func:`access_for`, chosen by the custom-field feature
-when the class is defined; :func:`custom_access` / ``ModelInfo.custom_access`` read it) is
+when the class is defined; :func:`custom_access` / :func:`access_of` read it) is
 what every path reads and writes through: the write pipeline recomputing ``idx``, patches,
 reconciling after scripts, the definitions' ``rebuild_idx``, the tenant filter of
 searches. No other code asks which of the two mixins a model uses. What a call
@@ -33,6 +33,7 @@ __all__ = [
     "DictValues",
     "VirtualValues",
     "access_for",
+    "access_of",
     "check_virtual",
     "custom_access",
     "require_custom_fields",
@@ -275,8 +276,8 @@ def access_for(cls: type) -> CustomValues:
     return DICT_VALUES
 
 
-def _of(info: Any) -> CustomValues | None:
-    # the custom-field feature attached to the model (esmapper.custom_fields._feature)
+def access_of(info: Any) -> CustomValues | None:
+    """The custom-value access of ``info``'s model (``None``: it has no custom fields)."""
     feature = info.points.feature("custom_fields")
     return None if feature is None else feature.access  # type: ignore[no-any-return]
 
@@ -284,7 +285,7 @@ def _of(info: Any) -> CustomValues | None:
 def require_custom_fields(info: Any) -> CustomValues:
     """The custom-value access of ``info``'s model; QueryValidationError (``field="tenant"``)
     for ``tenant=`` on a model without custom fields."""
-    access = _of(info)
+    access = access_of(info)
     if access is None:
         raise QueryValidationError(
             f"tenant= is for models with custom fields; {info.name} has none "
@@ -296,7 +297,7 @@ def require_custom_fields(info: Any) -> CustomValues:
 
 def custom_access(doc: Any) -> CustomValues:
     """How ``doc``'s model holds custom values (its :class:`CustomValues`)."""
-    access = _of(type(doc).__esmapper__)
+    access = access_of(type(doc).__esmapper__)
     if access is None:
         raise TypeError(f"{type(doc).__name__} has no custom fields")
     return access

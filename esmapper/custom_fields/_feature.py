@@ -1,10 +1,7 @@
 """Custom fields as a feature of the core (:mod:`esmapper._features`): the one object
 through which the model layer, the write pipeline, the patches and the search reach
-custom fields. The core never imports this package; the feature is registered when
-``esmapper`` is imported.
-
-Each section below is one seam (model, writes, patches, search); the functions it
-delegates to live in this package's modules."""
+custom fields (one section per seam, delegating to this package's modules). Registered
+when ``esmapper`` is imported; the core never imports this package."""
 
 from __future__ import annotations
 
@@ -102,8 +99,7 @@ class CustomFields(Feature):
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
         """``idx`` recomputed from ``custom_fields`` (:func:`indexing.before_write`); the
-        definitions to save and mappings to recheck go to :meth:`finish`. A batch of
-        patches (never mixed with other kinds): :meth:`prepare_patches`."""
+        definitions to save go to :meth:`finish` (patches: :meth:`prepare_patches`)."""
         if pendings and pendings[0].kind == "patch":
             return self.prepare_patches(call, pendings)
         return indexing.before_write(call.ctx, pendings)
@@ -127,20 +123,17 @@ class CustomFields(Feature):
         written = {id(p.doc) for p in confirmed}
         state.save(written, refresh=refresh_param(call.options.consistency))
 
-    # -- patches (prepare/check of writes whose kind is "patch") ------------------------
-    # (the writes section's points send a batch of patches here)
+    # -- patches (prepare/check/finish of a batch of kind "patch", sent here by the above)
 
     def prepare_patches(
         self, call: WriteCall, pendings: Sequence[PendingWrite]
     ) -> list[PendingWrite] | None:
-        """``idx`` of what the patches write: a PartialPatch's update carries ``idx``
-        computed from the merged preview of the stored source (and the processed
-        ``custom_fields``: :func:`~esmapper.custom_fields.indexing.partial_doc`); a
-        client-side patch's document gets ``idx`` recomputed (a JsonPatch's source too:
-        :func:`~esmapper.custom_fields.indexing.patched_source`). Returns the script
-        updates, whose ``idx`` :meth:`finish_patches` brings up to date (Painless cannot
-        run the types' processing). Sends nothing unless a tenant's definitions are not
-        cached."""
+        """``idx`` of what the patches write: a PartialPatch's update carries ``idx`` of
+        the merged preview of the stored source (:func:`indexing.partial_doc`), a
+        client-side patch's document or source gets it recomputed
+        (:func:`indexing.patched_source`). Returns the script updates, whose ``idx``
+        :meth:`finish_patches` brings up to date (Painless cannot run the types'
+        processing). Sends nothing unless a tenant's definitions are not cached."""
         mapper = cast("Mapper", call.ctx)  # (refresh_idx reaches the definitions through it)
         info, scripts, documents = self.info, [], []
         for pending in pendings:
@@ -183,9 +176,8 @@ class CustomFields(Feature):
     def finish_patches(
         self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]
     ) -> None:
-        """After script updates (``state``: :meth:`prepare_patches`'): bring ``idx`` of
-        the documents they changed up to date
-        (:func:`~esmapper.custom_fields.indexing.reconcile`)."""
+        """Bring ``idx`` of the documents the script updates (``state``) changed up to
+        date (:func:`indexing.reconcile`)."""
         if not state:
             return
         ids: list[str | None] = [

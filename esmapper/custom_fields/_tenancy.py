@@ -2,8 +2,8 @@
 
 A call is scoped to a tenant when it is given ``tenant=`` (repository and session calls),
 or inherits it from a session opened with ``tenant=`` (for the models with custom fields:
-a session spans models, and one without custom fields has no tenant, see
-:func:`session_tenant`). ``tenant=`` on a call of a model without custom fields is a
+a session spans models, and one without custom fields has no tenant: the feature's
+``call_options``). ``tenant=`` on a call of a model without custom fields is a
 mistake (QueryValidationError, :func:`~esmapper.custom_fields._access.require_custom_fields`).
 
 The rule, checked against what is **stored**, never against the object a caller hands in:
@@ -57,14 +57,7 @@ __all__ = [
     "check_tenant_writes",
     "check_writes",
     "in_tenant",
-    "session_tenant",
 ]
-
-
-def session_tenant(info: Any, tenant: str | None) -> str | None:
-    """The tenant a session opened with ``tenant`` applies to a call on ``info``'s model:
-    ``tenant`` for a model with custom fields, ``None`` for one without (it has none)."""
-    return tenant if tenant is not None and info.custom_access is not None else None
 
 
 def in_tenant(info: Any, doc: Any, tenant: str | None) -> bool:

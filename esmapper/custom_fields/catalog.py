@@ -52,7 +52,8 @@ def tenant_path(info: ModelInfo) -> str:
     :data:`IDX_TENANT`, which the write
     pipeline fills (``idx["tenant"]``) for such models only."""
     field = info.index.tenant_field if info.index is not None else None
-    if field and info.custom_access is not None and info.custom_access.uses_tenant_field(info):
+    feature: Any = info.points.feature("custom_fields")  # (its access: _access.access_of)
+    if field and feature is not None and feature.access.uses_tenant_field(info):
         found = info.catalog.get(field)
         if found is not None and found.exact_path is not None:
             return found.exact_path

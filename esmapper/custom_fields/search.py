@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
-from esmapper.custom_fields._access import require_custom_fields
+from esmapper.custom_fields._access import access_of, require_custom_fields
 from esmapper.custom_fields.catalog import TenantCatalog, tenant_path
 from esmapper.errors import QueryValidationError
 from esmapper.query import compile_filter
@@ -110,8 +110,9 @@ def tenant_source_fields(
             out.append(own or path)
             continue
         out.append(slot)
-        if include and "." not in path and info.custom_access is not None:
-            out.extend(info.custom_access.source_paths(info))
+        access = access_of(info) if include and "." not in path else None
+        if access is not None:
+            out.extend(access.source_paths(info))
     return list(dict.fromkeys(out))
 
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MAX_TARGET_CHARS", "PitTarget", "pit_target", "umbrella_expression"]
+__all__ = ["MAX_TARGET_CHARS", "pit_target", "umbrella_expression"]
 
 #: The longest index list a point in time is opened on before it is shortened to yearly
 #: wildcards: the request line (``POST /<list>/_pit?keep_alive=5m&ignore_unavailable=true

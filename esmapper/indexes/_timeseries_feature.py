@@ -69,18 +69,12 @@ class TimeSeries(Feature):
                     field=field,
                 ) from None
 
-    # -- search ---------------------------------------------------------------------------
-
     # -- by-query writes (point: by_query) -------------------------------------------------
 
     def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
-        """A by-query request names the partitions one by one
-        (:func:`~esmapper.indexes._pit_target.pit_target`, after ``GET
-        /_alias/<umbrella>``), with ``ignore_unavailable=true`` and
-        ``allow_no_indices=true`` (a partition retention deletes in between is skipped),
-        as the scans' point in time does: the local test server runs a by-query request
-        on an alias of several indexes over one of them only (:meth:`search_targets`).
-        ``None``: no partition."""
+        """A by-query request names the partitions one by one (:meth:`search_targets`),
+        with ``ignore_unavailable`` and ``allow_no_indices`` (a partition retention
+        deletes in between is skipped). ``None``: no partition."""
         found = self.search_targets(ctx, None)
         if found is None:
             return None
@@ -101,6 +95,7 @@ class TimeSeries(Feature):
             raise QueryValidationError(str(error), field="partitions") from None
 
     def search_targets(self, ctx: Context, pruned: Sequence[str] | None) -> PitTarget | None:
-        """The partitions named one by one (:func:`~esmapper.indexes._pit_target.pit_target`:
-        ``GET /_alias/<umbrella>``), or the pruned ones; ``None``: no partition."""
+        """The partitions named one by one (the local test server runs a request on an
+        alias of several indexes over one of them only), after ``GET /_alias/<umbrella>``
+        (:func:`~esmapper.indexes._pit_target.pit_target`), or the pruned ones."""
         return pit_target(ctx.client, ctx.spec(self.info.cls), pruned)

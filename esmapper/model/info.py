@@ -197,14 +197,6 @@ class ModelInfo:
     def name(self) -> str:
         return self.cls.__name__
 
-    @property
-    def custom_access(self) -> Any:
-        """How the documents hold custom values and name their tenant (the custom-field
-        feature's :class:`esmapper.custom_fields._access.CustomValues`; ``None``: the
-        model has none). Kept for the callers that read it from here."""
-        feature = self.points.feature("custom_fields")
-        return None if feature is None else getattr(feature, "access", None)
-
     def normalize(self, doc: Any) -> None:
         """Check and convert, in place, what ``doc``'s lists and embedded objects hold.
 
@@ -231,8 +223,6 @@ class ModelInfo:
         """The Elasticsearch mapping body (``{"dynamic": ..., "properties": {...}}``), with
         what the model's features add (their ``mapping`` point)."""
         body: dict[str, Any] = {"properties": self.properties}
-        for hook in self.points.mapping:  # what the features add (dynamic templates...)
-            hook(body)
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
         for hook in self.points.mapping:  # what the model's features add (a fresh body)

@@ -9,7 +9,7 @@ import pytest
 
 import esmapper as em
 from esmapper import _features
-from esmapper.custom_fields._access import DICT_VALUES, VIRTUAL_VALUES, custom_access
+from esmapper.custom_fields._access import DICT_VALUES, VIRTUAL_VALUES, access_of, custom_access
 from esmapper.custom_fields._feature import CustomFields
 from esmapper.custom_fields.types import model_types, standard_field_types
 
@@ -47,13 +47,13 @@ def test_the_feature_is_attached_to_models_with_custom_fields_only() -> None:
     assert isinstance(feature, CustomFields)
     assert feature.mapping in Contact.__esmapper__.points.mapping
     assert Plain.__esmapper__.points.feature("custom_fields") is None
-    assert Plain.__esmapper__.custom_access is None
+    assert access_of(Plain.__esmapper__) is None
 
 
 def test_the_feature_holds_the_value_access_and_the_types() -> None:
     assert custom_access(Contact()) is DICT_VALUES
     assert custom_access(Virtual()) is VIRTUAL_VALUES
-    assert Contact.__esmapper__.custom_access is DICT_VALUES  # kept for its callers
+    assert access_of(Contact.__esmapper__) is DICT_VALUES
     assert [t.type for t in model_types(Contact.__esmapper__)] == [
         t.type for t in standard_field_types()
     ]
@@ -82,10 +82,10 @@ def test_without_the_feature_the_model_layer_maps_no_custom_field() -> None:
         mapping = Contact.__esmapper__.mapping
         assert "dynamic_templates" not in mapping
         assert mapping["properties"]["idx"] == {"type": "object", "enabled": False}
-        assert Contact.__esmapper__.custom_access is None
+        assert access_of(Contact.__esmapper__) is None
     finally:
         _features.register(CustomFields)
-    assert Contact.__esmapper__.custom_access is DICT_VALUES
+    assert access_of(Contact.__esmapper__) is DICT_VALUES
 
 
 def test_a_virtual_model_cannot_name_a_tenant_field() -> None:

@@ -11,8 +11,9 @@ from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import NotFoundError
 
 import esmapper as em
+from esmapper._pit import PitTarget
 from esmapper.indexes import IndexSpec
-from esmapper.indexes._pit_target import PitTarget, pit_target, umbrella_expression
+from esmapper.indexes._pit_target import pit_target, umbrella_expression
 
 
 class Visit(em.Document, em.HasDates):
