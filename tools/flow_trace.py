@@ -277,7 +277,7 @@ def measure(calls: Sequence[Call], layer: Callable[[str], int] = layer_of) -> Fi
 # -- scenarios (a real mapper against a test server) ----------------------------------
 
 
-def _models() -> tuple[type, type]:
+def _models() -> tuple[type, type, type]:
     import esmapper as em
 
     class FlowWidget(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
@@ -299,17 +299,25 @@ def _models() -> tuple[type, type]:
         name: str = em.field(em.Keyword(), default="")
         company_id: str = em.field(em.Keyword(), default="")
 
-    return FlowWidget, FlowEmployee
+    class FlowNote(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
+        class Index:
+            name = "flow_notes"
+            settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+        text: str = em.field(em.Keyword(), default="")
+        n: int = em.field(em.Integer(), default=0)
+
+    return FlowWidget, FlowEmployee, FlowNote
 
 
 def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
     """name -> (what to follow, the operation); each runs on its own index prefix."""
     import esmapper as em
 
-    widget, employee = _models()
+    widget, employee, note = _models()
 
     def mapper(tag: str) -> em.Mapper:
-        made = em.Mapper(url, models=[widget, employee], index_prefix=f"flow-{tag}-")
+        made = em.Mapper(url, models=[widget, employee, note], index_prefix=f"flow-{tag}-")
         made.delete_indexes()
         made.configure_indexes()
         return made
@@ -341,6 +349,31 @@ def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
         m.delete_indexes()
         m.close()
 
+    def patch_all_script() -> None:  # a model not cached: one _update_by_query
+        m = mapper("script")
+        repo: em.Repository[Any] = m.repository(note)
+        repo.add([note(text=f"t{i}", n=i) for i in range(3)], consistency="immediate")
+        script = em.ScriptPatch("ctx._source.n += params.k", params={"k": 1})
+        run(lambda: repo.patch_all("n:>=0", script, consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
+    def remove_all() -> None:  # a cached model: the scan's pages as conditional deletes
+        m = mapper("remove")
+        repo: em.Repository[Any] = m.repository(widget)
+        repo.add([widget(name=f"w{i}", group="a", n=i) for i in range(3)], consistency="immediate")
+        run(lambda: repo.remove_all("group:a", consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
+    def remove_all_by_query() -> None:  # a model not cached, no receivers: _delete_by_query
+        m = mapper("delete")
+        repo: em.Repository[Any] = m.repository(note)
+        repo.add([note(text=f"t{i}", n=i) for i in range(3)], consistency="immediate")
+        run(lambda: repo.remove_all("n:>=0", consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
     def write_documents() -> None:
         m = mapper("write")
         repo: em.Repository[Any] = m.repository(widget)
@@ -349,10 +382,14 @@ def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
         m.close()
 
     patch = Follow("esmapper._by_query", "patch_all", "repo")
+    remove = Follow("esmapper._by_query", "remove_all", "repo")
     write = Follow("esmapper._writes", "write_documents", "options")
     return {
         "patch_all": (patch, patch_all),
         "patch_all_custom": (patch, patch_all_custom),
+        "patch_all_script": (patch, patch_all_script),
+        "remove_all": (remove, remove_all),
+        "remove_all_by_query": (remove, remove_all_by_query),
         "write_documents": (write, write_documents),
     }
 
@@ -365,6 +402,17 @@ def run(operation: Callable[[], Any]) -> None:
     _running["calls"] = trace(operation, _running["follow"], _running["root"])
 
 
+def _module_of(name: str) -> str:
+    """The module of ``module.qualified.name`` (the longest prefix placed in a layer)."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:end])
+        with contextlib.suppress(KeyError):
+            layer_of(module)
+            return module
+    raise KeyError(f"{name!r}: no module of it is in a layer")
+
+
 def _report(name: str, follow: Follow, calls: Sequence[Call], verbose: bool) -> dict[str, Any]:
     figures = measure(calls)
     print(f"{name}: follow {follow.module}.{follow.name}({follow.param}), depth {follow.depth}")
@@ -373,7 +421,7 @@ def _report(name: str, follow: Follow, calls: Sequence[Call], verbose: bool) -> 
         print("  files:", *figures.files, sep="\n    ")
         print("  climbs:")
         for low, high in figures.climbs:
-            print(f"    {low} [{layer_name(low.rsplit('.', 1)[0])}] -> {high}")
+            print(f"    {low} [{layer_name(_module_of(low))}] -> {high}")
         print("  returns:", *(f"{a} -> {b}" for a, b in figures.returns), sep="\n    ")
     return {"scenario": name, "depth": follow.depth, **figures.summary()}
 
