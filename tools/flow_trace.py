@@ -381,8 +381,8 @@ def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
         m.delete_indexes()
         m.close()
 
-    patch = Follow("esmapper._by_query", "patch_all", "repo")
-    remove = Follow("esmapper._by_query", "remove_all", "repo")
+    patch = Follow("esmapper._by_query", "patch_all", "listing")
+    remove = Follow("esmapper._by_query", "remove_all", "listing")
     write = Follow("esmapper._writes", "write_documents", "options")
     return {
         "patch_all": (patch, patch_all),
