@@ -55,6 +55,9 @@ point                  called by, and what for
                        pipeline); ``None``: nothing to write (no partition)
 ``read_params``        by-id reads (``esmapper.indexes.reads``): request parameters of one
                        id (``routing``)
+``rebuild``            after a reindex whose scripts ran (or a killed one that owes it):
+                       bring what the feature derives in the stored documents up to date
+                       (custom-field ``idx``); :mod:`esmapper.indexes._idx_owed`
 =====================  =====================================================================
 
 A point is implemented by overriding the method of that name; :class:`Points` lists, per
@@ -117,6 +120,7 @@ POINTS: tuple[str, ...] = (
     "by_query",
     "read_params",
     "visible",
+    "rebuild",
 )
 
 
@@ -253,6 +257,11 @@ class Feature:
         every document is visible to it)."""
         return None
 
+    def rebuild(self, ctx: Context) -> int:
+        """Bring what the feature derives in the model's stored documents up to date
+        (after a reindex whose scripts ran); returns the number of documents written."""
+        return 0
+
 
 @attrs.frozen(slots=True)
 class Points:
@@ -276,6 +285,7 @@ class Points:
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
     visible: tuple[Callable[..., Any], ...] = ()
+    rebuild: tuple[Callable[..., Any], ...] = ()
     #: the call options the model's features read (:attr:`Feature.call_options`)
     options: frozenset[str] = frozenset()
 
