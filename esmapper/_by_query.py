@@ -46,7 +46,7 @@ from esmapper._patch_actions import (
     update_pending,
 )
 from esmapper._pending import PendingWrite
-from esmapper._scan import scan
+from esmapper._scan import Listing, scan
 from esmapper._settle import failure_error
 from esmapper._writes import write_documents
 from esmapper.bulk import BulkOutcome
@@ -58,7 +58,6 @@ from esmapper.results import FindHit, FindResults
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
-    from esmapper.repository import Repository
 
 __all__ = ["patch_all", "remove_all"]
 
@@ -72,10 +71,10 @@ _PAGE = 500
 _CONFLICT_ROUNDS = 5  # re-reads of conflicting documents by patch_all (``retries=``)
 
 
-def _batched(repo: Repository[Any], options: Options) -> bool:
+def _batched(listing: Listing, options: Options) -> bool:
     """Whether by-query writes go through the per-document batch path: the model is
     cached by default, or the call asks for ``cache=True``."""
-    return options.cache is True or repo.mapper.is_cached(repo.info)
+    return options.cache is True or listing.ctx.is_cached(listing.info)
 
 
 def _scan_options(options: Options, *, retry: bool = False) -> Options:
@@ -94,21 +93,21 @@ def _scan_options(options: Options, *, retry: bool = False) -> Options:
 
 
 def _matching_again(
-    repo: Repository[Any], filter: str | Query | None, options: Options, ids: list[str]
+    listing: Listing, filter: str | Query | None, options: Options, ids: list[str]
 ) -> list[FindHit[Any]]:
     """Those of ``ids`` that still match the by-query write's filter and options
     (:func:`_scan_options`): the filter compiled as the scan compiled it, restricted to
     ``ids``."""
     # every shard must answer: an id missing here would be dropped from the retries
     paging = {"limit": len(ids), "complete_only": True}
-    request = repo._search_request(filter, _scan_options(options, retry=True), paging)
+    request = listing.request(filter, _scan_options(options, retry=True), paging)
     only = Ids(values=ids)
     request.query = only if request.query is None else only & request.query
     return request.find().hits
 
 
 def _each_match(
-    repo: Repository[Any],
+    listing: Listing,
     filter: str | Query | None,
     options: Options,
     apply: Callable[[list[FindHit[Any]]], list[str]],
@@ -125,7 +124,7 @@ def _each_match(
     def page(results: FindResults[Any]) -> None:
         conflicted.extend(apply(results.hits))
 
-    scan(repo, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
+    scan(listing, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
     for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
         if not conflicted:
             break
@@ -134,14 +133,14 @@ def _each_match(
             # refreshed ("immediate"): the conflicting writes are visible, and the
             # recently-soft-deleted hint (for unrefreshed searches only) does not hide
             # a document restored meanwhile
-            hits = _matching_again(repo, filter, options, retry[start : start + _PAGE])
+            hits = _matching_again(listing, filter, options, retry[start : start + _PAGE])
             if hits:
                 conflicted.extend(apply(hits))
     return conflicted
 
 
 def patch_all(
-    repo: Repository[Any],
+    listing: Listing,
     filter: str | Query | None,
     patch: Patch,
     options: Options,
@@ -149,19 +148,20 @@ def patch_all(
     notify_ids: list[str] | None = None,
     seen: set[str] | None = None,
 ) -> int:
-    """See the module docstring. ``repo`` is the search of the matches (its compiled
-    filter, its scans); the writes take the context and the model. ``notify_ids``:
-    publish one message per listed id (noop ids included) once anything changed, instead
-    of one per changed id; ``seen`` collects the ids that matched."""
-    ctx, info = repo.mapper, repo.info
+    """See the module docstring. ``listing`` searches the matches (the filter compiled
+    as the model's searches compile it, the scans); the writes take its context and
+    model. ``notify_ids``: publish one message per listed id (noop ids included) once
+    anything changed, instead of one per changed id; ``seen`` collects the ids that
+    matched."""
+    ctx, info = listing.ctx, listing.info
     if (
         isinstance(patch, ScriptPatch)
         and notify_ids is None
-        and not _batched(repo, options)
+        and not _batched(listing, options)
         and not info.custom_fields  # idx is brought up to date per document
     ):
         # it writes each match at the version the last refresh made searchable: refreshed
-        query = repo._search_request(filter, _scan_options(options, retry=True), {})
+        query = listing.request(filter, _scan_options(options, retry=True), {})
         script = update_body(ctx, info, patch)["script"]
         return ByQuery(ctx, info, options).update(query.query_body(), script)
 
@@ -182,7 +182,7 @@ def patch_all(
         if not pendings:
             return []
         outcomes: list[BulkOutcome] = []
-        write_documents(ctx, pendings, inner, outcomes=outcomes)  # type: ignore[arg-type]
+        write_documents(ctx, pendings, inner, outcomes=outcomes)
         done = changed_ids(outcomes)
         changed += len(done)
         gone = removed_ids(info, outcomes)
@@ -197,17 +197,17 @@ def patch_all(
         return [str(o.id) for o in again]
 
     try:
-        still = _each_match(repo, filter, options, apply)
+        still = _each_match(listing, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            refresh(ctx, repo.spec)
+            refresh(ctx, listing.spec)
     if notify_ids is not None and changed:
         # one per listed id that matched (noop ones included), never one for an id that
         # is not there (missing, or another tenant's)
         listed: list[str | None] = [i for i in notify_ids if seen is None or i in seen]
         announce(ctx, info, listed, options, removed=removed)
     if still:
-        raise _kept_changing(repo, "patch_all", "patched", still, changed)
+        raise _kept_changing(listing, "patch_all", "patched", still, changed)
     if failures:
         raise failure_error(failures, [], len(failures) + changed)
     return changed
@@ -227,22 +227,23 @@ def _hit_pending(
     return client_side_pending(ctx, info, patch, hit.id, hit.index, source, hit.version)
 
 
-def remove_all(repo: Repository[Any], filter: str | Query | None, options: Options) -> int:
-    listened = any(signals.has_receivers(s, repo.model) for s in _REMOVE_SIGNALS)
-    if not listened and not _batched(repo, options):
-        query = repo._search_request(filter, _scan_options(options), {}).query_body()
-        return ByQuery(repo.mapper, repo.info, options).delete(query)
+def remove_all(listing: Listing, filter: str | Query | None, options: Options) -> int:
+    """See the module docstring: ``listing`` searches the matches; the deletes take its
+    context and model."""
+    ctx, info = listing.ctx, listing.info
+    listened = any(signals.has_receivers(s, info.cls) for s in _REMOVE_SIGNALS)
+    if not listened and not _batched(listing, options):
+        query = listing.request(filter, _scan_options(options), {}).query_body()
+        return ByQuery(ctx, info, options).delete(query)
 
     removed = 0
     inner = options.merge(consistency="eventual")
 
     def apply(hits: list[FindHit[Any]]) -> list[str]:
         nonlocal removed
-        pendings = [
-            PendingWrite("remove", hit.document, repo.info, guard=hit.version) for hit in hits
-        ]
+        pendings = [PendingWrite("remove", hit.document, info, guard=hit.version) for hit in hits]
         try:
-            removed += len(write_documents(repo.mapper, pendings, inner))
+            removed += len(write_documents(ctx, pendings, inner))
         except (BulkWriteError, DocumentError) as exc:
             removed += len(exc.succeeded)
             conflicts = [str(f.id) for f in exc.failures if f.status == 409]
@@ -252,23 +253,23 @@ def remove_all(repo: Repository[Any], filter: str | Query | None, options: Optio
         return []
 
     try:
-        still = _each_match(repo, filter, options, apply)
+        still = _each_match(listing, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            refresh(repo.mapper, repo.spec)
+            refresh(ctx, listing.spec)
     if still:
-        raise _kept_changing(repo, "remove_all", "removed", still, removed)
+        raise _kept_changing(listing, "remove_all", "removed", still, removed)
     return removed
 
 
 def _kept_changing(
-    repo: Repository[Any], call: str, done: str, still: list[str], count: int
+    listing: Listing, call: str, done: str, still: list[str], count: int
 ) -> VersionConflictError:
     """The error for documents that still conflicted after every retry round."""
     return VersionConflictError(
-        f"{call} on {repo.info.name}: {len(still)} document(s) kept changing concurrently "
-        f"and were not {done} ({count} were)",
+        f"{call} on {listing.info.name}: {len(still)} document(s) kept changing "
+        f"concurrently and were not {done} ({count} were)",
         ids=still,
-        index=repo.spec.alias,
+        index=listing.spec.alias,
         error_type="version_conflict_engine_exception",
     )

@@ -180,7 +180,7 @@ class ByQuery:
             ctx.invalidate_model(info)
             if total:  # also when a later round failed: these are gone
                 changes = [(None, ChangeType.REMOVED)]
-                publish_changes(ctx, info, changes, options)  # type: ignore[arg-type]
+                publish_changes(ctx, info, changes, options)
         return total
 
     def _params(self, request: Kind, query: Any, **extra: Any) -> dict[str, Any] | None:

@@ -19,15 +19,17 @@ if TYPE_CHECKING:
 
     from esmapper.bulk import BulkWriter
     from esmapper.cache import CacheClient, DocumentCache
-    from esmapper.custom_fields.repository import CustomFieldRepository
     from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.document import Document
     from esmapper.model.info import ModelInfo
     from esmapper.options import Options
+    from esmapper.repository import Repository
     from esmapper.signals import EntityChanged
 
 __all__ = ["Context"]
 
 T = TypeVar("T")
+D = TypeVar("D", bound="Document")
 
 
 class Context(Protocol):
@@ -64,9 +66,10 @@ class Context(Protocol):
         """The registered models, in registration order."""
         ...
 
-    def custom_fields(self, model: type) -> CustomFieldRepository:
-        """The repository of ``model``'s custom-field definitions (``TypeError``: the
-        model has no custom fields)."""
+    def repository(self, model: type[D]) -> Repository[D]:
+        """The repository of a registered model (registers it on first use): what a
+        feature reads or writes its own documents through (the repository holds the
+        ``Mapper``, the user's facade, that made it)."""
         ...
 
     def server_version(self) -> tuple[int, int] | None:

@@ -72,6 +72,7 @@ POINTS: tuple[str, ...] = (
     "by_query",
     "read_params",
     "visible",
+    "rebuild",
 )
 
 
@@ -215,6 +216,12 @@ class Feature:
         ``options`` applies to what it found (``None``: every document is visible)."""
         return None
 
+    def rebuild(self, ctx: Context) -> int:
+        """:mod:`esmapper.indexes._idx_owed`, after a reindex whose scripts ran (or a killed
+        one that owes it): bring what the feature derives in the model's stored documents
+        up to date (custom-field ``idx``); returns the number of documents written."""
+        return 0
+
 
 @attrs.frozen(slots=True)
 class Points:
@@ -238,6 +245,7 @@ class Points:
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
     visible: tuple[Callable[..., Any], ...] = ()
+    rebuild: tuple[Callable[..., Any], ...] = ()
     #: the call options the model's features read (:attr:`Feature.call_options`)
     options: frozenset[str] = frozenset()
 

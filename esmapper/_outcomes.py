@@ -26,7 +26,7 @@ from esmapper.indexes._fence import is_fence
 from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
 __all__ = ["UNKNOWN", "send", "send_answers"]
@@ -52,17 +52,17 @@ _ABSENT = _Absent()
 
 
 def send(
-    mapper: Mapper,
+    ctx: Context,
     actions: Sequence[BulkAction],
     *,
     refresh: bool | Literal["wait_for"] | None,
 ) -> list[BulkOutcome]:
     """:func:`send_answers`, with a :class:`BulkOutcome` for every action."""
-    return outcomes_of(actions, send_answers(mapper, actions, refresh=refresh))
+    return outcomes_of(actions, send_answers(ctx, actions, refresh=refresh))
 
 
 def send_answers(
-    mapper: Mapper,
+    ctx: Context,
     actions: Sequence[BulkAction],
     *,
     refresh: bool | Literal["wait_for"] | None,
@@ -103,24 +103,24 @@ def send_answers(
     version. Read back, it is read through the same fence; the fence gone, it stays
     unknown.
     """
-    _require_aliases(mapper, actions)
-    _shape(mapper, actions)
+    _require_aliases(ctx, actions)
+    _shape(ctx, actions)
     try:
         try:
-            answers = mapper.writer._write(actions, refresh=refresh)
+            answers = ctx.writer._write(actions, refresh=refresh)
         except BulkRequestError as exc:
-            exc.outcomes = _resolve(mapper, exc.outcomes, refresh)
+            exc.outcomes = _resolve(ctx, exc.outcomes, refresh)
             raise
         if BulkOutcome not in map(type, answers):  # the common case: every item applied
             return answers
-        outcomes = superseded(mapper, outcomes_of(actions, answers), _resend(mapper, refresh))
-        outcomes = _recreate_vanished(mapper, outcomes, refresh)
-        return _resolve(mapper, outcomes, refresh)
+        outcomes = superseded(ctx, outcomes_of(actions, answers), _resend(ctx, refresh))
+        outcomes = _recreate_vanished(ctx, outcomes, refresh)
+        return _resolve(ctx, outcomes, refresh)
     finally:
-        _invalidate(mapper, actions)
+        _invalidate(ctx, actions)
 
 
-def _shape(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+def _shape(ctx: Context, actions: Sequence[BulkAction]) -> None:
     """The ``shape`` point (:mod:`esmapper._features`): each model's features complete
     its actions in place (an ingest pipeline, a routing), before the first send; resends
     are these same actions (or copies of them). A model no feature shapes costs nothing
@@ -128,27 +128,27 @@ def _shape(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
     infos = set(map(_INFO, actions))
     if len(infos) == 1:
         for hook in next(iter(infos)).points.shape:
-            hook(mapper, actions)
+            hook(ctx, actions)
         return
     for info in infos:
         if info.points.shape:
             mine = [a for a in actions if a.ref.info is info]
             for hook in info.points.shape:
-                hook(mapper, mine)
+                hook(ctx, mine)
 
 
-def _expected(mapper: Mapper, action: BulkAction) -> Mapping[str, Any] | None:
+def _expected(ctx: Context, action: BulkAction) -> Mapping[str, Any] | None:
     """The ``expected_source`` point: what an applied ``action`` stored, as its model's
     features tell (its body when none changes it; ``None``: it cannot be told)."""
     source: Mapping[str, Any] | None = action.body
     for hook in action.ref.info.points.expected_source:
-        source = hook(mapper, action, source)
+        source = hook(ctx, action, source)
         if source is None:
             break
     return source
 
 
-def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
+def _require_aliases(ctx: Context, actions: Sequence[BulkAction]) -> None:
     """The guard of "every document write goes through the model's aliases"
     (:meth:`IndexSpec.write_name <esmapper.indexes.spec.IndexSpec.write_name>`), in the one
     place every document write passes, before anything is sent: an action naming one of
@@ -170,7 +170,7 @@ def _require_aliases(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
         key = last = (cls, action.index)
         flag = aliases.get(key)  # type: ignore[assignment]
         if flag is None:
-            spec = mapper.spec(cls)
+            spec = ctx.spec(cls)
             through = spec.write_name(action.index)  # ValueError: not the model's at all
             if through != action.index:
                 raise ValueError(
@@ -197,7 +197,7 @@ def _vanished(outcome: BulkOutcome) -> bool:
 
 
 def _recreate_vanished(
-    mapper: Mapper, outcomes: list[BulkOutcome], refresh: bool | Literal["wait_for"] | None
+    ctx: Context, outcomes: list[BulkOutcome], refresh: bool | Literal["wait_for"] | None
 ) -> list[BulkOutcome]:
     """Make the targets of writes whose alias vanished exist again
     (:meth:`IndexSpec.ensure_again <esmapper.indexes.spec.IndexSpec.ensure_again>`, once
@@ -213,7 +213,7 @@ def _recreate_vanished(
     resend: list[int] = []
     for (cls, target), group in by_target.items():
         try:
-            mapper.spec(cls).ensure_again(mapper.client, target)
+            ctx.spec(cls).ensure_again(ctx.client, target)
         except (EsmapperError, ApiError, TransportError) as exc:
             for i in group:
                 result[i] = attrs.evolve(
@@ -225,17 +225,17 @@ def _recreate_vanished(
         resend += group
     if resend:
         resend.sort()
-        again = _write_again(mapper, [result[i].action for i in resend], refresh)
+        again = _write_again(ctx, [result[i].action for i in resend], refresh)
         for i, outcome in zip(resend, again, strict=True):
             result[i] = outcome
     return result
 
 
-def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
-    if mapper.documents is None or not actions:  # no cache client at all
+def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
+    if ctx.documents is None or not actions:  # no cache client at all
         return
     if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
-        mapper.invalidate_ids(actions[0].ref.info, map(_ID, actions))
+        ctx.invalidate_ids(actions[0].ref.info, map(_ID, actions))
         return
     by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
     for action in actions:
@@ -243,11 +243,11 @@ def _invalidate(mapper: Mapper, actions: Sequence[BulkAction]) -> None:
         if action.id is not None:
             by_model.setdefault(pending.info.cls, (pending.info, []))[1].append(action.id)
     for info, ids in by_model.values():
-        mapper.invalidate_ids(info, ids)
+        ctx.invalidate_ids(info, ids)
 
 
 def _resolve(
-    mapper: Mapper, outcomes: Sequence[BulkOutcome], refresh: bool | Literal["wait_for"] | None
+    ctx: Context, outcomes: Sequence[BulkOutcome], refresh: bool | Literal["wait_for"] | None
 ) -> list[BulkOutcome]:
     result = list(outcomes)
     checked: set[int] = set()
@@ -263,9 +263,9 @@ def _resolve(
         if not open_:
             break
         try:
-            stored = _read_back(mapper, [result[i].action for i in open_])
+            stored = _read_back(ctx, [result[i].action for i in open_])
             made = {  # what a feature made of the body (else the body is compared)
-                i: _expected(mapper, result[i].action)
+                i: _expected(ctx, result[i].action)
                 for i, current in zip(open_, stored, strict=True)
                 if result[i].action.op in ("create", "index")
                 and result[i].action.ref.info.points.expected_source
@@ -318,7 +318,7 @@ def _resolve(
                 if condition is not None and action.if_seq_no is None:
                     # never overwrite what was written since: conditioned on the version
                     # read back, so sent to the fence of the index it was read from
-                    spec = mapper.spec(action.ref.info.cls)
+                    spec = ctx.spec(action.ref.info.cls)
                     action = attrs.evolve(
                         action,
                         index=spec.conditioned_target(action.index, _index_of(current)),
@@ -334,7 +334,7 @@ def _resolve(
         if not resend:
             continue
         checked.update(positions)
-        for i, outcome in zip(positions, _write_again(mapper, resend, refresh), strict=True):
+        for i, outcome in zip(positions, _write_again(ctx, resend, refresh), strict=True):
             result[i] = outcome
     for i, outcome in enumerate(result):
         if outcome.status == 0 and outcome.error_type != UNKNOWN:
@@ -385,14 +385,14 @@ def _written_after(
 
 
 def _resend(
-    mapper: Mapper, refresh: bool | Literal["wait_for"] | None
+    ctx: Context, refresh: bool | Literal["wait_for"] | None
 ) -> Callable[[list[BulkAction]], list[BulkOutcome]]:
     """:func:`_write_again` for :func:`esmapper._fenced.superseded`'s re-checked writes."""
-    return lambda actions: _write_again(mapper, actions, refresh, recheck=False)
+    return lambda actions: _write_again(ctx, actions, refresh, recheck=False)
 
 
 def _write_again(
-    mapper: Mapper,
+    ctx: Context,
     actions: list[BulkAction],
     refresh: bool | Literal["wait_for"] | None,
     *,
@@ -403,8 +403,8 @@ def _write_again(
     (:func:`esmapper._fenced.superseded`; re-checked against the content unless
     ``recheck`` is false: the resends of that re-check)."""
     try:
-        outcomes = mapper.writer.write(actions, refresh=refresh)
-        return superseded(mapper, outcomes, _resend(mapper, refresh) if recheck else None)
+        outcomes = ctx.writer.write(actions, refresh=refresh)
+        return superseded(ctx, outcomes, _resend(ctx, refresh) if recheck else None)
     except BulkRequestError as exc:
         known = {id(o.action): o for o in exc.outcomes}
         return [
@@ -443,7 +443,7 @@ _UNREADABLE = _Unreadable()
 Verdict = tuple[str, tuple[int, int] | None]
 
 
-def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
+def _read_back(ctx: Context, actions: Sequence[BulkAction]) -> list[Any]:
     """The stored documents of ``actions`` (real-time ``_mget``): the hit, ``None`` when
     missing, ``_UNREADABLE`` when the server answered that entry with an error."""
     docs = []
@@ -452,7 +452,7 @@ def _read_back(mapper: Mapper, actions: Sequence[BulkAction]) -> list[Any]:
         if action.routing is not None:
             spec["routing"] = action.routing
         docs.append(spec)
-    response = mapper.client.mget(docs=docs)
+    response = ctx.client.mget(docs=docs)
     return [
         _UNREADABLE if "error" in d else (d if d.get("found") else None)
         for d in response.body["docs"]

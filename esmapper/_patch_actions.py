@@ -161,7 +161,7 @@ def announce(  # noqa: PLR0917
             options=options,
         )
     changes = [(i, ChangeType.REMOVED if i in removed else ChangeType.SAVED) for i in ids]
-    publish_changes(ctx, info, changes, options)  # type: ignore[arg-type]  # (a Context)
+    publish_changes(ctx, info, changes, options)
 
 
 def removed_ids(info: ModelInfo, outcomes: Iterable[BulkOutcome]) -> set[str]:

@@ -104,9 +104,9 @@ from esmapper.signals import ModifiedDocument
 
 if TYPE_CHECKING:
     from esmapper._context import Context
+    from esmapper._scan import Listing
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import ModelInfo
-    from esmapper.repository import Repository
 
 __all__ = ["check_patch", "patch_all", "patch_ids", "remove_all"]
 
@@ -123,34 +123,32 @@ def check_patch(ctx: Context, info: ModelInfo, patch: Patch, options: Options) -
         hook(call, [PendingWrite("patch", None, info, form=form)])
 
 
-def patch_ids(
-    repo: Repository[Any], ids: str | Iterable[str], patch: Patch, options: Options
-) -> None:
-    """``repo.patch``: see the module docstring. ``repo`` searches the ids where a patch
-    runs as ``patch_all`` over them; the writes take its context, model and spec."""
+def patch_ids(listing: Listing, ids: str | Iterable[str], patch: Patch, options: Options) -> None:
+    """``repo.patch``: see the module docstring. ``listing`` searches the ids where a
+    patch runs as ``patch_all`` over them; the writes take its context, model and spec."""
     id_list = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
     for id in id_list:
         check_id(id)
     if not id_list:
         return
-    ctx, info, spec = repo.mapper, repo.info, repo.spec
+    ctx, info, spec = listing.ctx, listing.info, listing.spec
     if options.tenant is not None:
         # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
         # tenant's id absent, whatever the patch type (and refuses tenant= on a model
         # without custom fields)
         notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
-        _patch_scanned(repo, id_list, patch, options, notify_all=notify_all)
+        _patch_scanned(listing, id_list, patch, options, notify_all=notify_all)
         return
     if isinstance(patch, PartialPatch) and (info.custom_fields or _soft_deletes(info, patch)):
         # idx is recomputed from the stored document, and a soft delete is a removal only
         # if the stored document was not deleted: per document, at the version read
-        _patch_scanned(repo, id_list, patch, options, notify_all=False)
+        _patch_scanned(listing, id_list, patch, options, notify_all=False)
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
         _patch_located(ctx, info, spec, id_list, patch, options)
         return
     if len(id_list) > 1:
-        _patch_scanned(repo, id_list, patch, options, notify_all=True)
+        _patch_scanned(listing, id_list, patch, options, notify_all=True)
         return
     _patch_one_client_side(ctx, info, spec, id_list[0], patch, options)
 
@@ -173,7 +171,7 @@ def _patch_located(  # noqa: PLR0917
         update_pending(info, patch, id, body, targets[id]) for id in id_list if id in targets
     ]
     outcomes: list[BulkOutcome] = []
-    write_documents(ctx, pendings, options, outcomes=outcomes)  # type: ignore[arg-type]
+    write_documents(ctx, pendings, options, outcomes=outcomes)
     changed = changed_ids(outcomes)
     announce(ctx, info, changed, options)
     failed = [o for o in outcomes if not o.ok]
@@ -193,7 +191,7 @@ def _soft_deletes(info: Any, patch: PartialPatch) -> bool:
 
 
 def _patch_scanned(
-    repo: Repository[Any], id_list: list[str], patch: Patch, options: Options, *, notify_all: bool
+    listing: Listing, id_list: list[str], patch: Patch, options: Options, *, notify_all: bool
 ) -> None:
     """``patch(ids)`` as a ``patch_all`` over those ids (each document written at the version
     the scan read); ``notify_all``: one message per listed id once anything changed."""
@@ -201,7 +199,7 @@ def _patch_scanned(
     # by id is real-time: refresh, so documents written a moment ago are found
     consistency = "immediate" if options.consistency == "eventual" else options.consistency
     patch_all(
-        repo,
+        listing,
         Ids(values=id_list),
         patch,
         options.merge(soft_deletes="all", consistency=consistency),
@@ -210,9 +208,9 @@ def _patch_scanned(
     )
     absent = [id for id in id_list if id not in seen]
     if absent and len(id_list) == 1:
-        raise DocumentNotFoundError(id_list[0], index=repo.spec.alias)
+        raise DocumentNotFoundError(id_list[0], index=listing.spec.alias)
     if absent:
-        raise BulkWriteError([_missing(repo.spec, id) for id in absent], sorted(seen))
+        raise BulkWriteError([_missing(listing.spec, id) for id in absent], sorted(seen))
 
 
 def _missing(spec: IndexSpec, id: str) -> BulkItemFailure:
@@ -240,7 +238,7 @@ def _patch_one_client_side(  # noqa: PLR0917
         return
     outcomes: list[BulkOutcome] = []
     # (settled: the patched document holds the version and source stored)
-    write_documents(ctx, [pending], options, outcomes=outcomes)  # type: ignore[arg-type]
+    write_documents(ctx, [pending], options, outcomes=outcomes)
     outcome = outcomes[0]
     if not outcome.ok:
         raise_for(outcome, info)

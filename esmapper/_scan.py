@@ -45,20 +45,25 @@ was given to ``on_page``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper._pit import expired_error, release
+from esmapper._search import SearchRequest
 from esmapper.errors import SnapshotExpiredError
 from esmapper.options import Options, Snapshot
 from esmapper.results import FindResults, decode_token
 
 if TYPE_CHECKING:
-    from esmapper._searching import Searching
+    from esmapper._context import Context
+    from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
 
-__all__ = ["MAX_REOPENS", "scan"]
+__all__ = ["MAX_REOPENS", "Listing", "scan"]
 
 log = logging.getLogger("esmapper.repository")
 
@@ -66,8 +71,34 @@ log = logging.getLogger("esmapper.repository")
 MAX_REOPENS: Final = 10
 
 
+@attrs.frozen(slots=True)
+class Listing:
+    """The searches of one model as a repository makes them, and what a scan or a
+    by-query write needs besides: the context, the model, its index spec, and ``scope``,
+    a clause every search of the listing is restricted to (a custom-field definitions
+    repository sees only its entity type). Sends nothing by itself."""
+
+    ctx: Context
+    info: ModelInfo
+    spec: IndexSpec
+    scope: Query | None = None
+
+    def request(
+        self, filter: str | Query | None, options: Options, search_args: Mapping[str, Any]
+    ) -> SearchRequest:
+        """The compiled search of ``filter`` under ``options`` (``search_args``: the
+        search's own keywords, those of ``find``), within :attr:`scope`. Raises
+        QueryValidationError before anything is sent."""
+        request = SearchRequest(self.ctx, self.info, options, filter=filter, **search_args)
+        scope = self.scope
+        if scope is not None:
+            query = request.query
+            request.query = scope if query is None else Q("bool", filter=[scope], must=[query])
+        return request
+
+
 def scan(
-    repo: Searching[Any],
+    listing: Listing,
     filter: str | Query | None,
     on_page: Callable[[FindResults[Any]], bool | None],
     options: Options,
@@ -79,8 +110,8 @@ def scan(
 ) -> int:
     """Call ``on_page`` with each page of results (at most ``limit`` hits) until they run out or it
     returns ``False``; returns the number of hits delivered. ``snapshot`` is the keep-alive
-    (see :func:`esmapper._pit.keep_alive`); each page is searched under ``options`` with
-    the other keywords of ``repo.find`` in ``search_args`` (a ``search_after`` token
+    (see :func:`esmapper._pit.keep_alive`); each page is ``listing``'s search under
+    ``options`` with the other keywords of ``find`` in ``search_args`` (a ``search_after`` token
     starts after it). Raises
     :class:`~esmapper.errors.SnapshotExpiredError` as the module docstring says, and
     whatever ``on_page`` raises."""
@@ -96,9 +127,9 @@ def scan(
                 "search_after": after,
                 "complete_only": True,
             }
-            results = repo._search_request(filter, options, {**search_args, **paging}).find()
+            results = listing.request(filter, options, {**search_args, **paging}).find()
         except SnapshotExpiredError as exc:  # a new point in time lost at once: no progress
-            raise _so_far(repo, exc, delivered, pages, last_sort) from exc
+            raise _so_far(listing, exc, delivered, pages, last_sort) from exc
         try:
             while results:
                 stop = on_page(results) is False
@@ -113,12 +144,12 @@ def scan(
                 except SnapshotExpiredError as exc:
                     results.pit_id = None  # gone: nothing to close
                     if not reopen or reopened >= MAX_REOPENS:
-                        raise _so_far(repo, exc, delivered, pages, last_sort) from exc
+                        raise _so_far(listing, exc, delivered, pages, last_sort) from exc
                     reopened += 1
                     log.warning(
                         "%s scan: the point in time was lost after %d page(s) (%s); "
                         "continuing after %r in a new one",
-                        repo.info.name,
+                        listing.info.name,
                         pages,
                         exc.reason,
                         last_sort,
@@ -128,18 +159,18 @@ def scan(
             else:
                 return delivered
         finally:
-            _close(repo, results)
+            _close(listing, results)
 
 
-def _close(repo: Searching[Any], results: FindResults[Any]) -> None:
+def _close(listing: Listing, results: FindResults[Any]) -> None:
     """Close the point in time of a scan that ends before its last page."""
     if results.pit_id is not None:
-        release(repo.mapper.client, results.pit_id)
+        release(listing.ctx.client, results.pit_id)
         results.pit_id = None
 
 
 def _so_far(
-    repo: Searching[Any],
+    listing: Listing,
     exc: SnapshotExpiredError,
     delivered: int,
     pages: int,
@@ -147,7 +178,7 @@ def _so_far(
 ) -> SnapshotExpiredError:
     """``exc`` with the progress of the whole scan (it may span several points in time)."""
     return expired_error(
-        repo.info.name,
+        listing.info.name,
         keep_alive=exc.keep_alive,
         processed=delivered,
         pages=pages,

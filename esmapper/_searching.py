@@ -59,6 +59,8 @@ class Searching(Generic[T]):
     info: ModelInfo
     #: the options a call runs under where it gives none
     defaults: Options
+    #: a clause every search of the repository is restricted to (``None``: none)
+    _scope: Query | None = None
 
     def options(self, **overrides: Any) -> Options:
         """The repository's default options with ``overrides`` applied."""
@@ -110,7 +112,12 @@ class Searching(Generic[T]):
     ) -> SearchRequest:
         """The compiled search of ``filter`` under ``options`` (``search_args``: the
         search's own keywords, those of :meth:`find`)."""
-        return SearchRequest(self.mapper, self.info, options, filter=filter, **search_args)
+        return self._listing().request(filter, options, search_args)
+
+    def _listing(self) -> _scan.Listing:
+        """This repository's searches as a scan or a by-query write runs them (the
+        repository's mapper as their context, its model, spec and scope)."""
+        return _scan.Listing(self.mapper, self.info, self.mapper.spec(self.model), self._scope)
 
     @limited(_defaults)
     def find(
@@ -384,7 +391,7 @@ class Searching(Generic[T]):
                 field="snapshot",
             )
         return _scan.scan(
-            self,
+            self._listing(),
             filter,
             lambda page: fn(page.documents),
             self.options(**given(locals())),

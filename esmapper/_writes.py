@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
@@ -68,7 +68,6 @@ from esmapper.options import Options, refresh_param
 
 if TYPE_CHECKING:
     from esmapper._context import Context
-    from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
 __all__ = [
@@ -244,10 +243,9 @@ def _write_patches(
         targets.append(target)
     actions = _actions(ctx, pendings, targets, options)
     confirmed: list[PendingWrite] = []
-    mapper = cast("Mapper", ctx)  # (esmapper._outcomes still takes the Mapper)
     try:
         try:
-            got = send(mapper, actions, refresh=refresh_param(options.consistency))
+            got = send(ctx, actions, refresh=refresh_param(options.consistency))
         except BulkRequestError as exc:
             confirmed = settle(call, [o.action for o in exc.outcomes], exc.outcomes, None)
             raise
@@ -299,9 +297,8 @@ def _send(
 ) -> list[PendingWrite]:
     """Steps 5-7: send, settle, raise the failures' error."""
     refresh = refresh_param(call.options.consistency)
-    mapper = cast("Mapper", call.ctx)  # (esmapper._outcomes still takes the Mapper)
     try:
-        answers = send_answers(mapper, actions, refresh=refresh)
+        answers = send_answers(call.ctx, actions, refresh=refresh)
     except BulkRequestError as exc:
         settle(call, [o.action for o in exc.outcomes], exc.outcomes, on_success)
         raise

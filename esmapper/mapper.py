@@ -18,6 +18,7 @@ from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
+from esmapper.custom_fields._access import definitions
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import connect, redis_url_from_env
@@ -210,7 +211,6 @@ class Mapper:
         self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
         self._specs: dict[type, IndexSpec] = {}
         self._repositories: dict[type, Repository[Any]] = {}
-        self._custom_fields: dict[type, CustomFieldRepository] = {}
         self._lock = threading.Lock()
         self._extensions: dict[str, Any] = {}
         self._install_known = False
@@ -394,14 +394,7 @@ class Mapper:
     def custom_fields(self, model: type) -> CustomFieldRepository:
         """The (cached, thread-safe) repository of ``model``'s custom-field definitions;
         ``TypeError`` for a model without ``em.HasCustomFields``."""
-        repo = self._custom_fields.get(model)
-        if repo is None:
-            self.spec(model)
-            with self._lock:
-                repo = self._custom_fields.get(model)
-                if repo is None:
-                    repo = self._custom_fields[model] = CustomFieldRepository(self, model)
-        return repo
+        return definitions(self, model)  # the custom-field feature's state (ctx.extension)
 
     @keywords_checked
     def session(

@@ -274,7 +274,7 @@ class Repository(Reading[T]):
         ``tenant=``, another tenant's id is missing, whatever the patch type. A patch that
         turns ``is_deleted`` from false to true publishes ``REMOVED``, like a save."""
         opts = self.options(**given(locals()))
-        _patching.patch_ids(self, ids, self._checked(patch, opts), opts)
+        _patching.patch_ids(self._listing(), ids, self._checked(patch, opts), opts)
 
     @limited(_defaults)
     def patch_all(
@@ -303,7 +303,7 @@ class Repository(Reading[T]):
         passes (:class:`OutcomeUnknownError`), so does Ctrl-C; documents it refused raise
         :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`."""
         opts = self.options(**given(locals()))
-        return _patching.patch_all(self, filter, self._checked(patch, opts), opts)
+        return _patching.patch_all(self._listing(), filter, self._checked(patch, opts), opts)
 
     def _checked(self, patch: Patch, options: Options) -> Patch:
         """``patch``, a ``PartialPatch`` checked against the model before anything is sent
@@ -343,7 +343,7 @@ class Repository(Reading[T]):
         delete-by-query runs as a task followed to its end, run again for version
         conflicts only once it ended: ``timeout=`` cancels it when it passes
         (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`)."""
-        return _patching.remove_all(self, filter, self.options(**given(locals())))
+        return _patching.remove_all(self._listing(), filter, self.options(**given(locals())))
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``

@@ -89,6 +89,10 @@ class Call:
     file: str
     function: str
     parent: int | None
+    #: the module of the interface the call was made through (``esmapper._context`` for
+    #: a ``Context`` method of the mapper, ``esmapper._features`` for a feature point),
+    #: ``None`` for a direct call
+    interface: str | None = None
 
 
 def _attributes(obj: object) -> Iterator[tuple[str, object]]:
@@ -145,6 +149,23 @@ def _arguments(frame: types.FrameType, closures: bool) -> Iterator[object]:
             yield local.get(name)
 
 
+def _interface(frame: types.FrameType) -> str | None:
+    """The module declaring the interface a method call was made through: a method of
+    the ``Context`` protocol (the mapper implements it), a feature point."""
+    from esmapper._context import Context
+    from esmapper._features import POINTS, Feature
+
+    name = frame.f_code.co_name
+    code = frame.f_code
+    this = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+    if isinstance(this, Feature) and name in POINTS:
+        return Feature.__module__
+    members = {n for n in vars(Context) if not n.startswith("_")} | set(Context.__annotations__)
+    if name in members and frame.f_globals.get("__name__") == "esmapper.mapper":
+        return Context.__module__
+    return None
+
+
 def trace(run: Callable[[], Any], follow: Follow, root: Path) -> list[Call]:
     """Run ``run`` and return the calls recorded during the first call of the followed
     function (module docstring). ``root``: the directory file names are made relative to."""
@@ -195,7 +216,7 @@ def trace(run: Callable[[], Any], follow: Follow, root: Path) -> list[Call]:
             path = path.relative_to(root)
         recorded[frame] = len(calls)
         qualname = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)  # 3.11+
-        calls.append(Call(module, path.as_posix(), qualname, parent))
+        calls.append(Call(module, path.as_posix(), qualname, parent, _interface(frame)))
 
     threading.setprofile(profile)
     sys.setprofile(profile)
@@ -239,8 +260,13 @@ def _returns(files: Sequence[str]) -> list[tuple[str, str]]:
     return found
 
 
-def measure(calls: Sequence[Call], layer: Callable[[str], int] = layer_of) -> Figures:
-    """Files, climbs and returns of a recorded call sequence (module docstring)."""
+def measure(
+    calls: Sequence[Call], layer: Callable[[str], int] = layer_of, *, interfaces: bool = False
+) -> Figures:
+    """Files, climbs and returns of a recorded call sequence (module docstring).
+    ``interfaces``: a call made through an interface (a ``Context`` method, a feature
+    point) is in the layer of the module that declares the interface, as a reader
+    following the code meets it (the caller names only the interface)."""
 
     def name(call: Call) -> str:
         return f"{call.module}.{call.function}"
@@ -253,7 +279,8 @@ def measure(calls: Sequence[Call], layer: Callable[[str], int] = layer_of) -> Fi
             continue
         parent = calls[call.parent]
         edge = (name(parent), name(call))
-        climbing = layer(call.module) > layer(parent.module)
+        called = call.interface if interfaces and call.interface else call.module
+        climbing = layer(called) > layer(parent.module)
         dynamic_climbs += climbing
         if edge not in edges:
             edges[edge] = i
@@ -277,7 +304,7 @@ def measure(calls: Sequence[Call], layer: Callable[[str], int] = layer_of) -> Fi
 # -- scenarios (a real mapper against a test server) ----------------------------------
 
 
-def _models() -> tuple[type, type]:
+def _models() -> tuple[type, type, type]:
     import esmapper as em
 
     class FlowWidget(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
@@ -299,17 +326,25 @@ def _models() -> tuple[type, type]:
         name: str = em.field(em.Keyword(), default="")
         company_id: str = em.field(em.Keyword(), default="")
 
-    return FlowWidget, FlowEmployee
+    class FlowNote(em.Document, em.HasDates, em.SoftDeletes, em.Versioned):
+        class Index:
+            name = "flow_notes"
+            settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+        text: str = em.field(em.Keyword(), default="")
+        n: int = em.field(em.Integer(), default=0)
+
+    return FlowWidget, FlowEmployee, FlowNote
 
 
 def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
     """name -> (what to follow, the operation); each runs on its own index prefix."""
     import esmapper as em
 
-    widget, employee = _models()
+    widget, employee, note = _models()
 
     def mapper(tag: str) -> em.Mapper:
-        made = em.Mapper(url, models=[widget, employee], index_prefix=f"flow-{tag}-")
+        made = em.Mapper(url, models=[widget, employee, note], index_prefix=f"flow-{tag}-")
         made.delete_indexes()
         made.configure_indexes()
         return made
@@ -341,6 +376,31 @@ def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
         m.delete_indexes()
         m.close()
 
+    def patch_all_script() -> None:  # a model not cached: one _update_by_query
+        m = mapper("script")
+        repo: em.Repository[Any] = m.repository(note)
+        repo.add([note(text=f"t{i}", n=i) for i in range(3)], consistency="immediate")
+        script = em.ScriptPatch("ctx._source.n += params.k", params={"k": 1})
+        run(lambda: repo.patch_all("n:>=0", script, consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
+    def remove_all() -> None:  # a cached model: the scan's pages as conditional deletes
+        m = mapper("remove")
+        repo: em.Repository[Any] = m.repository(widget)
+        repo.add([widget(name=f"w{i}", group="a", n=i) for i in range(3)], consistency="immediate")
+        run(lambda: repo.remove_all("group:a", consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
+    def remove_all_by_query() -> None:  # a model not cached, no receivers: _delete_by_query
+        m = mapper("delete")
+        repo: em.Repository[Any] = m.repository(note)
+        repo.add([note(text=f"t{i}", n=i) for i in range(3)], consistency="immediate")
+        run(lambda: repo.remove_all("n:>=0", consistency="immediate"))
+        m.delete_indexes()
+        m.close()
+
     def write_documents() -> None:
         m = mapper("write")
         repo: em.Repository[Any] = m.repository(widget)
@@ -348,11 +408,15 @@ def _scenarios(url: str) -> dict[str, tuple[Follow, Callable[[], Any]]]:
         m.delete_indexes()
         m.close()
 
-    patch = Follow("esmapper._by_query", "patch_all", "repo")
+    patch = Follow("esmapper._by_query", "patch_all", "listing")
+    remove = Follow("esmapper._by_query", "remove_all", "listing")
     write = Follow("esmapper._writes", "write_documents", "options")
     return {
         "patch_all": (patch, patch_all),
         "patch_all_custom": (patch, patch_all_custom),
+        "patch_all_script": (patch, patch_all_script),
+        "remove_all": (remove, remove_all),
+        "remove_all_by_query": (remove, remove_all_by_query),
         "write_documents": (write, write_documents),
     }
 
@@ -365,17 +429,32 @@ def run(operation: Callable[[], Any]) -> None:
     _running["calls"] = trace(operation, _running["follow"], _running["root"])
 
 
-def _report(name: str, follow: Follow, calls: Sequence[Call], verbose: bool) -> dict[str, Any]:
-    figures = measure(calls)
-    print(f"{name}: follow {follow.module}.{follow.name}({follow.param}), depth {follow.depth}")
+def _module_of(name: str) -> str:
+    """The module of ``module.qualified.name`` (the longest prefix placed in a layer)."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:end])
+        with contextlib.suppress(KeyError):
+            layer_of(module)
+            return module
+    raise KeyError(f"{name!r}: no module of it is in a layer")
+
+
+def _report(
+    name: str, follow: Follow, calls: Sequence[Call], verbose: bool, interfaces: bool = False
+) -> dict[str, Any]:
+    figures = measure(calls, interfaces=interfaces)
+    how = ", through interfaces" if interfaces else ""
+    followed = f"{follow.module}.{follow.name}({follow.param})"
+    print(f"{name}: follow {followed}, depth {follow.depth}{how}")
     print("  " + ", ".join(f"{k} {v}" for k, v in figures.summary().items()))
     if verbose:
         print("  files:", *figures.files, sep="\n    ")
         print("  climbs:")
         for low, high in figures.climbs:
-            print(f"    {low} [{layer_name(low.rsplit('.', 1)[0])}] -> {high}")
+            print(f"    {low} [{layer_name(_module_of(low))}] -> {high}")
         print("  returns:", *(f"{a} -> {b}" for a, b in figures.returns), sep="\n    ")
-    return {"scenario": name, "depth": follow.depth, **figures.summary()}
+    return {"scenario": name, "depth": follow.depth, "interfaces": interfaces, **figures.summary()}
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -385,6 +464,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, action="append", help="attribute depth (repeatable)")
     parser.add_argument("--attrs", help="follow only these attributes (comma-separated)")
     parser.add_argument("--closures", action="store_true", help="free variables count too")
+    parser.add_argument(
+        "--interfaces",
+        action="store_true",
+        help="a Context method or feature point call is in its interface's layer",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="list files, climbs, returns")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -411,7 +495,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                 )
                 _running.update(follow=follow, root=root)
                 operation()
-                results.append(_report(name, follow, _running.pop("calls"), args.verbose))
+                calls = _running.pop("calls")
+                results.append(_report(name, follow, calls, args.verbose, args.interfaces))
         if args.json:
             print(json.dumps(results, indent=1))
     return 0

@@ -20,12 +20,16 @@ scoped to a tenant may see and write is :mod:`esmapper.custom_fields._tenancy`'s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields.catalog import IDX_TENANT
 from esmapper.errors import IndexConfigurationError, QueryValidationError
 from esmapper.model.document import HasCustomFields, HasVirtualCustomFields
 from esmapper.model.state import state_of
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.custom_fields.repository import CustomFieldRepository
 
 __all__ = [
     "VIRTUAL_METHODS",
@@ -36,6 +40,7 @@ __all__ = [
     "access_of",
     "check_virtual",
     "custom_access",
+    "definitions",
     "require_custom_fields",
 ]
 
@@ -280,6 +285,20 @@ def access_of(info: Any) -> CustomValues | None:
     """The custom-value access of ``info``'s model (``None``: it has no custom fields)."""
     feature = info.points.feature("custom_fields")
     return None if feature is None else feature.access  # type: ignore[no-any-return]
+
+
+def definitions(ctx: Context, model: type) -> CustomFieldRepository:
+    """The repository of ``model``'s custom-field definitions that ``ctx`` keeps (one
+    per context and model, made the first time: the custom-field feature's state,
+    ``ctx.extension``). Registers ``model`` on first use; ``TypeError`` for a model
+    without custom fields. Sends nothing."""
+    feature = ctx.spec(model).info.points.feature("custom_fields")
+    if feature is None:
+        raise TypeError(
+            f"{model.__name__} has no custom fields "
+            "(em.HasCustomFields or em.HasVirtualCustomFields)"
+        )
+    return feature.definitions(ctx)  # type: ignore[attr-defined,no-any-return]
 
 
 def require_custom_fields(info: Any) -> CustomValues:

@@ -20,14 +20,14 @@ import time
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from esmapper.custom_fields._access import custom_access
+from esmapper.custom_fields._access import custom_access, definitions
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.errors import VersionConflictError
 from esmapper.model.state import stored_hit
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
 __all__ = ["DEFINITION_SAVE_ROUNDS", "DefinitionSaves", "Modified"]
@@ -69,10 +69,10 @@ class DefinitionSaves:
     fresh copy, up to :data:`DEFINITION_SAVE_ROUNDS` times. A definition that cannot be
     saved is logged (a warning), never a failed document write."""
 
-    __slots__ = ("computed", "groups", "mapper", "recheck")
+    __slots__ = ("computed", "ctx", "groups", "recheck")
 
-    def __init__(self, mapper: Mapper, recheck: Callable[..., None]) -> None:
-        self.mapper = mapper
+    def __init__(self, ctx: Context, recheck: Callable[..., None]) -> None:
+        self.ctx = ctx
         #: brings the ``idx`` of written documents up to date after a definition changed
         #: (:func:`esmapper.custom_fields.indexing.recheck_written`)
         self.recheck = recheck
@@ -95,8 +95,8 @@ class DefinitionSaves:
             # first: the definitions this write saves below must not count as a change
             for info, fields, changes, docs in computed:
                 done = [d for d in docs if written is None or id(d) in written]
-                if done and _changed_since(self.mapper, info, fields, changes):
-                    self.recheck(self.mapper, info, fields.tenant, done, refresh)
+                if done and _changed_since(self.ctx, info, fields, changes):
+                    self.recheck(self.ctx, info, fields.tenant, done, refresh)
         finally:
             self._save_definitions(written)
 
@@ -108,16 +108,16 @@ class DefinitionSaves:
                     # the working copy holds what failed writes did too: replay the others
                     replay = len(done) != len(docs)
                     _save_definition(
-                        self.mapper, group.cls, slot, group.copies[key], done, replay=replay
+                        self.ctx, group.cls, slot, group.copies[key], done, replay=replay
                     )
         self.groups = []
 
 
-def _changed_since(mapper: Mapper, info: ModelInfo, fields: TenantFields, changes: int) -> bool:
+def _changed_since(ctx: Context, info: ModelInfo, fields: TenantFields, changes: int) -> bool:
     """Whether the tenant's definitions may have changed since ``fields`` was read (a
     failure to tell is logged and counts as no change: the write itself succeeded)."""
     try:
-        changed: bool = mapper.custom_fields(info.cls).changed_since(fields, changes)
+        changed: bool = definitions(ctx, info.cls).changed_since(fields, changes)
     except Exception:
         log.warning(
             "%s: could not recheck the custom-field mapping of tenant %r after a write",
@@ -130,7 +130,7 @@ def _changed_since(mapper: Mapper, info: ModelInfo, fields: TenantFields, change
 
 
 def _save_definition(
-    mapper: Mapper,
+    ctx: Context,
     cls: type,
     slot: FieldSlot,
     definition: CustomFieldDefinition,
@@ -138,7 +138,7 @@ def _save_definition(
     *,
     replay: bool,
 ) -> None:
-    repo = mapper.custom_fields(cls)
+    repo = definitions(ctx, cls)
     for _round in range(DEFINITION_SAVE_ROUNDS):
         try:
             if replay:

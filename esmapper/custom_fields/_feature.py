@@ -5,6 +5,7 @@ when ``esmapper`` is imported; the core never imports this package."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -15,6 +16,7 @@ from esmapper.custom_fields._access import CustomValues, access_for, require_cus
 from esmapper.custom_fields._tenancy import check_partial_patch, check_patched, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import partial_doc, patched_source, reconcile, refresh_idx
+from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.custom_fields.types import CustomFieldType, check_options, dynamic_templates
 from esmapper.errors import IndexConfigurationError
 from esmapper.options import refresh_param
@@ -24,10 +26,32 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
     from esmapper.custom_fields.indexing import DefinitionSaves
-    from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
 __all__ = ["CustomFieldDefinitions", "CustomFields"]
+
+
+class _Definitions:
+    """The repositories of definitions a context keeps, one per model (the feature's
+    state under ``ctx.extension("custom_fields", ...)``), made on first use."""
+
+    __slots__ = ("_lock", "_made")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: dict[type, CustomFieldRepository] = {}
+
+    def of(self, ctx: Context, model: type) -> CustomFieldRepository:
+        found = self._made.get(model)
+        if found is None:
+            with self._lock:
+                found = self._made.get(model)
+                if found is None:
+                    # a repository is made with the Mapper (the user's facade) that made
+                    # ctx's repositories: the definitions repository is one of them
+                    mapper = ctx.repository(CustomFieldDefinition).mapper
+                    found = self._made[model] = CustomFieldRepository(mapper, model)
+        return found
 
 
 @register
@@ -134,8 +158,7 @@ class CustomFields(Feature):
         (:func:`indexing.patched_source`). Returns the script updates, whose ``idx``
         :meth:`finish_patches` brings up to date (Painless cannot run the types'
         processing). Sends nothing unless a tenant's definitions are not cached."""
-        mapper = cast("Mapper", call.ctx)  # (refresh_idx reaches the definitions through it)
-        info, scripts, documents = self.info, [], []
+        ctx, info, scripts, documents = call.ctx, self.info, [], []
         for pending in pendings:
             form = pending.form
             assert form is not None and pending.id is not None
@@ -145,14 +168,14 @@ class CustomFields(Feature):
                     continue
                 assert form.body is not None
                 source = pending.original_source or {}
-                doc = partial_doc(mapper, info, source, form.body["doc"], pending.id)
+                doc = partial_doc(ctx, info, source, form.body["doc"], pending.id)
                 form.body = {**form.body, "doc": doc}
             elif form.body is not None:  # a JsonPatch's source
-                patched_source(mapper, info, pending.doc, form.body)
+                patched_source(ctx, info, pending.doc, form.body)
             else:  # an ActionPatch's document (its source is made from it)
                 documents.append(pending.doc)
         if documents:
-            refresh_idx(mapper, documents)
+            refresh_idx(ctx, documents)
         return scripts or None
 
     def check_patches(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
@@ -186,7 +209,7 @@ class CustomFields(Feature):
             if p.form is not None and not p.form.noop and isinstance(p.form.patch, ScriptPatch)
         ]
         refresh = refresh_param(call.options.consistency)
-        reconcile(cast("Mapper", call.ctx), self.info, ids, refresh=refresh)
+        reconcile(call.ctx, self.info, ids, refresh=refresh)
 
     # -- search (points: search_catalog, compile_search, search, visible) -----------------
 
@@ -207,6 +230,19 @@ class CustomFields(Feature):
         if tenant is None:
             return None
         return Visibility(lambda doc: in_tenant(info, doc, tenant), None)
+
+    # -- state (the repositories of definitions, kept by the context) -------------------
+
+    def definitions(self, ctx: Context) -> CustomFieldRepository:
+        """The repository of this model's definitions that ``ctx`` keeps (its
+        ``extension`` under this feature's name; made the first time). The rest of the
+        package asks :func:`esmapper.custom_fields._access.definitions`."""
+        return ctx.extension(self.name, _Definitions).of(ctx, self.info.cls)
+
+    def rebuild(self, ctx: Context) -> int:
+        """The ``rebuild`` point (a reindex owes it): ``idx`` of the stored documents
+        brought up to date (:meth:`CustomFieldRepository.rebuild_idx`)."""
+        return self.definitions(ctx).rebuild_idx()
 
 
 # -- writes: the definitions model ------------------------------------------------------

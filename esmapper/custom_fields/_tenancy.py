@@ -38,7 +38,7 @@ The rule, checked against what is **stored**, never against the object a caller 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from esmapper.custom_fields._access import require_custom_fields
 from esmapper.errors import DocumentValidationError
@@ -48,7 +48,6 @@ from esmapper.options import Options
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
-    from esmapper.mapper import Mapper
     from esmapper.options import Options
 
 __all__ = [
@@ -156,7 +155,7 @@ def check_writes(ctx: Context, pendings: Sequence[PendingWrite], options: Option
             elif (stored := access.own_tenant(info.from_source(source, doc.id, None))) != tenant:
                 raise _stored_elsewhere(info, kind, str(doc.id), tenant, stored)
     for info, group in unknown.items():
-        _check_stored(cast("Mapper", ctx), info, group, options, tenant)
+        _check_stored(ctx, info, group, options, tenant)
 
 
 def _names_tenant(pending: PendingWrite) -> bool:
@@ -177,13 +176,13 @@ def _names_tenant(pending: PendingWrite) -> bool:
 
 
 def _check_stored(
-    mapper: Mapper, info: Any, group: list[PendingWrite], options: Options, tenant: str
+    ctx: Context, info: Any, group: list[PendingWrite], options: Options, tenant: str
 ) -> None:
     """Read the stored copies of ``group``'s ids (real-time, whatever their soft-delete
     state, never from the cache) and refuse any of another tenant; an unconditional
     remove is conditioned on the version read."""
 
-    repo = mapper.repository(info.cls)
+    repo = ctx.repository(info.cls)
     read = Options(soft_deletes="all", cache=False)
     stored = {d.id: d for d in repo._get_many([str(p.doc.id) for p in group], read)}
     access = require_custom_fields(info)

@@ -55,7 +55,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
 
@@ -63,7 +63,7 @@ from esmapper._bodies import merged
 from esmapper._outcomes import send
 from esmapper._pending import PendingWrite
 from esmapper.bulk import BulkAction
-from esmapper.custom_fields._access import CustomValues
+from esmapper.custom_fields._access import CustomValues, definitions
 from esmapper.custom_fields._access import custom_access as _access
 from esmapper.custom_fields._definition_saves import DefinitionSaves, Modified
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
@@ -76,7 +76,6 @@ from esmapper.model.state import state_of, stored_hit
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
-    from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
 __all__ = [
@@ -143,9 +142,8 @@ def before_write(ctx: Context, pendings: Sequence[PendingWrite]) -> DefinitionSa
     docs = [p.doc for p in pendings if p.kind != "remove"]
     if not docs:
         return None
-    mapper = cast("Mapper", ctx)  # the definitions repositories are the Mapper's
-    saves = DefinitionSaves(mapper, recheck_written)
-    refresh_idx(mapper, docs, saves=saves)
+    saves = DefinitionSaves(ctx, recheck_written)
+    refresh_idx(ctx, docs, saves=saves)
     return saves if saves.groups or saves.computed else None
 
 
@@ -156,9 +154,7 @@ def _raw(doc: Any, name: str) -> Any:
     return slot.__get__(doc, type(doc))
 
 
-def refresh_idx(
-    mapper: Mapper, docs: Sequence[Any], *, saves: DefinitionSaves | None = None
-) -> None:
+def refresh_idx(ctx: Context, docs: Sequence[Any], *, saves: DefinitionSaves | None = None) -> None:
     """Recompute ``idx`` of ``docs`` (documents of ``HasCustomFields`` models) as the module
     docstring says. A partially loaded document (``includes``/``excludes``) without
     ``custom_fields`` is left alone. Definitions a type modified are collected in ``saves``
@@ -177,7 +173,7 @@ def refresh_idx(
             for doc in group:
                 _store(doc, None, None)
             continue
-        repo = mapper.custom_fields(cls)
+        repo = definitions(ctx, cls)
         changes = repo.changes(tenant)
         # a write never trusts a mapping older than recheck_after: another process (not
         # sharing the cache client) may have renamed, retyped or removed a field
@@ -191,7 +187,7 @@ def refresh_idx(
         for doc in group:
             _store(doc, _compute(doc, fields, modified), fields)
         if modified.changed:
-            pending = saves if saves is not None else DefinitionSaves(mapper, recheck_written)
+            pending = saves if saves is not None else DefinitionSaves(ctx, recheck_written)
             pending.groups.append(modified)
             if saves is None:
                 pending.save()
@@ -383,7 +379,7 @@ def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
 
 
 def partial_doc(
-    mapper: Mapper,
+    ctx: Context,
     info: ModelInfo,
     source: Mapping[str, Any],
     doc_changes: Mapping[str, Any],
@@ -399,22 +395,22 @@ def partial_doc(
     changes = {k: v for k, v in doc_changes.items() if k != "idx"}
     preview = merged(source, changes)
     document = info.from_source(preview, id, None)
-    refresh_idx(mapper, [document])
+    refresh_idx(ctx, [document])
     extras: dict[str, Any] = {"idx": _with_nulls(_raw(document, "idx"), source.get("idx"))}
     extras.update(_access(document).source_changes(preview, document))
     return merged(changes, extras)
 
 
-def patched_source(mapper: Mapper, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
+def patched_source(ctx: Context, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
     """A client-side patch's result (``document``, built from ``source``): recompute its
     ``idx`` and put it, with the processed ``custom_fields``, into ``source``."""
-    refresh_idx(mapper, [document])
+    refresh_idx(ctx, [document])
     source["idx"] = _raw(document, "idx")
     _access(document).write_back(document, source)
 
 
 def reconcile(
-    mapper: Mapper, info: ModelInfo, ids: Sequence[str | None], *, refresh: Any = None
+    ctx: Context, info: ModelInfo, ids: Sequence[str | None], *, refresh: Any = None
 ) -> int:
     """Bring ``idx`` of documents ``ids`` up to date (after a ScriptPatch, see the module
     docstring): one real-time multi-GET (a search by ids for time-series models), then a
@@ -423,26 +419,26 @@ def reconcile(
     wanted = [i for i in dict.fromkeys(ids) if i is not None]
     if not wanted:
         return 0
-    return reconcile_hits(mapper, info, _read(mapper, info, wanted), refresh=refresh)
+    return reconcile_hits(ctx, info, _read(ctx, info, wanted), refresh=refresh)
 
 
 def reconcile_hits(
-    mapper: Mapper, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
+    ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
 ) -> int:
     """:func:`reconcile` for raw hits already read (``_id``, ``_index``, ``_source``,
     ``_seq_no``, ``_primary_term``)."""
-    return sum(1 for o in _reconciled(mapper, info, hits, refresh=refresh) if o.ok)
+    return sum(1 for o in _reconciled(ctx, info, hits, refresh=refresh) if o.ok)
 
 
 def recheck_written(
-    mapper: Mapper, info: ModelInfo, tenant: str, docs: Sequence[Any], refresh: Any
+    ctx: Context, info: ModelInfo, tenant: str, docs: Sequence[Any], refresh: Any
 ) -> None:
     """:func:`reconcile` the documents just written, then bring each one the update
     reached (its version in memory the one read back) up to what is stored: its ``idx``,
     version and loaded source, so that its next save is not refused as a conflict. A
     failure is logged (the documents were written): never raised."""
     try:
-        _bring_up_to_date(mapper, info, docs, refresh)
+        _bring_up_to_date(ctx, info, docs, refresh)
     except Exception:
         log.warning(
             "%s: a custom-field definition of tenant %r changed during a write and idx of "
@@ -455,12 +451,12 @@ def recheck_written(
         )
 
 
-def _bring_up_to_date(mapper: Mapper, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
+def _bring_up_to_date(ctx: Context, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
 
     by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
-    hits = _read(mapper, info, list(by_id))
+    hits = _read(ctx, info, list(by_id))
     read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
-    for outcome in _reconciled(mapper, info, hits, refresh=refresh):
+    for outcome in _reconciled(ctx, info, hits, refresh=refresh):
         doc = by_id.get(outcome.action.id)
         state = state_of(doc) if doc is not None else None
         if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
@@ -477,7 +473,7 @@ def _bring_up_to_date(mapper: Mapper, info: ModelInfo, docs: Sequence[Any], refr
 
 
 def _reconciled(
-    mapper: Mapper, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
+    ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
 ) -> list[Any]:
     """The outcomes of the conditional updates :func:`reconcile_hits` sends."""
 
@@ -486,7 +482,7 @@ def _reconciled(
         source = hit.get("_source") or {}
         documents.append(info.from_source(source, hit["_id"], None))
         stored.append(source)
-    refresh_idx(mapper, documents)
+    refresh_idx(ctx, documents)
     actions = []
     for hit, document, source in zip(hits, documents, stored, strict=True):
         extras: dict[str, Any] = {}
@@ -496,7 +492,7 @@ def _reconciled(
         extras.update(_access(document).source_changes(source, document))
         if not extras:
             continue
-        spec = mapper.spec(info.cls)
+        spec = ctx.spec(info.cls)
         actions.append(
             BulkAction(
                 op="update",
@@ -515,7 +511,7 @@ def _reconciled(
         )
     if not actions:
         return []
-    outcomes = send(mapper, actions, refresh=refresh)
+    outcomes = send(ctx, actions, refresh=refresh)
     failed = [o for o in outcomes if not o.ok and o.status != 409]
     if failed:
         log.warning(
@@ -529,10 +525,10 @@ def _reconciled(
     return list(outcomes)
 
 
-def _read(mapper: Mapper, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]:
+def _read(ctx: Context, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]:
     """The stored hits among ``ids``, real-time (:func:`~esmapper.indexes.reads.get_documents`,
     the one owner of by-id reads: a time-series model's partitions, a feature's routing)."""
     try:
-        return [dict(raw) for raw in get_documents(mapper.client, mapper.spec(info.cls), ids)]
+        return [dict(raw) for raw in get_documents(ctx.client, ctx.spec(info.cls), ids)]
     except NotFoundError:
         return []

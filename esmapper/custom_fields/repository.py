@@ -78,7 +78,6 @@ from esmapper.repository import Repository
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
-    from esmapper._search import SearchRequest
     from esmapper.mapper import Mapper
 
 __all__ = ["MAPPING_TTL", "CustomFieldRepository"]
@@ -108,6 +107,9 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         self.entity = entity
         self.entity_info = info
         self.entity_type: str = info.name
+        # every search of this repository (finds, scans, by-query writes) sees only the
+        # bound entity type
+        self._scope = Q("term", entity_type=self.entity_type)
         self.types = {t.type: t for t in model_types(info)}
         self.defaults = Options(consistency="immediate")
         #: writes reload a cached field mapping older than this (seconds); see
@@ -157,17 +159,6 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         self._mappings.invalidate(tenant)
 
     # -- reads -------------------------------------------------------------------------------
-
-    def _search_request(
-        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
-    ) -> SearchRequest:
-        """Every search of this repository sees only the bound entity type."""
-        request = super()._search_request(filter, options, search_args)
-        scope = Q("term", entity_type=self.entity_type)
-        request.query = (
-            scope if request.query is None else Q("bool", filter=[scope], must=[request.query])
-        )
-        return request
 
     @keywords_checked
     def find_by_tenant(

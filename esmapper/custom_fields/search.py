@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
-from esmapper.custom_fields._access import access_of, require_custom_fields
+from esmapper.custom_fields._access import access_of, definitions, require_custom_fields
 from esmapper.custom_fields.catalog import TenantCatalog, tenant_path
 from esmapper.errors import QueryValidationError
 from esmapper.query import compile_filter
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._search import SearchRequest
     from esmapper.custom_fields.catalog import TenantCatalog
-    from esmapper.mapper import Mapper
     from esmapper.model.catalog import FieldCatalog
     from esmapper.model.info import ModelInfo
 
@@ -61,8 +60,7 @@ def tenant_view(ctx: Context, request: SearchRequest) -> None:
     if tenant is None:
         return
     require_custom_fields(info)
-    mapper = cast("Mapper", ctx)  # the mapper keeps the repositories of definitions
-    catalog = mapper.custom_fields(info.cls).tenant_fields(tenant).catalog()
+    catalog = definitions(ctx, info.cls).tenant_fields(tenant).catalog()
     if isinstance(request.filter, Query):
         defaults = info.index.default_search_fields if info.index is not None else None
         request.filter = translate_query(

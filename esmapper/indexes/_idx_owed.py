@@ -62,10 +62,11 @@ def owed_idx_rebuilds(client: Elasticsearch, alias: str) -> list[str]:
 def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int | None:
     """Pay the ``idx`` rebuild a reindex of ``model`` owes, if any: ``None`` when no index
     behind its alias carries the mark (one ``GET /<alias>/_mapping``; nothing for models
-    without custom fields or ``plain`` ones), else
-    ``mapper.custom_fields(model).rebuild_idx()`` (conditional partial updates of the
-    documents whose ``idx`` is stale) and then the marks removed (``PUT _mapping`` per
-    index); returns the number of documents updated. A failure raises, the marks stay
+    without custom fields or ``plain`` ones), else the ``rebuild`` point of the model's
+    features (:mod:`esmapper._features`; custom fields: ``mapper.custom_fields(model)
+    .rebuild_idx()``, conditional partial updates of the documents whose ``idx`` is
+    stale) and then the marks removed (``PUT _mapping`` per index); returns the number
+    of documents updated. A failure raises, the marks stay
     (the next run rebuilds again: the rebuild writes only what is stale).
 
     The marks are removed under the lock ``reindex:<alias>`` (``held``: the caller holds
@@ -80,7 +81,7 @@ def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int 
     if not owed:
         return None
     log.info("%s: rebuilding idx, owed by the reindex into %s", spec.alias, ", ".join(owed))
-    updated = ctx.custom_fields(model).rebuild_idx()
+    updated: int = sum(hook(ctx) for hook in spec.info.points.rebuild)
     if held:
         _clear_marks(ctx.client, spec.read_target, owed)
         return updated

@@ -146,3 +146,16 @@ def test_a_module_belongs_to_its_longest_prefix() -> None:
     assert layer_of("esmapper.mapper") == len(LAYERS) - 2
     with pytest.raises(KeyError, match="elasticsearch"):
         layer_of("elasticsearch")
+
+
+def test_through_interfaces_a_context_or_point_call_is_in_its_interface_s_layer() -> None:
+    from tools.flow_trace import Call
+
+    calls = [
+        Call("esmapper._writes", "esmapper/_writes.py", "write_documents", None),
+        Call("esmapper.mapper", "esmapper/mapper.py", "Mapper.spec", 0, "esmapper._context"),
+        Call("esmapper._soft_deletes", "esmapper/_soft_deletes.py", "S.settle", 0, None),
+    ]
+    assert len(measure(calls).climbs) == 2  # as dispatched: the mapper, a feature module
+    through = measure(calls, interfaces=True).climbs
+    assert through == (("esmapper._writes.write_documents", "esmapper._soft_deletes.S.settle"),)
