@@ -5,6 +5,7 @@ of ``esmapper.indexes.lookup`` keep working. Import from the package instead."""
 from esmapper.indexes._lookup import (
     MGET_ENTRIES,
     live_partitions,
+    mget_ids,
     read_params,
     stored_copies,
 )
@@ -12,6 +13,7 @@ from esmapper.indexes._lookup import (
 __all__ = [
     "MGET_ENTRIES",
     "live_partitions",
+    "mget_ids",
     "read_params",
     "stored_copies",
 ]
