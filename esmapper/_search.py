@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -45,9 +45,10 @@ from esmapper._pit import (
     release,
     search_target,
 )
+from esmapper._search_answers import cached_page, page_entry
+from esmapper._search_answers import results as read_results
 from esmapper._shards import partial_error, sent, shards_of
 from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
-from esmapper.model.state import DocState, version_of
 from esmapper.options import Options
 from esmapper.query import (
     Aggregations,
@@ -61,7 +62,7 @@ from esmapper.query import (
 from esmapper.query._dsl_aggs import AggregationsSpec
 from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
 from esmapper.query.sort import SortSpec, sorts_on_id
-from esmapper.results import Count, FindHit, FindResults, LazyHits, Shards, decode_token
+from esmapper.results import Count, FindResults, Shards, decode_token
 from esmapper.signals import QueryContext
 
 if TYPE_CHECKING:
@@ -104,32 +105,6 @@ _ACCEPT = (
 #: The field every sorted search ends with (ascending) as a tiebreaker, so that any hit's
 #: ``sort`` values can be passed as ``search_after``.
 TIEBREAKER_FIELD = "id"
-
-
-#: the key of a cached search page stored by a scoped search (see :func:`page_entry`)
-_SCOPE = "__esmapper_tenant__"
-
-
-def page_entry(response: dict[str, Any], scope: str | None) -> dict[str, Any]:
-    """What a search with ``cache_key=`` stores under its key: the response, tagged with
-    the search's ``scope`` (a tenant) when it has one, so that :func:`cached_page` serves
-    it to that scope only (the key stays the caller's: ``invalidate_cache(key)`` drops it)."""
-    return response if scope is None else {_SCOPE: scope, "response": response}
-
-
-def cached_page(value: Any, scope: str | None) -> dict[str, Any] | None:
-    """The response a search of ``scope`` (``None``: none) may serve from the cached
-    ``value`` of its key, or ``None`` (a page stored for another scope, or for none, is a
-    miss: the search runs and stores its own)."""
-    if not isinstance(value, dict):
-        return None
-    scoped = value.get(_SCOPE)
-    if scoped is None:
-        return value if scope is None else None
-    if scoped != scope:
-        return None
-    response: dict[str, Any] = value["response"]
-    return response
 
 
 def is_index_missing(exc: NotFoundError) -> bool:
@@ -356,22 +331,6 @@ class SearchRequest:
         count = max(int(wanted), needed)
         return count if count else False
 
-    def _total(self, response: Mapping[str, Any], page: int, hits: int) -> tuple[int, bool]:
-        """``(total, exact)`` of a page's answer: its ``hits.total`` (``relation: gte``
-        -> not exact), else (not counted) the first page's, else the matches seen so far
-        (a lower bound)."""
-        found = response["hits"].get("total")
-        if isinstance(found, Mapping):
-            counted = (int(found["value"]), found.get("relation", "eq") == "eq")
-            if self.counted is None:
-                self.counted = counted
-            return counted
-        if self.counted is not None:
-            return self.counted
-        if self.search_after_mode:  # the pages read before this one, and this one
-            return self.documents_read + hits, False
-        return (page - 1) * self.limit + hits, False
-
     # -- running ---------------------------------------------------------------------
 
     @property
@@ -527,7 +486,7 @@ class SearchRequest:
             if cached is not None:
                 shards = shards_of(cached)
                 if shards.complete:  # never stored partial; one that is anyway: a miss
-                    return self._results(cached, self.page, None, shards)
+                    return read_results(self, cached, self.page, None, shards)
         self._refresh_for_consistency()
         pit_id = None
         if self.keep_alive is not None:
@@ -583,7 +542,7 @@ class SearchRequest:
             ttl = self.ctx.cache_ttl(self.info, self.options)
             entry = page_entry(response, self.scope)
             cache.set(key, entry, ttl.total_seconds() if ttl else None)
-        results = self._results(response, page, pit_id, shards)
+        results = read_results(self, response, page, pit_id, shards)
         if not shards.complete and not self.accept_partial:
             if results.pit_id is not None:  # the paging ends here
                 release(self.ctx.client, results.pit_id)
@@ -606,94 +565,6 @@ class SearchRequest:
             reason=reason,
         )
 
-    def _results(
-        self, response: dict[str, Any], page: int, pit_id: str | None, shards: Shards
-    ) -> FindResults[Any]:
-        pit_id = response.get("pit_id", pit_id)
-        raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
-        peeked = False  # a page read with one hit more (see _peeks): that hit is not shown
-        if self._peeks and len(raw_hits) > self.limit:
-            raw_hits, peeked = raw_hits[: self.limit], True  # (a copy: the cache keeps it)
-        project = self.project
-        documents: list[Any]
-        if project is not None:
-            documents = [
-                project(raw, version_of(raw.get("_seq_no"), raw.get("_primary_term"))[0])
-                for raw in raw_hits
-            ]
-        else:
-            from_source = self.info.from_source
-            partial = self.includes is not None or self.excludes is not None
-            documents = []
-            append = documents.append
-            for raw in raw_hits:
-                version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
-                source = raw.get("_source")
-                if source is None:
-                    append(from_source({}, raw["_id"], version))
-                    continue
-                # the parsed _source itself becomes the original (no copy: hydration copies
-                # every mutable value it hands to the document); a hit read with
-                # includes/excludes is partial (a save then writes only the fields that
-                # changed)
-                state = DocState(source, raw.get("_index"), None, partial, version, condition)
-                append(from_source(source, raw["_id"], version, state))
-        hits = LazyHits(documents, raw_hits, self._hit)
-        total, exact = self._total(response, page, len(response["hits"]["hits"]))
-        if self.limit == 0:  # counts and aggregations only: there is no next page
-            has_more = False
-        elif self._peeks:
-            has_more = peeked
-        elif self.search_after_mode:  # a page of MAX_LIMIT hits cannot peek: full or not
-            has_more = len(documents) == self.limit
-        else:
-            has_more = (page - 1) * self.limit + len(documents) < total
-        aggregations = (
-            parse_aggregations(
-                response.get("aggregations"), hydrate_hit=self._hydrate_hit, request=self.aggs
-            )
-            if self.aggs
-            else None
-        )
-        if not has_more and pit_id is not None:
-            self._close_pit(pit_id)
-            pit_id = None
-        return FindResults(
-            hits=None,
-            total=total,
-            total_exact=exact,
-            page=page,
-            has_more=has_more,
-            aggregations=aggregations,
-            limit=self.limit,
-            fetch_next=self._next,
-            pit_id=pit_id,
-            lazy=hits,
-            shards=shards,
-        )
-
-    def _hit(self, raw: Mapping[str, Any], document: Any) -> FindHit[Any]:
-        """The :class:`FindHit` of ``raw``, whose hydrated document is ``document``."""
-        sort = raw.get("sort")
-        if sort is not None and self.search_after_mode:
-            # the values of our sort only: inside a point in time Elasticsearch appends its
-            # _shard_doc tiebreaker, whose values are meaningless in another point in time
-            sort = sort[: len(self.sort)]
-        highlight = raw.get("highlight")
-        return FindHit(
-            raw["_id"],
-            version_of(raw.get("_seq_no"), raw.get("_primary_term"))[0],
-            raw.get("_score"),
-            document,
-            sort,
-            raw.get("_index"),
-            {}
-            if not highlight
-            else highlight
-            if self.name_highlight is None
-            else self.name_highlight(highlight),
-        )
-
     def _next(self, current: FindResults[Any]) -> FindResults[Any] | None:
         # a later page runs under the limits of the call that made the search
         with applied(self.options.timeout, self.options.retries):
@@ -712,10 +583,6 @@ class SearchRequest:
         if current.page * self.limit >= MAX_LIMIT:
             return None
         return self._page(current.page + 1, None, None)
-
-    def _hydrate_hit(self, raw: dict[str, Any]) -> Any:
-        version, _ = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
-        return self.info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
 
     def _close_pit(self, pit_id: str) -> None:
         release(self.ctx.client, pit_id)

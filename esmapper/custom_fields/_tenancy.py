@@ -12,7 +12,7 @@ The rule, checked against what is **stored**, never against the object a caller 
   feature's ``visible`` point: ``get``, ``get_many``, ``exists``, session reads), by
   search (the tenant filter, :func:`esmapper.custom_fields.search.tenant_clause`, the
   ``search`` point), and a cached search page is the tenant's own (the search's
-  ``scope``, :func:`esmapper._search.page_entry`: the page is stored under the caller's
+  ``scope``, :func:`esmapper._search_answers.page_entry`: the page is stored under the caller's
   key tagged with its tenant; another tenant, or a call without one, misses it, and
   ``invalidate_cache(key)`` drops it whoever stored it).
 - **Writes of documents** (add, save, remove; repository, session flush, scan-driven

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from esmapper._search import cached_page, page_entry
+from esmapper._search_answers import cached_page, page_entry
 
 
 def test_a_page_is_served_to_the_tenant_that_stored_it_only() -> None:
