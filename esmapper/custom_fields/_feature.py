@@ -15,6 +15,7 @@ from esmapper._features import Feature, Visibility, WriteCall, register
 from esmapper.custom_fields import _tenancy, indexing
 from esmapper.custom_fields import search as _search
 from esmapper.custom_fields._access import CustomValues, access_for, require_custom_fields
+from esmapper.custom_fields._definition_saves import DefinitionSaves
 from esmapper.custom_fields._tenancy import check_partial_patch, check_patched, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import partial_doc, patched_source, reconcile, refresh_idx
@@ -26,7 +27,6 @@ from esmapper.patches import PartialPatch, ScriptPatch
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
-    from esmapper.custom_fields.indexing import DefinitionSaves
     from esmapper.mapper import Mapper
     from esmapper.model.info import ModelInfo
 
@@ -119,11 +119,11 @@ class CustomFields(Feature):
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
         """Save the definitions the types modified for the documents written, and bring
         their ``idx`` up to date if a definition changed meanwhile (logged, never raised;
-        patches: :meth:`finish_patches`)."""
-        if confirmed and confirmed[0].kind == "patch":
+        patches: :meth:`finish_patches`, told by the state :meth:`prepare` returned, as
+        ``confirmed`` may be empty)."""
+        if not isinstance(state, DefinitionSaves):  # prepare_patches' scripts
             self.finish_patches(call, state, confirmed)
             return
-        state = cast("DefinitionSaves", state)
         written = {id(p.doc) for p in confirmed}
         state.save(written, refresh=refresh_param(call.options.consistency))
 
