@@ -102,10 +102,14 @@ class CustomFields(Feature):
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
         """``idx`` recomputed from ``custom_fields`` (:func:`indexing.before_write`); the
-        definitions to save and mappings to recheck go to :meth:`finish`. A batch of
-        patches (never mixed with other kinds): :meth:`prepare_patches`."""
+        definitions to save and mappings to recheck go to :meth:`finish`. A document
+        naming another tenant than the call's is refused first
+        (:func:`_tenancy.check_named`). A batch of patches (never mixed with other
+        kinds): :meth:`prepare_patches`."""
         if pendings and pendings[0].kind == "patch":
             return self.prepare_patches(call, pendings)
+        # a document the tenant rule refuses gets no definitions auto-created
+        _tenancy.check_named(pendings, call.options.tenant)
         return indexing.before_write(call.ctx, pendings)
 
     def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
@@ -140,7 +144,9 @@ class CustomFields(Feature):
         :func:`~esmapper.custom_fields.indexing.patched_source`). Returns the script
         updates, whose ``idx`` :meth:`finish_patches` brings up to date (Painless cannot
         run the types' processing). Sends nothing unless a tenant's definitions are not
-        cached."""
+        cached. The tenant rule (:meth:`check_patches`) is judged first: a patch it refuses
+        must not get definitions auto-created for the tenant it names."""
+        self.check_patches(call, pendings)
         mapper = cast("Mapper", call.ctx)  # (refresh_idx reaches the definitions through it)
         info, scripts, documents = self.info, [], []
         for pending in pendings:
