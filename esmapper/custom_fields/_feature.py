@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, Visibility, WriteCall, register
 from esmapper.custom_fields import _tenancy, indexing
 from esmapper.custom_fields import search as _search
 from esmapper.custom_fields._access import CustomValues, access_for, require_custom_fields
+from esmapper.custom_fields._definition_saves import DefinitionSaves
 from esmapper.custom_fields._tenancy import check_partial_patch, check_patched, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
-from esmapper.custom_fields.indexing import partial_doc, patched_source, reconcile, refresh_idx
+from esmapper.custom_fields.indexing import (
+    partial_doc,
+    patched_source,
+    reconcile,
+    refresh_idx,
+)
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.custom_fields.types import CustomFieldType, check_options, dynamic_templates
 from esmapper.errors import IndexConfigurationError
@@ -25,7 +31,6 @@ from esmapper.patches import PartialPatch, ScriptPatch
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
-    from esmapper.custom_fields.indexing import DefinitionSaves
     from esmapper.model.info import ModelInfo
 
 __all__ = ["CustomFieldDefinitions", "CustomFields"]
@@ -123,9 +128,13 @@ class CustomFields(Feature):
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
         """``idx`` recomputed from ``custom_fields`` (:func:`indexing.before_write`); the
-        definitions to save go to :meth:`finish` (patches: :meth:`prepare_patches`)."""
+        definitions to save go to :meth:`finish`. A document naming another tenant than
+        the call's is refused first (:func:`_tenancy.check_named`). Patches:
+        :meth:`prepare_patches`."""
         if pendings and pendings[0].kind == "patch":
             return self.prepare_patches(call, pendings)
+        # a document the tenant rule refuses gets no definitions auto-created
+        _tenancy.check_named(pendings, call.options.tenant)
         return indexing.before_write(call.ctx, pendings)
 
     def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
@@ -139,11 +148,11 @@ class CustomFields(Feature):
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
         """Save the definitions the types modified for the documents written, and bring
         their ``idx`` up to date if a definition changed meanwhile (logged, never raised;
-        patches: :meth:`finish_patches`)."""
-        if confirmed and confirmed[0].kind == "patch":
+        patches: :meth:`finish_patches`, told by the state :meth:`prepare` returned, as
+        ``confirmed`` may be empty)."""
+        if not isinstance(state, DefinitionSaves):  # prepare_patches' scripts
             self.finish_patches(call, state, confirmed)
             return
-        state = cast("DefinitionSaves", state)
         written = {id(p.doc) for p in confirmed}
         state.save(written, refresh=refresh_param(call.options.consistency))
 
@@ -157,7 +166,10 @@ class CustomFields(Feature):
         client-side patch's document or source gets it recomputed
         (:func:`indexing.patched_source`). Returns the script updates, whose ``idx``
         :meth:`finish_patches` brings up to date (Painless cannot run the types'
-        processing). Sends nothing unless a tenant's definitions are not cached."""
+        processing). Sends nothing unless a tenant's definitions are not cached. The
+        tenant rule (:meth:`check_patches`) is judged first: a patch it refuses must not
+        get definitions auto-created for the tenant it names."""
+        self.check_patches(call, pendings)
         ctx, info, scripts, documents = call.ctx, self.info, [], []
         for pending in pendings:
             form = pending.form

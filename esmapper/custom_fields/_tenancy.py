@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_partial_patch",
     "check_patched",
+    "check_named",
     "check_tenant_writes",
     "check_writes",
     "in_tenant",
@@ -156,6 +157,18 @@ def check_writes(ctx: Context, pendings: Sequence[PendingWrite], options: Option
                 raise _stored_elsewhere(info, kind, str(doc.id), tenant, stored)
     for info, group in unknown.items():
         _check_stored(ctx, info, group, options, tenant)
+
+
+def check_named(pendings: Sequence[PendingWrite], tenant: str | None) -> None:
+    """The part of :func:`check_writes` judged on the objects alone (sends nothing): an
+    add or save with ``tenant`` of a document naming another tenant is refused. Run
+    before ``idx`` is computed too, so that a refused write gets no definitions
+    auto-created for the tenant it names."""
+    if tenant is None:
+        return
+    for pending in pendings:
+        if pending.kind in ("add", "save") and pending.doc is not None and _names_tenant(pending):
+            check_tenant_writes(pending.info, [pending.doc], tenant, pending.kind)
 
 
 def _names_tenant(pending: PendingWrite) -> bool:

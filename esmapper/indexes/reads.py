@@ -63,9 +63,7 @@ def search_documents(
     answer other than 200 or 404.
     """
     lenient = client.options(ignore_status=404)
-    extra: dict[str, Any] = {}
-    if source_includes is not None:
-        extra["source_includes"] = list(source_includes)
+    extra = _source_params(source_includes)
     hits: list[dict[str, Any]] = []
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), _IDS_PER_SEARCH):
@@ -97,12 +95,11 @@ def get_document(
     ObjectId id, ``GET /<dated alias>/_doc/<id>`` (real-time), on a miss
     :func:`search_documents`; for another id, the real-time lookup on every partition
     (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if there are
-    several). With the id's :func:`read_params`. Raises the client's ``ApiError`` for
+    several). With the id's :func:`read_params`; ``source_includes``: the ``_source``
+    fields wanted (``None``: all, empty: none). Raises the client's ``ApiError`` for
     other answers than 200 and 404.
     """
-    params = read_params(spec, id)
-    if source_includes is not None:
-        params["source_includes"] = list(source_includes)
+    params = {**read_params(spec, id), **_source_params(source_includes)}
     if not spec.is_time_series:
         try:
             return dict(client.get(index=spec.read_target, id=id, **params).body)
@@ -145,9 +142,9 @@ def get_documents(
 
 def document_exists(client: Elasticsearch, spec: IndexSpec, id: str) -> bool:
     """Whether ``id`` is stored: ``HEAD /<read alias>/_doc/<id>`` with the id's
-    :func:`read_params` (a time-series model: :func:`get_document`)."""
+    :func:`read_params` (a time-series model: :func:`get_document`, without ``_source``)."""
     if spec.is_time_series:
-        return get_document(client, spec, id) is not None
+        return get_document(client, spec, id, source_includes=()) is not None
     return bool(client.exists(index=spec.read_target, id=id, **read_params(spec, id)))
 
 
@@ -176,4 +173,13 @@ def locate_documents(client: Elasticsearch, spec: IndexSpec, ids: Sequence[str])
 
 
 def _source(includes: Sequence[str] | None) -> bool | Sequence[str]:
-    return True if includes is None else includes
+    """``stored_copies``' ``source`` for ``includes`` (``None``: all, empty: none)."""
+    return True if includes is None else (list(includes) or False)
+
+
+def _source_params(includes: Sequence[str] | None) -> dict[str, Any]:
+    """The ``_source`` parameters of a GET or search for ``includes`` (``None``: the
+    whole ``_source``; empty: none, ``_source=false``)."""
+    if includes is None:
+        return {}
+    return {"source_includes": list(includes)} if includes else {"source": False}

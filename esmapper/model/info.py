@@ -225,8 +225,10 @@ class ModelInfo:
         body: dict[str, Any] = {"properties": self.properties}
         if self.index is not None:
             body = {"dynamic": self.index.dynamic, **body}
-        for hook in self.points.mapping:  # what the model's features add (a fresh body)
-            hook(body)
+        if self.points.mapping:  # what the features add (dynamic templates...), once, on
+            body["properties"] = dict(self.properties)  # a copy: the model's stays its own
+            for hook in self.points.mapping:
+                hook(body)
         return body
 
     @property

@@ -118,3 +118,38 @@ def test_the_builtin_features_attach_by_trait_and_kind() -> None:
 
     names = {f.name for f in Logs.__esmapper__.points.features}
     assert names == {"soft_deletes", "time_series"}
+
+
+class Joined(_features.Feature):
+    """Adds a property to the mapping in place, as the point's docstring invites."""
+
+    name = "joined_feature"
+    __slots__ = ()
+
+    @classmethod
+    def attach(cls, info: Any) -> Joined | None:
+        return cls(info) if info.index is not None and info.index.name == "joined" else None
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        body["properties"]["join_field"] = {"type": "join"}
+        body.setdefault("added", []).append(self.name)
+
+
+def test_the_mapping_point_is_called_once_on_a_fresh_body() -> None:
+    _features.register(Joined)
+    try:
+
+        class Child(em.Document):
+            name: str = ""
+
+            class Index:
+                name = "joined"
+
+        info = Child.__esmapper__
+        body = info.mapping
+        assert body["added"] == ["joined_feature"]  # once, not once per pass
+        assert body["properties"]["join_field"] == {"type": "join"}
+        assert "join_field" not in info.properties  # the model's own mapping untouched
+        assert info.mapping == body  # the same every time
+    finally:
+        _features.unregister(Joined)

@@ -14,7 +14,7 @@ import esmapper as em
 from esmapper.patches import Patch
 from tests.integration.conftest import MakeMapper
 
-from .models import Employee
+from .models import Employee, Ticket
 
 
 class Note(em.Document):
@@ -263,3 +263,53 @@ def test_a_patch_of_ids_with_tenant_announces_only_the_tenants_documents(
     ):
         repo.patch([a1.id or "", g1.id or ""], patch, tenant="globex")
     assert announced == [g1.id]  # before: acme's id was announced as changed too
+
+
+def test_a_refused_move_creates_no_definition_for_the_other_tenant(
+    make_mapper: MakeMapper,
+) -> None:
+    """A client-side patch with ``tenant=`` whose result names another tenant is refused
+    before its ``idx`` is computed: no definition is auto-created for that tenant."""
+    mapper = make_mapper(Ticket)
+    repo = mapper.repository(Ticket)
+    ticket = repo.add(Ticket(company_id="acme", kind="bug", title="t"))
+    assert ticket.id is not None
+
+    def move(doc: Ticket) -> None:
+        doc.company_id = "globex"
+        doc.custom_fields = {"Secret": "x"}
+
+    moves: list[Patch] = [
+        em.ActionPatch(move),
+        em.JsonPatch(
+            [
+                {"op": "replace", "path": "/company_id", "value": "globex"},
+                {"op": "add", "path": "/custom_fields", "value": {"Secret": "x"}},
+            ]
+        ),
+    ]
+    for patch in moves:
+        with pytest.raises(em.DocumentValidationError, match="tenant"):
+            repo.patch(ticket.id, patch, tenant="acme-bug")
+    fields = mapper.custom_fields(Ticket)
+    assert fields.get_field_mapping("globex-bug") == {}
+
+
+def test_a_refused_write_creates_no_definition_for_the_other_tenant(
+    make_mapper: MakeMapper,
+) -> None:
+    """The same for add/save: a document naming another tenant than the call's is
+    refused before its ``idx`` is computed."""
+    mapper = make_mapper(Ticket)
+    repo = mapper.repository(Ticket)
+    with pytest.raises(em.DocumentValidationError, match="tenant"):
+        repo.add(
+            Ticket(company_id="globex", kind="bug", custom_fields={"Secret": "x"}),
+            tenant="acme-bug",
+        )
+    ticket = repo.add(Ticket(company_id="acme", kind="bug", title="t"))
+    ticket.company_id = "globex"
+    ticket.custom_fields = {"Secret": "x"}
+    with pytest.raises(em.DocumentValidationError, match="tenant"):
+        repo.save(ticket, tenant="acme-bug")
+    assert mapper.custom_fields(Ticket).get_field_mapping("globex-bug") == {}

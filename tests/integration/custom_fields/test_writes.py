@@ -301,3 +301,17 @@ def test_unknown_names_are_auto_created_as_strings_when_the_model_says_so(
     )
     assert tickets.count("severity:3", tenant="acme-feature") == 1
     assert tickets.count("severity:3", tenant="acme-bug") == 1
+
+
+def test_a_script_patch_that_writes_nothing_raises_its_own_error(
+    mapper: em.Mapper, repo: em.Repository[Employee], acme: dict[str, Any]
+) -> None:
+    """No script update confirmed: there is no ``idx`` to bring up to date, and the
+    patch's error is the one raised (not one of the bookkeeping after it)."""
+    a = repo.add(Employee(name="a", company_id="acme", custom_fields={"Level": 1}))
+    with pytest.raises(em.DocumentNotFoundError):
+        repo.patch("missing", em.ScriptPatch("ctx._source.custom_fields.Level = 3"))
+    with pytest.raises(em.DocumentError) as caught:  # the script fails on the server
+        repo.patch(a.id, em.ScriptPatch("ctx._source.custom_fields.Level = params.x.y"))
+    assert not isinstance(caught.value, AttributeError)
+    assert stored(mapper, a.id)["idx"]["int-1"] == 1

@@ -230,3 +230,22 @@ def test_session_reads_and_removes_right_after_an_add_dated_another_day(
         session.remove(Event(id="s2", happened=NOW))
     assert _stored(es_client, f"{index_prefix}events", "s1") == []
     assert _stored(es_client, f"{index_prefix}events", "s2") == []
+
+
+def test_exists_by_id_reads_no_source(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str
+) -> None:
+    """``exists(id)`` of a time-series model asks whether the id is stored, not for its
+    ``_source`` (the GET of its dated alias, the lookup on every partition for another id)."""
+    repo = make_mapper(Event, clock=FakeClock(NOW), url=proxy.url).repository(Event)
+    dated = repo.add(Event(happened=EARLIER, kind="x" * 1000))
+    repo.add(Event(id="plain-id", happened=EARLIER, kind="x" * 1000))
+    proxy.reset_counts()
+
+    assert repo.exists(dated.id) and repo.exists("plain-id")
+    assert not repo.exists("missing-id")
+
+    reads = [r for r in proxy.requests if r.path.endswith(("/_mget", f"/_doc/{dated.id}"))]
+    assert reads, proxy.requests
+    for read in reads:  # without a _source, or only what a rule reads
+        assert "_source=false" in read.query or "_source_includes" in read.query, read
