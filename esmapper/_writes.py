@@ -36,6 +36,7 @@ announce the changes, :func:`publish_changes`).
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,8 @@ __all__ = [
     "publish_changes",
     "write_documents",
 ]
+
+log = logging.getLogger("esmapper.writes")
 
 #: Fields the pipeline sets hold values it made itself (aware UTC datetimes, checked ids):
 #: they skip the model's per-assignment conversion and change tracking.
@@ -243,6 +246,7 @@ def _write_patches(
         targets.append(target)
     actions = _actions(ctx, pendings, targets, options)
     confirmed: list[PendingWrite] = []
+    ok = False
     try:
         try:
             got = send(ctx, actions, refresh=refresh_param(options.consistency))
@@ -258,9 +262,10 @@ def _write_patches(
         failed = [o for o in got if not o.ok]
         if failed and outcomes is None:
             raise failure_error(failed, [p.doc_id for p in confirmed], len(got))
+        ok = True
         return confirmed
     finally:
-        _finish(call, states, confirmed)
+        _finish(call, states, confirmed, failing=not ok)
 
 
 def _write_documents(
@@ -286,10 +291,13 @@ def _write_documents(
         if on_success is not None:
             on_success(pending)
 
+    ok = False
     try:
-        return _send(call, actions, succeeded)
+        result = _send(call, actions, succeeded)
+        ok = True
+        return result
     finally:
-        _finish(call, states, confirmed)
+        _finish(call, states, confirmed, failing=not ok)
 
 
 def _send(
@@ -317,10 +325,26 @@ def _prepare_points(call: WriteCall, groups: Groups) -> _States:
     return states
 
 
-def _finish(call: WriteCall, states: _States, confirmed: list[PendingWrite]) -> None:
-    """The ``finish`` point, after the write whatever its outcome, never failing it."""
+def _finish(
+    call: WriteCall, states: _States, confirmed: list[PendingWrite], *, failing: bool
+) -> None:
+    """The ``finish`` point, after the write whatever its outcome. When the write itself
+    is raising (``failing``), a feature's error here is logged and the write's error goes
+    on: it must not replace what the caller needs to know (what was and was not
+    written)."""
     for feature, state, info in states:
-        feature.finish(call, state, [p for p in confirmed if p.info is info])
+        mine = [p for p in confirmed if p.info is info]
+        if not failing:
+            feature.finish(call, state, mine)
+            continue
+        try:
+            feature.finish(call, state, mine)
+        except Exception:
+            log.exception(
+                "%s: finishing a failed write of %s failed too; the write's error is raised",
+                feature.name,
+                info.name,
+            )
 
 
 def _check(call: WriteCall, checked: list[tuple[ModelInfo, list[PendingWrite]]]) -> None:

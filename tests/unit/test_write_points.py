@@ -80,6 +80,8 @@ class Recorder(_features.Feature):
 
     def finish(self, call: Any, state: Any, confirmed: Sequence[PendingWrite]) -> None:
         LOG.append((f"finish {state}", _names(confirmed)))
+        if any(p.doc.name == "finish-fails" for p in confirmed):
+            raise RuntimeError("finish failed")
 
 
 class FakeWriter:
@@ -181,6 +183,18 @@ def test_finish_gets_only_the_confirmed_writes_when_some_fail(mapper: em.Mapper)
     with pytest.raises(em.BulkWriteError):
         write(mapper, ("add", Recorded(name="good")), ("add", Recorded(name="bad")))
     assert LOG[-2:] == [("settle", ["add good"]), ("finish the state", ["add good"])]
+
+
+def test_a_failing_finish_never_hides_the_writes_own_error(
+    mapper: em.Mapper, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake(mapper).refuse = {"bad"}
+    with pytest.raises(em.BulkWriteError):  # not finish's RuntimeError
+        write(mapper, ("add", Recorded(name="finish-fails")), ("add", Recorded(name="bad")))
+    assert "finishing a failed write of Recorded failed too" in caplog.text
+    # a write that succeeded: finish's own error is the call's
+    with pytest.raises(RuntimeError, match="finish failed"):
+        write(mapper, ("add", Recorded(name="finish-fails")))
 
 
 def test_check_runs_again_after_changing_receivers(mapper: em.Mapper) -> None:
