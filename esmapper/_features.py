@@ -271,6 +271,9 @@ class Points:
 NO_POINTS = Points()
 
 _registry: list[type[Feature]] = []
+#: ``(call option, the feature that declares it)`` of every registered feature: what
+#: :func:`check_call_options` looks at on each call (one entry per option, not per feature)
+_call_options: list[tuple[str, type[Feature]]] = []
 _compiled: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 
@@ -289,10 +292,9 @@ def check_call_options(info: ModelInfo, options: Any) -> None:
     """Refuse a call of ``info``'s model that gives a per-call option (``tenant``) only
     a feature that does not apply to it reads (that feature's
     :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
-    for feature in _registry:
-        for name in feature.call_options:
-            if getattr(options, name, None) is not None and name not in info.points.options:
-                feature.refuse_option(info, name)
+    for name, feature in _call_options:
+        if getattr(options, name, None) is not None and name not in info.points.options:
+            feature.refuse_option(info, name)
 
 
 def attach(info: ModelInfo) -> Points:
@@ -314,6 +316,7 @@ def register(feature: type[Feature]) -> type[Feature]:
         if any(f.name == feature.name for f in _registry):
             raise ValueError(f"a feature named {feature.name!r} is registered already")
         _registry.append(feature)
+        _call_options.extend((name, feature) for name in feature.call_options)
         earlier = list(_compiled)
     for info in earlier:
         instance = feature.attach(info)
@@ -327,6 +330,7 @@ def unregister(feature: type[Feature]) -> None:
     tests that register a feature of their own)."""
     with _lock:
         _registry.remove(feature)
+        _call_options[:] = [entry for entry in _call_options if entry[1] is not feature]
         earlier = list(_compiled)
     for info in earlier:
         kept = [f for f in info.points.features if type(f) is not feature]
