@@ -41,6 +41,7 @@ from esmapper._patch_actions import (
     announce,
     changed_ids,
     client_side_pending,
+    per_document,
     removed_ids,
     update_body,
     update_pending,
@@ -158,7 +159,7 @@ def patch_all(
         isinstance(patch, ScriptPatch)
         and notify_ids is None
         and not _batched(listing, options)
-        and not info.custom_fields  # idx is brought up to date per document
+        and not per_document(info, patch)  # a feature needs each stored document
     ):
         # it writes each match at the version the last refresh made searchable: refreshed
         query = listing.request(filter, _scan_options(options, retry=True), {})

@@ -73,6 +73,7 @@ POINTS: tuple[str, ...] = (
     "read_params",
     "visible",
     "rebuild",
+    "reads_stored",
 )
 
 
@@ -222,6 +223,14 @@ class Feature:
         up to date (custom-field ``idx``); returns the number of documents written."""
         return 0
 
+    def reads_stored(self, patch: Any) -> bool:
+        """:mod:`esmapper._patching` and :mod:`esmapper._by_query`: whether ``patch`` must
+        be written document by document from the stored source it read, at that version
+        (the feature derives what is written from the stored document, or judges the write
+        by it): a ``PartialPatch`` by id then runs as a scan over its ids, and a
+        ``ScriptPatch`` never as one ``_update_by_query``."""
+        return False
+
 
 @attrs.frozen(slots=True)
 class Points:
@@ -246,6 +255,7 @@ class Points:
     read_params: tuple[Callable[..., Any], ...] = ()
     visible: tuple[Callable[..., Any], ...] = ()
     rebuild: tuple[Callable[..., Any], ...] = ()
+    reads_stored: tuple[Callable[..., Any], ...] = ()
     #: the call options the model's features read (:attr:`Feature.call_options`)
     options: frozenset[str] = frozenset()
 

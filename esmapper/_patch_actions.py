@@ -9,7 +9,7 @@ by-query requests through :mod:`esmapper._by_query_send`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jsonpatch
@@ -21,7 +21,7 @@ from esmapper.bulk import BulkOutcome
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
 from esmapper.model.codec import format_datetime
 from esmapper.options import Options
-from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
+from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ __all__ = [
     "client_side_pending",
     "now_text",
     "raise_for",
+    "patch_written",
+    "per_document",
     "removed_ids",
-    "stored_deleted",
     "update_body",
     "update_pending",
 ]
@@ -165,10 +166,10 @@ def announce(  # noqa: PLR0917
 
 
 def removed_ids(info: ModelInfo, outcomes: Iterable[BulkOutcome]) -> set[str]:
-    """The ids a patch soft-deleted: confirmed writes that turned ``is_deleted`` from false
-    to true, judged like a save's (:func:`esmapper._pending.change_type`) from the stored
-    source the write was conditioned on (``PendingWrite.original_source``, set where the
-    patch read it: scans, client-side patches) and what the write stored. A write whose
+    """The ids of confirmed patches a feature judges removals (the ``change_type`` point,
+    :func:`esmapper._pending.change_type`: a soft delete) from the stored source the write
+    was conditioned on (``PendingWrite.original_source``, set where the patch read it:
+    scans, client-side patches) and what it stored (:func:`patch_written`). A write whose
     original or result is not known (a script) is not a removal."""
     if not info.points.change_type:
         return set()
@@ -179,9 +180,7 @@ def removed_ids(info: ModelInfo, outcomes: Iterable[BulkOutcome]) -> set[str]:
         ref = outcome.action.ref
         if not isinstance(ref, PendingWrite):
             continue
-        flag = stored_deleted(ref)
-        written = None if flag is None else {"is_deleted": flag}
-        if change_type(ref, ref.original_source, written) is ChangeType.REMOVED:
+        if change_type(ref, ref.original_source, patch_written(ref)) is ChangeType.REMOVED:
             out.add(str(outcome.id))
     return out
 
@@ -190,16 +189,20 @@ def changed_ids(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
     return [o.id for o in outcomes if o.ok and o.result != "noop"]
 
 
-def stored_deleted(pending: PendingWrite) -> bool | None:
-    """The ``is_deleted`` a patch stores (``None``: it does not say, e.g. a script)."""
+def patch_written(pending: PendingWrite) -> Mapping[str, Any] | None:
+    """What a patch stores, as far as it is known before the server applies it: the
+    fields a partial update sets, the whole source a client-side patch indexes; ``None``
+    for a script (its result is the server's)."""
     form = pending.form
     if form is None:
         return None
-    if not form.update:  # an index of the patched source
-        if form.body is not None:
-            return bool(form.body.get("is_deleted"))
-        return bool(getattr(pending.doc, "is_deleted", False))
+    if not form.update:  # an index of the patched source (ActionPatch: of the document)
+        return form.body if form.body is not None else pending.info.to_source(pending.doc)
     doc = (form.body or {}).get("doc")
-    if isinstance(doc, dict) and "is_deleted" in doc:
-        return bool(doc["is_deleted"])
-    return None
+    return doc if isinstance(doc, dict) else None
+
+
+def per_document(info: ModelInfo, patch: Patch) -> bool:
+    """Whether a feature of ``info``'s model needs ``patch`` written document by document
+    from the stored source (the ``reads_stored`` point)."""
+    return any(hook(patch) for hook in info.points.reads_stored)

@@ -77,7 +77,7 @@ here) in :mod:`esmapper._by_query`; what both build and do after a write in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from elasticsearch.dsl.query import Ids
 
@@ -87,6 +87,7 @@ from esmapper._patch_actions import (
     announce,
     changed_ids,
     client_side_pending,
+    per_document,
     raise_for,
     removed_ids,
     update_body,
@@ -139,9 +140,10 @@ def patch_ids(listing: Listing, ids: str | Iterable[str], patch: Patch, options:
         notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
         _patch_scanned(listing, id_list, patch, options, notify_all=notify_all)
         return
-    if isinstance(patch, PartialPatch) and (info.custom_fields or _soft_deletes(info, patch)):
-        # idx is recomputed from the stored document, and a soft delete is a removal only
-        # if the stored document was not deleted: per document, at the version read
+    if isinstance(patch, PartialPatch) and per_document(info, patch):
+        # a feature derives what is written from the stored document (custom fields'
+        # idx) or judges the write by it (a soft delete is a removal only if the stored
+        # one was not deleted): per document, at the version read
         _patch_scanned(listing, id_list, patch, options, notify_all=False)
         return
     if isinstance(patch, PartialPatch | ScriptPatch):
@@ -182,12 +184,6 @@ def _patch_located(  # noqa: PLR0917
             raise_for(failed[0], info)
         failures = [o.to_failure() for o in failed] + missing
         raise BulkWriteError(failures, changed)
-
-
-def _soft_deletes(info: Any, patch: PartialPatch) -> bool:
-    """Whether ``patch`` sets ``is_deleted`` on a soft-delete model (a removal when the
-    stored document was not deleted: see :func:`esmapper._pending.change_type`)."""
-    return bool(info.soft_deletes and patch.doc.get("is_deleted"))
 
 
 def _patch_scanned(

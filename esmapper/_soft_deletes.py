@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper._features import Feature, Visibility, WriteCall, register
-from esmapper._patch_actions import stored_deleted
+from esmapper._patch_actions import patch_written
 from esmapper.errors import QueryValidationError
+from esmapper.patches import PartialPatch
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
@@ -32,7 +33,12 @@ class SoftDeleteFeature(Feature):
     def attach(cls, info: ModelInfo) -> SoftDeleteFeature | None:
         return cls(info) if info.soft_deletes else None
 
-    # -- writes (points: settle, change_type) --------------------------------------------
+    # -- writes (points: settle, change_type, reads_stored) -------------------------------
+
+    def reads_stored(self, patch: Any) -> bool:
+        """A ``PartialPatch`` setting ``is_deleted`` is a removal only if the stored
+        document was not deleted: it is judged per document, from what was read."""
+        return isinstance(patch, PartialPatch) and bool(patch.doc.get("is_deleted"))
 
     def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
         """Confirmed soft deletes (a save or patch setting ``is_deleted``) and restores (a
@@ -48,7 +54,7 @@ class SoftDeleteFeature(Feature):
         for pending in confirmed:
             doc, kind, original = pending.doc, pending.kind, pending.original_source
             if kind == "patch":
-                flag = stored_deleted(pending)
+                flag = _deleted_flag(pending)
                 if flag is not None and pending.id is not None:
                     (gone if flag else back).append(pending.id)
             elif kind == "remove":
@@ -125,3 +131,15 @@ def recently_deleted(ctx: Context, info: ModelInfo) -> list[str]:
     if documents is None or not info.soft_deletes:
         return []
     return documents.recently_deleted(ctx.spec(info.cls).alias)
+
+
+def _deleted_flag(pending: PendingWrite) -> bool | None:
+    """The ``is_deleted`` a patch stores (``None``: it does not say, e.g. a script or a
+    partial update of other fields)."""
+    written = patch_written(pending)
+    if written is None:
+        return None
+    form = pending.form
+    if form is not None and form.update and "is_deleted" not in written:
+        return None
+    return bool(written.get("is_deleted"))

@@ -158,6 +158,11 @@ class CustomFields(Feature):
 
     # -- patches (prepare/check/finish of a batch of kind "patch", sent here by the above)
 
+    def reads_stored(self, patch: Any) -> bool:
+        """``idx`` is computed from the stored document: every patch is written per
+        document, at the version read (a script's ``idx`` reconciled after it)."""
+        return True
+
     def prepare_patches(
         self, call: WriteCall, pendings: Sequence[PendingWrite]
     ) -> list[PendingWrite] | None:

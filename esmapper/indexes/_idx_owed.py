@@ -75,7 +75,7 @@ def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int 
     writes its own markers there (the write block's). A lock held elsewhere leaves the
     marks for the next run (logged): nothing waits, and nothing is lost."""
     spec = ctx.spec(model)
-    if not spec.info.custom_fields or spec.kind == "plain":
+    if not spec.info.points.rebuild or spec.kind == "plain":  # nothing derived to rebuild
         return None
     owed = owed_idx_rebuilds(ctx.client, spec.read_target)
     if not owed:

@@ -381,7 +381,7 @@ def run_phases(
         prepare_target(client, spec, new)
         run.marker = new_marker(new)  # before sending: a lost answer is undone too
         claim(client, new, run.marker)  # another run's marker on ``new`` is taken off
-        if run.script is not None and spec.info.custom_fields:
+        if run.script is not None and spec.info.points.rebuild:  # derived values to rebuild
             owe_idx_rebuild(client, new, old)  # paid after the swap, by this run or the next
         # Every document written before the run is visible to the copy, whatever the writer's
         # clock said (an import stamped in the past, a refresh_interval of -1).
