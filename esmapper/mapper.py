@@ -6,7 +6,7 @@ import datetime as _dt
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from elasticsearch import Elasticsearch, NotFoundError
 
@@ -16,7 +16,7 @@ from esmapper._shards import count_all
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
-from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.cache import CacheClient, DocumentCache, InMemoryCache
 from esmapper.custom_fields._access import definitions
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.repository import CustomFieldRepository
@@ -53,15 +53,21 @@ log = logging.getLogger("esmapper.indexes")
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
 _S = TypeVar("_S")
+_V = TypeVar("_V")
 
 
-def _delegated(name: str) -> Any:
-    """A mapper attribute that reads and sets the services' ``name``."""
-    return property(
-        lambda self: getattr(self.services, name),
-        lambda self, value: setattr(self.services, name, value),
-        doc=f"The services' ``{name}`` (:class:`esmapper._services.Services`).",
-    )
+class _Delegated(Generic[_V]):
+    """A mapper attribute that reads and sets the services' attribute of that name
+    (:class:`esmapper._services.Services`; a test may replace the writer or the clock)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, mapper: Mapper, owner: type | None = None) -> _V:
+        return getattr(mapper.services, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, mapper: Mapper, value: _V) -> None:
+        setattr(mapper.services, self.name, value)
 
 
 def _utcnow() -> _dt.datetime:
@@ -227,14 +233,15 @@ class Mapper:
             self.register(model)
 
     # the services the mapper's facade shows (a test may replace the writer or the clock)
-    index_prefix = _delegated("index_prefix")
-    writer = _delegated("writer")
-    clock = _delegated("clock")
-    cache = _delegated("cache")
-    documents = _delegated("documents")
-    bus = _delegated("bus")
-    partial_results = _delegated("partial_results")
-    migrations = _delegated("migrations")
+    index_prefix = _Delegated[str]()
+    writer = _Delegated[BulkWriter]()
+    clock = _Delegated[Callable[[], _dt.datetime]]()
+    cache = _Delegated[CacheClient | None]()
+    documents = _Delegated[DocumentCache | None]()
+    bus = _Delegated[MessageBus]()
+    #: the default of the reads' ``partial_results=`` (see the class docstring)
+    partial_results = _Delegated[bool]()
+    migrations = _Delegated[list[type]]()
 
     @property
     def client(self) -> Elasticsearch:
