@@ -48,7 +48,7 @@ def _nothing(*_: object) -> None:
     return None
 
 
-@attrs.define(slots=True, eq=False)
+@attrs.define(slots=True, eq=False, repr=False)
 class Services:
     """The client, writer, caches, bus, index specs and clock of one mapper."""
 
