@@ -3,8 +3,9 @@
 The write pipeline, the search, the by-query writes and the features take a ``Context``,
 not the :class:`~esmapper.mapper.Mapper`: the client, the bulk writer, the document
 cache, the bus, the index specs, the clock and a per-mapper home for a feature's state.
-The ``Mapper`` implements it (it stays the user's facade and registry); a test or a tool
-may pass anything else that does. It is a :class:`typing.Protocol`, so depending on it
+The mapper hands them its :class:`~esmapper._services.Services`, which implements it (the
+``Mapper`` does too, delegating: it stays the user's facade); a test or a tool may pass
+anything else that does. It is a :class:`typing.Protocol`, so depending on it
 creates no import of the mapper (the layers of docs/architecture.md flow one way).
 """
 

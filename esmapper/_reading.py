@@ -88,7 +88,7 @@ class Reading(Searching[T]):
 
     @property
     def spec(self) -> IndexSpec:
-        return self.mapper.spec(self.model)
+        return self.services.spec(self.model)
 
     @limited(_defaults)
     def get(
@@ -114,7 +114,7 @@ class Reading(Searching[T]):
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
-        mapper, info = self.mapper, self.info
+        mapper, info = self.services, self.info
         check_call_options(info, opts)
         rules = visibility(info, opts)
         ttl = mapper.cache_ttl(info, opts)
@@ -130,12 +130,12 @@ class Reading(Searching[T]):
                     else copies.document(info, cached, self._hydrate)
                 )
                 return document if not rules or shown(rules, document) else None
-        found = get_document(self.mapper.client, self.spec, id)
+        found = get_document(self.services.client, self.spec, id)
         if found is None:
             return None
         raw = _hit(found)
         if ttl is not None:
-            self.mapper.cache_fill(self.info, id, raw, token, ttl)
+            self.services.cache_fill(self.info, id, raw, token, ttl)
         document = self._hydrate(raw)
         return document if not rules or shown(rules, document) else None
 
@@ -168,18 +168,18 @@ class Reading(Searching[T]):
         for id in wanted:
             check_id(id)
         check_call_options(self.info, opts)
-        ttl = self.mapper.cache_ttl(self.info, opts)
+        ttl = self.services.cache_ttl(self.info, opts)
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
         if ttl is not None:
             for id in wanted:
-                cached, tokens[id] = self.mapper.cache_lookup(self.info, id)
+                cached, tokens[id] = self.services.cache_lookup(self.info, id)
                 if cached is not None:
                     hits[id] = cached
         missing = [id for id in wanted if id not in hits]
         if missing:
             try:
-                docs = get_documents(self.mapper.client, self.spec, missing)  # found ones
+                docs = get_documents(self.services.client, self.spec, missing)  # found ones
             except NotFoundError as exc:
                 if not is_index_missing(exc):
                     raise
@@ -190,7 +190,9 @@ class Reading(Searching[T]):
                         continue
                     hit = _hit(raw)
                     hits[hit["_id"]] = hit
-                    self.mapper.cache_fill(self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl)
+                    self.services.cache_fill(
+                        self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
+                    )
         hydrate = self._hydrate
         found: list[T] = []
         append = found.append
@@ -252,10 +254,10 @@ class Reading(Searching[T]):
         if any(rule.reads is None for rule in rules):  # a rule reads the whole document
             return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
         if not rules:
-            return document_exists(self.mapper.client, self.spec, id)
+            return document_exists(self.services.client, self.spec, id)
         # the fields the rules read, only (the document built from them is partial)
         reads = sorted({name for rule in rules for name in rule.reads or ()})
-        found = get_document(self.mapper.client, self.spec, id, source_includes=reads or None)
+        found = get_document(self.services.client, self.spec, id, source_includes=reads or None)
         return found is not None and shown(rules, self._hydrate(found))
 
     def _hydrate(self, raw: dict[str, Any]) -> T:

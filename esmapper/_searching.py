@@ -34,6 +34,7 @@ from esmapper.query.sort import SortSpec
 from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
+    from esmapper._services import Services
     from esmapper.mapper import Mapper
     from esmapper.model import Document
     from esmapper.model.info import ModelInfo
@@ -55,6 +56,8 @@ class Searching(Generic[T]):
     """The searches of a repository (see the module docstring)."""
 
     mapper: Mapper
+    #: what the core is given (the mapper's :class:`~esmapper._services.Services`)
+    services: Services
     model: type[T]
     info: ModelInfo
     #: the options a call runs under where it gives none
@@ -117,7 +120,7 @@ class Searching(Generic[T]):
     def _listing(self) -> _scan.Listing:
         """This repository's searches as a scan or a by-query write runs them (the
         repository's mapper as their context, its model, spec and scope)."""
-        return _scan.Listing(self.mapper, self.info, self.mapper.spec(self.model), self._scope)
+        return _scan.Listing(self.services, self.info, self.services.spec(self.model), self._scope)
 
     @limited(_defaults)
     def find(

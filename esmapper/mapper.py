@@ -6,13 +6,12 @@ import datetime as _dt
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper import _gcpause, signals
-from esmapper._limits import current as current_limits
-from esmapper._server_version import ServerVersion
+from esmapper._services import Services
 from esmapper._shards import count_all
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
@@ -22,7 +21,6 @@ from esmapper.custom_fields._access import definitions
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import connect, redis_url_from_env
-from esmapper.errors import IndexConfigurationError
 from esmapper.health import HealthReport, check_health
 from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
@@ -55,9 +53,21 @@ log = logging.getLogger("esmapper.indexes")
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
 _S = TypeVar("_S")
+_V = TypeVar("_V")
 
-#: Cache lifetime of an operation that asks for caching on a model without a default.
-DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
+
+class _Delegated(Generic[_V]):
+    """A mapper attribute that reads and sets the services' attribute of that name
+    (:class:`esmapper._services.Services`; a test may replace the writer or the clock)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, mapper: Mapper, owner: type | None = None) -> _V:
+        return getattr(mapper.services, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, mapper: Mapper, value: _V) -> None:
+        setattr(mapper.services, self.name, value)
 
 
 def _utcnow() -> _dt.datetime:
@@ -176,16 +186,12 @@ class Mapper:
         if pause_gc:
             _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)
-        self.index_prefix = index_prefix
-        self.clock = clock
         if not isinstance(partial_results, bool):
             raise ValueError(f"partial_results={partial_results!r} must be True or False")
-        #: the default of the reads' ``partial_results=`` (see the class docstring)
-        self.partial_results = partial_results
         writer_options: dict[str, Any] = {}
         if sleep is not None:
             writer_options["sleep"] = sleep
-        self.writer = BulkWriter(
+        writer = BulkWriter(
             self._client,
             chunk_size=bulk_chunk_size,
             max_bytes=bulk_max_bytes,
@@ -196,38 +202,53 @@ class Mapper:
             concurrency=bulk_concurrency,
             **writer_options,
         )
-        self.migrations = list(migrations)
         self._redis = _shared_side_channels(redis, index_prefix, redis_options)
         if self._redis is not None:
             cache = self._redis[0] if cache is None or cache is True else cache
             bus = self._redis[1] if bus is None else bus
         if cache is False:
-            self.cache: CacheClient | None = None
+            cache = None
         elif cache is None or cache is True:
-            self.cache = InMemoryCache()
-        else:
-            self.cache = cache
-        self.documents = DocumentCache(self.cache) if self.cache is not None else None
-        self.bus: MessageBus = bus if bus is not None else BlinkerMessageBus()
-        self._specs: dict[type, IndexSpec] = {}
+            cache = InMemoryCache()
+        #: what the core and the features are given (:mod:`esmapper._services`), not the
+        #: mapper: the client, writer, caches, bus, index specs, clock
+        self.services = Services(
+            self._client,
+            writer,
+            index_prefix,
+            clock,
+            cache,
+            bus if bus is not None else BlinkerMessageBus(),
+            partial_results,
+            list(migrations),
+            repository_of=self.repository,
+            before_create=self._before_first_index,
+            registered=self._registered,
+        )
         self._repositories: dict[type, Repository[Any]] = {}
         self._lock = threading.Lock()
-        self._extensions: dict[str, Any] = {}
         self._install_known = False
         self._install_lock = threading.Lock()
-        self._server_version = ServerVersion()
         for model in models:
             self.register(model)
+
+    # the services the mapper's facade shows (a test may replace the writer or the clock)
+    index_prefix = _Delegated[str]()
+    writer = _Delegated[BulkWriter]()
+    clock = _Delegated[Callable[[], _dt.datetime]]()
+    cache = _Delegated[CacheClient | None]()
+    documents = _Delegated[DocumentCache | None]()
+    bus = _Delegated[MessageBus]()
+    #: the default of the reads' ``partial_results=`` (see the class docstring)
+    partial_results = _Delegated[bool]()
+    migrations = _Delegated[list[type]]()
 
     @property
     def client(self) -> Elasticsearch:
         """The Elasticsearch client; inside a repository or session call given
         ``timeout=``, a view of it with that ``request_timeout`` (see
         :mod:`esmapper._limits`)."""
-        timeout = current_limits().timeout
-        if timeout is None:
-            return self._client
-        return self._client.options(request_timeout=timeout)
+        return self.services.client
 
     def server_version(self) -> tuple[int, int] | None:
         """The server's ``(major, minor)`` version: ``GET /`` the first time it is asked
@@ -235,41 +256,18 @@ class Mapper:
         fields), then kept for this mapper; ``None`` when the server does not say (an
         error, a role without the ``monitor`` privilege), which is kept too
         (:mod:`esmapper._server_version`)."""
-        return self._server_version.get(self._client)
+        return self.services.server_version()
 
     # -- models and indexes -----------------------------------------------------------
 
     def register(self, model: type) -> IndexSpec:
         """Register a Document class; a second model on the same alias raises
         :class:`IndexConfigurationError`."""
-        info: ModelInfo | None = getattr(model, "__esmapper__", None)
-        if info is None or not info.is_document:
-            raise TypeError(f"{model!r} is not an esmapper Document")
-        with self._lock:
-            if model in self._specs:
-                return self._specs[model]
-            # the base client: ``self.client`` may be a view with the timeout of the call
-            # that happens to register the model, which must not stick to it
-            spec = IndexSpec(
-                info,
-                self.index_prefix,
-                client=self._client,
-                clock=self.clock,
-                before_create=self._before_first_index,
-            )
-            for other in self._specs.values():
-                if other.alias.lower() == spec.alias.lower():
-                    raise IndexConfigurationError(
-                        f"{model.__name__} and {other.info.name} both use index {spec.alias!r}",
-                        index=spec.alias,
-                    )
-            self._specs[model] = spec
-            bind = getattr(self.bus, "bind_model", None)
-            if bind is not None:  # a distributed bus names models in its messages
-                bind(model)
+        return self.services.register(model)
+
+    def _registered(self, info: ModelInfo) -> None:
         if info.custom_fields:  # its definitions live in their own index
-            self.register(CustomFieldDefinition)
-        return spec
+            self.services.register(CustomFieldDefinition)
 
     def _before_first_index(self) -> None:
         """Called right before a write creates one of the models' indexes: until this
@@ -284,12 +282,11 @@ class Mapper:
 
     @property
     def models(self) -> list[type]:
-        return list(self._specs)
+        return self.services.models
 
     def spec(self, model: type) -> IndexSpec:
         """The :class:`IndexSpec` of a registered model (registering it on first use)."""
-        spec = self._specs.get(model)
-        return spec if spec is not None else self.register(model)
+        return self.services.spec(model)
 
     def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
@@ -372,7 +369,9 @@ class Mapper:
                 if self.spec(model).info.custom_fields:
                     self.custom_fields(model).invalidate()
         if deleted:
-            publish_changes(self, spec.info, [(None, signals.ChangeType.REMOVED)], Options())
+            publish_changes(
+                self.services, spec.info, [(None, signals.ChangeType.REMOVED)], Options()
+            )
 
     def health(self) -> HealthReport:
         """Whether the cluster and every model's indexes are as the code expects: cluster
@@ -394,7 +393,7 @@ class Mapper:
     def custom_fields(self, model: type) -> CustomFieldRepository:
         """The (cached, thread-safe) repository of ``model``'s custom-field definitions;
         ``TypeError`` for a model without ``em.HasCustomFields``."""
-        return definitions(self, model)  # the custom-field feature's state (ctx.extension)
+        return definitions(self.services, model)  # the custom-field feature's state (ctx.extension)
 
     @keywords_checked
     def session(
@@ -440,70 +439,35 @@ class Mapper:
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
         return migrate(self, **kwargs)
 
-    # -- side channels (cache and notifications) ---------------------------------------
+    # -- side channels (cache and notifications): the services' -----------------------
 
     def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
         """Publish an ``entity_changed`` message through the bus."""
-        self.bus.publish(model, message, options=options)
+        self.services.publish(model, message, options)
 
     def has_subscribers(self, model: type) -> bool:
-        """Whether publishing for ``model`` can reach anyone (the in-process bus without
-        receivers cannot, so no messages are built)."""
-        if not isinstance(self.bus, BlinkerMessageBus):
-            return True
-        return signals.has_receivers(signals.entity_changed, model) or signals.has_receivers(
-            signals.before_publish_entity_changed, model
-        )
+        """Whether publishing for ``model`` can reach anyone."""
+        return self.services.has_subscribers(model)
 
     def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
-        """How long a by-id read of ``info`` (or a search's response under ``cache_key``)
-        is cached under ``options`` (``None``: not)."""
-        if self.documents is None or options.cache is False:
-            return None
-        default = info.index.cache if info.index is not None else None
-        if options.cache is None and options.cache_key is None:
-            return default
-        return default or DEFAULT_CACHE_TTL
+        """How long a read of ``info`` under ``options`` is cached (``None``: not)."""
+        return self.services.cache_ttl(info, options)
 
     def is_cached(self, info: ModelInfo) -> bool:
         """Whether ``info``'s model is cached by default (``class Index: cache = ...``)."""
-        return self.documents is not None and info.index is not None and bool(info.index.cache)
-
-    def cache_lookup(self, info: ModelInfo, id: str) -> tuple[dict[str, Any] | None, Any]:
-        """``(cached raw hit or None, token for cache_fill)``."""
-        assert self.documents is not None
-        return self.documents.lookup(self.spec(info.cls).alias, id)
-
-    def cache_fill(
-        self, info: ModelInfo, id: str, hit: dict[str, Any], token: Any, ttl: _dt.timedelta
-    ) -> None:
-        """Cache a fetched hit unless the document was written since the lookup."""
-        assert self.documents is not None
-        self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
+        return self.services.is_cached(info)
 
     def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
-        """Remove the cached entries of ``ids``, whatever the model's cache setting: the
-        cache client may be shared with mappers (or processes) that did cache them."""
-        if self.documents is None:
-            return
-        self.documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
+        """Remove the cached entries of ``ids``."""
+        self.services.invalidate_ids(info, ids)
 
     def invalidate_model(self, info: ModelInfo) -> None:
-        """Remove every cached document of ``info``'s model (a by-query write that cannot
-        list the ids it changed)."""
-        if self.documents is not None:
-            self.documents.invalidate_all(self.spec(info.cls).alias)
+        """Remove every cached document of ``info``'s model."""
+        self.services.invalidate_model(info)
 
     def extension(self, key: str, factory: Callable[[], _S]) -> _S:
-        """The state a feature keeps for this mapper under ``key``, made by ``factory``
-        the first time (thread-safe; :class:`esmapper._context.Context`)."""
-        found = self._extensions.get(key)
-        if found is None:
-            with self._lock:
-                found = self._extensions.get(key)
-                if found is None:
-                    found = self._extensions[key] = factory()
-        return found  # type: ignore[no-any-return]
+        """The state a feature keeps for this mapper under ``key`` (the services')."""
+        return self.services.extension(key, factory)
 
     # -- lifecycle ---------------------------------------------------------------------
 

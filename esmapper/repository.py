@@ -58,6 +58,7 @@ class Repository(Reading[T]):
 
     def __init__(self, mapper: Mapper, model: type[T]) -> None:
         self.mapper = mapper
+        self.services = mapper.services
         self.model = model
         self.info = model.__esmapper__  # type: ignore[attr-defined]
         self.defaults = Options()
@@ -231,7 +232,7 @@ class Repository(Reading[T]):
                     PendingWrite("remove", doc, self.info, conditional=False, guard=guard)
                 )
         if pendings:
-            write_documents(self.mapper, pendings, opts)
+            write_documents(self.services, pendings, opts)
 
     def _write(
         self, kind: WriteKind, docs: T | Sequence[T], options: dict[str, Any]
@@ -246,7 +247,9 @@ class Repository(Reading[T]):
 
     def _run(self, kind: WriteKind, docs: Sequence[Any], options: Options) -> None:
         if docs:
-            write_documents(self.mapper, [PendingWrite(kind, d, self.info) for d in docs], options)
+            write_documents(
+                self.services, [PendingWrite(kind, d, self.info) for d in docs], options
+            )
 
     # -- by query and patches ------------------------------------------------------------
 
@@ -313,7 +316,7 @@ class Repository(Reading[T]):
         ``validate=False`` only ``NaN``/infinities are refused (JSON has neither)."""
         if not isinstance(patch, PartialPatch):
             return patch
-        _patching.check_patch(self.mapper, self.info, patch, options)  # the tenant rule
+        _patching.check_patch(self.services, self.info, patch, options)  # the tenant rule
         if not options.validate:
             check_finite(self.info, patch.doc)
             return patch
@@ -355,9 +358,9 @@ class Repository(Reading[T]):
         (a string that is a key given as ``cache="..."`` to a find)."""
         listed = [items] if isinstance(items, str | self.model) else list(items)  # type: ignore[arg-type]
         ids = [i if isinstance(i, str) else i.id for i in listed]  # type: ignore[attr-defined]
-        self.mapper.invalidate_ids(self.info, ids)
-        if self.mapper.cache is not None:
-            self.mapper.cache.remove_many([i for i in ids if isinstance(i, str)])
+        self.services.invalidate_ids(self.info, ids)
+        if self.services.cache is not None:
+            self.services.cache.remove_many([i for i in ids if isinstance(i, str)])
 
     def __repr__(self) -> str:
         return f"Repository({self.model.__name__}, alias={self.spec.alias!r})"

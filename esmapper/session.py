@@ -314,7 +314,7 @@ class Session(SessionReads):
             pendings = self._pending()  # what the receivers added or changed too
         if pendings:
             write_documents(
-                self.mapper,
+                self.mapper.services,
                 pendings,
                 self.options,
                 on_success=self._confirmed,

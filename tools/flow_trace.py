@@ -149,9 +149,14 @@ def _arguments(frame: types.FrameType, closures: bool) -> Iterator[object]:
             yield local.get(name)
 
 
+#: the modules of the classes implementing the ``Context`` protocol
+_CONTEXTS = ("esmapper._services", "esmapper.mapper")
+
+
 def _interface(frame: types.FrameType) -> str | None:
     """The module declaring the interface a method call was made through: a method of
-    the ``Context`` protocol (the mapper implements it), a feature point."""
+    the ``Context`` protocol (the mapper's ``Services`` and the mapper implement it), a
+    feature point."""
     from esmapper._context import Context
     from esmapper._features import POINTS, Feature
 
@@ -161,7 +166,7 @@ def _interface(frame: types.FrameType) -> str | None:
     if isinstance(this, Feature) and name in POINTS:
         return Feature.__module__
     members = {n for n in vars(Context) if not n.startswith("_")} | set(Context.__annotations__)
-    if name in members and frame.f_globals.get("__name__") == "esmapper.mapper":
+    if name in members and frame.f_globals.get("__name__") in _CONTEXTS:
         return Context.__module__
     return None
 

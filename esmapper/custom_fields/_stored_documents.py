@@ -99,7 +99,7 @@ def bring_up_to_date(
 
     def batch(docs: list[Any]) -> None:
         hits = [stored_hit(doc) for doc in docs]
-        updated = reconcile_hits(repo.mapper, repo.entity_info, hits, refresh=True)
+        updated = reconcile_hits(repo.services, repo.entity_info, hits, refresh=True)
         progress.advance(len(docs), updated)
 
     entities.batch_process(

@@ -1,0 +1,212 @@
+"""The :class:`Services`: what a step of the core and a feature use, without the mapper.
+
+The :class:`~esmapper.mapper.Mapper` builds one in ``__init__`` and hands it (not itself)
+to the write pipeline, the reads, the search, the by-query writes and the features: the
+client (bounded by the current call's ``timeout=``, :mod:`esmapper._limits`), the bulk
+writer, the document and key-value caches, the bus, the registry of index specs, the
+clock, the server version and a per-mapper home for a feature's state. It implements
+:class:`esmapper._context.Context`. Two members need the facade, so the mapper installs
+narrow callbacks: ``repository(model)`` (a repository holds the ``Mapper``) and the hooks
+of :meth:`Services.register` (before a write creates a first index: the migrations'
+install decision; after a model is registered: the models it brings along). It sits in
+the indexes layer: it makes the :class:`~esmapper.indexes.spec.IndexSpec` of a model.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+from elasticsearch import Elasticsearch
+
+from esmapper import signals
+from esmapper._limits import current as current_limits
+from esmapper._server_version import ServerVersion
+from esmapper.bus import BlinkerMessageBus, MessageBus
+from esmapper.cache import CacheClient, DocumentCache
+from esmapper.errors import IndexConfigurationError
+from esmapper.indexes.spec import IndexSpec
+from esmapper.model.info import ModelInfo
+from esmapper.options import Options
+
+if TYPE_CHECKING:
+    from esmapper.bulk import BulkWriter
+    from esmapper.repository import Repository
+
+__all__ = ["DEFAULT_CACHE_TTL", "Services"]
+
+_S = TypeVar("_S")
+
+#: Cache lifetime of an operation that asks for caching on a model without a default.
+DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
+
+
+def _nothing(*_: object) -> None:
+    return None
+
+
+@attrs.define(slots=True, eq=False, repr=False)
+class Services:
+    """The client, writer, caches, bus, index specs and clock of one mapper."""
+
+    #: the base client (:attr:`client` is the view bounded by the call's timeout)
+    base_client: Elasticsearch
+    #: the bulk writer every document write goes through
+    writer: BulkWriter
+    #: the ``index_prefix`` of every index and alias name
+    index_prefix: str
+    #: the current time (aware UTC unless a test injected otherwise)
+    clock: Callable[[], _dt.datetime]
+    #: the key-value cache (``None``: off)
+    cache: CacheClient | None
+    #: the bus ``entity_changed`` messages are published on
+    bus: MessageBus
+    #: the default of the reads' ``partial_results=``
+    partial_results: bool = False
+    #: the migration classes and modules ``migrate`` runs
+    migrations: list[type] = attrs.Factory(list)
+    #: the document cache (``None``: caching is off); made from ``cache``
+    documents: DocumentCache | None = attrs.field(init=False)
+    #: the repository of a model: the facade's (installed by the mapper)
+    repository_of: Callable[[type], Repository[Any]] | None = None
+    #: called right before a write creates one of the models' indexes
+    before_create: Callable[[], None] = _nothing
+    #: called after a model is registered (the models it brings along)
+    registered: Callable[[ModelInfo], None] = _nothing
+    _specs: dict[type, IndexSpec] = attrs.field(init=False, factory=dict)
+    _extensions: dict[str, Any] = attrs.field(init=False, factory=dict)
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _version: ServerVersion = attrs.field(init=False, factory=ServerVersion)
+
+    def __attrs_post_init__(self) -> None:
+        self.documents = DocumentCache(self.cache) if self.cache is not None else None
+
+    @property
+    def client(self) -> Elasticsearch:
+        """The client; inside a call given ``timeout=``, a view of it with that
+        ``request_timeout`` (see :mod:`esmapper._limits`)."""
+        timeout = current_limits().timeout
+        if timeout is None:
+            return self.base_client
+        return self.base_client.options(request_timeout=timeout)
+
+    def server_version(self) -> tuple[int, int] | None:
+        """The server's ``(major, minor)``: ``GET /`` once (:mod:`esmapper._server_version`)."""
+        return self._version.get(self.base_client)
+
+    # -- the index specs ---------------------------------------------------------------
+
+    def register(self, model: type) -> IndexSpec:
+        """Register a Document class; a second model on the same alias raises
+        :class:`IndexConfigurationError`, a class that is no Document ``TypeError``."""
+        info: ModelInfo | None = getattr(model, "__esmapper__", None)
+        if info is None or not info.is_document:
+            raise TypeError(f"{model!r} is not an esmapper Document")
+        with self._lock:
+            if model in self._specs:
+                return self._specs[model]
+            # the base client: ``self.client`` may be a view with the timeout of the call
+            # that happens to register the model, which must not stick to it
+            spec = IndexSpec(
+                info,
+                self.index_prefix,
+                client=self.base_client,
+                clock=self.clock,
+                before_create=self.before_create,
+            )
+            for other in self._specs.values():
+                if other.alias.lower() == spec.alias.lower():
+                    raise IndexConfigurationError(
+                        f"{model.__name__} and {other.info.name} both use index {spec.alias!r}",
+                        index=spec.alias,
+                    )
+            self._specs[model] = spec
+            bind = getattr(self.bus, "bind_model", None)
+            if bind is not None:  # a distributed bus names models in its messages
+                bind(model)
+        self.registered(info)
+        return spec
+
+    @property
+    def models(self) -> list[type]:
+        """The registered models, in registration order."""
+        return list(self._specs)
+
+    def spec(self, model: type) -> IndexSpec:
+        """The :class:`IndexSpec` of a registered model (registering it on first use)."""
+        spec = self._specs.get(model)
+        return spec if spec is not None else self.register(model)
+
+    def repository(self, model: type[_S]) -> Repository[_S]:  # type: ignore[type-var]
+        """The mapper's repository of ``model`` (the callback the mapper installed)."""
+        if self.repository_of is None:
+            raise TypeError("these services belong to no mapper: no repositories")
+        return self.repository_of(model)
+
+    def extension(self, key: str, factory: Callable[[], _S]) -> _S:
+        """The state a feature keeps for this mapper under ``key``, made by ``factory``
+        the first time (thread-safe)."""
+        found = self._extensions.get(key)
+        if found is None:
+            with self._lock:
+                found = self._extensions.get(key)
+                if found is None:
+                    found = self._extensions[key] = factory()
+        return found  # type: ignore[no-any-return]
+
+    # -- side channels (cache and notifications) ---------------------------------------
+
+    def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
+        """Publish an ``entity_changed`` message through the bus."""
+        self.bus.publish(model, message, options=options)
+
+    def has_subscribers(self, model: type) -> bool:
+        """Whether publishing for ``model`` can reach anyone (the in-process bus without
+        receivers cannot, so no messages are built)."""
+        if not isinstance(self.bus, BlinkerMessageBus):
+            return True
+        return signals.has_receivers(signals.entity_changed, model) or signals.has_receivers(
+            signals.before_publish_entity_changed, model
+        )
+
+    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
+        """How long a by-id read of ``info`` (or a search's response under ``cache_key``)
+        is cached under ``options`` (``None``: not)."""
+        if self.documents is None or options.cache is False:
+            return None
+        default = info.index.cache if info.index is not None else None
+        if options.cache is None and options.cache_key is None:
+            return default
+        return default or DEFAULT_CACHE_TTL
+
+    def is_cached(self, info: ModelInfo) -> bool:
+        """Whether ``info``'s model is cached by default (``class Index: cache = ...``)."""
+        return self.documents is not None and info.index is not None and bool(info.index.cache)
+
+    def cache_lookup(self, info: ModelInfo, id: str) -> tuple[dict[str, Any] | None, Any]:
+        """``(cached raw hit or None, token for cache_fill)``."""
+        assert self.documents is not None
+        return self.documents.lookup(self.spec(info.cls).alias, id)
+
+    def cache_fill(
+        self, info: ModelInfo, id: str, hit: dict[str, Any], token: Any, ttl: _dt.timedelta
+    ) -> None:
+        """Cache a fetched hit unless the document was written since the lookup."""
+        assert self.documents is not None
+        self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
+
+    def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
+        """Remove the cached entries of ``ids``, whatever the model's cache setting: the
+        cache client may be shared with mappers (or processes) that did cache them."""
+        if self.documents is None:
+            return
+        self.documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
+
+    def invalidate_model(self, info: ModelInfo) -> None:
+        """Remove every cached document of ``info``'s model (a by-query write that cannot
+        list the ids it changed)."""
+        if self.documents is not None:
+            self.documents.invalidate_all(self.spec(info.cls).alias)
