@@ -437,14 +437,9 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
     whose partition is not certain looked up together), through ``ctx.client``: the
     call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
     first write's model."""
-    if one_model:  # the common case
-        spec = ctx.spec(pendings[0].info.cls)
-        if spec.is_time_series:
-            writes = [(p.doc, p.kind == "remove") for p in pendings]
-            return spec.write_targets(writes, client=ctx.client)
-        # one target for every write, whatever the document (the index ensured on the
-        # model's first write): asked once
-        return spec.write_targets(((None, False),), client=ctx.client) * len(pendings)
+    if one_model:  # the common case: the spec decides, per kind of index, what it needs
+        writes = [(p.doc, p.kind == "remove") for p in pendings]
+        return ctx.spec(pendings[0].info.cls).write_targets(writes, client=ctx.client)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
