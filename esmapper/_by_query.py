@@ -35,7 +35,7 @@ import attrs
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
-from esmapper._by_query_send import ByQuery, refresh
+from esmapper._by_query_send import ByQuery
 from esmapper._limits import current as current_limits
 from esmapper._patch_actions import (
     announce,
@@ -48,6 +48,7 @@ from esmapper._patch_actions import (
 )
 from esmapper._pending import PendingWrite
 from esmapper._scan import Listing, scan
+from esmapper._search import refresh_index
 from esmapper._settle import failure_error
 from esmapper._writes import write_documents
 from esmapper.bulk import BulkOutcome
@@ -201,7 +202,7 @@ def patch_all(
         still = _each_match(listing, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            refresh(ctx, listing.spec)
+            refresh_index(ctx.client, listing.spec.alias)
     if notify_ids is not None and changed:
         # one per listed id that matched (noop ones included), never one for an id that
         # is not there (missing, or another tenant's)
@@ -257,7 +258,7 @@ def remove_all(listing: Listing, filter: str | Query | None, options: Options) -
         still = _each_match(listing, filter, options, apply)
     finally:
         if options.consistency != "eventual":
-            refresh(ctx, listing.spec)
+            refresh_index(ctx.client, listing.spec.alias)
     if still:
         raise _kept_changing(listing, "remove_all", "removed", still, removed)
     return removed
