@@ -73,9 +73,7 @@ __all__ = [
     "MAX_LIMIT",
     "SEARCH_OPTIONS",
     "SearchRequest",
-    "cached_page",
     "is_index_missing",
-    "page_entry",
     "refresh_index",
 ]
 
