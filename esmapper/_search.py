@@ -380,30 +380,20 @@ class SearchRequest:
         level = self.options.query_log_level
         log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
         client, partial = self.ctx.client, self._allow_partial
+        if pit_id is not None:  # the point in time names the indexes
+            pit = {"id": pit_id, "keep_alive": self.keep_alive}
+            params: dict[str, Any] = {"body": {**body, "pit": pit}}
+        else:
+            listed = True if pruned else None
+            params = {"index": alias, "body": body}
+            params.update(ignore_unavailable=listed, allow_no_indices=listed)
         try:
-            if pit_id is not None:
-                pit = {"id": pit_id, "keep_alive": self.keep_alive}
-                response = sent(
-                    lambda: client.search(
-                        body={**body, "pit": pit}, allow_partial_search_results=partial
-                    ),
-                    what=f"the search of {alias}",
-                    index=alias,
-                    remedy=self._remedy,
-                )
-            else:
-                response = sent(
-                    lambda: client.search(
-                        index=alias,
-                        body=body,
-                        ignore_unavailable=True if pruned else None,
-                        allow_no_indices=True if pruned else None,
-                        allow_partial_search_results=partial,
-                    ),
-                    what=f"the search of {alias}",
-                    index=alias,
-                    remedy=self._remedy,
-                )
+            response = sent(
+                lambda: client.search(**params, allow_partial_search_results=partial),
+                what=f"the search of {alias}",
+                index=alias,
+                remedy=self._remedy,
+            )
         except NotFoundError as exc:
             if pit_id is not None and is_context_missing(exc):
                 raise self._expired(context_reason(exc)) from exc
