@@ -1,30 +1,11 @@
-"""By-query writes of a repository: ``patch_all`` and ``remove_all`` (the rules are those
-of :mod:`esmapper._patching`, which re-exports both).
-
-``patch_all(filter, ScriptPatch)`` on a model not cached is one ``_update_by_query``;
-every other ``patch_all`` scans the matches in a point in time and writes each page as
-per-document actions conditioned on the versions the scan saw, re-reading the documents
-that conflicted (up to 5 rounds, the call's ``retries=``). ``remove_all`` is
-``_delete_by_query`` (re-run while version conflicts remain, at most 10 times) unless
-removal signals have receivers or the model is cached: then the scan's pages are deleted
-through the write pipeline at the scanned versions.
+"""By-query writes of a repository: ``patch_all`` and ``remove_all``. Which request each
+sends, how conflicts are retried, how the by-query requests run as server tasks and when
+the index is refreshed: :mod:`esmapper._patching`'s docstring (it re-exports both).
 
 The writes of the scans are pending writes (:class:`~esmapper._pending.PatchForm`: an
 update at the scanned version, a conditional index of a client-side patched source, a
 conditional delete) through :func:`esmapper._writes.write_documents`, as ``add``'s are;
-the two by-query requests are :mod:`esmapper._by_query_send`'s. They run through
-:func:`esmapper._server_tasks.run_task`: on a server
-that keeps tasks, as a task (``wait_for_completion=false``) followed until it ends, however
-long it takes and whatever the client's request timeout; it is cancelled when the call's
-``timeout=`` passes (:class:`OutcomeUnknownError` with how far it got) or on Ctrl-C (the
-``KeyboardInterrupt`` goes on), and its result is deleted from ``.tasks``. A re-run of
-``remove_all`` for version conflicts starts only once the previous run ended; a start
-whose answer was lost is followed if its task runs, else ``_delete_by_query`` is run again
-(no run of it runs) and ``_update_by_query`` raises :class:`OutcomeUnknownError`. On a
-server without tasks they are sent synchronously, and a lost answer raises
-:class:`OutcomeUnknownError` for both (it may still be running). The failures a by-query
-answer reports (a refused document, a failed shard: the server stopped there) raise
-:class:`BulkWriteError`."""
+the two by-query requests are :mod:`esmapper._by_query_send`'s."""
 
 from __future__ import annotations
 
@@ -35,7 +16,7 @@ import attrs
 from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
-from esmapper._by_query_send import ByQuery, refresh
+from esmapper._by_query_send import ByQuery
 from esmapper._limits import current as current_limits
 from esmapper._patch_actions import (
     announce,
@@ -48,6 +29,7 @@ from esmapper._patch_actions import (
 )
 from esmapper._pending import PendingWrite
 from esmapper._scan import Listing, scan
+from esmapper._search import refresh_index
 from esmapper._settle import failure_error
 from esmapper._writes import write_documents
 from esmapper.bulk import BulkOutcome
@@ -118,25 +100,29 @@ def _each_match(
     scan continues after the last hit: see :mod:`esmapper._scan`); ``apply`` returns the
     ids that got a version conflict. Those are searched again (after a refresh) and, if
     they still match, passed to ``apply`` at their new version, up to 5 rounds (the call's
-    ``retries=``). Returns
-    the ids still conflicting."""
+    ``retries=``). Returns the ids still conflicting, after refreshing the index unless
+    the call is ``consistency="eventual"`` (also when it raises)."""
     conflicted: list[str] = []
 
     def page(results: FindResults[Any]) -> None:
         conflicted.extend(apply(results.hits))
 
-    scan(listing, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
-    for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
-        if not conflicted:
-            break
-        retry, conflicted = conflicted, []
-        for start in range(0, len(retry), _PAGE):
-            # refreshed ("immediate"): the conflicting writes are visible, and the
-            # recently-soft-deleted hint (for unrefreshed searches only) does not hide
-            # a document restored meanwhile
-            hits = _matching_again(listing, filter, options, retry[start : start + _PAGE])
-            if hits:
-                conflicted.extend(apply(hits))
+    try:
+        scan(listing, filter, page, _scan_options(options), limit=_PAGE, reopen=True)
+        for _round in range(current_limits().retry_rounds(_CONFLICT_ROUNDS)):
+            if not conflicted:
+                break
+            retry, conflicted = conflicted, []
+            for start in range(0, len(retry), _PAGE):
+                # refreshed ("immediate"): the conflicting writes are visible, and the
+                # recently-soft-deleted hint (for unrefreshed searches only) does not hide
+                # a document restored meanwhile
+                hits = _matching_again(listing, filter, options, retry[start : start + _PAGE])
+                if hits:
+                    conflicted.extend(apply(hits))
+    finally:
+        if options.consistency != "eventual":  # the inner writes are eventual: one refresh
+            refresh_index(listing.ctx.client, listing.spec.alias)
     return conflicted
 
 
@@ -197,11 +183,7 @@ def patch_all(
         failures.extend(o for o in outcomes if not o.ok and o.status not in (404, 409))
         return [str(o.id) for o in again]
 
-    try:
-        still = _each_match(listing, filter, options, apply)
-    finally:
-        if options.consistency != "eventual":
-            refresh(ctx, listing.spec)
+    still = _each_match(listing, filter, options, apply)
     if notify_ids is not None and changed:
         # one per listed id that matched (noop ones included), never one for an id that
         # is not there (missing, or another tenant's)
@@ -253,11 +235,7 @@ def remove_all(listing: Listing, filter: str | Query | None, options: Options) -
             return conflicts
         return []
 
-    try:
-        still = _each_match(listing, filter, options, apply)
-    finally:
-        if options.consistency != "eventual":
-            refresh(ctx, listing.spec)
+    still = _each_match(listing, filter, options, apply)
     if still:
         raise _kept_changing(listing, "remove_all", "removed", still, removed)
     return removed

@@ -8,7 +8,6 @@ raise :class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from elasticsearch import ApiError, NotFoundError
 from esmapper._limits import current as current_limits
 from esmapper._outcomes import UNKNOWN
 from esmapper._patch_actions import announce
-from esmapper._search import is_index_missing
+from esmapper._search import is_index_missing, refresh_index
 from esmapper._server_tasks import (
     Kind,
     TaskError,
@@ -43,18 +42,12 @@ if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import ModelInfo
 
-__all__ = ["ByQuery", "refresh"]
+__all__ = ["ByQuery"]
 
 log = logging.getLogger("esmapper.repository")
 
 _DELETE_RETRIES = 9  # remove_all: 10 delete-by-query rounds in all (``retries=`` + 1)
 _MAY_HAVE_DELETED = "some or all matching documents may have been deleted"
-
-
-def refresh(ctx: Context, spec: IndexSpec) -> None:
-    """Refresh the model's indexes (a missing one: nothing to refresh)."""
-    with contextlib.suppress(NotFoundError):
-        ctx.client.indices.refresh(index=spec.alias)
 
 
 @attrs.frozen
@@ -76,7 +69,7 @@ class ByQuery:
         written since would be a conflict it cannot retry (it cannot say which), so it
         always refreshes first (and the recently-soft-deleted hint is not needed)."""
         ctx, info, options = self.ctx, self.info, self.options
-        refresh(ctx, self.spec)
+        refresh_index(ctx.client, self.spec.alias)
         params = self._params("update_by_query", query, script=script)
         if params is None:
             return 0
@@ -118,7 +111,7 @@ class ByQuery:
         deleted (see :mod:`esmapper._by_query`)."""
         ctx, info, options, spec = self.ctx, self.info, self.options, self.spec
         if options.consistency != "eventual":
-            refresh(ctx, spec)
+            refresh_index(ctx.client, spec.alias)
         params = self._params("delete_by_query", query)
         if params is None:
             return 0
@@ -135,7 +128,7 @@ class ByQuery:
                     # a re-run: the conflicting documents changed since the last refresh
                     # (and what the previous run deleted is still searchable); without a
                     # refresh it would meet the same versions and conflict again
-                    refresh(ctx, spec)
+                    refresh_index(ctx.client, spec.alias)
                 try:
                     result = self._run("delete_by_query", params, call)
                 except ApiError as exc:

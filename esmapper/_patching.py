@@ -41,16 +41,13 @@ the model's cache entries:
   times, then :class:`VersionConflictError` says how many matches were left) unless
   removal signals have receivers or the model is cached: then the scan's pages go through
   the write pipeline as deletes conditioned on the scanned versions.
-- Both by-query requests run as tasks where the server keeps them
-  (:mod:`esmapper._server_tasks`): Elasticsearch does not stop such a request when the
-  client gives up, so it is started with ``wait_for_completion=false`` and followed until
-  it ends (whatever the client's request timeout), cancelled when the call's ``timeout=``
-  passes (:class:`OutcomeUnknownError`, with how far it got) or on Ctrl-C; its result is
-  deleted from ``.tasks``. Never two runs at once: a re-run for conflicts starts after the
-  previous run ended, and a start whose answer was lost is followed when its task is listed
-  as running, else only the delete is run again (nothing of it runs; deleting is
-  idempotent). Without tasks (the local noida-db server, a user without the ``monitor``
-  privilege) they are sent synchronously and a lost answer is :class:`OutcomeUnknownError`.
+- Both by-query requests run through :func:`esmapper._server_tasks.run_task` (where the
+  server keeps tasks, one followed until it ends, whatever the client's request timeout):
+  cancelled when the call's ``timeout=`` passes (:class:`OutcomeUnknownError`, with how
+  far it got) or on Ctrl-C. Never two runs at once: a re-run for conflicts starts after
+  the previous run ended, and a start whose answer was lost is followed when its task is
+  listed as running, else only the delete is run again (nothing of it runs; deleting is
+  idempotent). Sent synchronously (no tasks), a lost answer is :class:`OutcomeUnknownError`.
 - The scans (:mod:`esmapper._scan`) keep their point in time alive 5 minutes between two
   pages; one lost anyway is replaced and the scan continues after the last hit (id
   order), at most 10 times, then :class:`SnapshotExpiredError` tells how far it got.

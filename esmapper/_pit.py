@@ -13,7 +13,7 @@ import datetime as _dt
 import logging
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 from elastic_transport import TransportError
@@ -21,10 +21,6 @@ from elasticsearch import ApiError, Elasticsearch
 
 from esmapper.errors import QueryValidationError, SnapshotExpiredError
 from esmapper.results import encode_token
-
-if TYPE_CHECKING:
-    from esmapper._context import Context
-    from esmapper.model.info import ModelInfo
 
 __all__ = [
     "CONTEXT_MISSING",
@@ -36,7 +32,6 @@ __all__ = [
     "keep_alive",
     "lost_shards",
     "release",
-    "search_target",
 ]
 
 log = logging.getLogger("esmapper.query")
@@ -193,20 +188,3 @@ class PitTarget:
 
     index: str
     listed: bool
-
-
-def search_target(
-    ctx: Context, info: ModelInfo, pruned: Sequence[str] | None = None
-) -> PitTarget | None:
-    """Where a point in time or a by-query request over ``info``'s documents is sent: the
-    feature implementing the ``search_targets`` point (a time-series model's partitions,
-    named one by one: it may send ``GET /_alias/<umbrella>``), else the names a search
-    was pruned to (``pruned``), else the model's alias. ``None``: there is nothing to
-    search (no partition)."""
-    hooks = info.points.search_targets
-    if hooks:
-        found: PitTarget | None = hooks[0](ctx, pruned)
-        return found
-    if pruned is not None:
-        return PitTarget(",".join(pruned), listed=True)
-    return PitTarget(ctx.spec(info.cls).read_target, listed=False)

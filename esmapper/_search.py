@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elasticsearch import NotFoundError
+from elasticsearch import Elasticsearch, NotFoundError
 from elasticsearch.dsl.query import Query
 
 from esmapper import _gcpause as _gc
@@ -37,13 +37,13 @@ from esmapper import signals
 from esmapper._features import check_call_options
 from esmapper._limits import applied
 from esmapper._pit import (
+    PitTarget,
     context_reason,
     expired_error,
     is_context_missing,
     keep_alive,
     lost_shards,
     release,
-    search_target,
 )
 from esmapper._search_answers import cached_page, page_entry
 from esmapper._search_answers import results as read_results
@@ -73,9 +73,8 @@ __all__ = [
     "MAX_LIMIT",
     "SEARCH_OPTIONS",
     "SearchRequest",
-    "cached_page",
     "is_index_missing",
-    "page_entry",
+    "refresh_index",
 ]
 
 log = logging.getLogger("esmapper.query")
@@ -111,6 +110,13 @@ def is_index_missing(exc: NotFoundError) -> bool:
     return exc.error == "index_not_found_exception"
 
 
+def refresh_index(client: Elasticsearch, index: str) -> None:
+    """Refresh ``index`` (``POST /<index>/_refresh``) so that what was written is
+    searchable; a missing index: nothing to refresh."""
+    with contextlib.suppress(NotFoundError):
+        client.indices.refresh(index=index)
+
+
 class SearchRequest:
     """A compiled search: validated before anything is sent (QueryValidationError).
 
@@ -125,7 +131,7 @@ class SearchRequest:
     ``snapshot`` (``True``, a keep-alive like ``"5m"`` or a ``timedelta``; see
     :func:`esmapper._pit.keep_alive`) pages through a point in time: ``find`` opens it
     (``POST /<alias>/_pit?keep_alive=K``; for a time-series model on its partitions named
-    one by one, with ``ignore_unavailable=true``: :func:`esmapper._pit.search_target`, so
+    one by one, with ``ignore_unavailable=true``: :meth:`pit_target`, so
     the order, the total and a ``search_after`` token are those of one search over every
     partition), every page request sends ``"pit": {"id", "keep_alive": K}`` (extending
     it), and it is closed (``DELETE /_pit``) after the last page. A page request whose
@@ -343,8 +349,7 @@ class SearchRequest:
 
     def _refresh_for_consistency(self) -> None:
         if self.options.consistency in ("immediate", "wait"):
-            with contextlib.suppress(NotFoundError):
-                self.ctx.client.indices.refresh(index=self.ctx.spec(self.info.cls).alias)
+            refresh_index(self.ctx.client, self.ctx.spec(self.info.cls).alias)
 
     @property
     def target(self) -> str:
@@ -375,30 +380,20 @@ class SearchRequest:
         level = self.options.query_log_level
         log.log(logging.DEBUG if level is None else level, "search %s %s", alias, body)
         client, partial = self.ctx.client, self._allow_partial
+        if pit_id is not None:  # the point in time names the indexes
+            pit = {"id": pit_id, "keep_alive": self.keep_alive}
+            params: dict[str, Any] = {"body": {**body, "pit": pit}}
+        else:
+            listed = True if pruned else None
+            params = {"index": alias, "body": body}
+            params.update(ignore_unavailable=listed, allow_no_indices=listed)
         try:
-            if pit_id is not None:
-                pit = {"id": pit_id, "keep_alive": self.keep_alive}
-                response = sent(
-                    lambda: client.search(
-                        body={**body, "pit": pit}, allow_partial_search_results=partial
-                    ),
-                    what=f"the search of {alias}",
-                    index=alias,
-                    remedy=self._remedy,
-                )
-            else:
-                response = sent(
-                    lambda: client.search(
-                        index=alias,
-                        body=body,
-                        ignore_unavailable=True if pruned else None,
-                        allow_no_indices=True if pruned else None,
-                        allow_partial_search_results=partial,
-                    ),
-                    what=f"the search of {alias}",
-                    index=alias,
-                    remedy=self._remedy,
-                )
+            response = sent(
+                lambda: client.search(**params, allow_partial_search_results=partial),
+                what=f"the search of {alias}",
+                index=alias,
+                remedy=self._remedy,
+            )
         except NotFoundError as exc:
             if pit_id is not None and is_context_missing(exc):
                 raise self._expired(context_reason(exc)) from exc
@@ -495,16 +490,27 @@ class SearchRequest:
                 return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
         return self._page(self.page, self.search_after, pit_id)
 
+    def pit_target(self) -> PitTarget | None:
+        """Where the point in time of ``snapshot=`` paging (or a by-query request over
+        is opened: the feature implementing the ``search_targets``
+        point (a time-series model's partitions, named one by one: it may send ``GET
+        /_alias/<umbrella>``), else :attr:`target` (the names ``partitions=`` pruned the
+        search to, a list esmapper made, or the model's alias). ``None``: there is
+        nothing to search (no partition)."""
+        hooks = self.info.points.search_targets
+        if hooks:
+            found: PitTarget | None = hooks[0](self.ctx, self.targets)
+            return found
+        return PitTarget(self.target, listed=self.targets is not None)
+
     def _open_pit(self) -> str | None:
         """Open the point in time of ``snapshot=`` paging: ``POST /<names>/_pit?keep_alive=K``
-        on the names :func:`~esmapper._pit.search_target` chooses (the ``search_targets``
-        point: a time-series model's partitions one by one, after ``GET
-        /_alias/<umbrella>``; a list esmapper made is sent with
+        on the names :meth:`pit_target` chooses (a list esmapper made is sent with
         ``ignore_unavailable=true``, as the plain search of ``partitions=`` is). Its id,
         or ``None`` when there is nothing to open (the index or every partition is
         missing: 404 ``index_not_found_exception``)."""
         assert self.keep_alive is not None
-        target = search_target(self.ctx, self.info, self.targets)
+        target = self.pit_target()
         if target is None:
             return None
         try:

@@ -15,7 +15,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import _features
 from esmapper._context import Context
-from esmapper._pit import PitTarget, search_target
+from esmapper._pit import PitTarget
 from tests.integration.conftest import MakeMapper
 
 #: the clause the probe feature adds, and the id it hides
@@ -133,7 +133,8 @@ def test_without_the_feature_nothing_is_added(
     with caplog.at_level(logging.DEBUG, logger="esmapper.query"):
         assert repo.count() == 4
     assert "'match_all': {}" in caplog.records[-1].getMessage()
-    # where its point in time or a by-query request goes: its alias
-    target = search_target(repo.mapper, Plain.__esmapper__)
-    assert target == PitTarget(repo.spec.alias, listed=False)
-    assert search_target(repo.mapper, Plain.__esmapper__, ["x", "y"]) == PitTarget("x,y", True)
+    # where its point in time is opened: its alias (the pruned names, when pruned)
+    request = repo.search()
+    assert request.pit_target() == PitTarget(repo.spec.alias, listed=False)
+    request.targets = ["x", "y"]  # as partitions= prunes it
+    assert request.pit_target() == PitTarget("x,y", listed=True)
