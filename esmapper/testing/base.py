@@ -1,19 +1,14 @@
-"""Shared pieces of the test servers: the handle protocol, the start/stop context manager,
-the start error, polling until ready."""
+"""Shared pieces of the test servers: the handle protocol, the start error, health polling."""
 
 from __future__ import annotations
 
-import abc
 import base64
 import json
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from types import TracebackType
 from typing import Literal, Protocol
-
-from typing_extensions import Self
 
 from esmapper.errors import ServerStartError
 
@@ -37,31 +32,6 @@ class ServerHandle(Protocol):
     def stop(self) -> None:
         """Stop the server (if this handle started it); safe to call more than once."""
         ...
-
-
-class StartedServer(abc.ABC):
-    """A server that a ``with`` block starts (:meth:`start`) and stops (:meth:`stop`)."""
-
-    @abc.abstractmethod
-    def start(self) -> Self:
-        """Start the server and wait until it is ready; no-op when already running."""
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop the server; safe to call more than once."""
-
-    def __enter__(self) -> Self:
-        """Start the server (see :meth:`start`)."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the server (see :meth:`stop`)."""
-        self.stop()
 
 
 def _health_request(url: str) -> urllib.request.Request:
@@ -144,26 +114,14 @@ def wait_for_health(
     alive: Callable[[], bool] = lambda: True,
     interval: float = 0.1,
 ) -> bool:
-    """Poll the health endpoint of ``url`` until it is healthy (:func:`poll_until`)."""
-    return poll_until(
-        lambda left: is_healthy(url, timeout=min(1.0, max(0.1, left))), timeout, alive, interval
-    )
-
-
-def poll_until(
-    ready: Callable[[float], bool],
-    timeout: float,
-    alive: Callable[[], bool] = lambda: True,
-    interval: float = 0.1,
-) -> bool:
-    """Call ``ready(seconds_left)`` every ``interval`` seconds until it is true (True).
+    """Poll the health endpoint of ``url`` until it is healthy.
 
     Returns False when ``timeout`` seconds pass first, or as soon as ``alive()`` reports that
     the server process has died.
     """
     deadline = time.monotonic() + timeout
     while alive():
-        if ready(deadline - time.monotonic()):
+        if is_healthy(url, timeout=min(1.0, max(0.1, deadline - time.monotonic()))):
             return True
         if time.monotonic() >= deadline:
             return False

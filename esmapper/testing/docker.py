@@ -11,7 +11,8 @@ from typing import Any
 from typing_extensions import Self
 
 from esmapper.errors import ServerStartError
-from esmapper.testing.base import ServerKind, StartedServer, version_mismatch, wait_for_health
+from esmapper.testing._lifecycle import StartedServer
+from esmapper.testing.base import ServerKind, version_mismatch, wait_for_health
 
 IMAGES = {
     8: "docker.elastic.co/elasticsearch/elasticsearch:8.19.19",

@@ -17,13 +17,13 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from typing_extensions import Self
 
 from esmapper.errors import ServerStartError
-from esmapper.testing._processes import spawn, stop_group
-from esmapper.testing.base import StartedServer, poll_until
+from esmapper.testing._lifecycle import StartedServer, spawn, stop_group
 from esmapper.testing.server import free_port
 
 __all__ = ["ENV_TEST_REDIS_URL", "RedisServer", "redis_server_binary", "redis_url"]
@@ -104,11 +104,11 @@ class RedisServer(StartedServer):
         command += ["--daemonize", "no", "--protected-mode", "no"]
         proc = self._proc = spawn(command, log)
         log.close()
-        port = self.port
-        if poll_until(
-            lambda _left: _answers(port), self.startup_timeout, lambda: proc.poll() is None, 0.05
-        ):
-            return self
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _answers(self.port):
+                return self
+            time.sleep(0.05)
         tail = (self._tmpdir / "redis.log").read_text(errors="replace")[-2000:]
         self._terminate(signal.SIGKILL)
         raise ServerStartError(f"redis-server on port {self.port} did not start:\n{tail}")

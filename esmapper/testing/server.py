@@ -15,8 +15,8 @@ from typing import IO
 from typing_extensions import Self
 
 from esmapper.errors import ServerStartError
-from esmapper.testing._processes import spawn, stop_group
-from esmapper.testing.base import ServerKind, StartedServer, wait_for_health
+from esmapper.testing._lifecycle import StartedServer, spawn, stop_group
+from esmapper.testing.base import ServerKind, wait_for_health
 
 _PORT_IN_USE = "already in use"
 

@@ -1,21 +1,50 @@
-"""The child processes of the test servers (:class:`~esmapper.testing.server.LocalServer`'s
-noida-db, :class:`~esmapper.testing.redis_server.RedisServer`'s redis-server): how one is
-started, in its own process group, and how it is stopped with everything it started.
+"""How a test server starts and stops: :class:`StartedServer` (a ``with`` block), and the
+child process of :class:`~esmapper.testing.server.LocalServer` and
+:class:`~esmapper.testing.redis_server.RedisServer` (:func:`spawn`, :func:`stop_group`).
 """
 
 from __future__ import annotations
 
+import abc
 import ctypes
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from types import TracebackType
 from typing import IO
 
-__all__ = ["parent_death_hook", "spawn", "stop_group"]
+from typing_extensions import Self
+
+__all__ = ["StartedServer", "parent_death_hook", "spawn", "stop_group"]
 
 _PR_SET_PDEATHSIG = 1
+
+
+class StartedServer(abc.ABC):
+    """A server that a ``with`` block starts (:meth:`start`) and stops (:meth:`stop`)."""
+
+    @abc.abstractmethod
+    def start(self) -> Self:
+        """Start the server and wait until it is ready; no-op when already running."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop the server; safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        """Start the server (see :meth:`start`)."""
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the server (see :meth:`stop`)."""
+        self.stop()
 
 
 def parent_death_hook() -> Callable[[], None] | None:
