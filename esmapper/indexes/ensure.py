@@ -2,28 +2,5 @@
 "Public and private modules" in docs/architecture.md); it re-exports the names so imports
 of ``esmapper.indexes.ensure`` keep working. Import from the package instead."""
 
-from esmapper.indexes._ensure import (
-    EnsuredIndex,
-    alias_targets,
-    announce_create,
-    answer_of,
-    create_index,
-    ensure_fence,
-    ensure_index,
-    put_alias,
-    reason_of,
-    restore_fence,
-)
-
-__all__ = [
-    "EnsuredIndex",
-    "alias_targets",
-    "announce_create",
-    "answer_of",
-    "create_index",
-    "ensure_fence",
-    "ensure_index",
-    "put_alias",
-    "reason_of",
-    "restore_fence",
-]
+from esmapper.indexes._ensure import *  # noqa: F403 - its __all__ is this module's
+from esmapper.indexes._ensure import __all__ as __all__  # noqa: PLC0414 - re-exported

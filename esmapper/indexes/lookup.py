@@ -2,18 +2,5 @@
 "Public and private modules" in docs/architecture.md); it re-exports the names so imports
 of ``esmapper.indexes.lookup`` keep working. Import from the package instead."""
 
-from esmapper.indexes._lookup import (
-    MGET_ENTRIES,
-    live_partitions,
-    mget_ids,
-    read_params,
-    stored_copies,
-)
-
-__all__ = [
-    "MGET_ENTRIES",
-    "live_partitions",
-    "mget_ids",
-    "read_params",
-    "stored_copies",
-]
+from esmapper.indexes._lookup import *  # noqa: F403 - its __all__ is this module's
+from esmapper.indexes._lookup import __all__ as __all__  # noqa: PLC0414 - re-exported

@@ -2,10 +2,5 @@
 "Public and private modules" in docs/architecture.md); it re-exports the names so imports
 of ``esmapper.indexes.placement`` keep working. Import from the package instead."""
 
-from esmapper.indexes._placement import (
-    time_series_targets,
-)
-
-__all__ = [
-    "time_series_targets",
-]
+from esmapper.indexes._placement import *  # noqa: F403 - its __all__ is this module's
+from esmapper.indexes._placement import __all__ as __all__  # noqa: PLC0414 - re-exported

@@ -2,18 +2,5 @@
 "Public and private modules" in docs/architecture.md); it re-exports the names so imports
 of ``esmapper.model.tracking`` keep working. Import from the package instead."""
 
-from esmapper.model._tracking import (
-    TrackedSlot,
-    WatchedSlot,
-    mark_assigned,
-    touch,
-    watch,
-)
-
-__all__ = [
-    "TrackedSlot",
-    "WatchedSlot",
-    "mark_assigned",
-    "touch",
-    "watch",
-]
+from esmapper.model._tracking import *  # noqa: F403 - its __all__ is this module's
+from esmapper.model._tracking import __all__ as __all__  # noqa: PLC0414 - re-exported

@@ -95,22 +95,21 @@ def _common_prefix(paths: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
 
 def make_and(children: Sequence[Node]) -> Node:
     """An AND of ``children`` (nested ANDs flattened; one child is returned as is)."""
-    flat: list[Node] = []
-    for child in children:
-        flat.extend(child.children if isinstance(child, And) else (child,))
-    if len(flat) == 1:
-        return flat[0]
-    return And(tuple(flat), _common_prefix(c.paths for c in flat))
+    return _combine(And, children)
 
 
 def make_or(children: Sequence[Node]) -> Node:
     """An OR of ``children`` (nested ORs flattened; one child is returned as is)."""
+    return _combine(Or, children)
+
+
+def _combine(kind: type[And | Or], children: Sequence[Node]) -> Node:
     flat: list[Node] = []
     for child in children:
-        flat.extend(child.children if isinstance(child, Or) else (child,))
+        flat.extend(child.children if isinstance(child, kind) else (child,))
     if len(flat) == 1:
         return flat[0]
-    return Or(tuple(flat), _common_prefix(c.paths for c in flat))
+    return kind(tuple(flat), _common_prefix(c.paths for c in flat))
 
 
 def make_not(child: Node) -> Node:

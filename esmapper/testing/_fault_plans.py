@@ -28,6 +28,7 @@ __all__ = [
     "item_error",
     "merge_items",
     "parse_bulk",
+    "request_matches",
     "select_items",
     "take_next",
 ]
@@ -113,16 +114,19 @@ class Fault:
     skip: int = 0
     held: HeldRequest | None = None
 
-    def matches(self, method: str, path: str) -> bool:
-        if self.remaining <= 0:
-            return False
-        if self.method is not None and self.method != method:
-            return False
-        return self.path is None or self.path.search(path) is not None
-
 
 def compile_path(path: str | None) -> re.Pattern[str] | None:
     return re.compile(path) if path is not None else None
+
+
+def request_matches(
+    want_method: str | None, want_path: re.Pattern[str] | None, method: str, path: str
+) -> bool:
+    """Whether a request is one a filter names: ``want_method`` exact (``None``: any),
+    ``want_path`` searched in the path (``None``: any)."""
+    if want_method is not None and want_method != method:
+        return False
+    return want_path is None or want_path.search(path) is not None
 
 
 def parse_bulk(body: bytes) -> list[tuple[dict[str, Any], list[bytes]]]:
@@ -188,8 +192,8 @@ def merge_items(resp_body: bytes, failed: dict[int, dict[str, Any]]) -> bytes:
 class _Plan(Protocol):
     remaining: int
     skip: int
-
-    def matches(self, method: str, path: str) -> bool: ...
+    method: str | None
+    path: re.Pattern[str] | None
 
 
 P = TypeVar("P", bound=_Plan)
@@ -200,7 +204,7 @@ def take_next(plans: list[P], method: str, path: str) -> P | None:
     a matching plan still skipping lets it through (one skip fewer) and the search goes
     on; the plan taken has one use fewer and leaves ``plans`` with its last."""
     for plan in plans:
-        if plan.matches(method, path):
+        if plan.remaining > 0 and request_matches(plan.method, plan.path, method, path):
             if plan.skip > 0:
                 plan.skip -= 1
                 continue

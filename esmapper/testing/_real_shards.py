@@ -109,11 +109,6 @@ class _Plan:
     shard: int
     shards: int
 
-    def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method != method:
-            return False
-        return self.path is None or self.path.search(path) is not None
-
     def error(self) -> dict[str, str]:
         if self.timed_out:
             return {"type": "search_timeout_exception", "reason": "Time exceeded"}

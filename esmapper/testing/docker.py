@@ -6,10 +6,12 @@ import atexit
 import contextlib
 import importlib
 import os
-from types import TracebackType
 from typing import Any
 
+from typing_extensions import Self
+
 from esmapper.errors import ServerStartError
+from esmapper.testing._lifecycle import StartedServer
 from esmapper.testing.base import ServerKind, version_mismatch, wait_for_health
 
 IMAGES = {
@@ -73,7 +75,7 @@ def connect_docker() -> Any:
     return client
 
 
-class DockerServer:
+class DockerServer(StartedServer):
     """Elasticsearch from ``image`` in a container published on a random 127.0.0.1 port.
 
     ``start()`` runs the container and waits until ``GET /_cluster/health`` answers;
@@ -101,7 +103,7 @@ class DockerServer:
             raise RuntimeError("DockerServer is not running; call start() first")
         return self._url
 
-    def start(self) -> DockerServer:
+    def start(self) -> Self:
         """Run the container (pulling the image if needed) and wait until it is healthy.
 
         Raises :class:`ServerStartError` (with the container's last log lines when it ran).
@@ -164,16 +166,3 @@ class DockerServer:
         if client is not None:
             client.close()
         atexit.unregister(self.stop)
-
-    def __enter__(self) -> DockerServer:
-        """Start the container (see :meth:`start`)."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Remove the container (see :meth:`stop`)."""
-        self.stop()

@@ -68,6 +68,7 @@ from esmapper.testing._fault_plans import (
     item_error,
     merge_items,
     parse_bulk,
+    request_matches,
     select_items,
     take_next,
 )
@@ -373,10 +374,7 @@ class FaultProxy:
         pattern = compile_path(path)
         with self._lock:
             return sum(
-                1
-                for r in self._records
-                if (method is None or r.method == method)
-                and (pattern is None or pattern.search(r.path) is not None)
+                1 for r in self._records if request_matches(method, pattern, r.method, r.path)
             )
 
     def reset_counts(self) -> None:

@@ -10,7 +10,6 @@ and :meth:`RedisServer.restart` (same port) for fault tests.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shutil
 import signal
@@ -20,10 +19,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from types import TracebackType
+
+from typing_extensions import Self
 
 from esmapper.errors import ServerStartError
-from esmapper.testing.server import _parent_death_hook, free_port
+from esmapper.testing._lifecycle import StartedServer, spawn, stop_group
+from esmapper.testing.server import free_port
 
 __all__ = ["ENV_TEST_REDIS_URL", "RedisServer", "redis_server_binary", "redis_url"]
 
@@ -62,7 +63,7 @@ def _answers(port: int) -> bool:
         return False
 
 
-class RedisServer:
+class RedisServer(StartedServer):
     """A ``redis-server`` on 127.0.0.1: no persistence, its own temp dir, own process group.
 
     ``start()`` waits until it answers ``PING``; ``stop()`` terminates it (atexit too);
@@ -87,7 +88,7 @@ class RedisServer:
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
-    def start(self) -> RedisServer:
+    def start(self) -> Self:
         """Start (no-op when running); raises :class:`ServerStartError`."""
         if self._proc is not None and self._proc.poll() is None:
             return self
@@ -101,19 +102,10 @@ class RedisServer:
         command = [str(binary), "--port", str(self.port), "--bind", "127.0.0.1"]
         command += ["--save", "", "--appendonly", "no", "--dir", str(self._tmpdir)]
         command += ["--daemonize", "no", "--protected-mode", "no"]
-        self._proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_parent_death_hook(),  # noqa: PLW1509
-        )
+        proc = self._proc = spawn(command, log)
         log.close()
         deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                break
+        while time.monotonic() < deadline and proc.poll() is None:
             if _answers(self.port):
                 return self
             time.sleep(0.05)
@@ -123,22 +115,14 @@ class RedisServer:
 
     def _terminate(self, sig: int) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        if proc is not None:
+            stop_group(proc, sig, 10.0)
 
     def kill(self) -> None:
         """SIGKILL the server (as a crash would); :meth:`restart` brings it back."""
         self._terminate(signal.SIGKILL)
 
-    def restart(self) -> RedisServer:
+    def restart(self) -> Self:
         """Start again on the same port (after :meth:`kill` or :meth:`stop`)."""
         return self.start()
 
@@ -149,17 +133,6 @@ class RedisServer:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
             atexit.unregister(self.stop)
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 _shared: dict[str, RedisServer] = {}

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
+from typing_extensions import Self
+
 from esmapper.errors import ServerStartError
+from esmapper.testing._lifecycle import StartedServer, spawn, stop_group
 from esmapper.testing.base import ServerKind, wait_for_health
 
 _PORT_IN_USE = "already in use"
-_PR_SET_PDEATHSIG = 1
 
 
 def noida_binary() -> Path:
@@ -64,27 +62,7 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def _parent_death_hook() -> Callable[[], None] | None:
-    """On Linux, a pre-exec hook that makes the child get SIGTERM when its parent dies.
-
-    This covers a test run killed with SIGKILL/SIGTERM, where neither fixture teardown nor
-    atexit runs. libc is loaded here, in the parent, not after the fork.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-
-    def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-    return hook
-
-
-class LocalServer:
+class LocalServer(StartedServer):
     """A noida-db server (Elasticsearch API only) on a free port with its own temp data dir.
 
     ``start()`` launches ``noida-db start`` in its own process group (so a Ctrl-C in the
@@ -158,7 +136,7 @@ class LocalServer:
         text = path.read_text(encoding="utf-8", errors="replace")
         return "\n".join(text.splitlines()[-lines:])
 
-    def start(self) -> LocalServer:
+    def start(self) -> Self:
         """Start the server and wait until it is healthy; no-op when already running.
 
         A port taken between choosing it and the server binding it is retried on a new port
@@ -198,14 +176,7 @@ class LocalServer:
         self._log = (self._tmpdir / "noida-db.log").open("wb")
         command = [str(binary), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1"]
         command += ["--only", "elasticsearch", "--elasticsearch-port", str(port)]
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own session and process group: pgid == pid
-            preexec_fn=_parent_death_hook() if self._die_with_parent else None,  # noqa: PLW1509
-        )
+        proc = spawn(command, self._log, die_with_parent=self._die_with_parent)
         self._proc = proc
         url = f"http://127.0.0.1:{port}"
         if wait_for_health(url, self.startup_timeout, alive=lambda: proc.poll() is None):
@@ -216,20 +187,8 @@ class LocalServer:
     def _terminate(self) -> None:
         """Stop the process: SIGTERM to its group, SIGKILL after ``stop_timeout``; reap it."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:  # not reaped yet, so its pid cannot have been reused
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(self.stop_timeout)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        proc.wait()
+        if proc is not None:
+            stop_group(proc, signal.SIGTERM, self.stop_timeout)
 
     def _close_log(self) -> None:
         """Close the log file handle if open."""
@@ -246,16 +205,3 @@ class LocalServer:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
         atexit.unregister(self.stop)
-
-    def __enter__(self) -> LocalServer:
-        """Start the server (see :meth:`start`)."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the server (see :meth:`stop`)."""
-        self.stop()
