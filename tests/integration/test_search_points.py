@@ -134,6 +134,6 @@ def test_without_the_feature_nothing_is_added(
         assert repo.count() == 4
     assert "'match_all': {}" in caplog.records[-1].getMessage()
     # where its point in time or a by-query request goes: its alias
-    target = search_target(repo.mapper, Plain.__esmapper__)
+    target = search_target(repo.services, Plain.__esmapper__)
     assert target == PitTarget(repo.spec.alias, listed=False)
-    assert search_target(repo.mapper, Plain.__esmapper__, ["x", "y"]) == PitTarget("x,y", True)
+    assert search_target(repo.services, Plain.__esmapper__, ["x", "y"]) == PitTarget("x,y", True)
