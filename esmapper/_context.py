@@ -3,17 +3,20 @@
 The write pipeline, the search, the by-query writes and the features take a ``Context``,
 not the :class:`~esmapper.mapper.Mapper`: the client, the bulk writer, the document
 cache, the bus, the index specs, the clock and a per-mapper home for a feature's state.
-The mapper hands them its :class:`~esmapper._services.Services`, which implements it (the
-``Mapper`` does too, delegating: it stays the user's facade); a test or a tool may pass
-anything else that does. It is a :class:`typing.Protocol`, so depending on it
-creates no import of the mapper (the layers of docs/architecture.md flow one way).
+The mapper hands them its :class:`~esmapper._services.Services`, the one implementation
+(the ``Mapper`` is the user's facade, not a ``Context``). It is a :class:`typing.Protocol`
+the features are typed against: it names what a feature may use of the services (not
+their registry's hooks nor the cache's internals), and depending on it creates no import
+of the mapper (the layers of docs/architecture.md flow one way). An operation the user
+calls with the mapper (``reindex(mapper, Model)``, a job, ``rekey``) takes a
+:class:`HasContext` too and runs with :func:`context_of` it: the mapper's services.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -27,14 +30,14 @@ if TYPE_CHECKING:
     from esmapper.repository import Repository
     from esmapper.signals import EntityChanged
 
-__all__ = ["Context"]
+__all__ = ["Context", "HasContext", "context_of"]
 
 T = TypeVar("T")
 D = TypeVar("D", bound="Document")
 
 
 class Context(Protocol):
-    """The services the core and the features use (the ``Mapper`` is one)."""
+    """The services the core and the features use (the mapper's ``Services``)."""
 
     #: the ``index_prefix`` of every index and alias name
     index_prefix: str
@@ -105,3 +108,18 @@ class Context(Protocol):
     def invalidate_model(self, info: ModelInfo) -> None:
         """Drop every cached document of ``info``'s model."""
         ...
+
+
+@runtime_checkable
+class HasContext(Protocol):
+    """What a user hands an operation (``reindex(mapper, Model)``, ``migrate``, a job,
+    ``rekey``, ``health``): the :class:`~esmapper.mapper.Mapper`, whose ``services`` the
+    operation runs with."""
+
+    @property
+    def services(self) -> Context: ...
+
+
+def context_of(given: Context | HasContext) -> Context:
+    """The context an operation runs with: a mapper's ``services``, or ``given`` itself."""
+    return given.services if isinstance(given, HasContext) else given

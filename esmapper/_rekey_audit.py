@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._context import context_of
 from esmapper._pit import context_reason, is_context_missing, lost_shards
 from esmapper._shards import refusal, require_complete
 from esmapper._text import article
@@ -22,7 +23,7 @@ from esmapper.indexes._pit_target import pit_target
 from esmapper.model.info import ModelInfo
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = [
     "KEEP_ALIVE",
@@ -177,7 +178,9 @@ def plan_for(model: type, hit: Mapping[str, Any]) -> RekeyPlan:
     return attrs.evolve(plan, new_id=new_id, status=status)
 
 
-def audit(ctx: Context, model: type, *, batch_size: int = 500) -> Iterator[RekeyPlan]:
+def audit(
+    mapper: Context | HasContext, model: type, *, batch_size: int = 500
+) -> Iterator[RekeyPlan]:
     """Scan every document of ``model`` and yield its :class:`RekeyPlan`. Changes nothing.
 
     Sends a refresh (so the scan sees every acknowledged write, e.g. those of a killed
@@ -192,6 +195,7 @@ def audit(ctx: Context, model: type, *, batch_size: int = 500) -> Iterator[Rekey
     info = id_info(model)
     if not 0 < batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, not {batch_size}")
+    ctx = context_of(mapper)  # a Mapper: its services
     spec = ctx.spec(model)
     target = spec.read_target
     missing = MigrationError(

@@ -40,6 +40,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from esmapper._cluster_shards import IndexShards, explain, read_shards
+from esmapper._context import context_of
 from esmapper.errors import EsmapperError
 from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
@@ -49,7 +50,7 @@ from esmapper.locks import LockProvider
 from esmapper.migrations.planning import in_progress, plan, view_index
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
 
 __all__ = ["HealthIssue", "HealthReport", "ModelHealth", "check_health"]
@@ -156,9 +157,10 @@ class HealthReport:
         )
 
 
-def check_health(mapper: Context) -> HealthReport:
+def check_health(mapper: Context | HasContext) -> HealthReport:
     """Read the state of the cluster and of every registered model (see the module
     docstring). Raises the client's errors when the server cannot be reached."""
+    mapper = context_of(mapper)  # a Mapper: its services
     client = mapper.client
     cluster = client.cluster.health().body
     status = str(cluster.get("status", "unknown"))

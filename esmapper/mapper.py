@@ -277,7 +277,7 @@ class Mapper:
             return
         with self._install_lock:
             if not self._install_known:
-                decide_before_first_index(self)
+                decide_before_first_index(self.services)
                 self._install_known = True
 
     @property
@@ -379,7 +379,7 @@ class Mapper:
         behind, mapping drift, field counts against the total-fields limit, ingest
         pipelines, pending migrations. Read-only; see :mod:`esmapper.health` for what is
         sent and what counts as needing attention (``report.ok``)."""
-        return check_health(self)
+        return check_health(self.services)
 
     def repository(self, model: type[T]) -> Repository[T]:
         """The (cached, thread-safe) repository of ``model``."""
@@ -438,36 +438,6 @@ class Mapper:
         """Configure indexes, reindex outdated versions and run pending migrations
         (see :mod:`esmapper.migrations`); returns a ``MigrationResult``."""
         return migrate(self, **kwargs)
-
-    # -- side channels (cache and notifications): the services' -----------------------
-
-    def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
-        """Publish an ``entity_changed`` message through the bus."""
-        self.services.publish(model, message, options)
-
-    def has_subscribers(self, model: type) -> bool:
-        """Whether publishing for ``model`` can reach anyone."""
-        return self.services.has_subscribers(model)
-
-    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
-        """How long a read of ``info`` under ``options`` is cached (``None``: not)."""
-        return self.services.cache_ttl(info, options)
-
-    def is_cached(self, info: ModelInfo) -> bool:
-        """Whether ``info``'s model is cached by default (``class Index: cache = ...``)."""
-        return self.services.is_cached(info)
-
-    def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
-        """Remove the cached entries of ``ids``."""
-        self.services.invalidate_ids(info, ids)
-
-    def invalidate_model(self, info: ModelInfo) -> None:
-        """Remove every cached document of ``info``'s model."""
-        self.services.invalidate_model(info)
-
-    def extension(self, key: str, factory: Callable[[], _S]) -> _S:
-        """The state a feature keeps for this mapper under ``key`` (the services')."""
-        return self.services.extension(key, factory)
 
     # -- lifecycle ---------------------------------------------------------------------
 

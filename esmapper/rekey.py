@@ -96,12 +96,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._context import context_of
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
 from esmapper.indexes.reads import read_params
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
 
 from esmapper._rekey_audit import (
@@ -128,7 +129,7 @@ __all__ = [
 
 
 def rekey(
-    mapper: Context,
+    mapper: Context | HasContext,
     model: type,
     *,
     apply: bool = False,
@@ -147,6 +148,7 @@ def rekey(
     Quiesce writers and take a snapshot before ``apply=True``. ``_before_delete`` is a test
     hook called between the create and the delete.
     """
+    mapper = context_of(mapper)  # a Mapper: its services
     plans = audit(mapper, model, batch_size=batch_size)
     report = RekeyReport(applied=apply)
     info = id_info(model)

@@ -149,13 +149,13 @@ def _arguments(frame: types.FrameType, closures: bool) -> Iterator[object]:
             yield local.get(name)
 
 
-#: the modules of the classes implementing the ``Context`` protocol
-_CONTEXTS = ("esmapper._services", "esmapper.mapper")
+#: the module of the class implementing the ``Context`` protocol (the mapper's ``Services``)
+_CONTEXTS = ("esmapper._services",)
 
 
 def _interface(frame: types.FrameType) -> str | None:
     """The module declaring the interface a method call was made through: a method of
-    the ``Context`` protocol (the mapper's ``Services`` and the mapper implement it), a
+    the ``Context`` protocol (the mapper's ``Services`` implements it), a
     feature point."""
     from esmapper._context import Context
     from esmapper._features import POINTS, Feature

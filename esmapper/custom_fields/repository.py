@@ -118,8 +118,10 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         #: called with a :class:`~esmapper.custom_fields._stored_documents.StoredDocumentsProgress`
         #: while a definition change brings the stored documents up to date
         self.progress: Callable[[StoredDocumentsProgress], object] | None = None
-        self._mappings = FieldMappings(mapper, info)
-        self._names = NameClaims(mapper, self.entity_type, lambda i, n: holds_name(self, i, n))
+        self._mappings = FieldMappings(mapper.services, info)
+        self._names = NameClaims(
+            mapper.services, self.entity_type, lambda i, n: holds_name(self, i, n)
+        )
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 

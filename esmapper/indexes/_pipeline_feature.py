@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from elasticsearch import ApiError
+
 from esmapper._features import Feature, register
-from esmapper.indexes.pipelines import by_query_params, expected_source, log, pipeline_name
+from esmapper.indexes.pipelines import log, normal, pipeline_name
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -64,14 +66,26 @@ class Pipelines(Feature):
     ) -> Mapping[str, Any] | None:
         """What the pipeline makes of ``source`` (``POST
         /_ingest/pipeline/<name>/_simulate``); ``source`` itself for an action that runs
-        none."""
+        none; ``None`` when it cannot be told (no body, the simulation failed)."""
         if action.pipeline is None:
             return source
-        return expected_source(ctx.client, action, source)
+        if source is None:
+            return None
+        doc = {"_index": action.index, "_id": action.id, "_source": normal(source)}
+        log.debug("POST /_ingest/pipeline/%s/_simulate", action.pipeline)
+        try:
+            body = ctx.client.ingest.simulate(id=action.pipeline, docs=[doc]).body
+        except ApiError as exc:
+            log.warning("simulating ingest pipeline %s failed: %s", action.pipeline, exc)
+            return None
+        docs = body.get("docs") or []
+        stored = (docs[0].get("doc") or {}).get("_source") if docs else None
+        return dict(stored) if isinstance(stored, dict) else None
 
     def by_query(self, ctx: Context, request: str) -> dict[str, Any] | None:
         """``{"pipeline": <name>}`` for the model's ``_update_by_query`` (the pipeline
         created first when missing); a ``_delete_by_query`` runs none."""
         if request != "update_by_query":
             return {}
-        return by_query_params(ctx.spec(self.info.cls))
+        name = pipeline_name(ctx.spec(self.info.cls))
+        return {} if name is None else {"pipeline": name}

@@ -12,11 +12,12 @@ from esmapper.errors import DocumentValidationError, QueryValidationError
 from esmapper.ids import ObjectId
 from esmapper.indexes._pit_target import pit_target
 from esmapper.indexes.timeseries import (
+    TIME_SERIES_KINDS,
     check_max_age,
-    new_document_time,
     partitions_for_range,
     period_start,
 )
+from esmapper.model.codec import parse_datetime
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = ["TimeSeries"]
-
-_KINDS = ("daily", "monthly")
 
 
 @register
@@ -39,7 +38,7 @@ class TimeSeries(Feature):
     @classmethod
     def attach(cls, info: ModelInfo) -> TimeSeries | None:
         index = info.index
-        return cls(info) if index is not None and index.kind in _KINDS else None
+        return cls(info) if index is not None and index.kind in TIME_SERIES_KINDS else None
 
     # -- writes (point: assign_ids) ------------------------------------------------------
 
@@ -49,20 +48,18 @@ class TimeSeries(Feature):
         date in an expired period (``max_age``) raises IndexMaxAgeExceededError first, one
         an ObjectId cannot hold DocumentValidationError. Undated documents are left to
         the core (a new ObjectId of now). Sends nothing."""
-        info = self.info
-        spec = None
+        info, spec = self.info, call.ctx.spec(self.info.cls)
+        field = spec.date_field
         for pending in pendings:
             doc = pending.doc
-            at = new_document_time(info, doc)
-            if at is None:
+            value = getattr(doc, field, None)
+            if value is None:
                 continue
-            if spec is None:
-                spec = call.ctx.spec(info.cls)
+            at = parse_datetime(value)
             check_max_age(spec, period_start(spec.kind, at), call.now, None)
             try:
                 object.__setattr__(doc, "id", str(ObjectId.new(at)))
             except ValueError as exc:
-                field = spec.options.date_field or "created_utc"
                 raise DocumentValidationError(
                     f"{info.name}.{field} = {at}: a new {info.name}'s id encodes this date, "
                     f"and {exc}; give the document an id, or a date in that range",

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import Elasticsearch, NotFoundError
 
+from esmapper._context import context_of
 from esmapper._shards import count_all
 from esmapper._transport import once, send_or_read_back
 from esmapper.indexes._meta import put_meta
@@ -46,7 +47,7 @@ from esmapper.indexes.timeseries import Partition, parse_partition
 from esmapper.locks import DEFAULT_TTL, LockProvider, check_duration
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
 
 __all__ = ["MARKER", "Leftover", "delete_leftovers", "find_leftovers", "mark_replaced"]
@@ -210,7 +211,7 @@ def _delete(client: Elasticsearch, index: str) -> None:
 
 
 def delete_leftovers(
-    mapper: Context,
+    mapper: Context | HasContext,
     model: type,
     *,
     lock_wait: _dt.timedelta = _dt.timedelta(0),
@@ -228,6 +229,7 @@ def delete_leftovers(
     ``lock_wait``."""
     check_duration("lock_ttl", lock_ttl)
     check_duration("lock_wait", lock_wait, zero=True)
+    mapper = context_of(mapper)  # a Mapper: its services
     spec = mapper.spec(model)
     client = mapper.client
     if not any(leftover.deletable for leftover in find_leftovers(client, spec)):

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from elasticsearch import Elasticsearch
 
+from esmapper._context import context_of
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes.spec import IndexSpec
 from esmapper.indexes.timeseries import Partition, expires_at, parse_partition
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = ["MaintenanceReport", "expired_partitions", "list_partitions", "maintain"]
 
@@ -105,7 +106,10 @@ def expired_partitions(
 
 
 def maintain(
-    mapper: Context, models: Iterable[type] | None = None, *, discard_expired: bool = True
+    mapper: Context | HasContext,
+    models: Iterable[type] | None = None,
+    *,
+    discard_expired: bool = True,
 ) -> MaintenanceReport:
     """Apply retention and fix the aliases of the time-series models (of ``models``,
     default all registered); see the module docstring.
@@ -116,6 +120,7 @@ def maintain(
     models are skipped. Raises the client's ``ApiError`` if Elasticsearch refuses a request
     (:class:`~esmapper.errors.IndexConfigurationError` for a partially applied alias change).
     """
+    mapper = context_of(mapper)  # a Mapper: its services
     client = mapper.client
     now = mapper.clock()
     expired_names: list[str] = []

@@ -8,7 +8,7 @@ The one owner of "which writes run a model's ingest pipeline" (docs/architecture
   :class:`~esmapper.indexes._pipeline_feature.Pipelines`, called by
   :func:`esmapper._outcomes.send`, the one place every document write passes);
 - ``patch_all`` sent as one ``_update_by_query``: ``?pipeline=<name>`` (its ``by_query``
-  point: :func:`by_query_params`);
+  point);
 - reindex passes (versions, time-series partitions): ``"dest": {"pipeline": <name>}``
   (:func:`reindex_dest`).
 
@@ -28,9 +28,9 @@ like its index; an existing one is left to ``configure_indexes``, so an older pr
 never reverts a newer definition.
 
 A pipeline changes what is stored, so a write whose answer was lost cannot be read back
-by comparing the stored ``_source`` with the body sent: :func:`expected_source` (the
-feature's ``expected_source`` point) asks the server what the pipeline makes of the body
-(``POST /_ingest/pipeline/<name>/_simulate``).
+by comparing the stored ``_source`` with the body sent: the feature's ``expected_source``
+point asks the server what the pipeline makes of the body (``POST
+/_ingest/pipeline/<name>/_simulate``).
 A pipeline that is not deterministic (a timestamp, a random id) makes such a write
 *unknown* rather than applied; it is never resent blindly (:mod:`esmapper._outcomes`).
 """
@@ -43,21 +43,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
+from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper import _json
 from esmapper.errors import IndexConfigurationError
 
 if TYPE_CHECKING:
-    from esmapper.bulk import BulkAction
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import IndexOptions
 
 __all__ = [
     "Pipeline",
-    "by_query_params",
     "configure_pipeline",
-    "expected_source",
+    "normal",
     "pipeline_name",
     "reindex_dest",
 ]
@@ -87,7 +85,8 @@ class Pipeline:
         return cls(f"{alias}-pipeline", dict(value))
 
 
-def _normal(value: Any) -> Any:
+def normal(value: Any) -> Any:
+    """``value`` as JSON reads it back (tuples as lists...): what a stored body compares to."""
     return _json.loads(_json.dumps(value))
 
 
@@ -138,7 +137,7 @@ def configure_pipeline(client: Elasticsearch, spec: IndexSpec) -> str | None:
     elif stored is None:
         _put(client, spec, pipeline)
         action = "created"
-    elif any(stored.get(k) != v for k, v in _normal(pipeline.definition).items()):
+    elif any(stored.get(k) != v for k, v in normal(pipeline.definition).items()):
         _put(client, spec, pipeline)
         action = "updated"
     else:
@@ -168,34 +167,7 @@ def pipeline_name(spec: IndexSpec, client: Elasticsearch | None = None) -> str |
     return pipeline.name
 
 
-def by_query_params(spec: IndexSpec) -> dict[str, Any]:
-    """The extra parameters of an ``_update_by_query`` on ``spec``: ``{"pipeline":
-    name}`` or nothing."""
-    name = pipeline_name(spec)
-    return {} if name is None else {"pipeline": name}
-
-
 def reindex_dest(spec: IndexSpec, dest: dict[str, Any]) -> dict[str, Any]:
     """``dest`` of a ``_reindex`` into one of ``spec``'s indexes, with its pipeline."""
     name = pipeline_name(spec)
     return dest if name is None else {**dest, "pipeline": name}
-
-
-def expected_source(
-    client: Elasticsearch, action: BulkAction, source: Mapping[str, Any] | None
-) -> dict[str, Any] | None:
-    """What ``action``'s pipeline makes of ``source`` (its body: ``POST
-    /_ingest/pipeline/<name>/_simulate``); ``None`` when it cannot be told (no body, the
-    simulation failed)."""
-    if action.pipeline is None or source is None:
-        return None
-    doc = {"_index": action.index, "_id": action.id, "_source": _normal(source)}
-    log.debug("POST /_ingest/pipeline/%s/_simulate", action.pipeline)
-    try:
-        body = client.ingest.simulate(id=action.pipeline, docs=[doc]).body
-    except ApiError as exc:
-        log.warning("simulating ingest pipeline %s failed: %s", action.pipeline, exc)
-        return None
-    docs = body.get("docs") or []
-    source = (docs[0].get("doc") or {}).get("_source") if docs else None
-    return dict(source) if isinstance(source, dict) else None

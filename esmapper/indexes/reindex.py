@@ -175,6 +175,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from esmapper._context import context_of
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
@@ -195,7 +196,7 @@ from esmapper.locks import LockProvider, check_duration
 from esmapper.reindex_scripts import ReindexScriptValue, compose
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = [
     "LOCK_TTL",
@@ -242,7 +243,7 @@ def _version_of(spec: IndexSpec, index: str) -> int:
 
 
 def reindex(
-    mapper: Context,
+    mapper: Context | HasContext,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -285,6 +286,7 @@ def reindex(
     check_duration("catch_up_margin", catch_up_margin, zero=True)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     throttle = Throttle(batch_size, requests_per_second, stall)
+    mapper = context_of(mapper)  # a Mapper: its services
     spec = mapper.spec(model)
     if spec.is_time_series:
         moved = reindex_partitions(
@@ -349,7 +351,7 @@ def reindex(
 
 
 def reindex_outdated(
-    mapper: Context,
+    mapper: Context | HasContext,
     models: Iterable[type] | None = None,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -378,6 +380,7 @@ def reindex_outdated(
     check_lock_options(lock_wait, lock_ttl)
     stall = None if stall_timeout is None else stall_timeout.total_seconds()
     Throttle(batch_size, requests_per_second, stall)  # checked before any request
+    mapper = context_of(mapper)  # a Mapper: its services
     results = []
     for model in list(models) if models is not None else mapper.models:
         spec = mapper.spec(model)

@@ -53,7 +53,6 @@ from esmapper.model.state import state_of
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
-    from esmapper.model.info import ModelInfo
 
 __all__ = [
     "Partition",
@@ -66,7 +65,6 @@ __all__ = [
     "ensure_template",
     "expires_at",
     "is_dated_alias",
-    "new_document_time",
     "next_period",
     "parse_partition",
     "partition_body",
@@ -161,16 +159,6 @@ def dated_alias_start(spec: IndexSpec, name: str) -> _dt.datetime | None:
 def is_dated_alias(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s dated aliases (``<alias>-2026.12.02``)."""
     return dated_alias_start(spec, name) is not None
-
-
-def new_document_time(info: ModelInfo, doc: Any) -> _dt.datetime | None:
-    """The time a new time-series document's ObjectId must encode: its
-    ``date_field`` (``created_utc`` by default); ``None`` for other kinds or no date."""
-    options = info.index
-    if options is None or options.kind not in TIME_SERIES_KINDS:
-        return None
-    value = getattr(doc, options.date_field or "created_utc", None)
-    return None if value is None else parse_datetime(value)
 
 
 def document_date(spec: IndexSpec, doc: Any) -> _dt.datetime | None:

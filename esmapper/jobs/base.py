@@ -32,13 +32,14 @@ import attrs
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
+from esmapper._context import context_of
 from esmapper._json import dumps
 from esmapper.errors import EsmapperError, JobCancelled, JobError, LockError
 from esmapper.indexes._ensure import answer_of
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider, check_duration
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = ["Job", "JobCancelled", "JobContext", "JobError", "JobResult", "JobStatus"]
 
@@ -164,12 +165,13 @@ class Job(abc.ABC):
 
     def __init__(
         self,
-        mapper: Context,
+        mapper: Context | HasContext,
         *,
         lock_wait: _dt.timedelta = _dt.timedelta(0),
         lock_ttl: _dt.timedelta = DEFAULT_TTL,
     ) -> None:
-        self.mapper = mapper
+        #: what the job runs with: the mapper's services
+        self.services: Context = context_of(mapper)
         self.lock_wait = check_duration("lock_wait", lock_wait, zero=True)
         self.lock_ttl = check_duration("lock_ttl", lock_ttl)
 
@@ -207,7 +209,7 @@ class Job(abc.ABC):
         name = self.lock_name
         if name is None:
             return self.execute(ctx)
-        mapper = self.mapper
+        mapper = self.services
         provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
         ctx.sends("PUT", f"/{provider.index}/_doc/{name}?op_type=create")
         try:

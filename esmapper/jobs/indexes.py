@@ -54,7 +54,7 @@ from esmapper.jobs.durations import format_duration
 from esmapper.locks import DEFAULT_TTL
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
 
 __all__ = ["CleanupIndexesJob", "CleanupItem", "IndexCleanupReport", "MaintainIndexesJob"]
@@ -70,7 +70,7 @@ class MaintainIndexesJob(Job):
 
     def __init__(
         self,
-        mapper: Context,
+        mapper: Context | HasContext,
         models: Iterable[type] | None = None,
         *,
         lock_wait: _dt.timedelta = _dt.timedelta(0),
@@ -80,11 +80,11 @@ class MaintainIndexesJob(Job):
         self.models = list(models) if models is not None else None
 
     def execute(self, ctx: JobContext) -> JobResult:
-        for model in self.models or self.mapper.models:
-            spec = self.mapper.spec(model)
+        for model in self.models or self.services.models:
+            spec = self.services.spec(model)
             if spec.is_time_series:
                 ctx.sends("GET", f"/{spec.alias}-v*/_alias")
-        report = maintain(self.mapper, self.models)
+        report = maintain(self.services, self.models)
         message = (
             f"{len(report.expired)} expired, {len(report.deleted)} deleted, "
             f"{len(report.alias_actions)} alias changes"
@@ -122,7 +122,7 @@ class CleanupIndexesJob(Job):
 
     def __init__(
         self,
-        mapper: Context,
+        mapper: Context | HasContext,
         models: Iterable[type] | None = None,
         *,
         dry_run: bool = True,
@@ -144,10 +144,10 @@ class CleanupIndexesJob(Job):
         return None if self.dry_run else self.name
 
     def _specs(self) -> list[IndexSpec]:
-        return [self.mapper.spec(m) for m in self.models or self.mapper.models]
+        return [self.services.spec(m) for m in self.models or self.services.models]
 
     def execute(self, ctx: JobContext) -> JobResult:
-        client, now = self.mapper.client, self.mapper.clock()
+        client, now = self.services.client, self.services.clock()
         candidates: list[CleanupItem] = []
         kept: list[CleanupItem] = []
         expired_models: list[type] = []
@@ -199,12 +199,12 @@ class CleanupIndexesJob(Job):
         deleted: list[str] = []
         if expired_models:
             ctx.checkpoint()
-            report: MaintenanceReport = maintain(self.mapper, expired_models)
+            report: MaintenanceReport = maintain(self.services, expired_models)
             deleted += report.deleted
         for model in leftover_models:
             ctx.checkpoint()
             try:
-                deleted += delete_leftovers(self.mapper, model)
+                deleted += delete_leftovers(self.services, model)
             except LockError as exc:
                 kept += [
                     attrs.evolve(item, reason=f"{item.reason}; not now: {exc}")
@@ -225,7 +225,7 @@ class CleanupIndexesJob(Job):
         if not self.patterns or self.max_age is None:
             return []
         owned = [spec.alias for spec in self._specs()] + [
-            self.mapper.spec(m).alias for m in self.mapper.models
+            self.services.spec(m).alias for m in self.services.models
         ]
         found: list[CleanupItem] = []
         for pattern in self.patterns:

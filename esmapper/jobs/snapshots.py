@@ -50,7 +50,7 @@ from esmapper.locks import DEFAULT_TTL
 from esmapper.migrations.state import STATE_INDEX
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = [
     "DEFAULT_NAME",
@@ -203,7 +203,7 @@ class SnapshotJob(Job):
 
     def __init__(
         self,
-        mapper: Context,
+        mapper: Context | HasContext,
         repository: str = DEFAULT_REPOSITORY,
         *,
         indexes: Sequence[str] | None = None,
@@ -235,13 +235,13 @@ class SnapshotJob(Job):
         migration state index."""
         if self.indexes is not None:
             return self.indexes
-        mapper = self.mapper
+        mapper = self.services
         names = [mapper.spec(model).alias for model in mapper.models]
         return [*names, f"{mapper.index_prefix}{STATE_INDEX}"]
 
     def execute(self, ctx: JobContext) -> JobResult:
-        client = self.mapper.client
-        name = snapshot_name(self.name_pattern, self.mapper.clock())
+        client = self.services.client
+        name = snapshot_name(self.name_pattern, self.services.clock())
         _check_repository(ctx, client, self.repository)
         body: dict[str, Any] = {
             "indices": ",".join(self.targets()),
@@ -409,7 +409,7 @@ class CleanupSnapshotsJob(Job):
 
     def __init__(
         self,
-        mapper: Context,
+        mapper: Context | HasContext,
         repository: str = DEFAULT_REPOSITORY,
         *,
         max_age: _dt.timedelta,
@@ -433,14 +433,14 @@ class CleanupSnapshotsJob(Job):
         return None if self.dry_run else f"snapshots:{self.repository}"
 
     def execute(self, ctx: JobContext) -> JobResult:
-        client = self.mapper.client
+        client = self.services.client
         _check_repository(ctx, client, self.repository)
         ctx.sends("GET", f"/_snapshot/{self.repository}/_all")
         body = client.snapshot.get(repository=self.repository, snapshot="_all").body
         snapshots = [
             SnapshotInfo.from_body(self.repository, s) for s in body.get("snapshots") or ()
         ]
-        cutoff = self.mapper.clock() - self.max_age
+        cutoff = self.services.clock() - self.max_age
         delete, kept = plan_cleanup(snapshots, cutoff=cutoff, keep=self.keep)
         if self.dry_run:
             report = SnapshotCleanupReport(tuple(delete), tuple(kept), dry_run=True)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 from elasticsearch import NotFoundError
 
+from esmapper._context import context_of
 from esmapper.indexes._idx_owed import owed_idx_rebuilds
 from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state, is_outdated
@@ -52,7 +53,7 @@ from esmapper.model.codec import format_datetime
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
 
 __all__ = [
@@ -400,15 +401,16 @@ def idx_rebuild_steps(mapper: Context) -> list[PlannedStep]:
     return steps
 
 
-def in_progress(mapper: Context) -> LockHolder | None:
+def in_progress(mapper: Context | HasContext) -> LockHolder | None:
     """The holder of the live ``migrations`` lock (a run in progress), ``None`` when there
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
+    mapper = context_of(mapper)  # a Mapper: its services
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     holder = locks.holder(LOCK_NAME)
     return holder if holder is not None and holder.live(mapper.clock()) else None
 
 
-def plan(mapper: Context, *, retry_failed: bool = False) -> list[PlannedStep]:
+def plan(mapper: Context | HasContext, *, retry_failed: bool = False) -> list[PlannedStep]:
     """What ``migrate(mapper)`` would do now, in order; sends only reads, changes nothing.
 
     Index steps (``create_index`` and ``unblock_index``; after the migrations ``reindex``,
@@ -421,6 +423,7 @@ def plan(mapper: Context, *, retry_failed: bool = False) -> list[PlannedStep]:
     Raises :class:`~esmapper.errors.MigrationError` when the migrations are invalid (e.g.
     duplicate versions) and the client's errors when the server cannot be reached.
     """
+    mapper = context_of(mapper)  # a Mapper: its services
     migrations = load_migrations(mapper.migrations)
     creates, reindexes, all_missing = index_steps(mapper)
     store = StateStore(mapper.client, index_prefix=mapper.index_prefix)

@@ -181,7 +181,7 @@ class _Runner:
         return inst.settle_install(
             self.store,
             self.migrations,
-            nothing_existed=lambda: index_steps(self.mapper)[2],
+            nothing_existed=lambda: index_steps(self.mapper.services)[2],
             now=self.mapper.clock(),
         )
 
@@ -432,7 +432,7 @@ class _Runner:
             started = time.monotonic()
             step = PlannedStep(REBUILD_IDX, alias, "index", reason="owed by a killed reindex")
             try:
-                updated = settle_idx_rebuild(self.mapper, model)
+                updated = settle_idx_rebuild(self.mapper.services, model)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 log.error("rebuilding idx of %s failed: %s", alias, error, exc_info=True)

@@ -39,7 +39,7 @@ def _stored(make_mapper: MakeMapper) -> tuple[em.Mapper, Listing]:
     repo: em.Repository[Any] = mapper.repository(Note)
     groups = {"a": "x", "b": "x", "c": "y", "d": "y"}
     repo.add([Note(id=i, text=i, group=g) for i, g in groups.items()], consistency="immediate")
-    return mapper, Listing(mapper, Note.__esmapper__, mapper.spec(Note))  # type: ignore[attr-defined]
+    return mapper, Listing(mapper.services, Note.__esmapper__, mapper.spec(Note))  # type: ignore[attr-defined]
 
 
 def test_a_listing_s_scope_restricts_every_search_of_a_scan(make_mapper: MakeMapper) -> None:
@@ -84,10 +84,10 @@ def test_the_definitions_repository_is_the_feature_s_state_in_the_context(
 ) -> None:
     mapper = make_mapper(Person)
     repo = mapper.custom_fields(Person)
-    assert repo is mapper.custom_fields(Person) is definitions(mapper, Person)
-    kept: Any = mapper.extension("custom_fields", dict)  # the feature made it: no dict
+    assert repo is mapper.custom_fields(Person) is definitions(mapper.services, Person)
+    kept: Any = mapper.services.extension("custom_fields", dict)  # the feature made it: no dict
     assert not isinstance(kept, dict)
-    assert kept.of(mapper, Person) is repo
+    assert kept.of(mapper.services, Person) is repo
     assert repo.mapper is mapper
     assert not hasattr(_context.Context, "custom_fields")  # the core names no feature
 

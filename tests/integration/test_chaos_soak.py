@@ -943,11 +943,11 @@ def test_restore_by_partial_patch_is_seen_by_patch_all(
     doc.is_deleted = True
     widgets.save(doc)
     widgets.patch("a", em.PartialPatch({"is_deleted": False}))
-    assert recently_deleted(mapper, widgets.info) == []
+    assert recently_deleted(mapper.services, widgets.info) == []
     script = em.ScriptPatch("ctx._source.n += 1")
     assert widgets.patch_all("group:g", script, consistency="immediate") == 1
     widgets.patch("a", em.PartialPatch({"is_deleted": True}))
-    assert recently_deleted(mapper, widgets.info) == ["a"]
+    assert recently_deleted(mapper.services, widgets.info) == ["a"]
 
 
 def test_refreshed_by_query_writes_ignore_a_stale_recently_deleted_hint(
@@ -965,7 +965,7 @@ def test_refreshed_by_query_writes_ignore_a_stale_recently_deleted_hint(
     doc.is_deleted = True
     widgets.save(doc)  # remembered as recently deleted
     es_client.update(index=alias, id="a", doc={"is_deleted": False})  # restored elsewhere
-    assert recently_deleted(mapper, widgets.info) == ["a"]
+    assert recently_deleted(mapper.services, widgets.info) == ["a"]
     script = em.ScriptPatch("ctx._source.n += 1")
     assert widgets.patch_all("group:g", script, consistency="immediate") == 2
 

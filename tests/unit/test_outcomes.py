@@ -47,7 +47,7 @@ def test_a_document_write_naming_a_physical_index_is_refused_before_anything_is_
             op=op, index=physical, id="a", body=body, ref=PendingWrite("patch", None, info, id="a")
         )
         with pytest.raises(ValueError, match=f"names the physical index '{physical}'") as caught:
-            send(mapper, [action], refresh=None)
+            send(mapper.services, [action], refresh=None)
         assert f"go through '{alias}'" in str(caught.value)
 
 
@@ -58,4 +58,4 @@ def test_a_document_write_to_another_models_index_is_refused() -> None:
             op="index", index="logs", id="a", body={}, ref=PendingWrite("patch", None, info, id="a")
         )
         with pytest.raises(ValueError, match="a document write cannot go to 'logs'"):
-            send(mapper, [action], refresh=None)
+            send(mapper.services, [action], refresh=None)

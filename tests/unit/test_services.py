@@ -101,7 +101,7 @@ def test_services_of_no_mapper_have_no_repositories(mapper: em.Mapper) -> None:
 
 
 def test_extensions_are_kept_once_per_services(mapper: em.Mapper) -> None:
-    made: list[str] = mapper.extension("test", list)
+    made: list[str] = mapper.services.extension("test", list)
     again: object = mapper.services.extension("test", dict)
     assert again is made
 

@@ -142,7 +142,7 @@ def fake(mapper: em.Mapper) -> FakeWriter:
 
 def write(mapper: em.Mapper, *writes: tuple[WriteKind, Any], **options: Any) -> list[PendingWrite]:
     pendings = [PendingWrite(kind, doc, type(doc).__esmapper__) for kind, doc in writes]
-    return _writes.write_documents(mapper, pendings, Options(**options))
+    return _writes.write_documents(mapper.services, pendings, Options(**options))
 
 
 def test_the_points_are_called_in_order_with_their_models_writes(mapper: em.Mapper) -> None:
@@ -227,7 +227,9 @@ def test_tenant_given_for_a_model_no_feature_scopes_is_refused(mapper: em.Mapper
     assert fake(mapper).sent == []
     # a session's tenant scopes only the models that take it: the others are written
     pendings = [PendingWrite("add", Plain(name="y"), Plain.__esmapper__)]  # type: ignore[attr-defined]
-    _writes.write_documents(mapper, pendings, Options(tenant="acme"), inherited_tenant=True)
+    _writes.write_documents(
+        mapper.services, pendings, Options(tenant="acme"), inherited_tenant=True
+    )
     assert [a.ref.doc.name for a in fake(mapper).sent] == ["y"]
 
 

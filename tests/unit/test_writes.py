@@ -116,7 +116,7 @@ def writer(mapper: em.Mapper) -> FakeWriter:
 def write(mapper: em.Mapper, kind: WriteKind, *docs: Person, **options: Any) -> list[PendingWrite]:
     info = mapper.repository(Person).info
     pendings = [PendingWrite(kind, doc, info) for doc in docs]
-    return _writes.write_documents(mapper, pendings, Options(**options))
+    return _writes.write_documents(mapper.services, pendings, Options(**options))
 
 
 def stored(mapper: em.Mapper, *names: str) -> list[Person]:
@@ -347,7 +347,7 @@ def test_a_request_error_settles_the_answered_items_then_raises(mapper: em.Mappe
 
 
 def test_no_pendings_sends_nothing(mapper: em.Mapper) -> None:
-    assert _writes.write_documents(mapper, [], Options()) == []
+    assert _writes.write_documents(mapper.services, [], Options()) == []
     assert writer(mapper).calls == []
 
 

@@ -205,9 +205,9 @@ def test_the_owed_marks_are_cleared_only_under_the_reindex_lock(
     alias = mapper.spec(model).alias
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     with locks.acquire(f"reindex:{alias}", heartbeat=False):  # another run's
-        assert settle_idx_rebuild(mapper, model) == 4  # rebuilt at once (Level 0 stays 0)
+        assert settle_idx_rebuild(mapper.services, model) == 4  # rebuilt at once (Level 0 stays 0)
         assert owed_idx_rebuilds(mapper.client, alias) == [mapper.spec(model).physical_name()]
     repo: em.Repository[Any] = mapper.repository(model)
     assert repo.count("level:300", tenant="acme", consistency="immediate") == 1
-    assert settle_idx_rebuild(mapper, model) == 0  # nothing stale is left to write
+    assert settle_idx_rebuild(mapper.services, model) == 0  # nothing stale is left to write
     assert owed_idx_rebuilds(mapper.client, alias) == []

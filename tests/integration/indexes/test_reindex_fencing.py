@@ -56,10 +56,10 @@ def test_a_run_paused_past_its_lease_cannot_swap_onto_the_new_holders_index(
     real_swap = _reindex_run._swap
 
     def swap(run: _reindex_run.Run) -> None:
-        if run.ctx is first:
+        if run.ctx is first.services:
             first_paused.set()
             assert first_resume.wait(60)
-        elif run.ctx is second:
+        elif run.ctx is second.services:
             second_paused.set()
             assert second_resume.wait(60)
         real_swap(run)

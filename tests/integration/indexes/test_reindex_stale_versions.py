@@ -158,7 +158,7 @@ def _bump_before_the_first_write(
     sent: list[int] = []
     real = _by_query.write_documents  # type: ignore[attr-defined]
 
-    def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
+    def write_documents(mapper: Any, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         if not sent:
             run()
             then()
@@ -222,7 +222,7 @@ def test_a_patch_by_id_whose_read_preceded_the_bump_is_a_version_conflict(
     _stale_a(v1)
     real = _patching.write_documents  # type: ignore[attr-defined]
 
-    def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
+    def write_documents(mapper: Any, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         run()  # between the GET and the conditional write
         _other_writer_saves_a(v2)
         return real(mapper, pendings, *args, **kwargs)
@@ -255,7 +255,7 @@ def test_remove_all_whose_scan_preceded_the_bump_spares_a_document_changed_since
     sent: list[int] = []
     real = _by_query.write_documents  # type: ignore[attr-defined]
 
-    def write_documents(mapper: em.Mapper, pendings: Any, *args: Any, **kwargs: Any) -> Any:
+    def write_documents(mapper: Any, pendings: Any, *args: Any, **kwargs: Any) -> Any:
         if not sent:
             run()
             other_writer_moves_a_out_of_the_filter()

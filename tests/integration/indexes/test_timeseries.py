@@ -274,6 +274,20 @@ def test_after_a_version_bump_existing_days_keep_their_partition(
     assert "level" in mapping[f"{p}logs-v2-2026.03.09"]["mappings"]["properties"]
 
 
+def test_new_ids_encode_the_date_field_and_an_undated_document_is_placed_by_its_new_id(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Event)
+    happened = dt.datetime(2026, 2, 3, 4, 5, 6, tzinfo=UTC)
+    dated, undated = mapper.repository(Event).add(
+        [Event(happened=happened, kind="dated"), Event(kind="undated")], consistency="immediate"
+    )
+    assert em.ObjectId(dated.id).created_at == happened  # its date_field, not created_utc
+    spec = mapper.spec(Event)
+    at = em.ObjectId(undated.id).created_at  # the core's new ObjectId: stored by that date
+    assert es_client.get(index=spec.dated_alias(at), id=undated.id)["_source"]["kind"] == "undated"
+
+
 def test_repository_by_id_calls_on_time_series(make_mapper: MakeMapper) -> None:
     mapper = make_mapper(Event, clock=FakeClock(NOW))
     repo = mapper.repository(Event)

@@ -12,7 +12,6 @@ from esmapper.indexes import IndexMaxAgeExceededError, IndexSpec, partitions_for
 from esmapper.indexes.timeseries import (
     document_date,
     expires_at,
-    new_document_time,
     parse_partition,
     period_start,
 )
@@ -115,10 +114,6 @@ def test_document_date_precedence() -> None:
     object.__setattr__(loaded, "_esm_state", DocState({}, "p-events-v1-2026.01.20"))
     assert document_date(daily, loaded) == dt.datetime(2026, 1, 20, tzinfo=UTC)
     assert document_date(daily, Event(id="x")) is None
-    # new ids of time-series documents encode the date field
-    assert new_document_time(Event.__esmapper__, Event(happened=happened)) == happened
-    assert new_document_time(Log.__esmapper__, Log(created_utc=happened)) == happened
-    assert new_document_time(Event.__esmapper__, Event()) is None
 
 
 def test_max_age_is_checked_before_any_request() -> None:
