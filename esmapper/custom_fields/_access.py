@@ -41,6 +41,7 @@ __all__ = [
     "check_virtual",
     "custom_access",
     "definitions",
+    "raw_attribute",
     "require_custom_fields",
 ]
 
@@ -56,7 +57,7 @@ VIRTUAL_METHODS = (
 )
 
 
-def _raw(doc: Any, name: str) -> Any:
+def raw_attribute(doc: Any, name: str) -> Any:
     """An attribute read without marking the document watched (see model.tracking)."""
     descriptor = getattr(type(doc), name)
     slot = getattr(descriptor, "slot", descriptor)
@@ -146,17 +147,17 @@ class DictValues(CustomValues):
     dict_attribute = "custom_fields"
 
     def values(self, doc: Any) -> Mapping[str, Any] | None:
-        values: Mapping[str, Any] | None = _raw(doc, "custom_fields")
+        values: Mapping[str, Any] | None = raw_attribute(doc, "custom_fields")
         return values
 
     # copy on write: the dict may be shared with what the document was loaded from
     def set(self, doc: Any, name: str, value: Any) -> None:
-        values = dict(_raw(doc, "custom_fields") or {})
+        values = dict(raw_attribute(doc, "custom_fields") or {})
         values[name] = value
         _set(doc, "custom_fields", values)
 
     def remove(self, doc: Any, name: str, *, partial: bool = False) -> None:
-        values = _raw(doc, "custom_fields")
+        values = raw_attribute(doc, "custom_fields")
         if values is None or name not in values:
             return
         values = dict(values)

@@ -46,13 +46,7 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
-from esmapper.custom_fields._names import (
-    NameClaims,
-    check_free,
-    claim_names,
-    holds_name,
-    lost_name,
-)
+from esmapper.custom_fields._names import NameClaims, check_free, lost_name
 from esmapper.custom_fields._stored_documents import (
     StoredDocumentsProgress,
     bring_up_to_date,
@@ -118,8 +112,8 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         #: called with a :class:`~esmapper.custom_fields._stored_documents.StoredDocumentsProgress`
         #: while a definition change brings the stored documents up to date
         self.progress: Callable[[StoredDocumentsProgress], object] | None = None
-        self._mappings = FieldMappings(mapper, info)
-        self._names = NameClaims(mapper, self.entity_type, lambda i, n: holds_name(self, i, n))
+        self._mappings = FieldMappings(self.services, info)
+        self._names = NameClaims(self.services, self.entity_type)
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
@@ -390,8 +384,8 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
                     names = [i.name for i in claims[tenant]]
                     release_former_names(self, tenant, names, opts, saving=group)
                     with self._tenant_lock(tenant):
-                        check_free(self, tenant, group)
-                        claimed = claim_names(self, tenant, claims[tenant])
+                        check_free(self._mappings, tenant, group)
+                        claimed = self._names.claim_all(tenant, claims[tenant])
                         try:
                             self._write("save", group, opts)
                         except BaseException:

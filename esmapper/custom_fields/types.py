@@ -7,7 +7,7 @@ definition) -> ProcessResult`` (the value stored back into ``custom_fields`` and
 ``idx`` is given, a different value to index).
 
 What a slot receives is checked here, once, against the slot's mapping type
-(:func:`index_value`), whichever type produced it: a value Elasticsearch would refuse
+(:func:`value_checker`), whichever type produced it: a value Elasticsearch would refuse
 (``"not-a-number"`` for an ``int``, an ``int`` beyond 32 bits, an unparsable date) is kept
 in ``custom_fields`` but not indexed, so the document is never rejected. Numbers
 given as text (``"5"``) and ``"true"``/``"false"`` are accepted like Elasticsearch's own
@@ -49,7 +49,6 @@ __all__ = [
     "ProcessResult",
     "StandardFieldType",
     "dynamic_templates",
-    "index_value",
     "model_types",
     "resolve_types",
     "slot_mapping",
@@ -87,7 +86,7 @@ class CustomFieldType(Protocol):
 
 class StandardFieldType:
     """A built-in type: the value is indexed as given (checked against the mapping by
-    :func:`index_value`)."""
+    :func:`value_checker`)."""
 
     __slots__ = ("_factory", "type")
 
@@ -223,7 +222,7 @@ class _NotIndexed:
         return "NOT_INDEXED"
 
 
-#: :func:`index_value`'s answer for a value the slot cannot index.
+#: a :func:`value_checker`'s answer for a value the slot cannot index.
 NOT_INDEXED: Any = _NotIndexed()
 
 _INT_RANGES = {
@@ -355,9 +354,3 @@ def value_checker(mapping: dict[str, Any]) -> Callable[[Any], Any]:
         return scalar(value)
 
     return check
-
-
-def index_value(mapping: dict[str, Any], value: Any) -> Any:
-    """``value`` as slot ``mapping`` indexes it, or :data:`NOT_INDEXED` (see
-    :func:`value_checker`)."""
-    return value_checker(mapping)(value)
