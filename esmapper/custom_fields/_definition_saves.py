@@ -117,7 +117,7 @@ def _changed_since(ctx: Context, info: ModelInfo, fields: TenantFields, changes:
     """Whether the tenant's definitions may have changed since ``fields`` was read (a
     failure to tell is logged and counts as no change: the write itself succeeded)."""
     try:
-        changed: bool = definitions(ctx, info.cls).changed_since(fields, changes)
+        changed: bool = definitions(ctx, info.cls)._mappings.changed_since(fields, changes)
     except Exception:
         log.warning(
             "%s: could not recheck the custom-field mapping of tenant %r after a write",

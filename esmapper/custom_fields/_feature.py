@@ -52,15 +52,13 @@ class _Definitions:
         self._made: dict[type, CustomFieldRepository] = {}
 
     def of(self, ctx: Context, model: type) -> CustomFieldRepository:
-        found = self._made.get(model)
-        if found is None:
-            with self._lock:
-                found = self._made.get(model)
-                if found is None:
-                    # a repository is made with the Mapper (the user's facade) that made
-                    # ctx's repositories: the definitions repository is one of them
-                    mapper = ctx.repository(CustomFieldDefinition).mapper
-                    found = self._made[model] = CustomFieldRepository(mapper, model)
+        with self._lock:
+            found = self._made.get(model)
+            if found is None:
+                # a repository is made with the Mapper (the user's facade) that made ctx's
+                # repositories: the definitions repository is one of them
+                mapper = ctx.repository(CustomFieldDefinition).mapper
+                found = self._made[model] = CustomFieldRepository(mapper, model)
         return found
 
 

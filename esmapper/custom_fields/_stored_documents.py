@@ -182,6 +182,6 @@ def release_former_names(
         definition.former_names = [n for n in definition.former_names if n.lower() != lower]
         changed[key] = definition
     try:
-        repo._write("save", list(changed.values()), options)
+        repo._send("save", list(changed.values()), options)
     finally:
         repo.invalidate(tenant)

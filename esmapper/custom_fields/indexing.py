@@ -138,7 +138,7 @@ def refresh_idx(ctx: Context, docs: Sequence[Any], *, saves: DefinitionSaves | N
                 _store(doc, None, None)
             continue
         repo = definitions(ctx, cls)
-        changes = repo.changes(tenant)
+        changes = repo._mappings.changes(tenant)
         # a write never trusts a mapping older than recheck_after: another process (not
         # sharing the cache client) may have renamed, retyped or removed a field
         fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)
@@ -405,7 +405,24 @@ def recheck_written(
     version and loaded source, so that its next save is not refused as a conflict. A
     failure is logged (the documents were written): never raised."""
     try:
-        _bring_up_to_date(ctx, info, docs, refresh)
+        by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
+        hits = _read(ctx, info, list(by_id))
+        read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
+        for outcome in _reconciled(ctx, info, hits, refresh=refresh):
+            doc = by_id.get(outcome.action.id)
+            state = state_of(doc) if doc is not None else None
+            if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
+                continue
+            body = outcome.action.body
+            extras = body["doc"] if isinstance(body, dict) else {}
+            idx = merged(raw_attribute(doc, "idx") or {}, extras.get("idx") or {})
+            _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
+            if state.original is not None:
+                state.original = merged(state.original, extras)
+            version = f"{outcome.primary_term}:{outcome.seq_no}"
+            state.version = version
+            if info.versioned:
+                _set(doc, "version", version)
     except Exception:
         log.warning(
             "%s: a custom-field definition of tenant %r changed during a write and idx of "
@@ -416,27 +433,6 @@ def recheck_written(
             info.name,
             exc_info=True,
         )
-
-
-def _bring_up_to_date(ctx: Context, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
-
-    by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
-    hits = _read(ctx, info, list(by_id))
-    read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
-    for outcome in _reconciled(ctx, info, hits, refresh=refresh):
-        doc = by_id.get(outcome.action.id)
-        state = state_of(doc) if doc is not None else None
-        if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
-            continue
-        extras = outcome.action.body["doc"] if isinstance(outcome.action.body, dict) else {}
-        idx = merged(raw_attribute(doc, "idx") or {}, extras.get("idx") or {})
-        _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
-        if state.original is not None:
-            state.original = merged(state.original, extras)
-        version = f"{outcome.primary_term}:{outcome.seq_no}"
-        state.version = version
-        if info.versioned:
-            _set(doc, "version", version)
 
 
 def _reconciled(

@@ -21,7 +21,7 @@ import datetime as _dt
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -50,7 +50,6 @@ __all__ = [
     "StandardFieldType",
     "dynamic_templates",
     "model_types",
-    "resolve_types",
     "slot_mapping",
     "value_checker",
     "standard_field_types",
@@ -121,11 +120,27 @@ def standard_field_types() -> list[CustomFieldType]:
     ]
 
 
-def resolve_types(model_name: str, given: Iterable[Any] | None) -> tuple[CustomFieldType, ...]:
-    """The types of a model's ``Index.custom_field_types`` (the standard ones when ``None``),
-    checked: each has a valid, unique ``type`` name, a ``mapping()`` giving a dsl field with
-    a ``type`` and a ``process_value``. Raises IndexConfigurationError naming the model."""
-    types = list(standard_field_types() if given is None else given)
+def check_options(
+    model_name: str, index: Any, field_names: set[str]
+) -> tuple[CustomFieldType, ...]:
+    """The checked custom-field options of a ``HasCustomFields`` model's ``class Index:``
+    (``tenant_field`` names an attribute, ``auto_create_custom_fields`` is a bool); returns
+    its types (``custom_field_types``, the standard ones when ``None``), checked: each has
+    a valid, unique ``type`` name, a ``mapping()`` giving a dsl field with a ``type`` and a
+    ``process_value``. Raises IndexConfigurationError naming the model."""
+    tenant_field = index.tenant_field
+    if tenant_field is not None and (
+        not isinstance(tenant_field, str) or tenant_field not in field_names
+    ):
+        raise IndexConfigurationError(
+            f"{model_name}.Index.tenant_field {tenant_field!r} is not an attribute of {model_name}"
+        )
+    if not isinstance(index.auto_create_custom_fields, bool):
+        raise IndexConfigurationError(
+            f"{model_name}.Index.auto_create_custom_fields must be True or False"
+        )
+    given = index.custom_field_types
+    types = tuple(standard_field_types() if given is None else given)
     where = f"{model_name}.Index.custom_field_types"
     seen: set[str] = set()
     for item in types:
@@ -140,30 +155,8 @@ def resolve_types(model_name: str, given: Iterable[Any] | None) -> tuple[CustomF
         seen.add(name)
         if not callable(getattr(item, "process_value", None)):
             raise IndexConfigurationError(f"{where}: type {name!r} has no process_value()")
-        mapping = _mapping_of(item, where)
-        if "type" not in mapping:
+        if "type" not in _mapping_of(item, where):
             raise IndexConfigurationError(f"{where}: the mapping of {name!r} has no type")
-    return tuple(types)
-
-
-def check_options(
-    model_name: str, index: Any, field_names: set[str]
-) -> tuple[CustomFieldType, ...]:
-    """The checked custom-field options of a ``HasCustomFields`` model's ``class Index:``
-    (``tenant_field`` names an attribute, ``auto_create_custom_fields`` is a bool); returns
-    its types (:func:`resolve_types`). Raises IndexConfigurationError."""
-    tenant_field = index.tenant_field
-    if tenant_field is not None and (
-        not isinstance(tenant_field, str) or tenant_field not in field_names
-    ):
-        raise IndexConfigurationError(
-            f"{model_name}.Index.tenant_field {tenant_field!r} is not an attribute of {model_name}"
-        )
-    if not isinstance(index.auto_create_custom_fields, bool):
-        raise IndexConfigurationError(
-            f"{model_name}.Index.auto_create_custom_fields must be True or False"
-        )
-    types = resolve_types(model_name, index.custom_field_types)
     if index.auto_create_custom_fields and "string" not in {t.type for t in types}:
         raise IndexConfigurationError(
             f"{model_name}.Index.auto_create_custom_fields creates 'string' definitions, "
