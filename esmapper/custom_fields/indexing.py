@@ -85,7 +85,7 @@ __all__ = [
     "patched_source",
     "recheck_written",
     "reconcile",
-    "reconcile_hits",
+    "reconciled",
     "refresh_idx",
     "same_idx",
     "stored_hit",
@@ -165,25 +165,21 @@ def _keep_loaded_idx(doc: Any, state: Any) -> None:
         _set(doc, "idx", (state.original or {}).get("idx"))
 
 
-def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
-    """``{lower: name}`` of the names with a value in ``docs`` that have no definition."""
-    unknown: dict[str, str] = {}
+def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
+    """Add a ``string`` definition for each name with a value in ``docs`` that has none
+    (``auto_create``); the fields after."""
+    unknown: dict[str, str] = {}  # {lower: name}
     for doc in docs:
         for key, value in (_access(doc).values(doc) or {}).items():
-            if value is not None and isinstance(key, str) and not fields.known(key):
-                unknown.setdefault(key.lower(), key)
-    return unknown
-
-
-def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
-    """Add a ``string`` definition for each name without one (``auto_create``); the fields after."""
-    unknown: dict[str, str] = {}
-    for lower, key in _unknown_names(fields, docs).items():
-        try:
-            check_name(key)  # (a model field's name is known: never unknown)
-        except DocumentValidationError:
-            continue  # not a usable name: stored, not indexed
-        unknown[lower] = key
+            if value is None or not isinstance(key, str) or key.lower() in unknown:
+                continue
+            if fields.known(key):  # (a model field's name is known: never unknown)
+                continue
+            try:
+                check_name(key)
+            except DocumentValidationError:
+                continue  # not a usable name: stored, not indexed
+            unknown[key.lower()] = key
     if not unknown:
         return fields
     repo.add_definitions(  # inside a write: other stored documents follow on their next one
@@ -386,15 +382,7 @@ def reconcile(
     wanted = [i for i in dict.fromkeys(ids) if i is not None]
     if not wanted:
         return 0
-    return reconcile_hits(ctx, info, _read(ctx, info, wanted), refresh=refresh)
-
-
-def reconcile_hits(
-    ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
-) -> int:
-    """:func:`reconcile` for raw hits already read (``_id``, ``_index``, ``_source``,
-    ``_seq_no``, ``_primary_term``)."""
-    return sum(1 for o in _reconciled(ctx, info, hits, refresh=refresh) if o.ok)
+    return sum(1 for o in reconciled(ctx, info, _read(ctx, info, wanted), refresh=refresh) if o.ok)
 
 
 def recheck_written(
@@ -408,7 +396,7 @@ def recheck_written(
         by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
         hits = _read(ctx, info, list(by_id))
         read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
-        for outcome in _reconciled(ctx, info, hits, refresh=refresh):
+        for outcome in reconciled(ctx, info, hits, refresh=refresh):
             doc = by_id.get(outcome.action.id)
             state = state_of(doc) if doc is not None else None
             if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
@@ -435,10 +423,12 @@ def recheck_written(
         )
 
 
-def _reconciled(
+def reconciled(
     ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
 ) -> list[Any]:
-    """The outcomes of the conditional updates :func:`reconcile_hits` sends."""
+    """The outcomes of the conditional updates that bring ``idx`` of raw ``hits`` already
+    read (``_id``, ``_index``, ``_source``, ``_seq_no``, ``_primary_term``) up to date
+    (see :func:`reconcile`)."""
 
     documents, stored = [], []
     for hit in hits:
