@@ -15,14 +15,18 @@ from elasticsearch.dsl.query import Query
 from esmapper._features import Feature, Visibility, WriteCall, register
 from esmapper.custom_fields import _tenancy
 from esmapper.custom_fields import search as _search
-from esmapper.custom_fields._access import CustomValues, access_for, require_custom_fields
+from esmapper.custom_fields._access import (
+    CustomValues,
+    access_for,
+    raw_attribute,
+    require_custom_fields,
+)
 from esmapper.custom_fields._definition_saves import DefinitionSaves
 from esmapper.custom_fields._tenancy import check_partial_patch, check_tenant_writes, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import (
     DEFINITION_WRITER,
     partial_doc,
-    patched_source,
     recheck_written,
     reconcile,
     refresh_idx,
@@ -179,14 +183,15 @@ class CustomFields(Feature):
     ) -> list[PendingWrite] | None:
         """``idx`` of what the patches write: a PartialPatch's update carries ``idx`` of
         the merged preview of the stored source (:func:`indexing.partial_doc`), a
-        client-side patch's document or source gets it recomputed
-        (:func:`indexing.patched_source`). Returns the script updates, whose ``idx``
-        :meth:`finish_patches` brings up to date (Painless cannot run the types'
-        processing). Sends nothing unless a tenant's definitions are not cached. The
-        tenant rule (:meth:`check_patches`) is judged first: a patch it refuses must not
-        get definitions auto-created for the tenant it names."""
+        client-side patch's document gets it recomputed (:func:`indexing.refresh_idx`),
+        written back with the processed values into a JsonPatch's source. Returns the
+        script updates, whose ``idx`` :meth:`finish_patches` brings up to date (Painless
+        cannot run the types' processing). Sends nothing unless a tenant's definitions
+        are not cached. The tenant rule (:meth:`check_patches`) is judged first: a patch
+        it refuses must not get definitions auto-created for the tenant it names."""
         self.check_patches(call, pendings)
         ctx, info, scripts, documents = call.ctx, self.info, [], []
+        sources: list[tuple[Any, dict[str, Any]]] = []
         for pending in pendings:
             form = pending.form
             assert form is not None and pending.id is not None
@@ -198,12 +203,15 @@ class CustomFields(Feature):
                 source = pending.original_source or {}
                 doc = partial_doc(ctx, info, source, form.body["doc"], pending.id)
                 form.body = {**form.body, "doc": doc}
-            elif form.body is not None:  # a JsonPatch's source
-                patched_source(ctx, info, pending.doc, form.body)
-            else:  # an ActionPatch's document (its source is made from it)
+            else:  # a client-side patch's result (an ActionPatch's source is made from it)
                 documents.append(pending.doc)
+                if form.body is not None:  # a JsonPatch's source: written back into it
+                    sources.append((pending.doc, form.body))
         if documents:
             refresh_idx(ctx, documents)
+        for doc, source in sources:
+            source["idx"] = raw_attribute(doc, "idx")
+            self.access.write_back(doc, source)
         return scripts or None
 
     def check_patches(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:

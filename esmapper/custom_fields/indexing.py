@@ -30,7 +30,7 @@ Every write path goes through it:
   before validation); its ``finish`` point saves the modified definitions;
 - ``JsonPatch``/``ActionPatch`` (by id, ids or query): the patched document is processed
   before it is written back (the ``prepare`` point of a batch of patches,
-  ``CustomFields.prepare_patches`` -> :func:`patched_source`, :func:`refresh_idx`);
+  ``CustomFields.prepare_patches`` -> :func:`refresh_idx`);
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
   rule), and the update always carries the ``idx`` computed from the merged preview, with
@@ -82,7 +82,6 @@ __all__ = [
     "DefinitionSaves",
     "definition_writes",
     "partial_doc",
-    "patched_source",
     "recheck_written",
     "reconcile",
     "reconciled",
@@ -362,14 +361,6 @@ def partial_doc(
     document = info.from_source(preview, id, None)
     refresh_idx(ctx, [document])
     return merged(changes, _update_of(document, preview, always_idx=True))
-
-
-def patched_source(ctx: Context, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
-    """A client-side patch's result (``document``, built from ``source``): recompute its
-    ``idx`` and put it, with the processed ``custom_fields``, into ``source``."""
-    refresh_idx(ctx, [document])
-    source["idx"] = raw_attribute(document, "idx")
-    _access(document).write_back(document, source)
 
 
 def reconcile(
