@@ -38,9 +38,9 @@ __all__ = [
     "VirtualValues",
     "access_for",
     "access_of",
-    "check_virtual",
     "custom_access",
     "definitions",
+    "raw_attribute",
     "require_custom_fields",
 ]
 
@@ -56,7 +56,7 @@ VIRTUAL_METHODS = (
 )
 
 
-def _raw(doc: Any, name: str) -> Any:
+def raw_attribute(doc: Any, name: str) -> Any:
     """An attribute read without marking the document watched (see model.tracking)."""
     descriptor = getattr(type(doc), name)
     slot = getattr(descriptor, "slot", descriptor)
@@ -146,17 +146,17 @@ class DictValues(CustomValues):
     dict_attribute = "custom_fields"
 
     def values(self, doc: Any) -> Mapping[str, Any] | None:
-        values: Mapping[str, Any] | None = _raw(doc, "custom_fields")
+        values: Mapping[str, Any] | None = raw_attribute(doc, "custom_fields")
         return values
 
     # copy on write: the dict may be shared with what the document was loaded from
     def set(self, doc: Any, name: str, value: Any) -> None:
-        values = dict(_raw(doc, "custom_fields") or {})
+        values = dict(raw_attribute(doc, "custom_fields") or {})
         values[name] = value
         _set(doc, "custom_fields", values)
 
     def remove(self, doc: Any, name: str, *, partial: bool = False) -> None:
-        values = _raw(doc, "custom_fields")
+        values = raw_attribute(doc, "custom_fields")
         if values is None or name not in values:
             return
         values = dict(values)
@@ -236,26 +236,6 @@ class VirtualValues(CustomValues):
         return False
 
 
-def check_virtual(cls: type) -> None:
-    """Refuse a ``HasVirtualCustomFields`` model that does not implement the accessors, or
-    that also declares ``em.HasCustomFields``. IndexConfigurationError naming them."""
-    if issubclass(cls, HasCustomFields):
-        raise IndexConfigurationError(
-            f"{cls.__name__}: em.HasCustomFields and em.HasVirtualCustomFields are "
-            "exclusive (a custom_fields dict, or the model's own accessors)"
-        )
-    missing = [
-        name
-        for name in VIRTUAL_METHODS
-        if getattr(cls, name, None) is getattr(HasVirtualCustomFields, name)
-    ]
-    if missing:
-        raise IndexConfigurationError(
-            f"{cls.__name__} declares em.HasVirtualCustomFields but does not implement "
-            f"{', '.join(m + '()' for m in missing)}"
-        )
-
-
 def changed_values(before: Any, after: Any) -> dict[str, Any]:
     """What an update must send to turn the object ``before`` into ``after`` (it merges
     objects: a key ``after`` lacks is nulled)."""
@@ -273,12 +253,26 @@ VIRTUAL_VALUES = VirtualValues()
 
 def access_for(cls: type) -> CustomValues:
     """How the documents of ``cls`` (a model with custom fields) hold their values.
-    Raises IndexConfigurationError for a ``HasVirtualCustomFields`` model that does not
-    implement its accessors (:func:`check_virtual`)."""
-    if issubclass(cls, HasVirtualCustomFields):
-        check_virtual(cls)
-        return VIRTUAL_VALUES
-    return DICT_VALUES
+    Raises IndexConfigurationError naming them for a ``HasVirtualCustomFields`` model that
+    does not implement its accessors, or that also declares ``em.HasCustomFields``."""
+    if not issubclass(cls, HasVirtualCustomFields):
+        return DICT_VALUES
+    if issubclass(cls, HasCustomFields):
+        raise IndexConfigurationError(
+            f"{cls.__name__}: em.HasCustomFields and em.HasVirtualCustomFields are "
+            "exclusive (a custom_fields dict, or the model's own accessors)"
+        )
+    missing = [
+        name
+        for name in VIRTUAL_METHODS
+        if getattr(cls, name, None) is getattr(HasVirtualCustomFields, name)
+    ]
+    if missing:
+        raise IndexConfigurationError(
+            f"{cls.__name__} declares em.HasVirtualCustomFields but does not implement "
+            f"{', '.join(m + '()' for m in missing)}"
+        )
+    return VIRTUAL_VALUES
 
 
 def access_of(info: Any) -> CustomValues | None:

@@ -95,10 +95,25 @@ class DefinitionSaves:
             # first: the definitions this write saves below must not count as a change
             for info, fields, changes, docs in computed:
                 done = [d for d in docs if written is None or id(d) in written]
-                if done and _changed_since(self.ctx, info, fields, changes):
+                if done and self._changed_since(info, fields, changes):
                     self.recheck(self.ctx, info, fields.tenant, done, refresh)
         finally:
             self._save_definitions(written)
+
+    def _changed_since(self, info: ModelInfo, fields: TenantFields, changes: int) -> bool:
+        """Whether the tenant's definitions may have changed since ``fields`` was read (a
+        failure to tell is logged and counts as no change: the write itself succeeded)."""
+        try:
+            mappings = definitions(self.ctx, info.cls)._mappings
+            return mappings.changed_since(fields, changes)
+        except Exception:
+            log.warning(
+                "%s: could not recheck the custom-field mapping of tenant %r after a write",
+                info.name,
+                fields.tenant,
+                exc_info=True,
+            )
+            return False
 
     def _save_definitions(self, written: Collection[int] | None) -> None:
         for group in self.groups:
@@ -111,22 +126,6 @@ class DefinitionSaves:
                         self.ctx, group.cls, slot, group.copies[key], done, replay=replay
                     )
         self.groups = []
-
-
-def _changed_since(ctx: Context, info: ModelInfo, fields: TenantFields, changes: int) -> bool:
-    """Whether the tenant's definitions may have changed since ``fields`` was read (a
-    failure to tell is logged and counts as no change: the write itself succeeded)."""
-    try:
-        changed: bool = definitions(ctx, info.cls).changed_since(fields, changes)
-    except Exception:
-        log.warning(
-            "%s: could not recheck the custom-field mapping of tenant %r after a write",
-            info.name,
-            fields.tenant,
-            exc_info=True,
-        )
-        return False
-    return changed
 
 
 def _save_definition(

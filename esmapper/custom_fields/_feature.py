@@ -7,24 +7,33 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from elasticsearch.dsl.query import Query
+
 from esmapper._features import Feature, Visibility, WriteCall, register
-from esmapper.custom_fields import _tenancy, indexing
+from esmapper.custom_fields import _tenancy
 from esmapper.custom_fields import search as _search
-from esmapper.custom_fields._access import CustomValues, access_for, require_custom_fields
+from esmapper.custom_fields._access import (
+    CustomValues,
+    access_for,
+    raw_attribute,
+    require_custom_fields,
+)
 from esmapper.custom_fields._definition_saves import DefinitionSaves
-from esmapper.custom_fields._tenancy import check_partial_patch, check_patched, in_tenant
+from esmapper.custom_fields._tenancy import check_partial_patch, check_tenant_writes, in_tenant
 from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.indexing import (
+    DEFINITION_WRITER,
     partial_doc,
-    patched_source,
+    recheck_written,
     reconcile,
     refresh_idx,
 )
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.custom_fields.types import CustomFieldType, check_options, dynamic_templates
-from esmapper.errors import IndexConfigurationError
+from esmapper.errors import DocumentError, IndexConfigurationError
 from esmapper.options import refresh_param
 from esmapper.patches import PartialPatch, ScriptPatch
 
@@ -47,15 +56,13 @@ class _Definitions:
         self._made: dict[type, CustomFieldRepository] = {}
 
     def of(self, ctx: Context, model: type) -> CustomFieldRepository:
-        found = self._made.get(model)
-        if found is None:
-            with self._lock:
-                found = self._made.get(model)
-                if found is None:
-                    # a repository is made with the Mapper (the user's facade) that made
-                    # ctx's repositories: the definitions repository is one of them
-                    mapper = ctx.repository(CustomFieldDefinition).mapper
-                    found = self._made[model] = CustomFieldRepository(mapper, model)
+        with self._lock:
+            found = self._made.get(model)
+            if found is None:
+                # a repository is made with the Mapper (the user's facade) that made ctx's
+                # repositories: the definitions repository is one of them
+                mapper = ctx.repository(CustomFieldDefinition).mapper
+                found = self._made[model] = CustomFieldRepository(mapper, model)
         return found
 
 
@@ -127,15 +134,23 @@ class CustomFields(Feature):
     # -- writes of whole documents (points: prepare, check, finish) ---------------------
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
-        """``idx`` recomputed from ``custom_fields`` (:func:`indexing.before_write`); the
-        definitions to save go to :meth:`finish`. A document naming another tenant than
-        the call's is refused first (:func:`_tenancy.check_named`). Patches:
-        :meth:`prepare_patches`."""
+        """``idx`` of every document added or saved recomputed from its custom values
+        (:func:`indexing.refresh_idx`). Sends nothing unless a tenant's definitions are not
+        cached (one search), or ``auto_create_custom_fields`` creates definitions. Returns
+        the definitions the types modified and the mappings used (a
+        :class:`DefinitionSaves`, ``None``: nothing to do), for :meth:`finish`. A document
+        naming another tenant than the call's is refused first
+        (:func:`_tenancy.check_named`). Patches: :meth:`prepare_patches`."""
         if pendings and pendings[0].kind == "patch":
             return self.prepare_patches(call, pendings)
         # a document the tenant rule refuses gets no definitions auto-created
         _tenancy.check_named(pendings, call.options.tenant)
-        return indexing.before_write(call.ctx, pendings)
+        docs = [p.doc for p in pendings if p.kind != "remove"]
+        if not docs:
+            return None
+        saves = DefinitionSaves(call.ctx, recheck_written)
+        refresh_idx(call.ctx, docs, saves=saves)
+        return saves if saves.groups or saves.computed else None
 
     def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
         """The tenant rule of a call scoped to a tenant (:func:`_tenancy.check_writes`;
@@ -168,14 +183,15 @@ class CustomFields(Feature):
     ) -> list[PendingWrite] | None:
         """``idx`` of what the patches write: a PartialPatch's update carries ``idx`` of
         the merged preview of the stored source (:func:`indexing.partial_doc`), a
-        client-side patch's document or source gets it recomputed
-        (:func:`indexing.patched_source`). Returns the script updates, whose ``idx``
-        :meth:`finish_patches` brings up to date (Painless cannot run the types'
-        processing). Sends nothing unless a tenant's definitions are not cached. The
-        tenant rule (:meth:`check_patches`) is judged first: a patch it refuses must not
-        get definitions auto-created for the tenant it names."""
+        client-side patch's document gets it recomputed (:func:`indexing.refresh_idx`),
+        written back with the processed values into a JsonPatch's source. Returns the
+        script updates, whose ``idx`` :meth:`finish_patches` brings up to date (Painless
+        cannot run the types' processing). Sends nothing unless a tenant's definitions
+        are not cached. The tenant rule (:meth:`check_patches`) is judged first: a patch
+        it refuses must not get definitions auto-created for the tenant it names."""
         self.check_patches(call, pendings)
         ctx, info, scripts, documents = call.ctx, self.info, [], []
+        sources: list[tuple[Any, dict[str, Any]]] = []
         for pending in pendings:
             form = pending.form
             assert form is not None and pending.id is not None
@@ -187,12 +203,15 @@ class CustomFields(Feature):
                 source = pending.original_source or {}
                 doc = partial_doc(ctx, info, source, form.body["doc"], pending.id)
                 form.body = {**form.body, "doc": doc}
-            elif form.body is not None:  # a JsonPatch's source
-                patched_source(ctx, info, pending.doc, form.body)
-            else:  # an ActionPatch's document (its source is made from it)
+            else:  # a client-side patch's result (an ActionPatch's source is made from it)
                 documents.append(pending.doc)
+                if form.body is not None:  # a JsonPatch's source: written back into it
+                    sources.append((pending.doc, form.body))
         if documents:
             refresh_idx(ctx, documents)
+        for doc, source in sources:
+            source["idx"] = raw_attribute(doc, "idx")
+            self.access.write_back(doc, source)
         return scripts or None
 
     def check_patches(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
@@ -208,7 +227,7 @@ class CustomFields(Feature):
             form = pending.form
             assert form is not None
             if pending.doc is not None:
-                check_patched(self.info, pending.doc, tenant)
+                check_tenant_writes(self.info, [pending.doc], tenant, "patch")
             elif isinstance(form.patch, PartialPatch) and id(form.patch) not in judged:
                 judged.add(id(form.patch))
                 check_partial_patch(self.info, form.patch.doc, tenant)
@@ -231,10 +250,36 @@ class CustomFields(Feature):
     # -- search (points: search_catalog, compile_search, search, visible) -----------------
 
     def search_catalog(self, ctx: Context, request: Any) -> None:
-        _search.tenant_view(ctx, request)
+        """A ``tenant=`` search compiles against the model's catalog plus the tenant's
+        custom fields (their definitions loaded when not cached: one search), its ``Q``
+        filter's logical names replaced by their slots (:func:`_search.translate_query`)
+        and its ``includes``/``excludes`` by theirs (:func:`_search.tenant_source_fields`).
+        Without ``tenant=``: unchanged."""
+        tenant, info = request.options.tenant, self.info
+        if tenant is None:
+            return
+        catalog = self.definitions(ctx).tenant_fields(tenant).catalog()
+        if isinstance(request.filter, Query):
+            defaults = info.index.default_search_fields if info.index is not None else None
+            request.filter = _search.translate_query(
+                request.filter, info.catalog, catalog, default_fields=defaults
+            )
+        request.catalog = catalog
+        select = partial(_search.tenant_source_fields, info, catalog)
+        request.includes = select(request.includes, include=True)
+        request.excludes = select(request.excludes, include=False)
 
     def compile_search(self, ctx: Context, request: Any) -> None:
-        _search.compile_tenant_search(request)
+        """A ``tenant=`` search's aggregations as it sends them
+        (:func:`_search.tenant_aggregations`), its cached pages scoped to the tenant, and
+        its hits' highlighted slots named by their custom field
+        (:func:`_search.logical_highlight`)."""
+        tenant = request.options.tenant
+        if tenant is None:
+            return
+        request.aggs = _search.tenant_aggregations(self.info, request.catalog, tenant, request.aggs)
+        request.scope = tenant
+        request.name_highlight = partial(_search.logical_highlight, request.catalog)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         clause = _search.tenant_clause(self.info, options.tenant)
@@ -277,6 +322,13 @@ class CustomFieldDefinitions(Feature):
         return cls(info) if info.cls is CustomFieldDefinition else None
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
-        """Refuse a write that bypasses ``mapper.custom_fields(Model)``
-        (:func:`indexing.check_definition_writes`)."""
-        indexing.check_definition_writes(pendings)
+        """Refuse writes of CustomFieldDefinition documents that bypass their repository
+        (DocumentError): only :func:`indexing.definition_writes` lets them through."""
+        if pendings and not DEFINITION_WRITER.get():
+            raise DocumentError(
+                "CustomFieldDefinition documents are written through "
+                "mapper.custom_fields(Model) (it allocates slots, keeps names unique and "
+                "invalidates the field mappings), not through a session or "
+                "mapper.repository(CustomFieldDefinition)",
+                ids=[pendings[0].doc_id],
+            )

@@ -59,10 +59,7 @@ class FieldMappings:
         return str(self.ctx.spec(CustomFieldDefinition).alias)
 
     def tenant_fields(self, tenant: str, *, max_age: float | None = None) -> TenantFields:
-        """The compiled active definitions of ``tenant`` (what writes and queries use):
-        from the cache client, else one search (then cached for 15 minutes, unless a change
-        invalidated it meanwhile). ``max_age`` (seconds): a cached mapping loaded longer ago
-        is loaded again."""
+        """As the repository's ``tenant_fields`` says (its public face)."""
         documents = self.ctx.documents
         token = None
         if documents is not None:
@@ -162,8 +159,7 @@ class FieldMappings:
         return bool(self.tenant_fields(tenant).stamp != fields.stamp)
 
     def invalidate(self, tenant: str | None = None) -> None:
-        """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
-        ``None``), here and in every process sharing the cache client."""
+        """As the repository's ``invalidate`` says; counted by :meth:`changes`."""
         with self._memo_lock:
             key = "" if tenant is None else tenant
             self._changes[key] = self._changes.get(key, 0) + 1

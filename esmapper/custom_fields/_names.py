@@ -1,11 +1,12 @@
 """A custom field's name, fenced: one create-only claim document per (entity type, tenant,
 lower-cased name).
 
-Names are decided under the tenant lock (:func:`esmapper.custom_fields.slots.tenant_lock`),
-a lease: a holder paused past it (a stopped process, a long GC pause) may resume after
-another process took the lock over and added the same name. What the holder checked under
-the lock is then stale, so the name's creation is conditioned on the server's state too:
-the definition holding a name claims it with a create-only document
+Names are decided under the tenant lock
+(:class:`esmapper.custom_fields.slots.TenantLockOptions`), a lease: a holder paused past
+it (a stopped process, a long GC pause) may resume after another process took the lock
+over and added the same name. What the holder checked under the lock is then stale, so
+the name's creation is conditioned on the server's state too: the definition holding a
+name claims it with a create-only document
 ``customfield-name:<entity>:<tenant>:<lower-cased name>`` in the locks index
 (``<prefix>esmapper-locks``), holding ``{"definition": <definition id>}``.
 
@@ -28,29 +29,22 @@ lock still cover them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import ConflictError, NotFoundError, TransportError
 
 from esmapper._transport import is_unknown_outcome, once
+from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.ids import compose_id
 from esmapper.locks import LOCK_INDEX
 
 if TYPE_CHECKING:
     from esmapper._context import Context
-    from esmapper.custom_fields.definition import CustomFieldDefinition
+    from esmapper.custom_fields._field_mappings import FieldMappings
     from esmapper.custom_fields.repository import CustomFieldRepository
 
-__all__ = [
-    "CLAIM_PREFIX",
-    "NameClaims",
-    "check_free",
-    "claim_names",
-    "holds_name",
-    "lost_name",
-]
+__all__ = ["CLAIM_PREFIX", "NameClaims", "check_free", "lost_name"]
 
 log = logging.getLogger("esmapper.custom_fields")
 
@@ -59,15 +53,20 @@ _ATTEMPTS: Final = 3
 
 
 class NameClaims:
-    """The name claims of one entity type (see the module docstring). ``live(id, lower)``
-    tells whether the definition ``id`` is stored, active and named ``lower``
-    (case-insensitively): a real-time read of the definition."""
+    """The name claims of one entity type (see the module docstring)."""
 
-    def __init__(self, ctx: Context, entity_type: str, live: Callable[[str, str], bool]) -> None:
+    def __init__(self, ctx: Context, entity_type: str) -> None:
+        self.ctx = ctx
         self.client = ctx.client
         self.index = f"{ctx.index_prefix}{LOCK_INDEX}"
         self.entity_type = entity_type
-        self.live = live
+
+    def live(self, definition_id: str, lower: str) -> bool:
+        """Whether the definition ``definition_id`` is stored, active and named ``lower``
+        (case-insensitively; a real-time read): a claim naming it is live."""
+        repo = self.ctx.repository(CustomFieldDefinition)
+        found = repo.get(definition_id, soft_deletes="all", cache=False)
+        return found is not None and not found.is_deleted and found.name.lower() == lower
 
     def claim_id(self, tenant: str, name: str) -> str:
         """The id of the claim of ``name`` (lower-cased) for ``tenant``."""
@@ -136,6 +135,22 @@ class NameClaims:
                 raise
             return bool(self._holder(self._read(claim)) == body["definition"])
 
+    def claim_all(
+        self, tenant: str, items: list[CustomFieldDefinition]
+    ) -> list[CustomFieldDefinition]:
+        """Claim the names ``items`` take (renamed or restored); a name a live definition
+        of another id holds (taken while this process's tenant lock had lapsed) releases
+        what was claimed and raises DocumentValidationError. Returns the items claimed."""
+        claimed: list[CustomFieldDefinition] = []
+        for item in items:
+            holder = self.claim(tenant, item.name, str(item.id))
+            if holder is not None:
+                for done in claimed:
+                    self.release(tenant, done.name, str(done.id))
+                raise _name_taken(item, tenant, holder)
+            claimed.append(item)
+        return claimed
+
     def release(self, tenant: str, name: str, definition: str) -> None:
         """Give ``name`` up for ``definition``: delete its claim while it names that
         definition (``GET``, then a ``DELETE`` conditioned on the version read). Failures
@@ -153,13 +168,6 @@ class NameClaims:
             )
         except Exception:
             log.warning("could not release custom field name claim %s", claim, exc_info=True)
-
-
-def holds_name(repo: CustomFieldRepository, definition_id: str, lower: str) -> bool:
-    """Whether the definition ``definition_id`` is stored, active and named ``lower`` (a
-    real-time read): a name claim naming it is live."""
-    found = repo.get(definition_id, soft_deletes="all", cache=False)
-    return found is not None and not found.is_deleted and found.name.lower() == lower
 
 
 def lost_name(
@@ -182,37 +190,24 @@ def lost_name(
     return existing
 
 
-def claim_names(
-    repo: CustomFieldRepository, tenant: str, items: list[CustomFieldDefinition]
-) -> list[CustomFieldDefinition]:
-    """Claim the names ``items`` take (renamed or restored); a name a live definition of
-    another id holds (taken while this process's tenant lock had lapsed) releases what was
-    claimed and raises DocumentValidationError. Returns the items claimed."""
-    claimed: list[CustomFieldDefinition] = []
-    for item in items:
-        holder = repo._names.claim(tenant, item.name, str(item.id))
-        if holder is not None:
-            for done in claimed:
-                repo._names.release(tenant, done.name, str(done.id))
-            raise DocumentValidationError(
-                f"custom field name {item.name!r} is already used by another active "
-                f"field of tenant {tenant!r}",
-                field="name",
-                ids=[item.id, holder],
-            )
-        claimed.append(item)
-    return claimed
+def _name_taken(
+    item: CustomFieldDefinition, tenant: str, other: str | None
+) -> DocumentValidationError:
+    return DocumentValidationError(
+        f"custom field name {item.name!r} is already used by another active "
+        f"field of tenant {tenant!r}",
+        field="name",
+        ids=[item.id, other],
+    )
 
 
-def check_free(
-    repo: CustomFieldRepository, tenant: str, saving: list[CustomFieldDefinition]
-) -> None:
+def check_free(mappings: FieldMappings, tenant: str, saving: list[CustomFieldDefinition]) -> None:
     """Under the tenant lock: refuse a name another active definition of ``tenant`` holds
     (checked after the batch's own changes) with DocumentValidationError; a refreshed
     search of the tenant's active definitions."""
     saving_ids = {i.id for i in saving}
     active: dict[str, str | None] = {}
-    for hit in repo._mappings.load(tenant, refresh=True):
+    for hit in mappings.load(tenant, refresh=True):
         if hit["_id"] not in saving_ids:
             source = hit["_source"] or {}
             active[str(source.get("name", "")).lower()] = hit["_id"]
@@ -221,10 +216,5 @@ def check_free(
             continue
         other = active.get(item.name.lower())
         if other is not None and other != item.id:
-            raise DocumentValidationError(
-                f"custom field name {item.name!r} is already used by another active "
-                f"field of tenant {tenant!r}",
-                field="name",
-                ids=[item.id, other],
-            )
+            raise _name_taken(item, tenant, other)
         active[item.name.lower()] = item.id

@@ -5,7 +5,7 @@ so a definition change reaches a document on its next write by itself. The defin
 repository does not wait for that: after a change, every stored document of the tenant is
 read and written again where its recompute differs (:func:`bring_up_to_date`: a point in
 time over the tenant's documents, soft-deleted ones included, then
-:func:`~esmapper.custom_fields.indexing.reconcile_hits` per batch: a partial update
+:func:`~esmapper.custom_fields.indexing.reconciled` per batch: a partial update
 conditioned on the version read, so a concurrent write wins and recomputed ``idx`` itself).
 The changes that do it, all in :mod:`esmapper.custom_fields.repository` (a rename writes
 no document: the slot keeps its values, which answer the new name at once, and a value
@@ -37,7 +37,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper.custom_fields.definition import CustomFieldDefinition
-from esmapper.custom_fields.indexing import reconcile_hits, stored_hit
+from esmapper.custom_fields.indexing import reconciled, stored_hit
 from esmapper.custom_fields.search import tenant_clause
 
 if TYPE_CHECKING:
@@ -87,66 +87,44 @@ def bring_up_to_date(
     if only is not None:
         parts.append(only)
     filter = None if not parts else parts[0] if len(parts) == 1 else Q("bool", filter=parts)
-    entities: Repository[Any] = repo.mapper.repository(repo.entity)
+    entities: Repository[Any] = repo.services.repository(repo.entity)
     # this count decides whether the documents are rewritten: never a partial one
     total = entities.count(
         filter, soft_deletes="all", consistency="immediate", partial_results=False
     )
-    progress = Progress(repo, tenant, reason, total)
-    progress.report()
+    figures = StoredDocumentsProgress(repo.entity_type, tenant, reason, 0, total, 0)
+
+    def report() -> None:  # to the repository's progress callback, if any
+        callback: Callable[[StoredDocumentsProgress], object] | None = repo.progress
+        if callback is not None:
+            callback(figures)
+
+    report()
     if total == 0:
         return 0
 
     def batch(docs: list[Any]) -> None:
+        nonlocal figures
         hits = [stored_hit(doc) for doc in docs]
-        updated = reconcile_hits(repo.services, repo.entity_info, hits, refresh=True)
-        progress.advance(len(docs), updated)
+        outcomes = reconciled(repo.services, repo.entity_info, hits, refresh=True)
+        updated = figures.updated + sum(1 for o in outcomes if o.ok)
+        figures = attrs.evolve(figures, done=figures.done + len(docs), updated=updated)
+        if total > BATCH:
+            log.info(
+                "%s custom fields (%s, tenant %r): %d of %d documents read, %d updated",
+                repo.entity_type,
+                reason,
+                tenant,
+                figures.done,
+                total,
+                figures.updated,
+            )
+        report()
 
     entities.batch_process(
         filter, batch, batch_size=batch_size, soft_deletes="all", consistency="immediate"
     )
-    return progress.updated
-
-
-@attrs.define(slots=True)
-class Progress:
-    """The running figures of one pass, reported to the repository's ``progress``."""
-
-    repo: CustomFieldRepository
-    tenant: str | None
-    reason: str
-    total: int
-    done: int = 0
-    updated: int = 0
-
-    def advance(self, read: int, written: int) -> None:
-        self.done += read
-        self.updated += written
-        if self.total > BATCH:
-            log.info(
-                "%s custom fields (%s, tenant %r): %d of %d documents read, %d updated",
-                self.repo.entity_type,
-                self.reason,
-                self.tenant,
-                self.done,
-                self.total,
-                self.updated,
-            )
-        self.report()
-
-    def report(self) -> None:
-        callback: Callable[[StoredDocumentsProgress], object] | None = self.repo.progress
-        if callback is not None:
-            callback(
-                StoredDocumentsProgress(
-                    self.repo.entity_type,
-                    self.tenant,
-                    self.reason,
-                    self.done,
-                    self.total,
-                    self.updated,
-                )
-            )
+    return figures.updated
 
 
 def release_former_names(
@@ -182,6 +160,6 @@ def release_former_names(
         definition.former_names = [n for n in definition.former_names if n.lower() != lower]
         changed[key] = definition
     try:
-        repo._write("save", list(changed.values()), options)
+        repo._send("save", list(changed.values()), options)
     finally:
         repo.invalidate(tenant)

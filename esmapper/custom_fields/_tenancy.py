@@ -31,7 +31,7 @@ The rule, checked against what is **stored**, never against the object a caller 
 - **Moving a document to another tenant** takes a call without a tenant scope: a scoped
   save of a document stored under another tenant, a scoped Json/Action patch whose result
   names another tenant and a scoped ``PartialPatch`` setting ``Index.tenant_field`` to
-  another tenant are refused (:func:`check_patched`, :func:`check_partial_patch`). A
+  another tenant are refused (:func:`check_tenant_writes`, :func:`check_partial_patch`). A
   ``ScriptPatch`` cannot be checked before it runs (known limit).
 """
 
@@ -48,11 +48,9 @@ from esmapper.options import Options
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper._pending import PendingWrite
-    from esmapper.options import Options
 
 __all__ = [
     "check_partial_patch",
-    "check_patched",
     "check_named",
     "check_tenant_writes",
     "check_writes",
@@ -210,12 +208,6 @@ def _check_stored(
             state = state_of(found)
             if state is not None and state.version is not None:
                 pending.guard = state.version  # delete exactly what was checked
-
-
-def check_patched(info: Any, document: Any, tenant: str | None) -> None:
-    """Refuse a patch with ``tenant=`` whose result names another tenant (a Json/Action
-    patch applied client-side): moving a document takes a call without tenant=."""
-    check_tenant_writes(info, [document], tenant, "patch")
 
 
 def check_partial_patch(info: Any, doc: Mapping[str, Any], tenant: str | None) -> None:

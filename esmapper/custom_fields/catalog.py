@@ -135,7 +135,9 @@ class TenantFields:
         for definition in sorted(definitions, key=lambda d: (d.index_type, d.index_slot)):
             field_type = types.get(definition.index_type)
             if field_type is None:
-                _report_unknown_type(info.name, definition)
+                why = f"has type {definition.index_type!r}, which {info.name}.Index."
+                why += "custom_field_types does not declare"
+                _report(info.name, definition, why, key=definition.index_type)
                 continue
             lower = definition.name.lower()
             if lower in self.model_names:  # a model field wins (defined before the rule)
@@ -187,16 +189,6 @@ class TenantFields:
 
     def __len__(self) -> int:
         return len(self.by_name)
-
-
-def _report_unknown_type(model: str, definition: CustomFieldDefinition) -> None:
-    _report(
-        model,
-        definition,
-        f"has type {definition.index_type!r}, which {model}.Index.custom_field_types does "
-        "not declare",
-        key=definition.index_type,
-    )
 
 
 def _report(model: str, definition: CustomFieldDefinition, why: str, key: str = "") -> None:

@@ -5,7 +5,7 @@
 ``custom_fields`` (in ``process_order``), then the ``always`` definitions, with or without
 a value (calculated fields); stores each result's ``value`` back into ``custom_fields`` and
 indexes ``idx["<type>-<slot>"]`` (the result's ``idx``, else its ``value``) when the slot's mapping
-takes it (:func:`~esmapper.custom_fields.types.index_value`: otherwise the value is kept but
+takes it (:func:`~esmapper.custom_fields.types.value_checker`: otherwise the value is kept but
 not indexed, never a rejected document). A model whose ``tenant_key()`` is overridden
 (no tenant field to filter on) also gets ``idx["tenant"]``: searches with ``tenant=`` filter
 on it (:func:`~esmapper.custom_fields.catalog.tenant_path`). Names without an active
@@ -24,14 +24,13 @@ conflicts by re-reading, and a failure there is a logged warning, never a failed
 
 Every write path goes through it:
 
-- add, save, session flush (and so ``remove_all``'s and ``rekey``'s writes):
-  :func:`before_write`, the ``prepare`` point of the
-  :class:`~esmapper.custom_fields._feature.CustomFields` feature (the write pipeline calls
-  it after the "-ing" signals and normalization, before validation); its ``finish``
-  point saves the modified definitions;
+- add, save, session flush (and so ``remove_all``'s and ``rekey``'s writes): the
+  ``prepare`` point of the :class:`~esmapper.custom_fields._feature.CustomFields`
+  feature (the write pipeline calls it after the "-ing" signals and normalization,
+  before validation); its ``finish`` point saves the modified definitions;
 - ``JsonPatch``/``ActionPatch`` (by id, ids or query): the patched document is processed
   before it is written back (the ``prepare`` point of a batch of patches,
-  ``CustomFields.prepare_patches`` -> :func:`patched_source`, :func:`refresh_idx`);
+  ``CustomFields.prepare_patches`` -> :func:`refresh_idx`);
 - ``PartialPatch`` on a custom-field model always runs per document (a scan or a GET gives
   the stored source): the server still does the merge (the Update API's, the one merge
   rule), and the update always carries the ``idx`` computed from the merged preview, with
@@ -63,13 +62,13 @@ from esmapper._bodies import merged
 from esmapper._outcomes import send
 from esmapper._pending import PendingWrite
 from esmapper.bulk import BulkAction
-from esmapper.custom_fields._access import CustomValues, definitions
+from esmapper.custom_fields._access import CustomValues, definitions, raw_attribute
 from esmapper.custom_fields._access import custom_access as _access
 from esmapper.custom_fields._definition_saves import DefinitionSaves, Modified
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
-from esmapper.errors import DocumentError, DocumentValidationError
+from esmapper.errors import DocumentValidationError
 from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of, stored_hit
 
@@ -79,15 +78,13 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = [
+    "DEFINITION_WRITER",
     "DefinitionSaves",
-    "before_write",
-    "check_definition_writes",
     "definition_writes",
     "partial_doc",
-    "patched_source",
     "recheck_written",
     "reconcile",
-    "reconcile_hits",
+    "reconciled",
     "refresh_idx",
     "same_idx",
     "stored_hit",
@@ -102,8 +99,9 @@ log = logging.getLogger("esmapper.custom_fields")
 RECHECK_AFTER = 5.0
 
 _set = object.__setattr__
-#: set while the definitions repository writes definitions (other writers are refused)
-_DEFINITION_WRITER: contextvars.ContextVar[bool] = contextvars.ContextVar(
+#: set while the definitions repository writes definitions (other writers are refused:
+#: the ``prepare`` point of :class:`~esmapper.custom_fields._feature.CustomFieldDefinitions`)
+DEFINITION_WRITER: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "esmapper_definition_writer", default=False
 )
 
@@ -112,46 +110,11 @@ _DEFINITION_WRITER: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def definition_writes() -> Iterator[None]:
     """Let the write pipeline write CustomFieldDefinition documents (the definitions
     repository's own writes: slots, names and caches are its rules)."""
-    token = _DEFINITION_WRITER.set(True)
+    token = DEFINITION_WRITER.set(True)
     try:
         yield
     finally:
-        _DEFINITION_WRITER.reset(token)
-
-
-def check_definition_writes(pendings: Sequence[PendingWrite]) -> None:
-    """Refuse writes of CustomFieldDefinition documents that bypass their repository
-    (DocumentError): only :func:`definition_writes` lets them through."""
-    if pendings and not _DEFINITION_WRITER.get():
-        raise DocumentError(
-            "CustomFieldDefinition documents are written through "
-            "mapper.custom_fields(Model) (it allocates slots, keeps names unique and "
-            "invalidates the field mappings), not through a session or "
-            "mapper.repository(CustomFieldDefinition)",
-            ids=[pendings[0].doc_id],
-        )
-
-
-def before_write(ctx: Context, pendings: Sequence[PendingWrite]) -> DefinitionSaves | None:
-    """The write pipeline's ``prepare`` point for a custom-field model's writes: recompute
-    ``idx`` of every document being added or saved. Sends nothing unless a tenant's
-    definitions are not cached (one search), or ``auto_create_custom_fields`` creates
-    definitions. Returns the definitions the types modified and the mappings used, for
-    the pipeline's ``finish`` to save and recheck after the documents' write
-    (:meth:`DefinitionSaves.save`); ``None``: nothing to do then."""
-    docs = [p.doc for p in pendings if p.kind != "remove"]
-    if not docs:
-        return None
-    saves = DefinitionSaves(ctx, recheck_written)
-    refresh_idx(ctx, docs, saves=saves)
-    return saves if saves.groups or saves.computed else None
-
-
-def _raw(doc: Any, name: str) -> Any:
-    """An attribute read without marking the document watched (see model.tracking)."""
-    descriptor = getattr(type(doc), name)
-    slot = getattr(descriptor, "slot", descriptor)
-    return slot.__get__(doc, type(doc))
+        DEFINITION_WRITER.reset(token)
 
 
 def refresh_idx(ctx: Context, docs: Sequence[Any], *, saves: DefinitionSaves | None = None) -> None:
@@ -174,7 +137,7 @@ def refresh_idx(ctx: Context, docs: Sequence[Any], *, saves: DefinitionSaves | N
                 _store(doc, None, None)
             continue
         repo = definitions(ctx, cls)
-        changes = repo.changes(tenant)
+        changes = repo._mappings.changes(tenant)
         # a write never trusts a mapping older than recheck_after: another process (not
         # sharing the cache client) may have renamed, retyped or removed a field
         fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)
@@ -201,25 +164,21 @@ def _keep_loaded_idx(doc: Any, state: Any) -> None:
         _set(doc, "idx", (state.original or {}).get("idx"))
 
 
-def _unknown_names(fields: TenantFields, docs: list[Any]) -> dict[str, str]:
-    """``{lower: name}`` of the names with a value in ``docs`` that have no definition."""
-    unknown: dict[str, str] = {}
+def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
+    """Add a ``string`` definition for each name with a value in ``docs`` that has none
+    (``auto_create``); the fields after."""
+    unknown: dict[str, str] = {}  # {lower: name}
     for doc in docs:
         for key, value in (_access(doc).values(doc) or {}).items():
-            if value is not None and isinstance(key, str) and not fields.known(key):
-                unknown.setdefault(key.lower(), key)
-    return unknown
-
-
-def _auto_create(repo: Any, fields: TenantFields, docs: list[Any]) -> TenantFields:
-    """Add a ``string`` definition for each name without one (``auto_create``); the fields after."""
-    unknown: dict[str, str] = {}
-    for lower, key in _unknown_names(fields, docs).items():
-        try:
-            check_name(key)  # (a model field's name is known: never unknown)
-        except DocumentValidationError:
-            continue  # not a usable name: stored, not indexed
-        unknown[lower] = key
+            if value is None or not isinstance(key, str) or key.lower() in unknown:
+                continue
+            if fields.known(key):  # (a model field's name is known: never unknown)
+                continue
+            try:
+                check_name(key)
+            except DocumentValidationError:
+                continue  # not a usable name: stored, not indexed
+            unknown[key.lower()] = key
     if not unknown:
         return fields
     repo.add_definitions(  # inside a write: other stored documents follow on their next one
@@ -368,13 +327,18 @@ def same_idx(a: Any, b: Any) -> bool:
     return live(a) == live(b)
 
 
-def _with_nulls(new: dict[str, Any] | None, old: Any) -> dict[str, Any]:
-    """``new`` plus ``null`` for every slot of ``old`` it lacks (an update merges objects:
-    a slot is emptied by sending ``null``)."""
-    out = dict(new or {})
-    if isinstance(old, dict):
-        for key in old:
-            out.setdefault(key, None)
+def _update_of(document: Any, stored: Mapping[str, Any], *, always_idx: bool) -> dict[str, Any]:
+    """What an update of ``stored`` sends for it to hold the recomputed ``document``: its
+    ``idx`` when it changed (or ``always_idx``), with ``null`` for every stored slot it
+    lacks (an update merges objects: a slot is emptied by sending ``null``), and what
+    processing did to the values (:meth:`CustomValues.source_changes`)."""
+    out: dict[str, Any] = {}
+    new, old = raw_attribute(document, "idx"), stored.get("idx")
+    if always_idx or not same_idx(new, old):
+        out["idx"] = dict(new or {})
+        for key in old if isinstance(old, dict) else ():
+            out["idx"].setdefault(key, None)
+    out.update(_access(document).source_changes(stored, document))
     return out
 
 
@@ -396,17 +360,7 @@ def partial_doc(
     preview = merged(source, changes)
     document = info.from_source(preview, id, None)
     refresh_idx(ctx, [document])
-    extras: dict[str, Any] = {"idx": _with_nulls(_raw(document, "idx"), source.get("idx"))}
-    extras.update(_access(document).source_changes(preview, document))
-    return merged(changes, extras)
-
-
-def patched_source(ctx: Context, info: ModelInfo, document: Any, source: dict[str, Any]) -> None:
-    """A client-side patch's result (``document``, built from ``source``): recompute its
-    ``idx`` and put it, with the processed ``custom_fields``, into ``source``."""
-    refresh_idx(ctx, [document])
-    source["idx"] = _raw(document, "idx")
-    _access(document).write_back(document, source)
+    return merged(changes, _update_of(document, preview, always_idx=True))
 
 
 def reconcile(
@@ -419,15 +373,7 @@ def reconcile(
     wanted = [i for i in dict.fromkeys(ids) if i is not None]
     if not wanted:
         return 0
-    return reconcile_hits(ctx, info, _read(ctx, info, wanted), refresh=refresh)
-
-
-def reconcile_hits(
-    ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
-) -> int:
-    """:func:`reconcile` for raw hits already read (``_id``, ``_index``, ``_source``,
-    ``_seq_no``, ``_primary_term``)."""
-    return sum(1 for o in _reconciled(ctx, info, hits, refresh=refresh) if o.ok)
+    return sum(1 for o in reconciled(ctx, info, _read(ctx, info, wanted), refresh=refresh) if o.ok)
 
 
 def recheck_written(
@@ -438,7 +384,24 @@ def recheck_written(
     version and loaded source, so that its next save is not refused as a conflict. A
     failure is logged (the documents were written): never raised."""
     try:
-        _bring_up_to_date(ctx, info, docs, refresh)
+        by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
+        hits = _read(ctx, info, list(by_id))
+        read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
+        for outcome in reconciled(ctx, info, hits, refresh=refresh):
+            doc = by_id.get(outcome.action.id)
+            state = state_of(doc) if doc is not None else None
+            if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
+                continue
+            body = outcome.action.body
+            extras = body["doc"] if isinstance(body, dict) else {}
+            idx = merged(raw_attribute(doc, "idx") or {}, extras.get("idx") or {})
+            _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
+            if state.original is not None:
+                state.original = merged(state.original, extras)
+            version = f"{outcome.primary_term}:{outcome.seq_no}"
+            state.version = version
+            if info.versioned:
+                _set(doc, "version", version)
     except Exception:
         log.warning(
             "%s: a custom-field definition of tenant %r changed during a write and idx of "
@@ -451,31 +414,12 @@ def recheck_written(
         )
 
 
-def _bring_up_to_date(ctx: Context, info: ModelInfo, docs: Sequence[Any], refresh: Any) -> None:
-
-    by_id = {d.id: d for d in docs if getattr(d, "id", None) is not None}
-    hits = _read(ctx, info, list(by_id))
-    read_at = {h["_id"]: f"{h.get('_primary_term')}:{h.get('_seq_no')}" for h in hits}
-    for outcome in _reconciled(ctx, info, hits, refresh=refresh):
-        doc = by_id.get(outcome.action.id)
-        state = state_of(doc) if doc is not None else None
-        if not outcome.ok or state is None or state.version != read_at.get(outcome.action.id):
-            continue
-        extras = outcome.action.body["doc"] if isinstance(outcome.action.body, dict) else {}
-        idx = merged(_raw(doc, "idx") or {}, extras.get("idx") or {})
-        _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
-        if state.original is not None:
-            state.original = merged(state.original, extras)
-        version = f"{outcome.primary_term}:{outcome.seq_no}"
-        state.version = version
-        if info.versioned:
-            _set(doc, "version", version)
-
-
-def _reconciled(
+def reconciled(
     ctx: Context, info: ModelInfo, hits: Sequence[Mapping[str, Any]], *, refresh: Any = None
 ) -> list[Any]:
-    """The outcomes of the conditional updates :func:`reconcile_hits` sends."""
+    """The outcomes of the conditional updates that bring ``idx`` of raw ``hits`` already
+    read (``_id``, ``_index``, ``_source``, ``_seq_no``, ``_primary_term``) up to date
+    (see :func:`reconcile`)."""
 
     documents, stored = [], []
     for hit in hits:
@@ -485,11 +429,7 @@ def _reconciled(
     refresh_idx(ctx, documents)
     actions = []
     for hit, document, source in zip(hits, documents, stored, strict=True):
-        extras: dict[str, Any] = {}
-        new_idx = _raw(document, "idx")
-        if not same_idx(new_idx, source.get("idx")):
-            extras["idx"] = _with_nulls(new_idx, source.get("idx"))
-        extras.update(_access(document).source_changes(source, document))
+        extras = _update_of(document, source, always_idx=False)
         if not extras:
             continue
         spec = ctx.spec(info.cls)

@@ -32,6 +32,7 @@ whose writes keep the rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, overload
 
 from elasticsearch.dsl import Q
@@ -46,13 +47,7 @@ from esmapper._keywords import (
 from esmapper._pending import WriteKind
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
-from esmapper.custom_fields._names import (
-    NameClaims,
-    check_free,
-    claim_names,
-    holds_name,
-    lost_name,
-)
+from esmapper.custom_fields._names import NameClaims, check_free, lost_name
 from esmapper.custom_fields._stored_documents import (
     StoredDocumentsProgress,
     bring_up_to_date,
@@ -118,10 +113,8 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         #: called with a :class:`~esmapper.custom_fields._stored_documents.StoredDocumentsProgress`
         #: while a definition change brings the stored documents up to date
         self.progress: Callable[[StoredDocumentsProgress], object] | None = None
-        self._mappings = FieldMappings(mapper.services, info)
-        self._names = NameClaims(
-            mapper.services, self.entity_type, lambda i, n: holds_name(self, i, n)
-        )
+        self._mappings = FieldMappings(self.services, info)
+        self._names = NameClaims(self.services, self.entity_type)
 
     # -- field mappings (cached: see esmapper.custom_fields._field_mappings) -----------------
 
@@ -141,19 +134,6 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
             lower: CustomFieldDefinition.from_hit(stored_hit(slot.definition))
             for lower, slot in fields.by_name.items()
         }
-
-    def changes(self, tenant: str) -> int:
-        """How many times this repository invalidated ``tenant``'s mapping (a definition
-        changed): read it before :meth:`tenant_fields`, pass it to :meth:`changed_since`."""
-        return self._mappings.changes(tenant)
-
-    def changed_since(self, fields: TenantFields, changes: int) -> bool:
-        """Whether where the tenant's values are indexed (names, types, slots) may have
-        changed since ``fields`` was read (after :meth:`changes` returned ``changes``):
-        compared with the mapping the cache client holds now, loaded again (one search)
-        when a change invalidated it, here or in a process sharing the cache client.
-        Without a cache client only this repository's changes are seen."""
-        return self._mappings.changed_since(fields, changes)
 
     def invalidate(self, tenant: str | None = None) -> None:
         """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
@@ -323,11 +303,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
                     ids=[same.id],
                 )
         if new:
-
-            def create(definitions: list[CustomFieldDefinition]) -> None:
-                with definition_writes():
-                    self._run("add", definitions, options)
-
+            create = partial(self._send, "add", options=options)
             slots.allocate(create, self.entity_type, tenant, new, stored)
             # the fence: a holder whose lock lapsed meanwhile finds the name claimed
             replaced: dict[int, CustomFieldDefinition] = {}
@@ -392,16 +368,16 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
                     names = [i.name for i in claims[tenant]]
                     release_former_names(self, tenant, names, opts, saving=group)
                     with self._tenant_lock(tenant):
-                        check_free(self, tenant, group)
-                        claimed = claim_names(self, tenant, claims[tenant])
+                        check_free(self._mappings, tenant, group)
+                        claimed = self._names.claim_all(tenant, claims[tenant])
                         try:
-                            self._write("save", group, opts)
+                            self._send("save", group, opts)
                         except BaseException:
                             for item in claimed:
                                 self._names.release(tenant, item.name, str(item.id))
                             raise
                 else:
-                    self._write("save", group, opts)
+                    self._send("save", group, opts)
             for tenant, name, definition in given_up:
                 self._names.release(tenant, name, definition)
         finally:
@@ -409,11 +385,10 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
                 self.invalidate(tenant)
         return items[0] if single else items
 
-    def _write(self, kind: WriteKind, docs: Any, options: Any) -> Any:
+    def _send(self, kind: WriteKind, docs: Any, options: Options) -> None:
+        """Send definitions through the write pipeline (:func:`definition_writes`)."""
         with definition_writes():
-            opts = options if isinstance(options, Options) else self.options(**options)
-            self._run(kind, list(docs), opts)
-        return docs
+            self._run(kind, list(docs), options)
 
     def _stored(self, item: CustomFieldDefinition) -> dict[str, Any]:
         state = state_of(item)
@@ -459,9 +434,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
             self._clear_slots(owner, keys)
         # the definitions as stored now (the soft delete changed their version)
         current = [d if d is not None else i for d, i in zip(definitions, items, strict=True)]
-        tenants = set()
-        for item in items:
-            tenants.add(_tenant_of(item))
+        tenants = {_tenant_of(item) for item in items}
         try:
             with definition_writes():
                 super().remove(current, **options)
@@ -494,15 +467,19 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         """Hard-delete the matching definitions of the entity type (the soft-delete mode
         applies to matching), as :meth:`remove` does (their slots cleared from the
         documents first); returns how many."""
-        soft_deletes = options.pop("soft_deletes", None)
-        found: list[CustomFieldDefinition] = []
-        self.batch_process(filter, found.extend, batch_size=_PAGE, soft_deletes=soft_deletes)
+        found = self._matching(filter, options.pop("soft_deletes", None))
         try:
             if found:
                 self.remove(found, **options)
         finally:
             self.invalidate()
         return len(found)
+
+    def _matching(self, filter: str | Query | None, soft_deletes: Any) -> list[Any]:
+        """The definitions ``filter`` matches (of the entity type, ``soft_deletes`` mode)."""
+        found: list[CustomFieldDefinition] = []
+        self.batch_process(filter, found.extend, batch_size=_PAGE, soft_deletes=soft_deletes)
+        return found
 
     @keywords_checked
     def remove_by_tenant(self, tenant: str, **options: Unpack[UntenantedOptionKeywords]) -> int:
@@ -535,13 +512,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         self, filter: str | Query | None, patch: Patch, **options: Unpack[OptionKeywords]
     ) -> int:
         """:meth:`patch` every matching definition; returns how many changed."""
-        found: list[CustomFieldDefinition] = []
-
-        def collect(batch: list[CustomFieldDefinition]) -> None:
-            found.extend(batch)
-
-        soft_deletes = options.pop("soft_deletes", None)
-        self.batch_process(filter, collect, soft_deletes=soft_deletes)
+        found = self._matching(filter, options.pop("soft_deletes", None))
         changed = [d for d in found if apply_patch(d, patch)]
         if changed:
             self.save(changed, **options)

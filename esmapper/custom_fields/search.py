@@ -10,33 +10,28 @@ is an unknown field.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
-from esmapper.custom_fields._access import access_of, definitions, require_custom_fields
+from esmapper.custom_fields._access import access_of
 from esmapper.custom_fields.catalog import TenantCatalog, tenant_path
 from esmapper.errors import QueryValidationError
 from esmapper.query import compile_filter
 from esmapper.query.fields import field_paths
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
-    from esmapper._search import SearchRequest
     from esmapper.custom_fields.catalog import TenantCatalog
     from esmapper.model.catalog import FieldCatalog
     from esmapper.model.info import ModelInfo
 
 __all__ = [
     "check_tenant_aggregations",
-    "compile_tenant_search",
     "logical_highlight",
     "tenant_aggregations",
     "tenant_clause",
     "tenant_source_fields",
-    "tenant_view",
     "translate_query",
 ]
 
@@ -48,39 +43,6 @@ _KEYED = frozenset(
 )  # fmt: skip
 #: Query types naming their fields in ``fields`` / ``default_field``.
 _LISTED = frozenset({"multi_match", "query_string", "simple_query_string", "combined_fields"})
-
-
-def tenant_view(ctx: Context, request: SearchRequest) -> None:
-    """The ``search_catalog`` point: a ``tenant=`` search compiles against the model's
-    catalog plus the tenant's custom fields (their definitions loaded when not cached: one
-    search), its ``Q`` filter's logical names replaced by their slots and its
-    ``includes``/``excludes`` by theirs (:func:`tenant_source_fields`). Without
-    ``tenant=``: unchanged."""
-    tenant, info = request.options.tenant, request.info
-    if tenant is None:
-        return
-    require_custom_fields(info)
-    catalog = definitions(ctx, info.cls).tenant_fields(tenant).catalog()
-    if isinstance(request.filter, Query):
-        defaults = info.index.default_search_fields if info.index is not None else None
-        request.filter = translate_query(
-            request.filter, info.catalog, catalog, default_fields=defaults
-        )
-    request.catalog = catalog
-    request.includes = tenant_source_fields(info, catalog, request.includes, include=True)
-    request.excludes = tenant_source_fields(info, catalog, request.excludes, include=False)
-
-
-def compile_tenant_search(request: SearchRequest) -> None:
-    """The ``compile_search`` point: a ``tenant=`` search's aggregations as it sends
-    them (:func:`tenant_aggregations`), its cached pages scoped to the tenant, and its
-    hits' highlighted slots named by their custom field (:func:`logical_highlight`)."""
-    tenant = request.options.tenant
-    if tenant is None:
-        return
-    request.aggs = tenant_aggregations(request.info, request.catalog, tenant, request.aggs)
-    request.scope = tenant
-    request.name_highlight = partial(logical_highlight, request.catalog)
 
 
 def tenant_source_fields(

@@ -11,9 +11,10 @@ the slot; anything else is a conflict, and the next slot is tried.
 
 Names are another matter: "same name returns the existing definition" needs one decision
 per (entity type, tenant) at a time, so adds, renames and restores run under the lock
-``customfield:<entity>:<tenant>`` (:mod:`esmapper.locks`, create-only lock document, a
-lease of :data:`LOCK_TTL`, 30 s, unless the repository's ``lock_ttl`` says otherwise; a
-killed holder blocks that tenant's name changes for at most that long). The slot
+``customfield:<entity>:<tenant>`` (``TenantLockOptions._tenant_lock``: :mod:`esmapper.locks`,
+create-only lock document, a lease of :data:`LOCK_TTL`, 30 s, unless the repository's
+``lock_ttl`` says otherwise; a killed holder blocks that tenant's name changes for at most
+that long). The slot
 reservation stays create-only under it, so even a holder whose lock expired cannot give
 one slot twice, and a name is claimed create-only too (:mod:`esmapper.custom_fields._names`),
 so a holder paused past its lease cannot add a second active field of a name another
@@ -33,15 +34,13 @@ from esmapper.ids import compose_id
 from esmapper.locks import LockProvider, check_duration
 
 if TYPE_CHECKING:
-    from esmapper.mapper import Mapper
+    from esmapper._services import Services
 
 __all__ = [
     "LOCK_TTL",
     "LOCK_WAIT",
     "TenantLockOptions",
     "allocate",
-    "lowest_free",
-    "tenant_lock",
 ]
 
 LOCK_TTL = _dt.timedelta(seconds=30)
@@ -49,33 +48,6 @@ LOCK_WAIT = _dt.timedelta(seconds=60)
 _LOCK_POLL = 0.02
 #: create rounds before giving up (each round retries only the slots others took)
 MAX_ROUNDS = 50
-
-
-def lowest_free(used: set[int]) -> int:
-    """The lowest slot from 1 not in ``used``."""
-    slot = 1
-    while slot in used:
-        slot += 1
-    return slot
-
-
-@contextlib.contextmanager
-def tenant_lock(
-    mapper: Mapper,
-    entity_type: str,
-    tenant: str,
-    *,
-    ttl: _dt.timedelta = LOCK_TTL,
-    wait: _dt.timedelta = LOCK_WAIT,
-) -> Iterator[None]:
-    """Hold ``customfield:<entity>:<tenant>`` for a lease of ``ttl`` (renewed by a
-    heartbeat, see the module docstring); raises LockError when another holder keeps it
-    longer than ``wait``, ``ValueError`` before anything is sent for a ``ttl`` not above
-    zero or a negative ``wait``."""
-    provider = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
-    name = "customfield:" + compose_id(entity_type, tenant)
-    with provider.acquire(name, ttl, wait=wait, poll=_LOCK_POLL):
-        yield
 
 
 def allocate(
@@ -97,7 +69,9 @@ def allocate(
     for _round in range(MAX_ROUNDS):
         for definition in pending:
             taken = used.setdefault(definition.index_type, set())
-            slot = lowest_free(taken)
+            slot = 1  # the lowest free from 1
+            while slot in taken:
+                slot += 1
             taken.add(slot)
             object.__setattr__(definition, "index_slot", slot)
             object.__setattr__(
@@ -124,7 +98,7 @@ class TenantLockOptions:
     default :data:`LOCK_TTL`) and ``lock_wait`` (default :data:`LOCK_WAIT`), checked when
     set; :meth:`_tenant_lock` holds the lock with them."""
 
-    mapper: Mapper
+    services: Services
     entity_type: str
     _lock_ttl: _dt.timedelta = LOCK_TTL
     _lock_wait: _dt.timedelta = LOCK_WAIT
@@ -151,7 +125,13 @@ class TenantLockOptions:
     def lock_wait(self, value: _dt.timedelta) -> None:
         self._lock_wait = check_duration("lock_wait", value, zero=True)
 
-    def _tenant_lock(self, tenant: str) -> contextlib.AbstractContextManager[None]:
-        return tenant_lock(
-            self.mapper, self.entity_type, tenant, ttl=self._lock_ttl, wait=self._lock_wait
-        )
+    @contextlib.contextmanager
+    def _tenant_lock(self, tenant: str) -> Iterator[None]:
+        """Hold ``customfield:<entity>:<tenant>`` for a lease of :attr:`lock_ttl` (renewed
+        by a heartbeat, see the module docstring); raises LockError when another holder
+        keeps it longer than :attr:`lock_wait`."""
+        ctx = self.services
+        provider = LockProvider(ctx.client, index_prefix=ctx.index_prefix, clock=ctx.clock)
+        name = "customfield:" + compose_id(self.entity_type, tenant)
+        with provider.acquire(name, self._lock_ttl, wait=self._lock_wait, poll=_LOCK_POLL):
+            yield

@@ -7,7 +7,7 @@ definition) -> ProcessResult`` (the value stored back into ``custom_fields`` and
 ``idx`` is given, a different value to index).
 
 What a slot receives is checked here, once, against the slot's mapping type
-(:func:`index_value`), whichever type produced it: a value Elasticsearch would refuse
+(:func:`value_checker`), whichever type produced it: a value Elasticsearch would refuse
 (``"not-a-number"`` for an ``int``, an ``int`` beyond 32 bits, an unparsable date) is kept
 in ``custom_fields`` but not indexed, so the document is never rejected. Numbers
 given as text (``"5"``) and ``"true"``/``"false"`` are accepted like Elasticsearch's own
@@ -21,7 +21,7 @@ import datetime as _dt
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -49,9 +49,7 @@ __all__ = [
     "ProcessResult",
     "StandardFieldType",
     "dynamic_templates",
-    "index_value",
     "model_types",
-    "resolve_types",
     "slot_mapping",
     "value_checker",
     "standard_field_types",
@@ -87,7 +85,7 @@ class CustomFieldType(Protocol):
 
 class StandardFieldType:
     """A built-in type: the value is indexed as given (checked against the mapping by
-    :func:`index_value`)."""
+    :func:`value_checker`)."""
 
     __slots__ = ("_factory", "type")
 
@@ -122,11 +120,27 @@ def standard_field_types() -> list[CustomFieldType]:
     ]
 
 
-def resolve_types(model_name: str, given: Iterable[Any] | None) -> tuple[CustomFieldType, ...]:
-    """The types of a model's ``Index.custom_field_types`` (the standard ones when ``None``),
-    checked: each has a valid, unique ``type`` name, a ``mapping()`` giving a dsl field with
-    a ``type`` and a ``process_value``. Raises IndexConfigurationError naming the model."""
-    types = list(standard_field_types() if given is None else given)
+def check_options(
+    model_name: str, index: Any, field_names: set[str]
+) -> tuple[CustomFieldType, ...]:
+    """The checked custom-field options of a ``HasCustomFields`` model's ``class Index:``
+    (``tenant_field`` names an attribute, ``auto_create_custom_fields`` is a bool); returns
+    its types (``custom_field_types``, the standard ones when ``None``), checked: each has
+    a valid, unique ``type`` name, a ``mapping()`` giving a dsl field with a ``type`` and a
+    ``process_value``. Raises IndexConfigurationError naming the model."""
+    tenant_field = index.tenant_field
+    if tenant_field is not None and (
+        not isinstance(tenant_field, str) or tenant_field not in field_names
+    ):
+        raise IndexConfigurationError(
+            f"{model_name}.Index.tenant_field {tenant_field!r} is not an attribute of {model_name}"
+        )
+    if not isinstance(index.auto_create_custom_fields, bool):
+        raise IndexConfigurationError(
+            f"{model_name}.Index.auto_create_custom_fields must be True or False"
+        )
+    given = index.custom_field_types
+    types = tuple(standard_field_types() if given is None else given)
     where = f"{model_name}.Index.custom_field_types"
     seen: set[str] = set()
     for item in types:
@@ -141,30 +155,8 @@ def resolve_types(model_name: str, given: Iterable[Any] | None) -> tuple[CustomF
         seen.add(name)
         if not callable(getattr(item, "process_value", None)):
             raise IndexConfigurationError(f"{where}: type {name!r} has no process_value()")
-        mapping = _mapping_of(item, where)
-        if "type" not in mapping:
+        if "type" not in _mapping_of(item, where):
             raise IndexConfigurationError(f"{where}: the mapping of {name!r} has no type")
-    return tuple(types)
-
-
-def check_options(
-    model_name: str, index: Any, field_names: set[str]
-) -> tuple[CustomFieldType, ...]:
-    """The checked custom-field options of a ``HasCustomFields`` model's ``class Index:``
-    (``tenant_field`` names an attribute, ``auto_create_custom_fields`` is a bool); returns
-    its types (:func:`resolve_types`). Raises IndexConfigurationError."""
-    tenant_field = index.tenant_field
-    if tenant_field is not None and (
-        not isinstance(tenant_field, str) or tenant_field not in field_names
-    ):
-        raise IndexConfigurationError(
-            f"{model_name}.Index.tenant_field {tenant_field!r} is not an attribute of {model_name}"
-        )
-    if not isinstance(index.auto_create_custom_fields, bool):
-        raise IndexConfigurationError(
-            f"{model_name}.Index.auto_create_custom_fields must be True or False"
-        )
-    types = resolve_types(model_name, index.custom_field_types)
     if index.auto_create_custom_fields and "string" not in {t.type for t in types}:
         raise IndexConfigurationError(
             f"{model_name}.Index.auto_create_custom_fields creates 'string' definitions, "
@@ -223,7 +215,7 @@ class _NotIndexed:
         return "NOT_INDEXED"
 
 
-#: :func:`index_value`'s answer for a value the slot cannot index.
+#: a :func:`value_checker`'s answer for a value the slot cannot index.
 NOT_INDEXED: Any = _NotIndexed()
 
 _INT_RANGES = {
@@ -355,9 +347,3 @@ def value_checker(mapping: dict[str, Any]) -> Callable[[Any], Any]:
         return scalar(value)
 
     return check
-
-
-def index_value(mapping: dict[str, Any], value: Any) -> Any:
-    """``value`` as slot ``mapping`` indexes it, or :data:`NOT_INDEXED` (see
-    :func:`value_checker`)."""
-    return value_checker(mapping)(value)

@@ -11,7 +11,7 @@ from elasticsearch.dsl import Q
 import esmapper as em
 from esmapper.custom_fields.catalog import TenantFields
 from esmapper.custom_fields.search import translate_query
-from esmapper.custom_fields.types import NOT_INDEXED, index_value, standard_field_types
+from esmapper.custom_fields.types import NOT_INDEXED, standard_field_types, value_checker
 
 INT = {"type": "integer"}
 
@@ -50,7 +50,7 @@ INT = {"type": "integer"}
     ],
 )
 def test_what_a_slot_indexes(mapping: dict[str, Any], value: Any, indexed: Any) -> None:
-    assert index_value(mapping, value) == indexed
+    assert value_checker(mapping)(value) == indexed
 
 
 def test_the_standard_types_and_their_templates() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from esmapper.custom_fields.types import NOT_INDEXED, index_value
+from esmapper.custom_fields.types import NOT_INDEXED, value_checker
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ from esmapper.custom_fields.types import NOT_INDEXED, index_value
     ],
 )
 def test_a_value_beyond_the_slot_types_range_is_not_indexed(kind: str, value: Any) -> None:
-    assert index_value({"type": kind}, value) is NOT_INDEXED
+    assert value_checker({"type": kind})(value) is NOT_INDEXED
 
 
 @pytest.mark.parametrize(
@@ -38,4 +38,4 @@ def test_a_value_beyond_the_slot_types_range_is_not_indexed(kind: str, value: An
     ],
 )
 def test_a_value_within_the_range_is_indexed(kind: str, value: Any, indexed: Any) -> None:
-    assert index_value({"type": kind}, value) == indexed
+    assert value_checker({"type": kind})(value) == indexed
