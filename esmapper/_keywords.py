@@ -1,13 +1,22 @@
-"""The option keywords as ``TypedDict``\\ s, for methods that pass them on.
+"""The keyword arguments of repository and session calls, as ``TypedDict``\\ s: the one
+place each group of them is spelled.
 
-A method that takes the options and hands them to another call spells them
-``**options: Unpack[OptionKeywords]`` (``Unpack[UntenantedSearchKeywords]`` for a
-search's own keywords too, the ``Untenanted`` ones where the method's own ``tenant``
-argument takes that name): type checkers then check each keyword's name and type as they do for the
-methods that list them, and such a method is a compatible override of one that lists
-them. :func:`esmapper.options.keywords_checked` reads the ``TypedDict`` of a method's
-``**options`` (:func:`~esmapper.options.keywords_of`) and refuses, at run time, a keyword
-it does not name.
+Every public call that takes the options spells them ``**options: Unpack[X]`` with ``X``
+one of these (PEP 692): type checkers and IDEs expand ``X`` into its keywords and check
+each one's name and type as for a listed keyword argument, and a subclass that takes the
+same ``X`` is a compatible override. Every keyword defaults to ``None``: the repository's
+(or the session's) value. At run time :func:`esmapper._limits.limited` and
+:func:`esmapper.options.keywords_checked` read the ``TypedDict`` of a method's
+``**options`` (:func:`esmapper.options.keywords_of`) and refuse a keyword it does not
+name, with a ``TypeError`` listing every keyword the call takes.
+
+The groups: :class:`OptionKeywords` (the options, :class:`esmapper.options.Options`;
+``get``, the writes, ``session()``), :class:`FindKeywords` (``find``, ``find_as``,
+``search``: the options and a search's own keywords), :class:`FindOneKeywords`
+(``find_one``: no ``limit`` or ``total``), :class:`CountKeywords` (``count``,
+``exists``, ``aggregate``: ``partitions`` and ``partial_results``), :class:`ScanKeywords`
+(``batch_process``); the ``Untenanted`` ones for a method whose own ``tenant`` argument
+is the tenant it works on.
 """
 
 from __future__ import annotations
@@ -23,7 +32,11 @@ from esmapper.query.highlight import HighlightSpec
 from esmapper.query.sort import SortSpec
 
 __all__ = [
+    "CountKeywords",
+    "FindKeywords",
+    "FindOneKeywords",
     "OptionKeywords",
+    "ScanKeywords",
     "UntenantedOptionKeywords",
     "UntenantedSearchKeywords",
 ]
@@ -52,19 +65,60 @@ class OptionKeywords(UntenantedOptionKeywords, total=False):
     tenant: str | None
 
 
-class UntenantedSearchKeywords(UntenantedOptionKeywords, total=False):
-    """A search's own keywords (those of ``Repository.find``) and the options but
-    ``tenant``."""
+class _PartitionKeywords(TypedDict, total=False):
+    """What a search reads of the model's partitions and of a partial answer."""
+
+    partitions: tuple[Any, Any] | None
+    partial_results: bool | None
+
+
+class _FindOneOwn(_PartitionKeywords, total=False):
+    """A search's own keywords but ``limit`` and ``total`` (see ``Repository.find``)."""
 
     sort: SortSpec
     aggregations: AggregationsSpec
-    limit: int | None
     page: int | None
     search_after: Any
     includes: Sequence[str] | None
     excludes: Sequence[str] | None
     snapshot: Snapshot
-    partitions: tuple[Any, Any] | None
     highlight: HighlightSpec
+
+
+class _FindOwn(_FindOneOwn, total=False):
+    """A search's own keywords (see ``Repository.find``)."""
+
+    limit: int | None
     total: bool | int | None
-    partial_results: bool | None
+
+
+class FindKeywords(_FindOwn, OptionKeywords, total=False):
+    """The keywords of ``find``, ``find_as`` and ``search``: a search's own and the
+    options."""
+
+
+class FindOneKeywords(_FindOneOwn, OptionKeywords, total=False):
+    """The keywords of ``find_one``: those of ``find`` but ``limit`` and ``total`` (one
+    document is asked for, counted no further)."""
+
+
+class UntenantedSearchKeywords(_FindOwn, UntenantedOptionKeywords, total=False):
+    """A search's own keywords (those of ``Repository.find``) and the options but
+    ``tenant``."""
+
+
+class CountKeywords(_PartitionKeywords, OptionKeywords, total=False):
+    """The keywords of ``count``, ``exists`` and ``aggregate``: ``partitions``,
+    ``partial_results`` and the options."""
+
+
+class ScanKeywords(OptionKeywords, total=False):
+    """The keywords of ``batch_process``: the search keywords a scan through a point in
+    time takes (``snapshot``: its keep-alive) and the options."""
+
+    sort: SortSpec
+    search_after: Any
+    includes: Sequence[str] | None
+    excludes: Sequence[str] | None
+    snapshot: Snapshot
+    partitions: tuple[Any, Any] | None

@@ -29,13 +29,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from esmapper.options import check_retries, check_timeout, refuse_keywords
+from esmapper.options import check_retries, check_timeout, keywords_taken, refuse_keywords
 
 __all__ = ["CallLimits", "applied", "current", "limited"]
 
@@ -93,25 +92,20 @@ class _HasLimits(Protocol):
 
 
 def limited(defaults: Callable[[Any], _HasLimits]) -> Callable[[F], F]:
-    """Decorate a public method taking the options as keyword arguments: it runs under the
-    ``timeout``/``retries`` given to the call, else those of ``defaults(self)`` (the
-    options the call runs under where it gives none: their ``timeout`` and ``retries``).
+    """Decorate a public method taking the options as keyword arguments (``**options:
+    Unpack[X]``, see :mod:`esmapper._keywords`): it runs under the ``timeout``/``retries``
+    given to the call, else those of ``defaults(self)`` (the options the call runs under
+    where it gives none: their ``timeout`` and ``retries``).
 
     A keyword the method does not take raises ``TypeError`` naming it and listing every
     keyword the method takes (its own, then the options), before the method runs."""
 
     def decorate(method: F) -> F:
-        parameters = inspect.signature(method).parameters.values()
-        accepted = frozenset(
-            p.name
-            for p in parameters
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-        )
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+        accepted = keywords_taken(method)
 
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if kwargs and not takes_any and not accepted.issuperset(kwargs):
+            if kwargs and accepted is not None and not accepted.issuperset(kwargs):
                 refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
             timeout = kwargs.get("timeout", fallback.timeout)

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from elasticsearch import NotFoundError
+from typing_extensions import Unpack
 
 from esmapper import _gcpause as _gc
 from esmapper._features import Visibility, check_call_options
+from esmapper._keywords import CountKeywords, OptionKeywords
 from esmapper._limits import limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
@@ -28,14 +30,7 @@ from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import document_exists, get_document, get_documents
 from esmapper.model.state import DocState, version_of
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    SoftDeleteMode,
-    Timeout,
-    given,
-)
+from esmapper.options import Options, given
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -91,25 +86,11 @@ class Reading(Searching[T]):
         return self.services.spec(self.model)
 
     @limited(_defaults)
-    def get(
-        self,
-        id: str,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T | None:
+    def get(self, id: str, **options: Unpack[OptionKeywords]) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
-        only with ``soft_deletes="all"``/``"deleted"``."""
-        return self._get(id, self.options(**given(locals())))
+        only with ``soft_deletes="all"``/``"deleted"``. Takes the options
+        (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does."""
+        return self._get(id, self.options(**given(options)))
 
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
@@ -140,26 +121,11 @@ class Reading(Searching[T]):
         return document if not rules or shown(rules, document) else None
 
     @limited(_defaults)
-    def get_many(
-        self,
-        ids: Iterable[str],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> list[T]:
+    def get_many(self, ids: Iterable[str], **options: Unpack[OptionKeywords]) -> list[T]:
         """Documents for ``ids`` (multi-GET, real-time) in request order, missing ids
         omitted, duplicates once. Time-series models: see
         :func:`esmapper.indexes.reads.get_documents`."""
-        return self._get_many(ids, self.options(**given(locals())))
+        return self._get_many(ids, self.options(**given(options)))
 
     @_gc.pausing  # the parsed docs and the documents all live on: no GC passes
     def _get_many(self, ids: Iterable[str], opts: Options) -> list[T]:
@@ -205,23 +171,7 @@ class Reading(Searching[T]):
 
     @limited(_defaults)
     def exists(
-        self,
-        id: str | None = None,
-        *,
-        filter: Any = _NO_FILTER,
-        partitions: tuple[Any, Any] | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, id: str | None = None, *, filter: Any = _NO_FILTER, **options: Unpack[CountKeywords]
     ) -> bool:
         """Whether the document ``id`` exists (a real-time GET, with ``_source`` limited to
         ``is_deleted``), or, with ``filter=`` instead, whether any document matches (a
@@ -229,8 +179,10 @@ class Reading(Searching[T]):
         matches every document). A soft-deleted document counts only with
         ``soft_deletes="all"``/``"deleted"``. A bad filter raises QueryValidationError
         before anything is sent; giving both ``id`` and ``filter`` (or neither) raises
-        ``TypeError``. With ``tenant=``, another tenant's document does not exist (the
-        GET reads the whole document: its tenant is the model's to compute).
+        ``TypeError``. Takes the keywords of :meth:`count` (``partitions`` and
+        ``partial_results`` only with ``filter=``). With ``tenant=``, another tenant's
+        document does not exist (the GET reads the whole document: its tenant is the
+        model's to compute).
 
         A search that some shards did not answer (a failed shard, a timeout): a match the
         others found is a match (``True``); none found raises
@@ -239,15 +191,14 @@ class Reading(Searching[T]):
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            kwargs = given(locals(), ("partitions", "partial_results"))
-            return self._request("exists", filter, kwargs).exists()
+            return self._request("exists", filter, given(options)).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
-        if partitions is not None or partial_results is not None:
+        if options.get("partitions") is not None or options.get("partial_results") is not None:
             raise TypeError(
                 "exists() takes partitions= and partial_results= with filter=, not with an id"
             )
-        opts = self.options(**given(locals()))
+        opts = self.options(**given(options))
         check_id(id)
         check_call_options(self.info, opts)
         rules = visibility(self.info, opts)
@@ -270,24 +221,9 @@ class Reading(Searching[T]):
         return document
 
     @limited(_defaults)
-    def require(
-        self,
-        id: str,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T:
+    def require(self, id: str, **options: Unpack[OptionKeywords]) -> T:
         """Like :meth:`get`, but a missing document raises :class:`DocumentNotFoundError`."""
-        document = self.get(id, **given(locals()))
+        document = self.get(id, **options)
         if document is None:
             raise DocumentNotFoundError(id, index=self.spec.alias)
         return document

@@ -7,30 +7,21 @@ these; they read the model (``info``), the mapper and the repository's default o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from elasticsearch.dsl.query import Query
+from typing_extensions import Unpack
 
 from esmapper import _scan
+from esmapper._keywords import CountKeywords, FindKeywords, FindOneKeywords, ScanKeywords
 from esmapper._limits import limited
 from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest
 from esmapper.errors import QueryValidationError
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    Snapshot,
-    SoftDeleteMode,
-    Timeout,
-    given,
-    picked,
-)
+from esmapper.options import Options, given, split
 from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.query.highlight import HighlightSpec
-from esmapper.query.sort import SortSpec
 from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
@@ -70,44 +61,19 @@ class Searching(Generic[T]):
         return self.defaults.merge(**overrides)
 
     def search(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        total: bool | int | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, filter: str | Query | None = None, **options: Unpack[FindKeywords]
     ) -> SearchRequest:
         """The compiled :class:`SearchRequest` (validated; nothing is sent yet).
 
         Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
         every keyword the call takes.
         """
-        return self._request("search", filter, given(locals(), SEARCH_OPTIONS))
+        return self._request("search", filter, given(options))
 
     def _request(
         self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
     ) -> SearchRequest:
-        search_args = {k: kwargs.pop(k) for k in list(kwargs) if k in SEARCH_OPTIONS}
+        search_args = split(kwargs, SEARCH_OPTIONS)
         return self._search_request(filter, self.options(**kwargs), search_args)
 
     def _search_request(
@@ -124,32 +90,7 @@ class Searching(Generic[T]):
 
     @limited(_defaults)
     def find(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        total: bool | int | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, filter: str | Query | None = None, **options: Unpack[FindKeywords]
     ) -> FindResults[T]:
         """Search (near-real-time); sends one ``_search`` to the model's alias (a
         point-in-time is opened first for ``snapshot``).
@@ -174,7 +115,8 @@ class Searching(Generic[T]):
         bound); ``partial_results`` (``True``: a page some shards did not answer is returned,
         ``results.partial`` set and ``results.shards`` saying which failed; default: the
         mapper's ``partial_results``, ``False``); and the options
-        (:class:`~esmapper.options.Options`).
+        (:class:`~esmapper.options.Options`). These keywords are
+        :class:`~esmapper._keywords.FindKeywords`.
 
         Raises QueryValidationError (naming the field or the argument) before sending
         anything, and ``TypeError`` for an unknown keyword; ``next_page()`` of a snapshot
@@ -184,37 +126,14 @@ class Searching(Generic[T]):
         :class:`~esmapper.errors.PartialResultsError`, which carries that page, unless
         ``partial_results=True``; such a page is never cached under ``cache_key``.
         """
-        return self._request("find", filter, given(locals(), SEARCH_OPTIONS)).find()
+        return self._request("find", filter, given(options)).find()
 
     @limited(_defaults)
     def find_as(
         self,
         result_type: type[R],
         filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        total: bool | int | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        **options: Unpack[FindKeywords],
     ) -> FindResults[R]:
         """:meth:`find`, each hit's ``document`` a projection of its ``_source`` into
         ``result_type`` instead of the model: ``dict`` (the ``_source`` as stored), an
@@ -225,8 +144,8 @@ class Searching(Generic[T]):
         Raises QueryValidationError before sending for a bad filter, or a required
         attribute the model does not declare or ``includes`` leave out (see
         :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
-        kwargs = given(locals(), SEARCH_OPTIONS)
-        project, projected = projection(self.info, result_type, includes)
+        kwargs = given(options)
+        project, projected = projection(self.info, result_type, kwargs.get("includes"))
         if projected is not None:
             kwargs["includes"] = projected
         request = self._request("find_as", filter, kwargs)
@@ -235,66 +154,28 @@ class Searching(Generic[T]):
 
     @limited(_defaults)
     def find_one(
-        self,
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, filter: str | Query | None = None, **options: Unpack[FindOneKeywords]
     ) -> T | None:
-        """The first document :meth:`find` would return, or ``None``."""
+        """The first document :meth:`find` would return, or ``None``. Takes the keywords of
+        :meth:`find` but ``limit`` and ``total`` (:class:`~esmapper._keywords.FindOneKeywords`)."""
         # one document: count no further than that (track_total_hits: 2)
-        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1, "total": False}
+        kwargs = {**given(options), "limit": 1, "total": False}
         results = self._request("find_one", filter, kwargs).find()
         return results[0] if results else None
 
     @limited(_defaults)
-    def count(
-        self,
-        filter: str | Query | None = None,
-        *,
-        partitions: tuple[Any, Any] | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> Count:
+    def count(self, filter: str | Query | None = None, **options: Unpack[CountKeywords]) -> Count:
         """The number of matching documents (exact; soft-delete mode applies): one
-        ``_search`` with ``size=0``. Raises QueryValidationError before sending.
+        ``_search`` with ``size=0``. Takes ``partitions``, ``partial_results`` (as for
+        :meth:`find`) and the options (:class:`~esmapper._keywords.CountKeywords`). Raises
+        QueryValidationError before sending.
 
         Returns a :class:`~esmapper.results.Count` (an ``int`` with ``shards`` and
         ``partial``). A count some shards did not answer (a failed shard, a timeout) is
         never returned as if it were exact: it raises
         :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
         with ``partial_results=True``, is returned with ``partial`` set."""
-        kwargs = given(locals(), ("partitions", "partial_results"))
-        return self._request("count", filter, kwargs).count()
+        return self._request("count", filter, given(options)).count()
 
     @limited(_defaults)
     def aggregate(
@@ -302,23 +183,12 @@ class Searching(Generic[T]):
         filter: str | Query | None = None,
         *old_order: Any,
         aggregations: AggregationsSpec = None,
-        partitions: tuple[Any, Any] | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        **options: Unpack[CountKeywords],
     ) -> Aggregations:
         """Only the aggregations of the documents matching ``filter``: one ``_search`` with
         ``size=0``. ``filter`` comes first, as in :meth:`find`; ``aggregations`` (an
-        expression, ``A(...)`` objects or a dict of named ones) is keyword-only.
+        expression, ``A(...)`` objects or a dict of named ones) is keyword-only; the other
+        keywords are those of :meth:`count`.
 
         Raises ``TypeError`` when ``aggregations`` is missing or a second positional
         argument is given (esmapper 0.1 took ``aggregate(aggregations, filter)``),
@@ -334,7 +204,7 @@ class Searching(Generic[T]):
                 " aggregations='terms:company_id') (the order was aggregate(aggregations,"
                 " filter) before)"
             )
-        kwargs = given(locals(), ("aggregations", "partitions", "partial_results"))
+        kwargs = {**given(options), "aggregations": aggregations}
         return self._request("aggregate", filter, kwargs).aggregate_only()
 
     @limited(_defaults)
@@ -343,24 +213,7 @@ class Searching(Generic[T]):
         filter: str | Query | None,
         fn: Callable[[list[T]], bool | None],
         batch_size: int = 100,
-        *,
-        sort: SortSpec = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        **options: Unpack[ScanKeywords],
     ) -> int:
         """Call ``fn`` with batches of matching documents until they run out or ``fn``
         returns ``False``; returns the number of documents given to ``fn``.
@@ -372,8 +225,9 @@ class Searching(Generic[T]):
         if given, then ``id``; ``search_after`` the previous batch) and ``DELETE /_pit`` at
         the end, also when ``fn`` stops or raises. ``K`` is ``snapshot=`` (``"5m"`` by
         default; ``"30m"``, a ``timedelta``): the longest ``fn`` may take on one batch.
-        Other keyword arguments are those of :meth:`find` (``sort``, ``includes``,
-        ``search_after=token`` to start after a document) and the options.
+        Other keyword arguments (:class:`~esmapper._keywords.ScanKeywords`) are those of
+        :meth:`find`: ``sort``, ``search_after`` (``=token`` to start after a document),
+        ``includes``, ``excludes`` and ``partitions``, and the options.
 
         Raises ``ValueError`` for a ``batch_size`` outside 1..10000 and
         :class:`QueryValidationError` for a bad filter, sort or ``snapshot`` (before
@@ -386,7 +240,9 @@ class Searching(Generic[T]):
         """
         if batch_size < 1 or batch_size > 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
-        kwargs = picked(locals(), ("sort", "search_after", "includes", "excludes", "partitions"))
+        kwargs = given(options)
+        scan_args = split(kwargs, SEARCH_OPTIONS)
+        snapshot = scan_args.pop("snapshot", None)
         if snapshot is False:
             raise QueryValidationError(
                 "batch_process always pages through a point in time; snapshot= sets its "
@@ -397,8 +253,8 @@ class Searching(Generic[T]):
             self._listing(),
             filter,
             lambda page: fn(page.documents),
-            self.options(**given(locals())),
+            self.options(**kwargs),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,
-            **kwargs,
+            **scan_args,
         )

@@ -17,30 +17,20 @@ removing, flushing, commit and rollback) is in :mod:`esmapper.session`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from elasticsearch.dsl.query import Query
+from typing_extensions import Unpack
 
 from esmapper._bodies import merged, partial_changes
+from esmapper._keywords import FindKeywords, FindOneKeywords, OptionKeywords
 from esmapper._limits import limited
 from esmapper._reading import shown, visibility
 from esmapper._search import SEARCH_OPTIONS
 from esmapper.model.state import state_of
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    Snapshot,
-    SoftDeleteMode,
-    Timeout,
-    given,
-    picked,
-)
-from esmapper.query._dsl_aggs import AggregationsSpec
-from esmapper.query.highlight import HighlightSpec
-from esmapper.query.sort import SortSpec
+from esmapper.options import Options, given, split
 from esmapper.results import FindResults
 
 if TYPE_CHECKING:
@@ -76,43 +66,28 @@ class SessionReads:
         def expunge(self, doc: Document) -> None: ...
 
     @limited(_defaults)
-    def get(
-        self,
-        model: type[T],
-        id: str,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T | None:
+    def get(self, model: type[T], id: str, **options: Unpack[OptionKeywords]) -> T | None:
         """The document ``id`` of ``model``: from the identity map, else a real-time GET.
 
         A document the session holds in part (loaded by a ``find`` with
         ``includes``/``excludes``) is completed first: the whole stored document is read
-        and merged into the same object (see :meth:`_complete`)."""
+        and merged into the same object (see :meth:`_complete`). Takes the options, as
+        ``Repository.get`` does."""
         self._check_open()
         repo = self.mapper.repository(model)
-        options = self._read_options(repo, given(locals()))
+        opts = self._read_options(repo, given(options))
         found = self._identity.get((model, id))
         if found is not None:
             if _is_partial(found):
-                whole = repo._get(id, _whole(options))
+                whole = repo._get(id, _whole(opts))
                 if not self._complete(found, whole):
                     return None
-            return found if self._visible(found, options) else None  # type: ignore[no-any-return]
-        doc = repo._get(id, options)
+            return found if self._visible(found, opts) else None  # type: ignore[no-any-return]
+        doc = repo._get(id, opts)
         if doc is None:
             return None
         adopted = self._adopt(doc)
-        return adopted if self._visible(adopted, options) else None  # type: ignore[no-any-return]
+        return adopted if self._visible(adopted, opts) else None  # type: ignore[no-any-return]
 
     def _complete(self, doc: Any, whole: Any) -> bool:
         """Complete the partially loaded ``doc`` from ``whole`` (the same document read
@@ -176,27 +151,13 @@ class SessionReads:
 
     @limited(_defaults)
     def get_many(
-        self,
-        model: type[T],
-        ids: Iterable[str],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, model: type[T], ids: Iterable[str], **options: Unpack[OptionKeywords]
     ) -> list[T]:
         """Documents for ``ids`` (identity map first, then one mget), in request order;
         documents held in part are completed like :meth:`get` does."""
         self._check_open()
         repo = self.mapper.repository(model)
-        options = self._read_options(repo, given(locals()))
+        opts = self._read_options(repo, given(options))
         wanted = list(dict.fromkeys(ids))
         partial = {
             i: self._identity[(model, i)]
@@ -205,54 +166,29 @@ class SessionReads:
         }
         missing = [i for i in wanted if (model, i) not in self._identity]
         if missing or partial:
-            read = repo._get_many([*missing, *partial], _whole(options))
+            read = repo._get_many([*missing, *partial], _whole(opts))
             loaded = {d.id: d for d in read}  # type: ignore[attr-defined]
             for i, doc in partial.items():
                 self._complete(doc, loaded.pop(i, None))
             for doc in loaded.values():
-                if self._visible(doc, options, any_tenant=True):  # held whatever its tenant
+                if self._visible(doc, opts, any_tenant=True):  # held whatever its tenant
                     self._adopt(doc)
         held = [self._identity[(model, i)] for i in wanted if (model, i) in self._identity]
-        return [d for d in held if self._visible(d, options) and not _is_partial(d)]
+        return [d for d in held if self._visible(d, opts) and not _is_partial(d)]
 
     @limited(_defaults)
     def find(
-        self,
-        model: type[T],
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        limit: int | None = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        total: bool | int | None = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, model: type[T], filter: str | Query | None = None, **options: Unpack[FindKeywords]
     ) -> FindResults[T]:
-        """Search like ``Repository.find``; hits join the identity map (a document already
-        in the session is returned as that object, with its local changes; one it held in
-        part is completed from a whole hit, like :meth:`get` does)."""
+        """Search like ``Repository.find`` (its keywords); hits join the identity map (a
+        document already in the session is returned as that object, with its local changes;
+        one it held in part is completed from a whole hit, like :meth:`get` does)."""
         self._check_open()
         repo = self.mapper.repository(model)
-        options = self._read_options(repo, given(locals()))
-        search_args = picked(locals(), SEARCH_OPTIONS)
-        results = repo._search_request(filter, options, search_args).find()
+        kwargs = given(options)
+        search_args = split(kwargs, SEARCH_OPTIONS)
+        opts = self._read_options(repo, kwargs)
+        results = repo._search_request(filter, opts, search_args).find()
         results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next
         if fetch is not None:  # later pages join the identity map too
@@ -274,35 +210,11 @@ class SessionReads:
 
     @limited(_defaults)
     def find_one(
-        self,
-        model: type[T],
-        filter: str | Query | None = None,
-        *,
-        sort: SortSpec = None,
-        aggregations: AggregationsSpec = None,
-        page: int | None = None,
-        search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
-        snapshot: Snapshot = None,
-        partitions: tuple[Any, Any] | None = None,
-        highlight: HighlightSpec = None,
-        partial_results: bool | None = None,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, model: type[T], filter: str | Query | None = None, **options: Unpack[FindOneKeywords]
     ) -> T | None:
-        """The first document :meth:`find` would return, or ``None``."""
-        kwargs = {**given(locals(), SEARCH_OPTIONS), "limit": 1, "total": False}
-        results = self.find(model, filter, **kwargs)
+        """The first document :meth:`find` would return, or ``None``. Takes the keywords of
+        :meth:`find` but ``limit`` and ``total``."""
+        results = self.find(model, filter, **options, limit=1, total=False)
         return results[0] if results else None
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:

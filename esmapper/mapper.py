@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from elasticsearch import Elasticsearch, NotFoundError
+from typing_extensions import Unpack
 
 from esmapper import _gcpause, signals
+from esmapper._keywords import OptionKeywords
 from esmapper._services import Services
 from esmapper._shards import count_all
 from esmapper._writes import publish_changes
@@ -31,15 +33,7 @@ from esmapper.migrations import MigrationResult, migrate
 from esmapper.migrations.planning import decide_before_first_index
 from esmapper.migrations.state import STATE_INDEX
 from esmapper.model.info import ModelInfo
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    SoftDeleteMode,
-    Timeout,
-    given,
-    keywords_checked,
-)
+from esmapper.options import Options, keywords_checked
 from esmapper.repository import Repository
 from esmapper.session import Session, sessionmaker
 
@@ -396,43 +390,15 @@ class Mapper:
         return definitions(self.services, model)  # the custom-field feature's state (ctx.extension)
 
     @keywords_checked
-    def session(
-        self,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> Session:
+    def session(self, **options: Unpack[OptionKeywords]) -> Session:
         """A new :class:`~esmapper.session.Session` (a context manager) with these options
         for its flushes and reads (``None``: the default)."""
-        return Session(self, **given(locals()))
+        return Session(self, **options)
 
     @keywords_checked
-    def sessionmaker(
-        self,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> sessionmaker:
+    def sessionmaker(self, **options: Unpack[OptionKeywords]) -> sessionmaker:
         """A factory of sessions with these options preset (e.g. one per web request)."""
-        return sessionmaker(self, **given(locals()))
+        return sessionmaker(self, **options)
 
     def migrate(self, **kwargs: Any) -> MigrationResult:
         """Configure indexes, reindex outdated versions and run pending migrations

@@ -6,10 +6,9 @@ import datetime as _dt
 import functools
 import inspect
 import logging
-import operator
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
@@ -29,10 +28,11 @@ __all__ = [
     "given",
     "keywords_checked",
     "keywords_of",
+    "keywords_taken",
     "log_level",
-    "picked",
     "refresh_param",
     "refuse_keywords",
+    "split",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -243,35 +243,18 @@ OPTION_NAMES: Final = tuple(attrs.fields_dict(Options))
 _KNOWN: Final = frozenset(OPTION_NAMES)
 
 
-#: The option values of a call's scope, in ``OPTION_NAMES`` order (one C call).
-_option_values: Final = operator.itemgetter(*OPTION_NAMES)
-_OPTION_COUNT: Final = len(OPTION_NAMES)
-#: ... when the call gave none (every option keyword at its default, ``None``).
-_NOT_GIVEN: Final = (None,) * _OPTION_COUNT
+def given(keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords a call was given (its ``**options``) that are not ``None`` (``None`` is
+    every keyword's default: the repository's or the session's value)."""
+    if not keywords:  # the usual call: no keyword given
+        return {}
+    return {name: value for name, value in keywords.items() if value is not None}
 
 
-def given(scope: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
-    """The options (and ``extra`` keywords) a call was given: the entries of ``scope``
-    (the call's ``locals()``) named like an option that are not ``None`` (``None`` is
-    every option keyword's default: the repository's or the session's value)."""
-    try:
-        # one comparison (in C) when the call left every option at its default, ``None``
-        unset = _option_values(scope) == _NOT_GIVEN
-    except Exception:  # a scope without every option, a value whose == None raises
-        unset = False
-    if unset:
-        found = {}
-    else:
-        found = {name: value for name in OPTION_NAMES if (value := scope.get(name)) is not None}
-    if extra:
-        found.update(picked(scope, extra))
-    return found
-
-
-def picked(scope: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
-    """The entries of ``scope`` named in ``names`` that are not ``None`` (a name missing
-    from ``scope`` is skipped)."""
-    return {name: scope[name] for name in names if scope.get(name) is not None}
+def split(keywords: dict[str, Any], names: Collection[str]) -> dict[str, Any]:
+    """Take the entries named in ``names`` out of ``keywords`` and return them (a search's
+    own keywords, leaving the options)."""
+    return {name: keywords.pop(name) for name in list(keywords) if name in names}
 
 
 def keywords_of(annotation: Any, scope: dict[str, Any]) -> frozenset[str]:
@@ -317,12 +300,10 @@ def refuse_keywords(call: str, given: Mapping[str, Any], accepted: Iterable[str]
     )
 
 
-def keywords_checked(method: F) -> F:
-    """Decorate a method that takes options as keyword arguments: a keyword it does not
-    take raises the ``TypeError`` of :func:`refuse_keywords` (see also
-    :func:`esmapper._limits.limited`, which checks the same way). A method that takes
-    ``**options: Unpack[X]`` (a ``TypedDict`` of :mod:`esmapper._keywords`) takes the
-    keys of ``X``; one that takes ``**kwargs`` otherwise is not checked."""
+def keywords_taken(method: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords ``method`` takes: its named parameters and, when it takes
+    ``**options: Unpack[X]`` (a ``TypedDict`` of :mod:`esmapper._keywords`), the keys of
+    ``X``; ``None`` when it takes any keyword (a plain ``**kwargs``)."""
     parameters = inspect.signature(method).parameters.values()
     accepted = frozenset(
         p.name
@@ -330,12 +311,20 @@ def keywords_checked(method: F) -> F:
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
     )
     rest = [p for p in parameters if p.kind is p.VAR_KEYWORD]
-    if rest:
-        unpacked = keywords_of(rest[0].annotation, method.__globals__)
-        if not unpacked:
-            return method
-        accepted |= unpacked
+    if not rest:
+        return accepted
+    unpacked = keywords_of(rest[0].annotation, method.__globals__)
+    return accepted | unpacked if unpacked else None
 
+
+def keywords_checked(method: F) -> F:
+    """Decorate a method that takes options as keyword arguments: a keyword it does not
+    take (:func:`keywords_taken`) raises the ``TypeError`` of :func:`refuse_keywords` (see
+    also :func:`esmapper._limits.limited`, which checks the same way); one that takes any
+    keyword is not checked."""
+    accepted = keywords_taken(method)
+    if accepted is None:
+        return method
     name = method.__name__
     if name == "__init__":  # Session(...), not __init__(...)
         name = method.__qualname__.rpartition(".")[0]

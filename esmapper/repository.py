@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 from elasticsearch.dsl.query import Query
+from typing_extensions import Unpack
 
 from esmapper import _patching, signals
+from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
 from esmapper._reading import Reading
@@ -24,14 +26,7 @@ from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    SoftDeleteMode,
-    Timeout,
-    given,
-)
+from esmapper.options import Options, given
 from esmapper.patches import PartialPatch, Patch
 
 if TYPE_CHECKING:
@@ -54,7 +49,8 @@ R = TypeVar("R")
 
 class Repository(Reading[T]):
     """Immediate operations on the documents of ``model``. Options are keyword
-    arguments of every call; see :class:`esmapper.options.Options`."""
+    arguments of every call: see :class:`esmapper.options.Options`; each call's keywords
+    are one of the ``TypedDict`` classes of :mod:`esmapper._keywords`."""
 
     def __init__(self, mapper: Mapper, model: type[T]) -> None:
         self.mapper = mapper
@@ -66,137 +62,32 @@ class Repository(Reading[T]):
     # -- writes ------------------------------------------------------------------------
 
     @overload
-    def add(
-        self,
-        docs: T,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T: ...
+    def add(self, docs: T, **options: Unpack[OptionKeywords]) -> T: ...
     @overload
-    def add(
-        self,
-        docs: Sequence[T],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> list[T]: ...
+    def add(self, docs: Sequence[T], **options: Unpack[OptionKeywords]) -> list[T]: ...
     @limited(_defaults)
-    def add(
-        self,
-        docs: T | Sequence[T],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T | list[T]:
+    def add(self, docs: T | Sequence[T], **options: Unpack[OptionKeywords]) -> T | list[T]:
         """Create document(s): ``op_type=create``, so an existing id raises
         :class:`DuplicateDocumentError` and leaves the stored document unchanged. Sets
         ``id`` (composed from ``id_fields`` or a new ObjectId), dates and ``version``."""
-        return self._write("add", docs, given(locals()))  # type: ignore[no-any-return]
+        return self._write("add", docs, given(options))  # type: ignore[no-any-return]
 
     @overload
-    def save(
-        self,
-        docs: T,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T: ...
+    def save(self, docs: T, **options: Unpack[OptionKeywords]) -> T: ...
     @overload
-    def save(
-        self,
-        docs: Sequence[T],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> list[T]: ...
+    def save(self, docs: Sequence[T], **options: Unpack[OptionKeywords]) -> list[T]: ...
     @limited(_defaults)
-    def save(
-        self,
-        docs: T | Sequence[T],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> T | list[T]:
+    def save(self, docs: T | Sequence[T], **options: Unpack[OptionKeywords]) -> T | list[T]:
         """Replace document(s) (Index API). ``Versioned`` models send
         ``if_seq_no``/``if_primary_term`` from ``version``; a stale version raises
         :class:`VersionConflictError`. A doc without id raises :class:`DocumentError`. With
         ``tenant=``, a document stored under another tenant, or one that would move to
         another tenant, raises DocumentValidationError before anything is sent (judged by
         the stored copy: see :mod:`esmapper.custom_fields._tenancy`)."""
-        return self._write("save", docs, given(locals()))  # type: ignore[no-any-return]
+        return self._write("save", docs, given(options))  # type: ignore[no-any-return]
 
     @limited(_defaults)
-    def remove(
-        self,
-        docs: T | str | Iterable[T | str],
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> None:
+    def remove(self, docs: T | str | Iterable[T | str], **options: Unpack[OptionKeywords]) -> None:
         """Hard-delete documents or ids (whatever the soft-delete support); a missing id is
         a no-op. A ``Versioned`` document is deleted only at the version it holds
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
@@ -207,10 +98,9 @@ class Repository(Reading[T]):
         document stored under another tenant (whatever the object says) raises
         DocumentValidationError before anything is sent (see
         :mod:`esmapper.custom_fields._tenancy`)."""
-        options = given(locals())
         items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
         ids = [item for item in items if isinstance(item, str)]
-        opts = self.options(**options)
+        opts = self.options(**given(options))
         loaded: dict[str, Any] | None = None
         # with tenant=, an id is loaded to know its tenant: another tenant's is not there
         if ids and (
@@ -255,47 +145,19 @@ class Repository(Reading[T]):
 
     @limited(_defaults)
     def patch(
-        self,
-        ids: str | Iterable[str],
-        patch: Patch,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, ids: str | Iterable[str], patch: Patch, **options: Unpack[OptionKeywords]
     ) -> None:
         """Patch document(s) by id, whatever their soft-delete state. A missing id raises
         :class:`DocumentNotFoundError`; a conflict :class:`VersionConflictError`. A
         ``PartialPatch`` is checked against the model first (:func:`_checked`). With
         ``tenant=``, another tenant's id is missing, whatever the patch type. A patch that
         turns ``is_deleted`` from false to true publishes ``REMOVED``, like a save."""
-        opts = self.options(**given(locals()))
+        opts = self.options(**given(options))
         _patching.patch_ids(self._listing(), ids, self._checked(patch, opts), opts)
 
     @limited(_defaults)
     def patch_all(
-        self,
-        filter: str | Query | None,
-        patch: Patch,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, filter: str | Query | None, patch: Patch, **options: Unpack[OptionKeywords]
     ) -> int:
         """Patch every matching document; returns the number changed (update-by-query for
         a ScriptPatch on a model not cached, else a point-in-time scan written in batches
@@ -305,7 +167,7 @@ class Repository(Reading[T]):
         update-by-query runs as a task followed to its end: ``timeout=`` cancels it when it
         passes (:class:`OutcomeUnknownError`), so does Ctrl-C; documents it refused raise
         :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`."""
-        opts = self.options(**given(locals()))
+        opts = self.options(**given(options))
         return _patching.patch_all(self._listing(), filter, self._checked(patch, opts), opts)
 
     def _checked(self, patch: Patch, options: Options) -> Patch:
@@ -324,20 +186,7 @@ class Repository(Reading[T]):
 
     @limited(_defaults)
     def remove_all(
-        self,
-        filter: str | Query | None = None,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
+        self, filter: str | Query | None = None, **options: Unpack[OptionKeywords]
     ) -> int:
         """Hard-delete matching documents (soft-delete mode applies to matching); returns
         the number removed. Uses delete-by-query when nothing listens to removals and the
@@ -346,7 +195,7 @@ class Repository(Reading[T]):
         delete-by-query runs as a task followed to its end, run again for version
         conflicts only once it ended: ``timeout=`` cancels it when it passes
         (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`)."""
-        return _patching.remove_all(self._listing(), filter, self.options(**given(locals())))
+        return _patching.remove_all(self._listing(), filter, self.options(**given(options)))
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``

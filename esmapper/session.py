@@ -32,21 +32,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from typing_extensions import Unpack
+
 from esmapper import signals
+from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._session_reads import SessionReads, _defaults
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError, SessionClosedError
 from esmapper.model.state import DocState, state_of
-from esmapper.options import (
-    Consistency,
-    LogLevel,
-    Options,
-    SoftDeleteMode,
-    Timeout,
-    given,
-    keywords_checked,
-)
+from esmapper.options import Options, given, keywords_checked
 
 if TYPE_CHECKING:
     from esmapper.mapper import Mapper
@@ -71,24 +66,9 @@ class Session(SessionReads):
     """
 
     @keywords_checked
-    def __init__(
-        self,
-        mapper: Mapper,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> None:
+    def __init__(self, mapper: Mapper, **options: Unpack[OptionKeywords]) -> None:
         self.mapper = mapper
-        self.options = Options().merge(**given(locals()))
+        self.options = Options().merge(**given(options))
         self._identity: dict[tuple[type, str], Any] = {}
         self._new: dict[int, Any] = {}
         self._deleted: dict[int, Any] = {}
@@ -406,24 +386,9 @@ class sessionmaker:
     """A factory of sessions with preset options (one session per web request)."""
 
     @keywords_checked
-    def __init__(
-        self,
-        mapper: Mapper,
-        *,
-        consistency: Consistency | None = None,
-        soft_deletes: SoftDeleteMode | None = None,
-        cache: bool | None = None,
-        cache_key: str | None = None,
-        notifications: bool | None = None,
-        validate: bool | None = None,
-        version_check: bool | None = None,
-        timeout: Timeout | None = None,
-        retries: int | None = None,
-        tenant: str | None = None,
-        query_log_level: LogLevel | None = None,
-    ) -> None:
+    def __init__(self, mapper: Mapper, **options: Unpack[OptionKeywords]) -> None:
         self.mapper = mapper
-        self.options = given(locals())
+        self.options = given(options)
 
     def __call__(self, **overrides: Any) -> Session:
         return Session(self.mapper, **{**self.options, **overrides})

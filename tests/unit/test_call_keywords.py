@@ -3,7 +3,8 @@ runs (so before anything is sent; the mapper here points at a port nothing liste
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,55 @@ def test_the_option_typed_dicts_name_every_option() -> None:
 
     assert set(OptionKeywords.__optional_keys__) == set(OPTION_NAMES)
     assert set(UntenantedOptionKeywords.__optional_keys__) == set(OPTION_NAMES) - {"tenant"}
+
+
+def test_each_call_takes_its_own_keywords_and_every_option() -> None:
+    """The keywords of each call come from one ``TypedDict`` of ``esmapper._keywords`` (its
+    ``**options: Unpack[...]``) and its named parameters: the sets the calls listed one by
+    one before."""
+    import inspect
+
+    from esmapper._search import SEARCH_OPTIONS
+    from esmapper.options import keywords_taken
+
+    search = set(SEARCH_OPTIONS)
+    one = search - {"limit", "total"}
+    shards = {"partitions", "partial_results"}
+    scan = {"sort", "search_after", "includes", "excludes", "snapshot", "partitions"}
+    repo, session = em.Repository, em.Session
+    own: dict[Callable[..., Any], set[str]] = {
+        repo.search: {"filter", *search},
+        repo.find: {"filter", *search},
+        repo.find_as: {"result_type", "filter", *search},
+        repo.find_one: {"filter", *one},
+        repo.count: {"filter", *shards},
+        repo.aggregate: {"filter", "aggregations", *shards},
+        repo.exists: {"id", "filter", *shards},
+        repo.batch_process: {"filter", "fn", "batch_size", *scan},
+        repo.get: {"id"},
+        repo.require: {"id"},
+        repo.get_many: {"ids"},
+        repo.add: {"docs"},
+        repo.save: {"docs"},
+        repo.remove: {"docs"},
+        repo.patch: {"ids", "patch"},
+        repo.patch_all: {"filter", "patch"},
+        repo.remove_all: {"filter"},
+        session.get: {"model", "id"},
+        session.get_many: {"model", "ids"},
+        session.find: {"model", "filter", *search},
+        session.find_one: {"model", "filter", *one},
+        session.__init__: {"mapper"},
+        em.sessionmaker.__init__: {"mapper"},
+        em.Mapper.session: set(),
+        em.Mapper.sessionmaker: set(),
+    }
+    for method, keywords in own.items():
+        taken = keywords_taken(inspect.unwrap(method))
+        assert taken == keywords | set(OPTION_NAMES), method.__qualname__
+
+
+def test_a_keyword_given_none_is_the_default(mapper: em.Mapper) -> None:
+    session = em.Session(mapper, consistency=None, soft_deletes="all", tenant=None)
+    assert (session.options.consistency, session.options.soft_deletes) == ("eventual", "all")
+    assert mapper.sessionmaker(cache=None, validate=False).options == {"validate": False}

@@ -64,15 +64,14 @@ def test_an_unhashable_value_is_refused_clearly() -> None:
         em.Options().merge(tenant={"a": 1}, cache=True)
 
 
-def test_given_picks_the_options_a_call_gave() -> None:
-    from esmapper.options import OPTION_NAMES, given
+def test_given_keeps_the_keywords_a_call_gave_a_value() -> None:
+    from esmapper.options import OPTION_NAMES, given, split
 
-    scope: dict[str, object] = dict.fromkeys(OPTION_NAMES)
-    scope.update(self=object(), id="x", sort=["a"])
-    assert given(scope) == {}
-    assert given({**scope, "retries": 0, "cache": False}) == {"retries": 0, "cache": False}
-    assert given({**scope, "sort": ["a"]}, ("sort",)) == {"sort": ["a"]}
-    assert given({"cache": True}) == {"cache": True}  # a scope without every option
+    passed: dict[str, object] = dict.fromkeys(OPTION_NAMES)  # every keyword's default
+    assert given({}) == {}
+    assert given(passed) == {}
+    assert given({**passed, "retries": 0, "cache": False}) == {"retries": 0, "cache": False}
+    assert given({**passed, "sort": ["a"], "limit": None}) == {"sort": ["a"]}
 
     class Odd:
         def __eq__(self, other: object) -> bool:
@@ -81,4 +80,7 @@ def test_given_picks_the_options_a_call_gave() -> None:
         __hash__ = object.__hash__
 
     odd = Odd()
-    assert given({**scope, "tenant": odd}) == {"tenant": odd}
+    assert given({**passed, "tenant": odd}) == {"tenant": odd}
+    kwargs = {"sort": ["a"], "cache": False, "limit": 5}
+    assert split(kwargs, ("limit", "sort", "total")) == {"sort": ["a"], "limit": 5}
+    assert kwargs == {"cache": False}
