@@ -137,6 +137,19 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
             for lower, slot in fields.by_name.items()
         }
 
+    def changes(self, tenant: str) -> int:
+        """How many times this repository invalidated ``tenant``'s mapping (a definition
+        changed): read it before :meth:`tenant_fields`, pass it to :meth:`changed_since`."""
+        return self._mappings.changes(tenant)
+
+    def changed_since(self, fields: TenantFields, changes: int) -> bool:
+        """Whether where the tenant's values are indexed (names, types, slots) may have
+        changed since ``fields`` was read (after :meth:`changes` returned ``changes``):
+        compared with the mapping the cache client holds now, loaded again (one search)
+        when a change invalidated it, here or in a process sharing the cache client.
+        Without a cache client only this repository's changes are seen."""
+        return self._mappings.changed_since(fields, changes)
+
     def invalidate(self, tenant: str | None = None) -> None:
         """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
         ``None``), here and in every process sharing the cache client."""
