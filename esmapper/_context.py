@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -110,7 +110,6 @@ class Context(Protocol):
         ...
 
 
-@runtime_checkable
 class HasContext(Protocol):
     """What a user hands an operation (``reindex(mapper, Model)``, ``migrate``, a job,
     ``rekey``, ``health``): the :class:`~esmapper.mapper.Mapper`, whose ``services`` the
@@ -121,5 +120,9 @@ class HasContext(Protocol):
 
 
 def context_of(given: Context | HasContext) -> Context:
-    """The context an operation runs with: a mapper's ``services``, or ``given`` itself."""
-    return given.services if isinstance(given, HasContext) else given
+    """The context an operation runs with: a mapper's ``services``, or ``given`` itself.
+
+    Looked up as an attribute, not with ``isinstance``: a proxy of the mapper (Flask's
+    ``current_mapper``) has no ``services`` of its own that a static check would find."""
+    services: Context | None = getattr(given, "services", None)
+    return given if services is None else services  # type: ignore[return-value]

@@ -104,8 +104,7 @@ class DefinitionSaves:
         """Whether the tenant's definitions may have changed since ``fields`` was read (a
         failure to tell is logged and counts as no change: the write itself succeeded)."""
         try:
-            mappings = definitions(self.ctx, info.cls)._mappings
-            return mappings.changed_since(fields, changes)
+            return definitions(self.ctx, info.cls).changed_since(fields, changes)
         except Exception:
             log.warning(
                 "%s: could not recheck the custom-field mapping of tenant %r after a write",

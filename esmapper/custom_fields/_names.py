@@ -57,7 +57,6 @@ class NameClaims:
 
     def __init__(self, ctx: Context, entity_type: str) -> None:
         self.ctx = ctx
-        self.client = ctx.client
         self.index = f"{ctx.index_prefix}{LOCK_INDEX}"
         self.entity_type = entity_type
 
@@ -74,7 +73,7 @@ class NameClaims:
 
     def _read(self, claim: str) -> dict[str, Any] | None:
         try:
-            return dict(self.client.get(index=self.index, id=claim).body)
+            return dict(self.ctx.client.get(index=self.index, id=claim).body)
         except NotFoundError:
             return None
 
@@ -94,7 +93,9 @@ class NameClaims:
         body = {"definition": definition}
         for _ in range(_ATTEMPTS):
             try:
-                once(self.client).index(index=self.index, id=claim, document=body, op_type="create")
+                once(self.ctx.client).index(
+                    index=self.index, id=claim, document=body, op_type="create"
+                )
                 return None
             except ConflictError:
                 pass
@@ -119,7 +120,7 @@ class NameClaims:
         """Replace the stale claim ``stale`` (conditioned on its version); whether it is
         ours now."""
         try:
-            once(self.client).index(
+            once(self.ctx.client).index(
                 index=self.index,
                 id=claim,
                 document=body,
@@ -160,7 +161,7 @@ class NameClaims:
             current = self._read(claim)
             if current is None or self._holder(current) != definition:
                 return
-            self.client.options(ignore_status=(404, 409)).delete(
+            self.ctx.client.options(ignore_status=(404, 409)).delete(
                 index=self.index,
                 id=claim,
                 if_seq_no=current["_seq_no"],

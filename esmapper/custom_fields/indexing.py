@@ -137,7 +137,7 @@ def refresh_idx(ctx: Context, docs: Sequence[Any], *, saves: DefinitionSaves | N
                 _store(doc, None, None)
             continue
         repo = definitions(ctx, cls)
-        changes = repo._mappings.changes(tenant)
+        changes = repo.changes(tenant)
         # a write never trusts a mapping older than recheck_after: another process (not
         # sharing the cache client) may have renamed, retyped or removed a field
         fields = repo.tenant_fields(tenant, max_age=repo.recheck_after)

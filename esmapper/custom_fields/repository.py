@@ -44,7 +44,9 @@ from esmapper._keywords import (
     UntenantedOptionKeywords,
     UntenantedSearchKeywords,
 )
+from esmapper._limits import limited
 from esmapper._pending import WriteKind
+from esmapper._searching import _defaults
 from esmapper.custom_fields import slots
 from esmapper.custom_fields._field_mappings import MAPPING_TTL, FieldMappings
 from esmapper.custom_fields._names import NameClaims, check_free, lost_name
@@ -67,7 +69,7 @@ from esmapper.custom_fields.types import model_types
 from esmapper.errors import DocumentNotFoundError, DocumentValidationError
 from esmapper.ids import decompose_id
 from esmapper.model.state import state_of
-from esmapper.options import Options, keywords_checked
+from esmapper.options import Options
 from esmapper.patches import Patch
 from esmapper.repository import Repository
 from esmapper.results import FindResults
@@ -135,6 +137,19 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
             for lower, slot in fields.by_name.items()
         }
 
+    def changes(self, tenant: str) -> int:
+        """How many times this repository invalidated ``tenant``'s mapping (a definition
+        changed): read it before :meth:`tenant_fields`, pass it to :meth:`changed_since`."""
+        return self._mappings.changes(tenant)
+
+    def changed_since(self, fields: TenantFields, changes: int) -> bool:
+        """Whether where the tenant's values are indexed (names, types, slots) may have
+        changed since ``fields`` was read (after :meth:`changes` returned ``changes``):
+        compared with the mapping the cache client holds now, loaded again (one search)
+        when a change invalidated it, here or in a process sharing the cache client.
+        Without a cache client only this repository's changes are seen."""
+        return self._mappings.changed_since(fields, changes)
+
     def invalidate(self, tenant: str | None = None) -> None:
         """Drop the cached field mapping of ``tenant`` (every tenant of the entity type when
         ``None``), here and in every process sharing the cache client."""
@@ -142,7 +157,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
 
     # -- reads -------------------------------------------------------------------------------
 
-    @keywords_checked
+    @limited(_defaults)
     def find_by_tenant(
         self, tenant: str, **kwargs: Unpack[UntenantedSearchKeywords]
     ) -> FindResults[CustomFieldDefinition]:
@@ -155,7 +170,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
 
     # -- writes ------------------------------------------------------------------------------
 
-    @keywords_checked
+    @limited(_defaults)
     def add_field(
         self,
         tenant: str,
@@ -196,7 +211,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
     def add(
         self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
-    @keywords_checked
+    @limited(_defaults)
     def add(
         self,
         docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
@@ -323,7 +338,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
     def save(
         self, docs: Sequence[CustomFieldDefinition], **options: Unpack[OptionKeywords]
     ) -> list[CustomFieldDefinition]: ...
-    @keywords_checked
+    @limited(_defaults)
     def save(
         self,
         docs: CustomFieldDefinition | Sequence[CustomFieldDefinition],
@@ -405,7 +420,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         assert state is not None and state.original is not None
         return state.original
 
-    @keywords_checked
+    @limited(_defaults)
     def remove(
         self,
         docs: CustomFieldDefinition | str | Iterable[CustomFieldDefinition | str],
@@ -460,7 +475,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         )
         return bring_up_to_date(self, tenant, "hard_delete", only=holding)
 
-    @keywords_checked
+    @limited(_defaults)
     def remove_all(
         self, filter: str | Query | None = None, **options: Unpack[OptionKeywords]
     ) -> int:
@@ -481,7 +496,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         self.batch_process(filter, found.extend, batch_size=_PAGE, soft_deletes=soft_deletes)
         return found
 
-    @keywords_checked
+    @limited(_defaults)
     def remove_by_tenant(self, tenant: str, **options: Unpack[UntenantedOptionKeywords]) -> int:
         """Hard-delete every definition of ``tenant``, soft-deleted ones included (tenant
         offboarding: every name and slot is free, the slots cleared from the tenant's
@@ -490,7 +505,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         options.setdefault("soft_deletes", "all")
         return self.remove_all(Q("term", tenant_key=tenant), **options)
 
-    @keywords_checked
+    @limited(_defaults)
     def patch(
         self, ids: str | Iterable[str], patch: Patch, **options: Unpack[OptionKeywords]
     ) -> None:
@@ -507,7 +522,7 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         if changed:
             self.save(changed, **options)
 
-    @keywords_checked
+    @limited(_defaults)
     def patch_all(
         self, filter: str | Query | None, patch: Patch, **options: Unpack[OptionKeywords]
     ) -> int:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from elasticsearch import Elasticsearch
 
+from esmapper._context import context_of
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._fence import is_fence
@@ -77,7 +78,7 @@ from esmapper.locks import Lock, LockProvider
 from esmapper.reindex_scripts import compose
 
 if TYPE_CHECKING:
-    from esmapper._context import Context
+    from esmapper._context import Context, HasContext
 
 __all__ = ["reindex_partitions"]
 
@@ -85,7 +86,7 @@ log = logging.getLogger("esmapper.indexes")
 
 
 def reindex_partitions(
-    mapper: Context,
+    mapper: Context | HasContext,
     model: type,
     *,
     progress: Callable[[ReindexProgress], None] | None = None,
@@ -108,6 +109,7 @@ def reindex_partitions(
     for a model that is not time-series or a live partition newer than the model's version,
     and :class:`ReindexError` for the first partition that fails.
     """
+    mapper = context_of(mapper)
     spec = mapper.spec(model)
     if not spec.is_time_series:
         raise IndexConfigurationError(

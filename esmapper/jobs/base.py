@@ -170,6 +170,9 @@ class Job(abc.ABC):
         lock_wait: _dt.timedelta = _dt.timedelta(0),
         lock_ttl: _dt.timedelta = DEFAULT_TTL,
     ) -> None:
+        #: what the job was given (the :class:`~esmapper.mapper.Mapper`, whose public face a
+        #: subclass may use: ``self.mapper.repository(Model)``)
+        self.mapper: Any = mapper
         #: what the job runs with: the mapper's services
         self.services: Context = context_of(mapper)
         self.lock_wait = check_duration("lock_wait", lock_wait, zero=True)

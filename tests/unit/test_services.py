@@ -11,13 +11,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from werkzeug.local import LocalProxy
 
 import esmapper as em
 from esmapper import repository as repository_module
 from esmapper import session as session_module
+from esmapper._context import context_of
 from esmapper._services import Services
 from esmapper.bulk import BulkWriter
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes import reindex_partitions
+from esmapper.jobs import Job, JobContext, JobResult
 
 
 class Note(em.Document):
@@ -136,3 +140,41 @@ def test_a_session_flush_hands_the_pipeline_the_services(
 def test_a_listing_gets_the_services(mapper: em.Mapper) -> None:
     listing = mapper.repository(Note)._listing()
     assert listing.ctx is mapper.services
+
+
+# -- what users hand the operations: the mapper, or a proxy of it -------------------------------
+
+
+class _CountModels(Job):
+    """A user's job, written as esmapper.jobs documents it (subclass, set name, execute)."""
+
+    name = "count-models"
+
+    @property
+    def lock_name(self) -> str | None:
+        return None
+
+    def execute(self, ctx: JobContext) -> JobResult:
+        return JobResult.success(self.name, f"{len(self.mapper.models)} models")
+
+
+def test_an_operation_given_a_proxy_of_the_mapper_runs_with_its_services(
+    mapper: em.Mapper,
+) -> None:
+    # Flask's current_mapper is a werkzeug LocalProxy: a static isinstance check on
+    # Python >= 3.12 does not see its ``services``; the attribute lookup does
+    proxy: Any = LocalProxy(lambda: mapper)  # typed as contrib.flask.current_mapper is
+    assert context_of(proxy) is mapper.services
+    assert context_of(mapper) is mapper.services
+    assert context_of(mapper.services) is mapper.services
+    with pytest.raises(IndexConfigurationError, match="is not a time-series model"):
+        reindex_partitions(proxy, Note)  # switched to the services before its first use
+
+
+def test_a_job_keeps_the_mapper_it_was_given_for_subclasses(mapper: em.Mapper) -> None:
+    job = em.MaintainIndexesJob(mapper)
+    assert job.mapper is mapper
+    assert job.services is mapper.services
+    result = _CountModels(mapper).run()
+    assert result.error is None
+    assert result.message == f"{len(mapper.models)} models"
