@@ -338,8 +338,10 @@ def run_task(
         log.warning("%s: the start's answer was lost (%s); following its task %s", what, exc, task)
         answer = {"task": task}
     except KeyboardInterrupt:
-        for task in _found_or_none(client, kind, opaque):
-            _cancel(client, task, what)
+        with contextlib.suppress(ApiError, TransportError):  # _cancel catches its own
+            found = _find(client, kind, opaque)
+            if found is not None:
+                _cancel(client, found, what)
         raise
     if "task" not in answer:  # the server ran it synchronously (noida-db's by-query)
         return TaskResult(response=dict(answer))
@@ -398,14 +400,6 @@ def _run_synchronously(
     return result
 
 
-def _found_or_none(client: Elasticsearch, kind: Kind, opaque: str) -> list[str]:
-    try:
-        task = _find(client, kind, opaque)
-    except (ApiError, TransportError):
-        return []
-    return [] if task is None else [task]
-
-
 def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
     """The running task of ``kind`` started with ``X-Opaque-Id: opaque`` (not a slice of
     it), from ``GET /_tasks?actions=<action>&detailed=true``; ``None`` when none runs."""
@@ -444,10 +438,11 @@ def _cancel(client: Elasticsearch, task: str, what: str) -> bool:
     except (ApiError, TransportError) as exc:
         log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, exc)
         return False
-    failures = [
-        *((answer.get("node_failures") or []) if isinstance(answer, dict) else []),
-        *((answer.get("task_failures") or []) if isinstance(answer, dict) else []),
-    ]
+    failures = (
+        [*(answer.get("node_failures") or []), *(answer.get("task_failures") or [])]
+        if isinstance(answer, dict)
+        else []
+    )
     if any(_failure_type(f) != "resource_not_found_exception" for f in failures):
         log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, failures)
         return False

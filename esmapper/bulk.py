@@ -434,7 +434,10 @@ class BulkWriter:
                         reason=reason,
                     ) from e
                 if attempt < max_retries:
-                    attempt = self._backoff(attempt, stats)
+                    delay = self.backoff(attempt)
+                    attempt += 1
+                    stats.count_backoff(delay)
+                    self.sleep(delay)
                     continue
                 for i in pending:
                     outcomes[i] = _failed(actions[i], status, etype, reason)
@@ -490,12 +493,6 @@ class BulkWriter:
             self.sleep(delay)
             pending = retry
 
-    def _backoff(self, attempt: int, stats: BulkStats) -> int:
-        delay = self.backoff(attempt)
-        stats.count_backoff(delay)
-        self.sleep(delay)
-        return attempt + 1
-
 
 class _BlockWait:
     """What is left of one :meth:`BulkWriter.write` call's ``write_block_wait``."""
@@ -534,29 +531,18 @@ def _write_blocked(result: Mapping[str, Any]) -> bool:
 
 def _outcome(action: BulkAction, status: int, r: Mapping[str, Any]) -> BulkOutcome:
     error = r.get("error")
-    if error is None:  # the common case, kept cheap
-        return BulkOutcome(
-            action,
-            200 <= status < 300,
-            status,
-            r.get("_id", action.id),
-            r.get("_index", action.index),
-            r.get("result"),
-            r.get("_seq_no"),
-            r.get("_primary_term"),
-        )
-    etype, reason = _error_fields(error)
+    etype, reason = (None, None) if error is None else _error_fields(error)
     return BulkOutcome(
-        action=action,
-        ok=False,
-        status=status,
-        id=r.get("_id", action.id),
-        index=r.get("_index", action.index),
-        result=r.get("result"),
-        seq_no=r.get("_seq_no"),
-        primary_term=r.get("_primary_term"),
-        error_type=etype,
-        reason=reason,
+        action,
+        error is None and 200 <= status < 300,
+        status,
+        r.get("_id", action.id),
+        r.get("_index", action.index),
+        r.get("result"),
+        r.get("_seq_no"),
+        r.get("_primary_term"),
+        etype,
+        reason,
     )
 
 

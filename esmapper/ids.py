@@ -53,6 +53,7 @@ time-series documents whose id must carry the document date.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -335,6 +336,7 @@ def _epoch_seconds(at: datetime) -> int:
     return seconds
 
 
+@functools.total_ordering
 class ObjectId:
     """A 12-byte, time-sortable id shown as 24 lowercase hex digits.
 
@@ -362,12 +364,6 @@ class ObjectId:
         object.__setattr__(self, "_hex", hex_)
 
     @classmethod
-    def _from_hex(cls, hex_: str) -> ObjectId:
-        oid = object.__new__(cls)
-        object.__setattr__(oid, "_hex", hex_)
-        return oid
-
-    @classmethod
     def new(cls, at: datetime | None = None) -> ObjectId:
         """A fresh ObjectId for the current time, or for ``at`` (naive = UTC)."""
         seconds = int(time.time()) if at is None else _epoch_seconds(at)
@@ -376,7 +372,9 @@ class ObjectId:
             counter = gen.counter
             gen.counter = (counter + 1) & _COUNTER_MASK
             value = (seconds << 64) | gen.random | counter
-        return cls._from_hex(f"{value:024x}")
+        oid = object.__new__(cls)
+        object.__setattr__(oid, "_hex", f"{value:024x}")
+        return oid
 
     @staticmethod
     def is_valid(value: object) -> bool:
@@ -416,27 +414,7 @@ class ObjectId:
             return self._hex == other._hex
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
-            return self._hex != other._hex
-        return NotImplemented
-
     def __lt__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
             return self._hex < other._hex
-        return NotImplemented
-
-    def __le__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
-            return self._hex <= other._hex
-        return NotImplemented
-
-    def __gt__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
-            return self._hex > other._hex
-        return NotImplemented
-
-    def __ge__(self, other: object) -> bool:
-        if isinstance(other, ObjectId):
-            return self._hex >= other._hex
         return NotImplemented

@@ -59,7 +59,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 from elasticsearch import ConflictError, Elasticsearch, NotFoundError, TransportError
@@ -150,9 +150,17 @@ class Lock:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
-    def _held(self, hit: Mapping[str, Any]) -> None:
+    def _held(self, hit: Mapping[str, Any]) -> Lock:
+        """This lock, now at the version of ``hit`` (a write of ours known to be applied)."""
         self._seq_no, self._primary_term = hit["_seq_no"], hit["_primary_term"]
         self._renewed_at = time.monotonic()
+        return self
+
+    def _check_held(self) -> None:
+        if self.released:
+            raise LockError(f"lock {self.name!r} was released", ids=[self.name])
+        if self._lost is not None:
+            raise self._lost
 
     @property
     def renewed_ago(self) -> float:
@@ -163,10 +171,7 @@ class Lock:
         """Raise :class:`~esmapper.errors.LockError` when the lock is known to be lost:
         released, taken over (found by a renewal, the heartbeat's included), or not renewed
         for a whole ttl (it may have expired and been taken over). Sends nothing."""
-        if self.released:
-            raise LockError(f"lock {self.name!r} was released", ids=[self.name])
-        if self._lost is not None:
-            raise self._lost
+        self._check_held()
         stale = self.renewed_ago
         if stale >= self.ttl.total_seconds():
             raise LockError(
@@ -188,10 +193,7 @@ class Lock:
         if ttl is not None:
             check_duration("ttl", ttl)
         with self._mutex:
-            if self.released:
-                raise LockError(f"lock {self.name!r} was released", ids=[self.name])
-            if self._lost is not None:
-                raise self._lost
+            self._check_held()
             self._renew(ttl)
 
     def _lose(self, lost: LockError) -> LockError:
@@ -221,27 +223,21 @@ class Lock:
             except (ConflictError, NotFoundError) as exc:
                 if unknown is None:
                     raise self._lose(lost) from exc
-                # a 409 after a lost answer: maybe our own first renewal was applied late
-                current = provider.read(self.name)
-                if _renewed_by(current, self.owner, body):
-                    assert current is not None
-                    self._held(current)
-                    return
-                raise self._lose(lost) from exc
+                failure: Exception = exc  # after a lost answer: maybe ours applied late
             except TransportError as exc:
                 if not is_unknown_outcome(exc):
                     raise
-                unknown = exc
-                current = provider.read(self.name)
-                if _renewed_by(current, self.owner, body):
-                    assert current is not None
-                    self._held(current)
-                    return
-                if current is None or not self._is_ours_unchanged(current):
-                    raise self._lose(lost) from exc
-                continue  # not applied: still our last version, send it once more
-            self._held(response.body)
-            return
+                unknown = failure = exc
+            else:
+                self._held(response.body)
+                return
+            current = provider.read(self.name)
+            if _renewed_by(current, self.owner, body):
+                self._held(current)
+                return
+            if failure is not unknown or current is None or not self._is_ours_unchanged(current):
+                raise self._lose(lost) from failure
+            # not applied: still our last version, send it once more
         raise LockError(
             f"renewing lock {self.name!r} had an unknown outcome twice ({unknown})",
             index=provider.index,
@@ -347,7 +343,9 @@ def _owner(hit: Mapping[str, Any] | None) -> str | None:
     return None if owner is None else str(owner)
 
 
-def _renewed_by(hit: Mapping[str, Any] | None, owner: str, body: Mapping[str, Any]) -> bool:
+def _renewed_by(
+    hit: Mapping[str, Any] | None, owner: str, body: Mapping[str, Any]
+) -> TypeGuard[Mapping[str, Any]]:
     """Whether ``hit`` is the lock document ``owner`` wrote with ``body``."""
     if hit is None or _owner(hit) != owner:
         return False
@@ -442,8 +440,7 @@ class LockProvider:
                 if current is None:
                     raise
                 return self._take_over_expired(lock, current)
-            lock._held(response.body)
-            return lock
+            return lock._held(response.body)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _take_over_expired(
@@ -459,8 +456,7 @@ class LockProvider:
             if current is None:
                 return None  # released meanwhile: the next attempt will create it
         if _owner(current) == lock.owner:
-            lock._held(current)
-            return lock
+            return lock._held(current)
         expires = parse_datetime(current["_source"]["expires_at"])
         if expires > self.clock():
             if not _liveness.gone(current["_source"].get("process")):
@@ -489,8 +485,7 @@ class LockProvider:
             if now is None:
                 return None  # released meanwhile: the next attempt will create it
             if _owner(now) == lock.owner:
-                lock._held(now)
-                return lock
+                return lock._held(now)
             unchanged = (now["_seq_no"], now["_primary_term"]) == (
                 current["_seq_no"],
                 current["_primary_term"],
@@ -498,8 +493,7 @@ class LockProvider:
             return (
                 self._take_over_expired(lock, now, resend=False) if resend and unchanged else None
             )
-        lock._held(response.body)
-        return lock
+        return lock._held(response.body)
 
     def acquire(
         self,

@@ -74,7 +74,6 @@ from esmapper.model.state import state_of, stored_hit
 
 if TYPE_CHECKING:
     from esmapper._context import Context
-    from esmapper._pending import PendingWrite
     from esmapper.model.info import ModelInfo
 
 __all__ = [
@@ -421,11 +420,8 @@ def reconciled(
     read (``_id``, ``_index``, ``_source``, ``_seq_no``, ``_primary_term``) up to date
     (see :func:`reconcile`)."""
 
-    documents, stored = [], []
-    for hit in hits:
-        source = hit.get("_source") or {}
-        documents.append(info.from_source(source, hit["_id"], None))
-        stored.append(source)
+    stored = [hit.get("_source") or {} for hit in hits]
+    documents = [info.from_source(s, hit["_id"], None) for hit, s in zip(hits, stored, strict=True)]
     refresh_idx(ctx, documents)
     actions = []
     for hit, document, source in zip(hits, documents, stored, strict=True):

@@ -122,11 +122,7 @@ def install(cls: type, mutable_fields: list[str], *, document: bool = False) -> 
     kind = WatchedSlot if document else TrackedSlot
     raw: dict[str, Any] = {}
     for name in mutable_fields:
-        slot = None
-        for klass in cls.__mro__:
-            slot = klass.__dict__.get(name)
-            if slot is not None:
-                break
+        slot = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
         if isinstance(slot, TrackedSlot):
             raw[name] = slot.slot
             if type(slot) is not kind:

@@ -419,11 +419,9 @@ def compile_codec(
             continue
         missing, make_missing = _missing_value(spec, attr_by_name[spec.name], cls, i, ns)
         missing_values.append((spec, make_missing))
-        body.append(f"_v = get({spec.name!r}, _MISSING)")
-        body.append(
-            f"{setter(spec.name)}{missing} if _v is _MISSING else {_load_expr(spec, '_v', ns)})"
-        )
         expression = _load_expr(spec, "_v", ns)
+        body.append(f"_v = get({spec.name!r}, _MISSING)")
+        body.append(f"{setter(spec.name)}{missing} if _v is _MISSING else {expression})")
         inline = (
             _inline_inner(spec, setter(spec.name), ns)
             if spec.kind == "inner" and not spec.many
@@ -451,26 +449,25 @@ def compile_codec(
     ns["_lenient_load"] = lenient.load
     ns["_lenient_dump"] = lenient.dump
     ns["_set_state"] = _set_state
+    # from_source_strict's body; from_source runs it inline (no call) under its fallback
+    strict = [
+        "if len(src) < _KEYS:",
+        "    return _from_any_source(src, id, version, state)",
+        "try:",
+        *(f"    {line}" for line in full),
+        "except KeyError:",
+        "    return _from_any_source(src, id, version, state)",
+    ]
     load_lines = [
         "def _from_any_source(src, id, version, state):",
         *(f"    {line}" for line in body),
         "",
         "def from_source_strict(src, id, version, state=None):",
-        "    if len(src) < _KEYS:",
-        "        return _from_any_source(src, id, version, state)",
-        "    try:",
-        *(f"        {line}" for line in full),
-        "    except KeyError:",
-        "        return _from_any_source(src, id, version, state)",
+        *(f"    {line}" for line in strict),
         "",
         "def from_source(src, id, version, state=None):",
         "    try:",
-        "        if len(src) < _KEYS:",
-        "            return _from_any_source(src, id, version, state)",
-        "        try:",
-        *(f"            {line}" for line in full),
-        "        except KeyError:",
-        "            return _from_any_source(src, id, version, state)",
+        *(f"        {line}" for line in strict),
         "    except Exception:",
         "        return _set_state(_lenient_load(src, id, version), state)",
     ]

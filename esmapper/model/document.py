@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -192,11 +191,8 @@ class ModelMeta(type):
             on_setattr=[attrs.setters.convert, tracking.mark_assigned],
         )
         attributes = attrs.fields(cls)  # type: ignore[arg-type]
-        ordered = (
-            tuple(specs[a.name] for a in attributes)
-            if specs
-            else tuple(_spec_of_inherited(cls, a) for a in attributes)
-        )
+        # attrs hands ``transform`` every attribute, inherited ones included
+        ordered = tuple(specs[a.name] for a in attributes)
         raw_slots = tracking.install(
             cls,
             [s.name for s in ordered if s.many or s.kind in ("inner", "any")],
@@ -214,14 +210,6 @@ class ModelMeta(type):
         return cls  # type: ignore[return-value]
 
 
-def _spec_of_inherited(cls: type, attribute: attrs.Attribute) -> FieldSpec:  # type: ignore[type-arg]
-    for base in cls.__mro__[1:]:
-        info = vars(base).get("__esmapper__")
-        if info is not None and attribute.name in info.field_by_name:
-            return typing.cast(FieldSpec, info.field_by_name[attribute.name])
-    raise TypeError(f"cannot find the declaration of {cls.__name__}.{attribute.name}")
-
-
 def _build_info(
     cls: type,
     specs: tuple[FieldSpec, ...],
@@ -229,7 +217,7 @@ def _build_info(
     is_document: bool,
     index_cls: type | None,
     *,
-    raw_slots: dict[str, Any] | None = None,
+    raw_slots: dict[str, Any],
 ) -> ModelInfo:
     has_version = is_document and issubclass(cls, Versioned)
     to_source, from_source, lenient = compile_codec(

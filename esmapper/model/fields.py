@@ -207,9 +207,9 @@ def field(
         raise TypeError("mutable default: use factory=list / factory=dict instead")
     if mapping is not None and not isinstance(mapping, Field):
         raise TypeError(f"field() mapping must be an elasticsearch.dsl field, got {mapping!r}")
-    if factory is not None:
-        return attrs.field(factory=factory, metadata={_METADATA_KEY: _Declared(mapping)})
-    return attrs.field(default=default, metadata={_METADATA_KEY: _Declared(mapping)})
+    return attrs.field(
+        default=default, factory=factory, metadata={_METADATA_KEY: _Declared(mapping)}
+    )
 
 
 def is_mutable_default(value: Any) -> bool:

@@ -134,8 +134,7 @@ def compile_normalizer(
             steps.append(_inner_list_step(name, get, check, inner, inner_normalize))
         else:
             exact = _EXACT_TYPES.get(spec.kind, spec.enum)
-            make = _float_list_step if spec.kind == "float" else _list_step
-            steps.append(make(name, get, check, exact))
+            steps.append(_list_step(name, get, check, exact, finite=spec.kind == "float"))
     if not steps:
         return None
     if len(steps) == 1:
@@ -150,8 +149,19 @@ def compile_normalizer(
 
 
 def _list_step(
-    name: str, get: Callable[[Any], Any], check: Callable[[Any], Any], exact: type | None
+    name: str,
+    get: Callable[[Any], Any],
+    check: Callable[[Any], Any],
+    exact: type | None,
+    *,
+    finite: bool,
 ) -> Callable[[Any], None]:
+    """The step of a list of scalars: the items are left alone when they all have the
+    ``exact`` type, and, with ``finite`` (floats), their sum is finite (``NaN`` or an
+    infinity makes it ``NaN`` or infinite; ``s - s`` is ``0.0`` only for a finite ``s``).
+    Otherwise each item is checked (a sum that overflowed is found to be made of finite
+    items there)."""
+
     def step(doc: Any) -> None:
         items = get(doc)
         if items is None:
@@ -163,33 +173,11 @@ def _list_step(
                 if type(item) is not exact:
                     break
             else:
-                return
-        _fix_items(items, check, name, None, doc)
-
-    return step
-
-
-def _float_list_step(
-    name: str, get: Callable[[Any], Any], check: Callable[[Any], Any], exact: type | None
-) -> Callable[[Any], None]:
-    """:func:`_list_step` for floats: the items are left alone when they are all floats and
-    their sum is finite (``NaN`` or an infinity makes it ``NaN`` or infinite; ``s - s`` is
-    ``0.0`` only for a finite ``s``). Otherwise each item is checked (a sum that overflowed
-    is found to be made of finite items there)."""
-
-    def step(doc: Any) -> None:
-        items = get(doc)
-        if items is None:
-            return
-        if type(items) is not list:
-            raise Invalid(name, f"expected a list, got {_describe(items)}")
-        for item in items:
-            if type(item) is not float:
-                break
-        else:
-            total = sum(items)
-            if total - total == 0.0:
-                return
+                if not finite:
+                    return
+                total = sum(items)
+                if total - total == 0.0:
+                    return
         _fix_items(items, check, name, None, doc)
 
     return step
