@@ -292,9 +292,8 @@ class RealTasks:
             return self._runs.get(int(number))
 
     def _start(self, exchange: Exchange) -> Reply:
-        is_task = exchange.params.get("wait_for_completion") == "false"
-        params = {k: v for k, v in exchange.params.items() if k != "wait_for_completion"}
-        target = exchange.path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        # Answered here: the exchange, without the parameter, is only what goes upstream.
+        is_task = exchange.params.pop("wait_for_completion", None) == "false"
         endpoint = exchange.path.rsplit("/", 1)[-1]
         action, name = _ACTIONS[endpoint]
         opaque = [v for k, v in exchange.headers.items() if k.lower() == "x-opaque-id"]
@@ -317,7 +316,7 @@ class RealTasks:
             self.started += is_task
             self._running += 1
             self.peak = max(self.peak, self._running)
-        request = (target, dict(exchange.headers), exchange.body)
+        request = (exchange.target, dict(exchange.headers), exchange.body)
         if not is_task:
             return self._execute(run, *request)
         thread = threading.Thread(
@@ -355,7 +354,7 @@ class RealTasks:
             except OSError as exc:
                 status, reply_headers = 502, list(_JSON)
                 data = json.dumps({"error": {"type": "upstream", "reason": str(exc)}}).encode()
-            answer = _parse(data)
+            answer = Reply(status, data).json()
             if isinstance(answer, dict) and run.conflicts:
                 answer["version_conflicts"] = int(answer.get("version_conflicts") or 0)
                 answer["version_conflicts"] += run.conflicts
@@ -480,13 +479,6 @@ def _node(tasks: dict[str, Any]) -> dict[str, Any]:
         "attributes": {},
         "tasks": tasks,
     }
-
-
-def _parse(data: bytes) -> Any:
-    try:
-        return json.loads(data) if data else None
-    except ValueError:
-        return None
 
 
 def _not_found(reason: str) -> Reply:
