@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import attrs
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, json_reply
 
 __all__ = ["Gate", "RealTasks"]
 
@@ -65,10 +65,6 @@ _RUN = re.compile(r"^/_reindex$|^/[^_][^/]*/(_update_by_query|_delete_by_query)$
 _TASK = re.compile(r"^/_tasks/([^/]+)$")
 _CANCEL = re.compile(r"^/_tasks/([^/]+)/_cancel$")
 _RESULT = re.compile(r"^/\.tasks/_doc/([^/]+)$")
-_JSON: Final = [
-    ("Content-Type", "application/json; charset=UTF-8"),
-    ("X-Elastic-Product", "Elasticsearch"),
-]
 _SYSTEM_INDEX_WARNING: Final = (
     "Warning",
     '299 Elasticsearch-8.15.3 "this request accesses system indices: [.tasks], but in a '
@@ -352,14 +348,14 @@ class RealTasks:
             try:
                 status, reply_headers, data = self._forward("POST", target, headers, body)
             except OSError as exc:
-                status, reply_headers = 502, list(_JSON)
+                status, reply_headers = 502, list(JSON_HEADERS)
                 data = json.dumps({"error": {"type": "upstream", "reason": str(exc)}}).encode()
             answer = Reply(status, data).json()
             if isinstance(answer, dict) and run.conflicts:
                 answer["version_conflicts"] = int(answer.get("version_conflicts") or 0)
                 answer["version_conflicts"] += run.conflicts
                 data = json.dumps(answer).encode()
-                reply_headers = list(_JSON)
+                reply_headers = list(JSON_HEADERS)
             if isinstance(answer, dict) and (status < 300 or "failures" in answer):
                 run.response = answer
                 if run.cancelled.is_set():
@@ -497,4 +493,4 @@ def _forbidden(action: str) -> Reply:
 
 
 def _with_warning(status: int, body: dict[str, Any]) -> Reply:
-    return Reply(status, json.dumps(body).encode(), [*_JSON, _SYSTEM_INDEX_WARNING])
+    return Reply(status, json.dumps(body).encode(), [*JSON_HEADERS, _SYSTEM_INDEX_WARNING])

@@ -73,7 +73,7 @@ from esmapper.testing._fault_plans import (
     select_items,
     take_next,
 )
-from esmapper.testing._rules import Exchange, Reply, Rule
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, Rule
 
 __all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
 
@@ -92,12 +92,6 @@ _HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
-
-
-_JSON_HEADERS = [
-    ("Content-Type", "application/json; charset=UTF-8"),
-    ("X-Elastic-Product", "Elasticsearch"),
-]
 
 
 _NO_FAULT = Fault(None, 0, None, None)  # taken by a request no scripted fault matches
@@ -455,7 +449,7 @@ class FaultProxy:
                     if kind == "drop":  # (after forwarding)
                         self._drop(h)
                     elif kind == "truncate":
-                        self._truncate(h, made.status, made.body, made.headers or _JSON_HEADERS)
+                        self._truncate(h, made.status, made.body, made.headers or JSON_HEADERS)
                     else:
                         self._reply(h, made.status, made.body, made.headers)
                     return
@@ -472,7 +466,7 @@ class FaultProxy:
             if reply.body is not resp_body:  # rewritten: the upstream's length is gone
                 resp_headers = [
                     (k, v)
-                    for k, v in (reply.headers or _JSON_HEADERS)
+                    for k, v in (reply.headers or JSON_HEADERS)
                     if k.lower() != "content-length"
                 ]
             status, resp_body = reply.status, reply.body
@@ -548,7 +542,7 @@ class FaultProxy:
         data = body.encode() if isinstance(body, str) else body
         h.send_response(status)
         if headers is None:
-            headers = _JSON_HEADERS
+            headers = JSON_HEADERS
         for k, v in headers:
             h.send_header(k, v)
         if not head:
