@@ -95,30 +95,30 @@ class Reading(Searching[T]):
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
-        mapper, info = self.services, self.info
+        services, info = self.services, self.info
         check_call_options(info, opts)
         rules = visibility(info, opts)
-        ttl = mapper.cache_ttl(info, opts)
-        token = None
+        ttl = services.cache_ttl(info, opts)
+        cached = token = None
         if ttl is not None:
-            cached, token = mapper.cache_lookup(info, id)
-            if cached is not None:
-                # a copy of the document hydrated from this very entry, else hydrated
-                copies = mapper.documents.copies  # type: ignore[union-attr]
-                document = (
-                    self._hydrate(cached)
-                    if copies is None
-                    else copies.document(info, cached, self._hydrate)
-                )
-                return document if not rules or shown(rules, document) else None
-        found = get_document(self.services.client, self.spec, id)
-        if found is None:
-            return None
-        raw = _hit(found)
-        if ttl is not None:
-            self.services.cache_fill(self.info, id, raw, token, ttl)
-        document = self._hydrate(raw)
-        return document if not rules or shown(rules, document) else None
+            cached, token = services.cache_lookup(info, id)
+        if cached is not None:
+            # a copy of the document hydrated from this very entry, else hydrated
+            copies = services.documents.copies  # type: ignore[union-attr]
+            document = (
+                self._hydrate(cached)
+                if copies is None
+                else copies.document(info, cached, self._hydrate)
+            )
+        else:
+            found = get_document(services.client, self.spec, id)
+            if found is None:
+                return None
+            raw = _hit(found)
+            if ttl is not None:
+                services.cache_fill(info, id, raw, token, ttl)
+            document = self._hydrate(raw)
+        return document if shown(rules, document) else None
 
     @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Unpack[OptionKeywords]) -> list[T]:
@@ -159,13 +159,7 @@ class Reading(Searching[T]):
                     self.services.cache_fill(
                         self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
                     )
-        hydrate = self._hydrate
-        found: list[T] = []
-        append = found.append
-        for id in wanted:
-            got = hits.get(id)
-            if got is not None:
-                append(hydrate(got))
+        found = [self._hydrate(hits[id]) for id in wanted if id in hits]
         rules = visibility(self.info, opts)
         return only_shown(rules, found) if rules else found
 
@@ -191,7 +185,7 @@ class Reading(Searching[T]):
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            return self._request("exists", filter, given(options)).exists()
+            return self._request(filter, given(options)).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
         if options.get("partitions") is not None or options.get("partial_results") is not None:

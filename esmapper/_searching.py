@@ -68,20 +68,13 @@ class Searching(Generic[T]):
         Takes the keywords of :meth:`find`; an unknown one raises ``TypeError`` listing
         every keyword the call takes.
         """
-        return self._request("search", filter, given(options))
+        return self._request(filter, given(options))
 
-    def _request(
-        self, call: str, filter: str | Query | None, kwargs: dict[str, Any]
-    ) -> SearchRequest:
+    def _request(self, filter: str | Query | None, kwargs: dict[str, Any]) -> SearchRequest:
+        """The compiled search of ``filter`` under the call's keywords ``kwargs`` (the
+        search's own, those of :meth:`find`, and the options)."""
         search_args = split(kwargs, SEARCH_OPTIONS)
-        return self._search_request(filter, self.options(**kwargs), search_args)
-
-    def _search_request(
-        self, filter: str | Query | None, options: Options, search_args: dict[str, Any]
-    ) -> SearchRequest:
-        """The compiled search of ``filter`` under ``options`` (``search_args``: the
-        search's own keywords, those of :meth:`find`)."""
-        return self._listing().request(filter, options, search_args)
+        return self._listing().request(filter, self.options(**kwargs), search_args)
 
     def _listing(self) -> _scan.Listing:
         """This repository's searches as a scan or a by-query write runs them (the
@@ -126,7 +119,7 @@ class Searching(Generic[T]):
         :class:`~esmapper.errors.PartialResultsError`, which carries that page, unless
         ``partial_results=True``; such a page is never cached under ``cache_key``.
         """
-        return self._request("find", filter, given(options)).find()
+        return self._request(filter, given(options)).find()
 
     @limited(_defaults)
     def find_as(
@@ -148,7 +141,7 @@ class Searching(Generic[T]):
         project, projected = projection(self.info, result_type, kwargs.get("includes"))
         if projected is not None:
             kwargs["includes"] = projected
-        request = self._request("find_as", filter, kwargs)
+        request = self._request(filter, kwargs)
         request.project = project
         return request.find()
 
@@ -160,7 +153,7 @@ class Searching(Generic[T]):
         :meth:`find` but ``limit`` and ``total`` (:class:`~esmapper._keywords.FindOneKeywords`)."""
         # one document: count no further than that (track_total_hits: 2)
         kwargs = {**given(options), "limit": 1, "total": False}
-        results = self._request("find_one", filter, kwargs).find()
+        results = self._request(filter, kwargs).find()
         return results[0] if results else None
 
     @limited(_defaults)
@@ -175,7 +168,7 @@ class Searching(Generic[T]):
         never returned as if it were exact: it raises
         :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
         with ``partial_results=True``, is returned with ``partial`` set."""
-        return self._request("count", filter, given(options)).count()
+        return self._request(filter, given(options)).count()
 
     @limited(_defaults)
     def aggregate(
@@ -205,7 +198,7 @@ class Searching(Generic[T]):
                 " filter) before)"
             )
         kwargs = {**given(options), "aggregations": aggregations}
-        return self._request("aggregate", filter, kwargs).aggregate_only()
+        return self._request(filter, kwargs).aggregate_only()
 
     @limited(_defaults)
     def batch_process(

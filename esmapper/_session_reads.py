@@ -77,17 +77,14 @@ class SessionReads:
         repo = self.mapper.repository(model)
         opts = self._read_options(repo, given(options))
         found = self._identity.get((model, id))
-        if found is not None:
-            if _is_partial(found):
-                whole = repo._get(id, _whole(opts))
-                if not self._complete(found, whole):
-                    return None
-            return found if self._visible(found, opts) else None  # type: ignore[no-any-return]
-        doc = repo._get(id, opts)
-        if doc is None:
+        if found is None:
+            found = repo._get(id, opts)
+            if found is None:
+                return None
+            found = self._adopt(found)
+        elif _is_partial(found) and not self._complete(found, repo._get(id, _whole(opts))):
             return None
-        adopted = self._adopt(doc)
-        return adopted if self._visible(adopted, opts) else None  # type: ignore[no-any-return]
+        return found if self._visible(found, opts) else None  # type: ignore[no-any-return]
 
     def _complete(self, doc: Any, whole: Any) -> bool:
         """Complete the partially loaded ``doc`` from ``whole`` (the same document read
@@ -188,7 +185,7 @@ class SessionReads:
         kwargs = given(options)
         search_args = split(kwargs, SEARCH_OPTIONS)
         opts = self._read_options(repo, kwargs)
-        results = repo._search_request(filter, opts, search_args).find()
+        results = repo._listing().request(filter, opts, search_args).find()
         results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next
         if fetch is not None:  # later pages join the identity map too

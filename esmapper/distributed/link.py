@@ -61,8 +61,6 @@ log = logging.getLogger("esmapper.redis")
 
 T = TypeVar("T")
 
-#: What a failing request raises (redis-py's errors and socket errors).
-_FAILURES = FAILURES
 #: At most one "unreachable" warning in this many seconds (a flapping link logs once).
 _WARN_EVERY = 60.0
 #: Keys removed per UNLINK while flushing or removing by prefix.
@@ -216,7 +214,7 @@ class RedisLink(Listener):
         started = time.monotonic()
         try:
             result = request(self.client)
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._failed(exc, started)
             raise RedisUnavailable(f"Redis at {_safe_url(self.url)}: {exc}") from exc
         if self._outage_since is not None:
@@ -440,7 +438,7 @@ class RedisLink(Listener):
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
         self._thread = None
-        with contextlib.suppress(*_FAILURES):
+        with contextlib.suppress(*FAILURES):
             self.client.close()
 
     def _after_fork(self) -> None:

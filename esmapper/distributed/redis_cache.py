@@ -22,6 +22,7 @@ link's ``lease``): in-process copies of other processes are dropped before a wri
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -61,10 +62,6 @@ def decode(raw: bytes | None) -> Any:
     return _json.loads(raw[1:])
 
 
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
-
-
 class RedisCache:
     """A :class:`~esmapper.cache.CacheClient` on Redis (see the module docstring).
 
@@ -95,7 +92,7 @@ class RedisCache:
         self._cas = self.link.client.register_script(_CAS)
 
     def _ttl_ms(self, ttl: float | None) -> int:
-        return _ms(self.default_ttl if ttl is None else ttl)
+        return max(1, int((self.default_ttl if ttl is None else ttl) * 1000))
 
     # -- reads -------------------------------------------------------------------------
 
@@ -106,9 +103,6 @@ class RedisCache:
     def get_with_ttl(self, key: str) -> tuple[Any, float | None]:
         """``(value, seconds left)`` in one round trip (``GET`` + ``PTTL``); ``(None, None)``
         when absent or when Redis is not usable."""
-        if not self.link.ready():
-            self.stats.misses += 1
-            return None, None
         name = self.link.key(key)
 
         def run(client: Any) -> Any:
@@ -117,11 +111,10 @@ class RedisCache:
             pipe.pttl(name)
             return pipe.execute()
 
-        try:
-            raw, pttl = self.link.call(run)
-        except RedisUnavailable:
-            self.stats.misses += 1
-            return None, None
+        raw = pttl = None
+        if self.link.ready():
+            with contextlib.suppress(RedisUnavailable):
+                raw, pttl = self.link.call(run)
         if raw is None:
             self.stats.misses += 1
             return None, None

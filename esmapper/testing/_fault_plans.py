@@ -102,7 +102,7 @@ class HeldRequest:
 
 @attrs.define(slots=True)
 class Fault:
-    kind: FaultKind
+    kind: FaultKind | None  # None: no fault (what a request none takes gets)
     remaining: int
     method: str | None
     path: re.Pattern[str] | None

@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import attrs
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, json_reply
 
 __all__ = ["Gate", "RealTasks"]
 
@@ -65,10 +65,6 @@ _RUN = re.compile(r"^/_reindex$|^/[^_][^/]*/(_update_by_query|_delete_by_query)$
 _TASK = re.compile(r"^/_tasks/([^/]+)$")
 _CANCEL = re.compile(r"^/_tasks/([^/]+)/_cancel$")
 _RESULT = re.compile(r"^/\.tasks/_doc/([^/]+)$")
-_JSON: Final = [
-    ("Content-Type", "application/json; charset=UTF-8"),
-    ("X-Elastic-Product", "Elasticsearch"),
-]
 _SYSTEM_INDEX_WARNING: Final = (
     "Warning",
     '299 Elasticsearch-8.15.3 "this request accesses system indices: [.tasks], but in a '
@@ -292,9 +288,8 @@ class RealTasks:
             return self._runs.get(int(number))
 
     def _start(self, exchange: Exchange) -> Reply:
-        is_task = exchange.params.get("wait_for_completion") == "false"
-        params = {k: v for k, v in exchange.params.items() if k != "wait_for_completion"}
-        target = exchange.path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        # Answered here: the exchange, without the parameter, is only what goes upstream.
+        is_task = exchange.params.pop("wait_for_completion", None) == "false"
         endpoint = exchange.path.rsplit("/", 1)[-1]
         action, name = _ACTIONS[endpoint]
         opaque = [v for k, v in exchange.headers.items() if k.lower() == "x-opaque-id"]
@@ -317,7 +312,7 @@ class RealTasks:
             self.started += is_task
             self._running += 1
             self.peak = max(self.peak, self._running)
-        request = (target, dict(exchange.headers), exchange.body)
+        request = (exchange.target, dict(exchange.headers), exchange.body)
         if not is_task:
             return self._execute(run, *request)
         thread = threading.Thread(
@@ -353,14 +348,14 @@ class RealTasks:
             try:
                 status, reply_headers, data = self._forward("POST", target, headers, body)
             except OSError as exc:
-                status, reply_headers = 502, list(_JSON)
+                status, reply_headers = 502, list(JSON_HEADERS)
                 data = json.dumps({"error": {"type": "upstream", "reason": str(exc)}}).encode()
-            answer = _parse(data)
+            answer = Reply(status, data).json()
             if isinstance(answer, dict) and run.conflicts:
                 answer["version_conflicts"] = int(answer.get("version_conflicts") or 0)
                 answer["version_conflicts"] += run.conflicts
                 data = json.dumps(answer).encode()
-                reply_headers = list(_JSON)
+                reply_headers = list(JSON_HEADERS)
             if isinstance(answer, dict) and (status < 300 or "failures" in answer):
                 run.response = answer
                 if run.cancelled.is_set():
@@ -482,13 +477,6 @@ def _node(tasks: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _parse(data: bytes) -> Any:
-    try:
-        return json.loads(data) if data else None
-    except ValueError:
-        return None
-
-
 def _not_found(reason: str) -> Reply:
     error = {"type": "resource_not_found_exception", "reason": reason}
     return json_reply(404, {"error": {"root_cause": [error], **error}, "status": 404})
@@ -505,4 +493,4 @@ def _forbidden(action: str) -> Reply:
 
 
 def _with_warning(status: int, body: dict[str, Any]) -> Reply:
-    return Reply(status, json.dumps(body).encode(), [*_JSON, _SYSTEM_INDEX_WARNING])
+    return Reply(status, json.dumps(body).encode(), [*JSON_HEADERS, _SYSTEM_INDEX_WARNING])

@@ -19,7 +19,13 @@ from typing import Any, Protocol
 
 import attrs
 
-__all__ = ["Exchange", "Reply", "Rule", "json_reply"]
+#: The headers of a JSON answer the proxy makes (a reply without headers gets these).
+JSON_HEADERS = [
+    ("Content-Type", "application/json; charset=UTF-8"),
+    ("X-Elastic-Product", "Elasticsearch"),
+]
+
+__all__ = ["JSON_HEADERS", "Exchange", "Reply", "Rule", "json_reply"]
 
 
 @attrs.define(slots=True)

@@ -61,6 +61,7 @@ from typing_extensions import Self
 from esmapper.testing._fault_plans import (
     ITEM_ERRORS,
     Fault,
+    FaultKind,
     HeldRequest,
     ItemSelector,
     RequestRecord,
@@ -72,7 +73,7 @@ from esmapper.testing._fault_plans import (
     select_items,
     take_next,
 )
-from esmapper.testing._rules import Exchange, Reply, Rule
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, Rule
 
 __all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
 
@@ -93,10 +94,7 @@ _HOP_BY_HOP = frozenset(
 )
 
 
-_JSON_HEADERS = [
-    ("Content-Type", "application/json; charset=UTF-8"),
-    ("X-Elastic-Product", "Elasticsearch"),
-]
+_NO_FAULT = Fault(None, 0, None, None)  # taken by a request no scripted fault matches
 
 
 class _Server(ThreadingHTTPServer):
@@ -239,15 +237,7 @@ class FaultProxy:
             err = {"type": etype, "reason": f"injected by FaultProxy (status {status})"}
             body = {"error": {"root_cause": [err], **err}, "status": status}
         self._add(
-            Fault(
-                "status",
-                times,
-                method,
-                compile_path(path),
-                status=status,
-                body=json.dumps(body).encode(),
-                skip=skip,
-            )
+            "status", times, method, path, skip, status=status, body=json.dumps(body).encode()
         )
 
     def fail_bulk_items(
@@ -265,9 +255,7 @@ class FaultProxy:
         predicate ``(position, action_line_dict) -> bool``. The chosen items are removed
         from the forwarded request (so not applied) and answered with a synthetic error.
         """
-        self._add(
-            Fault("items", times, "POST", compile_path(path), status=status, items=items, skip=skip)
-        )
+        self._add("items", times, "POST", path, skip, status=status, items=items)
 
     def drop_connection(
         self,
@@ -283,16 +271,7 @@ class FaultProxy:
         With ``after_forwarding`` the request is forwarded (and applied) first and the
         response thrown away: the client cannot tell whether its writes happened.
         """
-        self._add(
-            Fault(
-                "drop",
-                times,
-                method,
-                compile_path(path),
-                after_forwarding=after_forwarding,
-                skip=skip,
-            )
-        )
+        self._add("drop", times, method, path, skip, after_forwarding=after_forwarding)
 
     def truncate_response(
         self,
@@ -306,7 +285,7 @@ class FaultProxy:
         with the upstream's status, headers and full ``Content-Length`` but only the first
         half of the body (nothing of a body under 2 bytes), and close the connection: the
         client gets an incomplete response and cannot tell what happened."""
-        self._add(Fault("truncate", times, method, compile_path(path), skip=skip))
+        self._add("truncate", times, method, path, skip)
 
     def delay(
         self,
@@ -318,7 +297,7 @@ class FaultProxy:
         skip: int = 0,
     ) -> None:
         """Hold the next ``times`` matching requests for ``seconds`` before forwarding."""
-        self._add(Fault("delay", times, method, compile_path(path), seconds=seconds, skip=skip))
+        self._add("delay", times, method, path, skip, seconds=seconds)
 
     def hold(
         self, *, method: str | None = None, path: str | None = None, skip: int = 0
@@ -330,7 +309,7 @@ class FaultProxy:
             if self._stopped:
                 raise RuntimeError("the proxy is stopped")
             self._held.append(held)
-        self._add(Fault("hold", 1, method, compile_path(path), skip=skip, held=held))
+        self._add("hold", 1, method, path, skip, held=held)
         return held
 
     def add_rule(self, rule: Rule) -> None:
@@ -384,9 +363,18 @@ class FaultProxy:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _add(self, fault: Fault) -> None:
-        if fault.remaining < 1:
+    def _add(
+        self,
+        kind: FaultKind,
+        times: int,
+        method: str | None,
+        path: str | None,
+        skip: int,
+        **details: Any,
+    ) -> None:
+        if times < 1:
             raise ValueError("times must be at least 1")
+        fault = Fault(kind, times, method, compile_path(path), skip=skip, **details)
         with self._lock:
             self._faults.append(fault)
 
@@ -397,10 +385,6 @@ class FaultProxy:
     def _unregister(self, conn: socket.socket) -> None:
         with self._lock:
             self._conns.discard(conn)
-
-    def _take(self, method: str, path: str) -> Fault | None:
-        with self._lock:
-            return take_next(self._faults, method, path)
 
     def _handle(self, h: _Handler) -> None:
         method = h.command
@@ -417,33 +401,29 @@ class FaultProxy:
             headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
         is_bulk = path.endswith("/_bulk")
         lines = parse_bulk(body) if is_bulk else None
-        fault = self._take(method, path)
-        record = RequestRecord(
-            method,
-            path,
-            query,
-            len(body),
-            len(lines) if lines is not None else None,
-            fault.kind if fault else None,
-        )
+        with self._lock:
+            fault = take_next(self._faults, method, path) or _NO_FAULT
+        kind = fault.kind
+        bulk_items = len(lines) if lines is not None else None
+        record = RequestRecord(method, path, query, len(body), bulk_items, kind)
         with self._lock:
             self._records.append(record)
 
-        if fault is not None and fault.kind == "delay" and self._stopping.wait(fault.seconds):
+        if kind == "delay" and self._stopping.wait(fault.seconds):
             h.close_connection = True  # stopped while holding the request
             return
-        if fault is not None and fault.held is not None:
+        if fault.held is not None:
             self._hold(h, fault.held, method, headers, body)
             return
-        if fault is not None and fault.kind == "status":
+        if kind == "status":
             self._reply(h, fault.status, fault.body or b"")
             return
-        if fault is not None and fault.kind == "drop" and not fault.after_forwarding:
+        if kind == "drop" and not fault.after_forwarding:
             self._drop(h)
             return
 
         failed: dict[int, dict[str, Any]] = {}
-        if fault is not None and fault.kind == "items" and lines is not None:
+        if kind == "items" and lines is not None:
             chosen = select_items(fault.items, lines)
             default_index = path.rsplit("/_bulk", 1)[0].strip("/") or None
             for pos in chosen:
@@ -466,10 +446,10 @@ class FaultProxy:
             for rule in rules:
                 made = rule.before(exchange)
                 if made is not None:  # the rule answered: it applied the request itself
-                    if fault is not None and fault.kind == "drop":  # (after forwarding)
+                    if kind == "drop":  # (after forwarding)
                         self._drop(h)
-                    elif fault is not None and fault.kind == "truncate":
-                        self._truncate(h, made.status, made.body, made.headers or _JSON_HEADERS)
+                    elif kind == "truncate":
+                        self._truncate(h, made.status, made.body, made.headers or JSON_HEADERS)
                     else:
                         self._reply(h, made.status, made.body, made.headers)
                     return
@@ -486,14 +466,14 @@ class FaultProxy:
             if reply.body is not resp_body:  # rewritten: the upstream's length is gone
                 resp_headers = [
                     (k, v)
-                    for k, v in (reply.headers or _JSON_HEADERS)
+                    for k, v in (reply.headers or JSON_HEADERS)
                     if k.lower() != "content-length"
                 ]
             status, resp_body = reply.status, reply.body
-        if fault is not None and fault.kind == "drop":
+        if kind == "drop":
             self._drop(h)
             return
-        if fault is not None and fault.kind == "truncate":
+        if kind == "truncate":
             self._truncate(h, status, resp_body, resp_headers)
             return
         if failed and status == 200:
@@ -562,7 +542,7 @@ class FaultProxy:
         data = body.encode() if isinstance(body, str) else body
         h.send_response(status)
         if headers is None:
-            headers = _JSON_HEADERS
+            headers = JSON_HEADERS
         for k, v in headers:
             h.send_header(k, v)
         if not head:
