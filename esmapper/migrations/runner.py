@@ -368,7 +368,6 @@ class _Runner:
             seconds = time.monotonic() - started
             self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
 
-        stall = self.throttle.stall_timeout
         try:
             reindex_outdated(
                 self.mapper,
@@ -377,7 +376,7 @@ class _Runner:
                 lock_ttl=self.lock.ttl,
                 batch_size=self.throttle.batch_size,
                 requests_per_second=self.throttle.requests_per_second,
-                stall_timeout=None if stall is None else timedelta(seconds=stall),
+                stall_timeout=self.throttle.stall_timeout,
                 starting=starting,
                 done=done,
             )
@@ -506,8 +505,7 @@ def run_migrations(
     """
     check_lock_options(lock_wait, lock_ttl)
     migrations = load_migrations(mapper.migrations)
-    stall = None if stall_timeout is None else stall_timeout.total_seconds()
-    throttle = Throttle(batch_size, requests_per_second, stall)
+    throttle = Throttle(batch_size, requests_per_second, stall_timeout)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
         running = in_progress(mapper)
