@@ -220,8 +220,13 @@ def script_units(scripts: Mapping[int, Any], current: int, target: int) -> list[
 
 
 def compose(scripts: Mapping[int, Any], current: int, target: int) -> str | None:
-    """The Painless source for a reindex from ``current`` to ``target`` (``None``: no
-    script): one unit of :func:`script_units` as it is, several wrapped as functions."""
+    """The Painless source for a reindex from version ``current`` to ``target``
+    (re-exported as ``esmapper.indexes.compose_reindex_script``).
+
+    The units (:func:`script_units`) of the versions ``current < v <= target`` in version
+    order: none gives ``None``, one is returned as is, several are wrapped as
+    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``.
+    """
     units = script_units(scripts, current, target)
     if not units:
         return None

@@ -59,6 +59,7 @@ __all__ = [
     "ensure_index",
     "put_alias",
     "reason_of",
+    "refused",
     "restore_fence",
 ]
 
@@ -82,6 +83,15 @@ def reason_of(exc: ApiError) -> str:
     if isinstance(error, dict):
         return str(error.get("reason", exc.message))
     return str(error or exc.message)
+
+
+def refused(what: str, exc: ApiError, *, index: str) -> IndexConfigurationError:
+    """``IndexConfigurationError("<what>: <type>: <reason>")`` about ``index``, carrying the
+    server's error type and reason (:func:`reason_of`)."""
+    reason = reason_of(exc)
+    return IndexConfigurationError(
+        f"{what}: {exc.error}: {reason}", index=index, error_type=str(exc.error), reason=reason
+    )
 
 
 def answer_of(exc: ApiError) -> str:
@@ -117,12 +127,8 @@ def create_index(client: Elasticsearch, spec: IndexSpec, *, with_alias: bool) ->
                 return False  # created concurrently by another process (or by our lost try)
             if with_alias and concrete_index(client, spec.alias):
                 raise alias_taken_error(spec.info.name, spec.alias, f"index {name!r}") from exc
-            raise IndexConfigurationError(
-                f"cannot create index {name!r} for {spec.info.name}: {exc.error}: {reason_of(exc)}",
-                index=name,
-                error_type=str(exc.error),
-                reason=reason_of(exc),
-            ) from exc
+            what = f"cannot create index {name!r} for {spec.info.name}"
+            raise refused(what, exc, index=name) from exc
         return True
 
     created = send_or_read_back(

@@ -29,8 +29,9 @@ from esmapper.locks import LockProvider
 
 if TYPE_CHECKING:
     from esmapper._context import Context
+    from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MARKER", "owe_idx_rebuild", "owed_idx_rebuilds", "settle_idx_rebuild"]
+__all__ = ["MARKER", "owe_idx_rebuild", "owed_idx_rebuilds", "owed_rebuilds", "settle_idx_rebuild"]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -59,6 +60,14 @@ def owed_idx_rebuilds(client: Elasticsearch, alias: str) -> list[str]:
     )
 
 
+def owed_rebuilds(ctx: Context, spec: IndexSpec) -> list[str]:
+    """:func:`owed_idx_rebuilds` of ``spec``'s read alias; ``[]`` without a request for a
+    ``plain`` model or one whose features have no ``rebuild`` point (nothing derived)."""
+    if not spec.info.points.rebuild or spec.kind == "plain":
+        return []
+    return owed_idx_rebuilds(ctx.client, spec.read_target)
+
+
 def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int | None:
     """Pay the ``idx`` rebuild a reindex of ``model`` owes, if any: ``None`` when no index
     behind its alias carries the mark (one ``GET /<alias>/_mapping``; nothing for models
@@ -75,9 +84,7 @@ def settle_idx_rebuild(ctx: Context, model: type, *, held: bool = False) -> int 
     writes its own markers there (the write block's). A lock held elsewhere leaves the
     marks for the next run (logged): nothing waits, and nothing is lost."""
     spec = ctx.spec(model)
-    if not spec.info.points.rebuild or spec.kind == "plain":  # nothing derived to rebuild
-        return None
-    owed = owed_idx_rebuilds(ctx.client, spec.read_target)
+    owed = owed_rebuilds(ctx, spec)
     if not owed:
         return None
     log.info("%s: rebuilding idx, owed by the reindex into %s", spec.alias, ", ".join(owed))

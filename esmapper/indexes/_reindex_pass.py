@@ -110,13 +110,13 @@ class Throttle:
     """How a pass is paced, checked when built: ``batch_size``
     (``source.size``: documents per scroll batch, an ``int`` > 0; ``None``: the server's
     1000), ``requests_per_second`` (``None``: unthrottled; a finite number > 0) and
-    ``stall_timeout`` (seconds without progress before a polled pass counts as stalled;
-    ``None``: ``max(600, 3 * batch / requests_per_second)``). A bad value raises
+    ``stall_timeout`` (a ``timedelta`` without progress before a polled pass counts as
+    stalled; ``None``: ``max(600 s, 3 * batch / requests_per_second)``). A bad value raises
     ``ValueError`` (``TypeError`` for a non-number) before anything is sent."""
 
     batch_size: int | None = None
     requests_per_second: float | None = None
-    stall_timeout: float | None = None
+    stall_timeout: _dt.timedelta | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.batch_size is not None and (
@@ -125,13 +125,14 @@ class Throttle:
             raise TypeError(f"batch_size must be an int, not {type(self.batch_size).__name__}")
         _positive("batch_size", self.batch_size)
         _positive("requests_per_second", self.requests_per_second)
-        _positive("stall_timeout", self.stall_timeout)
+        if self.stall_timeout is not None:
+            _positive("stall_timeout", self.stall_timeout.total_seconds())
 
     @property
     def stall_seconds(self) -> float:
         """The stall limit in seconds (see the class docstring)."""
         if self.stall_timeout is not None:
-            return float(self.stall_timeout)
+            return self.stall_timeout.total_seconds()
         if self.requests_per_second is None:
             return _MIN_STALL
         batch = self.batch_size or _DEFAULT_BATCH

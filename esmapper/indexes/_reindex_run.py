@@ -295,7 +295,6 @@ class Run:
             spec=self.spec,
             floor=floor_of(self.seq_nos),
             since=self.since(started),
-            has_dates=self.spec.info.has_dates,
             scripted=self.script is not None,
         )
         if not stale:

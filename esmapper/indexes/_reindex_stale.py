@@ -151,11 +151,10 @@ def stale_ids(
     spec: IndexSpec,
     floor: int,
     since: dict[str, Any] | None = None,
-    has_dates: bool = False,
     scripted: bool = False,
 ) -> list[str]:
     """The ids of the documents of ``old`` written since the copy began (``_seq_no`` above
-    ``floor``; ``since``: a narrower query, the ``HasDates`` one) whose copy in ``new`` is
+    ``floor``; ``since``: a narrower query, a ``HasDates`` model's) whose copy in ``new`` is
     stale (see the module docstring). A document missing from ``new`` is not stale (a
     reindex script dropped it, or nothing copied it: the final pass did). Sends two counts
     (is ``_seq_no`` searchable) unless ``since`` is given, a scroll over ``old`` (the
@@ -164,6 +163,7 @@ def stale_ids(
     parameters of ``spec``'s model (a routing); an entry answered with an error raises
     :class:`~esmapper.errors.IndexConfigurationError` (never taken for a missing copy)."""
     query = since if since is not None else _seq_no_query(client, old, floor)
+    has_dates = spec.info.has_dates
     by_source = not has_dates and not scripted
     wanted: Any = [_DATES] if has_dates else by_source
     stale: list[str] = []

@@ -172,7 +172,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from esmapper._context import context_of
@@ -193,7 +193,7 @@ from esmapper.indexes.partition_reindex import reindex_partitions
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import LockProvider, check_duration
-from esmapper.reindex_scripts import ReindexScriptValue, compose
+from esmapper.reindex_scripts import compose as compose_reindex_script
 
 if TYPE_CHECKING:
     from esmapper._context import Context, HasContext
@@ -209,19 +209,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("esmapper.indexes")
-
-
-def compose_reindex_script(
-    scripts: Mapping[int, ReindexScriptValue], current: int, target: int
-) -> str | None:
-    """The Painless source for a reindex from version ``current`` to ``target``.
-
-    The scripts of the versions ``current < v <= target`` in version order:
-    none gives ``None``, one is returned as is, several are wrapped as
-    ``void f000(def ctx) { ... }`` ... and called in order: ``f000(ctx); f001(ctx); ``
-    (consecutive field operations count as one; see :mod:`esmapper.reindex_scripts`).
-    """
-    return compose(scripts, current, target)
 
 
 def check_lock_options(lock_wait: _dt.timedelta, lock_ttl: _dt.timedelta) -> None:
@@ -284,8 +271,7 @@ def reindex(
     """
     check_lock_options(lock_wait, lock_ttl)
     check_duration("catch_up_margin", catch_up_margin, zero=True)
-    stall = None if stall_timeout is None else stall_timeout.total_seconds()
-    throttle = Throttle(batch_size, requests_per_second, stall)
+    throttle = Throttle(batch_size, requests_per_second, stall_timeout)
     mapper = context_of(mapper)  # a Mapper: its services
     spec = mapper.spec(model)
     if spec.is_time_series:
@@ -378,8 +364,7 @@ def reindex_outdated(
     reindexed models.
     """
     check_lock_options(lock_wait, lock_ttl)
-    stall = None if stall_timeout is None else stall_timeout.total_seconds()
-    Throttle(batch_size, requests_per_second, stall)  # checked before any request
+    Throttle(batch_size, requests_per_second, stall_timeout)  # checked before any request
     mapper = context_of(mapper)  # a Mapper: its services
     results = []
     for model in list(models) if models is not None else mapper.models:

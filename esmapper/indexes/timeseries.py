@@ -41,10 +41,9 @@ import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
-from esmapper.errors import IndexConfigurationError
 from esmapper.ids import ObjectId
 from esmapper.indexes._data_streams import data_stream_pattern
-from esmapper.indexes._ensure import announce_create, ensure_fence, reason_of
+from esmapper.indexes._ensure import announce_create, ensure_fence, reason_of, refused
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.errors import IndexMaxAgeExceededError
@@ -234,13 +233,8 @@ def put_template(client: Elasticsearch, spec: IndexSpec, *, create: bool = False
     except BadRequestError as exc:
         if create and "already exists" in reason_of(exc):
             return
-        raise IndexConfigurationError(
-            f"cannot put index template {name!r} for {spec.info.name}: {exc.error}: "
-            f"{reason_of(exc)}",
-            index=spec.alias,
-            error_type=str(exc.error),
-            reason=reason_of(exc),
-        ) from exc
+        what = f"cannot put index template {name!r} for {spec.info.name}"
+        raise refused(what, exc, index=spec.alias) from exc
 
 
 class PartitionCache:
@@ -323,13 +317,8 @@ class PartitionCache:
                 once(client).indices.create(index=name, **partition_body(spec, start))
             except BadRequestError as exc:
                 if exc.error != "resource_already_exists_exception":
-                    raise IndexConfigurationError(
-                        f"cannot create partition {name!r} for {spec.info.name}: {exc.error}:"
-                        f" {reason_of(exc)}",
-                        index=name,
-                        error_type=str(exc.error),
-                        reason=reason_of(exc),
-                    ) from exc
+                    what = f"cannot create partition {name!r} for {spec.info.name}"
+                    raise refused(what, exc, index=name) from exc
                 return False
             return True
 

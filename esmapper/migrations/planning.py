@@ -33,7 +33,7 @@ import attrs
 from elasticsearch import NotFoundError
 
 from esmapper._context import context_of
-from esmapper.indexes._idx_owed import owed_idx_rebuilds
+from esmapper.indexes._idx_owed import owed_rebuilds
 from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.leftovers import find_leftovers
@@ -389,15 +389,14 @@ def unblock_steps(mapper: Context) -> list[PlannedStep]:
 
 def idx_rebuild_steps(mapper: Context) -> list[PlannedStep]:
     """A ``rebuild_idx`` step per custom-field model whose ``idx`` rebuild a killed reindex
-    owes (:func:`esmapper.indexes._idx_owed.owed_idx_rebuilds`: ``GET /<alias>/_mapping``
-    per such model); read-only."""
+    owes (:func:`esmapper.indexes._idx_owed.owed_rebuilds`: ``GET /<alias>/_mapping``
+    per model with a ``rebuild`` point); read-only."""
     steps: list[PlannedStep] = []
     for spec in map(mapper.spec, mapper.models):
-        if spec.info.custom_fields and spec.kind != "plain":
-            owed = owed_idx_rebuilds(mapper.client, spec.read_target)
-            if owed:
-                reason = f"owed by the reindex into {', '.join(owed)}"
-                steps.append(PlannedStep(REBUILD_IDX, spec.alias, "index", reason=reason))
+        owed = owed_rebuilds(mapper, spec)
+        if owed:
+            reason = f"owed by the reindex into {', '.join(owed)}"
+            steps.append(PlannedStep(REBUILD_IDX, spec.alias, "index", reason=reason))
     return steps
 
 

@@ -137,32 +137,29 @@ class _LockLost(Exception):
     pass
 
 
+@attrs.define(eq=False, kw_only=True)
 class _Runner:
-    def __init__(
-        self,
-        mapper: Mapper,
-        lock: Lock,
-        migrations: Sequence[Migration],
-        *,
-        cancel: threading.Event,
-        sleep: Callable[[float], object],
-        on_outcome: Callable[[StepOutcome], object] | None,
-        progress: Callable[[Any], object] | None = None,
-        throttle: Throttle | None = None,
-    ) -> None:
-        self.mapper = mapper
-        self.lock = lock
-        self.migrations = migrations
-        self.cancel = cancel
-        self.sleep = sleep
-        self.on_outcome = on_outcome
-        self.progress = progress
-        self.throttle = throttle or Throttle()
-        self.store = st.StateStore(mapper.client, index_prefix=mapper.index_prefix)
-        self.report = MigrationRun(MigrationResult.SUCCESS)
-        self.cancelled = False
-        self._install: inst.InstallRecord | None = None
-        self._completed: set[str] = set()
+    mapper: Mapper
+    lock: Lock
+    migrations: Sequence[Migration]
+    cancel: threading.Event
+    sleep: Callable[[float], object]
+    on_outcome: Callable[[StepOutcome], object] | None
+    progress: Callable[[Any], object] | None
+    throttle: Throttle
+    store: st.StateStore = attrs.field(
+        init=False,
+        default=attrs.Factory(
+            lambda self: st.StateStore(self.mapper.client, index_prefix=self.mapper.index_prefix),
+            takes_self=True,
+        ),
+    )
+    report: MigrationRun = attrs.field(
+        init=False, factory=lambda: MigrationRun(MigrationResult.SUCCESS)
+    )
+    cancelled: bool = attrs.field(init=False, default=False)
+    _install: inst.InstallRecord | None = attrs.field(init=False, default=None)
+    _completed: set[str] = attrs.field(init=False, factory=set)
 
     def emit(self, outcome: StepOutcome) -> None:
         self.report.outcomes.append(outcome)
@@ -368,7 +365,6 @@ class _Runner:
             seconds = time.monotonic() - started
             self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
 
-        stall = self.throttle.stall_timeout
         try:
             reindex_outdated(
                 self.mapper,
@@ -377,7 +373,7 @@ class _Runner:
                 lock_ttl=self.lock.ttl,
                 batch_size=self.throttle.batch_size,
                 requests_per_second=self.throttle.requests_per_second,
-                stall_timeout=None if stall is None else timedelta(seconds=stall),
+                stall_timeout=self.throttle.stall_timeout,
                 starting=starting,
                 done=done,
             )
@@ -506,8 +502,7 @@ def run_migrations(
     """
     check_lock_options(lock_wait, lock_ttl)
     migrations = load_migrations(mapper.migrations)
-    stall = None if stall_timeout is None else stall_timeout.total_seconds()
-    throttle = Throttle(batch_size, requests_per_second, stall)
+    throttle = Throttle(batch_size, requests_per_second, stall_timeout)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
         running = in_progress(mapper)
@@ -529,9 +524,9 @@ def run_migrations(
         return MigrationRun(MigrationResult.UNABLE_TO_ACQUIRE_LOCK, error=str(exc))
     with lock:
         runner = _Runner(
-            mapper,
-            lock,
-            migrations,
+            mapper=mapper,
+            lock=lock,
+            migrations=migrations,
             cancel=cancel or threading.Event(),
             sleep=sleep,
             on_outcome=on_outcome,

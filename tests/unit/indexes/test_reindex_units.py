@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -242,7 +243,7 @@ def test_throttle_goes_into_every_pass_request() -> None:
         ({"requests_per_second": float("nan")}, ValueError),
         ({"requests_per_second": float("inf")}, ValueError),
         ({"requests_per_second": "10"}, TypeError),
-        ({"stall_timeout": 0.0}, ValueError),
+        ({"stall_timeout": timedelta(0)}, ValueError),
     ],
 )
 def test_bad_throttle_values_are_refused_when_built(options: dict[str, Any], error: type) -> None:
@@ -255,7 +256,7 @@ def test_the_stall_limit_follows_im16() -> None:
     assert Throttle(requests_per_second=10).stall_seconds == 600  # 3 * 1000 / 10 = 300
     assert Throttle(requests_per_second=1).stall_seconds == 3000  # 3 * 1000 / 1
     assert Throttle(batch_size=500, requests_per_second=0.5).stall_seconds == 3000
-    assert Throttle(stall_timeout=5).stall_seconds == 5
+    assert Throttle(stall_timeout=timedelta(seconds=5)).stall_seconds == 5
 
 
 def test_a_pass_without_progress_is_cancelled_and_reported(
@@ -271,7 +272,7 @@ def test_a_pass_without_progress_is_cancelled_and_reported(
             client,  # type: ignore[arg-type]
             {"source": {"index": "a"}, "dest": {"index": "b"}},
             progress=lambda d, t: None,
-            throttle=Throttle(stall_timeout=10),
+            throttle=Throttle(stall_timeout=timedelta(seconds=10)),
             sleep=clock.sleep,
             monotonic=clock,
         )
@@ -302,7 +303,7 @@ def test_a_slow_pass_that_progresses_is_not_stalled() -> None:
         FakeClient(statuses),  # type: ignore[arg-type]
         {"source": {"index": "a"}, "dest": {"index": "b"}},
         progress=lambda d, t: None,
-        throttle=Throttle(stall_timeout=1.5),
+        throttle=Throttle(stall_timeout=timedelta(seconds=1.5)),
         poll_interval=1.0,
         sleep=clock.sleep,
         monotonic=clock,
