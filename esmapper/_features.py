@@ -272,10 +272,7 @@ class Points:
 
     def feature(self, name: str) -> Feature | None:
         """The attached feature called ``name`` (``None``: it does not apply)."""
-        for f in self.features:
-            if f.name == name:
-                return f
-        return None
+        return next((f for f in self.features if f.name == name), None)
 
 
 NO_POINTS = Points()

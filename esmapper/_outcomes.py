@@ -38,9 +38,7 @@ _RESOLVE_ROUNDS = 3
 
 
 #: (C-level getters for the per-batch checks: no Python call per item)
-_MODEL = operator.attrgetter("ref.info.cls")
 _INFO = operator.attrgetter("ref.info")
-_ID = operator.attrgetter("id")
 _OK = operator.attrgetter("ok")
 
 
@@ -126,13 +124,9 @@ def _shape(ctx: Context, actions: Sequence[BulkAction]) -> None:
     are these same actions (or copies of them). A model no feature shapes costs nothing
     but the set of the batch's models."""
     infos = set(map(_INFO, actions))
-    if len(infos) == 1:
-        for hook in next(iter(infos)).points.shape:
-            hook(ctx, actions)
-        return
     for info in infos:
         if info.points.shape:
-            mine = [a for a in actions if a.ref.info is info]
+            mine = actions if len(infos) == 1 else [a for a in actions if a.ref.info is info]
             for hook in info.points.shape:
                 hook(ctx, mine)
 
@@ -232,17 +226,12 @@ def _recreate_vanished(
 
 
 def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
-    if ctx.documents is None or not actions:  # no cache client at all
+    if ctx.documents is None:  # no cache client at all
         return
-    if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
-        ctx.invalidate_ids(actions[0].ref.info, map(_ID, actions))
-        return
-    by_model: dict[type, tuple[ModelInfo, list[str]]] = {}
+    by_model: dict[ModelInfo, list[str | None]] = {}
     for action in actions:
-        pending: PendingWrite = action.ref
-        if action.id is not None:
-            by_model.setdefault(pending.info.cls, (pending.info, []))[1].append(action.id)
-    for info, ids in by_model.values():
+        by_model.setdefault(action.ref.info, []).append(action.id)
+    for info, ids in by_model.items():
         ctx.invalidate_ids(info, ids)
 
 
@@ -284,14 +273,16 @@ def _resolve(
             else _verdict(result[i].action, current, made.get(i, result[i].action.body))  # type: ignore[arg-type]
             for i, current in zip(open_, stored, strict=True)
         ]
-        created = _created_after(result, open_, verdicts)
         written = _written_after(result, open_, verdicts)
         for k, i in enumerate(open_):
             action = result[i].action
             key = _doc_key(action)
-            if action.op == "delete" and created.get(key, -1) > i:
-                # what is stored is a later write's of this call: this delete's document
-                # is gone (and resending it would delete that write's)
+            if action.op == "delete" and any(
+                op == "create" and j > i for j, op in written.get(key, ())
+            ):
+                # a create of its document confirmed later in this call (a create applies
+                # only where nothing is stored): what is stored is that create's, this
+                # delete's document is gone (and resending it would delete the create's)
                 verdicts[k] = ("gone", None)
             elif (
                 verdicts[k][0] == "resend"
@@ -347,22 +338,6 @@ def _doc_key(action: BulkAction) -> tuple[type, str | None, str | None]:
     version goes to its index's fence alias, an add of the same id to the model's alias;
     an id is unique per model)."""
     return action.ref.info.cls, action.id, action.routing
-
-
-def _created_after(
-    result: Sequence[BulkOutcome], open_: Sequence[int], verdicts: Sequence[Verdict]
-) -> dict[tuple[type, str | None, str | None], int]:
-    """The last position of a confirmed ``create`` per document, among the answered
-    outcomes of this write and the ones just found applied. Writes to one document are
-    sent in order (the bulk writer keeps them in one thread), and a create succeeds only
-    on a document that is not stored: a delete before it, in the same write, whose answer
-    was lost, had its document removed (by itself or by someone else)."""
-    found: dict[tuple[type, str | None, str | None], int] = {}
-    applied = {i for i, v in zip(open_, verdicts, strict=True) if v[0] == "applied"}
-    for j, outcome in enumerate(result):
-        if outcome.action.op == "create" and (outcome.ok or j in applied):
-            found[_doc_key(outcome.action)] = j
-    return found
 
 
 def _written_after(
@@ -439,7 +414,7 @@ _UNREADABLE = _Unreadable()
 
 #: ``(verdict, condition)``: ``applied``, ``resend`` (with the ``(seq_no, primary_term)``
 #: to condition the resend on, or ``None``), ``unknown``, or ``gone`` (a delete followed in
-#: the same write by a confirmed create of its document: :func:`_created_after`)
+#: the same write by a confirmed create of its document)
 Verdict = tuple[str, tuple[int, int] | None]
 
 

@@ -525,13 +525,8 @@ class SearchRequest:
             raise
         return str(pit["id"])
 
+    @_gc.paused()  # the parsed response and the documents all live on: no GC passes
     def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
-        with _gc.paused():  # the parsed response and the documents all live on: no GC passes
-            return self._read_page(page, after, pit_id)
-
-    def _read_page(
-        self, page: int, after: list[Any] | None, pit_id: str | None
-    ) -> FindResults[Any]:
         body = self.body(page=page)
         if self._peeks:  # one hit more than the page: whether another page exists
             body["size"] = self.limit + 1

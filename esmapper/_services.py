@@ -4,12 +4,17 @@ The :class:`~esmapper.mapper.Mapper` builds one in ``__init__`` and hands it (no
 to the write pipeline, the reads, the search, the by-query writes and the features: the
 client (bounded by the current call's ``timeout=``, :mod:`esmapper._limits`), the bulk
 writer, the document and key-value caches, the bus, the registry of index specs, the
-clock, the server version and a per-mapper home for a feature's state. It implements
-:class:`esmapper._context.Context`. Two members need the facade, so the mapper installs
-narrow callbacks: ``repository(model)`` (a repository holds the ``Mapper``) and the hooks
-of :meth:`Services.register` (before a write creates a first index: the migrations'
-install decision; after a model is registered: the models it brings along). It sits in
-the indexes layer: it makes the :class:`~esmapper.indexes.spec.IndexSpec` of a model.
+clock, the server version and a per-mapper home for a feature's state: the one
+declaration of what they get (``esmapper._context.Context`` is a type-only alias of it).
+Two members need the facade, so the mapper installs narrow callbacks: ``repository(model)``
+(a repository holds the ``Mapper``) and the hooks of :meth:`Services.register` (before a
+write creates a first index: the migrations' install decision; after a model is
+registered: the models it brings along). It sits in the indexes layer: it makes the
+:class:`~esmapper.indexes.spec.IndexSpec` of a model.
+
+Not for the features (the mapper's and the by-id reads' own): ``register`` and the
+callbacks, ``base_client`` (use :attr:`Services.client`, bounded by the call's
+``timeout=``) and ``cache_lookup``/``cache_fill``.
 """
 
 from __future__ import annotations

@@ -149,25 +149,21 @@ def _arguments(frame: types.FrameType, closures: bool) -> Iterator[object]:
             yield local.get(name)
 
 
-#: the module of the class implementing the ``Context`` protocol (the mapper's ``Services``)
-_CONTEXTS = ("esmapper._services",)
-
-
 def _interface(frame: types.FrameType) -> str | None:
     """The module declaring the interface a method call was made through: a method of
-    the ``Context`` protocol (the mapper's ``Services`` implements it), a
+    the ``Context`` (``esmapper._context``'s alias of the mapper's ``Services``), a
     feature point."""
-    from esmapper._context import Context
     from esmapper._features import POINTS, Feature
+    from esmapper._services import Services
 
     name = frame.f_code.co_name
     code = frame.f_code
     this = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
     if isinstance(this, Feature) and name in POINTS:
         return Feature.__module__
-    members = {n for n in vars(Context) if not n.startswith("_")} | set(Context.__annotations__)
-    if name in members and frame.f_globals.get("__name__") in _CONTEXTS:
-        return Context.__module__
+    members = {n for n in vars(Services) if not n.startswith("_")}
+    if name in members and frame.f_globals.get("__name__") == Services.__module__:
+        return "esmapper._context"
     return None
 
 

@@ -11,8 +11,9 @@ import pytest
 from elasticsearch.dsl import Q
 
 import esmapper as em
-from esmapper import _by_query, _context
+from esmapper import _by_query
 from esmapper._scan import Listing, scan
+from esmapper._services import Services
 from esmapper.custom_fields._access import definitions
 from esmapper.options import Options
 from tests.integration.conftest import MakeMapper
@@ -89,7 +90,7 @@ def test_the_definitions_repository_is_the_feature_s_state_in_the_context(
     assert not isinstance(kept, dict)
     assert kept.of(mapper.services, Person) is repo
     assert repo.mapper is mapper
-    assert not hasattr(_context.Context, "custom_fields")  # the core names no feature
+    assert not hasattr(Services, "custom_fields")  # the core names no feature
 
 
 def test_definitions_of_a_model_without_custom_fields_is_a_type_error(

@@ -13,6 +13,7 @@ Function-local esmapper imports: 48 in 19 modules at 94594bf (before issue 27's 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -243,6 +244,29 @@ def test_no_function_local_import_dodges_a_cycle() -> None:
 def test_the_allowed_local_imports_still_exist() -> None:
     present = {(i.importer, i.imported) for i in IMPORTS if i.local}
     assert set(LOCAL_IMPORTS) <= present, set(LOCAL_IMPORTS) - present
+
+
+#: the members of the ``Services`` (the ``Context``) kept for the mapper and the by-id reads
+NOT_FOR_FEATURES = (
+    "base_client",
+    "before_create",
+    "cache_fill",
+    "cache_lookup",
+    "register",
+    "registered",
+    "repository_of",
+)
+
+
+def test_no_feature_uses_a_member_of_the_context_kept_for_the_mapper() -> None:
+    used = re.compile(rf"\b(?:ctx|context|services)\.(?:{'|'.join(NOT_FOR_FEATURES)})\b")
+    found = [
+        f"{module}: {hit.group(0)}"
+        for module, path in MODULES.items()
+        if _in(module, _feature_modules())
+        for hit in used.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"features use what esmapper._services keeps from them: {found}"
 
 
 def test_no_import_cycle_at_module_level() -> None:
