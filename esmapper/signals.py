@@ -167,9 +167,7 @@ after_rollback = namespace.signal("after_rollback", "a session rolled back")
 
 def has_receivers(signal: blinker.Signal, sender: Any) -> bool:
     """Whether anything listens to ``signal`` for ``sender`` (skip building payloads if not)."""
-    if not signal.receivers:
-        return False
-    return bool(signal.has_receivers_for(sender))
+    return bool(signal.receivers) and bool(signal.has_receivers_for(sender))
 
 
 def send_safely(signal: blinker.Signal, sender: Any, **kwargs: Any) -> None:

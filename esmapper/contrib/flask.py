@@ -211,10 +211,6 @@ def get_session() -> Session:
     return held.session
 
 
-def _get_mapper() -> Mapper:
-    return _state().mapper
-
-
 def _open_session() -> None:
     _held(create=True)
 
@@ -257,4 +253,4 @@ def _close_leftover(exc: BaseException | None) -> None:
 session: Session = cast(Session, LocalProxy(get_session))
 
 #: The :class:`~esmapper.mapper.Mapper` of the current app (a proxy).
-current_mapper: Mapper = cast(Mapper, LocalProxy(_get_mapper))
+current_mapper: Mapper = cast(Mapper, LocalProxy(lambda: _state().mapper))

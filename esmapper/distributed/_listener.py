@@ -53,7 +53,7 @@ class Listener:
     def channel(self, name: str) -> str:
         raise NotImplementedError
 
-    def _must_flush(self) -> None:
+    def removal_failed(self) -> None:
         raise NotImplementedError
 
     def _resync_soon(self) -> None:
@@ -99,7 +99,7 @@ class Listener:
             self._lapsed = True
             log.debug("the Redis subscription lost its lease: dropping the local copies")
             self._notify_reset()
-            self._must_flush()
+            self.removal_failed()
 
     def _leased(self, sent: float) -> None:
         """A pong for a ping (or the answer to SUBSCRIBE) sent at ``sent``: the lease holds

@@ -271,10 +271,8 @@ class RedisLink(Listener):
 
     def removal_failed(self) -> None:
         """A removal may not have reached Redis: serve nothing until the namespace was
-        flushed, and flush it as soon as Redis answers (a thread retries :meth:`ready`)."""
-        self._must_flush()
-
-    def _must_flush(self) -> None:
+        flushed, and flush it as soon as Redis answers (a thread retries :meth:`ready`).
+        The listener calls it too, after a lapse of its lease."""
         with self._lock:
             self._dirty += 1
             self._synced = False

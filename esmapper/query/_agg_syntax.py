@@ -13,6 +13,8 @@ Grammar (whitespace separates items; positions are 0-based offsets)::
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 import attrs
 
 from esmapper.errors import QueryValidationError
@@ -95,14 +97,16 @@ class _Parser:
                 raise self.error("unbalanced ')'")
             items.append(self.item(0))
 
-    def word(self, what: str) -> tuple[str, int]:
+    def run(self, stop: Container[str]) -> int:
+        """Move past the characters before whitespace, one of ``stop`` or the end; returns
+        where they began."""
         start = self.pos
-        while (
-            self.pos < len(self.text)
-            and not self.text[self.pos].isspace()
-            and self.text[self.pos] not in _STOP
-        ):
+        while self.peek() and not self.peek().isspace() and self.peek() not in stop:
             self.pos += 1
+        return start
+
+    def word(self, what: str) -> tuple[str, int]:
+        start = self.run(_STOP)
         if self.pos == start:
             found = repr(self.peek()) if self.peek() else "end of expression"
             raise self.error(f"expected {what}, found {found}")
@@ -110,13 +114,7 @@ class _Parser:
 
     def value(self, what: str) -> tuple[str, int]:
         if self.peek() != '"':
-            start = self.pos
-            while (
-                self.pos < len(self.text)
-                and not self.text[self.pos].isspace()
-                and self.text[self.pos] not in "()^"
-            ):
-                self.pos += 1
+            start = self.run("()^")
             if self.pos == start:
                 raise self.error(f"expected {what}")
             return self.text[start : self.pos], start

@@ -50,10 +50,7 @@ _TEXT_KINDS = frozenset({"significant_text"})
 def kind_of(body: Mapping[str, Any]) -> str | None:
     """The aggregation type of a raw aggregation body (``"terms"`` for ``{"terms": {...},
     "aggs": {...}}``); ``None`` when it has none."""
-    for key in body:
-        if key not in _META_KEYS:
-            return str(key)
-    return None
+    return next((str(key) for key in body if key not in _META_KEYS), None)
 
 
 def compile_dsl_aggregations(value: Any, catalog: FieldCatalog) -> dict[str, dict[str, Any]]:

@@ -39,8 +39,9 @@ BUCKET_OPS = frozenset({"terms", "date", "missing"})
 METRIC_OPS = frozenset({"min", "max", "avg", "sum", "stats", "percentiles"})
 ORDERABLE_OPS = frozenset({"min", "max", "avg", "sum", "cardinality"})
 ALL_OPS = BUCKET_OPS | METRIC_OPS | {"cardinality", "tophits"}
-_CALENDAR_UNITS = {"d": "1d", "w": "1w", "M": "1M", "q": "1q", "y": "1y"}
-_CALENDAR_WORDS = {
+#: The calendar intervals ``~`` accepts as a unit or a word.
+_CALENDAR = {
+    "d": "1d", "w": "1w", "M": "1M", "q": "1q", "y": "1y",
     "minute": "1m", "hour": "1h", "day": "1d", "week": "1w",
     "month": "1M", "quarter": "1q", "year": "1y",
 }  # fmt: skip
@@ -273,10 +274,8 @@ class _Compiler:
 
     def interval(self, text: str, position: int | None) -> tuple[str, str]:
         """(``calendar_interval`` | ``fixed_interval``, value) for a ``~`` interval."""
-        if text in _CALENDAR_WORDS:
-            return "calendar_interval", _CALENDAR_WORDS[text]
-        if text in _CALENDAR_UNITS:
-            return "calendar_interval", _CALENDAR_UNITS[text]
+        if text in _CALENDAR:
+            return "calendar_interval", _CALENDAR[text]
         match = _INTERVAL.fullmatch(text)
         if match is None or int(match.group(1)) < 1:
             raise self.error(

@@ -25,6 +25,16 @@ _PR_SET_PDEATHSIG = 1
 class StartedServer(abc.ABC):
     """A server that a ``with`` block starts (:meth:`start`) and stops (:meth:`stop`)."""
 
+    #: The server's URL while it runs (set by :meth:`start`, cleared by :meth:`stop`).
+    _url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``; raises RuntimeError when the server is not running."""
+        if self._url is None:
+            raise RuntimeError(f"{type(self).__name__} is not running; call start() first")
+        return self._url
+
     @abc.abstractmethod
     def start(self) -> Self:
         """Start the server and wait until it is ready; no-op when already running."""

@@ -22,7 +22,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Final
 
-from esmapper.testing._rules import Exchange, Reply
+from esmapper.testing._rules import Exchange, Reply, Rule
 
 __all__ = ["AliasesCoverEveryIndex", "Upstream", "path_names", "plain_name"]
 
@@ -45,7 +45,7 @@ def path_names(exchange: Exchange) -> list[str]:
     return [name for name in part.split(",") if name] if part else []
 
 
-class AliasesCoverEveryIndex:
+class AliasesCoverEveryIndex(Rule):
     """Replace an alias of several indexes by those indexes in a point-in-time open, an
     update-by-query and a delete-by-query (see the module docstring)."""
 
@@ -70,9 +70,6 @@ class AliasesCoverEveryIndex:
             expression = urllib.parse.quote(",".join(resolved), safe=",")
             exchange.path = f"/{expression}/{match.group(2)}"
         return None
-
-    def after(self, exchange: Exchange, reply: Reply) -> Reply:
-        return reply
 
     def _indexes_of(self, name: str) -> list[str] | None:
         """The indexes the alias ``name`` points at (sorted), or ``None`` when ``name`` is

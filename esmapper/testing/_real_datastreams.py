@@ -38,7 +38,7 @@ import attrs
 
 from esmapper.testing._fault_plans import merge_items, parse_bulk
 from esmapper.testing._real_aliases import Upstream
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange, Reply, error_body, json_reply
 
 __all__ = ["BUILT_IN_DATA_STREAM_TEMPLATES", "DataStreamTemplates", "create_refused"]
 
@@ -75,8 +75,7 @@ def create_refused(name: str, template: str) -> dict[str, Any]:
         f"cannot create index with name [{name}], because it matches with template "
         f"[{template}] that creates data streams only, use create data stream api instead"
     )
-    cause = {"type": "illegal_argument_exception", "reason": reason}
-    return {"error": {"root_cause": [dict(cause)], **cause}, "status": 400}
+    return error_body(400, _error("illegal_argument_exception", reason))
 
 
 def _error(kind: str, reason: str) -> dict[str, Any]:
@@ -103,8 +102,7 @@ class DataStreamTemplates:
             create = match.group(2) == "_create" or exchange.params.get("op_type") == "create"
             error = self._auto_created(name, "create" if create else "index", exchange.json())
             if error is not None:
-                answer = {"error": {"root_cause": [dict(error)], **error}, "status": 400}
-                return json_reply(400, answer)
+                return json_reply(400, error_body(400, error))
             return None
         if method in ("PUT", "POST") and (match := _BULK.match(path)) is not None:
             return self._bulk(exchange, match.group(1))

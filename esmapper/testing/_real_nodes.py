@@ -12,12 +12,12 @@ can see how esmapper tells the two apart.
 
 from __future__ import annotations
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 
 __all__ = ["ReportedNodes"]
 
 
-class ReportedNodes:
+class ReportedNodes(Rule):
     """Answer ``GET /_cluster/health[/<index>]`` as a cluster of ``nodes`` nodes, each
     a data node."""
 
@@ -25,9 +25,6 @@ class ReportedNodes:
         if nodes < 1:
             raise ValueError(f"a cluster has at least one node, not {nodes}")
         self.nodes = nodes
-
-    def before(self, exchange: Exchange) -> Reply | None:
-        return None
 
     def after(self, exchange: Exchange, reply: Reply) -> Reply:
         if exchange.method != "GET" or not exchange.path.startswith("/_cluster/health"):

@@ -21,7 +21,7 @@ import urllib.parse
 from typing import Any, Final
 
 from esmapper.testing._real_aliases import Upstream, path_names, plain_name
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange, Reply, Rule, error_body, json_reply
 
 __all__ = ["MissingIndexPit", "index_not_found"]
 
@@ -38,10 +38,10 @@ def index_not_found(name: str) -> dict[str, Any]:
         "index_uuid": "_na_",
         "index": name,
     }
-    return {"error": {"root_cause": [dict(cause)], **cause}, "status": 404}
+    return error_body(404, cause)
 
 
-class MissingIndexPit:
+class MissingIndexPit(Rule):
     """Answer 404 ``index_not_found_exception`` to a point-in-time open that names a
     missing index without ``ignore_unavailable=true`` (see the module docstring)."""
 
@@ -60,6 +60,3 @@ class MissingIndexPit:
             if found.status == 404:
                 return json_reply(404, index_not_found(name))
         return None
-
-    def after(self, exchange: Exchange, reply: Reply) -> Reply:
-        return reply

@@ -118,10 +118,7 @@ class _Plan:
 def _kind(method: str, path: str) -> Kind | None:
     if method not in ("GET", "POST"):
         return None
-    for kind, pattern in _KINDS:
-        if pattern.search(path):
-            return kind
-    return None
+    return next((kind for kind, pattern in _KINDS if pattern.search(path)), None)
 
 
 class ShardFailures:

@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import attrs
 
-from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, json_reply
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, error_body, json_reply
 
 __all__ = ["Gate", "RealTasks"]
 
@@ -479,7 +479,7 @@ def _node(tasks: dict[str, Any]) -> dict[str, Any]:
 
 def _not_found(reason: str) -> Reply:
     error = {"type": "resource_not_found_exception", "reason": reason}
-    return json_reply(404, {"error": {"root_cause": [error], **error}, "status": 404})
+    return json_reply(404, error_body(404, error))
 
 
 def _forbidden(action: str) -> Reply:
@@ -489,7 +489,7 @@ def _forbidden(action: str) -> Reply:
         "[app] on restricted indices [.tasks], this action is granted by the index "
         "privileges [all]",
     }
-    return json_reply(403, {"error": {"root_cause": [error], **error}, "status": 403})
+    return json_reply(403, error_body(403, error))
 
 
 def _with_warning(status: int, body: dict[str, Any]) -> Reply:

@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import re
 
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 
 __all__ = ["ReportedVersion"]
 
 _NUMBER = re.compile(r"^\d+\.\d+\.\d+(-[A-Za-z0-9.]+)?$")
 
 
-class ReportedVersion:
+class ReportedVersion(Rule):
     """Answer ``GET /`` with ``version.number`` = ``number`` (e.g. ``"9.1.0"``)."""
 
     def __init__(self, number: str) -> None:
         if not _NUMBER.match(number):
             raise ValueError(f"a version is major.minor.patch (e.g. '9.1.0'), not {number!r}")
         self.number = number
-
-    def before(self, exchange: Exchange) -> Reply | None:
-        return None
 
     def after(self, exchange: Exchange, reply: Reply) -> Reply:
         if exchange.method != "GET" or exchange.path.rstrip("/") != "":

@@ -25,7 +25,7 @@ JSON_HEADERS = [
     ("X-Elastic-Product", "Elasticsearch"),
 ]
 
-__all__ = ["JSON_HEADERS", "Exchange", "Reply", "Rule", "json_reply"]
+__all__ = ["JSON_HEADERS", "Exchange", "Reply", "Rule", "error_body", "json_reply"]
 
 
 @attrs.define(slots=True)
@@ -84,14 +84,21 @@ def json_reply(status: int, body: Any) -> Reply:
     return Reply(status, json.dumps(body).encode())
 
 
+def error_body(status: int, cause: dict[str, Any]) -> dict[str, Any]:
+    """Elasticsearch's error body for a ``status`` answer whose one root cause is ``cause``
+    (a dict with at least ``type`` and ``reason``)."""
+    return {"error": {"root_cause": [dict(cause)], **cause}, "status": status}
+
+
 class Rule(Protocol):
-    """A standing behaviour of the proxy (see the module docstring)."""
+    """A standing behaviour of the proxy (see the module docstring). A rule that subclasses
+    it inherits the defaults: forward every request, and leave every answer as it is."""
 
     def before(self, exchange: Exchange) -> Reply | None:
         """Called before forwarding; a :class:`Reply` answers the request without
         forwarding it, ``None`` forwards it (as ``exchange`` now says)."""
-        ...
+        return None
 
     def after(self, exchange: Exchange, reply: Reply) -> Reply:
         """Called with the upstream's answer; returns the answer the client gets."""
-        ...
+        return reply

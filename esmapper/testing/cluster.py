@@ -62,20 +62,17 @@ from esmapper.testing._real_pit import MissingIndexPit
 from esmapper.testing._real_shards import DEFAULT_ERROR, ShardFailures
 from esmapper.testing._real_tasks import RealTasks
 from esmapper.testing._real_version import ReportedVersion
-from esmapper.testing._rules import Exchange, Reply, json_reply
+from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 from esmapper.testing._spec_recorder import pin_version
 from esmapper.testing.faults import FaultProxy
 
 __all__ = ["ClusterProxy", "NormalisedMappings"]
 
 
-class NormalisedMappings:
+class NormalisedMappings(Rule):
     """Echo mappings as Elasticsearch does (:mod:`esmapper.testing._real_mappings`): every
     ``GET`` answer holding ``mappings`` (``/<index>/_mapping``, ``/<index>``) is
     rewritten."""
-
-    def before(self, exchange: Exchange) -> Reply | None:
-        return None
 
     def after(self, exchange: Exchange, reply: Reply) -> Reply:
         if exchange.method != "GET" or reply.status != 200 or not answers_mappings(exchange):

@@ -89,19 +89,11 @@ class DockerServer(StartedServer):
         self.startup_timeout = startup_timeout
         self._client: Any = None
         self._container: Any = None
-        self._url: str | None = None
 
     @property
     def kind(self) -> ServerKind:
         """Always ``"docker"``."""
         return "docker"
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``; raises RuntimeError when not running."""
-        if self._url is None:
-            raise RuntimeError("DockerServer is not running; call start() first")
-        return self._url
 
     def start(self) -> Self:
         """Run the container (pulling the image if needed) and wait until it is healthy.

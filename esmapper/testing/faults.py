@@ -73,7 +73,7 @@ from esmapper.testing._fault_plans import (
     select_items,
     take_next,
 )
-from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, Rule
+from esmapper.testing._rules import JSON_HEADERS, Exchange, Reply, Rule, error_body
 
 __all__ = ["FaultProxy", "HeldRequest", "RequestRecord"]
 
@@ -234,8 +234,8 @@ class FaultProxy:
         """
         if body is None:
             etype = ITEM_ERRORS.get(status, "injected_exception")
-            err = {"type": etype, "reason": f"injected by FaultProxy (status {status})"}
-            body = {"error": {"root_cause": [err], **err}, "status": status}
+            reason = f"injected by FaultProxy (status {status})"
+            body = error_body(status, {"type": etype, "reason": reason})
         self._add(
             "status", times, method, path, skip, status=status, body=json.dumps(body).encode()
         )

@@ -100,19 +100,11 @@ class LocalServer(StartedServer):
         self._tmpdir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._url: str | None = None
 
     @property
     def kind(self) -> ServerKind:
         """Always ``"local"``."""
         return "local"
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``; raises RuntimeError when the server is not running."""
-        if self._url is None:
-            raise RuntimeError("LocalServer is not running; call start() first")
-        return self._url
 
     @property
     def pid(self) -> int | None:
