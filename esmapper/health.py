@@ -41,6 +41,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from esmapper._cluster_shards import IndexShards, explain, read_shards
 from esmapper._context import context_of
+from esmapper._text import table
 from esmapper.errors import EsmapperError
 from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
@@ -143,10 +144,8 @@ class HealthReport:
             rows.append(
                 [model.model, model.alias, index, fields, model.pipeline or "-", model.state]
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         if len(rows) > 1:
-            for row in rows:
-                yield "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            yield from table(rows)
         order = {"attention": 0, "warning": 1, "info": 2}
         for issue in sorted(self.issues, key=lambda i: order[i.severity]):
             yield str(issue)
