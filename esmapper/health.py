@@ -342,9 +342,8 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
     """A reindex running now, and write blocks on the indexes serving the model."""
     issues = []
     now = locks.clock()
-    holder = locks.holder(f"reindex:{spec.alias}")
-    running = holder is not None and holder.live(now)
-    if running:
+    holder = locks.live_holder(f"reindex:{spec.alias}")
+    if holder is not None:
         issues.append(
             HealthIssue("warning", "reindex_running", f"a reindex runs now ({holder})", name)
         )
@@ -352,8 +351,7 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
         block = read_block(locks.client, index)
         if block is None:
             continue
-        live = block.marked and block.lock is not None and _live(locks, block.lock)
-        if live:
+        if block.running(locks):
             issues.append(
                 HealthIssue("warning", "write_block", f"{block.describe(now)}, running now", name)
             )
@@ -365,11 +363,6 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
             )
         )
     return issues
-
-
-def _live(locks: LockProvider, lock: str) -> bool:
-    holder = locks.holder(lock)
-    return holder is not None and holder.live(locks.clock())
 
 
 def _mapping_checks(
