@@ -11,7 +11,6 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Iterator
 from types import ModuleType
 from typing import IO, Any
 
@@ -35,7 +34,6 @@ __all__ = [
     "find_model",
     "load_mapper",
     "mapper_of",
-    "table",
 ]
 
 
@@ -189,10 +187,3 @@ def find_model(mapper: Mapper, name: str) -> type:
         f"unknown model {name!r}; accepted names (any case): {known}"
         f"{prefix if mapper.index_prefix and accepted else ''}"
     )
-
-
-def table(rows: list[list[str]]) -> Iterator[str]:
-    """The lines of ``rows`` as a table: each column as wide as its widest cell."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()

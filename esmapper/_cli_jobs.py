@@ -55,17 +55,17 @@ if TYPE_CHECKING:
 __all__ = ["indexes_cleanup", "maintain", "print_health", "snapshot"]
 
 
-def _message(result: JobResult, ctx: click.Context | None = None) -> str:
+def _message(result: JobResult, ctx: click.Context) -> str:
     """A failed result's text; an unreachable server in the CLI's words."""
     error = result.error
-    if ctx is not None and isinstance(error, TransportError) and not isinstance(error, ApiError):
+    if isinstance(error, TransportError) and not isinstance(error, ApiError):
         known = error_for(error, ctx)
         if known is not None:
             return f"{result.job} failed: {known.format_message()}"
     return f"{result.job} failed: {result.message}"
 
 
-def _settle(result: JobResult, ctx: click.Context | None = None) -> None:
+def _settle(result: JobResult, ctx: click.Context) -> None:
     """Raise the CLI error of a result that is not a plain success."""
     if result.skipped:
         raise LockHeld(result.message)

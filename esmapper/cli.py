@@ -46,13 +46,13 @@ from esmapper._cli_app import (
     error_for,
     find_model,
     mapper_of,
-    table,
 )
 from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
 from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
 from esmapper._shards import count_all
+from esmapper._text import table
 from esmapper._version import __version__
 from esmapper.custom_fields.cli import fields
 from esmapper.errors import PartialResultsError

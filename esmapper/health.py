@@ -41,6 +41,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from esmapper._cluster_shards import IndexShards, explain, read_shards
 from esmapper._context import context_of
+from esmapper._text import table
 from esmapper.errors import EsmapperError
 from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
@@ -143,10 +144,8 @@ class HealthReport:
             rows.append(
                 [model.model, model.alias, index, fields, model.pipeline or "-", model.state]
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         if len(rows) > 1:
-            for row in rows:
-                yield "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            yield from table(rows)
         order = {"attention": 0, "warning": 1, "info": 2}
         for issue in sorted(self.issues, key=lambda i: order[i.severity]):
             yield str(issue)
@@ -343,9 +342,8 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
     """A reindex running now, and write blocks on the indexes serving the model."""
     issues = []
     now = locks.clock()
-    holder = locks.holder(f"reindex:{spec.alias}")
-    running = holder is not None and holder.live(now)
-    if running:
+    holder = locks.live_holder(f"reindex:{spec.alias}")
+    if holder is not None:
         issues.append(
             HealthIssue("warning", "reindex_running", f"a reindex runs now ({holder})", name)
         )
@@ -353,8 +351,7 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
         block = read_block(locks.client, index)
         if block is None:
             continue
-        live = block.marked and block.lock is not None and _live(locks, block.lock)
-        if live:
+        if block.running(locks):
             issues.append(
                 HealthIssue("warning", "write_block", f"{block.describe(now)}, running now", name)
             )
@@ -366,11 +363,6 @@ def _lock_issues(locks: LockProvider, spec: IndexSpec, name: str) -> list[Health
             )
         )
     return issues
-
-
-def _live(locks: LockProvider, lock: str) -> bool:
-    holder = locks.holder(lock)
-    return holder is not None and holder.live(locks.clock())
 
 
 def _mapping_checks(

@@ -389,6 +389,12 @@ class LockProvider:
         except NotFoundError:
             return None
 
+    def live_holder(self, name: str) -> LockHolder | None:
+        """The :meth:`holder` of ``name`` while its lease is live (:meth:`LockHolder.live` by
+        this provider's clock), else ``None``."""
+        holder = self.holder(name)
+        return holder if holder is not None and holder.live(self.clock()) else None
+
     def holder(self, name: str) -> LockHolder | None:
         """Who holds ``name`` (``GET`` of the lock document; a missing document or index is
         ``None``), expired or not: see :meth:`LockHolder.live`."""

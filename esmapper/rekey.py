@@ -188,7 +188,7 @@ def rekey(
                     report.failed += 1
                     say(f"FAILED {failure}")
     if apply:
-        mapper.client.indices.refresh(index=mapper.spec(model).read_target)
+        mapper.client.indices.refresh(index=spec.read_target)
     return report
 
 
@@ -211,9 +211,7 @@ def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan], spec: IndexSpec
     moves = [p for p in page if p.status == "rewrite"]
     if not moves:
         return {}
-    docs = []
-    for plan in moves:
-        docs.append({"_index": plan.index, "_id": plan.new_id, **_routings(plan, spec)[1]})
+    docs = [{"_index": p.index, "_id": p.new_id, **_routings(p, spec)[1]} for p in moves]
     found = client.mget(docs=docs)["docs"]
     taken: dict[str, str] = {}
     for plan, hit in zip(moves, found, strict=True):
@@ -355,7 +353,7 @@ def _delete_old(
     routings: tuple[dict[str, Any], dict[str, Any]],
     source: dict[str, Any],
     *,
-    fenced: str | None = None,
+    fenced: str,
 ) -> tuple[str, bool] | None:
     """Delete the old document, conditioned on the scanned version: ``None`` once it is
     gone and the new id holds ``source``, else ``(why not, whether to compensate)``. A 409
@@ -370,7 +368,7 @@ def _delete_old(
     for attempt in (1, 2):
         try:
             once(client).delete(
-                index=fenced or index,
+                index=fenced,
                 id=old,
                 if_seq_no=plan.seq_no,
                 if_primary_term=plan.primary_term,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from esmapper._cli_app import CliError, find_model, mapper_of, table
+from esmapper._cli_app import CliError, find_model, mapper_of
+from esmapper._text import table
 
 if TYPE_CHECKING:
     from esmapper.custom_fields.repository import CustomFieldRepository

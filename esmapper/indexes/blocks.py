@@ -38,7 +38,7 @@ from elasticsearch import Elasticsearch
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._meta import put_meta, read_meta
-from esmapper.locks import DEFAULT_TTL, Lock, LockHolder, LockProvider
+from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 from esmapper.model.codec import format_datetime, parse_datetime
 
 if TYPE_CHECKING:
@@ -79,6 +79,11 @@ class WriteBlock:
     def seconds(self, now: _dt.datetime) -> float | None:
         """How long the block has been on at ``now`` (``None`` when unknown)."""
         return None if self.since is None else max(0.0, (now - self.since).total_seconds())
+
+    def running(self, locks: LockProvider) -> bool:
+        """Whether the reindex that set the block runs now: its lock is live (``GET`` of the
+        lock document; ``False`` for a block no reindex set)."""
+        return self.lock is not None and locks.live_holder(self.lock) is not None
 
     def describe(self, now: _dt.datetime) -> str:
         """For humans: who set it and for how long it has been on."""
@@ -168,7 +173,7 @@ def block_report(locks: LockProvider, spec: IndexSpec) -> list[str]:
             lines.append(
                 f'{what}; remove it by hand: PUT /{index}/_settings {{"index.blocks.write": false}}'
             )
-        elif _holder_live(locks, block) is None:
+        elif not block.running(locks):
             lines.append(f"{what}, which no longer runs; migrate or reindex lifts it")
         else:
             lines.append(f"{what}, running now")
@@ -218,17 +223,11 @@ def unblock_own(client: Elasticsearch, index: str, lock: Lock) -> bool:
     return True
 
 
-def _holder_live(locks: LockProvider, block: WriteBlock) -> LockHolder | None:
-    assert block.lock is not None
-    holder = locks.holder(block.lock)
-    return holder if holder is not None and holder.live(locks.clock()) else None
-
-
 def leftover_block(locks: LockProvider, index: str) -> WriteBlock | None:
     """``index``'s block when it is a leftover (marked, its lock not live): what
     :func:`clear_leftover_block` would remove; read-only (``esmapper status``, plans)."""
     block = read_block(locks.client, index)
-    if block is None or not block.marked or _holder_live(locks, block) is not None:
+    if block is None or not block.marked or block.running(locks):
         return None
     return block
 

@@ -95,7 +95,7 @@ def reindex_partitions(
     delete_old: bool = True,
     keep_failed_index: bool = False,
     catch_up_margin: _dt.timedelta = _dt.timedelta(minutes=1),
-    throttle: Throttle | None = None,
+    throttle: Throttle = Throttle(),
 ) -> ReindexResult:
     """Reindex the outdated partitions of the time-series ``model`` into its current version;
     see the module docstring for every request sent. The options are those of
@@ -142,7 +142,7 @@ def reindex_partitions(
                     delete_old=delete_old,
                     keep_failed_index=keep_failed_index,
                     margin=catch_up_margin,
-                    throttle=throttle or Throttle(),
+                    throttle=throttle,
                 )
             except ReindexError as exc:
                 total = _total(spec, lowest, [*done, exc.result], "failed", began)

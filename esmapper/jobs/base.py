@@ -196,9 +196,7 @@ class Job(abc.ABC):
             result = self._locked(ctx)
         except JobCancelled as exc:
             result = JobResult.cancelled(self.name, str(exc) or "cancelled before it finished")
-        except LockError as exc:  # the lock was lost while running
-            result = JobResult.from_exception(self.name, exc)
-        except _EXPECTED as exc:
+        except _EXPECTED as exc:  # a LockError too: the lock was lost while running
             result = JobResult.from_exception(self.name, exc)
         except Exception as exc:  # a bug: reported, with its traceback in the log
             ctx.log.exception("%s failed unexpectedly", self.name)

@@ -42,7 +42,7 @@ import attrs
 from elastic_transport import TransportError
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
 
-from esmapper._transport import is_unknown_outcome, once, send_or_read_back
+from esmapper._transport import once, send_or_read_back
 from esmapper.indexes._ensure import reason_of
 from esmapper.jobs.base import Job, JobCancelled, JobContext, JobError, JobResult
 from esmapper.jobs.durations import format_duration
@@ -270,34 +270,30 @@ class SnapshotJob(Job):
         """Send the create once; a lost answer is read back (see the module docstring)."""
         path = f"/_snapshot/{self.repository}/{name}?wait_for_completion=false"
         lost = False
-        for attempt in (1, 2):
+
+        def send() -> None:
             ctx.sends("PUT", path, body)
             try:
                 once(client).snapshot.create(
                     repository=self.repository, snapshot=name, wait_for_completion=False, **body
                 )
-                return
             except BadRequestError as exc:
-                if lost and _name_taken(exc):
-                    return  # our first create was applied after all
-                if _name_taken(exc):
+                if not _name_taken(exc):
+                    raise
+                if not lost:  # else our first create was applied after all
                     raise JobError(
                         f"a snapshot named {name!r} already exists in {self.repository!r} "
                         "(it is never overwritten): wait a second, or use another name pattern",
                         error_type=str(exc.error),
                     ) from exc
-                raise
-            except TransportError as exc:
-                if not is_unknown_outcome(exc):
-                    raise
-                lost = True
-                ctx.sends("GET", f"/_snapshot/{self.repository}/{name}")
-                if read_snapshot(client, self.repository, name) is not None:
-                    ctx.log.warning("%s: the answer was lost (%s); read back: started", path, exc)
-                    return
-                if attempt == 2:
-                    raise
-                ctx.log.warning("%s: the answer was lost (%s); read back: resending", path, exc)
+
+        def started() -> bool:
+            nonlocal lost
+            lost = True
+            ctx.sends("GET", f"/_snapshot/{self.repository}/{name}")
+            return read_snapshot(client, self.repository, name) is not None
+
+        send_or_read_back(send, started, what=f"PUT {path}")
 
     def _wait(self, ctx: JobContext, client: Elasticsearch, name: str) -> SnapshotInfo | None:
         """Poll until the snapshot ends; ``None`` when it disappeared."""

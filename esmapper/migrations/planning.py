@@ -405,8 +405,7 @@ def in_progress(mapper: Context | HasContext) -> LockHolder | None:
     is none or it expired; sends ``GET /<prefix>esmapper-locks/_doc/migrations``."""
     mapper = context_of(mapper)  # a Mapper: its services
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
-    holder = locks.holder(LOCK_NAME)
-    return holder if holder is not None and holder.live(mapper.clock()) else None
+    return locks.live_holder(LOCK_NAME)
 
 
 def plan(mapper: Context | HasContext, *, retry_failed: bool = False) -> list[PlannedStep]:
