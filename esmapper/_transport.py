@@ -54,14 +54,19 @@ def is_unknown_outcome(exc: BaseException) -> bool:
 
 
 def send_or_read_back(
-    send: Callable[[], T], applied: Callable[[], bool], *, what: str, attempts: int = 2
+    send: Callable[[], T],
+    applied: Callable[[], bool],
+    *,
+    what: str,
+    attempts: int = 2,
+    logger: logging.Logger = log,
 ) -> T | None:
     """``send()`` (a request through :func:`once`); on an unknown outcome ask ``applied()``
     (a read of the state): ``True`` -> return ``None`` (done, no answer to return), ``False``
     -> send again, up to ``attempts`` sends in all, then raise the last error. Only for
     requests whose resend is harmless once ``applied()`` said they are not there (a create
     that answers "already exists" is handled by the caller's ``send``). ``what`` names the
-    request in the log."""
+    request in the warnings, logged to ``logger`` (a job's own logger, for a job)."""
     for attempt in range(1, attempts + 1):
         try:
             return send()
@@ -69,11 +74,11 @@ def send_or_read_back(
             if not is_unknown_outcome(exc):
                 raise
             if applied():
-                log.warning("%s: the answer was lost (%s); read back: it was applied", what, exc)
+                logger.warning("%s: the answer was lost (%s); read back: it was applied", what, exc)
                 return None
             if attempt == attempts:
                 raise
-            log.warning(
+            logger.warning(
                 "%s: the answer was lost (%s); read back: not applied, resending", what, exc
             )
     raise AssertionError("unreachable")  # pragma: no cover

@@ -293,7 +293,7 @@ class SnapshotJob(Job):
             ctx.sends("GET", f"/_snapshot/{self.repository}/{name}")
             return read_snapshot(client, self.repository, name) is not None
 
-        send_or_read_back(send, started, what=f"PUT {path}")
+        send_or_read_back(send, started, what=f"PUT {path}", logger=ctx.log)
 
     def _wait(self, ctx: JobContext, client: Elasticsearch, name: str) -> SnapshotInfo | None:
         """Poll until the snapshot ends; ``None`` when it disappeared."""
@@ -485,5 +485,5 @@ class CleanupSnapshotsJob(Job):
             ctx.sends("GET", path)
             return read_snapshot(client, self.repository, name) is None
 
-        send_or_read_back(send, gone, what=f"DELETE {path}")
+        send_or_read_back(send, gone, what=f"DELETE {path}", logger=ctx.log)
         ctx.log.info("deleted snapshot %s/%s", self.repository, name)

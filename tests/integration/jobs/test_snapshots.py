@@ -4,6 +4,7 @@ cleanup by age that never deletes the newest successful snapshot."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -84,17 +85,23 @@ def test_a_lost_answer_to_the_create_is_read_back(
     es_url: str,
     es_client: Elasticsearch,
     applied: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     with FaultProxy(es_url, lifetime=120) as proxy:
         mapper = make_mapper(ItemV1, url=proxy.url)
         mapper.configure_indexes()
         path = rf"^/_snapshot/{repository}/lost$"
         proxy.drop_connection(path=path, method="PUT", after_forwarding=applied)
-        result = SnapshotJob(mapper, repository, name_pattern="lost").run()
+        with caplog.at_level(logging.WARNING, logger="esmapper.jobs"):
+            result = SnapshotJob(mapper, repository, name_pattern="lost").run()
         assert result.is_success, result
         # applied: read back and not resent; not applied: read back and sent once more
         assert proxy.count(path, method="PUT") == (1 if applied else 2)
     assert _names(es_client, repository) == ["lost"]
+    # the warning is the job's, where a user filtering esmapper.jobs looks for it
+    [lost] = [r for r in caplog.records if "the answer was lost" in r.getMessage()]
+    assert lost.name == "esmapper.jobs.snapshot-create"
+    assert ("read back: it was applied" if applied else "resending") in lost.getMessage()
 
 
 def test_cleanup_deletes_old_snapshots_but_never_the_newest_successful_one(
