@@ -38,7 +38,9 @@ _RESOLVE_ROUNDS = 3
 
 
 #: (C-level getters for the per-batch checks: no Python call per item)
+_MODEL = operator.attrgetter("ref.info.cls")
 _INFO = operator.attrgetter("ref.info")
+_ID = operator.attrgetter("id")
 _OK = operator.attrgetter("ok")
 
 
@@ -226,7 +228,10 @@ def _recreate_vanished(
 
 
 def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
-    if ctx.documents is None:  # no cache client at all
+    if ctx.documents is None or not actions:  # no cache client at all, or nothing written
+        return
+    if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
+        ctx.invalidate_ids(actions[0].ref.info, map(_ID, actions))
         return
     by_model: dict[ModelInfo, list[str | None]] = {}
     for action in actions:

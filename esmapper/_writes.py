@@ -380,7 +380,7 @@ def _before_write(
             check_call_options(info, options)
     checked = by_model(groups, "check")  # on what the "-ing" receivers left
     _check(call, checked)
-    targets = _targets(ctx, pendings)
+    targets = _targets(ctx, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
         check_id(pending.doc.id, index=target)
     changing = False
@@ -429,18 +429,23 @@ def _actions(
     return actions
 
 
-def _targets(ctx: Context, pendings: Sequence[PendingWrite]) -> list[str]:
+def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
     whose partition is not certain looked up together), through ``ctx.client``: the
-    call's ``timeout=`` bounds those requests too."""
+    call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
+    first write's model."""
+    if one_model:  # the common case: the spec decides, per kind of index, what it needs
+        writes = [(p.doc, p.kind == "remove") for p in pendings]
+        return ctx.spec(pendings[0].info.cls).write_targets(writes, client=ctx.client)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
     targets: list[str] = [""] * len(pendings)
+    client = ctx.client
     for cls, positions in by_model.items():
         writes = [(pendings[i].doc, pendings[i].kind == "remove") for i in positions]
-        chosen = ctx.spec(cls).write_targets(writes, client=ctx.client)
+        chosen = ctx.spec(cls).write_targets(writes, client=client)
         for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets
