@@ -83,10 +83,13 @@ def only_shown(rules: Sequence[Visibility], docs: list[Any]) -> list[Any]:
 class ByIdRead:
     """What a by-id read of one repository implies under one ``Options``, worked out
     once for those options (not on every call): its :func:`visibility` rules and its
-    cache TTL (``Services.cache_ttl``). ``points``: the model's points it was worked out
-    under (a feature registered later attaches new ones: the entry is then stale)."""
+    cache TTL (``Services.cache_ttl``). ``points`` and ``documents``: the model's points
+    and the mapper's document cache it was worked out under (a feature registered later
+    attaches new points, a cache set on the mapper later changes the TTL: the entry is then
+    stale)."""
 
     points: Points
+    documents: Any
     rules: tuple[Visibility, ...]
     ttl: _dt.timedelta | None
 
@@ -106,10 +109,17 @@ class Reading(Searching[T]):
         ``Options`` is immutable; a call's options are the same object call after call:
         the repository's defaults, or ``Options.merge``'s)."""
         read = self._by_id.get(opts)
-        info = self.info
-        if read is None or read.points is not info.points:
+        info, services = self.info, self.services
+        if (
+            read is None
+            or read.points is not info.points
+            or read.documents is not services.documents
+        ):
             read = ByIdRead(
-                info.points, visibility(info, opts), self.services.cache_ttl(info, opts)
+                info.points,
+                services.documents,
+                visibility(info, opts),
+                services.cache_ttl(info, opts),
             )
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()

@@ -19,6 +19,7 @@ import esmapper as em
 from esmapper import _limits
 from esmapper import _reading as reading_module
 from esmapper._features import Visibility
+from esmapper.cache import DocumentCache
 from esmapper.model.state import state_of
 from esmapper.options import Options
 
@@ -158,3 +159,15 @@ def test_the_kept_entries_are_bounded(mapper: em.Mapper) -> None:
     for n in range(reading_module._BY_ID_MAX + 5):
         repo.by_id(Options(timeout=n + 1))
     assert 0 < len(repo._by_id) <= reading_module._BY_ID_MAX
+
+
+def test_a_document_cache_set_on_the_mapper_later_is_seen_by_the_next_read() -> None:
+    with em.Mapper("http://127.0.0.1:9", models=[Card], index_prefix="unit_") as mapper:
+        repo = mapper.repository(Card)
+        opts = repo.defaults
+        mapper.documents = None
+        assert repo.by_id(opts).ttl is None  # no document cache: nothing cached
+        mapper.documents = DocumentCache(em.InMemoryCache())
+        assert repo.by_id(opts).ttl is not None  # Card's `cache = True` now applies
+        mapper.documents = None
+        assert repo.by_id(opts).ttl is None
