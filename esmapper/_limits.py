@@ -105,12 +105,15 @@ def limited(defaults: Callable[[Any], _HasLimits]) -> Callable[[F], F]:
 
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if kwargs and accepted is not None and not accepted.issuperset(kwargs):
-                refuse_keywords(method.__name__, kwargs, accepted)
             fallback = defaults(self)
-            timeout = kwargs.get("timeout", fallback.timeout)
-            retries = kwargs.get("retries", fallback.retries)
-            if timeout is None and retries is None:  # the usual call: nothing to apply
+            if kwargs:
+                if accepted is not None and not accepted.issuperset(kwargs):
+                    refuse_keywords(method.__name__, kwargs, accepted)
+                timeout = kwargs.get("timeout", fallback.timeout)
+                retries = kwargs.get("retries", fallback.retries)
+            else:  # the usual call: no keyword, the defaults' limits
+                timeout, retries = fallback.timeout, fallback.retries
+            if timeout is None and retries is None:  # nothing to apply: no context
                 return method(self, *args, **kwargs)
             with applied(timeout, retries):
                 return method(self, *args, **kwargs)

@@ -13,6 +13,7 @@ and apply to what they found the rules of the model's features (the ``visible`` 
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,7 +22,7 @@ from elasticsearch import NotFoundError
 from typing_extensions import Unpack
 
 from esmapper import _gcpause as _gc
-from esmapper._features import Visibility, check_call_options
+from esmapper._features import Points, Visibility, check_call_options
 from esmapper._keywords import CountKeywords, OptionKeywords
 from esmapper._limits import limited
 from esmapper._search import is_index_missing
@@ -78,8 +79,52 @@ def only_shown(rules: Sequence[Visibility], docs: list[Any]) -> list[Any]:
     return docs
 
 
+@attrs.frozen(slots=True)
+class ByIdRead:
+    """What a by-id read of one repository implies under one ``Options``, worked out
+    once for those options (not on every call): its :func:`visibility` rules and its
+    cache TTL (``Services.cache_ttl``). ``points`` and ``documents``: the model's points
+    and the mapper's document cache it was worked out under (a feature registered later
+    attaches new points, a cache set on the mapper later changes the TTL: the entry is then
+    stale)."""
+
+    points: Points
+    documents: Any
+    rules: tuple[Visibility, ...]
+    ttl: _dt.timedelta | None
+
+
+#: How many options' :class:`ByIdRead` a repository keeps (then it starts over).
+_BY_ID_MAX = 64
+
+
 class Reading(Searching[T]):
     """The reads by id of a repository (see the module docstring)."""
+
+    #: :class:`ByIdRead` by the options they were worked out for (see :meth:`by_id`)
+    _by_id: dict[Options, ByIdRead]
+
+    def by_id(self, opts: Options) -> ByIdRead:
+        """The rules and cache TTL of a by-id read under ``opts``, kept per options (an
+        ``Options`` is immutable; a call's options are the same object call after call:
+        the repository's defaults, or ``Options.merge``'s)."""
+        read = self._by_id.get(opts)
+        info, services = self.info, self.services
+        if (
+            read is None
+            or read.points is not info.points
+            or read.documents is not services.documents
+        ):
+            read = ByIdRead(
+                info.points,
+                services.documents,
+                visibility(info, opts),
+                services.cache_ttl(info, opts),
+            )
+            if len(self._by_id) >= _BY_ID_MAX:
+                self._by_id.clear()
+            self._by_id[opts] = read
+        return read
 
     @property
     def spec(self) -> IndexSpec:
@@ -90,15 +135,16 @@ class Reading(Searching[T]):
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``. Takes the options
         (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does."""
-        return self._get(id, self.options(**given(options)))
+        # no keyword (the usual call): the defaults as they are, no options built
+        return self._get(id, self.options(**given(options)) if options else self.defaults)
 
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
         check_id(id)
         services, info = self.services, self.info
         check_call_options(info, opts)
-        rules = visibility(info, opts)
-        ttl = services.cache_ttl(info, opts)
+        read = self.by_id(opts)
+        ttl = read.ttl
         cached = token = None
         if ttl is not None:
             cached, token = services.cache_lookup(info, id)
@@ -118,7 +164,10 @@ class Reading(Searching[T]):
             if ttl is not None:
                 services.cache_fill(info, id, raw, token, ttl)
             document = self._hydrate(raw)
-        return document if shown(rules, document) else None
+        for rule in read.rules:
+            if not rule.test(document):
+                return None
+        return document
 
     @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Unpack[OptionKeywords]) -> list[T]:
@@ -134,7 +183,8 @@ class Reading(Searching[T]):
         for id in wanted:
             check_id(id)
         check_call_options(self.info, opts)
-        ttl = self.services.cache_ttl(self.info, opts)
+        read = self.by_id(opts)
+        ttl = read.ttl
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
         if ttl is not None:
@@ -160,8 +210,7 @@ class Reading(Searching[T]):
                         self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
                     )
         found = [self._hydrate(hits[id]) for id in wanted if id in hits]
-        rules = visibility(self.info, opts)
-        return only_shown(rules, found) if rules else found
+        return only_shown(read.rules, found) if read.rules else found
 
     @limited(_defaults)
     def exists(
@@ -195,7 +244,7 @@ class Reading(Searching[T]):
         opts = self.options(**given(options))
         check_id(id)
         check_call_options(self.info, opts)
-        rules = visibility(self.info, opts)
+        rules = self.by_id(opts).rules
         if any(rule.reads is None for rule in rules):  # a rule reads the whole document
             return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
         if not rules:

@@ -58,6 +58,7 @@ class Repository(Reading[T]):
         self.model = model
         self.info = model.__esmapper__  # type: ignore[attr-defined]
         self.defaults = Options()
+        self._by_id = {}
 
     # -- writes ------------------------------------------------------------------------
 
