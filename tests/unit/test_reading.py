@@ -91,11 +91,8 @@ def test_what_options_imply_is_worked_out_once_per_options(
     assert repo._by_id_read(repo.defaults) is repo._by_id_read(Options())
 
 
-def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
-    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo = mapper.repository(Card)
-    _cache(mapper, "c1")
+def _limits_seen(repo: em.Repository[Card], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The call limits each of ``repo``'s by-id reads runs under, in order."""
     seen: list[_limits.CallLimits] = []
     real = repo._get
 
@@ -104,6 +101,15 @@ def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
         return real(id, opts)
 
     monkeypatch.setattr(repo, "_get", spying)
+    return seen
+
+
+def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Card)
+    _cache(mapper, "c1")
+    seen = _limits_seen(repo, monkeypatch)
     repo.defaults = Options(timeout=2.5)
     assert repo.get("c1") is not None
     assert repo.get("c1", retries=1) is not None
@@ -116,14 +122,7 @@ def test_a_limit_given_as_none_means_the_default(
     # as every option's None: "the repository's (or session's) default"
     repo = mapper.repository(Card)
     _cache(mapper, "c1")
-    seen: list[_limits.CallLimits] = []
-    real = repo._get
-
-    def spying(id: str, opts: Options) -> Any:
-        seen.append(_limits.current())
-        return real(id, opts)
-
-    monkeypatch.setattr(repo, "_get", spying)
+    seen = _limits_seen(repo, monkeypatch)
     repo.defaults = Options(timeout=2.5, retries=3)
     repo.get("c1", timeout=None)
     repo.get("c1", retries=None, cache=True)
