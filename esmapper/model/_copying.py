@@ -196,7 +196,7 @@ def _compile(info: Any) -> CopyPlan | None:
     state = (
         "s = _get__esm_state(p)",
         "_put__esm_state(self, None if s is None else "
-        "_State(s.original, s.index, None, s.partial, s.version, s.condition))",
+        "_State(s.original_or_bytes, s.index, None, s.partial, s.version, s.condition))",
     )
     source = "\n".join(
         [
