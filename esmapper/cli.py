@@ -111,6 +111,8 @@ class _Group(click.Group):
         except click.ClickException as exc:
             _summary(ctx, started, f"failed (exit {exc.exit_code}): {exc.format_message()}")
             raise
+        except (click.exceptions.Exit, click.Abort):  # a sub-command's --help, Ctrl-C
+            raise
         except Exception as exc:
             error = error_for(exc, ctx)
             _summary(ctx, started, f"failed: {error.format_message() if error else exc!r}")

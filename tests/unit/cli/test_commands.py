@@ -50,6 +50,29 @@ def test_help_lists_the_commands() -> None:
         assert command in result.output
 
 
+def _command_paths(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        yield (*prefix, name)
+        if hasattr(command, "commands"):
+            yield from _command_paths(command, (*prefix, name))
+
+
+COMMAND_PATHS = sorted(_command_paths(main))
+
+
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids=" ".join)
+def test_every_command_answers_help_with_exit_0(path: tuple[str, ...]) -> None:
+    result = invoke(*path, "--help")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "Usage:" in result.output and path[-1] in result.output
+    assert "error" not in result.stderr
+
+
+def test_the_command_tree_is_walked_into_sub_groups() -> None:
+    assert ("migrate",) in COMMAND_PATHS
+    assert any(len(path) > 1 for path in COMMAND_PATHS)  # e.g. "indexes delete"
+
+
 def test_load_mapper_accepts_an_attribute_or_a_factory(app: str) -> None:
     mapper = load_mapper(f"{app}:mapper")
     assert isinstance(mapper, em.Mapper) and mapper.index_prefix == "unit-"
