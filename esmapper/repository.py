@@ -99,7 +99,7 @@ class Repository(Reading[T]):
         document stored under another tenant (whatever the object says) raises
         DocumentValidationError before anything is sent (see
         :mod:`esmapper.custom_fields._tenancy`)."""
-        items = [docs] if isinstance(docs, str | self.model) else list(docs)  # type: ignore[arg-type]
+        items = self._items("remove", docs, ids_too=True)
         ids = [item for item in items if isinstance(item, str)]
         opts = self.options(**given(options))
         loaded: dict[str, Any] | None = None
@@ -129,12 +129,21 @@ class Repository(Reading[T]):
         self, kind: WriteKind, docs: T | Sequence[T], options: dict[str, Any]
     ) -> T | list[T]:
         single = isinstance(docs, self.model)
-        items = [docs] if single else list(docs)  # type: ignore[arg-type]
-        for item in items:
-            if not isinstance(item, self.model):
-                raise TypeError(f"{kind}() takes {self.model.__name__} documents, got {item!r}")
+        items = self._items(kind, docs)
         self._run(kind, items, self.options(**options))  # (tenant= checked by the pipeline)
         return items[0] if single else items  # type: ignore[return-value]
+
+    def _items(self, kind: str, docs: Any, *, ids_too: bool = False) -> list[Any]:
+        """``docs`` (one document, or an iterable of them; ids too for ``remove``) as a
+        list, each checked: anything else raises TypeError naming the call and the item."""
+        accepted = (str, self.model) if ids_too else self.model
+        one = isinstance(docs, accepted) or not isinstance(docs, Iterable)
+        items = [docs] if one else list(docs)
+        for item in items:
+            if not isinstance(item, accepted):
+                what = f"{self.model.__name__} documents" + (" or ids" if ids_too else "")
+                raise TypeError(f"{kind}() takes {what}, got {item!r}")
+        return items
 
     def _run(self, kind: WriteKind, docs: Sequence[Any], options: Options) -> None:
         if docs:

@@ -221,3 +221,19 @@ def test_a_save_is_conditional_on_the_version_the_document_holds_now(
     stale.version = "not-a-version"
     with pytest.raises(em.DocumentValidationError, match="version"):
         employees.save(stale)
+
+
+def test_a_document_of_another_model_is_refused_with_the_same_message_alone_or_in_a_list(
+    employees: em.Repository[Employee],
+) -> None:
+    other = Message(tenant="t", message_id="m", handler_type="h")
+    for call in (employees.add, employees.save):
+        name = call.__name__
+        with pytest.raises(TypeError, match=rf"^{name}\(\) takes Employee documents, got Message"):
+            call(other)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=rf"^{name}\(\) takes Employee documents, got Message"):
+            call([Employee(), other])  # type: ignore[list-item]
+    for given in (other, [other], ["some-id", 42]):
+        with pytest.raises(TypeError, match=r"^remove\(\) takes Employee documents or ids, got"):
+            employees.remove(given)  # type: ignore[arg-type]
+    assert employees.count(soft_deletes="all", consistency="immediate") == 0
