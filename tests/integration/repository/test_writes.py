@@ -230,7 +230,7 @@ def test_a_document_of_another_model_is_refused_with_the_same_message_alone_or_i
     for call in (employees.add, employees.save):
         name = call.__name__
         with pytest.raises(TypeError, match=rf"^{name}\(\) takes Employee documents, got Message"):
-            call(other)  # type: ignore[arg-type]
+            call(other)  # type: ignore[call-overload]
         with pytest.raises(TypeError, match=rf"^{name}\(\) takes Employee documents, got Message"):
             call([Employee(), other])  # type: ignore[list-item]
     for given in (other, [other], ["some-id", 42]):
