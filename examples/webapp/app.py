@@ -103,6 +103,13 @@ def create_app(mapper: em.Mapper, **config: Any) -> Flask:
 
     ``config`` overrides the Flask settings: ``COMPANY_ID`` (default ``"acme"``),
     ``PAGE_SIZE`` (default 10), ``SECRET_KEY`` (default ``$SECRET_KEY``, else random), ...
+
+    The flash messages ("Jane Roe was saved.") travel in Flask's signed session cookie
+    from the request that sets them to the page after the redirect. With several worker
+    processes, that page may be served by another worker: every worker must sign with the
+    same ``SECRET_KEY``. A deployment sets it in the environment of all its workers (e.g.
+    ``SECRET_KEY=$(python -c 'import secrets; print(secrets.token_hex(32))')`` once, kept
+    with its other secrets); the random default is only for a single process.
     """
     app = Flask(__name__)
     app.config.update(

@@ -6,7 +6,9 @@ mapper, and the mappers share the cache and the change notifications through Red
 (``ESMAPPER_REDIS_URL``; the demo starts an embedded one). Each worker binds its own socket
 to the same address with ``SO_REUSEPORT`` (Linux), and the kernel spreads new connections
 over them by a hash of the client's address and port. Every response names its worker in
-an ``X-Worker`` header (its process id). Each worker also listens on a port of its own
+an ``X-Worker`` header (its process id). The workers share one ``SECRET_KEY`` (``$SECRET_KEY``,
+else one made for them): the flash message set by one is shown by whichever serves the next
+page. Each worker also listens on a port of its own
 (:attr:`Workers.private_urls`), so a test or a demo can talk to one worker on purpose.
 
 ``python -m examples.webapp.workers HOST PORT PRIVATE_PORT`` is one worker (the environment
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import html
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -41,11 +44,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @attrs.frozen
 class Page:
-    """An answer: ``status``, the HTML ``text`` (entities decoded), the ``worker`` pid."""
+    """An answer: ``status``, the HTML ``text`` (entities decoded), the ``worker`` pid, and
+    for a redirect its ``location`` and the session ``cookie`` it sets (``name=value``)."""
 
     status: int
     text: str
     worker: str
+    location: str = ""
+    cookie: str = ""
 
 
 class _Quiet(WSGIRequestHandler):
@@ -78,6 +84,10 @@ class Workers:
         self.url = f"http://{host}:{port}"
         path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
         self._env = {**os.environ, **env, "PYTHONPATH": path}
+        # one key for every worker: a flash message set by one is shown by another (the
+        # page after a redirect may land on either); $SECRET_KEY, when set, is that key
+        if not self._env.get("SECRET_KEY"):
+            self._env["SECRET_KEY"] = secrets.token_hex(32)
         self._n = n
         self.private_urls: list[str] = []
         self.procs: list[subprocess.Popen[str]] = []
@@ -131,20 +141,29 @@ class Workers:
         self.stop()
 
 
-def page(url: str, path: str, form: Mapping[str, str] | None = None) -> Page:
-    """``GET url+path`` (``POST`` with ``form``); redirects are not followed."""
+def page(url: str, path: str, form: Mapping[str, str] | None = None, *, cookie: str = "") -> Page:
+    """``GET url+path`` (``POST`` with ``form``), sending ``cookie`` if given; redirects
+    are not followed."""
     parts = urllib.parse.urlsplit(url)
     conn = HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    headers = {"Cookie": cookie} if cookie else {}
     if form is None:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers)
     else:
         body = urllib.parse.urlencode(form)
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
         conn.request("POST", path, body=body, headers=headers)
     try:
         response = conn.getresponse()
         text = html.unescape(response.read().decode())
-        return Page(response.status, text, response.getheader("X-Worker") or "")
+        set_cookie = (response.getheader("Set-Cookie") or "").split(";", 1)[0]
+        return Page(
+            response.status,
+            text,
+            response.getheader("X-Worker") or "",
+            response.getheader("Location") or "",
+            set_cookie,
+        )
     finally:
         conn.close()
 

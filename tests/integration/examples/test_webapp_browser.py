@@ -10,6 +10,7 @@ skipped, saying so.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ import esmapper as em
 from examples.webapp.app import create_app
 from examples.webapp.models import Employee, Team
 from examples.webapp.run import serve_in_background
+from examples.webapp.workers import Workers
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 
@@ -84,6 +86,8 @@ def driver() -> Iterator[WebDriver]:
         "--window-size=1280,1000",
     ):
         options.add_argument(argument)
+    # the answers' headers (X-Worker: which process served a page) in the performance log
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not go online
     chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -392,6 +396,47 @@ def test_unknown_pages_are_a_styled_404(
         heading(driver, "Not found")
         assert driver.find_element(By.CSS_SELECTOR, "header .brand").text == "esmapper directory"
     shot(driver, "not-found")
+
+
+def workers_seen(driver: WebDriver) -> set[str]:
+    """The ``X-Worker`` of every page answer since the last call (the performance log)."""
+    seen = set()
+    log = driver.get_log("performance")  # type: ignore[attr-defined]
+    for entry in log:
+        event = json.loads(entry["message"])["message"]
+        if event.get("method") == "Network.responseReceived":
+            headers = {k.lower(): v for k, v in event["params"]["response"]["headers"].items()}
+            if "x-worker" in headers:
+                seen.add(headers["x-worker"])
+    return seen
+
+
+def test_every_confirmation_shows_whichever_worker_serves_the_next_page(
+    driver: WebDriver, mapper: em.Mapper, es_url: str, index_prefix: str, redis_url: str
+) -> None:
+    """Two worker processes behind one port, as the demo serves them: each request is a
+    new connection the kernel gives to either worker, so the page after a create, an edit
+    or a delete is often served by the worker that did not set its flash message."""
+    mapper.configure_indexes()
+    env = {"ESMAPPER_URL": es_url, "ESMAPPER_INDEX_PREFIX": index_prefix}
+    workers_seen(driver)  # forget earlier tests' answers
+    with Workers(2, "127.0.0.1", 0, {**env, "ESMAPPER_REDIS_URL": redis_url}) as workers:
+        for n in range(4):
+            name = f"Worker Test {n}"
+            driver.get(f"{workers.url}/employees/new")
+            heading(driver, "New employee")
+            fill(driver, {**FORM, "name": name, "email": f"w{n}@example.com"})
+            click(driver, "form button[type=submit]")
+            wait_text(driver, ".flash", f"{name} was added.")
+            click_link(driver, "Edit")
+            heading(driver, f"Edit {name}")
+            fill(driver, {"title": f"Title {n}"})
+            click(driver, "form button[type=submit]")
+            wait_text(driver, ".flash", f"{name} was saved.")
+            click(driver, "form[action$='/delete'] button")
+            wait_text(driver, ".flash", f"{name} was moved to the recycle bin.")
+        served_by = workers_seen(driver)
+    assert len(served_by) == 2, served_by  # both workers served these pages
 
 
 def test_screenshots_are_written_on_every_run(

@@ -3,6 +3,7 @@ through one worker is shown by the other at once (its cached page is not served 
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterator
 
 import pytest
@@ -50,3 +51,19 @@ def test_a_deleted_employee_is_gone_from_both_workers(
     assert shown.status == 200 and 'id="deleted"' not in shown.text
     assert page(one, f"{show}/delete", {}).status == 303  # soft delete through worker one
     assert 'id="deleted"' in page(two, show).text  # worker two shows the recycle-bin banner
+
+
+def test_a_flash_message_set_by_one_worker_is_shown_by_the_other(
+    workers: Workers, repo: em.Repository[Employee]
+) -> None:
+    employee = repo.add(make_employee(3), consistency="wait")
+    one, two = workers.private_urls
+    for round, (writer, reader) in enumerate([(one, two), (two, one)]):
+        current = repo.get(employee.id, cache=False)
+        assert current is not None
+        saved = edit_name(writer, current, f"Flashed {round}")
+        assert saved.status == 303 and saved.cookie, saved.text[-500:]
+        location = urllib.parse.urlsplit(saved.location).path
+        shown = page(reader, location, cookie=saved.cookie)  # the redirect, on the other worker
+        assert shown.worker != saved.worker
+        assert f"Flashed {round} was saved." in shown.text
