@@ -109,13 +109,19 @@ class TopHitsAggregate:
 
 @attrs.frozen
 class Bucket:
-    """One bucket: ``key`` (epoch ms for dates), ``key_as_string``, ``total`` (doc count) and
-    the bucket's sub-``aggregations``."""
+    """One bucket: ``key`` (epoch ms for dates), ``key_as_string``, ``total`` (doc count;
+    also readable as ``doc_count``, elasticsearch.dsl's name) and the bucket's
+    sub-``aggregations``."""
 
     key: Any
     key_as_string: str | None
     total: int
     aggregations: Aggregations
+
+    @property
+    def doc_count(self) -> int:
+        """``total``, under the name Elasticsearch and elasticsearch.dsl give it."""
+        return self.total
 
 
 @attrs.frozen
@@ -137,11 +143,16 @@ class BucketAggregate:
 
 @attrs.frozen
 class SingleBucketAggregate:
-    """A single-bucket aggregation (``nested_{path}``, ``missing_{field}``): its doc count and
-    inner ``aggregations``."""
+    """A single-bucket aggregation (``nested_{path}``, ``missing_{field}``): its doc count
+    (``total``, also readable as ``doc_count``) and inner ``aggregations``."""
 
     total: int
     aggregations: Aggregations
+
+    @property
+    def doc_count(self) -> int:
+        """``total``, under the name Elasticsearch and elasticsearch.dsl give it."""
+        return self.total
 
 
 Aggregate = (

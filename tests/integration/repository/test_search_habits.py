@@ -109,6 +109,8 @@ def test_limit_zero_counts_and_aggregates_and_has_no_next_page(
     assert results.next_page() is False
     companies = results.aggregations.terms("terms_company_id")
     assert {b.key: b.total for b in companies.buckets} == {"acme": 12, "initech": 6}
+    # elasticsearch.dsl's name for a bucket's count reads the same number
+    assert [b.doc_count for b in companies.buckets] == [b.total for b in companies.buckets]
 
 
 # -- search_after from any sorted page ------------------------------------------------------
@@ -331,3 +333,14 @@ def test_a_before_query_receiver_may_change_what_is_sent(
         assert employees.count() == 12
         assert {d.company_id for d in employees.find(limit=100)} == {"acme"}
     assert employees.count() == 18
+
+
+def test_a_single_bucket_count_reads_as_total_and_doc_count(
+    employees: em.Repository[Employee], staff: list[Employee]
+) -> None:
+    results = employees.find(aggregations="missing:hired", limit=0)
+    missing = results.aggregations.missing("missing_hired")
+    assert missing is not None
+    expected = employees.count("_missing_:hired", consistency="immediate")
+    assert expected > 0
+    assert missing.total == missing.doc_count == expected
