@@ -34,7 +34,7 @@ from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes.spec import IndexSpec
-from esmapper.model.info import ModelInfo
+from esmapper.model.info import DEFAULT_CACHE_LIFETIME, ModelInfo
 from esmapper.options import Options
 
 if TYPE_CHECKING:
@@ -45,8 +45,9 @@ __all__ = ["DEFAULT_CACHE_TTL", "Services"]
 
 _S = TypeVar("_S")
 
-#: Cache lifetime of an operation that asks for caching on a model without a default.
-DEFAULT_CACHE_TTL = _dt.timedelta(minutes=5)
+#: Cache lifetime of an operation that asks for caching on a model without a default
+#: (also what ``class Index: cache = True`` means).
+DEFAULT_CACHE_TTL = DEFAULT_CACHE_LIFETIME
 
 
 def _nothing(*_: object) -> None:

@@ -84,12 +84,6 @@ class IndexSpec:
         self.ensured = EnsuredIndex()
         #: the ingest pipeline its writes run (:mod:`esmapper.indexes.pipelines`)
         self.pipeline = Pipeline.of(self.options, self.alias)
-        date_field = self.options.date_field
-        if self.is_time_series and date_field is not None and date_field not in info.field_by_name:
-            raise IndexConfigurationError(
-                f"{info.name}.Index.date_field {date_field!r} is not a field of {info.name}",
-                index=self.alias,
-            )
         refuse_model_names(self)  # not a name Elasticsearch keeps for data streams
 
     def bind(self, client: Elasticsearch, clock: Callable[[], _dt.datetime] | None = None) -> None:

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import attrs
 from typing_extensions import Self, dataclass_transform
 
-from esmapper.errors import IndexConfigurationError
 from esmapper.model import _tracking as tracking
 from esmapper.model._kinds import DocumentKind, EmbeddedKind
 from esmapper.model.codec import compile_codec, make_converter
@@ -30,7 +29,7 @@ from esmapper.model.fields import (
     is_mutable_default,
     spec_from_annotation,
 )
-from esmapper.model.info import IndexOptions, ModelInfo
+from esmapper.model.info import IndexOptions, ModelInfo, check_against_fields
 from esmapper.model.normalize import compile_normalizer
 from esmapper.model.state import DocState, version_of
 
@@ -238,11 +237,7 @@ def _build_info(
                     break
         if index is None:
             index = IndexOptions.from_class(cls.__name__, index_cls)
-        unknown = [f for f in index.id_fields if f not in {s.name for s in specs}]
-        if unknown:
-            raise IndexConfigurationError(
-                f"{cls.__name__}.Index.id_fields names unknown attribute(s): {', '.join(unknown)}"
-            )
+        check_against_fields(cls.__name__, index, specs)
     return ModelInfo(
         cls=cls,
         fields=specs,

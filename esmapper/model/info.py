@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -20,7 +20,11 @@ from esmapper.reindex_scripts import ReindexScriptValue, check_reindex_scripts
 if TYPE_CHECKING:
     from esmapper.model.codec import FromSource
 
-__all__ = ["IndexOptions", "ModelInfo"]
+__all__ = ["DEFAULT_CACHE_LIFETIME", "IndexOptions", "ModelInfo", "check_against_fields"]
+
+#: What ``class Index: cache = True`` (and a per-call ``cache=True`` on a model not cached
+#: by default) keeps a by-id read for.
+DEFAULT_CACHE_LIFETIME = _dt.timedelta(minutes=5)
 
 INDEX_KINDS = ("versioned", "plain", "daily", "monthly")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
@@ -35,7 +39,8 @@ class IndexOptions:
     ``kind`` one of ``versioned``, ``plain``, ``daily``, ``monthly``; ``settings`` the index
     settings; ``date_field`` picks the partition of time-series indexes; ``max_age`` their
     retention; ``id_fields`` the attributes a new document's id is composed from;
-    ``cache`` the default cache lifetime of by-id reads (``None``: not cached);
+    ``cache`` the default cache lifetime of by-id reads (``None``: not cached; a
+    ``timedelta``, a number of seconds, or ``True`` for five minutes);
     ``default_search_fields`` the fields a bare search term looks in; ``aliases`` extra
     field-name aliases for expressions; ``reindex_scripts`` maps a target version to the
     script(s) run while reindexing into it (Painless sources and field operations, see
@@ -90,6 +95,8 @@ class IndexOptions:
             if value is not None:
                 raw[key] = tuple(value)
         raw.setdefault("name", _default_name(model_name))
+        if "cache" in raw:
+            raw["cache"] = _cache_lifetime(raw["cache"], f"{model_name}.Index.cache")
         options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
@@ -132,6 +139,56 @@ class IndexOptions:
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
         check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
         _check_pipeline(self.pipeline, f"{where}.pipeline")
+
+
+def _cache_lifetime(value: object, where: str) -> _dt.timedelta | None:
+    """``Index.cache`` as a lifetime: a positive ``timedelta`` or number of seconds,
+    ``True`` (:data:`DEFAULT_CACHE_LIFETIME`), ``False``/``None`` (not cached)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return DEFAULT_CACHE_LIFETIME
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if 0 < value < float("inf"):  # (NaN compares false)
+            return _dt.timedelta(seconds=value)
+    elif isinstance(value, _dt.timedelta) and value > _dt.timedelta(0):
+        return value
+    raise IndexConfigurationError(
+        f"{where} is how long by-id reads stay cached: a positive timedelta or number of "
+        "seconds (e.g. timedelta(minutes=5) or 300), True for 5 minutes, or None for not "
+        f"cached; got {value!r}"
+    )
+
+
+def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[FieldSpec]) -> None:
+    """The checks of a document model's ``class Index:`` and ``id`` that need its fields:
+    ``id_fields`` name attributes, a time-series model has the datetime field that picks
+    each document's partition, and ``id`` is a string. Raises IndexConfigurationError."""
+    by_name = {spec.name: spec for spec in specs}
+    unknown = [f for f in index.id_fields if f not in by_name]
+    if unknown:
+        raise IndexConfigurationError(
+            f"{model_name}.Index.id_fields names unknown attribute(s): {', '.join(unknown)}"
+        )
+    id_spec = by_name.get("id")
+    if id_spec is not None and (id_spec.kind != "str" or id_spec.many):
+        raise IndexConfigurationError(
+            f"{model_name}.id must be declared as a string (Elasticsearch ids are strings): "
+            "keep Document's `id: str | None`, and compose ids from other attributes with "
+            "Index.id_fields"
+        )
+    if index.kind in ("daily", "monthly"):
+        field = index.date_field or "created_utc"
+        spec = by_name.get(field)
+        if spec is None or spec.kind != "datetime" or spec.many:
+            given = "Index.date_field" if index.date_field else "its default date field"
+            problem = "is not a field" if spec is None else "is not a datetime field"
+            raise IndexConfigurationError(
+                f"{model_name}.Index.kind {index.kind!r} puts each document in the partition of "
+                f"a date, and {given} {field!r} {problem} of {model_name}: set "
+                "Index.date_field to a datetime attribute, or derive the model from "
+                "em.HasDates (created_utc)"
+            )
 
 
 def _check_pipeline(value: object, where: str) -> None:

@@ -111,7 +111,7 @@ def test_a_name_is_registered_once() -> None:
 
 
 def test_the_builtin_features_attach_by_trait_and_kind() -> None:
-    class Logs(em.Document, em.SoftDeletes):
+    class Logs(em.Document, em.SoftDeletes, em.HasDates):
         class Index:
             name = "logs-demo"
             kind = "daily"

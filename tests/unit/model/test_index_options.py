@@ -14,9 +14,11 @@ from .models import Employee, Everything
 
 
 def model(class_name: str = "Order", **options: Any) -> type[em.Document]:
-    """A model class named ``class_name`` with a ``tenant`` field and ``options``."""
-    namespace: dict[str, Any] = {"__annotations__": {"tenant": str, "number": int}}
-    namespace.update(tenant="", number=0)
+    """A model class named ``class_name`` with ``tenant``, ``number`` and ``happened``
+    fields, and ``options``."""
+    annotations = {"tenant": str, "number": int, "happened": dt.datetime | None}
+    namespace: dict[str, Any] = {"__annotations__": annotations}
+    namespace.update(tenant="", number=0, happened=None)
     if options:
         namespace["Index"] = type("Index", (), options)
     return type(class_name, (em.Document,), namespace)
@@ -65,14 +67,62 @@ def test_declared_options_are_kept() -> None:
 
 
 def test_time_series_options() -> None:
-    index = options_of(
-        model(kind="monthly", date_field="created_utc", max_age=dt.timedelta(days=90))
-    )
+    class Dated(em.Document, em.HasDates):
+        class Index:
+            kind = "monthly"
+            date_field = "created_utc"
+            max_age = dt.timedelta(days=90)
+
+    index = options_of(Dated)
     assert (index.kind, index.date_field, index.max_age) == (
         "monthly",
         "created_utc",
         dt.timedelta(days=90),
     )
+
+
+def test_a_time_series_model_needs_the_date_that_picks_each_partition() -> None:
+    class Stamped(em.Document, em.HasDates):  # created_utc: the default date field
+        class Index:
+            kind = "daily"
+
+    assert options_of(Stamped).kind == "daily"
+    with pytest.raises(em.IndexConfigurationError, match=r"'created_utc' is not a field of Order"):
+        model(kind="daily")  # no date at all
+    with pytest.raises(em.IndexConfigurationError, match=r"date_field 'nope' is not a field"):
+        model(kind="monthly", date_field="nope")
+    with pytest.raises(em.IndexConfigurationError, match=r"'number' is not a datetime field"):
+        model(kind="daily", date_field="number")
+
+
+@pytest.mark.parametrize("declared", [int, str | int, list[str]])
+def test_the_id_must_stay_a_string(declared: Any) -> None:
+    namespace: dict[str, Any] = {"__annotations__": {"id": declared}}
+    with pytest.raises(
+        em.IndexConfigurationError, match=r"^Order\.id must be declared as a string"
+    ):
+        type("Order", (em.Document,), namespace)
+
+
+@pytest.mark.parametrize(
+    ("given", "lifetime"),
+    [
+        (dt.timedelta(minutes=5), dt.timedelta(minutes=5)),
+        (300, dt.timedelta(seconds=300)),
+        (0.5, dt.timedelta(milliseconds=500)),
+        (True, dt.timedelta(minutes=5)),  # the lifetime of a per-call cache=True
+        (False, None),
+        (None, None),
+    ],
+)
+def test_cache_is_a_lifetime_as_a_timedelta_or_seconds(given: Any, lifetime: Any) -> None:
+    assert options_of(model(cache=given)).cache == lifetime
+
+
+@pytest.mark.parametrize("given", [0, -5, float("nan"), "300", dt.timedelta(0)])
+def test_cache_refuses_what_is_not_a_lifetime(given: Any) -> None:
+    with pytest.raises(em.IndexConfigurationError, match=r"^Order\.Index\.cache is how long"):
+        model(cache=given)
 
 
 def test_id_fields_name_attributes_and_become_a_tuple() -> None:
@@ -115,7 +165,7 @@ def test_an_unknown_kind_is_refused(kind: Any) -> None:
 
 @pytest.mark.parametrize("kind", ["versioned", "plain", "daily", "monthly"])
 def test_the_four_kinds(kind: str) -> None:
-    assert options_of(model(kind=kind)).kind == kind
+    assert options_of(model(kind=kind, date_field="happened")).kind == kind
 
 
 @pytest.mark.parametrize("version", [0, -1, "2", 1.5, True, None])
