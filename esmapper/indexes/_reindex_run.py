@@ -39,7 +39,8 @@ from esmapper.indexes._reindex_pass import (
     refreshes_itself,
     run_pass,
 )
-from esmapper.indexes._reindex_stale import floor_of, recreate_ids, shard_seq_nos, stale_ids
+from esmapper.indexes._reindex_quiet import WriteMarks, unchanged, write_marks
+from esmapper.indexes._reindex_stale import floor_of, recreate_ids, stale_ids
 from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
@@ -165,9 +166,10 @@ class Run:
     """Documents the passes created in ``new`` (empty when the copy started): its count."""
     counted: bool = attrs.field(init=False, default=True)
     """Whether ``created`` is exact (no pass was run again after an unknown outcome)."""
-    seq_nos: dict[str, int] | None = attrs.field(init=False, default=None)
-    """The old index's primary shards' ``max_seq_no`` before the copy (``shard_seq_nos``):
-    every document written since has a ``_seq_no`` above the lowest."""
+    marks: WriteMarks | None = attrs.field(init=False, default=None)
+    """The old index's primaries read before the copy (:mod:`esmapper.indexes._reindex_quiet`):
+    their ``max_seq_no`` (every document written since has a ``_seq_no`` above the lowest)
+    and the counters that prove, read again later, that nothing was written since."""
     marker: str | None = attrs.field(init=False, default=None)
     """The run's marker alias on ``new``, its fencing token
     (:mod:`esmapper.indexes._reindex_fence`); ``None`` until it is claimed."""
@@ -271,6 +273,18 @@ class Run:
         )
         return outcome
 
+    @property
+    def seq_nos(self) -> dict[str, int] | None:
+        """The primaries' ``max_seq_no`` before the copy (``None``: unknown)."""
+        return None if self.marks is None else self.marks.seq_nos
+
+    def quiet(self) -> WriteMarks | None:
+        """Reads the old index's primaries again (one ``GET /<old>/_stats``): the marks
+        when they prove nothing was written to it since :attr:`marks` (before the copy's
+        refresh), else ``None`` (writes went on, or the figures cannot tell)."""
+        now = write_marks(self.client, self.old)
+        return now if unchanged(self.marks, now) else None
+
     def recreate_stale(self, started: _dt.datetime) -> int:
         """Under the block, after the final pass (every model): replace the copies of
         documents removed and added again under their id during the run (the passes
@@ -286,7 +300,8 @@ class Run:
         with their copies, deletes the stale copies and copies them again with
         ``op_type: create``; returns how many were created. A failing pass raises
         :class:`ReindexError`."""
-        if self.seq_nos is not None and shard_seq_nos(self.client, self.old) == self.seq_nos:
+        now = write_marks(self.client, self.old).seq_nos
+        if self.seq_nos is not None and now == self.seq_nos:
             return 0  # nothing was written to the old index since the copy began
         stale = stale_ids(
             self.client,
@@ -322,7 +337,7 @@ class Run:
             return None
         return {"range": {"updated_utc": {"gte": format_datetime(start)}}}
 
-    def reconcile(self) -> tuple[int, int, int]:
+    def reconcile(self, copied: PassOutcome | None = None) -> tuple[int, int, int]:
         """Under the block, after the final pass: delete from ``new`` what ``old`` no longer
         has; returns ``(removed, old count, new count)``. Skipped (nothing removed) when the
         counts show there is nothing to delete: without a script every document of ``old``
@@ -336,10 +351,22 @@ class Run:
         the documents the passes created in it (it was empty when the copy started and only
         the passes write to it), so only ``GET /<old>/_count`` is sent; when that figure is
         not exact (a pass was run again, or stale copies were replaced) or differs from the
-        old count, ``new`` is counted before the ids are compared."""
+        old count, ``new`` is counted before the ids are compared.
+
+        ``copied``: the copy pass, given when nothing was written to ``old`` since before
+        the copy's refresh (:meth:`quiet`, read under the block): nothing was removed from
+        it, so ``new`` holds nothing extra (a script included) and nothing is compared; the
+        copy saw every document ``old`` has (its ``total``) and the passes' created
+        documents are ``new``'s, so nothing is counted either (both are counted when a pass
+        was run again)."""
         client, old, new = self.client, self.old, self.new
-        # ``old`` is write-blocked and was refreshed before the final pass
+        # ``old`` is write-blocked and was refreshed before the final pass (or is unchanged
+        # since the refresh before the copy)
         client.indices.refresh(index=new)
+        if copied is not None:
+            if copied.exact and self.counted:
+                return 0, copied.total, self.created
+            return 0, count(client, old), count(client, new)
         old_count = count(client, old)
         if self.script is None and self.counted and old_count == self.created:
             return 0, old_count, self.created
@@ -384,14 +411,18 @@ def run_phases(
             owe_idx_rebuild(client, new, old)  # paid after the swap, by this run or the next
         # Every document written before the run is visible to the copy, whatever the writer's
         # clock said (an import stamped in the past, a refresh_interval of -1).
+        # The primaries first: every write they count is visible to the copy, and a
+        # re-added document is written after them (its ``_seq_no`` is higher).
+        run.marks = write_marks(client, old)
         client.indices.refresh(index=old)
         since = started = clock() - margin
-        run.seq_nos = shard_seq_nos(client, old)  # a re-added document is written after it
         first = run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
         caught_up = skipped = 0
-        if spec.info.has_dates:
+        # Nothing written since the copy's refresh: no catch-up (the final pass, if one is
+        # needed after all, starts from the copy's start).
+        if spec.info.has_dates and run.quiet() is None:
             since, previous = clock() - margin, since
             # A write made during the copy is visible by itself within the refresh interval:
             # when that is at most a quarter of the margin (the rest is for clock skew), what
@@ -405,18 +436,25 @@ def run_phases(
             caught_up, skipped = second.copied, second.skipped
         run.blocked_at = time.monotonic()  # before sending: a lost answer is undone too
         block_writes(client, old, lock=run.lock, into=new)
-        client.indices.refresh(index=old)
-        last = run.copy("final_catch_up", run.since(since))
-        run.update(copied=first.copied, caught_up=caught_up + last.copied)
-        if last.failures:
-            raise run.fail("the final catch-up reported failures", last.failures)
-        # A copy left stale was skipped by a catch-up pass (see ``recreate_stale``).
-        recreated = run.recreate_stale(started) if skipped + last.skipped else 0
-        run.update(caught_up=run.result.caught_up + recreated)
+        # Under the block (it waits for writes in flight): nothing written since the copy's
+        # refresh means nothing to catch up, no stale copy and no removed document.
+        quiet = run.quiet() is not None
+        run.update(copied=first.copied, caught_up=caught_up)
+        if quiet:
+            run.report("final_catch_up", message="nothing was written to the old index")
+        else:
+            client.indices.refresh(index=old)
+            last = run.copy("final_catch_up", run.since(since))
+            run.update(caught_up=caught_up + last.copied)
+            if last.failures:
+                raise run.fail("the final catch-up reported failures", last.failures)
+            # A copy left stale was skipped by a catch-up pass (see ``recreate_stale``).
+            recreated = run.recreate_stale(started) if skipped + last.skipped else 0
+            run.update(caught_up=run.result.caught_up + recreated)
         run.report("verify")
         # Always (a script may drop documents): a document deleted from the old index after
         # it was copied must not come back in the new one.
-        removed, old_count, new_count = run.reconcile()
+        removed, old_count, new_count = run.reconcile(first if quiet else None)
         run.update(removed=removed, old_count=old_count, new_count=new_count)
         run.report("verify", 1, 1, f"Old Docs: {old_count:,} New Docs: {new_count:,}")
         keep = _keep_reason(delete_old, old_count, new_count, new)

@@ -10,7 +10,8 @@ document.
 
 The rule, for every model: such a document was written after the copy began, so its
 ``_seq_no`` in the old index is above the highest one of its shard when the copy began
-(:func:`shard_seq_nos`, read before the copy: the lowest of the primaries' ``max_seq_no``,
+(:func:`~esmapper.indexes._reindex_quiet.write_marks`, read before the copy: the lowest of
+the primaries' ``max_seq_no``,
 so with several shards a superset; when no shard's ``max_seq_no`` moved, nothing was
 written during the run and nothing is compared). :func:`stale_ids` lists the documents of the old
 index above that floor (a server-side ``range`` on ``_seq_no`` where the server answers
@@ -43,32 +44,12 @@ from esmapper.indexes._reindex_pass import count, delete_ids
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["floor_of", "recreate_ids", "shard_seq_nos", "stale_ids"]
+__all__ = ["floor_of", "recreate_ids", "stale_ids"]
 
 log = logging.getLogger("esmapper.indexes")
 
 _DATES: Final = "updated_utc"
 _BATCH: Final = 1000
-
-
-def shard_seq_nos(client: Elasticsearch, index: str) -> dict[str, int] | None:
-    """``{shard: max_seq_no}`` of ``index``'s primary shards (``GET
-    /<index>/_stats/docs?level=shards``), ``None`` when the stats do not say. Every write
-    to a shard raises its ``max_seq_no``: the same figures later mean nothing was written
-    meanwhile, and a document written since has a ``_seq_no`` above the lowest."""
-    try:
-        stats = client.indices.stats(index=index, level="shards", metric="docs").body
-    except TransportError as exc:
-        log.warning("reading the shard stats of %s failed: %s", index, exc)
-        return None
-    shards = (stats.get("indices", {}).get(index) or {}).get("shards") or {}
-    highest: dict[str, int] = {}
-    for shard, copies in shards.items():
-        for copy in copies:
-            seq_no = (copy.get("seq_no") or {}).get("max_seq_no")
-            if (copy.get("routing") or {}).get("primary") and isinstance(seq_no, int):
-                highest[str(shard)] = seq_no
-    return highest if highest and len(highest) == len(shards) else None
 
 
 def floor_of(seq_nos: dict[str, int] | None) -> int:

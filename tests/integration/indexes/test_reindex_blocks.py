@@ -81,7 +81,7 @@ def test_throttle_options_reach_the_server_and_bad_ones_send_nothing(
     assert proxy.requests == []
     result = reindex(mapper, ItemV2, batch_size=3, requests_per_second=100.0)
     assert result.status == "reindexed" and result.new_count == 10
-    passes = [r for r in proxy.requests if r.path == "/_reindex" and r.body_bytes > 200]
+    passes = [r for r in proxy.requests if r.path == "/_reindex"]  # the copy pass
     assert passes and all("requests_per_second=100" in r.query for r in passes)
 
 

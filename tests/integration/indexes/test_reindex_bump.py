@@ -20,6 +20,7 @@ from tests.integration.conftest import FakeClock, MakeMapper
 from .models import SETTINGS as ITEM_SETTINGS
 from .models import ItemV1, ItemV2, ItemV2Scripted
 from .test_reindex_unknown_outcomes import lose
+from .writes import after_the_copy
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.timezone.utc)
 
@@ -166,7 +167,9 @@ def test_a_document_added_again_before_any_pass_is_copied_again_with_the_script(
             _add_again(repo, es_client, target, saves)
             clock.now += dt.timedelta(minutes=10)
 
-    result = reindex(mapper, ItemV2Scripted, progress=during)
+    # a write after the copy: the catch-up runs (an untouched index would skip it)
+    progress = after_the_copy(es_client, f"{index_prefix}items", during)
+    result = reindex(mapper, ItemV2Scripted, progress=progress)
 
     assert done and result.status == "reindexed"
     assert (result.old_count, result.new_count) == (10, 10)
@@ -452,7 +455,9 @@ def test_a_failure_copying_a_document_again_rolls_the_bump_back(
             clock.now = NOW + dt.timedelta(minutes=20)
 
     with pytest.raises(ReindexError, match="copying documents added again failed") as failed:
-        reindex(mapper, ItemV2FailsOnAgain, progress=during)
+        reindex(
+            mapper, ItemV2FailsOnAgain, progress=after_the_copy(es_client, repo.spec.alias, during)
+        )
 
     assert failed.value.result.failures
     v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"

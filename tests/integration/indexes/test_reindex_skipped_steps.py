@@ -18,6 +18,7 @@ from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 
 from .models import ItemV1, ItemV2
+from .writes import after_the_copy
 
 MANUAL = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}
 
@@ -104,7 +105,8 @@ def test_equal_counts_are_proved_without_counting_the_new_index(
     seeder = make_mapper(ItemV1)
     seeder.configure_indexes()
     seeder.repository(ItemV1).add([ItemV1(n=i) for i in range(15)], consistency="immediate")
-    result = reindex(make_mapper(ItemV2, url=proxy.url), ItemV2)
+    progress = after_the_copy(es_client, f"{index_prefix}items")  # written: counted
+    result = reindex(make_mapper(ItemV2, url=proxy.url), ItemV2, progress=progress)
     v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
     assert (result.status, result.old_count, result.new_count) == ("reindexed", 15, 15)
     assert proxy.count(rf"^/{v1}/_count$") == 1

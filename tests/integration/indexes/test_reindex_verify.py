@@ -10,6 +10,7 @@ from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 
 from .models import ItemV1, ItemV2, ItemV2Scripted
+from .writes import after_the_copy
 
 
 def id_searches(proxy: FaultProxy) -> int:
@@ -82,10 +83,11 @@ def test_dated_model_with_deletes_during_the_run_compares_ids_and_drops_them(
     assert es_client.get(index=v2, id="late")["_source"]["n"] == 99
 
 
-def test_a_scripted_bump_always_compares_ids(
-    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+def test_a_scripted_bump_with_writes_during_the_run_compares_ids(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch, index_prefix: str
 ) -> None:
     _seed(make_mapper, 12)
-    result = reindex(make_mapper(ItemV2Scripted, url=proxy.url), ItemV2Scripted)
+    progress = after_the_copy(es_client, f"{index_prefix}items")
+    result = reindex(make_mapper(ItemV2Scripted, url=proxy.url), ItemV2Scripted, progress=progress)
     assert (result.status, result.removed, result.new_count) == ("reindexed", 0, 12)
     assert id_searches(proxy) >= 2  # the id scroll of both indexes
