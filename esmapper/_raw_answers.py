@@ -35,6 +35,8 @@ import copy
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
+import elastic_transport
+import elasticsearch.serializer
 import msgspec
 from elastic_transport import SerializerCollection
 from elasticsearch import ApiError, Elasticsearch
@@ -57,9 +59,15 @@ R = TypeVar("R")
 #: The answers' JSON mimetypes (the second is what Elasticsearch 8/9 answers compat
 #: requests with).
 _JSON_MIMETYPES = ("application/json", "application/vnd.elasticsearch+json")
-#: The serializers whose parsing the envelope reproduces (orjson's), by qualified name.
-_ORJSON_SERIALIZERS = frozenset(
-    {"elasticsearch.serializer.OrjsonSerializer", "elastic_transport._serializer.OrjsonSerializer"}
+#: The serializers whose parsing the envelope reproduces (orjson's: they are defined only
+#: when orjson is installed).
+_ORJSON_SERIALIZERS: frozenset[type] = frozenset(
+    kind
+    for kind in (
+        getattr(elasticsearch.serializer, "OrjsonSerializer", None),
+        getattr(elastic_transport, "OrjsonSerializer", None),
+    )
+    if kind is not None
 )
 
 
@@ -81,11 +89,6 @@ class _RawSerializer:
         return self.dumper.dumps(data)  # type: ignore[no-any-return]
 
 
-def _qualname(obj: Any) -> str:
-    kind = type(obj)
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
 def raw_client(client: Elasticsearch) -> Elasticsearch | None:
     """A copy of ``client`` whose JSON answers are their bytes (see the module docstring),
     or ``None`` when ``client`` cannot have one: its JSON serializer is not orjson's, its
@@ -100,7 +103,7 @@ def raw_client(client: Elasticsearch) -> Elasticsearch | None:
     mine: dict[str, Any] = dict(serializers.serializers)
     for mimetype in _JSON_MIMETYPES:
         user = mine.get(mimetype)
-        if user is None or _qualname(user) not in _ORJSON_SERIALIZERS:
+        if type(user) not in _ORJSON_SERIALIZERS:
             return None
         mine[mimetype] = _RawSerializer(mimetype, user)
     default = next(

@@ -54,10 +54,6 @@ _loaders: dict[type, Loader | None] = {}
 _lock = threading.Lock()
 
 
-class _Refused(Exception):
-    """An embedded object the mirror cannot build exactly (a key missing)."""
-
-
 class _Gen:
     """The names generated code uses (``ns``) and the embedded models' mirrors made so far."""
 
@@ -86,9 +82,9 @@ class _Gen:
         return list[one] | one | None if spec.many else one | None  # type: ignore[valid-type]
 
     def mirror(self, cls: type, depth: int) -> tuple[type, str] | None:
-        """The mirror Struct of the embedded model ``cls`` and the name of the generated
-        function building the model from it (raising :class:`_Refused` for a key
-        missing), or ``None`` when ``cls`` has no exact mirror."""
+        """The mirror Struct of the embedded model ``cls`` (every key required: a key
+        missing fails the decoding) and the name of the generated function building the
+        model from it, or ``None`` when ``cls`` has no exact mirror."""
         if cls in self.inner:
             return self.inner[cls]
         self.inner[cls] = None  # (a model embedding itself: no mirror)
@@ -100,9 +96,7 @@ class _Gen:
             return None
         ns = self.ns
         prefix = f"_m{len(self.inner)}"
-        struct = msgspec.defstruct(
-            f"{cls.__name__}Mirror", [(name, kind, msgspec.UNSET) for name, kind in types]
-        )
+        struct = msgspec.defstruct(f"{cls.__name__}Mirror", types)  # every key required
         ns[f"{prefix}_cls"] = cls
         setter = _setters(cls, {}, ns, prefix, obj="_o")
         lines = [
@@ -113,8 +107,6 @@ class _Gen:
         for field in info.fields:
             lines += [
                 f"    _w = _e.{field.name}",
-                "    if _w is _UNSET:",
-                "        raise _Refused",
                 f"    {setter(field.name)}{self.expr(field, '_w', prefix, depth)})",
             ]
         lines.append("    return _o")
@@ -125,6 +117,9 @@ class _Gen:
     def expr(self, spec: FieldSpec, var: str, prefix: str, depth: int) -> str:
         """The expression turning the mirror's value ``var`` of ``spec`` into the
         attribute: the codec's, but an embedded object built from its own mirror."""
+        if spec.many and spec.kind in ("str", "int", "float", "bool"):
+            # the mirror's list is the document's own (the original is bytes): no copy
+            return f"(None if {var} is None else ({var} if type({var}) is list else [{var}]))"
         if spec.kind != "inner":
             return _load_expr(spec, var, self.ns, prefix)
         assert spec.inner is not None
@@ -145,8 +140,6 @@ def _compile(cls: type) -> Loader | None:
         "_new": object.__new__,
         "_set": object.__setattr__,
         "_cls": cls,
-        "_UNSET": msgspec.UNSET,
-        "_Refused": _Refused,
     }
     stored: list[FieldSpec] = []
     for spec in info.fields:
@@ -159,9 +152,7 @@ def _compile(cls: type) -> Loader | None:
     types = [(spec.name, gen.field_type(spec, 0)) for spec in stored]
     if any(kind is None for _, kind in types):
         return None
-    struct = msgspec.defstruct(
-        f"{cls.__name__}SourceMirror", [(name, kind, msgspec.UNSET) for name, kind in types]
-    )
+    struct = msgspec.defstruct(f"{cls.__name__}SourceMirror", types)  # every key required
     ns["_decode"] = msgspec.json.Decoder(struct).decode
     ns["_Err"] = (msgspec.ValidationError, msgspec.DecodeError)
     setter = _setters(cls, {}, ns)
@@ -172,12 +163,7 @@ def _compile(cls: type) -> Loader | None:
         elif spec.name == "version" and info.versioned:
             body.append(f"{setter('version')}version)")
         else:
-            body += [
-                f"_v = s.{spec.name}",
-                "if _v is _UNSET:",
-                "    return None",
-                f"{setter(spec.name)}{gen.expr(spec, '_v', '', 0)})",
-            ]
+            body += [f"_v = s.{spec.name}", f"{setter(spec.name)}{gen.expr(spec, '_v', '', 0)})"]
     lines = [
         "def load(raw, id, version, state):",
         "    try:",
