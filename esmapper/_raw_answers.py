@@ -120,8 +120,9 @@ def raw_client(client: Elasticsearch) -> Elasticsearch | None:
 
 
 def parse(body: bytes) -> Any:
-    """``body`` parsed as the user's (orjson) serializer parses an answer."""
-    return _json.loads(body)
+    """``body`` parsed as the user's (orjson) serializer parses an answer (orjson takes
+    ``bytes`` itself, not a subclass: :class:`RawJson` is copied)."""
+    return _json.loads(bytes(body))
 
 
 def answer(call: Callable[[], R]) -> R:

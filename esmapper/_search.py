@@ -430,9 +430,7 @@ class SearchRequest:
             raise
         answered: Any = response.body
         result: dict[str, Any] = (
-            (decode_search(answered) or parse(answered))
-            if type(answered) is RawJson
-            else answered
+            (decode_search(answered) or parse(answered)) if type(answered) is RawJson else answered
         )
         lost = lost_shards(result) if pit_id is not None else None
         if lost is not None:  # some shards answered: their hits would be missing silently

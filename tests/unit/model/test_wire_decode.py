@@ -43,11 +43,18 @@ def _profile(i: int) -> dict[str, Any]:
         age=30 + i,
         rating=1.5 * i,
         active=bool(i % 2),
-        born=dt.datetime(1990, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC),
+        born=dt.datetime(1990, 1, 2, 3, 4, 5, 123456, tzinfo=dt.timezone.utc),
         tags=["a", f"t{i}"],
         scores=[1, i],
         address=Address(street="Main", city="Town", zip_code=1000 + i),
-        reviews=[Review(author="ann", rating=4, comment="ok", posted=dt.datetime(2020, 5, 6, tzinfo=dt.UTC))],
+        reviews=[
+            Review(
+                author="ann",
+                rating=4,
+                comment="ok",
+                posted=dt.datetime(2020, 5, 6, tzinfo=dt.timezone.utc),
+            )
+        ],
         color=Color.GREEN,
         priority=Priority.HIGH,
     ).to_source()
@@ -56,11 +63,18 @@ def _profile(i: int) -> dict[str, Any]:
 def _answer(sources: list[dict[str, Any] | None], *, raw: bytes | None = None) -> bytes:
     hits = []
     for i, source in enumerate(sources):
-        hit: dict[str, Any] = {"_index": "idx-v1", "_id": f"p{i}", "_seq_no": 7 + i, "_primary_term": 2}
+        hit: dict[str, Any] = {
+            "_index": "idx-v1",
+            "_id": f"p{i}",
+            "_seq_no": 7 + i,
+            "_primary_term": 2,
+        }
         if source is not None:
             hit["_source"] = source
         hits.append(hit)
-    body = msgspec.json.encode({"took": 1, "hits": {"total": {"value": len(hits), "relation": "eq"}, "hits": hits}})
+    body = msgspec.json.encode(
+        {"took": 1, "hits": {"total": {"value": len(hits), "relation": "eq"}, "hits": hits}}
+    )
     return body if raw is None else body.replace(b'"__RAW__"', raw)
 
 
@@ -90,7 +104,7 @@ def _norm(value: Any) -> Any:
     if isinstance(value, list):
         return ("list", [_norm(x) for x in value])
     if isinstance(value, dt.datetime):
-        return ("datetime", value.isoformat(), value.tzinfo is dt.UTC)
+        return ("datetime", value.isoformat(), value.tzinfo is dt.timezone.utc)
     return (type(value).__name__, repr(value))
 
 
@@ -102,7 +116,14 @@ def _state(doc: Any) -> Any:
     state = state_of(doc)
     if state is None:
         return None
-    return (state.original, state.index, state.partial, state.version, state.condition, state.session)
+    return (
+        state.original,
+        state.index,
+        state.partial,
+        state.version,
+        state.condition,
+        state.session,
+    )
 
 
 def _took_mirror(doc: Any) -> bool:
@@ -160,7 +181,9 @@ def test_a_document_the_mirror_reads_is_a_tracked_document() -> None:
         (lambda s: s["address"].update(zip_code=2**70), False),
     ],
 )
-def test_a_source_the_mirror_cannot_read_exactly_takes_the_current_path(change: Any, mirror: bool) -> None:
+def test_a_source_the_mirror_cannot_read_exactly_takes_the_current_path(
+    change: Any, mirror: bool
+) -> None:
     sources = [_profile(0), _profile(1), _profile(2)]
     change(sources[1])
     _, mirrored = _same(Profile.__esmapper__, _answer(sources))
@@ -200,14 +223,18 @@ def test_the_envelope_refuses_what_orjson_reads_otherwise() -> None:
     body = b'{"hits":{"hits":[' + hit + b"]}}"
     assert decode_search(body % b"18446744073709551616") is None  # orjson: a float
     assert decode_search(body % b'"x", 1.5') is not None
-    shards = b'{"_shards":{"total":1,"failed":1,"failures":[{"shard":0,"n":%s}]},"hits":{"hits":[]}}'
+    shards = (
+        b'{"_shards":{"total":1,"failed":1,"failures":[{"shard":0,"n":%s}]},"hits":{"hits":[]}}'
+    )
     assert decode_search(shards % b"99999999999999999999") is None
     found = decode_search(shards % b"1")
     assert found is not None and found["_shards"]["failures"][0]["n"] == 1
 
 
 def test_a_hit_reads_as_its_dict_does() -> None:
-    docs = decode_docs(b'{"docs":[{"_id":"a","found":true,"_index":"i","_source":{}},{"_id":"b","found":false}]}')
+    docs = decode_docs(
+        b'{"docs":[{"_id":"a","found":true,"_index":"i","_source":{}},{"_id":"b","found":false}]}'
+    )
     assert docs is not None
     found, missing = docs
     assert isinstance(found, Hit) and found["_id"] == "a" and found.get("found") is True
