@@ -62,10 +62,14 @@ def test_an_error_answer_is_raised_as_the_users_client_raises_it(
     client = Elasticsearch(es_url, serializer=OrjsonSerializer())
     raw = raw_client(client)
     assert raw is not None
+
+    def search(c: Elasticsearch) -> object:
+        return c.search(index=f"{index_prefix}missing", query={"match_all": {}})
+
     raised = []
     for c in (client, raw):
         with pytest.raises(NotFoundError) as error:
-            answer(lambda c=c: c.search(index=f"{index_prefix}missing", query={"match_all": {}}))
+            answer(lambda c=c: search(c))  # type: ignore[misc]
         raised.append((type(error.value), error.value.message, error.value.body))
     assert raised[0] == raised[1] and isinstance(raised[0][2], dict)
 
