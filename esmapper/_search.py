@@ -45,6 +45,7 @@ from esmapper._pit import (
     lost_shards,
     release,
 )
+from esmapper._raw_answers import RawJson, answer, decode_search, parse
 from esmapper._search_answers import cached_page, page_entry
 from esmapper._search_answers import results as read_results
 from esmapper._shards import partial_error, sent, shards_of
@@ -367,10 +368,29 @@ class SearchRequest:
             return False
         return True if self.accept_partial else None
 
-    def _send(self, body: dict[str, Any], pit_id: str | None) -> dict[str, Any] | None:
+    def _raw_reader(self) -> Elasticsearch | None:
+        """The client copy a page of documents is read through as bytes
+        (:attr:`~esmapper._services.Services.raw_client`: its hits hydrated from their
+        ``_source`` bytes, :mod:`esmapper._search_answers`), or ``None``: read through the
+        client (a projection, aggregations, a page stored under ``cache_key``, an
+        ``after_query`` receiver: they take the parsed answer)."""
+        if self.project is not None or self.aggs:
+            return None
+        if self.options.cache_key is not None and self.ctx.cache is not None:
+            return None
+        if signals.has_receivers(signals.after_query, self.info.cls):
+            return None
+        return self.ctx.raw_client
+
+    def _send(
+        self, body: dict[str, Any], pit_id: str | None, raw: Elasticsearch | None = None
+    ) -> dict[str, Any] | None:
         """Send one search (through ``before_query``/``after_query``); ``None`` when the
         index does not exist yet. The server's refusal of a partial answer raises
-        :class:`~esmapper.errors.PartialResultsError`."""
+        :class:`~esmapper.errors.PartialResultsError`. ``raw``: the client copy to send it
+        on (:meth:`_raw_reader`): the answer's hits are then
+        :class:`~esmapper._raw_answers.Hit` s (their ``_source`` as bytes), its error
+        answers raised as the client raises them."""
         alias = self.target
         pruned = self.targets is not None
         context = QueryContext(self.info.cls, body, self.options, alias)
@@ -387,9 +407,13 @@ class SearchRequest:
             listed = True if pruned else None
             params = {"index": alias, "body": body}
             params.update(ignore_unavailable=listed, allow_no_indices=listed)
+        if raw is not None:
+            client = raw
         try:
             response = sent(
-                lambda: client.search(**params, allow_partial_search_results=partial),
+                lambda: answer(
+                    lambda: client.search(**params, allow_partial_search_results=partial)
+                ),
                 what=f"the search of {alias}",
                 index=alias,
                 remedy=self._remedy,
@@ -404,7 +428,10 @@ class SearchRequest:
             if pit_id is not None:  # the paging ends here
                 release(self.ctx.client, pit_id)
             raise
-        result: dict[str, Any] = response.body
+        answered: Any = response.body
+        result: dict[str, Any] = (
+            (decode_search(answered) or parse(answered)) if type(answered) is RawJson else answered
+        )
         lost = lost_shards(result) if pit_id is not None else None
         if lost is not None:  # some shards answered: their hits would be missing silently
             release(self.ctx.client, str(result.get("pit_id") or pit_id))
@@ -532,7 +559,7 @@ class SearchRequest:
             body["size"] = self.limit + 1
         if self.search_after_mode and after is not None:
             body["search_after"] = after
-        response = self._send(body, pit_id)
+        response = self._send(body, pit_id, self._raw_reader())
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
         shards = shards_of(response)

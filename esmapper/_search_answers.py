@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from esmapper._raw_answers import Hit
+from esmapper.model._wire_decode import hydrate
 from esmapper.model.state import DocState, version_of
 from esmapper.query import parse_aggregations
 from esmapper.results import FindHit, FindResults, LazyHits, Shards
@@ -51,7 +53,7 @@ def results(
     request: SearchRequest, response: dict[str, Any], page: int, pit_id: str | None, shards: Shards
 ) -> FindResults[Any]:
     pit_id = response.get("pit_id", pit_id)
-    raw_hits: list[dict[str, Any]] = response["hits"]["hits"]
+    raw_hits: list[Any] = response["hits"]["hits"]  # dicts, or Hits read as bytes
     peeked = False  # a page read with one hit more (see _peeks): that hit is not shown
     if request._peeks and len(raw_hits) > request.limit:
         raw_hits, peeked = raw_hits[: request.limit], True  # (a copy: the cache keeps it)
@@ -62,6 +64,9 @@ def results(
             project(raw, version_of(raw.get("_seq_no"), raw.get("_primary_term"))[0])
             for raw in raw_hits
         ]
+    elif raw_hits and type(raw_hits[0]) is Hit:  # read as bytes (SearchRequest._raw_reader)
+        in_part = request.includes is not None or request.excludes is not None
+        documents = hydrate(request.info, raw_hits, in_part)
     else:
         from_source = request.info.from_source
         in_part = request.includes is not None or request.excludes is not None

@@ -29,6 +29,7 @@ from elasticsearch import Elasticsearch
 
 from esmapper import signals
 from esmapper._limits import current as current_limits
+from esmapper._raw_answers import raw_client
 from esmapper._server_version import ServerVersion
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, DocumentCache
@@ -86,6 +87,8 @@ class Services:
     _extensions: dict[str, Any] = attrs.field(init=False, factory=dict)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _version: ServerVersion = attrs.field(init=False, factory=ServerVersion)
+    #: ``(base_client, its raw copy or None)`` (see :attr:`raw_client`)
+    _raw: tuple[Elasticsearch, Elasticsearch | None] | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.documents = DocumentCache(self.cache) if self.cache is not None else None
@@ -98,6 +101,21 @@ class Services:
         if timeout is None:
             return self.base_client
         return self.base_client.options(request_timeout=timeout)
+
+    @property
+    def raw_client(self) -> Elasticsearch | None:
+        """The copy of the base client whose JSON answers are their bytes, for the hot
+        reads (:func:`esmapper._raw_answers.raw_client`: made once per base client, the
+        user's client untouched), bounded by the call's timeout as :attr:`client` is;
+        ``None`` when the base client cannot have one (then read through :attr:`client`)."""
+        made = self._raw
+        if made is None or made[0] is not self.base_client:
+            made = self._raw = (self.base_client, raw_client(self.base_client))
+        raw = made[1]
+        if raw is None:
+            return None
+        timeout = current_limits().timeout
+        return raw if timeout is None else raw.options(request_timeout=timeout)
 
     def server_version(self) -> tuple[int, int] | None:
         """The server's ``(major, minor)``: ``GET /`` once (:mod:`esmapper._server_version`)."""

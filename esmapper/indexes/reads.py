@@ -32,6 +32,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
+from esmapper._raw_answers import RawJson, answer, decode_docs, parse
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
 from esmapper.indexes._lookup import mget_ids, read_params, stored_copies
@@ -41,6 +42,7 @@ __all__ = [
     "document_exists",
     "get_document",
     "get_documents",
+    "get_documents_raw",
     "locate_documents",
     "read_params",
     "search_documents",
@@ -138,6 +140,21 @@ def get_documents(
     if strays:
         hits += search_documents(client, spec, strays)
     return hits
+
+
+def get_documents_raw(raw: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -> list[Any]:
+    """:func:`get_documents` of a model that is not time-series, on the client copy ``raw``
+    (:attr:`esmapper._services.Services.raw_client`): the found docs of ``POST /<read
+    alias>/_mget`` as :class:`~esmapper._raw_answers.Hit` s, their ``_source`` left as
+    bytes (the answer parsed into dicts, as the user's client parses it, when the envelope
+    refuses it). Raises as :func:`get_documents` does (the error answers as the user's
+    client raises them)."""
+    response = answer(lambda: raw.mget(index=spec.read_target, **mget_ids(spec, ids)))
+    body = response.body
+    docs: list[Any] | None = decode_docs(body) if type(body) is RawJson else None
+    if docs is None:
+        docs = (parse(body) if isinstance(body, bytes) else body)["docs"]
+    return [doc for doc in docs if doc.get("found")]
 
 
 def document_exists(client: Elasticsearch, spec: IndexSpec, id: str) -> bool:

@@ -1,0 +1,105 @@
+"""``find`` and ``get_many`` read the answer's bytes through a copy of the client
+(``esmapper._raw_answers``), never changing the user's client; they return what the
+parsed answer gives, raise what the user's client raises, and still refuse a page some
+shards did not answer (a real cluster answers it with status 200)."""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch.serializer import JsonSerializer, OrjsonSerializer
+
+import esmapper as em
+from esmapper._raw_answers import RawJson, answer, raw_client
+from esmapper.model.state import state_of
+from esmapper.testing.cluster import ClusterProxy
+from tests.integration.conftest import MakeMapper
+
+
+class Card(em.Document):
+    class Index:
+        name = "raw_cards"
+        settings = {"number_of_shards": 1, "number_of_replicas": 0}  # noqa: RUF012
+
+    title: str = em.field(em.Keyword(), default="")
+    n: int = em.field(em.Integer(), default=0)
+
+
+def _seen(client: Elasticsearch) -> tuple[object, ...]:
+    serializers = client.transport.serializers
+    return (
+        client.transport,
+        serializers,
+        dict(serializers.serializers),
+        serializers.default_serializer,
+        dict(client._headers),
+    )
+
+
+def test_the_users_client_is_untouched_and_its_options_kept(es_url: str) -> None:
+    client = Elasticsearch(es_url, serializer=OrjsonSerializer(), headers={"x-team": "a"})
+    user = client.options(api_key="a2V5OnNlY3JldA==", request_timeout=7)
+    before = _seen(user)
+    raw = raw_client(user)
+    assert raw is not None and raw is not user
+    assert _seen(user) == before  # same transport, serializers, headers
+    assert raw.transport is not user.transport
+    assert raw.transport.node_pool is user.transport.node_pool  # the same connections
+    assert raw._headers == user._headers and raw._request_timeout == 7
+    info = raw.info()
+    assert type(info.body) is RawJson
+    assert type(user.info().body) is dict  # the user's client still parses its answers
+
+
+def test_another_serializer_keeps_the_reads_on_the_users_client(es_url: str) -> None:
+    assert raw_client(Elasticsearch(es_url)) is None  # the stdlib JSON serializer
+    assert raw_client(Elasticsearch(es_url, serializer=JsonSerializer())) is None
+
+
+def test_an_error_answer_is_raised_as_the_users_client_raises_it(
+    es_url: str, index_prefix: str
+) -> None:
+    client = Elasticsearch(es_url, serializer=OrjsonSerializer())
+    raw = raw_client(client)
+    assert raw is not None
+
+    def search(c: Elasticsearch) -> object:
+        return c.search(index=f"{index_prefix}missing", query={"match_all": {}})
+
+    raised = []
+    for c in (client, raw):
+        with pytest.raises(NotFoundError) as error:
+            answer(lambda c=c: search(c))  # type: ignore[misc]
+        raised.append((type(error.value), error.value.message, error.value.body))
+    assert raised[0] == raised[1] and isinstance(raised[0][2], dict)
+
+
+def test_find_and_get_many_hydrate_from_the_bytes(make_mapper: MakeMapper) -> None:
+    repo = make_mapper(Card, configure=True).repository(Card)
+    repo.add([Card(id=f"c{i}", title=f"t{i}", n=i) for i in range(5)], consistency="immediate")
+    found = repo.find(sort="n", limit=5)
+    many = repo.get_many(["c3", "nope", "c1", "c3"])
+    assert [d.n for d in found] == [0, 1, 2, 3, 4] and [d.id for d in many] == ["c3", "c1"]
+    for doc in [*found.documents, *many]:
+        assert isinstance(state_of(doc).original_or_bytes, bytes)  # the mirror's
+    assert found.hits[2].sort[0] == 2 and found.hits[2].version == state_of(found[2]).version
+    many[0].title = "changed"
+    assert state_of(many[0]).original == {"id": "c3", "title": "t3", "n": 3}
+    repo.save(many[0])
+    assert repo.get("c3").title == "changed"
+
+
+def test_a_partial_page_read_as_bytes_is_still_refused(
+    make_mapper: MakeMapper, cluster: ClusterProxy
+) -> None:
+    make_mapper(Card, configure=True).repository(Card).add(
+        [Card(id=f"c{i}", n=i) for i in range(20)], consistency="immediate"
+    )
+    repo = make_mapper(Card, url=cluster.url).repository(Card)
+    cluster.fail_shards(refuse=False)
+    with pytest.raises(em.PartialResultsError) as raised:
+        repo.find(limit=20)
+    assert raised.value.shards.failed == 1 and raised.value.results is not None
+    cluster.fail_shards(refuse=False)
+    page = repo.find(limit=20, partial_results=True)
+    assert page.partial and all(isinstance(d, Card) for d in page)

@@ -1,0 +1,241 @@
+"""Documents hydrated from a hit's ``_source`` bytes (``esmapper.model._wire_decode``) are
+the documents the current path builds from the parsed ``_source``: the same values and
+types, the same ``DocState``; the mirror is taken where it reads a source exactly, the
+current path for the hits it cannot."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import msgspec
+import orjson
+import pytest
+
+import esmapper as em
+from esmapper._raw_answers import Hit, decode_docs, decode_search
+from esmapper.model import _wire_decode
+from esmapper.model.state import DocState, state_of, version_of
+from tests.unit.model.models import Address, Color, Employee, Everything, Note, Priority, Review
+
+
+class Profile(em.Document, em.HasDates, em.Versioned):
+    """Every kind the mirror types: scalars, dates, enums, lists, embedded objects."""
+
+    name: str = ""
+    age: int = 0
+    rating: float = 0.0
+    active: bool = False
+    born: dt.datetime | None = None
+    tags: list[str] = em.field(factory=list)
+    scores: list[int] = em.field(factory=list)
+    address: Address | None = None
+    reviews: list[Review] = em.field(em.Nested(), factory=list)
+    color: Color = Color.RED
+    priority: Priority = Priority.LOW
+    nickname: str | None = None
+
+
+def _profile(i: int) -> dict[str, Any]:
+    return Profile(
+        id=f"p{i}",
+        name=f"Profile {i}",
+        age=30 + i,
+        rating=1.5 * i,
+        active=bool(i % 2),
+        born=dt.datetime(1990, 1, 2, 3, 4, 5, 123456, tzinfo=dt.timezone.utc),
+        tags=["a", f"t{i}"],
+        scores=[1, i],
+        address=Address(street="Main", city="Town", zip_code=1000 + i),
+        reviews=[
+            Review(
+                author="ann",
+                rating=4,
+                comment="ok",
+                posted=dt.datetime(2020, 5, 6, tzinfo=dt.timezone.utc),
+            )
+        ],
+        color=Color.GREEN,
+        priority=Priority.HIGH,
+    ).to_source()
+
+
+def _answer(sources: list[dict[str, Any] | None], *, raw: bytes | None = None) -> bytes:
+    hits = []
+    for i, source in enumerate(sources):
+        hit: dict[str, Any] = {
+            "_index": "idx-v1",
+            "_id": f"p{i}",
+            "_seq_no": 7 + i,
+            "_primary_term": 2,
+        }
+        if source is not None:
+            hit["_source"] = source
+        hits.append(hit)
+    body = msgspec.json.encode(
+        {"took": 1, "hits": {"total": {"value": len(hits), "relation": "eq"}, "hits": hits}}
+    )
+    return body if raw is None else body.replace(b'"__RAW__"', raw)
+
+
+def _current(info: Any, body: bytes, partial: bool = False) -> list[Any]:
+    """What ``_search_answers.results`` builds from the parsed answer (the current path)."""
+    documents = []
+    for raw in orjson.loads(body)["hits"]["hits"]:
+        version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
+        source = raw.get("_source")
+        if source is None:
+            documents.append(info.from_source({}, raw["_id"], version))
+            continue
+        state = DocState(source, raw.get("_index"), None, partial, version, condition)
+        documents.append(info.from_source(source, raw["_id"], version, state))
+    return documents
+
+
+def _fast(info: Any, body: bytes, partial: bool = False) -> list[Any]:
+    response = decode_search(body)
+    assert response is not None
+    return _wire_decode.hydrate(info, response["hits"]["hits"], partial)
+
+
+def _norm(value: Any) -> Any:
+    if hasattr(value, "__esmapper__"):
+        return (type(value).__name__, _fields(value))
+    if isinstance(value, list):
+        return ("list", [_norm(x) for x in value])
+    if isinstance(value, dt.datetime):
+        return ("datetime", value.isoformat(), value.tzinfo is dt.timezone.utc)
+    return (type(value).__name__, repr(value))
+
+
+def _fields(doc: Any) -> list[tuple[str, Any]]:
+    return [(f.name, _norm(getattr(doc, f.name))) for f in type(doc).__esmapper__.fields]
+
+
+def _state(doc: Any) -> Any:
+    state = state_of(doc)
+    if state is None:
+        return None
+    return (
+        state.original,
+        state.index,
+        state.partial,
+        state.version,
+        state.condition,
+        state.session,
+    )
+
+
+def _took_mirror(doc: Any) -> bool:
+    """Whether ``doc`` came through the mirror (its original still the hit's bytes)."""
+    state = state_of(doc)
+    return state is not None and isinstance(state.original_or_bytes, bytes)
+
+
+def _same(info: Any, body: bytes, partial: bool = False) -> tuple[list[Any], list[bool]]:
+    """The fast path's documents, checked equal to the current path's, and which of them
+    came through the mirror."""
+    want, got = _current(info, body, partial), _fast(info, body, partial)
+    mirrored = [_took_mirror(d) for d in got]
+    assert [_fields(d) for d in got] == [_fields(d) for d in want]
+    assert [_state(d) for d in got] == [_state(d) for d in want]
+    return got, mirrored
+
+
+def test_every_kind_is_read_through_the_mirror_as_the_current_path_reads_it() -> None:
+    info = Profile.__esmapper__
+    assert _wire_decode.has_mirror(info)
+    docs, mirrored = _same(info, _answer([_profile(i) for i in range(5)]))
+    assert all(mirrored)
+    assert docs[3].address.zip_code == 1003 and docs[3].reviews[0].posted.year == 2020
+    assert state_of(docs[0]).original == _profile(0)  # decoded when first read
+
+
+def test_a_document_the_mirror_reads_is_a_tracked_document() -> None:
+    doc = _fast(Profile.__esmapper__, _answer([_profile(1)]))[0]
+    doc.tags.append("new")  # a copy of its own, not the original's
+    assert state_of(doc).original["tags"] == ["a", "t1"]
+    doc.name = "renamed"
+    assert doc.name == "renamed" and doc.version == "2:7"
+
+
+@pytest.mark.parametrize(
+    ("change", "mirror"),
+    [
+        (lambda s: s.update(undeclared={"kept": [1, 2.5]}), True),  # kept in the original
+        (lambda s: s.update(hidden=18446744073709551616), True),  # orjson: a float, both ways
+        (lambda s: s.update(born="2026-05-06T09:08:09.5+02:00"), True),
+        (lambda s: s.update(born="2026-05-06T07:08:09"), True),
+        (lambda s: s.update(born=1767225600123), True),
+        (lambda s: s.update(address=None, born=None, nickname=None), True),
+        (lambda s: s.update(tags="single", scores=3), True),  # a scalar for a list
+        (lambda s: s.update(rating=2), True),  # an integer in a float field stays one
+        (lambda s: s.pop("age"), False),  # a key missing
+        (lambda s: s["address"].pop("city"), False),  # in an embedded object too
+        (lambda s: s.update(age="thirty"), False),  # a lenient value
+        (lambda s: s.update(age=2**70), False),  # orjson reads it as a float
+        (lambda s: s.update(age=2**63), False),  # 64 bits unsigned: not typed, read as today
+        (lambda s: s.update(color="purple"), False),  # an unknown enum value
+        (lambda s: s.update(born="not a date"), False),
+        (lambda s: s.update(tags=["a", None]), False),
+        (lambda s: s["address"].update(zip_code=2**70), False),
+    ],
+)
+def test_a_source_the_mirror_cannot_read_exactly_takes_the_current_path(
+    change: Any, mirror: bool
+) -> None:
+    sources = [_profile(0), _profile(1), _profile(2)]
+    change(sources[1])
+    _, mirrored = _same(Profile.__esmapper__, _answer(sources))
+    assert mirrored == [True, mirror, True]
+
+
+def test_no_source_or_a_null_one_builds_the_document_as_today() -> None:
+    body = _answer([_profile(0), None, {}]).replace(b'"_source":{}', b'"_source":null')
+    assert b'"_source":null' in body
+    docs, mirrored = _same(Profile.__esmapper__, body)
+    assert mirrored == [True, False, False] and docs[1].name == docs[2].name == ""
+
+
+def test_a_partial_load_is_read_as_today_and_marked_partial() -> None:
+    source = {"name": "only the name"}
+    docs, mirrored = _same(Profile.__esmapper__, _answer([source]), partial=True)
+    assert state_of(docs[0]).partial and mirrored == [False]
+
+
+def test_a_model_without_a_mirror_reads_every_hit_as_today() -> None:
+    info = Everything.__esmapper__
+    assert not _wire_decode.has_mirror(info)  # a dict field: no exact type
+    source = Everything(id="e1", name="n", meta={"big": 1}).to_source()
+    _, mirrored = _same(info, _answer([source, source]))
+    assert mirrored == [False, False]
+
+
+@pytest.mark.parametrize("model", [Employee, Note])
+def test_the_shared_models_are_read_through_the_mirror(model: Any) -> None:
+    doc = model(id="x1", **({"title": "t"} if model is Note else {"name": "n"}))
+    _, mirrored = _same(model.__esmapper__, _answer([doc.to_source()]))
+    assert mirrored == [True]
+
+
+def test_the_envelope_refuses_what_orjson_reads_otherwise() -> None:
+    hit = b'{"_id":"a","_seq_no":1,"_primary_term":1,"_source":{},"sort":[%s]}'
+    body = b'{"hits":{"hits":[' + hit + b"]}}"
+    assert decode_search(body % b"18446744073709551616") is None  # orjson: a float
+    assert decode_search(body % b'"x", 1.5') is not None
+    shards = (
+        b'{"_shards":{"total":1,"failed":1,"failures":[{"shard":0,"n":%s}]},"hits":{"hits":[]}}'
+    )
+    assert decode_search(shards % b"99999999999999999999") is None
+    found = decode_search(shards % b"1")
+    assert found is not None and found["_shards"]["failures"][0]["n"] == 1
+
+
+def test_a_hit_reads_as_its_dict_does() -> None:
+    docs = decode_docs(
+        b'{"docs":[{"_id":"a","found":true,"_index":"i","_source":{}},{"_id":"b","found":false}]}'
+    )
+    assert docs is not None
+    found, missing = docs
+    assert isinstance(found, Hit) and found["_id"] == "a" and found.get("found") is True
+    assert missing.get("_seq_no") is None and missing.get("sort", []) == []
