@@ -214,7 +214,9 @@ class Feature:
 
     def visible(self, options: Any) -> Visibility | None:
         """The rule a by-id read (``get``, ``get_many``, ``exists``, a session's) under
-        ``options`` applies to what it found (``None``: every document is visible)."""
+        ``options`` applies to what it found (``None``: every document is visible). It must
+        depend on ``options`` alone (not the clock, not per-call state): a repository keeps
+        the rules it got per options value (``Reading._by_id_read``)."""
         return None
 
     def rebuild(self, ctx: Context) -> int:

@@ -109,8 +109,13 @@ def limited(defaults: Callable[[Any], _HasLimits]) -> Callable[[F], F]:
             if kwargs:
                 if accepted is not None and not accepted.issuperset(kwargs):
                     refuse_keywords(method.__name__, kwargs, accepted)
-                timeout = kwargs.get("timeout", fallback.timeout)
-                retries = kwargs.get("retries", fallback.retries)
+                # a keyword given as None means the default, as every option's None does
+                timeout = kwargs.get("timeout")
+                if timeout is None:
+                    timeout = fallback.timeout
+                retries = kwargs.get("retries")
+                if retries is None:
+                    retries = fallback.retries
             else:  # the usual call: no keyword, the defaults' limits
                 timeout, retries = fallback.timeout, fallback.retries
             if timeout is None and retries is None:  # nothing to apply: no context

@@ -101,10 +101,10 @@ _BY_ID_MAX = 64
 class Reading(Searching[T]):
     """The reads by id of a repository (see the module docstring)."""
 
-    #: :class:`ByIdRead` by the options they were worked out for (see :meth:`by_id`)
+    #: :class:`ByIdRead` by the options they were worked out for (see :meth:`_by_id_read`)
     _by_id: dict[Options, ByIdRead]
 
-    def by_id(self, opts: Options) -> ByIdRead:
+    def _by_id_read(self, opts: Options) -> ByIdRead:
         """The rules and cache TTL of a by-id read under ``opts``, kept per options (an
         ``Options`` is immutable; a call's options are the same object call after call:
         the repository's defaults, or ``Options.merge``'s)."""
@@ -143,7 +143,7 @@ class Reading(Searching[T]):
         check_id(id)
         services, info = self.services, self.info
         check_call_options(info, opts)
-        read = self.by_id(opts)
+        read = self._by_id_read(opts)
         ttl = read.ttl
         cached = token = None
         if ttl is not None:
@@ -183,7 +183,7 @@ class Reading(Searching[T]):
         for id in wanted:
             check_id(id)
         check_call_options(self.info, opts)
-        read = self.by_id(opts)
+        read = self._by_id_read(opts)
         ttl = read.ttl
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
@@ -244,7 +244,7 @@ class Reading(Searching[T]):
         opts = self.options(**given(options))
         check_id(id)
         check_call_options(self.info, opts)
-        rules = self.by_id(opts).rules
+        rules = self._by_id_read(opts).rules
         if any(rule.reads is None for rule in rules):  # a rule reads the whole document
             return self._get(id, attrs.evolve(opts, cache=False, cache_key=None)) is not None
         if not rules:

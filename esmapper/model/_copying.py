@@ -238,7 +238,7 @@ def _compile(info: Any) -> CopyPlan | None:
             "    return (",
             *(f"        {expr}," for expr in frozen),
             "        None if s is None else "
-            "(s.original, s.index, None, s.partial, s.version, s.condition),",
+            "(s.original_or_bytes, s.index, None, s.partial, s.version, s.condition),",
             "    )",
             "",
             "def thaw(_snapshot):",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from esmapper import _json
+
 __all__ = ["DocState", "remember", "state_of", "stored_hit", "version_of"]
 
 
@@ -11,7 +13,10 @@ class DocState:
     """What the store last confirmed for a document.
 
     ``original`` is the ``_source`` as loaded or last written (the basis of change
-    detection and of ``ModifiedDocument.original``), ``index`` the physical index it was
+    detection and of ``ModifiedDocument.original``). It may be given as the JSON bytes of
+    that ``_source`` (what was sent, or the hit's bytes as the server answered them): they
+    are decoded the first time ``original`` is read, so a document whose original is never
+    compared costs no decoding. ``index`` the physical index it was
     read from or written to, ``session`` the session tracking the document (if any).
     ``partial`` is true for a document read with ``includes``/``excludes``: ``original``
     holds only what was loaded, so a save writes only the fields that changed (a partial
@@ -27,10 +32,10 @@ class DocState:
     """
 
     __slots__ = (
+        "_original",
         "assigned",
         "condition",
         "index",
-        "original",
         "partial",
         "session",
         "version",
@@ -39,14 +44,14 @@ class DocState:
 
     def __init__(  # noqa: PLR0917 - one per loaded hit: positional is cheaper
         self,
-        original: dict[str, Any] | None,
+        original: dict[str, Any] | bytes | None,
         index: str | None = None,
         session: Any = None,
         partial: bool = False,
         version: str | None = None,
         condition: tuple[str, int, int] | None = None,
     ) -> None:
-        self.original = original
+        self._original = original
         self.index = index
         self.session = session
         self.partial = partial
@@ -55,6 +60,26 @@ class DocState:
         self.watched = False
         #: fields assigned since a partial load (see ``partial``); ``None``: none
         self.assigned: set[str] | None = None
+
+    @property
+    def original(self) -> dict[str, Any] | None:
+        """The confirmed ``_source`` (bytes given for it are decoded now, once)."""
+        original = self._original
+        if original is None or type(original) is dict:
+            return original
+        decoded: dict[str, Any] = _json.loads(original)  # type: ignore[arg-type]
+        self._original = decoded
+        return decoded
+
+    @original.setter
+    def original(self, value: dict[str, Any] | bytes | None) -> None:
+        self._original = value
+
+    @property
+    def original_or_bytes(self) -> dict[str, Any] | bytes | None:
+        """``original`` as held: the dict, or the bytes not decoded yet (for a copy of
+        this state that should not decode them)."""
+        return self._original
 
 
 def version_of(
@@ -96,7 +121,7 @@ def state_of(doc: Any) -> DocState | None:
 
 
 def remember(
-    doc: Any, original: dict[str, Any] | None, index: str | None, version: str | None = None
+    doc: Any, original: dict[str, Any] | bytes | None, index: str | None, version: str | None = None
 ) -> DocState:
     """Record what the store confirmed for ``doc``, keeping its session link."""
     state = state_of(doc)

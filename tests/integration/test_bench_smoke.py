@@ -16,6 +16,8 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_models.py": ["--docs", "20", "--repeat", "1"],
     "bench_ids.py": ["--repeat", "1"],
     "bench_bulk.py": ["--docs", "20", "--repeat", "1"],
+    "bench_codec_msgspec.py": ["--docs", "20", "--repeat", "1"],
+    "bench_decode_msgspec.py": ["--hits", "20", "--repeat", "1"],
     "bench_cache.py": ["--reads", "5", "--repeat", "1"],
     "bench_repository.py": ["--docs", "20", "--repeat", "1", "--find", "10", "--find-repeat", "1"],
     "bench_custom_fields.py": ["--docs", "10", "--singles", "2", "--repeat", "1"],

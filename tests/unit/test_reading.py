@@ -1,5 +1,5 @@
 """By-id reads served by the document cache (``Repository.get``): what a call under its
-options works out once (:meth:`~esmapper._reading.Reading.by_id`), and what stays per call.
+options works out once (:meth:`~esmapper._reading.Reading._by_id_read`), and what stays per call.
 
 Nothing goes over the network: the mappers point at a closed port (port 9, discard); the
 cache is filled by hand with the hit a GET would have answered, so every read here is a
@@ -87,14 +87,12 @@ def test_what_options_imply_is_worked_out_once_per_options(
         assert repo.get("c1", cache=True) is not None
         assert repo.get("c1", soft_deletes="all") is not None
     assert len(rules) == 3  # the defaults, cache=True, soft_deletes="all": once each
-    assert repo.by_id(repo.defaults) is repo.by_id(Options())  # equal options, one entry
+    # equal options, one entry
+    assert repo._by_id_read(repo.defaults) is repo._by_id_read(Options())
 
 
-def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
-    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo = mapper.repository(Card)
-    _cache(mapper, "c1")
+def _limits_seen(repo: em.Repository[Card], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The call limits each of ``repo``'s by-id reads runs under, in order."""
     seen: list[_limits.CallLimits] = []
     real = repo._get
 
@@ -103,10 +101,32 @@ def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
         return real(id, opts)
 
     monkeypatch.setattr(repo, "_get", spying)
+    return seen
+
+
+def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Card)
+    _cache(mapper, "c1")
+    seen = _limits_seen(repo, monkeypatch)
     repo.defaults = Options(timeout=2.5)
     assert repo.get("c1") is not None
     assert repo.get("c1", retries=1) is not None
     assert seen == [_limits.CallLimits(2.5, None), _limits.CallLimits(2.5, 1)]
+
+
+def test_a_limit_given_as_none_means_the_default(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as every option's None: "the repository's (or session's) default"
+    repo = mapper.repository(Card)
+    _cache(mapper, "c1")
+    seen = _limits_seen(repo, monkeypatch)
+    repo.defaults = Options(timeout=2.5, retries=3)
+    repo.get("c1", timeout=None)
+    repo.get("c1", retries=None, cache=True)
+    assert seen == [_limits.CallLimits(2.5, 3)] * 2
 
 
 def test_the_rules_hold_on_a_cache_hit(mapper: em.Mapper) -> None:
@@ -151,13 +171,13 @@ def test_a_feature_attached_later_is_seen_by_the_next_read(
     points = attrs.evolve(info.points, visible=(*info.points.visible, lambda _o: hidden))
     monkeypatch.setattr(info, "points", points)
     assert repo.get("c1") is None
-    assert repo.by_id(repo.defaults).points is points
+    assert repo._by_id_read(repo.defaults).points is points
 
 
 def test_the_kept_entries_are_bounded(mapper: em.Mapper) -> None:
     repo = mapper.repository(Card)
     for n in range(reading_module._BY_ID_MAX + 5):
-        repo.by_id(Options(timeout=n + 1))
+        repo._by_id_read(Options(timeout=n + 1))
     assert 0 < len(repo._by_id) <= reading_module._BY_ID_MAX
 
 
@@ -166,8 +186,8 @@ def test_a_document_cache_set_on_the_mapper_later_is_seen_by_the_next_read() -> 
         repo = mapper.repository(Card)
         opts = repo.defaults
         mapper.documents = None
-        assert repo.by_id(opts).ttl is None  # no document cache: nothing cached
+        assert repo._by_id_read(opts).ttl is None  # no document cache: nothing cached
         mapper.documents = DocumentCache(em.InMemoryCache())
-        assert repo.by_id(opts).ttl is not None  # Card's `cache = True` now applies
+        assert repo._by_id_read(opts).ttl is not None  # Card's `cache = True` now applies
         mapper.documents = None
-        assert repo.by_id(opts).ttl is None
+        assert repo._by_id_read(opts).ttl is None
