@@ -64,7 +64,9 @@ class CopyPlan:
     in any session; ``None`` for an embedded object). A snapshot is kept by the cache and
     thawed on every hit: what can be worked out once (which lists are flat) is.
     ``required`` names the fields whose key a ``_source`` must hold for a copy to equal a
-    hydration; ``inner`` lists ``(name, raw getter, plan, many)`` of the embedded fields.
+    hydration; ``inner`` lists ``(name, raw getter, plan, many)`` of the embedded fields;
+    ``plain`` the raw getters of the fields of one scalar, which a copy shares (so each
+    must hold an immutable value: Elasticsearch may store an array or an object there).
     """
 
     cls: type
@@ -72,6 +74,7 @@ class CopyPlan:
     thaw: Callable[[tuple[Any, ...]], Any]
     required: tuple[str, ...]
     inner: tuple[tuple[str, Callable[[Any], Any], CopyPlan, bool], ...]
+    plain: tuple[Callable[[Any], Any], ...]
 
     def copy_document(self, doc: Any) -> Any:
         """A new document equal to ``doc``, sharing nothing mutable with it."""
@@ -95,9 +98,13 @@ class CopyPlan:
 
     def clean(self, obj: Any) -> bool:
         """Whether ``obj`` (an instance of the model) and its embedded objects hold no
-        value kept as stored by the lenient path."""
+        value kept as stored by the lenient path, and no mutable value (a stored array
+        or object) in a field of one scalar, which a copy would share."""
         if type(obj) is not self.cls or getattr(obj, "_esm_raw", None) is not None:
             return False
+        for get in self.plain:
+            if not isinstance(get(obj), _IMMUTABLE):
+                return False
         for _name, get, plan, many in self.inner:
             value = get(obj)
             if value is None:
@@ -154,8 +161,8 @@ def _compile(info: Any) -> CopyPlan | None:
     cls = info.cls
     attributes = {a.name: a for a in attrs.fields(cls)}
     state_slot = _raw_slot(cls, "_esm_state")
-    if state_slot is None:
-        return None
+    if state_slot is None or set(attributes) != {spec.name for spec in info.fields}:
+        return None  # (an attribute no field spec describes: a copy could not set it)
     ns: dict[str, Any] = {
         "_cls": cls,
         "_new": object.__new__,
@@ -173,6 +180,7 @@ def _compile(info: Any) -> CopyPlan | None:
     thawed: list[str] = []  # one statement per field (from ``_s<i>``)
     required: list[str] = []
     inner: list[tuple[str, Callable[[Any], Any], CopyPlan, bool]] = []
+    plain: list[Callable[[Any], Any]] = []
     for spec in info.fields:
         name = spec.name
         slot = _raw_slot(cls, name)
@@ -224,6 +232,7 @@ def _compile(info: Any) -> CopyPlan | None:
                 f"(list({v}) if type({v}) is tuple else _copy_items({v})))"
             )
         else:
+            plain.append(slot.__get__)
             frozen.append(value)
             thawed.append(f"_put_{name}(self, {v})")
     ns["_map"] = _map_or_none
@@ -254,7 +263,9 @@ def _compile(info: Any) -> CopyPlan | None:
     )
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
-    return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner))
+    return CopyPlan(
+        cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain)
+    )
 
 
 def _or_none(value: Any, make: Callable[[Any], Any]) -> Any:

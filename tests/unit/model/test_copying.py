@@ -343,3 +343,33 @@ def test_an_embedded_object_of_another_class_is_copied_deep_every_time() -> None
     assert first.address is not second.address is not doc.address
     first.address.city = "Wells"
     assert plan.thaw(snapshot).address.city == "Bath"
+
+
+def test_an_array_stored_in_a_field_of_one_scalar_is_never_shared_by_copies() -> None:
+    # Elasticsearch stores ``["Ada", "Lovelace"]`` in a keyword field declared as one str
+    # (and an object in an integer field is kept as it is): a copy would share it, so such
+    # a document is hydrated on every hit instead
+    source = _everything().to_source()
+    source["name"] = ["Ada", "Lovelace"]
+    hit = _hit(source)
+    plan = plan_of(Everything.__esmapper__)
+    assert plan is not None and not plan.clean(_hydrate(hit))
+    copies = HydratedCopies()
+    hydrate = Counting()
+    first = copies.document(Everything.__esmapper__, hit, hydrate)
+    second = copies.document(Everything.__esmapper__, hit, hydrate)
+    assert hydrate.calls == 2 and len(copies) == 0
+    assert first.name == second.name == ["Ada", "Lovelace"]
+    address = dict(source["address"], zip_code={"code": 1})  # in an embedded object too
+    assert not plan.clean(_hydrate(_hit(dict(_everything().to_source(), address=address))))
+    assert plan.clean(_hydrate(_hit(_everything().to_source())))
+
+
+def test_a_model_with_an_attribute_no_field_describes_gets_no_plan() -> None:
+    import attrs
+
+    from esmapper.model._copying import _compile
+
+    info = Everything.__esmapper__
+    assert _compile(info) is not None
+    assert _compile(attrs.evolve(info, fields=info.fields[1:])) is None
