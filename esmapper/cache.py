@@ -28,7 +28,6 @@ document hydrated from that same in-process entry (``DocumentCache.copies``, see
 from __future__ import annotations
 
 import collections
-import contextlib
 import datetime as _dt
 import itertools
 import os
@@ -107,8 +106,10 @@ class InMemoryCache:
         entry = self._cache.get(key)
         if entry is not None:
             if self.timer() < entry[1]:
-                with contextlib.suppress(KeyError):  # (removed meanwhile: this read came first)
+                try:
                     self._cache.move_to_end(key)
+                except KeyError:  # removed meanwhile: this read came first
+                    pass
                 self.stats.hits += 1
                 return entry[0]
             self._drop(key, entry)
@@ -268,14 +269,35 @@ class DocumentCache:
         through without filling). Pass the marker to :meth:`fill` after the fetch."""
         key = f"{alias}:{id}"  # self.key(), inline: every cached read passes here
         entry = self.client.get(key)
-        if entry is not None and not isinstance(entry, ReadMarker):
-            return entry, None
+        if entry is None or isinstance(entry, ReadMarker):
+            return None, self._reserve(key, entry)
+        return entry, None
+
+    def _reserve(self, key: str, entry: ReadMarker | None) -> ReadMarker | None:
+        """A miss of ``key`` (``entry``: what was found, nothing or another read's
+        reservation): this read's new reservation, or ``None`` (another read holds it)."""
         if entry is not None:
-            return None, None
+            return None
         marker = _new_marker()
         if self.client.compare_and_set(key, None, marker, self.marker_ttl):
-            return None, marker
-        return None, None
+            return marker
+        return None
+
+    def read(
+        self, alias: str, id: str, info: Any, hydrate: Callable[[dict[str, Any]], Any]
+    ) -> tuple[Any, ReadMarker | None]:
+        """:meth:`lookup` of a by-id read of ``info``'s model, as a document: ``(document,
+        None)`` on a hit (a copy of the document kept for that very entry, see
+        :class:`HydratedCopies`, else ``hydrate(hit)``), else ``(None, marker)`` as
+        :meth:`lookup` answers a miss."""
+        key = f"{alias}:{id}"
+        entry = self.client.get(key)
+        if entry is None or isinstance(entry, ReadMarker):
+            return None, self._reserve(key, entry)
+        copies = self.copies
+        if copies is None:
+            return hydrate(entry), None
+        return copies.document(info, entry, hydrate), None
 
     def fill(
         self,

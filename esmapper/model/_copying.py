@@ -263,9 +263,7 @@ def _compile(info: Any) -> CopyPlan | None:
     )
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
-    return CopyPlan(
-        cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain)
-    )
+    return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain))
 
 
 def _or_none(value: Any, make: Callable[[Any], Any]) -> Any:
