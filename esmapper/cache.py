@@ -106,7 +106,8 @@ class InMemoryCache:
         entry = self._cache.get(key)
         if entry is not None:
             if self.timer() < entry[1]:
-                try:
+                # (not contextlib.suppress: a context manager costs more than the read)
+                try:  # noqa: SIM105
                     self._cache.move_to_end(key)
                 except KeyError:  # removed meanwhile: this read came first
                     pass
