@@ -14,7 +14,7 @@ and apply to what they found the rules of the model's features (the ``visible`` 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 from esmapper import _gcpause as _gc
 from esmapper._features import Points, Visibility, check_call_options
 from esmapper._keywords import CountKeywords, OptionKeywords
-from esmapper._limits import limited
+from esmapper._limits import applied, limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
 from esmapper.errors import DocumentNotFoundError
@@ -37,7 +37,7 @@ from esmapper.indexes.reads import (
 )
 from esmapper.model._wire_decode import hydrate
 from esmapper.model.state import DocState, version_of
-from esmapper.options import Options, given
+from esmapper.options import OPTION_NAMES, Options, given, refuse_keywords
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -88,20 +88,36 @@ def only_shown(rules: Sequence[Visibility], docs: list[Any]) -> list[Any]:
 @attrs.frozen(slots=True)
 class ByIdRead:
     """What a by-id read of one repository implies under one ``Options``, worked out
-    once for those options (not on every call): its :func:`visibility` rules and its
-    cache TTL (``Services.cache_ttl``). ``points`` and ``documents``: the model's points
-    and the mapper's document cache it was worked out under (a feature registered later
-    attaches new points, a cache set on the mapper later changes the TTL: the entry is then
+    once for those options (not on every call): the ``options`` themselves, its
+    :func:`visibility` rules, its cache TTL (``Services.cache_ttl``) and the alias its
+    cache keys are made of. ``points`` and ``documents``: the model's points and the
+    mapper's document cache it was worked out under (a feature registered later attaches
+    new points, a cache set on the mapper later changes the TTL: the entry is then
     stale)."""
 
+    options: Options
     points: Points
     documents: Any
     rules: tuple[Visibility, ...]
     ttl: _dt.timedelta | None
+    alias: str
 
 
-#: How many options' :class:`ByIdRead` a repository keeps (then it starts over).
+#: How many options' :class:`ByIdRead` a repository keeps (then it starts over), and how
+#: many spellings of a ``get``'s keywords.
 _BY_ID_MAX = 64
+
+#: The keywords ``get`` takes (checked where its keywords are first resolved).
+_GET_KEYWORDS: frozenset[str] = frozenset({"id", *OPTION_NAMES})
+
+
+def _spelling(keywords: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key of a call's keywords in :meth:`Reading._keyword_read`'s memo: the names, the
+    values and their types (``cache=1`` is not ``cache=True``)."""
+    if len(keywords) == 1:  # the usual spelling: one keyword, no tuples to build
+        [(name, value)] = keywords.items()
+        return (name, value, type(value))
+    return (tuple(keywords.items()), tuple(map(type, keywords.values())))
 
 
 class Reading(Searching[T]):
@@ -109,6 +125,9 @@ class Reading(Searching[T]):
 
     #: :class:`ByIdRead` by the options they were worked out for (see :meth:`_by_id_read`)
     _by_id: dict[Options, ByIdRead]
+    #: ``(the defaults they were merged into, ByIdRead)`` by the spelling of a ``get``'s
+    #: keywords (see :meth:`_keyword_read`)
+    _by_keywords: dict[tuple[Any, ...], tuple[Options, ByIdRead]]
 
     def _by_id_read(self, opts: Options) -> ByIdRead:
         """The rules and cache TTL of a by-id read under ``opts``, kept per options (an
@@ -122,58 +141,106 @@ class Reading(Searching[T]):
             or read.documents is not services.documents
         ):
             read = ByIdRead(
+                opts,
                 info.points,
                 services.documents,
                 visibility(info, opts),
                 services.cache_ttl(info, opts),
+                services.spec(self.model).alias,
             )
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()
             self._by_id[opts] = read
         return read
 
+    def _keyword_read(self, keywords: Mapping[str, Any]) -> ByIdRead:
+        """The :class:`ByIdRead` of a ``get`` given ``keywords`` (not empty): the same
+        spelling call after call is one lookup (its keywords were checked and merged into
+        the repository's defaults the first time; an entry holds the defaults it was
+        merged into, and the repository's new defaults or a stale read are worked out
+        again). An unknown keyword raises ``TypeError`` listing those ``get`` takes, a bad
+        value ``ValueError`` (nothing is kept of them)."""
+        try:
+            memo = self._by_keywords
+        except AttributeError:  # the first get with keywords (made here, not per repository)
+            memo = self._by_keywords = {}
+        key: tuple[Any, ...] | None = _spelling(keywords)
+        try:
+            entry = memo.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable value (refused below)
+            entry, key = None, None
+        if entry is not None and entry[0] is self.defaults:
+            read = entry[1]
+            if read.points is self.info.points and read.documents is self.services.documents:
+                return read
+        if not _GET_KEYWORDS.issuperset(keywords):
+            refuse_keywords("get", keywords, _GET_KEYWORDS)
+        base = self.defaults
+        read = self._by_id_read(base.merge(**given(keywords)))
+        # the deprecated string cache= warns on every call: never kept
+        if key is not None and not isinstance(keywords.get("cache"), str):
+            if len(memo) >= _BY_ID_MAX:
+                memo.clear()
+            memo[key] = (base, read)
+        return read
+
     @property
     def spec(self) -> IndexSpec:
         return self.services.spec(self.model)
 
-    @limited(_defaults)
     def get(self, id: str, **options: Unpack[OptionKeywords]) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``. Takes the options
-        (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does."""
-        # no keyword (the usual call): the defaults as they are, no options built
-        return self._get(id, self.options(**given(options)) if options else self.defaults)
+        (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does;
+        an unknown keyword raises ``TypeError`` listing those it takes. A cache hit sends
+        nothing (``timeout``/``retries`` bound the GET of a miss)."""
+        # no keyword (the usual call): the defaults as they are; keywords: one lookup of
+        # their spelling (see _keyword_read)
+        read = self._keyword_read(options) if options else self._by_id_read(self.defaults)
+        return self._read_by_id(id, read)
 
     def _get(self, id: str, opts: Options) -> T | None:
         """:meth:`get` under ``opts`` (what a session's read runs)."""
+        return self._read_by_id(id, self._by_id_read(opts))
+
+    def _read_by_id(self, id: str, read: ByIdRead) -> T | None:
+        """:meth:`get` as ``read`` says: from the document cache when its TTL is set (a
+        hit: one lookup, and a copy of the document kept for that entry or a hydration),
+        else (or on a miss) one real-time GET under the options' limits; then the rules."""
         check_id(id)
-        services, info = self.services, self.info
-        check_call_options(info, opts)
-        read = self._by_id_read(opts)
-        ttl = read.ttl
-        cached = token = None
-        if ttl is not None:
-            cached, token = services.cache_lookup(info, id)
-        if cached is not None:
-            # a copy of the document hydrated from this very entry, else hydrated
-            copies = services.documents.copies  # type: ignore[union-attr]
-            document = (
-                self._hydrate(cached)
-                if copies is None
-                else copies.document(info, cached, self._hydrate)
-            )
+        info = self.info
+        check_call_options(info, read.options)
+        document: T | None
+        if read.ttl is None:
+            document = self._fetch(id, read, None)
         else:
-            found = get_document(services.client, self.spec, id)
-            if found is None:
-                return None
-            raw = _hit(found)
-            if ttl is not None:
-                services.cache_fill(info, id, raw, token, ttl)
-            document = self._hydrate(raw)
+            document, token = read.documents.read(read.alias, id, info, self._hydrate)
+            if document is None:
+                document = self._fetch(id, read, token)
+        if document is None:
+            return None
         for rule in read.rules:
             if not rule.test(document):
                 return None
         return document
+
+    def _fetch(self, id: str, read: ByIdRead, token: Any) -> T | None:
+        """The document ``id`` from a real-time GET (``None``: not found), under the
+        ``timeout``/``retries`` of ``read.options`` (a ``None`` keeps the enclosing
+        call's: :func:`esmapper._limits.applied`); cached with the reservation ``token``
+        when the read is cached."""
+        opts = read.options
+        if opts.timeout is None and opts.retries is None:
+            found = get_document(self.services.client, self.spec, id)
+        else:
+            with applied(opts.timeout, opts.retries):
+                found = get_document(self.services.client, self.spec, id)
+        if found is None:
+            return None
+        raw = _hit(found)
+        if read.ttl is not None:
+            read.documents.fill(read.alias, id, raw, token, read.ttl)
+        return self._hydrate(raw)
 
     @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Unpack[OptionKeywords]) -> list[T]:

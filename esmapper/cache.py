@@ -2,8 +2,9 @@
 cache the repositories use.
 
 :class:`CacheClient` is what a cache must offer (an in-process cache here; a shared one such
-as Redis can implement the same protocol). :class:`InMemoryCache` is built on cachetools'
-``TLRUCache`` (per-entry expiry, bounded size) behind a lock, with hit/miss counters.
+as Redis can implement the same protocol). :class:`InMemoryCache` keeps its entries and
+their deadlines in an ordered dict (per-entry expiry, the least recently used evicted past
+its size), read without a lock, with hit/miss counters.
 
 :class:`DocumentCache` keys documents by index alias and id and stores the raw hit; every
 cache hit is a fresh object nobody else can mutate: hydrated, or a compiled copy of the
@@ -26,6 +27,7 @@ document hydrated from that same in-process entry (``DocumentCache.copies``, see
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import itertools
 import os
@@ -35,7 +37,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
-import cachetools
 
 from esmapper.model._copying import HydratedCopies
 
@@ -68,7 +69,17 @@ class CacheClient(Protocol):
 
 
 class InMemoryCache:
-    """A thread-safe, size-bounded, per-entry-expiring in-process cache (cachetools)."""
+    """A thread-safe, size-bounded, per-entry-expiring in-process cache.
+
+    Entries live in an ordered dict, least recently used first, as ``(value, deadline)``
+    (``timer()`` seconds). A read (:meth:`get`, :meth:`peek`) is one dict lookup and one
+    deadline check, without the lock: each step is a single operation on the dict, atomic
+    on its own, so a read sees an entry as it was before or after a concurrent change,
+    never half of one (a read racing a removal is one that came first). Every change
+    (set, compare-and-set, removal, eviction) holds the lock, so a compare-and-set is
+    atomic against every other change. An expired entry is dropped when it is read, or
+    evicted as the least recently used; at most ``maxsize`` entries are kept.
+    """
 
     #: ``get`` hands out the stored object itself (the document cache copies its hits)
     _keeps_objects = True
@@ -80,48 +91,82 @@ class InMemoryCache:
         default_ttl: float = 300.0,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not isinstance(maxsize, int) or maxsize < 1:
+            raise ValueError(f"maxsize={maxsize!r} must be an integer >= 1")
+        self.maxsize = maxsize
         self.default_ttl = default_ttl
-        self._cache: cachetools.TLRUCache[str, tuple[Any, float]] = cachetools.TLRUCache(
-            maxsize=maxsize, ttu=lambda _key, value, now: now + value[1], timer=timer
-        )
+        self.timer = timer
+        #: key -> (value, deadline), least recently used first
+        self._cache: collections.OrderedDict[str, tuple[Any, float]] = collections.OrderedDict()
         self._lock = threading.RLock()
         self.stats = CacheStats()
 
-    def _ttl(self, ttl: float | None) -> float:
-        return self.default_ttl if ttl is None else ttl
-
     def get(self, key: str) -> Any:
-        with self._lock:
-            try:  # one lookup (get() would test then subscript: two expiry checks)
-                entry = self._cache[key]
-            except KeyError:  # absent or expired
-                self.stats.misses += 1
-                return None
-            self.stats.hits += 1
-            return entry[0]
+        """The value, or ``None`` (absent or expired); counts a hit or a miss."""
+        entry = self._cache.get(key)
+        if entry is not None:
+            if self.timer() < entry[1]:
+                # (not contextlib.suppress: a context manager costs more than the read)
+                try:  # noqa: SIM105
+                    self._cache.move_to_end(key)
+                except KeyError:  # removed meanwhile: this read came first
+                    pass
+                self.stats.hits += 1
+                return entry[0]
+            self._drop(key, entry)
+        self.stats.misses += 1
+        return None
 
     def peek(self, key: str) -> Any:
         """The value without counting a hit or a miss."""
+        entry = self._cache.get(key)
+        return entry[0] if entry is not None and self.timer() < entry[1] else None
+
+    def _drop(self, key: str, entry: tuple[Any, float]) -> None:
+        """Remove the expired ``entry`` of ``key`` if it is still the one there."""
         with self._lock:
-            entry = self._cache.get(key)
-            return None if entry is None else entry[0]
+            if self._cache.get(key) is entry:
+                del self._cache[key]
+
+    def _current(self, key: str) -> Any:
+        """The unexpired value of ``key`` or ``None``, under the lock (an expired entry
+        goes)."""
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        if self.timer() < entry[1]:
+            return entry[0]
+        del self._cache[key]
+        return None
+
+    def _put(self, key: str, value: Any, ttl: float | None) -> None:
+        """Store ``value`` for ``ttl`` seconds (``None``: the default) as the most recently
+        used entry, under the lock; the least recently used go beyond ``maxsize``. A
+        ``ttl`` that is not positive removes the key (the value would be expired)."""
+        cache = self._cache
+        self.stats.sets += 1
+        seconds = self.default_ttl if ttl is None else ttl
+        if not seconds > 0:
+            cache.pop(key, None)
+            return
+        cache[key] = (value, self.timer() + seconds)
+        cache.move_to_end(key)
+        while len(cache) > self.maxsize:
+            cache.popitem(last=False)
 
     def set(self, key: str, value: Any, ttl: float | None = None) -> None:
         with self._lock:
-            self._cache[key] = (value, self._ttl(ttl))
-            self.stats.sets += 1
+            self._put(key, value, ttl)
 
     def compare_and_set(
         self, key: str, expected: Any, value: Any, ttl: float | None = None
     ) -> bool:
         """Store ``value`` only if the current value equals ``expected`` (``None``: absent)."""
         with self._lock:
-            entry = self._cache.get(key)
-            current = None if entry is None else entry[0]
+            current = self._current(key)
             if current is not expected and (current is None or current != expected):
                 return False
-            self._cache[key] = (value, self._ttl(ttl))
-            self.stats.sets += 1
+            self._put(key, value, ttl)
             return True
 
     def remove(self, key: str) -> None:
@@ -140,19 +185,29 @@ class InMemoryCache:
                     self.stats.removals += 1
 
     def remove_by_prefix(self, prefix: str) -> int:
+        """Remove every live entry whose key starts with ``prefix``; how many there were."""
         with self._lock:
-            doomed = [key for key in list(self._cache.keys()) if key.startswith(prefix)]
-            for key in doomed:
-                self.remove(key)
-            return len(doomed)
+            now = self.timer()
+            doomed = [
+                (key, deadline > now)
+                for key, (_value, deadline) in self._cache.items()
+                if key.startswith(prefix)
+            ]
+            for key, _live in doomed:
+                del self._cache[key]
+            removed = sum(live for _key, live in doomed)
+            self.stats.removals += removed
+            return removed
 
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
 
     def __len__(self) -> int:
+        """How many unexpired entries are kept."""
         with self._lock:
-            return len(self._cache)
+            now = self.timer()
+            return sum(1 for _value, deadline in self._cache.values() if now < deadline)
 
 
 @attrs.frozen(slots=True)
@@ -215,14 +270,35 @@ class DocumentCache:
         through without filling). Pass the marker to :meth:`fill` after the fetch."""
         key = f"{alias}:{id}"  # self.key(), inline: every cached read passes here
         entry = self.client.get(key)
-        if entry is not None and not isinstance(entry, ReadMarker):
-            return entry, None
+        if entry is None or isinstance(entry, ReadMarker):
+            return None, self._reserve(key, entry)
+        return entry, None
+
+    def _reserve(self, key: str, entry: ReadMarker | None) -> ReadMarker | None:
+        """A miss of ``key`` (``entry``: what was found, nothing or another read's
+        reservation): this read's new reservation, or ``None`` (another read holds it)."""
         if entry is not None:
-            return None, None
+            return None
         marker = _new_marker()
         if self.client.compare_and_set(key, None, marker, self.marker_ttl):
-            return None, marker
-        return None, None
+            return marker
+        return None
+
+    def read(
+        self, alias: str, id: str, info: Any, hydrate: Callable[[dict[str, Any]], Any]
+    ) -> tuple[Any, ReadMarker | None]:
+        """:meth:`lookup` of a by-id read of ``info``'s model, as a document: ``(document,
+        None)`` on a hit (a copy of the document kept for that very entry, see
+        :class:`HydratedCopies`, else ``hydrate(hit)``), else ``(None, marker)`` as
+        :meth:`lookup` answers a miss."""
+        key = f"{alias}:{id}"
+        entry = self.client.get(key)
+        if entry is None or isinstance(entry, ReadMarker):
+            return None, self._reserve(key, entry)
+        copies = self.copies
+        if copies is None:
+            return hydrate(entry), None
+        return copies.document(info, entry, hydrate), None
 
     def fill(
         self,

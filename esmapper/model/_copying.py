@@ -7,10 +7,12 @@ object, a dict) copied deep and the immutable ones (strings, numbers, datetimes,
 members) shared. The copy equals a fresh hydration and shares nothing a caller can
 mutate with any other document.
 
-:func:`plan_of` compiles (once per model, on first use) a :class:`CopyPlan`: the copy
-function, generated like the codec of :mod:`esmapper.model.codec` (slots read and
-assigned through their raw descriptors, so copying neither marks nor watches anything),
-and the two checks that say when a copy is the same as a hydration:
+:func:`plan_of` compiles (once per model, on first use) a :class:`CopyPlan`: a snapshot
+function and the function making a document of a snapshot, generated like the codec of
+:mod:`esmapper.model.codec` (slots read and assigned through their raw descriptors, so
+copying neither marks nor watches anything; the kept snapshot already says which lists
+are flat, so a copy does not test their items again), and the two checks that say when a
+copy is the same as a hydration:
 
 - :meth:`CopyPlan.complete`: the ``_source`` holds a key for every field whose missing
   value would be made per document (a factory default, or a mutable default value);
@@ -38,7 +40,7 @@ from typing import Any
 import attrs
 
 from esmapper.model._tracking import TrackedSlot
-from esmapper.model.codec import json_copy, list_copy_expr
+from esmapper.model.codec import _all_atomic, _copy_items, json_copy
 from esmapper.model.state import DocState
 
 __all__ = ["CopyPlan", "HydratedCopies", "plan_of"]
@@ -54,18 +56,29 @@ _plans_lock = threading.RLock()  # a plan compiles those of its embedded models
 class CopyPlan:
     """How to copy the hydrated objects of one model (see the module docstring).
 
-    ``copy(obj)`` is the generated field-by-field copy (its ``_esm_state`` is ``None``);
-    ``copy_document(doc)`` the same with a state of its own for a stored document: the
-    same original ``_source`` (never mutated), index and version, not in any session.
+    ``freeze(doc)`` takes a snapshot of a document (a tuple: its values, every flat list of
+    immutable items as a tuple, every embedded object as its own snapshot, then its state's
+    fields or ``None``); ``thaw(snapshot)`` makes a new document of it: the values shared
+    when immutable, every list, embedded object and dict its own, a state of its own for a
+    stored document (the same original ``_source``, never mutated, index and version, not
+    in any session; ``None`` for an embedded object). A snapshot is kept by the cache and
+    thawed on every hit: what can be worked out once (which lists are flat) is.
     ``required`` names the fields whose key a ``_source`` must hold for a copy to equal a
-    hydration; ``inner`` lists ``(name, raw getter, plan, many)`` of the embedded fields.
+    hydration; ``inner`` lists ``(name, raw getter, plan, many)`` of the embedded fields;
+    ``plain`` the raw getters of the fields of one scalar, which a copy shares (so each
+    must hold an immutable value: Elasticsearch may store an array or an object there).
     """
 
     cls: type
-    copy: Callable[[Any], Any]
-    copy_document: Callable[[Any], Any]
+    freeze: Callable[[Any], tuple[Any, ...]]
+    thaw: Callable[[tuple[Any, ...]], Any]
     required: tuple[str, ...]
     inner: tuple[tuple[str, Callable[[Any], Any], CopyPlan, bool], ...]
+    plain: tuple[Callable[[Any], Any], ...]
+
+    def copy_document(self, doc: Any) -> Any:
+        """A new document equal to ``doc``, sharing nothing mutable with it."""
+        return self.thaw(self.freeze(doc))
 
     def complete(self, source: Mapping[str, Any]) -> bool:
         """Whether hydrating ``source`` used no per-document default, embedded objects
@@ -85,9 +98,13 @@ class CopyPlan:
 
     def clean(self, obj: Any) -> bool:
         """Whether ``obj`` (an instance of the model) and its embedded objects hold no
-        value kept as stored by the lenient path."""
+        value kept as stored by the lenient path, and no mutable value (a stored array
+        or object) in a field of one scalar, which a copy would share."""
         if type(obj) is not self.cls or getattr(obj, "_esm_raw", None) is not None:
             return False
+        for get in self.plain:
+            if not isinstance(get(obj), _IMMUTABLE):
+                return False
         for _name, get, plan, many in self.inner:
             value = get(obj)
             if value is None:
@@ -128,12 +145,24 @@ def _shared_default(attribute: attrs.Attribute) -> bool:  # type: ignore[type-ar
     return default is attrs.NOTHING or isinstance(default, _IMMUTABLE)
 
 
+def _frozen_list(items: list[Any]) -> Any:
+    """The snapshot of a list of scalars as stored: a tuple when every item is immutable
+    (thawed by ``list``), else a private deep copy (thawed by copying each item)."""
+    return tuple(items) if _all_atomic(map(type, items)) else _copy_items(items)
+
+
+#: Snapshot of an embedded object the model's plan does not know (a subclass): a private
+#: deep copy in a one-item list, thawed by copying it deep again.
+def _odd(value: Any) -> list[Any]:
+    return [copy.deepcopy(value)]
+
+
 def _compile(info: Any) -> CopyPlan | None:
     cls = info.cls
     attributes = {a.name: a for a in attrs.fields(cls)}
     state_slot = _raw_slot(cls, "_esm_state")
-    if state_slot is None:
-        return None
+    if state_slot is None or set(attributes) != {spec.name for spec in info.fields}:
+        return None  # (an attribute no field spec describes: a copy could not set it)
     ns: dict[str, Any] = {
         "_cls": cls,
         "_new": object.__new__,
@@ -142,10 +171,16 @@ def _compile(info: Any) -> CopyPlan | None:
         "_State": DocState,
         "_json_copy": json_copy,
         "_deepcopy": copy.deepcopy,
+        "_frozen_list": _frozen_list,
+        "_copy_items": _copy_items,
+        "_odd": _odd,
+        "_tuple": tuple,
     }
-    lines: list[str] = []
+    frozen: list[str] = []  # one expression per value of the snapshot (of ``p``)
+    thawed: list[str] = []  # one statement per field (from ``_s<i>``)
     required: list[str] = []
     inner: list[tuple[str, Callable[[Any], Any], CopyPlan, bool]] = []
+    plain: list[Callable[[Any], Any]] = []
     for spec in info.fields:
         name = spec.name
         slot = _raw_slot(cls, name)
@@ -163,58 +198,82 @@ def _compile(info: Any) -> CopyPlan | None:
         if not special and not _shared_default(attribute):
             required.append(name)
         value = f"_get_{name}(p)" if tracked else f"p.{name}"
+        v = f"_s{len(frozen)}"
         if spec.kind == "inner":
             plan = plan_of(spec.inner.__esmapper__)
             if plan is None:
                 return None
             inner.append((name, slot.__get__, plan, spec.many))
-            ns[f"_copy_{name}"] = plan.copy
+            ns[f"_freeze_{name}"] = plan.freeze
+            ns[f"_thaw_{name}"] = plan.thaw
             ns[f"_cls_{name}"] = spec.inner
-            one = f"(_copy_{name}({{0}}) if type({{0}}) is _cls_{name} else _deepcopy({{0}}))"
-            lines.append(f"    _v = {value}")
+            one = f"(_freeze_{name}({{0}}) if type({{0}}) is _cls_{name} else _odd({{0}}))"
+            back = f"(_thaw_{name}({{0}}) if type({{0}}) is tuple else _deepcopy({{0}}[0]))"
             if spec.many:
-                item = one.format("_x")
-                lines.append(
-                    f"    _put_{name}(self, None if _v is None else "
-                    f"[None if _x is None else {item} for _x in _v])"
+                item, thawed_item = one.format("_x"), back.format("_x")
+                frozen.append(f"_map(lambda _x: None if _x is None else {item}, {value})")
+                thawed.append(
+                    f"_put_{name}(self, None if {v} is None else "
+                    f"[None if _x is None else {thawed_item} for _x in {v}])"
                 )
             else:
-                lines.append(f"    _put_{name}(self, None if _v is None else {one.format('_v')})")
+                frozen.append(f"_or_none({value}, lambda _x: {one.format('_x')})")
+                thawed.append(f"_put_{name}(self, None if {v} is None else {back.format(v)})")
         elif spec.kind == "any":
-            lines.append(f"    _put_{name}(self, _json_copy({value}))")
+            frozen.append(f"_json_copy({value})")
+            thawed.append(f"_put_{name}(self, _json_copy({v}))")
         elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
-            lines.append(f"    _v = {value}")
-            lines.append(f"    _put_{name}(self, None if _v is None else list(_v))")
+            frozen.append(f"_or_none({value}, _tuple)")
+            thawed.append(f"_put_{name}(self, None if {v} is None else list({v}))")
         elif spec.many:  # scalars as stored: maybe an array of arrays
-            lines.append(f"    _v = {value}")
-            lines.append(
-                f"    _put_{name}(self, None if _v is None else {list_copy_expr('_v', ns)})"
+            frozen.append(f"_or_none({value}, _frozen_list)")
+            thawed.append(
+                f"_put_{name}(self, None if {v} is None else "
+                f"(list({v}) if type({v}) is tuple else _copy_items({v})))"
             )
         else:
-            lines.append(f"    _put_{name}(self, {value})")
-    body = ["self = _new(_cls)", *(line[4:] for line in lines)]
-    state = (
-        "s = _get__esm_state(p)",
-        "_put__esm_state(self, None if s is None else "
-        "_State(s.original_or_bytes, s.index, None, s.partial, s.version, s.condition))",
-    )
+            plain.append(slot.__get__)
+            frozen.append(value)
+            thawed.append(f"_put_{name}(self, {v})")
+    ns["_map"] = _map_or_none
+    ns["_or_none"] = _or_none
+    state = "_s_state"
+    names = ", ".join([*(f"_s{i}" for i in range(len(frozen))), state])
     source = "\n".join(
         [
-            "def copy(p):",
-            *(f"    {line}" for line in body),
-            "    _put__esm_state(self, None)",
-            "    return self",
+            "def freeze(p):",
+            # an embedded object's copy has no state (a document's own: see CopyPlan)
+            "    s = _get__esm_state(p)" if info.is_document else "    s = None",
+            "    return (",
+            *(f"        {expr}," for expr in frozen),
+            "        None if s is None else "
+            "(s.original_or_bytes, s.index, None, s.partial, s.version, s.condition),",
+            "    )",
             "",
-            "def copy_document(p):",
-            *(f"    {line}" for line in body),
-            *(f"    {line}" for line in state),
+            "def thaw(_snapshot):",
+            f"    {names}, = _snapshot" if not frozen else f"    {names} = _snapshot",
+            "    self = _new(_cls)",
+            *(f"    {line}" for line in thawed),
+            f"    _put__esm_state(self, None if {state} is None else _State(*{state}))"
+            if info.is_document
+            else "    _put__esm_state(self, None)",
             "    return self",
             "",
         ]
     )
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
-    return CopyPlan(cls, ns["copy"], ns["copy_document"], tuple(required), tuple(inner))
+    return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain))
+
+
+def _or_none(value: Any, make: Callable[[Any], Any]) -> Any:
+    """``make(value)``, or ``None`` for ``None``."""
+    return None if value is None else make(value)
+
+
+def _map_or_none(make: Callable[[Any], Any], items: Any) -> tuple[Any, ...] | None:
+    """The tuple of ``make(item)`` for a list of embedded objects, or ``None``."""
+    return None if items is None else tuple(map(make, items))
 
 
 class HydratedCopies:
@@ -223,14 +282,14 @@ class HydratedCopies:
     An in-process cache client (``InMemoryCache``, the L1 of a ``HybridCache``) hands out
     the very object it stores, read after read. The first read of such a hit hydrates it
     as any read does; when the document can be copied (:class:`CopyPlan`: every value
-    came from the hit, none was kept as stored), a copy of it is kept here under the hit's
-    identity. A later read handed the same object gets a new copy of that document: the
+    came from the hit, none was kept as stored), a snapshot of it is kept here under the
+    hit's identity. A later read handed the same object gets a new copy of that document: the
     same values, its own lists, embedded objects and dicts, its own state, without parsing
     dates again. A hit a hybrid cache reads from Redis is kept in its L1: the next read
     gets a copy. A document cache over a client that decodes every hit anew (a
     ``RedisCache`` on its own, a custom client) keeps no copies.
 
-    The kept copy is never handed out, and an entry holds its hit, so a reused ``id()``
+    The kept snapshot is never handed out, and an entry holds its hit, so a reused ``id()``
     can never match: an entry is only used for the object it was made from, which the
     cache client no longer hands out once the key was written, removed or expired.
     At most ``maxsize`` entries are kept (the oldest go first).
@@ -238,7 +297,7 @@ class HydratedCopies:
 
     def __init__(self, maxsize: int = 10_000) -> None:
         self.maxsize = maxsize
-        #: id(hit) -> (hit, the kept document, its copy function, its model)
+        #: id(hit) -> (hit, the kept snapshot, its thaw function, its model)
         self._kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
         self._lock = threading.Lock()
 
@@ -254,9 +313,9 @@ class HydratedCopies:
         plan = plan_of(info)
         if plan is None or not plan.clean(document) or not plan.complete(hit.get("_source") or {}):
             return document
-        kept = plan.copy_document(document)  # before the caller can change the document
+        kept = plan.freeze(document)  # before the caller can change the document
         with self._lock:
-            self._kept[id(hit)] = (hit, kept, plan.copy_document, plan.cls)
+            self._kept[id(hit)] = (hit, kept, plan.thaw, plan.cls)
             if len(self._kept) > self.maxsize:
                 del self._kept[next(iter(self._kept))]
         return document

@@ -91,16 +91,23 @@ def test_what_options_imply_is_worked_out_once_per_options(
     assert repo._by_id_read(repo.defaults) is repo._by_id_read(Options())
 
 
-def _limits_seen(repo: em.Repository[Card], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The call limits each of ``repo``'s by-id reads runs under, in order."""
+def _limits_seen(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The call limits each GET a by-id read sends runs under, in order (the GET answers
+    the hit a real one would: the document exists)."""
     seen: list[_limits.CallLimits] = []
-    real = repo._get
 
-    def spying(id: str, opts: Options) -> Any:
+    def spying(client: Any, spec: Any, id: str, **_kwargs: Any) -> dict[str, Any]:
         seen.append(_limits.current())
-        return real(id, opts)
+        source = {"title": f"t-{id}", "tags": [], "is_deleted": False}
+        return {
+            "_id": id,
+            "_index": "unit_card-v1",
+            "_source": source,
+            "_seq_no": 1,
+            "_primary_term": 1,
+        }
 
-    monkeypatch.setattr(repo, "_get", spying)
+    monkeypatch.setattr(reading_module, "get_document", spying)
     return seen
 
 
@@ -108,11 +115,10 @@ def test_a_limit_of_the_defaults_still_applies_to_a_call_without_keywords(
     mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = mapper.repository(Card)
-    _cache(mapper, "c1")
-    seen = _limits_seen(repo, monkeypatch)
+    seen = _limits_seen(monkeypatch)
     repo.defaults = Options(timeout=2.5)
-    assert repo.get("c1") is not None
-    assert repo.get("c1", retries=1) is not None
+    assert repo.get("m1") is not None  # misses: one GET each
+    assert repo.get("m2", retries=1) is not None
     assert seen == [_limits.CallLimits(2.5, None), _limits.CallLimits(2.5, 1)]
 
 
@@ -121,12 +127,59 @@ def test_a_limit_given_as_none_means_the_default(
 ) -> None:
     # as every option's None: "the repository's (or session's) default"
     repo = mapper.repository(Card)
-    _cache(mapper, "c1")
-    seen = _limits_seen(repo, monkeypatch)
+    seen = _limits_seen(monkeypatch)
     repo.defaults = Options(timeout=2.5, retries=3)
-    repo.get("c1", timeout=None)
-    repo.get("c1", retries=None, cache=True)
-    assert seen == [_limits.CallLimits(2.5, 3)] * 2
+    repo.get("m1", timeout=None)
+    repo.get("m2", retries=None, cache=True)
+    repo.get("m3", cache=False)
+    assert seen == [_limits.CallLimits(2.5, 3)] * 3
+
+
+def test_a_cache_hit_sends_nothing_and_enters_no_limits(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Card)
+    seen = _limits_seen(monkeypatch)
+    assert repo.get("m1", timeout=5) is not None  # the miss fills the cache
+    limits = _counting(monkeypatch, _limits, "applied")
+    for _ in range(2):
+        card = repo.get("m1", timeout=5, retries=2)
+        assert card is not None and card.title == "t-m1"
+    assert limits == [] and seen == [_limits.CallLimits(5.0, None)]
+    assert repo.get("m1", timeout=5, cache=False) is not None  # not cached: a GET
+    assert seen[-1] == _limits.CallLimits(5.0, None) and len(seen) == 2
+
+
+def test_repeated_keywords_are_checked_and_merged_once(
+    mapper: em.Mapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = mapper.repository(Card)
+    _cache(mapper, "c1")
+    merges = _counting(monkeypatch, Options, "merge")
+    for _ in range(3):
+        assert repo.get("c1", cache=True) is not None
+        assert repo.get("c1", soft_deletes="all", cache=True) is not None
+    assert len(merges) == 2
+    # new defaults: merged again into them
+    repo.defaults = Options(soft_deletes="deleted")
+    assert repo.get("c1", cache=True) is None  # "deleted" now: c1 is live
+    assert len(merges) == 3
+
+
+def test_a_keyword_spelled_with_another_type_is_not_taken_for_a_known_one(
+    mapper: em.Mapper,
+) -> None:
+    repo = mapper.repository(Card)
+    _cache(mapper, "c1")
+    assert repo.get("c1", cache=True) is not None
+    with pytest.raises(ValueError, match="cache=1"):
+        repo.get("c1", cache=1)  # type: ignore[arg-type]  # 1 == True, but not a bool
+    with pytest.raises(TypeError, match=r"^get\(\) got unknown keyword\(s\): cach;"):
+        repo.get("c1", cach=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^get\(\) got unknown keyword\(s\): cach;"):
+        repo.get("c1", cach=True)  # type: ignore[call-arg]  # (never kept)
+    with pytest.raises(ValueError, match="tenant"):
+        repo.get("c1", tenant=["a"])  # type: ignore[arg-type]  # unhashable: refused
 
 
 def test_the_rules_hold_on_a_cache_hit(mapper: em.Mapper) -> None:

@@ -298,3 +298,78 @@ def test_an_array_of_arrays_in_a_list_field_is_never_shared_with_the_hit_or_a_co
     assert state_of(third).original["tags"] == [["math", "logic"], "engines"]
     # a save's body becomes the original: it shares no inner array with the document
     assert third.to_source()["tags"][0] is not third.tags[0]
+
+
+def test_a_snapshot_is_taken_once_and_every_document_made_of_it_is_independent() -> None:
+    hit = _hit(_everything().to_source())
+    doc = _hydrate(hit)
+    plan = plan_of(Everything.__esmapper__)
+    assert plan is not None
+    snapshot = plan.freeze(doc)
+    doc.tags.append("changed after the snapshot")  # the hydrated document goes its way
+    doc.address.city = "Elsewhere"
+    first, second = plan.thaw(snapshot), plan.thaw(snapshot)
+    assert first == second and first.tags == ["math", "engines"]
+    assert first.address.city == "London" and first.addresses[1].city == "Turin"
+    for name in ("tags", "scores", "address", "addresses", "reviews", "meta", "custom_fields"):
+        assert getattr(first, name) is not getattr(second, name), name
+    first.addresses[0].city = "Lyon"
+    first.reviews[0].rating = 1
+    first.meta["notes"][0]["n"] = 99
+    first.scores.append(4)
+    third = plan.thaw(snapshot)
+    assert third.to_source() == second.to_source() == hit["_source"]
+    # every copy starts clean (nothing handed out yet), its own state; embedded: none
+    fresh, other = plan.thaw(snapshot), plan.thaw(snapshot)
+    for made in (fresh, other):
+        state = state_of(made)
+        assert state is not None and state is not state_of(doc) and state.session is None
+        assert not state.watched and state.assigned is None and state.original is hit["_source"]
+    assert fresh.address._esm_state is None
+    assert state_of(fresh).watched and not state_of(other).watched  # reading it watched it
+
+
+def test_an_embedded_object_of_another_class_is_copied_deep_every_time() -> None:
+    class Office(Address):
+        pass
+
+    doc = _hydrate(_hit(_everything().to_source()))
+    object.__setattr__(doc, "address", Office(city="Bath"))  # not what hydration makes
+    plan = plan_of(Everything.__esmapper__)
+    assert plan is not None
+    snapshot = plan.freeze(doc)
+    first, second = plan.thaw(snapshot), plan.thaw(snapshot)
+    assert type(first.address) is Office and first.address.city == "Bath"
+    assert first.address is not second.address is not doc.address
+    first.address.city = "Wells"
+    assert plan.thaw(snapshot).address.city == "Bath"
+
+
+def test_an_array_stored_in_a_field_of_one_scalar_is_never_shared_by_copies() -> None:
+    # Elasticsearch stores ``["Ada", "Lovelace"]`` in a keyword field declared as one str
+    # (and an object in an integer field is kept as it is): a copy would share it, so such
+    # a document is hydrated on every hit instead
+    source = _everything().to_source()
+    source["name"] = ["Ada", "Lovelace"]
+    hit = _hit(source)
+    plan = plan_of(Everything.__esmapper__)
+    assert plan is not None and not plan.clean(_hydrate(hit))
+    copies = HydratedCopies()
+    hydrate = Counting()
+    first = copies.document(Everything.__esmapper__, hit, hydrate)
+    second = copies.document(Everything.__esmapper__, hit, hydrate)
+    assert hydrate.calls == 2 and len(copies) == 0
+    assert first.name == second.name == ["Ada", "Lovelace"]
+    address = dict(source["address"], zip_code={"code": 1})  # in an embedded object too
+    assert not plan.clean(_hydrate(_hit(dict(_everything().to_source(), address=address))))
+    assert plan.clean(_hydrate(_hit(_everything().to_source())))
+
+
+def test_a_model_with_an_attribute_no_field_describes_gets_no_plan() -> None:
+    import attrs
+
+    from esmapper.model._copying import _compile
+
+    info = Everything.__esmapper__
+    assert _compile(info) is not None
+    assert _compile(attrs.evolve(info, fields=info.fields[1:])) is None
