@@ -3,8 +3,8 @@ cache the repositories use.
 
 :class:`CacheClient` is what a cache must offer (an in-process cache here; a shared one such
 as Redis can implement the same protocol). :class:`InMemoryCache` keeps its entries and
-their deadlines in an ordered dict (per-entry expiry, the least recently used evicted past
-its size), read without a lock, with hit/miss counters.
+their deadlines in cachetools' ``LRUCache`` (per-entry expiry, bounded size) behind a lock,
+with hit/miss counters.
 
 :class:`DocumentCache` keys documents by index alias and id and stores the raw hit; every
 cache hit is a fresh object nobody else can mutate: hydrated, or a compiled copy of the
@@ -27,7 +27,6 @@ document hydrated from that same in-process entry (``DocumentCache.copies``, see
 
 from __future__ import annotations
 
-import collections
 import datetime as _dt
 import itertools
 import os
@@ -37,6 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
+import cachetools
 
 from esmapper.model._copying import HydratedCopies
 
@@ -71,14 +71,12 @@ class CacheClient(Protocol):
 class InMemoryCache:
     """A thread-safe, size-bounded, per-entry-expiring in-process cache.
 
-    Entries live in an ordered dict, least recently used first, as ``(value, deadline)``
-    (``timer()`` seconds). A read (:meth:`get`, :meth:`peek`) is one dict lookup and one
-    deadline check, without the lock: each step is a single operation on the dict, atomic
-    on its own, so a read sees an entry as it was before or after a concurrent change,
-    never half of one (a read racing a removal is one that came first). Every change
-    (set, compare-and-set, removal, eviction) holds the lock, so a compare-and-set is
-    atomic against every other change. An expired entry is dropped when it is read, or
-    evicted as the least recently used; at most ``maxsize`` entries are kept.
+    Entries live in a cachetools ``LRUCache`` (bounded size, the least recently used
+    evicted first) as ``(value, deadline)`` (``timer()`` seconds), behind one lock: a read
+    is one lookup and one deadline check, an expired entry is dropped when it is read (or
+    evicted as the least recently used), and a compare-and-set is atomic against every
+    other change. (cachetools' ``TLRUCache`` keeps the same per-entry deadlines, with a
+    second ordered structure and a timer wrapper that doubled the cost of a hit.)
     """
 
     #: ``get`` hands out the stored object itself (the document cache copies its hits)
@@ -96,63 +94,54 @@ class InMemoryCache:
         self.maxsize = maxsize
         self.default_ttl = default_ttl
         self.timer = timer
-        #: key -> (value, deadline), least recently used first
-        self._cache: collections.OrderedDict[str, tuple[Any, float]] = collections.OrderedDict()
+        #: key -> (value, deadline)
+        self._cache: cachetools.LRUCache[str, tuple[Any, float]] = cachetools.LRUCache(maxsize)
         self._lock = threading.RLock()
         self.stats = CacheStats()
 
     def get(self, key: str) -> Any:
         """The value, or ``None`` (absent or expired); counts a hit or a miss."""
-        entry = self._cache.get(key)
-        if entry is not None:
-            if self.timer() < entry[1]:
-                # (not contextlib.suppress: a context manager costs more than the read)
-                try:  # noqa: SIM105
-                    self._cache.move_to_end(key)
-                except KeyError:  # removed meanwhile: this read came first
-                    pass
+        with self._lock:  # (_current, inline: every cached read passes here)
+            try:
+                value, deadline = self._cache[key]
+            except KeyError:
+                self.stats.misses += 1
+                return None
+            if self.timer() < deadline:
                 self.stats.hits += 1
-                return entry[0]
-            self._drop(key, entry)
-        self.stats.misses += 1
-        return None
+                return value
+            del self._cache[key]
+            self.stats.misses += 1
+            return None
 
     def peek(self, key: str) -> Any:
         """The value without counting a hit or a miss."""
-        entry = self._cache.get(key)
-        return entry[0] if entry is not None and self.timer() < entry[1] else None
-
-    def _drop(self, key: str, entry: tuple[Any, float]) -> None:
-        """Remove the expired ``entry`` of ``key`` if it is still the one there."""
         with self._lock:
-            if self._cache.get(key) is entry:
-                del self._cache[key]
+            return self._current(key)
 
     def _current(self, key: str) -> Any:
-        """The unexpired value of ``key`` or ``None``, under the lock (an expired entry
-        goes)."""
-        entry = self._cache.get(key)
-        if entry is None:
+        """The unexpired value of ``key`` or ``None`` (an expired entry goes); under the
+        lock."""
+        cache = self._cache
+        try:  # one lookup (LRUCache.get would test, then subscript)
+            value, deadline = cache[key]
+        except KeyError:
             return None
-        if self.timer() < entry[1]:
-            return entry[0]
-        del self._cache[key]
+        if self.timer() < deadline:
+            return value
+        del cache[key]
         return None
 
     def _put(self, key: str, value: Any, ttl: float | None) -> None:
         """Store ``value`` for ``ttl`` seconds (``None``: the default) as the most recently
-        used entry, under the lock; the least recently used go beyond ``maxsize``. A
-        ``ttl`` that is not positive removes the key (the value would be expired)."""
-        cache = self._cache
+        used entry, under the lock (the LRU cache evicts beyond ``maxsize``). A ``ttl``
+        that is not positive removes the key (the value would be expired)."""
         self.stats.sets += 1
         seconds = self.default_ttl if ttl is None else ttl
         if not seconds > 0:
-            cache.pop(key, None)
+            self._cache.pop(key, None)
             return
-        cache[key] = (value, self.timer() + seconds)
-        cache.move_to_end(key)
-        while len(cache) > self.maxsize:
-            cache.popitem(last=False)
+        self._cache[key] = (value, self.timer() + seconds)
 
     def set(self, key: str, value: Any, ttl: float | None = None) -> None:
         with self._lock:
