@@ -399,9 +399,10 @@ def _actions(
 ) -> list[BulkAction]:
     """The bulk actions, in the batch's order: an add is a ``create`` of the document's
     source, built inline (its JSON bytes from the model's compiled encoder,
-    :func:`~esmapper.model._wire_encode.source_encoder`, else its ``to_source`` dict); saves and removes go through :func:`document_action`. A save or
-    remove conditioned on a version (``if_seq_no``) goes to the fence alias of the physical
-    index that version was read from (:meth:`IndexSpec.conditioned_target
+    :func:`~esmapper.model._wire_encode.source_encoder`, else its ``to_source`` dict);
+    saves and removes go through :func:`document_action`. A save or remove conditioned
+    on a version (``if_seq_no``) goes to the fence alias of the physical index that
+    version was read from (:meth:`IndexSpec.conditioned_target
     <esmapper.indexes.spec.IndexSpec.conditioned_target>`, the document's
     ``DocState.index``), not to ``target``: after a reindex's swap it is refused, a
     version conflict, instead of applied to another index's document at the same numbers."""
@@ -416,10 +417,8 @@ def _actions(
             if info is not last_info:  # a batch is usually of one model: one look-up
                 last_info, encode = info, source_encoder(info)
             source = None if encode is None else encode(doc)
-            if source is not None:  # the _source's bytes, no dict (positional: ref 9th)
-                append(
-                    BulkAction("create", target, doc.id, None, None, None, None, None, pending, False, None, source)  # fmt: skip
-                )
+            if source is not None:  # the _source's bytes: no dict
+                append(BulkAction("create", target, doc.id, ref=pending, source=source))
             else:  # a value only the dict path expresses (see model._wire_encode)
                 body = info.to_source(doc)
                 append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))

@@ -137,9 +137,7 @@ def _one_expr(spec: Any, ns: dict[str, Any]) -> str:
     if kind == "int":
         return "({0} if type({0}) is int and _LO <= {0} <= _HI else _Raw(_dumps({0})))"
     if kind == "float":
-        return (
-            "({0} if type({0}) is float and -_BIG < {0} < _BIG else _Raw(_dumps({0})))"
-        )
+        return "({0} if type({0}) is float and -_BIG < {0} < _BIG else _Raw(_dumps({0})))"
     if kind == "datetime":  # aware UTC: msgspec writes format_datetime's ``...Z`` form
         return "({0} if type({0}) is _datetime and {0}.tzinfo is _UTC else _fmt({0}))"
     if kind == "enum":

@@ -14,7 +14,8 @@ def test_an_original_given_as_bytes_is_decoded_once_when_first_read() -> None:
     first = state.original
     assert first == sent
     assert state.original is first  # decoded once, then kept
-    assert state.original_or_bytes is first
+    held: object = state.original_or_bytes
+    assert held is first
 
 
 def test_an_original_given_as_a_dict_is_kept_as_is() -> None:
