@@ -4,8 +4,9 @@ The one owner of "never replace what was not loaded": a fully loaded document is
 whole plus the ``_source`` fields its model does not declare (:func:`with_extras`, also
 inside embedded objects; a document whose stored source has none, the usual case, is
 sent as the bytes of its model's compiled encoder, :mod:`esmapper.model._wire_encode`);
-a partially loaded one (``includes``/``excludes``) as a version-guarded partial update of what changed or was assigned, refusing any change that
-would overwrite what was not read (:func:`document_action`; see docs/architecture.md).
+a partially loaded one (``includes``/``excludes``) as a version-guarded partial update
+of what changed or was assigned, refusing any change that would overwrite what was not
+read (:func:`document_action`; see docs/architecture.md).
 A patch sends what its :class:`~esmapper._pending.PatchForm` says: an update (partial or
 script), or an ``index`` of the source patched client-side, conditioned on the version
 its source was read at.
