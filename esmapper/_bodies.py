@@ -2,9 +2,11 @@
 
 The one owner of "never replace what was not loaded": a fully loaded document is written
 whole plus the ``_source`` fields its model does not declare (:func:`with_extras`, also
-inside embedded objects); a partially loaded one (``includes``/``excludes``) as a
-version-guarded partial update of what changed or was assigned, refusing any change that
-would overwrite what was not read (:func:`document_action`; see docs/architecture.md).
+inside embedded objects; a document whose stored source has none, the usual case, is
+sent as the bytes of its model's compiled encoder, :mod:`esmapper.model._wire_encode`);
+a partially loaded one (``includes``/``excludes``) as a version-guarded partial update
+of what changed or was assigned, refusing any change that would overwrite what was not
+read (:func:`document_action`; see docs/architecture.md).
 A patch sends what its :class:`~esmapper._pending.PatchForm` says: an update (partial or
 script), or an ``index`` of the source patched client-side, conditioned on the version
 its source was read at.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction
 from esmapper.errors import DocumentError
+from esmapper.model._wire_encode import source_encoder, undeclared_keys
 from esmapper.model.state import state_of
 from esmapper.options import Options
 
@@ -165,11 +168,17 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             if_primary_term=primary_term,
             ref=pending,
         )
-    body = info.to_source(doc)
-    if pending.kind == "add":
-        return BulkAction("create", index, doc.id, body, ref=pending)
     state = state_of(doc)
-    original = pending.original_source
+    whole = state is None or not state.partial
+    # the _source's bytes from the compiled encoder, unless the stored source may hold
+    # fields the model does not declare (kept: with_extras) or a value needs the dict path
+    source = None
+    if whole and not undeclared_keys(info, pending.original_as_held):
+        encode = source_encoder(info)
+        source = None if encode is None else encode(doc)
+    body = info.to_source(doc) if source is None else None
+    if pending.kind == "add":
+        return BulkAction("create", index, doc.id, body, ref=pending, source=source)
     seq_no = primary_term = None
     if info.versioned and options.version_check:
         version = doc.version
@@ -178,7 +187,9 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             seq_no, primary_term = condition[1], condition[2]
         else:
             seq_no, primary_term = split_version(version, owner=info.name, id=doc.id)
+    original = pending.original_source if source is None else None
     if state is not None and state.partial and original is not None:
+        assert body is not None
         baseline = info.to_source(info.from_source(original, doc.id, None))
         changes = partial_changes(info, doc, original, baseline, body, state.assigned or set())
         if seq_no is None and options.version_check:  # never merge into an unseen version
@@ -194,8 +205,10 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             ref=pending,
         )
     if original is not None:
-        body = with_extras(body, original, info)
-    return BulkAction("index", index, doc.id, body, seq_no, primary_term, None, None, pending)
+        body = with_extras(body, original, info)  # type: ignore[arg-type]
+    return BulkAction(
+        "index", index, doc.id, body, seq_no, primary_term, None, None, pending, False, None, source
+    )
 
 
 def _patch_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:

@@ -7,7 +7,8 @@ that cannot be serialized or is invalid raises ``TypeError``/``ValueError`` nami
 position, and nothing is sent. A plain write (an id, maybe a version condition; no
 routing, pipeline or ``retry_on_conflict``) is the cached ``{"<op>":{"_index":"<index>",
 "_id":`` prefix, its id, condition and source; every other action is built as a dict and
-encoded: both give the same bytes.
+encoded: both give the same bytes. An action's ``source`` (the body's JSON bytes, already
+encoded by the write pipeline) is sent as it is, in place of encoding ``body``.
 """
 
 from __future__ import annotations
@@ -71,11 +72,11 @@ def encode_all(actions: Sequence[BulkAction], start: int = 0) -> list[bytes]:
     position = start - 1
     for action in actions:
         position += 1
-        body, doc_id, index = action.body, action.id, action.index
+        body, source, doc_id, index = action._body, action.source, action.id, action.index
         seq_no, term = action.if_seq_no, action.if_primary_term
         if (
             type(doc_id) is not str
-            or body is None
+            or (body is None and source is None)
             or type(index) is not str
             or action.routing is not None
             or action.pipeline is not None
@@ -94,10 +95,11 @@ def encode_all(actions: Sequence[BulkAction], start: int = 0) -> list[bytes]:
                     continue
                 found = heads[key] = (_head_prefix(op, index), _HEAD_ENDS[key[2]])
             head, last = found, (op, index, alias)
-        try:
-            source = dumps(body)
-        except (TypeError, ValueError) as e:
-            raise _unserializable(position, action, e) from e
+        if source is None:
+            try:
+                source = dumps(body)
+            except (TypeError, ValueError) as e:
+                raise _unserializable(position, action, e) from e
         if seq_no is None and term is None:
             append(join((head[0], dumps(doc_id), head[1], source, _NEWLINE)))
         elif type(seq_no) is int and type(term) is int:
@@ -158,16 +160,18 @@ def encode_general(position: int, action: BulkAction) -> bytes:
             raise ValueError(f"bulk action {position}: retry_on_conflict is only for update")
         meta["retry_on_conflict"] = action.retry_on_conflict
     head = _json.dumps({op: meta})
+    held, body = action._body, action.source
     if op == "delete":
-        if action.body is not None:
+        if held is not None or body is not None:
             raise ValueError(f"bulk action {position}: delete takes no body")
         return head + b"\n"
-    if action.body is None:
-        raise ValueError(f"bulk action {position} ({action.id!r}): {op} needs a body")
-    try:
-        body = _json.dumps(action.body)
-    except (TypeError, ValueError) as e:
-        raise _unserializable(position, action, e) from e
+    if body is None:
+        if held is None:
+            raise ValueError(f"bulk action {position} ({action.id!r}): {op} needs a body")
+        try:
+            body = _json.dumps(held)
+        except (TypeError, ValueError) as e:
+            raise _unserializable(position, action, e) from e
     return b"%b\n%b\n" % (head, body)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from esmapper import signals
+from esmapper import _json, signals
 from esmapper.errors import DocumentValidationError
 from esmapper.signals import ChangeType
 
@@ -114,8 +114,9 @@ class PendingWrite:
     #: condition the write on this version (``"<primary_term>:<seq_no>"``, e.g. what a
     #: by-query scan saw), whatever the model's ``Versioned`` support
     guard: str | None = None
-    #: the stored ``_source`` before this write (captured when the pipeline starts)
-    original_source: dict[str, Any] | None = None
+    #: the stored ``_source`` before this write (captured when the pipeline starts), as
+    #: held: a dict, or its JSON bytes (decoded when ``original_source`` is first read)
+    _original: dict[str, Any] | bytes | None = attrs.field(default=None, alias="original_source")
     #: what the store holds after a confirmed write (the source, merged for partial saves)
     written: dict[str, Any] | None = None
     #: what a ``patch`` sends (``None`` for the other kinds)
@@ -124,6 +125,26 @@ class PendingWrite:
     @property
     def doc_id(self) -> str | None:
         return self.doc.id if self.doc is not None else self.id
+
+    @property
+    def original_source(self) -> dict[str, Any] | None:
+        """The stored ``_source`` before this write (``None``: not known); bytes given for
+        it are decoded now, once."""
+        original = self._original
+        if original is None or type(original) is dict:
+            return original
+        decoded: dict[str, Any] = _json.loads(original)  # type: ignore[arg-type]
+        self._original = decoded
+        return decoded
+
+    @original_source.setter
+    def original_source(self, value: dict[str, Any] | bytes | None) -> None:
+        self._original = value
+
+    @property
+    def original_as_held(self) -> dict[str, Any] | bytes | None:
+        """``original_source`` without decoding: the dict, or the bytes."""
+        return self._original
 
 
 def split_version(

@@ -261,8 +261,8 @@ def settle(
             _set(doc, "version", version)
         source = pending.written
         partial = source is not None  # a partial update: ``written`` is the merge
-        if source is None:  # the body written becomes the original (no copy)
-            source = action.body  # type: ignore[assignment]
+        if source is None:  # the body written becomes the original (no copy; its bytes
+            source = action.body_as_held  # type: ignore[assignment]  # when sent as such)
         state = state_of(doc)
         if state is None:  # remember(), inline: a new document's first state
             _set(doc, "_esm_state", DocState(source, written_to, None, False, version, condition))

@@ -62,6 +62,7 @@ from esmapper.errors import (
     DocumentValidationError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
+from esmapper.model._wire_encode import source_encoder
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
 from esmapper.model.state import state_of
@@ -129,7 +130,7 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
             for pending in group:
                 doc = pending.doc
                 state = state_of(doc)
-                pending.original_source = state.original if state is not None else None
+                pending.original_source = state.original_or_bytes if state is not None else None
                 if doc.id is None:
                     raise DocumentError(f"cannot remove {article(info.name)} that has no id")
             continue
@@ -140,7 +141,7 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
         for pending in group:
             doc = pending.doc
             state = state_of(doc)
-            pending.original_source = state.original if state is not None else None
+            pending.original_source = state.original_or_bytes if state is not None else None
             if not adding and doc.id is None:
                 raise DocumentError(
                     f"cannot save {article(info.name)} without an id; add() it first"
@@ -397,20 +398,30 @@ def _actions(
     ctx: Context, pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
 ) -> list[BulkAction]:
     """The bulk actions, in the batch's order: an add is a ``create`` of the document's
-    source, built inline; saves and removes go through :func:`document_action`. A save or
-    remove conditioned on a version (``if_seq_no``) goes to the fence alias of the physical
-    index that version was read from (:meth:`IndexSpec.conditioned_target
+    source, built inline (its JSON bytes from the model's compiled encoder,
+    :func:`~esmapper.model._wire_encode.source_encoder`, else its ``to_source`` dict);
+    saves and removes go through :func:`document_action`. A save or remove conditioned
+    on a version (``if_seq_no``) goes to the fence alias of the physical index that
+    version was read from (:meth:`IndexSpec.conditioned_target
     <esmapper.indexes.spec.IndexSpec.conditioned_target>`, the document's
     ``DocState.index``), not to ``target``: after a reindex's swap it is refused, a
     version conflict, instead of applied to another index's document at the same numbers."""
     actions: list[BulkAction] = []
     append = actions.append
     fenced: dict[tuple[type, str, str | None], str] = {}
+    last_info: Any = None
+    encode: Any = None
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
-            doc = pending.doc
-            body = pending.info.to_source(doc)  # (positional: ref is the ninth field)
-            append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
+            doc, info = pending.doc, pending.info
+            if info is not last_info:  # a batch is usually of one model: one look-up
+                last_info, encode = info, source_encoder(info)
+            source = None if encode is None else encode(doc)
+            if source is not None:  # the _source's bytes: no dict
+                append(BulkAction("create", target, doc.id, ref=pending, source=source))
+            else:  # a value only the dict path expresses (see model._wire_encode)
+                body = info.to_source(doc)
+                append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
             continue
         action = document_action(pending, target, options)
         if action.if_seq_no is not None:

@@ -90,6 +90,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, Elasticsearch
 
+from esmapper import _json
 from esmapper._bulk_encode import chunks as _chunks
 from esmapper._bulk_encode import encode_all as _encode_all
 from esmapper._bulk_threads import (
@@ -145,12 +146,17 @@ class BulkAction:
     with a 404 ``index_not_found_exception`` unless ``index`` is an alias, instead of
     creating an index of that name. ``pipeline`` (``index``/``create`` only: the Update API
     has none) names the ingest pipeline the document runs through.
+
+    ``source`` (``index``/``create``): the body already encoded, the JSON bytes of the
+    ``_source`` (what the write pipeline's compiled encoder makes): sent as they are, and
+    ``body`` may then be left ``None``: reading ``body`` decodes them (once). Assigning
+    ``body`` drops ``source``.
     """
 
     op: BulkOp
     index: str
     id: str | None = None
-    body: Mapping[str, Any] | None = None
+    _body: Mapping[str, Any] | None = attrs.field(default=None, alias="body")
     if_seq_no: int | None = None
     if_primary_term: int | None = None
     routing: str | None = None
@@ -158,6 +164,27 @@ class BulkAction:
     ref: Any = None
     require_alias: bool = False
     pipeline: str | None = None
+    source: bytes | None = None
+
+    @property
+    def body(self) -> Mapping[str, Any] | None:
+        """The body (the ``_source`` of an ``index``/``create``): decoded from ``source``
+        the first time it is read when only that was given."""
+        body = self._body
+        if body is None and self.source is not None:
+            body = self._body = _json.loads(self.source)
+        return body
+
+    @body.setter
+    def body(self, value: Mapping[str, Any] | None) -> None:
+        self._body = value
+        self.source = None
+
+    @property
+    def body_as_held(self) -> Mapping[str, Any] | bytes | None:
+        """The body as held, without decoding: the dict, else the ``source`` bytes."""
+        body = self._body
+        return self.source if body is None else body
 
 
 @attrs.define(slots=True)

@@ -181,6 +181,39 @@ def test_the_cached_prefix_encoding_writes_the_general_paths_bytes(action: BulkA
     assert _bulk_encode.encode(0, action) == _bulk_encode.encode_general(0, action)
 
 
+SOURCE = b'{"x":1,"y":"\xc3\xbc"}'
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        BulkAction("create", "i1", "a", source=SOURCE),
+        BulkAction("index", "i1", "a", None, 7, 2, source=SOURCE),
+        BulkAction("index", "al", "a", source=SOURCE, routing="r", require_alias=True),
+        BulkAction("create", "i1", None, source=SOURCE, pipeline="p"),
+    ],
+)
+def test_a_pre_encoded_source_is_sent_as_is_on_both_paths(action: BulkAction) -> None:
+    line = _bulk_encode.encode(0, action)
+    assert line == _bulk_encode.encode_general(0, action)
+    assert line.endswith(b"}\n" + SOURCE + b"\n")
+    assert action.body_as_held is SOURCE  # nothing decoded it to send it
+
+
+def test_a_body_is_decoded_from_the_source_once_and_assigning_a_body_drops_it() -> None:
+    action = BulkAction("create", "i1", "a", source=SOURCE)
+    body = action.body
+    assert body == {"x": 1, "y": "ü"} and action.body is body
+    action.body = {"z": 2}
+    assert action.source is None
+    assert _bulk_encode.encode(0, action).endswith(b'\n{"z":2}\n')
+
+
+def test_a_delete_with_a_source_is_refused() -> None:
+    with pytest.raises(ValueError, match="no body"):
+        _bulk_encode.encode(0, BulkAction("delete", "i", "1", source=b"{}"))
+
+
 def test_a_condition_that_is_not_two_ints_takes_the_general_path() -> None:
     odd = BulkAction("index", "i", "1", {}, if_seq_no=True, if_primary_term=1)  # type: ignore[arg-type]
     assert _bulk_encode.encode(0, odd) == _bulk_encode.encode_general(0, odd)

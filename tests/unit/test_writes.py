@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import esmapper as em
-from esmapper import _writes
+from esmapper import _json, _writes
+from esmapper._bulk_encode import encode_all
 from esmapper._pending import PendingWrite, WriteKind
 from esmapper.bulk import BulkAction, BulkOutcome, BulkRequestError
 from esmapper.errors import (
@@ -24,7 +25,7 @@ from esmapper.errors import (
     VersionConflictError,
 )
 from esmapper.ids import check_id
-from esmapper.model.state import state_of
+from esmapper.model.state import DocState, state_of
 from esmapper.options import Options
 
 Answer = Callable[[BulkAction], BulkOutcome]
@@ -380,3 +381,56 @@ def test_the_servers_items_settle_applied_writes_as_outcomes_do(mapper: em.Mappe
     assert [s.index if s else None for s in states] == ["people-v3", "unit_people", "unit_people"]
     assert all(s is not None and s.original is not None for s in states)
     assert state_of(d) is None  # the failed add: nothing stored
+
+
+def test_an_add_sends_the_encoders_bytes_and_keeps_them_as_the_original(
+    mapper: em.Mapper,
+) -> None:
+    doc = Person(name="ada", tags=["a"])
+    write(mapper, "add", doc)
+
+    [(actions, _refresh)] = writer(mapper).calls
+    sent = actions[0].source
+    assert sent is not None and actions[0].body_as_held is sent  # no dict was built
+    assert sent == _json.dumps(Person.__esmapper__.to_source(doc))
+    state = state_of(doc)
+    assert state is not None and state.original_or_bytes is sent
+    assert state.original == Person.__esmapper__.to_source(doc)  # decoded when read
+
+
+def test_a_save_of_a_document_whose_original_is_bytes_sends_bytes_without_decoding(
+    mapper: em.Mapper,
+) -> None:
+    [doc] = stored(mapper, "ada")
+    doc.name = "grace"
+    write(mapper, "save", doc)
+
+    [(actions, _refresh)] = writer(mapper).calls
+    assert actions[0].op == "index" and actions[0].source is not None
+    assert actions[0].body_as_held is actions[0].source
+    assert _json.loads(actions[0].source)["name"] == "grace"
+
+
+def test_a_save_keeps_undeclared_stored_fields_through_the_dict_path(mapper: em.Mapper) -> None:
+    source = {"name": "ada", "tags": [], "added_by_a_newer_deploy": {"x": 1}}
+    doc = Person.__esmapper__.from_source(source, "p1", "1:3", DocState(_json.dumps(source)))
+    doc.name = "grace"
+    write(mapper, "save", doc)
+
+    [(actions, _refresh)] = writer(mapper).calls
+    assert actions[0].source is None
+    assert actions[0].body is not None and actions[0].body["added_by_a_newer_deploy"] == {"x": 1}
+
+
+def test_a_value_the_encoder_cannot_express_takes_the_dict_path(mapper: em.Mapper) -> None:
+    doc = Person(name="ada")
+    object.__setattr__(doc, "name", 2**70)  # beyond orjson's ints: the dict path decides
+    write(mapper, "add", doc)
+
+    [(actions, _refresh)] = writer(mapper).calls
+    assert actions[0].source is None and actions[0].body_as_held == {
+        **Person.__esmapper__.to_source(doc),
+        "name": 2**70,
+    }
+    with pytest.raises(TypeError, match="not JSON serializable"):  # what the writer says
+        encode_all(actions)
