@@ -137,11 +137,15 @@ def answer(call: Callable[[], R]) -> R:
             body = parse(exc.body)
         except ValueError:  # not JSON after all: the user's client would have failed too
             body = str(exc.body)
+        kind = type(exc)
+        if kind is not HTTP_EXCEPTIONS.get(exc.meta.status, ApiError):
+            # an error not made of the answer (UnsupportedProductError: a 2xx answer
+            # without the product header): its class and message as they are
+            raise kind(message=exc.message, meta=exc.meta, body=body) from None
         message: Any = str(body)
         if isinstance(body, dict):  # as elasticsearch-py works the message out
             error = body.get("error", message)
             message = error["type"] if isinstance(error, dict) and "type" in error else error
-        kind = HTTP_EXCEPTIONS.get(exc.meta.status, ApiError)
         raise kind(message=message, meta=exc.meta, body=body) from None
 
 

@@ -88,6 +88,8 @@ class _Gen:
         if cls in self.inner:
             return self.inner[cls]
         self.inner[cls] = None  # (a model embedding itself: no mirror)
+        # named before the embedded models it embeds are built: each its own names
+        prefix = f"_m{len(self.inner)}"
         info = cls.__esmapper__  # type: ignore[attr-defined]
         if depth > 8 or not all(field.stored for field in info.fields):
             return None
@@ -95,7 +97,6 @@ class _Gen:
         if any(kind is None for _, kind in types):
             return None
         ns = self.ns
-        prefix = f"_m{len(self.inner)}"
         struct = msgspec.defstruct(f"{cls.__name__}Mirror", types)  # every key required
         ns[f"{prefix}_cls"] = cls
         setter = _setters(cls, {}, ns, prefix, obj="_o")

@@ -239,3 +239,25 @@ def test_a_hit_reads_as_its_dict_does() -> None:
     found, missing = docs
     assert isinstance(found, Hit) and found["_id"] == "a" and found.get("found") is True
     assert missing.get("_seq_no") is None and missing.get("sort", []) == []
+
+
+class WireLeaf(em.InnerDoc):
+    label: str | None = None
+
+
+class WireMid(em.InnerDoc):
+    label: WireLeaf | None = None
+    leaves: list[WireLeaf] = em.field(factory=list)
+
+
+class WireTop(em.Document):
+    mid: WireMid | None = None
+
+
+def test_an_object_embedded_two_levels_deep_is_built_as_its_own_model() -> None:
+    # each embedded model's generated names are its own: the outer one's never replace
+    # those of a model it embeds (which built the outer model in the inner one's place)
+    source = WireTop(id="t", mid=WireMid(label=WireLeaf(label=None), leaves=[WireLeaf(label="x")]))
+    docs, mirrored = _same(WireTop.__esmapper__, _answer([source.to_source()]))
+    assert mirrored == [True]
+    assert type(docs[0].mid.label) is WireLeaf and type(docs[0].mid.leaves[0]) is WireLeaf
