@@ -9,8 +9,12 @@ When nothing was written to the old index from the moment before the copy's refr
 moment after the write block, none of them can find anything.
 
 The proof is read from ``GET /<index>/_stats/indexing?level=shards`` (:func:`write_marks`),
-once before the refresh that precedes the copy (so every write it counts is visible to the
-copy) and again later (:func:`unchanged`). Per primary shard it takes:
+once before the refresh that precedes the copy and again later (:func:`unchanged`). A
+write it counts is visible to the copy only when every copy of its shard has applied it:
+the primary counts a write before it sends it to its replicas, and the copy may read a
+replica. So a primary whose ``seq_no`` ``local_checkpoint`` or ``global_checkpoint`` (the
+lowest checkpoint of the in-sync copies) is below its ``max_seq_no``, or with another copy
+answered behind it, proves nothing (a write in flight). Per primary shard it takes:
 
 - ``indexing.index_total`` and ``indexing.delete_total``: every index, update and delete
   applied on the primary raises one of them;
@@ -65,8 +69,28 @@ def _primary(copies: list[dict[str, Any]]) -> dict[str, Any] | None:
     return primaries[0] if len(primaries) == 1 else None
 
 
-def _mark(copy: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The primary's figures, ``None`` when one is missing or the copy is not settled."""
+def _replicated(copy: dict[str, Any], copies: list[dict[str, Any]]) -> bool:
+    """Whether every operation the primary ``copy`` took is applied on every copy: its
+    ``local_checkpoint`` and ``global_checkpoint`` (the lowest checkpoint of the in-sync
+    copies) equal its ``max_seq_no``, and no other copy answered is behind. The primary
+    counts a write before it sends it to the replicas, so until then a refresh does not
+    show it to a copy that reads a replica, yet the counters already include it."""
+    seq_no = copy.get("seq_no") or {}
+    top = seq_no.get("max_seq_no")
+    if type(top) is not int:
+        return False
+    if seq_no.get("local_checkpoint") != top or seq_no.get("global_checkpoint") != top:
+        return False
+    return all(
+        (other.get("seq_no") or {}).get("local_checkpoint") == top
+        for other in copies
+        if other is not copy
+    )
+
+
+def _mark(copy: dict[str, Any], copies: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+    """The primary's figures, ``None`` when one is missing or the copy is not settled (also
+    when a write it counts may not be on every copy yet: :func:`_replicated`)."""
     routing = copy.get("routing") or {}
     indexing = copy.get("indexing") or {}
     seq_no = (copy.get("seq_no") or {}).get("max_seq_no")
@@ -76,6 +100,8 @@ def _mark(copy: dict[str, Any]) -> tuple[Any, ...] | None:
     if routing.get("state") != "STARTED" or routing.get("relocating_node") is not None:
         return None
     if not isinstance(node, str) or not all(type(f) is int for f in figures):
+        return None
+    if not _replicated(copy, copies):
         return None
     return (node, history, *figures)
 
@@ -90,7 +116,8 @@ def write_marks(client: Elasticsearch, index: str) -> WriteMarks:
         return _UNKNOWN
     entry = stats.get("indices", {}).get(index) or {}
     shards = entry.get("shards") or {}
-    primaries = {str(shard): _primary(copies or []) for shard, copies in shards.items()}
+    copies_of = {str(shard): list(copies or []) for shard, copies in shards.items()}
+    primaries = {shard: _primary(copies) for shard, copies in copies_of.items()}
     seq_nos: dict[str, int] | None = {}
     marks: dict[str, tuple[Any, ...]] | None = {}
     for shard, copy in primaries.items():
@@ -99,7 +126,7 @@ def write_marks(client: Elasticsearch, index: str) -> WriteMarks:
             seq_nos[shard] = seq_no
         else:
             seq_nos = None
-        mark = _mark(copy) if copy is not None else None
+        mark = _mark(copy, copies_of[shard]) if copy is not None else None
         if marks is not None and mark is not None:
             marks[shard] = mark
         else:

@@ -145,3 +145,60 @@ def test_counters_that_cannot_prove_anything_run_every_pass(
     assert _passes(proxy) == 3  # the copy, the catch-up and the final pass
     assert proxy.count(rf"^/{index_prefix}items-v1/_count$") == 1  # the old index counted
     assert _ids(es_client, f"{index_prefix}items").keys() == set(ids)
+
+
+class _CountedBeforeTheReplica:
+    """Answers the first ``_stats`` read of ``index`` as a 3-node cluster does while one
+    write is between its primary and its replica: the primary already counts it
+    (``index_total``, ``max_seq_no``), the replica has not applied it yet, so the global
+    checkpoint lags and a refresh right after does not show it to a copy that reads the
+    replica. Here the write is made after the copy (the copy cannot see it either)."""
+
+    def __init__(self, index: str) -> None:
+        self.index, self.seen = index, 0
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        if f"/{self.index}/_stats" not in exchange.path or reply.status != 200:
+            return reply
+        self.seen += 1
+        if self.seen > 1:
+            return reply
+        body = reply.json()
+        (copies,) = body["indices"][self.index]["shards"].values()
+        (primary,) = copies
+        seq_no = primary["seq_no"]
+        behind = seq_no["max_seq_no"]  # what the replica (and the global checkpoint) have
+        primary["indexing"]["index_total"] += 1
+        seq_no["max_seq_no"] = seq_no["local_checkpoint"] = behind + 1
+        seq_no["global_checkpoint"] = behind
+        replica = {
+            **primary,
+            "routing": {**primary["routing"], "primary": False, "node": "another-node"},
+            "seq_no": {**seq_no, "max_seq_no": behind, "local_checkpoint": behind},
+        }
+        copies.append(replica)
+        return json_reply(200, body)
+
+
+def test_a_write_the_primary_counts_before_the_replica_applies_it_is_copied(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    ids = _seed(make_mapper, 10)
+    proxy.add_rule(_CountedBeforeTheReplica(f"{index_prefix}items-v1"))
+    mapper = make_mapper(ItemV2, url=proxy.url)
+    repo = mapper.repository(ItemV2)
+    done: list[bool] = []
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message and not done:  # the copy ended
+            done.append(True)
+            repo.add(ItemV2(id="late", n=99))  # the write the first read already counted
+
+    result = reindex(mapper, ItemV2, progress=during)
+
+    assert done and result.status == "reindexed"
+    assert _passes(proxy) == 3  # the copy, the catch-up and the final pass
+    assert _ids(es_client, f"{index_prefix}items").keys() == {*ids, "late"}

@@ -17,14 +17,16 @@ def _shard(node: str = "n1", seq: int = 7, indexed: int = 8, deleted: int = 1) -
     return {
         "routing": {"state": "STARTED", "primary": True, "node": node, "relocating_node": None},
         "indexing": {"index_total": indexed, "delete_total": deleted},
-        "seq_no": {"max_seq_no": seq},
+        "seq_no": {"max_seq_no": seq, "local_checkpoint": seq, "global_checkpoint": seq},
         "commit": {"user_data": {"history_uuid": "h"}},
     }
 
 
 def _stats(*shards: dict[str, Any], failed: int = 0, uuid: str | None = "u1") -> dict[str, Any]:
-    replica = {**_shard(node="n2"), "routing": {"state": "STARTED", "primary": False}}
-    entry: dict[str, Any] = {"shards": {str(i): [s, replica] for i, s in enumerate(shards)}}
+    def replica(primary: dict[str, Any]) -> dict[str, Any]:
+        return {**primary, "routing": {"state": "STARTED", "primary": False, "node": "n2"}}
+
+    entry: dict[str, Any] = {"shards": {str(i): [s, replica(s)] for i, s in enumerate(shards)}}
     if uuid is not None:
         entry["uuid"] = uuid
     return {"_shards": {"failed": failed}, "indices": {"old": entry}}
@@ -83,3 +85,25 @@ def test_a_failed_stats_request_is_unknown() -> None:
     assert failed.shards is None and failed.seq_nos is None
     assert not unchanged(failed, failed)
     assert not unchanged(None, _marks(_stats(_shard())))
+
+
+def _behind(shard: dict[str, Any], checkpoint: str) -> dict[str, Any]:
+    shard["seq_no"][checkpoint] -= 1
+    return shard
+
+
+@pytest.mark.parametrize("checkpoint", ["local_checkpoint", "global_checkpoint"])
+def test_a_write_not_yet_on_every_copy_proves_nothing(checkpoint: str) -> None:
+    # the primary counts a write before its replicas apply it: a refresh then does not
+    # show it to a copy reading a replica, yet the later reads count the same
+    lagging = _stats(_behind(_shard(), checkpoint))
+    assert _marks(lagging).shards is None
+    assert not unchanged(_marks(lagging), _marks(_stats(_shard())))
+    assert _marks(lagging).seq_nos == {"0": 7}  # the floor stays known
+
+
+def test_a_replica_answered_behind_its_primary_proves_nothing() -> None:
+    body = _stats(_shard())
+    body["indices"]["old"]["shards"]["0"][1]["seq_no"] = {"max_seq_no": 6, "local_checkpoint": 6}
+    assert _marks(body).shards is None
+    assert _marks(_stats(_shard())).shards is not None
