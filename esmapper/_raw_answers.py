@@ -121,8 +121,17 @@ def raw_client(client: Elasticsearch) -> Elasticsearch | None:
 
 def parse(body: bytes) -> Any:
     """``body`` parsed as the user's (orjson) serializer parses an answer (orjson takes
-    ``bytes`` itself, not a subclass: :class:`RawJson` is copied)."""
-    return _json.loads(bytes(body))
+    ``bytes`` itself, not a subclass: :class:`RawJson` is copied): an empty body is
+    ``None``, one that is not JSON raises ``elastic_transport.SerializationError``."""
+    data = bytes(body)
+    if data == b"":
+        return None
+    try:
+        return _json.loads(data)
+    except (ValueError, TypeError) as exc:
+        raise elastic_transport.SerializationError(
+            message=f"Unable to deserialize as JSON: {data!r}", errors=(exc,)
+        ) from exc
 
 
 def answer(call: Callable[[], R]) -> R:

@@ -306,7 +306,7 @@ class Reading(Searching[T]):
         ordered = [by_id[id] for id in wanted if id in by_id]
         if ordered and type(ordered[0]) is dict:  # the envelope refused the answer
             return [self._hydrate(doc) for doc in ordered]
-        return hydrate(self.info, ordered, False)
+        return hydrate(self.info, ordered, False, by_id=True)
 
     @limited(_defaults)
     def exists(

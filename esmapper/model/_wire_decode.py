@@ -204,10 +204,12 @@ def load_hit(info: Any, hit: Any, partial: bool) -> Any:
     return hydrate(info, [hit], partial)[0]
 
 
-def hydrate(info: Any, hits: Sequence[Any], partial: bool) -> list[Any]:
+def hydrate(info: Any, hits: Sequence[Any], partial: bool, by_id: bool = False) -> list[Any]:
     """The documents of ``hits`` (:class:`~esmapper._raw_answers.Hit` s, in order), each
     as :func:`load_hit` builds it. ``partial``: read with ``includes``/``excludes`` (the
-    mirror is not tried: such sources lack keys)."""
+    mirror is not tried: such sources lack keys). ``by_id``: hits of a GET/multi-GET, so
+    one without a ``_source`` (disabled in the mapping) is still a stored document: it
+    gets a ``DocState`` with an empty original, as a search hit does not."""
     load = None if partial else _loader(info.cls)
     from_source, loads = info.from_source, _json.loads
     documents: list[Any] = []
@@ -226,8 +228,10 @@ def hydrate(info: Any, hits: Sequence[Any], partial: bool) -> list[Any]:
         else:
             source = loads(bytes(raw)) if len(raw) else None
         if source is None:
-            append(from_source({}, hit._id, version))
-            continue
+            if not by_id:
+                append(from_source({}, hit._id, version))
+                continue
+            source = {}
         state = DocState(source, hit._index, None, partial, version, condition)
         append(from_source(source, hit._id, version, state))
     return documents

@@ -35,3 +35,17 @@ def test_a_server_that_is_not_elasticsearch_is_still_refused_as_such() -> None:
     with pytest.raises(UnsupportedProductError) as raised:
         answer(lambda: _raising(error))
     assert raised.value.message == message and raised.value.body == {"hits": {"hits": []}}
+
+
+def test_an_answer_that_is_not_json_raises_as_the_users_client_does() -> None:
+    from elastic_transport import OrjsonSerializer, SerializationError
+
+    from esmapper._raw_answers import parse
+
+    with pytest.raises(SerializationError) as ours:
+        parse(RawJson(b"<html>bad gateway</html>"))
+    with pytest.raises(SerializationError) as theirs:
+        OrjsonSerializer().loads(b"<html>bad gateway</html>")
+    assert str(ours.value) == str(theirs.value)
+    assert parse(RawJson(b"")) is None and OrjsonSerializer().loads(b"") is None
+    assert parse(RawJson(b'{"a":1}')) == {"a": 1}

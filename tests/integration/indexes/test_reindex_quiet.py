@@ -202,3 +202,31 @@ def test_a_write_the_primary_counts_before_the_replica_applies_it_is_copied(
     assert done and result.status == "reindexed"
     assert _passes(proxy) == 3  # the copy, the catch-up and the final pass
     assert _ids(es_client, f"{index_prefix}items").keys() == {*ids, "late"}
+
+
+class _RefreshFailedOnACopy:
+    """Answers the refresh of ``index`` as a cluster where one shard copy failed it (a
+    200 with ``_shards.failed``): that copy may not show the copy every counted write."""
+
+    def __init__(self, index: str) -> None:
+        self.index = index
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        if exchange.path != f"/{self.index}/_refresh" or reply.status != 200:
+            return reply
+        body = reply.json()
+        body["_shards"] = {"total": 2, "successful": 1, "failed": 1, "failures": [{}]}
+        return json_reply(200, body)
+
+
+def test_a_refresh_failed_on_a_copy_before_the_copy_proves_nothing(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str
+) -> None:
+    _seed(make_mapper, 5)
+    proxy.add_rule(_RefreshFailedOnACopy(f"{index_prefix}items-v1"))
+    result = reindex(make_mapper(ItemV2, url=proxy.url), ItemV2)
+    assert result.old_count == result.new_count == 5
+    assert _passes(proxy) == 3  # the copy, the catch-up and the final pass

@@ -261,3 +261,17 @@ def test_an_object_embedded_two_levels_deep_is_built_as_its_own_model() -> None:
     docs, mirrored = _same(WireTop.__esmapper__, _answer([source.to_source()]))
     assert mirrored == [True]
     assert type(docs[0].mid.label) is WireLeaf and type(docs[0].mid.leaves[0]) is WireLeaf
+
+
+def test_a_document_read_by_id_without_a_source_is_still_stored() -> None:
+    # a mapping with "_source": {"enabled": false}: found, but no _source in the answer
+    docs = decode_docs(
+        b'{"docs":[{"_id":"a","found":true,"_index":"i","_seq_no":3,"_primary_term":1}]}'
+    )
+    assert docs is not None
+    (by_id,) = _wire_decode.hydrate(Employee.__esmapper__, docs, False, by_id=True)
+    state = state_of(by_id)
+    assert state is not None  # a save of it is an update of what is stored, not an add
+    assert (state.original, state.index, state.version) == ({}, "i", "1:3")
+    (searched,) = _wire_decode.hydrate(Employee.__esmapper__, docs, False)
+    assert state_of(searched) is None  # a search hit without _source: as the search path
