@@ -122,9 +122,10 @@ class Mapper:
     that name one document twice are still sent in order; see :mod:`esmapper.bulk`).
     Keep it at most the client's ``connections_per_node`` (10 by default).
     ``clock`` returns the aware UTC "now"
-    used for dates (inject it in tests). ``pause_gc=True`` lets write batches, search pages
-    and ``get_many`` switch Python's cyclic garbage collector off while they run (process
-    wide; see :mod:`esmapper._gcpause`): for batch jobs and bulk loads, not servers.
+    used for dates (inject it in tests). Write batches, search pages and ``get_many`` defer
+    Python's cyclic collector's full passes while they run (process wide, safe for
+    servers; see :mod:`esmapper._gcpause`); ``pause_gc=True`` switches the collector off
+    for them instead (young passes too): for batch jobs and bulk loads, not servers.
     Thread-safe; ``close()`` releases a client the mapper created.
 
     ``partial_results`` (default ``False``) is the default of the reads' own
