@@ -199,7 +199,13 @@ class SearchRequest:
         self.aggs = compile_aggregations(aggregations, catalog)
         self.highlight = compile_highlight(highlight, catalog)
         self.limit = DEFAULT_LIMIT if limit is None else limit
-        if not isinstance(self.limit, int) or self.limit < 0 or self.limit > MAX_LIMIT:
+        if not isinstance(self.limit, int) or isinstance(self.limit, bool):
+            raise QueryValidationError(
+                f"limit must be a number of documents (an int from 0 to {MAX_LIMIT}), "
+                f"not {limit!r} ({type(limit).__name__})",
+                field="limit",
+            )
+        if self.limit < 0 or self.limit > MAX_LIMIT:
             raise QueryValidationError(
                 f"limit={limit!r} is out of range: 0 to {MAX_LIMIT} (use search_after for "
                 "deeper paging)",

@@ -176,9 +176,16 @@ class DocumentError(FailuresMixin["BulkItemFailure"], EsmapperError):
 
 
 class DocumentNotFoundError(DocumentError):
-    """The document does not exist. ``str(err)`` is ``Document "<id>" could not be found``."""
+    """The document does not exist. ``str(err)`` is ``Document "<id>" could not be found``;
+    for a document looked up by something else than its id (a custom field by its name),
+    ``what`` says what is missing and is the message itself (``ids`` is then empty)."""
 
-    def __init__(self, id: str, *, index: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, id: str, *, index: str | None = None, what: str | None = None, **kwargs: Any
+    ) -> None:
+        if what is not None:
+            super().__init__(what, index=index, ids=[], **kwargs)
+            return
         super().__init__(f'Document "{id}" could not be found', index=index, ids=[id], **kwargs)
 
 

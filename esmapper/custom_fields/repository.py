@@ -540,8 +540,9 @@ class CustomFieldRepository(slots.TenantLockOptions, Repository[CustomFieldDefin
         found = self.get_field_mapping(tenant).get(check_name(name, new=False).lower())
         if found is None:
             raise DocumentNotFoundError(
-                f"{self.entity_type} tenant {tenant!r} has no custom field {name!r}",
+                name,
                 index=self.spec.alias,
+                what=f"{self.entity_type} tenant {tenant!r} has no custom field {name!r}",
             )
         return found
 

@@ -108,7 +108,9 @@ def test_add_list_rename_remove(app: str) -> None:
 def test_errors_are_one_line(app: str, args: list[str], message: str) -> None:
     result = esmapper(app, *args)
     assert result.exit_code == 1
-    assert message in one_error_line(result)
+    line = one_error_line(result)
+    assert message in line
+    assert "could not be found" not in line  # said once, not wrapped in another message
 
 
 def test_a_type_clash_and_a_real_subprocess(app: str, tmp_path: Path) -> None:

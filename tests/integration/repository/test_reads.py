@@ -75,8 +75,11 @@ def test_search_after_and_snapshot_paging(
 
 
 def test_limits_are_checked_before_sending(employees: em.Repository[Employee]) -> None:
-    with pytest.raises(em.QueryValidationError, match="limit"):
+    with pytest.raises(em.QueryValidationError, match=r"^limit=10001 is out of range"):
         employees.find(limit=10_001)
+    for wrong in ("10", 2.5, True):  # a type mistake is named as one, not as a range
+        with pytest.raises(em.QueryValidationError, match=r"^limit must be a number of documents"):
+            employees.find(limit=wrong)  # type: ignore[arg-type]
     with pytest.raises(em.QueryValidationError, match="search_after"):
         employees.find(limit=1000, page=11)
 
