@@ -53,7 +53,6 @@ def test_session_search_after_paging_ends_with_has_more_false(
         assert not results.next_page()
 
 
-
 def _loaded_as_bytes(session: em.Session) -> tuple[Employee, DocState]:
     """A document of the session whose original is held as the bytes of its source, as
     it was written (what a read that keeps the hit's bytes leaves)."""
