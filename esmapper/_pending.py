@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
+import msgspec
 
 from esmapper import _json, signals
 from esmapper.errors import DocumentValidationError
@@ -145,6 +146,31 @@ class PendingWrite:
     def original_as_held(self) -> dict[str, Any] | bytes | None:
         """``original_source`` without decoding: the dict, or the bytes."""
         return self._original
+
+    def stored_value(self, key: str) -> Any:
+        """``original_source.get(key)`` (``None`` also when nothing was stored), read
+        without decoding the whole source when it is held as bytes (a msgspec decode of
+        that one key; the rest is skipped in C)."""
+        original = self._original
+        if original is None or type(original) is dict:
+            return None if original is None else original.get(key)
+        try:
+            return _one_key(key).decode(original).value  # type: ignore[arg-type]
+        except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it
+            source = self.original_source
+            return source.get(key) if isinstance(source, dict) else None
+
+
+#: key -> the decoder reading only that top-level key of a JSON object (``.value``)
+_key_decoders: dict[str, msgspec.json.Decoder[Any]] = {}
+
+
+def _one_key(key: str) -> msgspec.json.Decoder[Any]:
+    decoder = _key_decoders.get(key)
+    if decoder is None:
+        only = msgspec.defstruct("StoredValue", [("value", Any, None)], rename={"value": key})
+        decoder = _key_decoders[key] = msgspec.json.Decoder(only)
+    return decoder
 
 
 def split_version(

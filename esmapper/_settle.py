@@ -249,21 +249,27 @@ def settle(
             else:
                 failed.append(answer)
             continue
-        doc, kind, info = pending.doc, pending.kind, pending.info
+        doc = pending.doc
         confirmed.append(pending)
-        if kind == "remove":
+        if pending.kind == "remove":
             _set(doc, "_esm_state", None)
             continue
         if doc is None:  # a partial or script patch: nothing loaded to bring up to date
             continue
-        version, condition = version_of(seq_no, term)
-        if info.versioned:
+        if type(seq_no) is int and type(term) is int:  # version_of, inline
+            version: str | None = f"{term}:{seq_no}"
+            condition: tuple[str, int, int] | None = (version, seq_no, term)  # type: ignore[assignment]
+        else:
+            version, condition = version_of(seq_no, term)
+        if pending.info.versioned:
             _set(doc, "version", version)
         source = pending.written
         partial = source is not None  # a partial update: ``written`` is the merge
         if source is None:  # the body written becomes the original (no copy; its bytes
-            source = action.body_as_held  # type: ignore[assignment]  # when sent as such)
-        state = state_of(doc)
+            source = action._body  # type: ignore[assignment]  # (BulkAction.body_as_held,
+            if source is None:
+                source = action.source  # type: ignore[assignment]  # inline)
+        state = getattr(doc, "_esm_state", None)
         if state is None:  # remember(), inline: a new document's first state
             _set(doc, "_esm_state", DocState(source, written_to, None, False, version, condition))
             continue

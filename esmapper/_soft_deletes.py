@@ -52,7 +52,7 @@ class SoftDeleteFeature(Feature):
         gone: list[str] = []
         back: list[str] = []
         for pending in confirmed:
-            doc, kind, original = pending.doc, pending.kind, pending.original_source
+            doc, kind = pending.doc, pending.kind
             if kind == "patch":
                 flag = _deleted_flag(pending)
                 if flag is not None and pending.id is not None:
@@ -62,7 +62,7 @@ class SoftDeleteFeature(Feature):
             elif doc.is_deleted:
                 if kind == "save":
                     gone.append(doc.id)
-            elif original is not None and original.get("is_deleted"):
+            elif pending.stored_value("is_deleted"):  # (bytes: that key only is read)
                 back.append(doc.id)  # a new document (add, nothing stored) is neither
         alias = call.ctx.spec(self.info.cls).alias
         if gone:

@@ -62,7 +62,7 @@ from esmapper.errors import (
     DocumentValidationError,
 )
 from esmapper.ids import ObjectId, check_id, compose_id, id_term
-from esmapper.model._wire_encode import source_encoder
+from esmapper.model._wire_encode import encode_many, source_encoder
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
 from esmapper.model.state import state_of
@@ -89,10 +89,13 @@ _set = object.__setattr__
 _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
 
+_datetime = _dt.datetime
+
+
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
     """A created date that is missing, before 1971 or later than ``latest`` is replaced (so
     is a stored value the model could not read as a date: see esmapper.model.lenient)."""
-    return not isinstance(created, _dt.datetime) or created.year < 1971 or created > latest
+    return not isinstance(created, _datetime) or created.year < 1971 or created > latest
 
 
 def composed_id(info: ModelInfo, doc: Any) -> str:
@@ -129,8 +132,8 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
         if kind == "remove":
             for pending in group:
                 doc = pending.doc
-                state = state_of(doc)
-                pending.original_source = state.original_or_bytes if state is not None else None
+                state = getattr(doc, "_esm_state", None)
+                pending._original = None if state is None else state.original_or_bytes
                 if doc.id is None:
                     raise DocumentError(f"cannot remove {article(info.name)} that has no id")
             continue
@@ -140,22 +143,24 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
         unplaced: list[PendingWrite] = []  # new documents the assign_ids point may place
         for pending in group:
             doc = pending.doc
-            state = state_of(doc)
-            pending.original_source = state.original_or_bytes if state is not None else None
+            state = getattr(doc, "_esm_state", None)  # (state_of, inline)
+            # the stored source as held (bytes stay bytes): PendingWrite.original_source
+            pending._original = None if state is None else state.original_or_bytes
             if not adding and doc.id is None:
                 raise DocumentError(
                     f"cannot save {article(info.name)} without an id; add() it first"
                 )
             if dated:
-                record((doc, doc.id, doc.created_utc, doc.updated_utc))
-                loaded = (
-                    state is None or not state.partial or "created_utc" in (state.original or {})
-                )
-                if loaded and _needs_fixing(doc.created_utc, latest):
-                    _set(doc, "created_utc", now)
-                _set(doc, "updated_utc", now)
-                if state is not None and state.partial:
+                created = doc.created_utc
+                record((doc, doc.id, created, doc.updated_utc))
+                if state is None or not state.partial:
+                    if _needs_fixing(created, latest):
+                        _set(doc, "created_utc", now)
+                else:  # loaded in part: its created_utc is fixed only if it was loaded
+                    if "created_utc" in (state.original or {}) and _needs_fixing(created, latest):
+                        _set(doc, "created_utc", now)
                     state.assigned = (state.assigned or set()) | {"updated_utc"}
+                _set(doc, "updated_utc", now)
             else:
                 record((doc, doc.id, _UNDATED, _UNDATED))
             if adding and doc.id is None:
@@ -391,11 +396,16 @@ def _before_write(
         fire_before(signals.documents_changing, cls, group, change_type=change, options=options)
     if changing and checked:  # its receivers may modify documents too: judged again
         _check(call, checked)
-    return _actions(ctx, pendings, targets, options)
+    return _actions(ctx, pendings, targets, options, one_group=len(groups) == 1)
 
 
 def _actions(
-    ctx: Context, pendings: Sequence[PendingWrite], targets: Sequence[str], options: Options
+    ctx: Context,
+    pendings: Sequence[PendingWrite],
+    targets: Sequence[str],
+    options: Options,
+    *,
+    one_group: bool = False,
 ) -> list[BulkAction]:
     """The bulk actions, in the batch's order: an add is a ``create`` of the document's
     source, built inline (its JSON bytes from the model's compiled encoder,
@@ -405,18 +415,29 @@ def _actions(
     version was read from (:meth:`IndexSpec.conditioned_target
     <esmapper.indexes.spec.IndexSpec.conditioned_target>`, the document's
     ``DocState.index``), not to ``target``: after a reindex's swap it is refused, a
-    version conflict, instead of applied to another index's document at the same numbers."""
+    version conflict, instead of applied to another index's document at the same numbers.
+    ``one_group``: the writes are all of one model and kind (adds: their sources are
+    encoded in one call, :func:`~esmapper.model._wire_encode.encode_many`)."""
     actions: list[BulkAction] = []
     append = actions.append
     fenced: dict[tuple[type, str, str | None], str] = {}
     last_info: Any = None
     encode: Any = None
+    first = pendings[0] if pendings else None
+    encoded: Any = None  # the adds' sources, encoded together, when the batch is only adds
+    if first is not None and first.kind == "add" and one_group:
+        encode = source_encoder(first.info)
+        if encode is not None:
+            last_info, encoded = first.info, iter(encode_many(encode, [p.doc for p in pendings]))
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc, info = pending.doc, pending.info
-            if info is not last_info:  # a batch is usually of one model: one look-up
-                last_info, encode = info, source_encoder(info)
-            source = None if encode is None else encode(doc)
+            if encoded is not None:
+                source = next(encoded)
+            else:
+                if info is not last_info:  # a batch is usually of one model: one look-up
+                    last_info, encode = info, source_encoder(info)
+                source = None if encode is None else encode(doc)
             if source is not None:  # the _source's bytes: no dict
                 append(BulkAction("create", target, doc.id, ref=pending, source=source))
             else:  # a value only the dict path expresses (see model._wire_encode)

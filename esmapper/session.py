@@ -40,6 +40,7 @@ from esmapper._limits import limited
 from esmapper._session_reads import SessionReads, _defaults
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError, SessionClosedError
+from esmapper.model._wire_encode import source_encoder
 from esmapper.model.state import DocState, state_of
 from esmapper.options import Options, given, keywords_checked
 
@@ -117,13 +118,24 @@ class Session(SessionReads):
         return state
 
     def _changed(self, doc: Any) -> bool:
+        """Whether ``doc`` differs from what the store last confirmed. A whole document
+        whose original is held as bytes (as loaded, or as last written) is first compared
+        as bytes with its compiled encoder's (:mod:`esmapper.model._wire_encode`): equal
+        bytes are an unchanged document, and nothing is decoded; other bytes may still be
+        equal sources (another key order, another spelling of a number): the sources are
+        then compared as dicts, as for an original held as a dict."""
         state = state_of(doc)
         info = type(doc).__esmapper__
         info.normalize(doc)  # a dict appended to a list[InnerDoc] has no to_source()
-        if state is None or state.original is None:
+        if state is None or state.original_or_bytes is None:
             return True
         if state.partial and state.assigned:  # an assigned field is written, even unchanged
             return True
+        held = state.original_or_bytes
+        if type(held) is bytes and not state.partial:
+            encode = source_encoder(info)
+            if encode is not None and encode(doc) == held:
+                return False
         current = info.to_source(doc)
         if current == state.original:
             return False

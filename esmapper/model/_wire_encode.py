@@ -29,7 +29,7 @@ import enum
 import inspect
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -38,7 +38,7 @@ from esmapper import _json
 from esmapper.model._tracking import TrackedSlot
 from esmapper.model.dates import UTC, format_datetime
 
-__all__ = ["ENCODER", "source_encoder", "undeclared_keys"]
+__all__ = ["ENCODER", "encode_many", "source_encoder", "undeclared_keys"]
 
 #: The one encoder of every mirror (msgspec's encoders are thread-safe).
 ENCODER = msgspec.json.Encoder()
@@ -86,7 +86,23 @@ def _make_encode(to_struct: Callable[[Any], Any]) -> Encode:
         except Exception:  # a value the mirror cannot express: the dict path decides
             return None
 
+    encode.to_struct = to_struct  # type: ignore[attr-defined]  # for encode_many
     return encode
+
+
+def encode_many(encode: Encode, docs: Sequence[Any]) -> list[bytes | None]:
+    """``[encode(doc) for doc in docs]`` (``encode``: a :func:`source_encoder`), the
+    mirrors encoded in one call (``encode_lines``: one line per document, JSON holds no raw
+    newline, so the lines split back exactly); a batch holding a document the mirror
+    cannot express is encoded one by one."""
+    to_struct = encode.to_struct  # type: ignore[attr-defined]
+    try:
+        lines = ENCODER.encode_lines([to_struct(doc) for doc in docs])
+    except Exception:  # one of them takes the dict path: which one, encode tells
+        return [encode(doc) for doc in docs]
+    out: list[bytes | None] = lines.split(b"\n")  # type: ignore[assignment]
+    out.pop()  # (after the last newline)
+    return out
 
 
 def _struct_maker(cls: type) -> Callable[[Any], Any] | None:
@@ -106,13 +122,12 @@ def _struct_maker(cls: type) -> Callable[[Any], Any] | None:
 
 
 def _getter(cls: type, name: str) -> str | Callable[[Any], Any]:
-    """The raw read of attribute ``name``: its slot's ``__get__`` (no tracking), or the
-    name for a plain attribute read."""
+    """The raw read of attribute ``name``: the wrapped slot's ``__get__`` for a tracked
+    field (no tracking), else the name: a plain attribute read (of a slot: the fastest
+    read there is)."""
     found = inspect.getattr_static(cls, name, None)
-    if isinstance(found, TrackedSlot):
-        found = found.slot
-    if isinstance(found, types.MemberDescriptorType):
-        return found.__get__  # type: ignore[no-any-return]
+    if isinstance(found, TrackedSlot) and isinstance(found.slot, types.MemberDescriptorType):
+        return found.slot.__get__  # type: ignore[no-any-return]
     return name
 
 
@@ -127,19 +142,32 @@ def _enum_expr(enum_cls: type[enum.Enum]) -> str:
     return "{0}.value" if plain else "_Raw(_dumps({0}.value))"
 
 
+#: kind -> (the test of a value msgspec writes as orjson does, taken as is; the
+#: expression of any other value that is not ``None``)
+_PLAIN: dict[str, tuple[str, str]] = {
+    "str": ("type({0}) is str", "_Raw(_dumps({0}))"),
+    "bool": ("type({0}) is bool", "_Raw(_dumps({0}))"),
+    "int": ("type({0}) is int and _LO <= {0} <= _HI", "_Raw(_dumps({0}))"),
+    "float": ("type({0}) is float and -_BIG < {0} < _BIG", "_Raw(_dumps({0}))"),
+    # aware UTC: msgspec writes format_datetime's ``...Z`` form
+    "datetime": ("type({0}) is _datetime and {0}.tzinfo is _UTC", "_fmt({0})"),
+}
+
+
 def _one_expr(spec: Any, ns: dict[str, Any]) -> str:
-    """The mirror of one value ``{0}`` (not ``None``) of ``spec``."""
+    """The mirror of one value ``{0}`` of ``spec`` (``None`` stays ``None``): the common
+    case (a value of the field's own type) tested first."""
+    plain = _PLAIN.get(spec.kind)
+    if plain is not None:
+        test, other = plain
+        return f"({{0}} if {test} else (None if {{0}} is None else {other}))"
+    return f"(None if {{0}} is None else {_other_expr(spec, ns)})"
+
+
+def _other_expr(spec: Any, ns: dict[str, Any]) -> str:
+    """The mirror of one value ``{0}`` (not ``None``) of an enum, embedded or free-form
+    field."""
     kind = spec.kind
-    if kind == "str":
-        return "({0} if type({0}) is str else _Raw(_dumps({0})))"
-    if kind == "bool":
-        return "({0} if type({0}) is bool else _Raw(_dumps({0})))"
-    if kind == "int":
-        return "({0} if type({0}) is int and _LO <= {0} <= _HI else _Raw(_dumps({0})))"
-    if kind == "float":
-        return "({0} if type({0}) is float and -_BIG < {0} < _BIG else _Raw(_dumps({0})))"
-    if kind == "datetime":  # aware UTC: msgspec writes format_datetime's ``...Z`` form
-        return "({0} if type({0}) is _datetime and {0}.tzinfo is _UTC else _fmt({0}))"
     if kind == "enum":
         return _enum_expr(spec.enum)
     if kind == "inner":
@@ -154,6 +182,16 @@ def _one_expr(spec: Any, ns: dict[str, Any]) -> str:
             "else _mirror_of(type({0}))({0}))"
         )
     return "_Raw(_dumps({0}))"  # ``any`` and kinds without a mirror of their own
+
+
+def _many_expr(spec: Any, one: str, var: str) -> str:
+    """The mirror of a list field's value ``var``: a list of plain strings as it is (a
+    ``str`` subclass passes the test, and msgspec refuses it: the dict path decides),
+    else item by item."""
+    items = f"(None if {var} is None else [{one.format('_x')} for _x in {var}])"
+    if spec.kind == "str":
+        return f"({var} if type({var}) is list and _all(_map(_is_str, {var})) else {items})"
+    return items
 
 
 def _mirror_of(cls: type) -> Callable[[Any], Any]:
@@ -184,6 +222,9 @@ def _compile(cls: type, fields: Any) -> Callable[[Any], Any]:
         "_HI": _HI,
         "_BIG": _BIG_FLOAT,
         "_mirror_of": _mirror_of,
+        "_all": all,
+        "_map": map,
+        "_is_str": str.__instancecheck__,
     }
     reads: list[str] = []
     args: list[str] = []
@@ -196,10 +237,7 @@ def _compile(cls: type, fields: Any) -> Callable[[Any], Any]:
             ns[f"_g{i}"] = getter
             reads.append(f"    {var} = _g{i}(doc)")
         one = _one_expr(spec, ns)
-        if spec.many:
-            args.append(f"(None if {var} is None else [{one.format('_x')} for _x in {var}])")
-        else:
-            args.append(f"(None if {var} is None else {one.format(var)})")
+        args.append(_many_expr(spec, one, var) if spec.many else one.format(var))
     source = "def to_struct(doc):\n" + "\n".join(reads) + f"\n    return _S({', '.join(args)})\n"
     if not specs:
         source = "def to_struct(doc):\n    return _S()\n"

@@ -23,6 +23,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_custom_fields.py": ["--docs", "10", "--singles", "2", "--repeat", "1"],
     "bench_perf.py": ["--docs", "20", "--reads", "10", "--gets", "3", "--repeat", "1"],
     "bench_scale.py": ["--docs", "60", "--small", "20", "--batch", "10", "--threads", "2"],
+    "bench_write_path.py": ["--docs", "20", "--repeat", "1"],
 }
 
 

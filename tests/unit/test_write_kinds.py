@@ -68,3 +68,17 @@ def test_a_save_or_patch_that_soft_deletes_is_a_removal() -> None:
         hard_write = PendingWrite(kind, None, hard)  # type: ignore[arg-type]
         assert _pending.change_type(hard_write, alive, gone) is ChangeType.SAVED
     assert _pending.change_type(PendingWrite("add", None, soft), alive, gone) is ChangeType.ADDED
+
+
+def test_a_stored_value_is_read_from_the_original_as_held_without_decoding_bytes() -> None:
+    info = None
+    held = b'{"a":{"is_deleted":false},"is_deleted":true,"b":[1,{"x":null}]}'
+    pending = PendingWrite("save", None, info, original_source=held)  # type: ignore[arg-type]
+    assert pending.stored_value("is_deleted") is True
+    assert pending.stored_value("missing") is None
+    assert pending.original_as_held is held  # nothing decoded
+    as_dict = PendingWrite("save", None, info, original_source={"is_deleted": 1})  # type: ignore[arg-type]
+    assert as_dict.stored_value("is_deleted") == 1
+    assert PendingWrite("add", None, info).stored_value("is_deleted") is None  # type: ignore[arg-type]
+    odd = PendingWrite("save", None, info, original_source=b"[1, 2]")  # type: ignore[arg-type]
+    assert odd.stored_value("is_deleted") is None  # not an object: decoded, nothing there

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import esmapper as em
-from esmapper import signals
+from esmapper import _json, signals
+from esmapper.model._wire_encode import source_encoder
+from esmapper.model.state import DocState, state_of
 
 from ..repository.models import Employee
 
@@ -49,3 +51,41 @@ def test_session_search_after_paging_ends_with_has_more_false(
         results = session.find(Employee, sort="age", limit=5, search_after=True)
         assert len(results) == 5 and results.has_more is False
         assert not results.next_page()
+
+
+def _loaded_as_bytes(session: em.Session) -> tuple[Employee, DocState]:
+    """A document of the session whose original is held as the bytes of its source, as
+    it was written (what a read that keeps the hit's bytes leaves)."""
+    held = session.get(Employee, "e1")
+    assert held is not None
+    state = state_of(held)
+    encode = source_encoder(Employee.__esmapper__)
+    assert state is not None and encode is not None
+    state.original = encode(held)
+    return held, state
+
+
+def test_an_unchanged_loaded_document_is_compared_as_bytes_and_nothing_is_decoded(
+    mapper: em.Mapper, seeded: list[Employee]
+) -> None:
+    with mapper.session() as session:
+        held, state = _loaded_as_bytes(session)
+        held.age = held.age  # an assignment: diffed at the next flush
+        assert session.dirty == []
+        assert type(state.original_or_bytes) is bytes  # equal bytes: not decoded
+        held.age = (held.age or 0) + 1
+        assert session.dirty == [held]
+
+
+def test_other_bytes_of_the_same_source_are_compared_as_dicts(
+    mapper: em.Mapper, seeded: list[Employee]
+) -> None:
+    with mapper.session() as session:
+        held, state = _loaded_as_bytes(session)
+        source = _json.loads(state.original_or_bytes)  # type: ignore[arg-type]
+        state.original = _json.dumps(dict(reversed(list(source.items()))))  # other key order
+        assert state.original_or_bytes != _json.dumps(Employee.__esmapper__.to_source(held))
+        held.age = held.age
+        assert session.dirty == []  # equal as dicts: unchanged
+        held.age = (held.age or 0) + 1
+        assert session.dirty == [held]

@@ -12,7 +12,7 @@ import pytest
 
 import esmapper as em
 from esmapper import _json
-from esmapper.model._wire_encode import source_encoder, undeclared_keys
+from esmapper.model._wire_encode import encode_many, source_encoder, undeclared_keys
 from esmapper.model.dates import UTC
 from esmapper.model.state import DocState, state_of
 from tests.unit.model.models import Address, Color, Employee, Everything, Note, Priority, Review
@@ -170,3 +170,27 @@ def test_undeclared_keys_are_found_at_the_top_and_in_embedded_objects(
 
 def test_an_unreadable_source_counts_as_holding_undeclared_keys() -> None:
     assert undeclared_keys(Everything.__esmapper__, b"{not json")
+
+
+def test_a_batch_encodes_as_each_document_alone_also_with_one_left_to_the_dict_path() -> None:
+    encode = source_encoder(Crate.__esmapper__)
+    assert encode is not None
+    crates = [Crate(name=f"c{i}", tags=["a", "b\nc"], part=Part(label="x")) for i in range(3)]
+    assert encode_many(encode, crates) == [slow(c) for c in crates]
+    odd = Crate(name="odd")
+    object.__setattr__(odd, "part", {"label": "not a model"})
+    assert encode_many(encode, [*crates, odd]) == [*(slow(c) for c in crates), None]
+
+
+class Label(str):
+    """A str subclass: msgspec refuses it, orjson writes it as a str."""
+
+
+def test_a_list_of_plain_strings_goes_as_it_is_and_a_str_subclass_to_the_dict_path() -> None:
+    crate = Crate(name="s", tags=["a", "b"])
+    assert fast(crate) == slow(crate)
+    object.__setattr__(crate, "tags", ["a", Label("b")])
+    assert fast(crate) is None
+    assert slow(crate) == fast(Crate(name="s", tags=["a", "b"]))
+    object.__setattr__(crate, "tags", ("a", 3))  # not a list: item by item, as the dict path
+    assert fast(crate) == slow(crate)
