@@ -168,9 +168,11 @@ Scalar = Int64 | float | str | bool | None
 _NO_SOURCE = msgspec.Raw(b"")
 
 
-class Hit(msgspec.Struct):
+class Hit(msgspec.Struct, gc=False):
     """A search hit or an mget doc, its ``_source`` left as its bytes; ``get``/``[]`` read
-    it as the hit's dict would be read (:func:`esmapper._search_answers.hit`)."""
+    it as the hit's dict would be read (:func:`esmapper._search_answers.hit`). Not tracked
+    by the garbage collector (``gc=False``: cheaper to make; what it holds, JSON values,
+    cannot refer back to it)."""
 
     _id: str
     _index: str | None = None
@@ -190,13 +192,13 @@ class Hit(msgspec.Struct):
         return getattr(self, key)
 
 
-class _Hits(msgspec.Struct):
+class _Hits(msgspec.Struct, gc=False):
     hits: list[Hit]
     total: dict[str, Int64 | str] | None = None
     max_score: Int64 | float | None = None
 
 
-class _Search(msgspec.Struct):
+class _Search(msgspec.Struct, gc=False):
     hits: _Hits
     _shards: dict[str, Any] | None = None
     timed_out: bool | None = None
@@ -204,7 +206,7 @@ class _Search(msgspec.Struct):
     took: Int64 | None = None
 
 
-class _Docs(msgspec.Struct):
+class _Docs(msgspec.Struct, gc=False):
     docs: list[Hit]
 
 

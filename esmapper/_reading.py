@@ -302,10 +302,14 @@ class Reading(Searching[T]):
             if not is_index_missing(exc):
                 raise
             return []
-        by_id = {doc["_id"]: doc for doc in docs}
-        ordered = [by_id[id] for id in wanted if id in by_id]
-        if ordered and type(ordered[0]) is dict:  # the envelope refused the answer
-            return [self._hydrate(doc) for doc in ordered]
+        if docs and type(docs[0]) is dict:  # the envelope refused the answer
+            found = {doc["_id"]: doc for doc in docs if doc.get("found")}
+            return [self._hydrate(found[id]) for id in wanted if id in found]
+        if [doc._id for doc in docs] == wanted:  # in the request's order, as answered
+            ordered = [doc for doc in docs if doc.found]
+        else:
+            by_id = {doc._id: doc for doc in docs if doc.found}
+            ordered = [by_id[id] for id in wanted if id in by_id]
         return hydrate(self.info, ordered, False, by_id=True)
 
     @limited(_defaults)

@@ -143,18 +143,18 @@ def get_documents(
 
 
 def get_documents_raw(raw: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -> list[Any]:
-    """:func:`get_documents` of a model that is not time-series, on the client copy ``raw``
-    (:attr:`esmapper._services.Services.raw_client`): the found docs of ``POST /<read
-    alias>/_mget`` as :class:`~esmapper._raw_answers.Hit` s, their ``_source`` left as
-    bytes (the answer parsed into dicts, as the user's client parses it, when the envelope
-    refuses it). Raises as :func:`get_documents` does (the error answers as the user's
-    client raises them)."""
+    """Every doc of ``POST /<read alias>/_mget`` of ``ids`` (a model that is not
+    time-series), found or not, in the answer's order (the request's), sent on the client
+    copy ``raw`` (:attr:`esmapper._services.Services.raw_client`): as
+    :class:`~esmapper._raw_answers.Hit` s, their ``_source`` left as bytes, or as dicts (the
+    answer parsed as the user's client parses it) when the envelope refuses it. Raises as
+    :func:`get_documents` does (the error answers as the user's client raises them)."""
     response = answer(lambda: raw.mget(index=spec.read_target, **mget_ids(spec, ids)))
     body = response.body
     docs: list[Any] | None = decode_docs(body) if type(body) is RawJson else None
     if docs is None:
         docs = (parse(body) if isinstance(body, bytes) else body)["docs"]
-    return [doc for doc in docs if doc.get("found")]
+    return docs
 
 
 def document_exists(client: Elasticsearch, spec: IndexSpec, id: str) -> bool:

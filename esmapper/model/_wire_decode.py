@@ -19,20 +19,34 @@ an unknown enum value, a date the expression refuses), an integer beyond 64 bits
 ``_source``. A model with a field of kind ``any`` (a ``dict``/``Any`` field, the custom
 fields' holder), an embedded model with such a field or a field that is not stored, has no
 mirror: every hit of it takes the current path.
+
+The generated code makes no call per hit but the mirror's decode (and the conversions a
+date or an enum takes): one loop over the hits, the version and the ``DocState`` built
+inline (:func:`~esmapper.model.state.version_code`,
+:func:`~esmapper.model.state.loaded_state_code`), each model, embedded ones included,
+filled through a "raw" subclass of it (:func:`_raw_class`: the same layout, no
+``__setattr__`` of its own, the slots themselves under the fields' names), whose
+attribute stores are the interpreter's plain slot stores, then given its class
+(``__class__ =``: the same layout, so allowed and cheap). The document is an instance of
+the model, as ``from_source`` makes it; the raw subclass never escapes (a hit whose values
+the mirror refuses leaves a half-built one to the garbage collector).
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
+import types
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import msgspec
 
 from esmapper import _json
-from esmapper.model.codec import _load_expr, _setters
+from esmapper.model._tracking import TrackedSlot
+from esmapper.model.codec import _load_expr
 from esmapper.model.fields import FieldSpec
-from esmapper.model.state import DocState, version_of
+from esmapper.model.state import DocState, loaded_state_code, version_code, version_of
 
 __all__ = ["has_mirror", "hydrate", "load_hit"]
 
@@ -47,19 +61,51 @@ _SCALARS: dict[str, Any] = {
     "datetime": str | _Int64 | float,
 }
 
-#: ``load(raw, id, version, state)``: the model, or ``None`` (the hit takes the current path)
-Loader = Callable[[Any, Any, Any, Any], Any]
+#: ``load_all(hits, append, slow)``: appends the document of every hit, those the mirror
+#: cannot read as ``slow(hit, version, condition)`` builds them
+Loader = Callable[[Sequence[Any], Callable[[Any], None], Callable[[Any, Any, Any], Any]], None]
 
 _loaders: dict[type, Loader | None] = {}
 _lock = threading.Lock()
 
 
+def _raw_class(cls: type, names: Sequence[str]) -> type | None:
+    """A subclass of the model ``cls`` adding no slot (so an instance of it may become a
+    ``cls`` by ``__class__`` assignment) whose attributes ``names`` are ``cls``'s slots
+    themselves (a tracked field's raw slot, not its ``TrackedSlot``) and whose
+    ``__setattr__`` is ``object``'s: storing one is the interpreter's plain slot store;
+    calling it makes an empty instance (its ``__init__`` is ``object``'s: cheaper than
+    ``object.__new__(cls)``). ``None`` when ``cls`` cannot have one: a field that is not a
+    slot, an ``__init_subclass__`` in its classes (which would see the subclass), a
+    metaclass with its own ``__call__``."""
+    if any("__init_subclass__" in vars(base) for base in cls.__mro__[:-1]):
+        return None
+    if type(cls).__call__ is not type.__call__:
+        return None
+    ns: dict[str, Any] = {
+        "__slots__": (),
+        "__setattr__": object.__setattr__,
+        "__init__": object.__init__,
+    }
+    for name in names:
+        found = inspect.getattr_static(cls, name, None)
+        if isinstance(found, TrackedSlot):
+            found = found.slot
+        if not isinstance(found, types.MemberDescriptorType):
+            return None
+        ns[name] = found
+    # type.__new__: the metaclass's own __new__ would make the subclass a model
+    return type.__new__(type(cls), f"_Raw{cls.__name__}", (cls,), ns)
+
+
 class _Gen:
-    """The names generated code uses (``ns``) and the embedded models' mirrors made so far."""
+    """The generated code's names (``ns``) and the embedded models' mirrors made so far."""
 
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
+        #: an embedded model -> (its mirror Struct, its names' prefix), ``None``: no mirror
         self.inner: dict[type, tuple[type, str] | None] = {}
+        self.builders: dict[type, str] = {}
 
     def value_type(self, spec: FieldSpec, depth: int) -> Any:
         """The mirror's type of one value of ``spec`` (``None``: no exact type)."""
@@ -81,10 +127,21 @@ class _Gen:
             return None
         return list[one] | one | None if spec.many else one | None  # type: ignore[valid-type]
 
+    def model(self, cls: type, prefix: str, skip: Sequence[str] = ()) -> bool:
+        """Put ``cls`` and its raw class (:func:`_raw_class`) in ``ns`` under ``prefix``;
+        ``False`` when it has no raw class."""
+        info = cls.__esmapper__  # type: ignore[attr-defined]
+        names = ["_esm_state", *(f.name for f in info.fields)]
+        raw = _raw_class(cls, names)
+        if raw is None:
+            return False
+        self.ns[f"{prefix}_cls"], self.ns[f"{prefix}_raw"] = cls, raw
+        return True
+
     def mirror(self, cls: type, depth: int) -> tuple[type, str] | None:
         """The mirror Struct of the embedded model ``cls`` (every key required: a key
-        missing fails the decoding) and the name of the generated function building the
-        model from it, or ``None`` when ``cls`` has no exact mirror."""
+        missing fails the decoding) and its names' prefix, or ``None`` when ``cls`` has no
+        exact mirror."""
         if cls in self.inner:
             return self.inner[cls]
         self.inner[cls] = None  # (a model embedding itself: no mirror)
@@ -93,92 +150,137 @@ class _Gen:
         info = cls.__esmapper__  # type: ignore[attr-defined]
         if depth > 8 or not all(field.stored for field in info.fields):
             return None
-        types = [(field.name, self.field_type(field, depth)) for field in info.fields]
-        if any(kind is None for _, kind in types):
+        types_ = [(field.name, self.field_type(field, depth)) for field in info.fields]
+        if any(kind is None for _, kind in types_) or not self.model(cls, prefix):
             return None
-        ns = self.ns
-        struct = msgspec.defstruct(f"{cls.__name__}Mirror", types)  # every key required
-        ns[f"{prefix}_cls"] = cls
-        setter = _setters(cls, {}, ns, prefix, obj="_o")
-        lines = [
-            f"def {prefix}_build(_e):",
-            f"    _o = _new({prefix}_cls)",
-            f"    {setter('_esm_state')}None)",
-        ]
-        for field in info.fields:
-            lines += [
-                f"    _w = _e.{field.name}",
-                f"    {setter(field.name)}{self.expr(field, '_w', prefix, depth)})",
-            ]
-        lines.append("    return _o")
-        exec(compile("\n".join(lines) + "\n", f"<mirror {cls.__qualname__}>", "exec"), ns)
-        self.inner[cls] = built = (struct, f"{prefix}_build")
+        # every key required; not tracked by the collector (it holds no cycle)
+        struct = msgspec.defstruct(f"{cls.__name__}Mirror", types_, gc=False)
+        self.inner[cls] = built = (struct, prefix)
         return built
+
+    def fill(
+        self, prefix: str, fields: Sequence[FieldSpec], src: str, dst: str, depth: int
+    ) -> list[str]:
+        """Statements setting ``fields`` of the raw instance ``dst`` of a model (its names
+        under ``prefix``) from the mirror ``src`` (the values as the codec converts them)."""
+        lines: list[str] = []
+        tmp = f"_v{depth}"
+        for spec in fields:
+            name = spec.name
+            if spec.kind == "inner" and not spec.many:
+                assert spec.inner is not None
+                built = self.mirror(spec.inner, depth + 1)
+                assert built is not None
+                inner = f"_o{depth + 1}"
+                lines += [
+                    f"{tmp} = {src}.{name}",
+                    f"if {tmp} is None:",
+                    f"    {dst}.{name} = None",
+                    "else:",
+                    *(f"    {line}" for line in self.build(spec.inner, tmp, inner, depth + 1)),
+                    f"    {dst}.{name} = {inner}",
+                ]
+                continue
+            expression = self.expr(spec, tmp, prefix, depth)
+            if expression == tmp:
+                lines.append(f"{dst}.{name} = {src}.{name}")
+            else:
+                lines += [f"{tmp} = {src}.{name}", f"{dst}.{name} = {expression}"]
+        return lines
+
+    def build(self, cls: type, src: str, dst: str, depth: int) -> list[str]:
+        """Statements making ``dst`` the embedded ``cls`` of the mirror ``src``, inline."""
+        built = self.mirror(cls, depth)
+        assert built is not None
+        prefix = built[1]
+        info = cls.__esmapper__  # type: ignore[attr-defined]
+        return [
+            f"{dst} = {prefix}_raw()",
+            f"{dst}._esm_state = None",
+            *self.fill(prefix, info.fields, src, dst, depth),
+            f"{dst}.__class__ = {prefix}_cls",
+        ]
+
+    def builder(self, cls: type, depth: int) -> str:
+        """The name of a generated function building the embedded ``cls`` from its mirror
+        (for a list of them)."""
+        name = self.builders.get(cls)
+        if name is None:
+            built = self.mirror(cls, depth)
+            assert built is not None
+            name = self.builders[cls] = f"{built[1]}_build"
+            lines = [
+                f"def {name}(_e):",
+                *(f"    {line}" for line in self.build(cls, "_e", "_b", depth)),
+                "    return _b",
+            ]
+            exec(compile("\n".join(lines) + "\n", f"<mirror {cls.__qualname__}>", "exec"), self.ns)
+        return name
 
     def expr(self, spec: FieldSpec, var: str, prefix: str, depth: int) -> str:
         """The expression turning the mirror's value ``var`` of ``spec`` into the
-        attribute: the codec's, but an embedded object built from its own mirror."""
+        attribute: the codec's, but a list of embedded objects built from their mirrors."""
         if spec.many and spec.kind in ("str", "int", "float", "bool"):
             # the mirror's list is the document's own (the original is bytes): no copy
             return f"(None if {var} is None else ({var} if type({var}) is list else [{var}]))"
         if spec.kind != "inner":
             return _load_expr(spec, var, self.ns, prefix)
-        assert spec.inner is not None
-        built = self.mirror(spec.inner, depth + 1)
-        assert built is not None
-        build = built[1]
-        if spec.many:
-            return (
-                f"(None if {var} is None else [{build}(_x) for _x in "
-                f"({var} if type({var}) is list else [{var}])])"
-            )
-        return f"(None if {var} is None else {build}({var}))"
+        assert spec.inner is not None and spec.many
+        build = self.builder(spec.inner, depth + 1)
+        return (
+            f"(None if {var} is None else [{build}(_x) for _x in "
+            f"({var} if type({var}) is list else [{var}])])"
+        )
 
 
 def _compile(cls: type) -> Loader | None:
     info = cls.__esmapper__  # type: ignore[attr-defined]
-    ns: dict[str, Any] = {
-        "_new": object.__new__,
-        "_set": object.__setattr__,
-        "_cls": cls,
-    }
+    ns: dict[str, Any] = {"_new": object.__new__}
     stored: list[FieldSpec] = []
-    for spec in info.fields:
-        if (spec.name == "id" and info.is_document) or (spec.name == "version" and info.versioned):
-            continue
-        if not spec.stored:
-            return None
-        stored.append(spec)
-    gen = _Gen(ns)
-    types = [(spec.name, gen.field_type(spec, 0)) for spec in stored]
-    if any(kind is None for _, kind in types):
-        return None
-    struct = msgspec.defstruct(f"{cls.__name__}SourceMirror", types)  # every key required
-    ns["_decode"] = msgspec.json.Decoder(struct).decode
-    ns["_Err"] = (msgspec.ValidationError, msgspec.DecodeError)
-    setter = _setters(cls, {}, ns)
-    body = ["self = _new(_cls)", f"{setter('_esm_state')}state)"]
+    meta: list[str] = []
     for spec in info.fields:
         if spec.name == "id" and info.is_document:
-            body.append(f"{setter('id')}id)")
+            meta.append("o.id = h._id")
         elif spec.name == "version" and info.versioned:
-            body.append(f"{setter('version')}version)")
+            meta.append("o.version = version")
+        elif not spec.stored:
+            return None
         else:
-            body += [f"_v = s.{spec.name}", f"{setter(spec.name)}{gen.expr(spec, '_v', '', 0)})"]
+            stored.append(spec)
+    gen = _Gen(ns)
+    types_ = [(spec.name, gen.field_type(spec, 0)) for spec in stored]
+    if any(kind is None for _, kind in types_) or not gen.model(cls, ""):
+        return None
+    # every key required; not tracked by the collector (it holds no cycle)
+    struct = msgspec.defstruct(f"{cls.__name__}SourceMirror", types_, gc=False)
+    ns["_decode"] = msgspec.json.Decoder(struct).decode
+    fill = ["o = _raw()", *meta, *gen.fill("", stored, "s", "o", 0)]
+    state = loaded_state_code(
+        ns, "st", original="bytes(raw)", index="h._index", version="version", condition="condition"
+    )
     lines = [
-        "def load(raw, id, version, state):",
-        "    try:",
-        "        s = _decode(raw)",
-        "    except _Err:",
-        "        return None",
-        "    try:",
-        *(f"        {line}" for line in body),
-        "    except Exception:",  # a value the expression refuses: the current path
-        "        return None",
-        "    return self",
+        "def load_all(hits, append, slow):",
+        "    for h in hits:",
+        "        raw = h._source",
+        "        seq, term = h._seq_no, h._primary_term",
+        *(f"        {line}" for line in version_code("seq", "term", "version", "condition")),
+        "        if len(raw) > 4:",  # not absent, not null
+        "            try:",
+        "                s = _decode(raw)",
+        *(f"                {line}" for line in fill),
+        # a key missing, another type, a value the expression refuses: the current path
+        "            except Exception:",
+        "                pass",
+        "            else:",
+        *(f"                {line}" for line in state),
+        "                o._esm_state = st",
+        "                o.__class__ = _cls",
+        "                append(o)",
+        "                continue",
+        "        append(slow(h, version, condition))",
     ]
     exec(compile("\n".join(lines) + "\n", f"<mirror {cls.__qualname__}>", "exec"), ns)
-    return ns["load"]  # type: ignore[no-any-return]
+    return ns["load_all"]  # type: ignore[no-any-return]
 
 
 def _loader(cls: type) -> Loader | None:
@@ -210,28 +312,24 @@ def hydrate(info: Any, hits: Sequence[Any], partial: bool, by_id: bool = False) 
     mirror is not tried: such sources lack keys). ``by_id``: hits of a GET/multi-GET, so
     one without a ``_source`` (disabled in the mapping) is still a stored document: it
     gets a ``DocState`` with an empty original, as a search hit does not."""
-    load = None if partial else _loader(info.cls)
     from_source, loads = info.from_source, _json.loads
-    documents: list[Any] = []
-    append = documents.append
-    for hit in hits:
-        version, condition = version_of(hit._seq_no, hit._primary_term)
+
+    def slow(hit: Any, version: str | None, condition: Any) -> Any:
+        """The document of ``hit`` as the current path builds it (the parsed source)."""
         raw = hit._source
-        if load is not None and len(raw) > 4:  # not absent, not null
-            data = bytes(raw)
-            state = DocState(data, hit._index, None, False, version, condition)
-            document = load(raw, hit._id, version, state)
-            if document is not None:
-                append(document)
-                continue
-            source = loads(data)
-        else:
-            source = loads(bytes(raw)) if len(raw) else None
+        source = loads(bytes(raw)) if len(raw) else None
         if source is None:
             if not by_id:
-                append(from_source({}, hit._id, version))
-                continue
+                return from_source({}, hit._id, version)
             source = {}
         state = DocState(source, hit._index, None, partial, version, condition)
-        append(from_source(source, hit._id, version, state))
+        return from_source(source, hit._id, version, state)
+
+    documents: list[Any] = []
+    load = None if partial else _loader(info.cls)
+    if load is not None:
+        load(hits, documents.append, slow)
+        return documents
+    for hit in hits:
+        documents.append(slow(hit, *version_of(hit._seq_no, hit._primary_term)))
     return documents

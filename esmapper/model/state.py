@@ -6,7 +6,15 @@ from typing import Any
 
 from esmapper import _json
 
-__all__ = ["DocState", "remember", "state_of", "stored_hit", "version_of"]
+__all__ = [
+    "DocState",
+    "loaded_state_code",
+    "remember",
+    "state_of",
+    "stored_hit",
+    "version_code",
+    "version_of",
+]
 
 
 class DocState:
@@ -91,6 +99,43 @@ def version_of(
         return None, None
     version = f"{primary_term}:{seq_no}"
     return version, (version, seq_no, primary_term)
+
+
+def version_code(seq_no: str, primary_term: str, version: str, condition: str) -> list[str]:
+    """Statements of generated code setting the variables ``version`` and ``condition``
+    to :func:`version_of` the variables ``seq_no`` and ``primary_term`` (inline: a
+    hydration loop makes no call per hit)."""
+    return [
+        f"if {seq_no} is None or {primary_term} is None:",
+        f"    {version} = {condition} = None",
+        "else:",
+        f'    {version} = f"{{{primary_term}}}:{{{seq_no}}}"',
+        f"    {condition} = ({version}, {seq_no}, {primary_term})",
+    ]
+
+
+def loaded_state_code(
+    ns: dict[str, Any], target: str, *, original: str, index: str, version: str, condition: str
+) -> list[str]:
+    """Statements of generated code making ``target`` what ``DocState(original, index,
+    None, False, version, condition)`` makes (each argument the name of a variable),
+    without the call: a new instance, every slot stored (the names they use are put in
+    ``ns``)."""
+    ns["_new"] = object.__new__
+    ns["_DocState"] = DocState
+    values = {
+        "_original": original,
+        "index": index,
+        "session": "None",
+        "partial": "False",
+        "version": version,
+        "condition": condition,
+        "watched": "False",
+        "assigned": "None",
+    }
+    if sorted(values) != sorted(DocState.__slots__):  # a slot added to DocState: set it here
+        raise RuntimeError("loaded_state_code does not set every slot of DocState")
+    return [f"{target} = _new(_DocState)", *(f"{target}.{k} = {v}" for k, v in values.items())]
 
 
 def stored_hit(doc: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from elasticsearch.serializer import JsonSerializer, OrjsonSerializer
 
 import esmapper as em
 from esmapper._raw_answers import RawJson, answer, raw_client
+from esmapper.indexes import reads
 from esmapper.model.state import state_of
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
@@ -103,3 +104,22 @@ def test_a_partial_page_read_as_bytes_is_still_refused(
     cluster.fail_shards(refuse=False)
     page = repo.find(limit=20, partial_results=True)
     assert page.partial and all(isinstance(d, Card) for d in page)
+
+
+def test_get_many_answered_in_another_order_keeps_the_request_order(
+    make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the server answers a multi-GET in the request's order (that order is then used as
+    # it is); any other order still gives the documents in the request's order
+    repo = make_mapper(Card, configure=True).repository(Card)
+    repo.add([Card(id=f"c{i}", n=i) for i in range(4)], consistency="immediate")
+    assert [d.id for d in repo.get_many(["c2", "x", "c0", "c3"])] == ["c2", "c0", "c3"]
+    answered = reads.get_documents_raw
+
+    def reversed_answer(*args: object) -> list[object]:
+        return answered(*args)[::-1]  # type: ignore[arg-type]
+
+    monkeypatch.setattr("esmapper._reading.get_documents_raw", reversed_answer)
+    many = repo.get_many(["c2", "x", "c0", "c3"])
+    assert [d.id for d in many] == ["c2", "c0", "c3"] and [d.n for d in many] == [2, 0, 3]
+    assert all(isinstance(state_of(d).original_or_bytes, bytes) for d in many)

@@ -151,6 +151,17 @@ def test_every_kind_is_read_through_the_mirror_as_the_current_path_reads_it() ->
     assert state_of(docs[0]).original == _profile(0)  # decoded when first read
 
 
+def test_the_documents_and_embedded_objects_are_instances_of_the_models_themselves() -> None:
+    # filled through a raw subclass, then given the model's class: nothing of it shows
+    doc = _fast(Profile.__esmapper__, _answer([_profile(1)]))[0]
+    assert type(doc) is Profile and type(doc.address) is Address
+    assert type(doc.reviews[0]) is Review
+    assert doc == _current(Profile.__esmapper__, _answer([_profile(1)]))[0]
+    assert state_of(doc.address) is None  # an embedded object has no DocState
+    with pytest.raises(em.DocumentValidationError):  # assignments take the model's rules
+        doc.age = "not a number"  # type: ignore[assignment]
+
+
 def test_a_document_the_mirror_reads_is_a_tracked_document() -> None:
     doc = _fast(Profile.__esmapper__, _answer([_profile(1)]))[0]
     doc.tags.append("new")  # a copy of its own, not the original's
@@ -209,6 +220,26 @@ def test_a_model_without_a_mirror_reads_every_hit_as_today() -> None:
     source = Everything(id="e1", name="n", meta={"big": 1}).to_source()
     _, mirrored = _same(info, _answer([source, source]))
     assert mirrored == [False, False]
+
+
+_SUBCLASSES: list[type] = []
+
+
+class Registered(em.Document):
+    """A model whose class hook would see a subclass made of it: no raw class, no mirror."""
+
+    name: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _SUBCLASSES.append(cls)
+
+
+def test_a_model_whose_subclasses_are_seen_reads_every_hit_as_today() -> None:
+    info = Registered.__esmapper__
+    assert not _wire_decode.has_mirror(info) and _SUBCLASSES == []
+    _, mirrored = _same(info, _answer([Registered(id="r", name="n").to_source()]))
+    assert mirrored == [False]
 
 
 @pytest.mark.parametrize("model", [Employee, Note])
