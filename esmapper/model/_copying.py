@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from esmapper.model._raw import raw_class
 from esmapper.model._tracking import TrackedSlot
 from esmapper.model.codec import _all_atomic, _copy_items, json_copy
 from esmapper.model.state import DocState
@@ -176,6 +177,13 @@ def _compile(info: Any) -> CopyPlan | None:
         "_odd": _odd,
         "_tuple": tuple,
     }
+    raw = raw_class(cls)
+    if raw is not None:  # plain slot stores into the raw subclass, then the class switch
+        ns["_raw"] = raw
+
+    def put(name: str, expr: str) -> str:
+        return f"self.{name} = {expr}" if raw is not None else f"_put_{name}(self, {expr})"
+
     frozen: list[str] = []  # one expression per value of the snapshot (of ``p``)
     thawed: list[str] = []  # one statement per field (from ``_s<i>``)
     required: list[str] = []
@@ -213,28 +221,34 @@ def _compile(info: Any) -> CopyPlan | None:
                 item, thawed_item = one.format("_x"), back.format("_x")
                 frozen.append(f"_map(lambda _x: None if _x is None else {item}, {value})")
                 thawed.append(
-                    f"_put_{name}(self, None if {v} is None else "
-                    f"[None if _x is None else {thawed_item} for _x in {v}])"
+                    put(
+                        name,
+                        f"None if {v} is None else "
+                        f"[None if _x is None else {thawed_item} for _x in {v}]",
+                    )
                 )
             else:
                 frozen.append(f"_or_none({value}, lambda _x: {one.format('_x')})")
-                thawed.append(f"_put_{name}(self, None if {v} is None else {back.format(v)})")
+                thawed.append(put(name, f"None if {v} is None else {back.format(v)}"))
         elif spec.kind == "any":
             frozen.append(f"_json_copy({value})")
-            thawed.append(f"_put_{name}(self, _json_copy({v}))")
+            thawed.append(put(name, f"_json_copy({v})"))
         elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
             frozen.append(f"_or_none({value}, _tuple)")
-            thawed.append(f"_put_{name}(self, None if {v} is None else list({v}))")
+            thawed.append(put(name, f"None if {v} is None else list({v})"))
         elif spec.many:  # scalars as stored: maybe an array of arrays
             frozen.append(f"_or_none({value}, _frozen_list)")
             thawed.append(
-                f"_put_{name}(self, None if {v} is None else "
-                f"(list({v}) if type({v}) is tuple else _copy_items({v})))"
+                put(
+                    name,
+                    f"None if {v} is None else "
+                    f"(list({v}) if type({v}) is tuple else _copy_items({v}))",
+                )
             )
         else:
             plain.append(slot.__get__)
             frozen.append(value)
-            thawed.append(f"_put_{name}(self, {v})")
+            thawed.append(put(name, v))
     ns["_map"] = _map_or_none
     ns["_or_none"] = _or_none
     state = "_s_state"
@@ -252,11 +266,12 @@ def _compile(info: Any) -> CopyPlan | None:
             "",
             "def thaw(_snapshot):",
             f"    {names}, = _snapshot" if not frozen else f"    {names} = _snapshot",
-            "    self = _new(_cls)",
+            "    self = _raw()" if raw is not None else "    self = _new(_cls)",
             *(f"    {line}" for line in thawed),
-            f"    _put__esm_state(self, None if {state} is None else _State(*{state}))"
+            f"    {put('_esm_state', f'None if {state} is None else _State(*{state})')}"
             if info.is_document
-            else "    _put__esm_state(self, None)",
+            else f"    {put('_esm_state', 'None')}",
+            *(["    self.__class__ = _cls"] if raw is not None else []),
             "    return self",
             "",
         ]

@@ -24,7 +24,7 @@ The generated code makes no call per hit but the mirror's decode (and the conver
 date or an enum takes): one loop over the hits, the version and the ``DocState`` built
 inline (:func:`~esmapper.model.state.version_code`,
 :func:`~esmapper.model.state.loaded_state_code`), each model, embedded ones included,
-filled through a "raw" subclass of it (:func:`_raw_class`: the same layout, no
+filled through a "raw" subclass of it (:func:`esmapper.model._raw.raw_class`: the same layout, no
 ``__setattr__`` of its own, the slots themselves under the fields' names), whose
 attribute stores are the interpreter's plain slot stores, then given its class
 (``__class__ =``: the same layout, so allowed and cheap). The document is an instance of
@@ -34,16 +34,14 @@ the mirror refuses leaves a half-built one to the garbage collector).
 
 from __future__ import annotations
 
-import inspect
 import threading
-import types
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import msgspec
 
 from esmapper import _json
-from esmapper.model._tracking import TrackedSlot
+from esmapper.model._raw import raw_class
 from esmapper.model.codec import _load_expr
 from esmapper.model.fields import FieldSpec
 from esmapper.model.state import DocState, loaded_state_code, version_code, version_of
@@ -67,35 +65,6 @@ Loader = Callable[[Sequence[Any], Callable[[Any], None], Callable[[Any, Any, Any
 
 _loaders: dict[type, Loader | None] = {}
 _lock = threading.Lock()
-
-
-def _raw_class(cls: type, names: Sequence[str]) -> type | None:
-    """A subclass of the model ``cls`` adding no slot (so an instance of it may become a
-    ``cls`` by ``__class__`` assignment) whose attributes ``names`` are ``cls``'s slots
-    themselves (a tracked field's raw slot, not its ``TrackedSlot``) and whose
-    ``__setattr__`` is ``object``'s: storing one is the interpreter's plain slot store;
-    calling it makes an empty instance (its ``__init__`` is ``object``'s: cheaper than
-    ``object.__new__(cls)``). ``None`` when ``cls`` cannot have one: a field that is not a
-    slot, an ``__init_subclass__`` in its classes (which would see the subclass), a
-    metaclass with its own ``__call__``."""
-    if any("__init_subclass__" in vars(base) for base in cls.__mro__[:-1]):
-        return None
-    if type(cls).__call__ is not type.__call__:
-        return None
-    ns: dict[str, Any] = {
-        "__slots__": (),
-        "__setattr__": object.__setattr__,
-        "__init__": object.__init__,
-    }
-    for name in names:
-        found = inspect.getattr_static(cls, name, None)
-        if isinstance(found, TrackedSlot):
-            found = found.slot
-        if not isinstance(found, types.MemberDescriptorType):
-            return None
-        ns[name] = found
-    # type.__new__: the metaclass's own __new__ would make the subclass a model
-    return type.__new__(type(cls), f"_Raw{cls.__name__}", (cls,), ns)
 
 
 class _Gen:
@@ -127,12 +96,10 @@ class _Gen:
             return None
         return list[one] | one | None if spec.many else one | None  # type: ignore[valid-type]
 
-    def model(self, cls: type, prefix: str, skip: Sequence[str] = ()) -> bool:
-        """Put ``cls`` and its raw class (:func:`_raw_class`) in ``ns`` under ``prefix``;
-        ``False`` when it has no raw class."""
-        info = cls.__esmapper__  # type: ignore[attr-defined]
-        names = ["_esm_state", *(f.name for f in info.fields)]
-        raw = _raw_class(cls, names)
+    def model(self, cls: type, prefix: str) -> bool:
+        """Put ``cls`` and its raw class (:func:`~esmapper.model._raw.raw_class`) in ``ns``
+        under ``prefix``; ``False`` when it has no raw class."""
+        raw = raw_class(cls)
         if raw is None:
             return False
         self.ns[f"{prefix}_cls"], self.ns[f"{prefix}_raw"] = cls, raw
