@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 import msgspec
 
-from esmapper import _json, signals
+from esmapper import signals
 from esmapper.errors import DocumentValidationError
+from esmapper.model.state import DecodedOnRead
 from esmapper.signals import ChangeType
 
 if TYPE_CHECKING:
@@ -127,20 +128,9 @@ class PendingWrite:
     def doc_id(self) -> str | None:
         return self.doc.id if self.doc is not None else self.id
 
-    @property
-    def original_source(self) -> dict[str, Any] | None:
-        """The stored ``_source`` before this write (``None``: not known); bytes given for
-        it are decoded now, once."""
-        original = self._original
-        if original is None or type(original) is dict:
-            return original
-        decoded: dict[str, Any] = _json.loads(original)  # type: ignore[arg-type]
-        self._original = decoded
-        return decoded
-
-    @original_source.setter
-    def original_source(self, value: dict[str, Any] | bytes | None) -> None:
-        self._original = value
+    #: the stored ``_source`` before this write (``None``: not known); bytes given for it
+    #: are decoded when first read, once
+    original_source = DecodedOnRead("_original")
 
     @property
     def original_as_held(self) -> dict[str, Any] | bytes | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from esmapper import _json
 
 __all__ = [
+    "DecodedOnRead",
     "DocState",
     "loaded_state_code",
     "remember",
@@ -15,6 +16,37 @@ __all__ = [
     "version_code",
     "version_of",
 ]
+
+
+class DecodedOnRead:
+    """An attribute over the slot ``slot`` holding a ``_source`` as a dict or as its JSON
+    bytes: reading it decodes bytes (once: the dict replaces them in the slot), assigning
+    stores the value as given (a dict, bytes or ``None``). The one rule of lazily decoded
+    sources (:class:`DocState`'s ``original``, a pending write's ``original_source``)."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> DecodedOnRead: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> dict[str, Any] | None: ...
+    def __get__(
+        self, obj: object | None, owner: type | None = None
+    ) -> DecodedOnRead | dict[str, Any] | None:
+        if obj is None:
+            return self
+        held = getattr(obj, self.slot)
+        if held is None or type(held) is dict:
+            return held  # type: ignore[no-any-return]
+        decoded: dict[str, Any] = _json.loads(held)
+        setattr(obj, self.slot, decoded)
+        return decoded
+
+    def __set__(self, obj: Any, value: dict[str, Any] | bytes | None) -> None:
+        setattr(obj, self.slot, value)
 
 
 class DocState:
@@ -69,19 +101,8 @@ class DocState:
         #: fields assigned since a partial load (see ``partial``); ``None``: none
         self.assigned: set[str] | None = None
 
-    @property
-    def original(self) -> dict[str, Any] | None:
-        """The confirmed ``_source`` (bytes given for it are decoded now, once)."""
-        original = self._original
-        if original is None or type(original) is dict:
-            return original
-        decoded: dict[str, Any] = _json.loads(original)  # type: ignore[arg-type]
-        self._original = decoded
-        return decoded
-
-    @original.setter
-    def original(self, value: dict[str, Any] | bytes | None) -> None:
-        self._original = value
+    #: the confirmed ``_source`` (bytes given for it are decoded when first read, once)
+    original = DecodedOnRead("_original")
 
     @property
     def original_or_bytes(self) -> dict[str, Any] | bytes | None:
