@@ -1,11 +1,11 @@
 """Issue 28 feasibility: msgspec for the read side's decoding (a script, not a test).
 
-``msgspec`` is not a dependency of esmapper: ``pip install msgspec`` into the virtualenv
-first. Needs a server (``ESMAPPER_URL``, else ``esmapper.testing.elasticsearch_url()``).
+Needs a server (``ESMAPPER_URL``, else ``esmapper.testing.elasticsearch_url()``).
 
 1. **The answer's bytes on a client copy.** ``client.options(...)`` shares the user's
    ``Transport`` (and so its ``SerializerCollection``): no option gives a copy its own
-   serializers. :func:`raw_client` makes one: a shallow copy of the transport (the same
+   serializers. :func:`raw_client` (now :mod:`esmapper._raw_answers`, which the reads
+   use; this study was its prototype) makes one: a shallow copy of the transport (the same
    node pool, connections and sniffing lock) whose JSON mimetypes (``application/json``,
    ``application/vnd.elasticsearch+json``) load to :class:`RawJson` (the body's bytes,
    unparsed; request bodies are still dumped by the user's serializer), under a client
@@ -54,7 +54,6 @@ first. Needs a server (``ESMAPPER_URL``, else ``esmapper.testing.elasticsearch_u
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import gc
 import sys
@@ -66,9 +65,7 @@ from typing import Any
 
 import msgspec
 import orjson
-from elastic_transport import SerializerCollection
 from elasticsearch import ApiError, Elasticsearch
-from elasticsearch.exceptions import HTTP_EXCEPTIONS
 from elasticsearch.serializer import OrjsonSerializer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,62 +74,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_models import Employee, construct_esmapper, values
 
 import esmapper as em
+from esmapper import _raw_answers
 from esmapper.model import codec
 from esmapper.model.state import DocState, state_of, version_of
 from esmapper.testing import elasticsearch_url
 
-JSON_MIMETYPES = ("application/json", "application/vnd.elasticsearch+json")
-
-# -- 1. the answer's bytes on a client copy -----------------------------------------------
-
-
-class RawJson(bytes):
-    """A JSON answer's body, not parsed."""
-
-
-class RawSerializer:
-    """Loads a JSON answer to :class:`RawJson`; dumps request bodies as ``dumper`` does."""
-
-    def __init__(self, mimetype: str, dumper: Any) -> None:
-        self.mimetype = mimetype
-        self.dumper = dumper
-
-    def loads(self, data: bytes) -> RawJson:
-        return RawJson(data)
-
-    def dumps(self, data: Any) -> bytes:
-        return self.dumper.dumps(data)  # type: ignore[no-any-return]
+# -- 1. the answer's bytes on a client copy: esmapper._raw_answers (what the reads use) ----
 
 
 def raw_client(client: Elasticsearch) -> Elasticsearch:
-    """A copy of ``client`` whose JSON answers are their bytes (see the module docstring)."""
-    serializers = client.transport.serializers
-    mine = dict(serializers.serializers)
-    for mimetype in JSON_MIMETYPES:
-        mine[mimetype] = RawSerializer(mimetype, serializers.get_serializer(mimetype))  # type: ignore[assignment]
-    transport = copy.copy(client.transport)
-    default = next(m for m, s in mine.items() if s is mine.get("application/json"))
-    transport.serializers = SerializerCollection(mine, default_mimetype=default)
-    raw = client.options()
-    raw._transport = transport
+    """:func:`esmapper._raw_answers.raw_client` (the client here is always orjson's)."""
+    raw = _raw_answers.raw_client(client)
+    assert raw is not None, "the bench's client serializes with orjson"
     return raw
 
 
-def raw_call(call: Callable[[], Any]) -> Any:
-    """``call()`` on a :func:`raw_client`; its error answers re-raised as the user's client
-    raises them (the body decoded, the message worked out as elasticsearch-py does)."""
-    try:
-        return call()
-    except ApiError as e:
-        if not isinstance(e.body, RawJson):
-            raise
-        body = orjson.loads(bytes(e.body))
-        message: Any = str(body)
-        if isinstance(body, dict):
-            error = body.get("error", message)
-            message = error["type"] if isinstance(error, dict) and "type" in error else error
-        cls = HTTP_EXCEPTIONS.get(e.meta.status, ApiError)
-        raise cls(message=message, meta=e.meta, body=body) from None
+raw_call = _raw_answers.answer
+RawJson = _raw_answers.RawJson
 
 
 # -- 2. the candidates ----------------------------------------------------------------------
