@@ -70,15 +70,21 @@ class IndexOptions:
     extras: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
+    def option_names(cls) -> frozenset[str]:
+        """Every name a ``class Index:`` block may set: the options above and those the
+        registered features declare (``Feature.index_options``). The list an unknown
+        name's error gives, and the rows of the options table of the reference."""
+        return (frozenset(attrs.fields_dict(cls)) - {"extras"}) | index_option_names()
+
+    @classmethod
     def from_class(cls, model_name: str, index_cls: type | None) -> IndexOptions:
         """Read a ``class Index:`` block; unknown names raise IndexConfigurationError."""
         raw = {
             k: v for k, v in (vars(index_cls).items() if index_cls else ()) if not k.startswith("_")
         }
-        known = set(attrs.fields_dict(cls)) - {"extras"}
-        featured = index_option_names() - known
+        known = cls.option_names()
+        featured = known - set(attrs.fields_dict(cls))
         extras = {k: raw.pop(k) for k in sorted(set(raw) & featured)}
-        known |= featured
         unknown = sorted(set(raw) - known)
         if unknown:
             raise IndexConfigurationError(

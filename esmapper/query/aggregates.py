@@ -3,16 +3,13 @@
 The result type of each aggregation is chosen from its name prefix, as
 :func:`~esmapper.query.aggregations.compile_aggregations` names them:
 
-=========================================  ===========================
-``terms_``, ``date_``, ``histogram_``      :class:`BucketAggregate`
-``missing_``, ``nested_``, ``filter_``,    :class:`SingleBucketAggregate`
-``reverse_nested_``
-``min_``, ``max_``, ``avg_``, ``sum_``,    :class:`ValueAggregate`
-``cardinality_``, ``value_count_``
-``stats_``                                 :class:`StatsAggregate`
-``percentiles_``                           :class:`PercentilesAggregate`
-``tophits``                                :class:`TopHitsAggregate`
-=========================================  ===========================
+- ``terms_``, ``date_``, ``histogram_``: :class:`BucketAggregate`
+- ``missing_``, ``nested_``, ``filter_``, ``reverse_nested_``: :class:`SingleBucketAggregate`
+- ``min_``, ``max_``, ``avg_``, ``sum_``, ``cardinality_``, ``value_count_``:
+  :class:`ValueAggregate`
+- ``stats_``: :class:`StatsAggregate`
+- ``percentiles_``: :class:`PercentilesAggregate`
+- ``tophits``: :class:`TopHitsAggregate`
 
 Other names are classified by the shape of the response. When the request's ``aggs`` bodies
 are given (``request=``), the aggregation type each one asked for decides instead of the

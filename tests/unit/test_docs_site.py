@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import types
@@ -13,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import esmapper as em
+from esmapper.model.info import IndexOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = (
@@ -50,6 +54,67 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "esmapper server" in cli and "--lock-wait" in cli  # from click
     assert (site / "changelog" / "index.html").is_file()
+    core = (site / "reference" / "core" / "index.html").read_text(encoding="utf-8")
+    # the calls a public class inherits from private bases are rendered on it
+    for name in INHERITED["Repository"] + INHERITED["Session"]:
+        assert f'id="esmapper.{name}"' in core, name
+    assert "=====" not in core  # no RST table left as text (the aggregation results)
+    assert "<li><code>terms_</code>" in core
+    options = (site / "reference" / "index-options" / "index.html").read_text(encoding="utf-8")
+    assert "<table>" in options and "<code>routing_field</code>" in options
+
+
+#: What Repository and Session get from their private bases (the calls used most).
+_REPOSITORY_READS = ("find", "find_one", "get", "get_many", "count", "exists", "aggregate")
+INHERITED = {
+    "Repository": [
+        f"Repository.{name}" for name in (*_REPOSITORY_READS, "batch_process", "require", "search")
+    ],
+    "Session": [f"Session.{name}" for name in ("get", "get_many", "find", "find_one")],
+}
+
+
+def test_the_inherited_calls_are_the_private_bases_own() -> None:
+    """The names the site test looks for are inherited (so the test pins the
+    ``inherited_members`` option, not a method the class defines itself)."""
+    for cls in (em.Repository, em.Session):
+        for name in INHERITED[cls.__name__]:
+            member = name.split(".")[1]
+            assert hasattr(cls, member), name
+            assert member not in vars(cls), f"{name} is defined on the class itself"
+
+
+def index_option_rows(page: str) -> dict[str, list[str]]:
+    """The rows of the options table of ``page``: option name -> the other cells."""
+    rows: dict[str, list[str]] = {}
+    for line in page.splitlines():
+        match = re.match(r"\| `(?P<name>[a-z_]+)` \|(?P<rest>.*)\|\s*$", line)
+        if match:
+            assert match.group("name") not in rows, f"two rows for {match.group('name')}"
+            rows[match.group("name")] = [cell.strip() for cell in match.group("rest").split(" | ")]
+    return rows
+
+
+def test_the_index_options_table_lists_exactly_the_options_the_code_accepts() -> None:
+    page = (ROOT / "docs" / "reference" / "index-options.md").read_text(encoding="utf-8")
+    rows = index_option_rows(page)
+    accepted = IndexOptions.option_names()
+    assert sorted(set(accepted) - set(rows)) == [], "options without a row in the table"
+    assert sorted(set(rows) - set(accepted)) == [], "rows for options the code does not take"
+    for name, cells in rows.items():  # type, default, what it does, example
+        assert len(cells) == 4 and all(cells), f"{name}: {cells}"
+        assert cells[3].startswith(f"`{name} = "), f"{name}: the example sets another option"
+
+
+def test_the_options_table_reader_sees_rows_and_nothing_else() -> None:
+    page = (
+        "| Option | Type | Default | What it does | Example |\n|---|---|---|---|---|\n"
+        '| `name` | `str` | snake case | The alias. | `name = "x"` |\n'
+        "Text naming `kind` in a sentence.\n"
+    )
+    assert index_option_rows(page) == {
+        "name": ["`str`", "snake case", "The alias.", '`name = "x"`']
+    }
 
 
 def _hook() -> Any:
