@@ -18,7 +18,7 @@ documents stored outside their id's period by other programs); any other id is l
 with the real-time ``_mget`` on every partition (:mod:`esmapper.indexes._lookup`), so a
 document added a moment ago is found, and a miss means no partition holds it. (The
 reference implementation searches for non-ObjectId ids, near-real-time; esmapper does not,
-see the CHANGELOG.)
+see "Deviations from Foundatio.Repositories" in the CHANGELOG.)
 
 They return raw hits (``_index``, ``_id``, ``_source``, ``_seq_no``, ``_primary_term``), the
 shape a GET answers, so the repository builds documents and versions from them as usual. A

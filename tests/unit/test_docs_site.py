@@ -150,3 +150,23 @@ def test_links_to_files_are_made_to_work_on_the_site() -> None:
     assert hook.on_page_markdown(nested, page("reference/api.md"), None, files) == (
         "[home](../index.md) and [guide](../architecture.md)"
     )
+
+
+def test_the_changelog_is_a_keep_a_changelog_file_for_users() -> None:
+    """Versions as Keep a Changelog spells them, newest first after ``[Unreleased]``; the
+    sections other texts name exist; short enough to read (engineering notes belong in
+    commit messages and docs/architecture.md)."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    versions = re.findall(r"^## (.*)$", text, flags=re.MULTILINE)
+    assert versions[0] == "[Unreleased]", versions
+    for heading in versions[1:]:
+        assert re.fullmatch(r"\[\d+\.\d+\.\d+\] - (\d{4}-\d{2}-\d{2}|unreleased)", heading), heading
+    headings = set(re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE))
+    named = {
+        match
+        for path in [*(ROOT / "esmapper").rglob("*.py"), *(ROOT / "docs").rglob("*.md")]
+        for match in re.findall(r'"([^"\n]+)" in the CHANGELOG', path.read_text("utf-8"))
+    }
+    assert "Deviations from Foundatio.Repositories" in named  # (esmapper.indexes.reads)
+    assert named <= headings, sorted(named - headings)
+    assert len(text.splitlines()) < 500, "the changelog is for users: keep entries short"
