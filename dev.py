@@ -22,8 +22,10 @@ client must be of the cluster's major: when .venv has the other one, the right o
 installed for the run and the previous one put back after it.
 
 ``test`` also needs a browser for the web app's browser tests: when Chromium or its driver
-is missing it installs the ``chromium`` and ``chromium-driver`` packages with apt-get (as
-root, non-interactively, saying so); without apt-get and a browser those tests are skipped.
+is missing it runs ``apt-get update`` and installs the ``chromium`` and ``chromium-driver``
+packages with apt-get (as root, non-interactively, saying so); without apt-get and a browser
+those tests are skipped. ``ESMAPPER_SKIP_BROWSER_TESTS=1`` skips them whatever is installed,
+and ``test`` then installs nothing.
 
 ``check`` runs the linters CI gates on (ruff and mypy come with the ``dev`` extra installed
 into ./.venv); it stops at the first that fails.
@@ -38,6 +40,7 @@ import signal
 import subprocess
 import sys
 import venv
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -73,10 +76,23 @@ def ensure_venv() -> None:
 CHROMEDRIVER = Path("/usr/bin/chromedriver")  # where the tests look for it (Debian's)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BROWSER_PACKAGES = ("chromium", "chromium-driver")
+#: Set (to anything but 0, false, no, off or nothing) to skip the browser tests: ``test``
+#: then installs no browser, and the tests that need one are skipped, saying why.
+SKIP_BROWSER = "ESMAPPER_SKIP_BROWSER_TESTS"
+
+
+def browser_tests_skipped(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``env`` (default: this environment) asks to skip the browser tests."""
+    value = (os.environ if env is None else env).get(SKIP_BROWSER, "")
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def ensure_browser() -> None:
-    """Install Chromium and chromedriver with apt-get when one is missing (root only)."""
+    """Install Chromium and chromedriver with apt-get when one is missing (root only),
+    unless the browser tests are skipped (:data:`SKIP_BROWSER`)."""
+    if browser_tests_skipped():
+        print(f"note: {SKIP_BROWSER} is set: the browser tests will be skipped", flush=True)
+        return
     has_browser = any(shutil.which(name) for name in BROWSERS)
     if has_browser and CHROMEDRIVER.exists():
         return

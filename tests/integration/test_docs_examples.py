@@ -4,8 +4,10 @@ The blocks of one document run in order, in one namespace (a later block uses wh
 earlier one defined, as a reader pasting them into one session would), against a local
 server of their own (the documents use fixed index names such as ``employees``, which must
 never meet another test's, or a real cluster's) whose URL is ``ESMAPPER_URL``, as for a
-reader who ran ``esmapper server`` and exported it. Tracebacks give the document's own
-line numbers.
+reader who ran ``esmapper server`` and exported it. Each document (the README, each page of
+the guide) starts from an empty server: what an earlier one left is deleted first, so two
+pages may declare ``employees`` differently, as two readers' sessions would. Tracebacks
+give the document's own line numbers.
 
 Documents and blocks are found, not listed: a section added to the README later is run
 too. A block that cannot run here says so in an HTML comment on the line before it, with
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.testing import LocalServer, ServerStartError
+from esmapper.testing.cleanup import delete_prefixed
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -91,6 +95,28 @@ def docs_server() -> Iterator[str]:
         server.stop()
 
 
+def left_on(client: Elasticsearch) -> set[str]:
+    """The indexes, index templates and ingest pipelines on the server (the names of what a
+    document may leave behind)."""
+    names = set(client.indices.get(index="*", expand_wildcards="all").body)
+    templates = client.indices.get_index_template().body.get("index_templates", [])
+    names.update(template["name"] for template in templates)
+    names.update(client.ingest.get_pipeline().body)
+    return names
+
+
+def empty_server(url: str) -> None:
+    """Delete what earlier documents left on the documents' server: everything, by exact
+    name (aliases and component templates with their prefix)."""
+    client = Elasticsearch(url)
+    try:
+        for first in sorted({name[0] for name in left_on(client)}):
+            delete_prefixed(client, first)
+        assert left_on(client) == set(), "the documents' server could not be emptied"
+    finally:
+        client.close()
+
+
 def _receivers() -> dict[str, set[Any]]:
     return {name: set(signal.receivers) for name, signal in em.signals.namespace.items()}
 
@@ -108,8 +134,10 @@ def _disconnect_added(before: dict[str, set[Any]]) -> None:
 
 
 def run_document(path: Path, url: str, monkeypatch: pytest.MonkeyPatch, cwd: Path) -> int:
-    """Run the runnable blocks of ``path`` in order, in one namespace; returns how many."""
+    """Run the runnable blocks of ``path`` in order, in one namespace, on an emptied server;
+    returns how many."""
     blocks = [b for b in python_blocks(path) if b.not_run is None]
+    empty_server(url)
     monkeypatch.setenv("ESMAPPER_URL", url)
     monkeypatch.chdir(cwd)
     namespace: dict[str, Any] = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
@@ -126,10 +154,43 @@ def run_document(path: Path, url: str, monkeypatch: pytest.MonkeyPatch, cwd: Pat
     return len(blocks)
 
 
+#: The guide's pages with Python blocks (each runs on its own, from an empty server).
+GUIDE = (
+    "getting-started", "models", "querying", "sessions", "signals", "custom-fields", "redis",
+    "migrations", "operations", "testing-your-app", "from-elasticsearch-dsl",
+)  # fmt: skip
+
+
 def test_the_documents_are_found() -> None:
     names = {_document_id(p) for p in RUNNABLE}
-    assert {"README.md", "docs/from-elasticsearch-dsl.md"} <= names
+    assert {"README.md", *(f"docs/{page}.md" for page in GUIDE)} <= names
     assert python_blocks(ROOT / "README.md"), "no Python block found in README.md"
+
+
+_ANY_PYTHON_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ ]*(python3?|py)\b", re.MULTILINE)
+
+
+def test_no_python_block_is_left_out() -> None:
+    """A fence the harness does not read (indented four spaces or more, inside an admonition
+    or a quote) would be a block nobody runs."""
+    for path in DOCUMENTS:
+        text = path.read_text(encoding="utf-8")
+        fences = len(_ANY_PYTHON_FENCE.findall(text))
+        assert len(python_blocks(path)) == fences, f"{_document_id(path)}: a block is not read"
+
+
+def test_each_document_starts_from_an_empty_server(docs_server: str) -> None:
+    client = Elasticsearch(docs_server)
+    try:
+        client.indices.create(index="employees-v1", aliases={"employees": {}})
+        client.indices.put_index_template(name="visits", index_patterns=["visits-*"])
+        client.ingest.put_pipeline(id="employees-pipeline", processors=[])
+        assert {"employees-v1", "visits", "employees-pipeline"} <= left_on(client)
+        empty_server(docs_server)
+        assert left_on(client) == set()
+        assert not client.indices.exists_alias(name="employees")
+    finally:
+        client.close()
 
 
 RUNNABLE = [p for p in DOCUMENTS if any(b.not_run is None for b in python_blocks(p))]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -213,3 +215,71 @@ def test_the_compose_file_runs_the_test_image_as_the_docker_server_does(major: i
     assert service["ports"] == ["127.0.0.1:${ES_PORT:-9200}:9200"]
     health = " ".join(service["healthcheck"]["test"])
     assert "_cluster/health?wait_for_status=yellow" in health
+
+
+# -- the browser of the browser tests: installed with apt-get, unless skipped ----------------
+
+
+class Apt:
+    """A machine without Chromium, with apt-get, as root: what ``ensure_browser`` runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ran: list[list[str]] = []
+        monkeypatch.setattr(
+            shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None
+        )
+        monkeypatch.setattr(os, "geteuid", lambda: 0, raising=False)
+        monkeypatch.setattr(subprocess, "run", self.run)
+
+    def run(self, command: list[str], check: bool = False, **kwargs: Any) -> Any:
+        self.ran.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "skipped"),
+    [("1", True), ("yes", True), ("true", True), ("0", False), ("off", False), ("", False)],
+)
+def test_the_browser_switch_is_read_from_the_environment(value: str, skipped: bool) -> None:
+    assert dev.browser_tests_skipped({dev.SKIP_BROWSER: value}) is skipped
+    assert dev.browser_tests_skipped({}) is False
+
+
+def test_test_runs_apt_get_update_then_installs_chromium_and_its_driver_as_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apt = Apt(monkeypatch)
+    monkeypatch.delenv(dev.SKIP_BROWSER, raising=False)
+    dev.ensure_browser()
+    assert apt.ran == [
+        ["/usr/bin/apt-get", "update", "-q"],
+        ["/usr/bin/apt-get", "install", "-y", "-q", "--no-install-recommends",
+         "chromium", "chromium-driver"],
+    ]  # fmt: skip
+    assert "installing chromium and chromium-driver" in capsys.readouterr().out
+
+
+def test_skipping_the_browser_tests_installs_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apt = Apt(monkeypatch)
+    monkeypatch.setenv(dev.SKIP_BROWSER, "1")
+    dev.ensure_browser()
+    assert apt.ran == []
+    assert (
+        f"{dev.SKIP_BROWSER} is set: the browser tests will be skipped" in capsys.readouterr().out
+    )
+
+
+def test_skipping_the_browser_tests_skips_them_saying_why() -> None:
+    browser_tests = ROOT / "tests" / "integration" / "examples" / "test_webapp_browser.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--es-spec=off",
+         str(browser_tests)],
+        cwd=ROOT, env={**os.environ, dev.SKIP_BROWSER: "1"}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b[1-9][0-9]* skipped", done.stdout), done.stdout
+    assert "passed" not in done.stdout and "failed" not in done.stdout, done.stdout
+    assert f"browser tests skipped: {dev.SKIP_BROWSER} is set" in done.stdout

@@ -36,6 +36,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "NO_MKDOCS_2_WARNING": "1",  # Material's notice about its own future, not the build's
     }
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
@@ -46,8 +47,15 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert done.returncode == 0, log
     assert "WARNING" not in log, log
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert "Getting started in your own code" in home  # the README is the guide's home
+    assert "A first example" in home  # the README is the site's home
     assert 'href="from-elasticsearch-dsl/"' in home  # its docs/ links work on the site
+    for page in GUIDE_PAGES:  # each guide page is built and in the navigation
+        assert f'href="{page}/"' in home and (site / page / "index.html").is_file(), page
+    start = (site / "getting-started" / "index.html").read_text(encoding="utf-8")
+    assert "Getting started in your own code" in start and 'class="admonition note"' in start
+    # the theme: Material, its search, the light/dark toggle and the copy buttons
+    assert 'data-md-component="palette"' in home and 'data-md-color-scheme="slate"' in home
+    assert "content.code.copy" in home and (site / "search" / "search_index.json").is_file()
     api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     assert "esmapper.Mapper" in api and "configure_indexes" in api  # from the docstrings
     assert ":class:" not in api
@@ -115,6 +123,14 @@ def test_the_options_table_reader_sees_rows_and_nothing_else() -> None:
     assert index_option_rows(page) == {
         "name": ["`str`", "snake case", "The alias.", '`name = "x"`']
     }
+
+
+#: The guide's pages (docs/<page>.md), each in the site's navigation.
+GUIDE_PAGES = (
+    "getting-started", "models", "querying", "sessions", "signals", "custom-fields", "redis",
+    "migrations", "operations", "testing-your-app", "real-cluster", "from-elasticsearch-dsl",
+    "performance", "reliability", "architecture",
+)  # fmt: skip
 
 
 def _hook() -> Any:

@@ -2,7 +2,7 @@
 a small hot set through one Redis; every read is checked against the writes of its moment.
 
 ``ESMAPPER_SOAK_SECONDS`` (default 4) and ``ESMAPPER_SOAK_THREADS`` (default 3 per process)
-size it; the figures are printed (``pytest -s``) and go to the README's reliability section.
+size it; the figures are printed (``pytest -s``) and go to docs/reliability.md.
 """
 
 from __future__ import annotations

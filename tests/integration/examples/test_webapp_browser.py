@@ -5,7 +5,7 @@ index prefix. Every page visited is photographed into ``build/screenshots/`` (gi
 on every run. The browser is the system's: ``/usr/bin/chromium`` with
 ``/usr/bin/chromedriver`` (``python3 dev.py test`` installs them with apt-get when it can);
 Selenium is given the driver's path so it never downloads one. Without them the tests are
-skipped, saying so.
+skipped, saying so; ``ESMAPPER_SKIP_BROWSER_TESTS=1`` skips them on any machine.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
+import dev
 import esmapper as em
 from examples.webapp.app import create_app
 from examples.webapp.models import Employee, Team
@@ -69,6 +70,8 @@ def _browser() -> str | None:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[WebDriver]:
+    if dev.browser_tests_skipped():
+        pytest.skip(f"browser tests skipped: {dev.SKIP_BROWSER} is set")
     browser = _browser()
     if browser is None or not os.path.exists(CHROMEDRIVER):
         pytest.skip(
