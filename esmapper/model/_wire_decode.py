@@ -217,7 +217,7 @@ def _compile(cls: type) -> Loader | None:
     stored: list[FieldSpec] = []
     meta: list[str] = []
     #: the stored fields read from the hit's metadata (the id): any value, or none
-    others: list[tuple[str, Any, Any]] = []
+    others: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     for spec in info.fields:
         if spec.name == "id" and info.is_document:
             meta.append("o.id = h._id")
@@ -239,7 +239,7 @@ def _compile(cls: type) -> Loader | None:
     # the same, refusing any key the model does not declare (the keys a save keeps)
     strict = msgspec.defstruct(
         f"{cls.__name__}StrictSourceMirror",
-        [(spec.name, gen.field_type(spec, 0, strict=True)) for spec in stored] + others,
+        [*((spec.name, gen.field_type(spec, 0, strict=True)) for spec in stored), *others],
         gc=False,
         forbid_unknown_fields=True,
     )
