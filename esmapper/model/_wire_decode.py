@@ -20,6 +20,14 @@ an unknown enum value, a date the expression refuses), an integer beyond 64 bits
 fields' holder), an embedded model with such a field or a field that is not stored, has no
 mirror: every hit of it takes the current path.
 
+Each model has a second, strict mirror: the same types, refusing any key the model does
+not declare (``forbid_unknown_fields``, down every embedded mirror; the id, read from the
+hit, may be stored or not). It is tried first: a source it reads holds only declared keys,
+and the ``DocState`` says so (:attr:`~esmapper.model.state.DocState.declared_only`, the
+original's very bytes object), so a save of the document need not look for undeclared keys
+to keep. A source it refuses for such a key is read by the lenient mirror, and so is the
+rest of the page (an index whose documents carry such keys pays one extra decode per page).
+
 The generated code makes no call per hit but the mirror's decode (and the conversions a
 date or an enum takes): one loop over the hits, the version and the ``DocState`` built
 inline (:func:`~esmapper.model.state.version_code`,
