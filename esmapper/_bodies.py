@@ -21,7 +21,7 @@ from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction
 from esmapper.errors import DocumentError
 from esmapper.model._wire_encode import source_encoder, undeclared_keys
-from esmapper.model.state import state_of
+from esmapper.model.state import declared_only, state_of
 from esmapper.options import Options
 
 if TYPE_CHECKING:
@@ -171,9 +171,11 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
     state = state_of(doc)
     whole = state is None or not state.partial
     # the _source's bytes from the compiled encoder, unless the stored source may hold
-    # fields the model does not declare (kept: with_extras) or a value needs the dict path
+    # fields the model does not declare (kept: with_extras; an original its loading
+    # proved to hold none is not looked into again) or a value needs the dict path
     source = None
-    if whole and not undeclared_keys(info, pending.original_as_held):
+    held = pending.original_as_held
+    if whole and (declared_only(state, held) or not undeclared_keys(info, held)):
         encode = source_encoder(info)
         source = None if encode is None else encode(doc)
     body = info.to_source(doc) if source is None else None

@@ -20,6 +20,14 @@ an unknown enum value, a date the expression refuses), an integer beyond 64 bits
 fields' holder), an embedded model with such a field or a field that is not stored, has no
 mirror: every hit of it takes the current path.
 
+Each model has a second, strict mirror: the same types, refusing any key the model does
+not declare (``forbid_unknown_fields``, down every embedded mirror; the id, read from the
+hit, may be stored or not). It is tried first: a source it reads holds only declared keys,
+and the ``DocState`` says so (:attr:`~esmapper.model.state.DocState.declared_only`, the
+original's very bytes object), so a save of the document need not look for undeclared keys
+to keep. A source it refuses for such a key is read by the lenient mirror, and so is the
+rest of the page (an index whose documents carry such keys pays one extra decode per page).
+
 The generated code makes no call per hit but the mirror's decode (and the conversions a
 date or an enum takes): one loop over the hits, the version and the ``DocState`` built
 inline (:func:`~esmapper.model.state.version_code`,
@@ -59,6 +67,9 @@ _SCALARS: dict[str, Any] = {
     "datetime": str | _Int64 | float,
 }
 
+#: a stored key read from the hit's metadata instead (the id), absent from the source
+_ABSENT = msgspec.Raw(b"null")
+
 #: ``load_all(hits, append, slow)``: appends the document of every hit, those the mirror
 #: cannot read as ``slow(hit, version, condition)`` builds them
 Loader = Callable[[Sequence[Any], Callable[[Any], None], Callable[[Any, Any, Any], Any]], None]
@@ -72,12 +83,14 @@ class _Gen:
 
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
-        #: an embedded model -> (its mirror Struct, its names' prefix), ``None``: no mirror
-        self.inner: dict[type, tuple[type, str] | None] = {}
+        #: (an embedded model, strict) -> (its mirror Struct, its names' prefix), ``None``:
+        #: no mirror
+        self.inner: dict[tuple[type, bool], tuple[type, str] | None] = {}
         self.builders: dict[type, str] = {}
 
-    def value_type(self, spec: FieldSpec, depth: int) -> Any:
-        """The mirror's type of one value of ``spec`` (``None``: no exact type)."""
+    def value_type(self, spec: FieldSpec, depth: int, strict: bool = False) -> Any:
+        """The mirror's type of one value of ``spec`` (``None``: no exact type);
+        ``strict``: its embedded objects' mirrors refuse keys their models do not declare."""
         if spec.kind in _SCALARS:
             return _SCALARS[spec.kind]
         if spec.kind == "enum" and spec.enum is not None:
@@ -86,12 +99,12 @@ class _Gen:
                 return str
             return _Int64 if kinds == {int} else None
         if spec.kind == "inner" and spec.inner is not None:
-            built = self.mirror(spec.inner, depth + 1)
+            built = self.mirror(spec.inner, depth + 1, strict)
             return None if built is None else built[0]
         return None  # "any": what orjson gives is not typed
 
-    def field_type(self, spec: FieldSpec, depth: int) -> Any:
-        one = self.value_type(spec, depth)
+    def field_type(self, spec: FieldSpec, depth: int, strict: bool = False) -> Any:
+        one = self.value_type(spec, depth, strict)
         if one is None:
             return None
         return list[one] | one | None if spec.many else one | None  # type: ignore[valid-type]
@@ -105,24 +118,30 @@ class _Gen:
         self.ns[f"{prefix}_cls"], self.ns[f"{prefix}_raw"] = cls, raw
         return True
 
-    def mirror(self, cls: type, depth: int) -> tuple[type, str] | None:
+    def mirror(self, cls: type, depth: int, strict: bool = False) -> tuple[type, str] | None:
         """The mirror Struct of the embedded model ``cls`` (every key required: a key
-        missing fails the decoding) and its names' prefix, or ``None`` when ``cls`` has no
-        exact mirror."""
-        if cls in self.inner:
-            return self.inner[cls]
-        self.inner[cls] = None  # (a model embedding itself: no mirror)
+        missing fails the decoding; ``strict``: a key ``cls`` does not declare too) and its
+        names' prefix, or ``None`` when ``cls`` has no exact mirror."""
+        key = (cls, strict)
+        if key in self.inner:
+            return self.inner[key]
+        self.inner[key] = None  # (a model embedding itself: no mirror)
         # named before the embedded models it embeds are built: each its own names
         prefix = f"_m{len(self.inner)}"
         info = cls.__esmapper__  # type: ignore[attr-defined]
         if depth > 8 or not all(field.stored for field in info.fields):
             return None
-        types_ = [(field.name, self.field_type(field, depth)) for field in info.fields]
-        if any(kind is None for _, kind in types_) or not self.model(cls, prefix):
+        types_ = [(field.name, self.field_type(field, depth, strict)) for field in info.fields]
+        if any(kind is None for _, kind in types_) or not (strict or self.model(cls, prefix)):
             return None
         # every key required; not tracked by the collector (it holds no cycle)
-        struct = msgspec.defstruct(f"{cls.__name__}Mirror", types_, gc=False)
-        self.inner[cls] = built = (struct, prefix)
+        struct = msgspec.defstruct(
+            f"{cls.__name__}{'Strict' if strict else ''}Mirror",
+            types_,
+            gc=False,
+            forbid_unknown_fields=strict,
+        )
+        self.inner[key] = built = (struct, prefix)
         return built
 
     def fill(
@@ -202,12 +221,16 @@ class _Gen:
 
 def _compile(cls: type) -> Loader | None:
     info = cls.__esmapper__  # type: ignore[attr-defined]
-    ns: dict[str, Any] = {"_new": object.__new__}
+    ns: dict[str, Any] = {"_new": object.__new__, "_ValidationError": msgspec.ValidationError}
     stored: list[FieldSpec] = []
     meta: list[str] = []
+    #: the stored fields read from the hit's metadata (the id): any value, or none
+    others: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     for spec in info.fields:
         if spec.name == "id" and info.is_document:
             meta.append("o.id = h._id")
+            if spec.stored:
+                others.append((spec.name, msgspec.Raw, _ABSENT))
         elif spec.name == "version" and info.versioned:
             meta.append("o.version = version")
         elif not spec.stored:
@@ -221,19 +244,47 @@ def _compile(cls: type) -> Loader | None:
     # every key required; not tracked by the collector (it holds no cycle)
     struct = msgspec.defstruct(f"{cls.__name__}SourceMirror", types_, gc=False)
     ns["_decode"] = msgspec.json.Decoder(struct).decode
+    # the same, refusing any key the model does not declare (the keys a save keeps)
+    strict = msgspec.defstruct(
+        f"{cls.__name__}StrictSourceMirror",
+        [*((spec.name, gen.field_type(spec, 0, strict=True)) for spec in stored), *others],
+        gc=False,
+        forbid_unknown_fields=True,
+    )
+    ns["_decode_strict"] = msgspec.json.Decoder(strict).decode
     fill = ["o = _raw()", *meta, *gen.fill("", stored, "s", "o", 0)]
     state = loaded_state_code(
-        ns, "st", original="bytes(raw)", index="h._index", version="version", condition="condition"
+        ns,
+        "st",
+        original="b",
+        index="h._index",
+        version="version",
+        condition="condition",
+        declared_only="declared",
     )
     lines = [
         "def load_all(hits, append, slow):",
+        "    strict = True",
         "    for h in hits:",
         "        raw = h._source",
         "        seq, term = h._seq_no, h._primary_term",
         *(f"        {line}" for line in version_code("seq", "term", "version", "condition")),
         "        if len(raw) > 4:",  # not absent, not null
         "            try:",
-        "                s = _decode(raw)",
+        # only declared keys (the original then vouches for itself at a save); once a
+        # hit of the page had others, the rest of the page is read without the check
+        "                if strict:",
+        "                    try:",
+        "                        s = _decode_strict(raw)",
+        "                        b = declared = bytes(raw)",
+        "                    except _ValidationError:",
+        "                        s = _decode(raw)",
+        "                        strict = declared = None",
+        "                        b = bytes(raw)",
+        "                else:",
+        "                    s = _decode(raw)",
+        "                    b = bytes(raw)",
+        "                    declared = None",
         *(f"                {line}" for line in fill),
         # a key missing, another type, a value the expression refuses: the current path
         "            except Exception:",

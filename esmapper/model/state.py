@@ -9,6 +9,7 @@ from esmapper import _json
 __all__ = [
     "DecodedOnRead",
     "DocState",
+    "declared_only",
     "loaded_state_code",
     "remember",
     "state_of",
@@ -68,13 +69,18 @@ class DocState:
     mutate that value at any time. ``assigned`` names the fields assigned since a partial
     load. ``condition`` is ``(version, seq_no, primary_term)`` when the store gave the
     numbers with a version: a conditional write of a document whose ``version`` is that
-    very string object sends them without parsing it again.
+    very string object sends them without parsing it again. ``declared_only`` is the
+    very object ``original`` was held as when the loading proved it holds no key the
+    model does not declare (:mod:`esmapper.model._wire_decode`'s strict mirror read it),
+    else ``None``: a save of the document may then skip looking for undeclared keys to
+    keep, as long as the original is still held as that object (:func:`declared_only`).
     """
 
     __slots__ = (
         "_original",
         "assigned",
         "condition",
+        "declared_only",
         "index",
         "partial",
         "session",
@@ -98,6 +104,7 @@ class DocState:
         self.version = version
         self.condition = condition
         self.watched = False
+        self.declared_only: object = None
         #: fields assigned since a partial load (see ``partial``); ``None``: none
         self.assigned: set[str] | None = None
 
@@ -136,12 +143,19 @@ def version_code(seq_no: str, primary_term: str, version: str, condition: str) -
 
 
 def loaded_state_code(
-    ns: dict[str, Any], target: str, *, original: str, index: str, version: str, condition: str
+    ns: dict[str, Any],
+    target: str,
+    *,
+    original: str,
+    index: str,
+    version: str,
+    condition: str,
+    declared_only: str = "None",
 ) -> list[str]:
     """Statements of generated code making ``target`` what ``DocState(original, index,
     None, False, version, condition)`` makes (each argument the name of a variable),
-    without the call: a new instance, every slot stored (the names they use are put in
-    ``ns``)."""
+    its ``declared_only`` the variable ``declared_only``, without the call: a new
+    instance, every slot stored (the names they use are put in ``ns``)."""
     ns["_new"] = object.__new__
     ns["_DocState"] = DocState
     values = {
@@ -153,10 +167,18 @@ def loaded_state_code(
         "condition": condition,
         "watched": "False",
         "assigned": "None",
+        "declared_only": declared_only,
     }
     if sorted(values) != sorted(DocState.__slots__):  # a slot added to DocState: set it here
         raise RuntimeError("loaded_state_code does not set every slot of DocState")
     return [f"{target} = _new(_DocState)", *(f"{target}.{k} = {v}" for k, v in values.items())]
+
+
+def declared_only(state: DocState | None, held: object) -> bool:
+    """Whether ``held`` (a document's original as held: bytes, a dict or ``None``, e.g. a
+    pending write's ``original_as_held``) is the original the loading of the document of
+    ``state`` proved to hold only keys its model declares (:attr:`DocState.declared_only`)."""
+    return held is not None and state is not None and state.declared_only is held
 
 
 def stored_hit(doc: Any) -> dict[str, Any]:

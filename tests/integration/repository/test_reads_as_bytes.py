@@ -5,13 +5,18 @@ shards did not answer (a real cluster answers it with status 200)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from elasticsearch import Elasticsearch, NotFoundError
 from elasticsearch.serializer import JsonSerializer, OrjsonSerializer
 
 import esmapper as em
+from esmapper import _bodies
 from esmapper._raw_answers import RawJson, answer, raw_client
 from esmapper.indexes import reads
+from esmapper.model._wire_encode import undeclared_keys
 from esmapper.model.state import state_of
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
@@ -123,3 +128,36 @@ def test_get_many_answered_in_another_order_keeps_the_request_order(
     many = repo.get_many(["c2", "x", "c0", "c3"])
     assert [d.id for d in many] == ["c2", "c0", "c3"] and [d.n for d in many] == [2, 0, 3]
     assert all(isinstance(state_of(d).original_or_bytes, bytes) for d in many)
+
+
+def test_a_save_looks_for_undeclared_keys_only_in_sources_that_may_hold_some(
+    make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mapper = make_mapper(Card, configure=True)
+    repo = mapper.repository(Card)
+    repo.add([Card(id=f"c{i}", title=f"t{i}", n=i) for i in range(3)], consistency="immediate")
+    client = mapper.client
+    alias = repo.spec.alias
+    # the last of the page (after a hit with undeclared keys, the page's rest is not checked)
+    client.update(index=alias, id="c2", doc={"theirs": {"kept": [1, 2.5]}}, refresh=True)
+    looked: list[Any] = []
+
+    def counted(info: Any, original: Any) -> bool:
+        looked.append(original)
+        return undeclared_keys(info, original)
+
+    monkeypatch.setattr(_bodies, "undeclared_keys", counted)
+    reads_: list[Callable[[], list[Card]]] = [
+        lambda: repo.find(sort="n", limit=3).documents,
+        lambda: repo.get_many(["c0", "c1", "c2"]),
+    ]
+    for read in reads_:
+        many = read()
+        for doc in many:
+            doc.n += 10
+        repo.save(many, consistency="immediate")
+    # the loading proved c0 and c1 declared-only: only c2's original was looked into
+    assert len(looked) == 2 and all(b'"theirs"' in o for o in looked)
+    stored = client.get(index=alias, id="c2").body["_source"]
+    assert stored["theirs"] == {"kept": [1, 2.5]} and stored["n"] == 22  # kept, as before
+    assert [client.get(index=alias, id=f"c{i}").body["_source"]["n"] for i in (0, 1)] == [20, 21]

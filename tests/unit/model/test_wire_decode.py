@@ -15,7 +15,8 @@ import pytest
 import esmapper as em
 from esmapper._raw_answers import Hit, decode_docs, decode_search
 from esmapper.model import _wire_decode
-from esmapper.model.state import DocState, state_of, version_of
+from esmapper.model._wire_encode import undeclared_keys
+from esmapper.model.state import DocState, declared_only, state_of, version_of
 from tests.unit.model.models import Address, Color, Employee, Everything, Note, Priority, Review
 
 
@@ -306,3 +307,69 @@ def test_a_document_read_by_id_without_a_source_is_still_stored() -> None:
     assert (state.original, state.index, state.version) == ({}, "i", "1:3")
     (searched,) = _wire_decode.hydrate(Employee.__esmapper__, docs, False)
     assert state_of(searched) is None  # a search hit without _source: as the search path
+
+
+# -- the "declared only" mark: a save of such a document need not look for undeclared keys
+
+
+def _declared(doc: Any) -> bool:
+    state = state_of(doc)
+    return declared_only(state, None if state is None else state.original_or_bytes)
+
+
+@pytest.mark.parametrize(
+    ("change", "declared"),
+    [
+        (lambda s: None, True),
+        (lambda s: s.pop("id"), True),  # the id read from the hit: its key may be absent
+        (lambda s: s.update(address=None, born=None), True),
+        (lambda s: s.update(undeclared=1), False),
+        (lambda s: s.update(version="1:1"), False),  # not a stored key of the model
+        (lambda s: s["address"].update(zip="00100"), False),  # kept by a save, too
+        (lambda s: s["reviews"][0].update(extra=True), False),  # (a save drops that one)
+    ],
+)
+def test_a_source_of_declared_keys_only_is_marked_so_and_no_other(
+    change: Any, declared: bool
+) -> None:
+    info = Profile.__esmapper__
+    source = _profile(1)
+    change(source)
+    _, mirrored = _same(info, _answer([source]))  # (reads the originals: decoded)
+    docs = _fast(info, _answer([source]))
+    assert mirrored == [True] and _declared(docs[0]) is declared
+    held = state_of(docs[0]).original_or_bytes
+    assert isinstance(held, bytes)
+    if declared:  # what the save's own check would have answered
+        assert not undeclared_keys(info, held)
+
+
+def test_after_a_hit_with_undeclared_keys_the_page_is_read_without_the_check() -> None:
+    sources = [_profile(i) for i in range(4)]
+    sources[1]["undeclared"] = {"kept": True}
+    _, mirrored = _same(Profile.__esmapper__, _answer(sources))
+    docs = _fast(Profile.__esmapper__, _answer(sources))
+    assert all(mirrored)  # every hit through the mirror, the rest of the page unchecked
+    assert [_declared(d) for d in docs] == [True, False, False, False]
+    assert b'"undeclared":{"kept":true}' in state_of(docs[1]).original_or_bytes
+
+
+def test_a_hit_the_mirror_cannot_read_leaves_the_check_on_for_the_page() -> None:
+    sources = [_profile(i) for i in range(3)]
+    sources[0]["age"] = "thirty"  # the current path's (lenient) value
+    _, mirrored = _same(Profile.__esmapper__, _answer(sources))
+    docs = _fast(Profile.__esmapper__, _answer(sources))
+    assert mirrored == [False, True, True]
+    assert [_declared(d) for d in docs] == [False, True, True]
+
+
+def test_the_mark_vouches_only_for_the_original_it_was_made_for() -> None:
+    doc = _fast(Profile.__esmapper__, _answer([_profile(1)]))[0]
+    state = state_of(doc)
+    held = state.original_or_bytes
+    assert isinstance(held, bytes) and declared_only(state, held)
+    assert not declared_only(state, bytes(bytearray(held)))  # equal bytes, another object
+    assert state.original["name"] == "Profile 1"  # decoded: the dict is held now
+    assert not declared_only(state, state.original_or_bytes)
+    assert not declared_only(None, held) and not declared_only(state, None)
+    assert DocState({"name": "x"}).declared_only is None  # made elsewhere: no mark
