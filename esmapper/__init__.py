@@ -36,6 +36,7 @@ from esmapper.errors import (
     PartialResultsError,
     QueryValidationError,
     ReindexError,
+    ScriptError,
     SnapshotExpiredError,
     VersionConflictError,
 )
@@ -194,6 +195,7 @@ __all__ = [
     "ReindexResult",
     "Repository",
     "ScaledFloat",
+    "ScriptError",
     "ScriptPatch",
     "SearchAsYouType",
     "Session",

@@ -80,6 +80,16 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.DocumentValidationError: lambda: errors.DocumentValidationError(
         "title: must be a str", field="title", ids=["n1"]
     ),
+    errors.ScriptError: lambda: errors.ScriptError(
+        "patch_all on Note: the painless script does not compile",
+        script="ctx._source.n = ;",
+        lang="painless",
+        position=16,
+        script_stack=["ctx._source.n = ;", "                ^---- HERE"],
+        cause="invalid sequence of tokens near [';'].",
+        reason="compile error",
+        index="notes",
+    ),
     errors.OutcomeUnknownError: lambda: errors.OutcomeUnknownError(
         "no answer", ids=["n1"], error_type="outcome_unknown"
     ),

@@ -36,9 +36,7 @@ READS: dict[str, Callable[[em.Repository[Message]], Any]] = {
 
 
 @pytest.fixture
-def messages_through(
-    make_mapper: MakeMapper, proxy: FaultProxy
-) -> em.Repository[Message]:
+def messages_through(make_mapper: MakeMapper, proxy: FaultProxy) -> em.Repository[Message]:
     mapper = make_mapper(Employee, Message, url=proxy.url, configure=True)
     repo = mapper.repository(Message)
     repo.add(Message(tenant="t1", message_id="m1", handler_type="h", body="hello"),
