@@ -37,6 +37,7 @@ from esmapper.errors import (
     QueryValidationError,
     ReindexError,
     ScriptError,
+    ServerUnreachableError,
     SnapshotExpiredError,
     VersionConflictError,
 )
@@ -198,6 +199,7 @@ __all__ = [
     "ScriptError",
     "ScriptPatch",
     "SearchAsYouType",
+    "ServerUnreachableError",
     "Session",
     "SessionClosedError",
     "ShardFailure",

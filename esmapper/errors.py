@@ -33,6 +33,9 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- LockError                     a lock could not be acquired, renewed or released
      +-- RedisUnavailable              Redis did not answer (the cache and bus fall back)
      +-- ServerStartError              a test server did not start (also RuntimeError)
+     +-- ServerUnreachableError        Elasticsearch could not be connected to (refused, host
+                                       name unknown): names the URL and what to check (also
+                                       the client's elastic_transport.ConnectionError)
 
 Errors carry what is known about the failure: ``index``, ``ids``, and the server's
 ``error_type`` and ``reason`` (e.g. ``version_conflict_engine_exception``). Errors of
@@ -50,6 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
+from elastic_transport import ConnectionError as TransportConnectionError
 
 if TYPE_CHECKING:
     from esmapper.bulk import BulkOutcome
@@ -81,6 +85,7 @@ __all__ = [
     "ReindexError",
     "ScriptError",
     "ServerStartError",
+    "ServerUnreachableError",
     "SessionClosedError",
     "SnapshotExpiredError",
     "VersionConflictError",
@@ -637,3 +642,28 @@ class RedisUnavailable(EsmapperError):
 
 class ServerStartError(EsmapperError, RuntimeError):
     """A test server could not be started, or never answered ``GET /_cluster/health``."""
+
+
+class ServerUnreachableError(EsmapperError, TransportConnectionError):
+    """No connection to Elasticsearch could be made (after the client's retries): the
+    connection was refused (nothing listens at that host and port) or the host name does
+    not resolve. The message names the URL(s) and what to check; ``urls`` lists them,
+    ``cause`` says which failure it was, and ``errors`` keeps the client's errors of each
+    attempt. It is also the client's ``elastic_transport.ConnectionError`` (a
+    ``TransportError``), so code catching the client's errors still does. Raised by the
+    clients a :class:`~esmapper.mapper.Mapper` makes from URLs (a client handed to the
+    Mapper raises its own errors)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        urls: Sequence[str] = (),
+        cause: str | None = None,
+        errors: Sequence[Exception] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.urls = list(urls)
+        self.cause = cause
+        self.errors = tuple(errors)

@@ -159,6 +159,12 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.LockError: lambda: errors.LockError("lock reindex is held", index="locks"),
     errors.RedisUnavailable: lambda: errors.RedisUnavailable("Redis at redis://x is unavailable"),
     errors.ServerStartError: lambda: errors.ServerStartError("port 9200 is already in use"),
+    errors.ServerUnreachableError: lambda: errors.ServerUnreachableError(
+        "cannot reach Elasticsearch at http://127.0.0.1:1: the connection was refused",
+        urls=["http://127.0.0.1:1"],
+        cause="refused",
+        error_type="connection_refused",
+    ),
 }
 
 
