@@ -41,12 +41,16 @@ def down_url() -> str:
     return f"http://127.0.0.1:{_closed_port()}"
 
 
-@pytest.mark.parametrize("call", ["get", "find", "count", "add", "configure_indexes"])
+@pytest.mark.parametrize(
+    "call", ["get", "get_many", "find", "count", "add", "session", "configure_indexes"]
+)
 def test_every_call_raises_one_error_naming_the_url(down_url: str, call: str) -> None:
     with em.Mapper(down_url, models=[Thing]) as mapper:
         repo = mapper.repository(Thing)
         calls: dict[str, Callable[[], object]] = {
             "get": lambda: repo.get("x"),
+            "get_many": lambda: repo.get_many(["x", "y"]),
+            "session": lambda: mapper.session().find(Thing),
             "find": repo.find,
             "count": repo.count,
             "add": lambda: repo.add(Thing(n=1)),
