@@ -421,7 +421,7 @@ def list_employees() -> tuple[str, int]:
     filtered and sorted by (one column each)."""
     listing = Listing.from_request(".list_employees", DEFAULT_SORT)
     teams = _team_names()
-    if listing.team and listing.team not in teams:
+    if listing.team and listing.team not in teams and not _team_exists(listing.team):
         problem = QueryProblem(
             f"There is no team {listing.team!r}. Pick a team in the list, or All teams.",
             "team",
@@ -456,6 +456,15 @@ def list_employees() -> tuple[str, int]:
         custom=custom,
         teams=teams,
     )
+
+
+def _team_exists(slug: str) -> bool:
+    """Whether the company has a team ``slug`` (beyond the first 100 listed by name)."""
+    key = Team(company_id=current_app.config["COMPANY_ID"], slug=slug)
+    try:
+        return _load(Team, current_mapper.repository(Team).compose_id(key)) is not None
+    except (em.DocumentValidationError, em.IdTooLongError, em.InvalidIdTermError):  # no slug
+        return False
 
 
 def _teams_with_field(name: str, teams: dict[str, str]) -> list[str]:
