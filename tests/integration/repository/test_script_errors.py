@@ -10,6 +10,7 @@ import pytest
 from elasticsearch import BadRequestError
 
 import esmapper as em
+from esmapper.testing.cluster import ClusterProxy
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 
@@ -85,3 +86,16 @@ def test_a_real_clusters_refused_update_by_query(
         "                       ^",
     ]
     assert isinstance(error.__cause__, BadRequestError)  # the client's error, chained
+
+
+def test_a_task_that_failed_on_the_script(make_mapper: MakeMapper, cluster: ClusterProxy) -> None:
+    """On a cluster that keeps tasks, the update-by-query starts as a task and the script's
+    error is the task's ``error``: the same ScriptError."""
+    mapper = make_mapper(Message, url=cluster.url, configure=True)
+    repo = mapper.repository(Message)
+    repo.add(Message(tenant="t", message_id="m", handler_type="h"), consistency="wait")
+    with pytest.raises(em.ScriptError) as raised:
+        repo.patch_all(None, em.ScriptPatch(BAD))
+    assert cluster.tasks.started == 1  # (it ran as a task)
+    assert raised.value.reason == "compile error" and raised.value.script == BAD
+    assert str(raised.value).startswith("patch_all on Message: the painless script does not")
