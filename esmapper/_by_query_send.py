@@ -32,6 +32,7 @@ from esmapper.errors import (
     BulkWriteError,
     DocumentError,
     OutcomeUnknownError,
+    ScriptError,
     VersionConflictError,
 )
 from esmapper.options import Options, refresh_param
@@ -80,12 +81,19 @@ class ByQuery:
             if is_index_missing(exc):
                 return 0
             raise
+        except ApiError as exc:  # refused as a whole: a script that does not compile...
+            refused = ScriptError.of_answer(
+                _answer_error(exc), call=call, script=script.get("source"), index=self.spec.alias
+            )
+            if refused is None:
+                raise
+            raise refused from exc
         except TaskError as exc:
             effect = "the script may have run on some or all matches"
             raise self._task_unknown(effect, "updated", exc) from exc
         finally:
             ctx.invalidate_model(info)
-        if self._nothing_to_write(call, result):
+        if self._nothing_to_write(call, result, script.get("source")):
             return 0
         updated = result.count("updated")
         if updated:
@@ -209,15 +217,19 @@ class ByQuery:
         )
         return result
 
-    def _nothing_to_write(self, call: str, result: TaskResult) -> bool:
+    def _nothing_to_write(self, call: str, result: TaskResult, script: str | None = None) -> bool:
         """Whether the task failed because its index does not exist (nothing to write);
-        any other error of the task as a whole (a script that does not compile, ...)
-        raises :class:`DocumentError` with the server's type and reason."""
+        a script that does not compile (``script``: its source) raises
+        :class:`ScriptError` with its line and position, any other error of the task as a
+        whole :class:`DocumentError` with the server's type and reason."""
         error = result.error
         if error is None:
             return False
         if error.get("type") == "index_not_found_exception":
             return True
+        refused = ScriptError.of_answer(error, call=call, script=script, index=self.spec.alias)
+        if refused is not None:
+            raise refused
         raise DocumentError(
             f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
             index=self.spec.alias,
@@ -271,6 +283,12 @@ class ByQuery:
             error_type=UNKNOWN,
             reason=str(lost.cause),
         )
+
+
+def _answer_error(exc: ApiError) -> object:
+    """The ``error`` object of a refused request's answer (``None``: it has none)."""
+    body = exc.body
+    return body.get("error") if isinstance(body, dict) else None
 
 
 def _failure(item: dict[str, Any], what: str) -> BulkItemFailure:

@@ -16,8 +16,9 @@ docs/architecture.md has the table of which built-in feature implements which. A
 is implemented by overriding the method of that name; the core calls the bound methods
 :class:`Points` lists (``for hook in info.points.prepare: ...``).
 
-A feature that gives meaning to a call keyword (``tenant=``) declares it in
-``call_options``: a call giving it for a model none of whose features takes it is refused
+A feature that gives meaning to a call keyword (``tenant=``, ``soft_deletes=``) declares it
+in ``call_options``: a call giving it a value that asks for the feature (any but the
+feature's ``inert_values``) for a model none of whose features takes it is refused
 (:func:`check_call_options`, the feature's :meth:`Feature.refuse_option`).
 
 A feature gets what it needs through a :class:`~esmapper._context.Context` (client,
@@ -116,6 +117,10 @@ class Feature:
     #: gives one is refused (:func:`check_call_options`, :meth:`refuse_option`), and a
     #: session's value applies only to the models it applies to
     call_options: ClassVar[tuple[str, ...]] = ()
+    #: the values of :attr:`call_options` that ask nothing of the feature (a model it does
+    #: not apply to takes them: ``tenant=None``; ``soft_deletes="active"``/``"all"`` on a
+    #: model whose documents are never soft-deleted)
+    inert_values: ClassVar[frozenset[Any]] = frozenset({None})
 
     __slots__ = ("info",)
 
@@ -298,11 +303,13 @@ def index_option_names() -> frozenset[str]:
 
 
 def check_call_options(info: ModelInfo, options: Any) -> None:
-    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``) only
-    a feature that does not apply to it reads (that feature's
-    :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
+    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``,
+    ``soft_deletes="deleted"``) only a feature that does not apply to it reads (that
+    feature's :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
     for name, feature in _call_options:
-        if getattr(options, name, None) is not None and name not in info.points.options:
+        if name not in info.points.options and getattr(options, name, None) not in (
+            feature.inert_values
+        ):
             feature.refuse_option(info, name)
 
 

@@ -215,16 +215,19 @@ class SessionReads:
         return results[0] if results else None
 
     def _read_options(self, repo: Repository[Any], given: dict[str, Any]) -> Options:
-        """The options of a read: the repository's defaults, the session's soft-delete mode,
-        cache choice and tenant (for a model one of whose features reads ``tenant``: a
-        session spans models, and the others have none), then what the call gave (the
-        session's consistency is for its flushes; a read asks for its own)."""
+        """The options of a read: the repository's defaults; the session's cache choice, its
+        soft-delete mode (for a model with soft deletes) and tenant (for a model one of
+        whose features reads ``tenant``): a session spans models, and the others have
+        neither; then what the call gave (the session's consistency is for its flushes; a
+        read asks for its own)."""
+        takes = repo.info.points.options
         session = {
-            "soft_deletes": self.options.soft_deletes,
             "cache": self.options.cache,
             "cache_key": self.options.cache_key,
-            "tenant": self.options.tenant if "tenant" in repo.info.points.options else None,
+            "tenant": self.options.tenant if "tenant" in takes else None,
         }
+        if "soft_deletes" in takes:
+            session["soft_deletes"] = self.options.soft_deletes
         return repo.defaults.merge(**{**session, **given})
 
 

@@ -27,6 +27,7 @@ from esmapper.errors import (
     DuplicateDocumentError,
     EsmapperError,
     OutcomeUnknownError,
+    ScriptError,
     VersionConflictError,
 )
 from esmapper.model.state import DocState, state_of, version_of
@@ -188,6 +189,8 @@ def failure_error(
             "sent but no answer came back, and reading it back could not decide; read the "
             "document before retrying"
         )
+    elif (refused := _script_refusal(failed, total, listed, failures, succeeded)) is not None:
+        return refused
     elif total == 1:
         error_type = DocumentError
         message = f"{first.action.op} of {first.id!r} failed with status {first.status}"
@@ -202,6 +205,31 @@ def failure_error(
         failures=failures,
         succeeded=succeeded,
     )
+
+
+def _script_refusal(
+    failed: Sequence[BulkOutcome],
+    total: int,
+    listed: str,
+    failures: Sequence[BulkItemFailure],
+    succeeded: list[Any],
+) -> ScriptError | None:
+    """The :class:`ScriptError` of a script patch's script refused for one document, or
+    for every document because it does not compile (the items' answers hold the server's
+    ``script_exception``: line and position); ``None`` otherwise (a script that failed
+    on some of several documents is a :class:`BulkWriteError`)."""
+    first = failed[0]
+    refused = ScriptError.of_answer(
+        first.error,
+        call=f"{first.action.op} of {listed}",
+        index=first.index,
+        ids=[o.id for o in failed],
+        failures=failures,
+        succeeded=succeeded,
+    )
+    if refused is None or (total != 1 and refused.reason != "compile error"):
+        return None
+    return refused
 
 
 def _failure(outcome: BulkOutcome) -> BulkItemFailure:

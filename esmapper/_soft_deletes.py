@@ -27,11 +27,27 @@ class SoftDeleteFeature(Feature):
     """``SoftDeletes`` models: ``is_deleted`` bookkeeping and its search clause."""
 
     name = "soft_deletes"
+    call_options = ("soft_deletes",)
+    inert_values = frozenset({"active", "all"})
     __slots__ = ()
 
     @classmethod
     def attach(cls, info: ModelInfo) -> SoftDeleteFeature | None:
         return cls(info) if info.soft_deletes else None
+
+    @classmethod
+    def refuse_option(cls, info: ModelInfo, option: str) -> None:
+        """``soft_deletes="deleted"`` on a model without ``SoftDeletes``: nothing of it is
+        ever soft-deleted, and searching it without the clause would return every document
+        (QueryValidationError). ``"active"`` and ``"all"`` are taken: they mean every
+        document there."""
+        raise QueryValidationError(
+            f"soft_deletes='deleted' asks for the soft-deleted documents of {info.name}, "
+            f"which has no soft deletes: derive {info.name} from em.SoftDeletes (class "
+            f"{info.name}(em.Document, em.SoftDeletes)) to keep deleted documents, or "
+            "leave soft_deletes= out",
+            field=option,
+        )
 
     # -- writes (points: settle, change_type, reads_stored) -------------------------------
 

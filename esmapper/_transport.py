@@ -22,18 +22,44 @@ applies twice. The rule everywhere in esmapper: **an unknown outcome is unknown.
 After an unknown outcome the caller reads the state back (``GET`` the document, the alias,
 the index) and decides from what is there; it resends deliberately only a request whose
 resend is harmless or whose effect it has just seen is missing.
+
+A server that cannot be connected to at all is said once, in esmapper's words:
+
+- :class:`NamedTransport`, the transport of the clients a Mapper makes from URLs, raises
+  :class:`~esmapper.errors.ServerUnreachableError` (naming the URLs and what to check:
+  connection refused, a host name that does not resolve) where the client raised its
+  ``ConnectionError`` after its retries; it is that ``ConnectionError`` too, so every
+  rule above (and any caller's ``except TransportError``) applies to it unchanged.
+- :func:`quiet_transport_retries` keeps elastic_transport's warning per retry on one line:
+  it logs each retry at WARNING with the whole traceback (``exc_info``), a page of
+  traceback per attempt while a server is down; the filter puts the error's one-line text
+  in the message instead, unless the ``elastic_transport.transport`` logger is enabled for
+  DEBUG (then the tracebacks stay).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TypeVar
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from elastic_transport import ApiError, TransportError
+from elastic_transport import ApiError, Transport, TransportError
+from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import Elasticsearch
 
-__all__ = ["is_unknown_outcome", "once", "send_or_read_back"]
+from esmapper.errors import ServerUnreachableError
+
+__all__ = [
+    "NamedTransport",
+    "is_unknown_outcome",
+    "once",
+    "quiet_transport_retries",
+    "send_or_read_back",
+    "unreachable",
+]
 
 T = TypeVar("T")
 
@@ -82,3 +108,128 @@ def send_or_read_back(
                 "%s: the answer was lost (%s); read back: not applied, resending", what, exc
             )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+# -- a server that cannot be reached -------------------------------------------------------
+
+#: What a failed connection's text says, per cause (urllib3 and requests spell them so).
+_REFUSED = re.compile(r"Connection refused|ECONNREFUSED|actively refused", re.IGNORECASE)
+_UNRESOLVED = re.compile(
+    r"Name or service not known|nodename nor servname|Temporary failure in name resolution"
+    r"|Failed to resolve|getaddrinfo failed|No address associated with hostname",
+    re.IGNORECASE,
+)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, the errors it carries (``errors``) and their causes, each once."""
+    seen: set[int] = set()
+    queue: list[BaseException] = [exc]
+    while queue:
+        item = queue.pop(0)
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        yield item
+        queue.extend(e for e in getattr(item, "errors", ()) if isinstance(e, BaseException))
+        for linked in (item.__cause__, item.__context__):
+            if linked is not None:
+                queue.append(linked)
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """``"refused"`` or ``"unresolved"`` when ``exc`` (a client's connection error) says
+    no connection could be made for that reason; ``None`` for anything else (a dropped
+    connection, a timeout: a request that may have been sent)."""
+    for item in _chain(exc):
+        if isinstance(item, ConnectionRefusedError):
+            return "refused"
+        if isinstance(item, socket.gaierror):
+            return "unresolved"
+    text = " ".join(str(item) for item in _chain(exc))
+    if _UNRESOLVED.search(text):
+        return "unresolved"
+    if _REFUSED.search(text):
+        return "refused"
+    return None
+
+
+def _what_to_check(cause: str, urls: list[str]) -> str:
+    listed = ", ".join(urls) or "the configured URL"
+    if cause == "unresolved":
+        return (
+            f"cannot reach Elasticsearch at {listed}: the host name does not resolve (DNS). "
+            "Check the host name in the URL (a typo, a container name used outside its "
+            "network) and the machine's name resolution"
+        )
+    return (
+        f"cannot reach Elasticsearch at {listed}: the connection was refused (nothing listens "
+        "there). Check that Elasticsearch is running and that the URL's host and port are "
+        "the ones it listens on (9200 by default; http or https as it serves)"
+    )
+
+
+class NamedTransport(Transport):
+    """The transport of the clients a Mapper makes from URLs: a request that could not
+    connect (after the retries) raises :class:`~esmapper.errors.ServerUnreachableError`
+    naming the URLs and what to check, chained to the client's ``ConnectionError``."""
+
+    def perform_request(self, method: str, target: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return super().perform_request(method, target, **kwargs)
+        except TransportConnectionError as exc:
+            if isinstance(exc, ServerUnreachableError):
+                raise
+            cause = unreachable(exc)
+            if cause is None:
+                raise
+            urls = [node.base_url for node in self.node_pool.all()]
+            raise ServerUnreachableError(
+                _what_to_check(cause, urls),
+                urls=urls,
+                cause=cause,
+                errors=exc.errors,
+                error_type="connection_refused" if cause == "refused" else "unknown_host",
+                reason=str(exc),
+            ) from exc
+
+
+class _OneLineRetries(logging.Filter):
+    """elastic_transport's "Retrying request after failure" warnings without their
+    traceback (the error's text is appended), unless the logger is enabled for DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.exc_info
+            and str(record.msg).startswith("Retrying request")
+            and not logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        ):
+            error = record.exc_info[1]
+            record.msg = f"{record.msg}: %s"
+            record.args = (*(record.args or ()), _short(error))  # type: ignore[misc]
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _short(error: BaseException | None) -> str:
+    """The innermost error's text: ``[Errno 111] Connection refused``."""
+    if error is None:
+        return ""
+    last = error
+    for item in _chain(error):
+        last = item
+    return f"{type(last).__name__}: {last}"
+
+
+_RETRY_FILTER = _OneLineRetries()
+_filter_lock = threading.Lock()
+
+
+def quiet_transport_retries() -> None:
+    """Install the one-line retry warnings on ``elastic_transport.transport`` (once per
+    process; the Mapper calls it)."""
+    logger = logging.getLogger("elastic_transport.transport")
+    with _filter_lock:
+        if _RETRY_FILTER not in logger.filters:
+            logger.addFilter(_RETRY_FILTER)

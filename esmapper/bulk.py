@@ -208,6 +208,9 @@ class BulkOutcome:
     primary_term: int | None = None
     error_type: str | None = None
     reason: str | None = None
+    #: the item's error object as answered (``None``: none, or not from an answer): its
+    #: causes (a script's line and position) beyond ``error_type`` and ``reason``
+    error: Mapping[str, Any] | None = None
 
     @property
     def version(self) -> str | None:
@@ -570,6 +573,7 @@ def _outcome(action: BulkAction, status: int, r: Mapping[str, Any]) -> BulkOutco
         r.get("_primary_term"),
         etype,
         reason,
+        error if isinstance(error, Mapping) else None,
     )
 
 

@@ -8,6 +8,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- DuplicateDocumentError   ``add`` of an id that already exists (409 on create)
      |    +-- VersionConflictError     a stale ``version`` (409 on if_seq_no/if_primary_term)
      |    +-- DocumentValidationError  a value cannot be mapped or a validator refused it
+     |    +-- ScriptError              a patch's Painless script does not compile or failed
+     |    |                            while running (the script's line and position)
      |    +-- OutcomeUnknownError      a write was sent, no answer came back, and reading
      |    |                            the document back could not tell whether it applied
      |    +-- BulkRequestError         a whole ``_bulk`` request was rejected or garbled
@@ -31,6 +33,9 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- LockError                     a lock could not be acquired, renewed or released
      +-- RedisUnavailable              Redis did not answer (the cache and bus fall back)
      +-- ServerStartError              a test server did not start (also RuntimeError)
+     +-- ServerUnreachableError        Elasticsearch could not be connected to (refused, host
+                                       name unknown): names the URL and what to check (also
+                                       the client's elastic_transport.ConnectionError)
 
 Errors carry what is known about the failure: ``index``, ``ids``, and the server's
 ``error_type`` and ``reason`` (e.g. ``version_conflict_engine_exception``). Errors of
@@ -43,10 +48,12 @@ all its attributes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
+from elastic_transport import ConnectionError as TransportConnectionError
 
 if TYPE_CHECKING:
     from esmapper.bulk import BulkOutcome
@@ -76,7 +83,9 @@ __all__ = [
     "QueryValidationError",
     "RedisUnavailable",
     "ReindexError",
+    "ScriptError",
     "ServerStartError",
+    "ServerUnreachableError",
     "SessionClosedError",
     "SnapshotExpiredError",
     "VersionConflictError",
@@ -211,6 +220,133 @@ class DocumentValidationError(DocumentError, ValueError):
     def __init__(self, message: str, *, field: str | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.field = field
+
+
+class ScriptError(DocumentError, ValueError):
+    """Elasticsearch refused a patch's script: it does not compile (``reason`` is
+    ``"compile error"``: nothing was written), or it failed while running on a document
+    (``"runtime error"``). ``error_type`` is ``script_exception``.
+
+    ``script`` is the script's source, ``lang`` its language, ``position`` the 0-based
+    character offset in ``script`` where the server located the error (``None`` when it
+    did not say), ``line`` and ``column`` that place as 1-based numbers, ``script_stack``
+    the server's excerpt around it (lines ending with a ``^---- HERE`` marker), and
+    ``cause`` the server's explanation (``invalid sequence of tokens near [';'].``). The
+    message quotes the script's line with a caret under the position. A patch of several
+    documents lists them in ``failures``, as :class:`DocumentError` does.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        script: str | None = None,
+        lang: str | None = None,
+        position: int | None = None,
+        script_stack: Sequence[str] = (),
+        cause: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("error_type", "script_exception")
+        super().__init__(message, **kwargs)
+        self.script = script
+        self.lang = lang
+        self.position = position
+        self.script_stack = list(script_stack)
+        self.cause = cause
+
+    @property
+    def line(self) -> int | None:
+        """The 1-based line of ``script`` holding ``position`` (``None``: not known)."""
+        if self.script is None or self.position is None:
+            return None
+        return self.script.count("\n", 0, self.position) + 1
+
+    @property
+    def column(self) -> int | None:
+        """The 1-based column of ``position`` in its :attr:`line`."""
+        if self.script is None or self.position is None:
+            return None
+        return self.position - (self.script.rfind("\n", 0, self.position) + 1) + 1
+
+    @classmethod
+    def of_answer(
+        cls, error: object, *, call: str, script: str | None = None, **kwargs: Any
+    ) -> ScriptError | None:
+        """The error an Elasticsearch error object (an answer's ``error``, a bulk item's, a
+        task's) says when it holds a ``script_exception`` (itself, in its ``caused_by``
+        chain or its ``root_cause``), else ``None``. ``call`` starts the message
+        (``"patch_all on Employee"``); ``script`` is the source sent (else the answer's);
+        ``kwargs`` go to the constructor (``index``, ``ids``, ``failures``...)."""
+        found = _script_exception(error)
+        if found is None:
+            return None
+        reason = str(found.get("reason") or "script error")
+        caused_by = found.get("caused_by")
+        cause = str(caused_by.get("reason")) if isinstance(caused_by, Mapping) else None
+        lang = str(found.get("lang") or "painless")
+        source = script if script is not None else _answer_source(found.get("script"))
+        place = found.get("position")
+        offset = place.get("offset") if isinstance(place, Mapping) else None
+        position = offset if isinstance(offset, int) and not isinstance(offset, bool) else None
+        if source is not None and position is not None and not 0 <= position <= len(source):
+            position = None
+        stack = [str(line) for line in found.get("script_stack") or () if line is not None]
+        error_out = cls(
+            "",
+            script=source,
+            lang=lang,
+            position=position,
+            script_stack=stack,
+            cause=cause,
+            reason=reason,
+            **kwargs,
+        )
+        what = {"compile error": "does not compile", "runtime error": "failed while running"}
+        message = f"{call}: the {lang} script {what.get(reason, f'was refused ({reason})')}"
+        if cause:
+            message += f": {cause}"
+        line, column = error_out.line, error_out.column
+        if source is not None and line is not None and column is not None:
+            text = source.splitlines()[line - 1] if source.strip() else source
+            message += f"\nat line {line}, column {column}:\n    {text}\n    {' ' * (column - 1)}^"
+        elif stack:
+            message += "\n" + "\n".join(f"    {row}" for row in stack)
+        error_out.message = message
+        error_out.args = (message,)
+        return error_out
+
+
+def _script_exception(error: object) -> Mapping[str, Any] | None:
+    """The first ``script_exception`` in ``error``, its causes and root causes."""
+    queue = [error]
+    while queue:
+        item = queue.pop(0)
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "script_exception":
+            return item
+        queue.append(item.get("caused_by"))
+        roots = item.get("root_cause")
+        if isinstance(roots, list):
+            queue.extend(roots)
+    return None
+
+
+def _answer_source(script: object) -> str | None:
+    """The source of an answer's ``script``: the source itself (Elasticsearch), or the
+    script object as JSON (``{"source": ...}``, as some servers answer)."""
+    if not isinstance(script, str):
+        return None
+    if script.startswith("{"):
+        try:
+            parsed = json.loads(script)
+        except ValueError:
+            return script
+        source = parsed.get("source") if isinstance(parsed, Mapping) else None
+        if isinstance(source, str):
+            return source
+    return script
 
 
 @attrs.define(frozen=True, slots=True)
@@ -506,3 +642,28 @@ class RedisUnavailable(EsmapperError):
 
 class ServerStartError(EsmapperError, RuntimeError):
     """A test server could not be started, or never answered ``GET /_cluster/health``."""
+
+
+class ServerUnreachableError(EsmapperError, TransportConnectionError):
+    """No connection to Elasticsearch could be made (after the client's retries): the
+    connection was refused (nothing listens at that host and port) or the host name does
+    not resolve. The message names the URL(s) and what to check; ``urls`` lists them,
+    ``cause`` says which failure it was, and ``errors`` keeps the client's errors of each
+    attempt. It is also the client's ``elastic_transport.ConnectionError`` (a
+    ``TransportError``), so code catching the client's errors still does. Raised by the
+    clients a :class:`~esmapper.mapper.Mapper` makes from URLs (a client handed to the
+    Mapper raises its own errors)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        urls: Sequence[str] = (),
+        cause: str | None = None,
+        errors: Sequence[Exception] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.urls = list(urls)
+        self.cause = cause
+        self.errors = tuple(errors)

@@ -15,6 +15,7 @@ from esmapper import _gcpause, signals
 from esmapper._keywords import OptionKeywords
 from esmapper._services import Services
 from esmapper._shards import count_all
+from esmapper._transport import NamedTransport, quiet_transport_retries
 from esmapper._writes import publish_changes
 from esmapper.bulk import BulkWriter
 from esmapper.bus import BlinkerMessageBus, MessageBus
@@ -98,6 +99,7 @@ def _client_from(
             client_options["serializer"] = OrjsonSerializer()
         except ImportError:  # orjson not installed: the client's stdlib json
             pass
+    client_options.setdefault("transport_class", NamedTransport)
     return Elasticsearch(hosts, **client_options), True
 
 
@@ -181,6 +183,7 @@ class Mapper:
         if pause_gc:
             _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)
+        quiet_transport_retries()  # one line per retry of the client, not a traceback
         if not isinstance(partial_results, bool):
             raise ValueError(f"partial_results={partial_results!r} must be True or False")
         writer_options: dict[str, Any] = {}

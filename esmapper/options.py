@@ -154,7 +154,10 @@ class Options:
 
     ``consistency``: ``eventual`` (no refresh), ``immediate`` (``refresh=true``), ``wait``
     (``refresh=wait_for``; by-query APIs take only a bool, so ``wait`` means ``true`` there).
-    ``soft_deletes``: which documents reads and by-query writes see. ``cache``: whether
+    ``soft_deletes``: which documents reads and by-query writes see (``"active"``,
+    ``"deleted"``, ``"all"``; on a model without ``SoftDeletes`` every document is active,
+    so ``"deleted"`` given to its call is refused with a QueryValidationError, and a
+    session's mode applies to the models with soft deletes only). ``cache``: whether
     by-id reads use the document cache (``None``: the model's default, ``class Index:
     cache = ...``). ``cache_key``: a search's response is cached under this key (and
     served from it while it lives; ``repo.invalidate_cache(key)`` drops it).

@@ -292,7 +292,16 @@ class _Trait(metaclass=ModelMeta):
 
 
 class Document(_ModelBase, DocumentKind):
-    """Base class of stored documents: adds ``id`` (``None`` until the document is added)."""
+    """Base class of stored documents: adds ``id`` (``None`` until the document is added).
+
+    A nested ``class Index:`` sets the model's index options
+    (:class:`~esmapper.model.info.IndexOptions`). Without one, or without its ``name``,
+    the index is named after the class in ``snake_case``: ``EmployeeReview`` reads and
+    writes through the alias ``employee_review`` (the mapper's ``index_prefix`` in front),
+    over the physical index ``employee_review-v1``; ``HTTPLog`` is ``http_log``. Every
+    other option takes its default (a ``versioned`` index, version 1, the cluster's
+    default settings).
+    """
 
     __esm_base__ = True
     __esm_trait__ = True

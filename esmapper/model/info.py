@@ -35,7 +35,9 @@ class IndexOptions:
     """The options of a model's ``class Index:`` block.
 
     ``name`` is the alias reads and writes go through (the physical index itself for
-    ``plain``); ``version`` the schema version (physical index ``<name>-v<version>``);
+    ``plain``; default: the class name in ``snake_case``, ``EmployeeReview`` ->
+    ``employee_review``, also for a model without ``class Index:``); ``version`` the
+    schema version (physical index ``<name>-v<version>``);
     ``kind`` one of ``versioned``, ``plain``, ``daily``, ``monthly``; ``settings`` the index
     settings; ``date_field`` picks the partition of time-series indexes; ``max_age`` their
     retention; ``id_fields`` the attributes a new document's id is composed from;

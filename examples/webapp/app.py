@@ -21,16 +21,22 @@ Pages:
 - unknown addresses and ids: a 404 page;
 - ``/teams``: the teams (ids composed from company and slug) with their head counts;
   ``/teams/<slug>/fields``: a team's custom fields (:mod:`examples.webapp.fields`), which
-  its members' form shows and ``/employees?team=<slug>`` filters and sorts by.
+  its members' form shows and ``/employees?team=<slug>`` filters and sorts by (an unknown
+  team is said so; a team's field named without a team says which team to pick);
+- every page shows a value by one rule (:func:`shown`): an empty one as "—", a yes/no one
+  as yes or no.
 
 This is an example: there is no authentication and no CSRF protection.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
+import re
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -144,6 +150,32 @@ def _see_other(endpoint: str, **values: Any) -> Response:
     return redirect(url_for(endpoint, **values), code=303)
 
 
+#: How an empty value reads on every page (list cells, detail rows): one rule.
+EMPTY = "—"
+
+
+@bp.app_template_filter("shown")
+def shown(value: Any) -> str:
+    """A value as every page shows it: empty (``None``, ``""``, an empty list) is
+    :data:`EMPTY`, a yes/no value ``yes``/``no``, a list its items joined by commas, a
+    date ``YYYY-MM-DD`` (a custom field's stored form text, :func:`custom_values`, reads
+    the same)."""
+    if value is None or value in ("", []):
+        return EMPTY
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return ", ".join(shown(item) for item in value)
+    return str(value)
+
+
+bp.add_app_template_global(custom_values, "custom_values_of")
+
+
 def _load(model: type[Any], id: str, **options: Any) -> Any:
     """``session.get``, with an id that cannot exist (too long, bad characters) as ``None``."""
     try:
@@ -180,23 +212,37 @@ class QueryProblem:
     field: str | None = None
     position: int | None = None
     expression: str | None = None
+    hint: str = ""  # what to do about it, shown below the expression
 
     @classmethod
     def from_error(
         cls, exc: em.QueryValidationError, *, sort: str = "", user_sort: str = ""
     ) -> QueryProblem:
         """The problem of ``exc``; ``sort`` is the sort sent (``user_sort`` plus the id
-        tiebreaker), ``user_sort`` the one shown (the tiebreaker is internal)."""
+        tiebreaker), ``user_sort`` the one shown (the tiebreaker is internal). The message
+        leaves out the position the box shows after it (with a caret under it)."""
+        message = _without_position(str(exc), exc.position)
         if exc.field == SOFT_DELETE_FIELD:
             return cls(DELETED_FILTER_MESSAGE, "filter", exc.field)
         if exc.expression is None:
-            return cls(str(exc), "paging", exc.field, exc.position, exc.expression)
+            return cls(message, "paging", exc.field, exc.position, exc.expression)
         if exc.expression == sort:
             position = exc.position
             if position is not None and position > len(user_sort):
                 position = None  # cannot happen for a valid tiebreaker; never point past it
-            return cls(str(exc), "sort", exc.field, position, user_sort or sort)
-        return cls(str(exc), "filter", exc.field, exc.position, exc.expression)
+            return cls(message, "sort", exc.field, position, user_sort or sort)
+        return cls(message, "filter", exc.field, exc.position, exc.expression)
+
+    def with_hint(self, hint: str) -> QueryProblem:
+        """This problem with ``hint``, what to do about it."""
+        return attrs.evolve(self, hint=hint)
+
+
+def _without_position(message: str, position: int | None) -> str:
+    """``message`` without its own "at position N" (the box says it once)."""
+    if position is None:
+        return message
+    return re.sub(rf"\s*\bat position {position}\b", "", message)
 
 
 @attrs.define
@@ -297,10 +343,12 @@ def _list(
     template: str,
     *,
     options: dict[str, Any] | None = None,
+    explain: Any = None,
     **context: Any,
 ) -> tuple[str, int]:
     """Run the search of ``listing`` (with ``options``, e.g. ``soft_deletes``) and render
-    ``template`` with ``context``; 400 with the problem for an invalid request."""
+    ``template`` with ``context``; 400 with the problem for an invalid request
+    (``explain(problem)`` may add what to do about it)."""
     sort = f"{listing.sort} id"  # the id breaks ties: stable pages
     try:
         results = _search(
@@ -313,14 +361,23 @@ def _list(
         )
     except em.QueryValidationError as exc:
         problem = QueryProblem.from_error(exc, sort=sort, user_sort=listing.sort)
-        html = render_template(template, listing=listing, problem=problem, results=None, **context)
-        return html, 400
+        if explain is not None:
+            problem = explain(problem)
+        return _invalid_list(template, listing, problem, **context)
     pager = Pager.of(results, listing.limit)
     past_end = not results.documents and results.total > 0  # e.g. ?page=9 of 4
     html = render_template(
         template, listing=listing, results=results, pager=pager, past_end=past_end, **context
     )
     return html, 200
+
+
+def _invalid_list(
+    template: str, listing: Listing, problem: QueryProblem, **context: Any
+) -> tuple[str, int]:
+    """The list page showing ``problem`` instead of results (400)."""
+    html = render_template(template, listing=listing, problem=problem, results=None, **context)
+    return html, 400
 
 
 # -- error pages -------------------------------------------------------------------------
@@ -363,18 +420,67 @@ def list_employees() -> tuple[str, int]:
     team's members, searched with ``tenant=<slug>`` so the team's custom fields can be
     filtered and sorted by (one column each)."""
     listing = Listing.from_request(".list_employees", DEFAULT_SORT)
+    teams = _team_names()
+    if listing.team and listing.team not in teams and not _team_exists(listing.team):
+        problem = QueryProblem(
+            f"There is no team {listing.team!r}. Pick a team in the list, or All teams.",
+            "team",
+        )
+        page = {"columns": SORT_COLUMNS, "custom": [], "teams": teams}
+        return _invalid_list("employees/list.html", listing, problem, **page)
     custom = team_fields(listing.team)
     columns = SORT_COLUMNS + tuple((d.name, d.name) for d in custom)
     options = {"tenant": listing.team} if listing.team else None
+
+    def explain(problem: QueryProblem) -> QueryProblem:
+        """An unknown field that is a team's custom field, searched without a team: say
+        which team to pick (a team's fields are searched within that team only)."""
+        if listing.team or problem.field is None or not problem.message.startswith("Unknown"):
+            return problem
+        owners = _teams_with_field(problem.field, teams)
+        if not owners:
+            return problem
+        return problem.with_hint(
+            f"{problem.field!r} is a custom field of {_or_list(owners)}: pick "
+            f"{'that team' if len(owners) == 1 else 'one of these teams'} in the list to "
+            "filter or sort by it."
+        )
+
     return _list(
         Employee,
         listing,
         "employees/list.html",
         options=options,
+        explain=explain,
         columns=columns,
         custom=custom,
-        teams=_team_names(),
+        teams=teams,
     )
+
+
+def _team_exists(slug: str) -> bool:
+    """Whether the company has a team ``slug`` (beyond the first 100 listed by name)."""
+    key = Team(company_id=current_app.config["COMPANY_ID"], slug=slug)
+    try:
+        return _load(Team, current_mapper.repository(Team).compose_id(key)) is not None
+    except (em.DocumentValidationError, em.IdTooLongError, em.InvalidIdTermError):  # no slug
+        return False
+
+
+def _teams_with_field(name: str, teams: dict[str, str]) -> list[str]:
+    """The names of the teams having a custom field called ``name`` (any case)."""
+    wanted = name.lower()
+    return [
+        team
+        for slug, team in teams.items()
+        if any(d.name.lower() == wanted for d in team_fields(slug))
+    ]
+
+
+def _or_list(names: Iterable[str]) -> str:
+    """``A``, ``A or B``, ``A, B or C``."""
+    listed = list(names)
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
 
 
 @bp.route("/employees/new", methods=["GET", "POST"])

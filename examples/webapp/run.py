@@ -194,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"using Elasticsearch at {url}", flush=True)
             try:
                 result = prepare(mapper, sample=args.sample)
+            except em.ServerUnreachableError as exc:  # it names the URL and what to check
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
             except (ESConnectionError, em.EsmapperError) as exc:
                 print(f"error: cannot prepare the directory at {url}: {exc}", file=sys.stderr)
                 return 1

@@ -80,6 +80,16 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.DocumentValidationError: lambda: errors.DocumentValidationError(
         "title: must be a str", field="title", ids=["n1"]
     ),
+    errors.ScriptError: lambda: errors.ScriptError(
+        "patch_all on Note: the painless script does not compile",
+        script="ctx._source.n = ;",
+        lang="painless",
+        position=16,
+        script_stack=["ctx._source.n = ;", "                ^---- HERE"],
+        cause="invalid sequence of tokens near [';'].",
+        reason="compile error",
+        index="notes",
+    ),
     errors.OutcomeUnknownError: lambda: errors.OutcomeUnknownError(
         "no answer", ids=["n1"], error_type="outcome_unknown"
     ),
@@ -149,6 +159,12 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.LockError: lambda: errors.LockError("lock reindex is held", index="locks"),
     errors.RedisUnavailable: lambda: errors.RedisUnavailable("Redis at redis://x is unavailable"),
     errors.ServerStartError: lambda: errors.ServerStartError("port 9200 is already in use"),
+    errors.ServerUnreachableError: lambda: errors.ServerUnreachableError(
+        "cannot reach Elasticsearch at http://127.0.0.1:1: the connection was refused",
+        urls=["http://127.0.0.1:1"],
+        cause="refused",
+        error_type="connection_refused",
+    ),
 }
 
 

@@ -126,3 +126,17 @@ def test_a_type_clash_and_a_real_subprocess(app: str, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     missing = esmapper(app, "list", "Employee")
     assert missing.exit_code == 2 and "--tenant" in missing.output
+
+
+def test_fields_remove_of_a_missing_field_in_a_real_subprocess(app: str, tmp_path: Path) -> None:
+    """The error is said once: one ``error:`` line, exit 1, no traceback (it was wrapped in
+    'Document "..." could not be found')."""
+    done = subprocess.run(
+        [sys.executable, "-m", "esmapper.cli", "--app", app, "fields", "remove", "Employee",
+         "--tenant", "acme", "Missing"],
+        cwd=tmp_path, env=subprocess_env(tmp_path), capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == "error: Employee tenant 'acme' has no custom field 'Missing'\n"
+    assert done.stdout == ""

@@ -6,12 +6,16 @@ Most tests drive the app with Flask's test client; one serves it on a real socke
 from __future__ import annotations
 
 import html
+import os
 import re
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +32,8 @@ from examples.webapp.run import main as run_main
 from examples.webapp.run import port_problem, serve_in_background
 
 from .conftest import make_employee
+
+ROOT = Path(__file__).resolve().parents[3]
 
 FORM = {
     "name": "Jane Roe",
@@ -526,3 +532,22 @@ def test_a_busy_port_is_reported_before_starting_anything(
     assert f"port {port} on 127.0.0.1 is already in use" in err
     assert "embedded" not in out and "migrations" not in out  # nothing was started
     assert port_problem("127.0.0.1", port) is None
+
+
+def test_serving_with_the_server_down_is_one_error_line(tmp_path: Path) -> None:
+    """``python -m examples.webapp`` against a URL nothing listens on: one ``error:`` line
+    naming the URL and what to check, exit 1, no traceback."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    env = {**os.environ, "ESMAPPER_URL": down}
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.webapp", "--port", port],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: cannot reach Elasticsearch at {down}: the connection")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

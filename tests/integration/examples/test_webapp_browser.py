@@ -22,9 +22,11 @@ from flask import Flask
 import dev
 import esmapper as em
 from examples.webapp.app import create_app
-from examples.webapp.models import Employee, Team
+from examples.webapp.models import Address, Employee, Team
 from examples.webapp.run import serve_in_background
 from examples.webapp.workers import Workers
+
+from .conftest import make_employee
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 
@@ -389,6 +391,124 @@ def test_custom_fields(driver: WebDriver, url: str, employees: list[Employee], t
     wait_text(driver, "thead", "Level ▲")
     assert names(driver) == ["Person 03", "Person 01"]  # level 4, then 5
     shot(driver, "list-by-custom-field")
+
+
+def test_a_custom_field_filter_without_a_team_says_which_team_to_pick(
+    driver: WebDriver, url: str, employees: list[Employee], team: Team, mapper: em.Mapper
+) -> None:
+    mapper.custom_fields(Employee).add_field("platform", "Level", "int")
+    driver.get(f"{url}/employees")
+    Select(driver.find_element(By.NAME, "team")).select_by_visible_text("All teams")
+    submit_filter(driver, "level:>=3")
+    hint = wait_text(driver, ".problem .hint", "custom field of Platform").text
+    assert hint == "'level' is a custom field of Platform: pick that team in the list to " \
+        "filter or sort by it."  # fmt: skip
+    shot(driver, "list-custom-field-without-a-team")
+    Select(driver.find_element(By.NAME, "team")).select_by_visible_text("Platform")
+    click(driver, "form.toolbar button[type=submit]")
+    wait_text(driver, "#summary", "0 employees matching level:>=3 in Platform")
+
+
+def test_an_unknown_team_is_said_not_linked(
+    driver: WebDriver, url: str, employees: list[Employee], team: Team
+) -> None:
+    driver.get(f"{url}/employees?team=nosuchteam")
+    problem = wait_text(driver, ".problem", "There is no team 'nosuchteam'").text
+    assert "Pick a team in the list, or All teams." in problem
+    assert driver.find_elements(By.CSS_SELECTOR, "a[href*='/teams/nosuchteam']") == []
+    shot(driver, "list-unknown-team")
+
+
+def test_a_position_is_said_once(driver: WebDriver, url: str, employees: list[Employee]) -> None:
+    driver.get(f"{url}/employees")
+    submit_filter(driver, ")")
+    problem = wait_text(driver, ".problem", "Invalid filter").text
+    assert problem.count("at position 0") == 1, problem
+    assert problem.startswith("Invalid filter: Syntax error (unbalanced")
+    shot(driver, "list-syntax-error")
+
+
+def _cells(driver: WebDriver, name: str) -> list[str]:
+    """The cells of ``name``'s row in the list."""
+    row = driver.find_element(By.XPATH, f"//tbody/tr[td/a='{name}']")
+    return [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+
+
+def _details(driver: WebDriver) -> dict[str, str]:
+    """The detail page's rows, label to value."""
+    terms = driver.find_elements(By.CSS_SELECTOR, "dl dt")
+    values = driver.find_elements(By.CSS_SELECTOR, "dl dd")
+    return {t.text: v.text for t, v in zip(terms, values, strict=True)}
+
+
+def test_empty_and_yes_no_values_read_the_same_on_every_page(
+    driver: WebDriver, url: str, team: Team, mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    """One rule: an empty value is "—" in the list and on the detail page; a yes/no field
+    reads yes or no on both (it read True/False in the list and yes on the detail page)."""
+    mapper.custom_fields(Employee).add_field("platform", "Remote", "bool")
+    full, empty, no = repo.add(
+        [
+            make_employee(1, custom_fields={"Remote": True}),
+            make_employee(2, title="", department=None, address=Address(), custom_fields=None),
+            make_employee(3, custom_fields={"Remote": False}),
+        ],
+        consistency="wait",
+    )
+    driver.get(f"{url}/employees?team=platform")
+    wait_text(driver, "#summary", "3 employees in Platform")
+    headers = [th.text.strip() for th in driver.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert headers[-1] == "Remote"
+    assert _cells(driver, full.name)[-1] == "yes"
+    assert _cells(driver, no.name)[-1] == "no"
+    blank = _cells(driver, empty.name)
+    by_header = dict(zip(headers, blank, strict=True))
+    assert (by_header["Title"], by_header["Department"], by_header["City"], by_header["Remote"]) \
+        == ("—", "—", "—", "—")  # fmt: skip
+    shot(driver, "list-empty-and-yes-no-values")
+
+    driver.get(f"{url}/employees/{full.id}")
+    heading(driver, full.name)
+    assert _details(driver)["Remote"] == "yes"
+    driver.get(f"{url}/employees/{empty.id}")
+    heading(driver, empty.name)
+    details = _details(driver)
+    assert (details["Title"], details["Department"], details["Skills"], details["Remote"]) == (
+        "—",
+        "—",
+        "—",
+        "—",
+    )
+    assert details["Address"] == "—"
+    shot(driver, "employee-empty-values")
+
+
+def test_at_500_pixels_wide_new_employee_is_on_screen(
+    driver: WebDriver, url: str, employees: list[Employee], team: Team
+) -> None:
+    size = driver.get_window_size()
+    driver.set_window_size(500, 900)
+    try:
+        driver.get(f"{url}/employees")
+        wait_text(driver, "#summary", "12 employees")
+        shot(driver, "list-500px")
+        viewport = driver.execute_script("return document.documentElement.clientWidth")
+        assert viewport <= 500
+        box = driver.execute_script(
+            "const r = document.getElementById('new-employee').getBoundingClientRect();"
+            "return [r.left, r.right, r.top, r.bottom];"
+        )
+        left, right, top, bottom = box
+        assert 0 <= left < right <= viewport, (box, viewport)
+        assert 0 <= top < bottom <= driver.execute_script("return window.innerHeight"), box
+        # the page itself does not scroll sideways (the table scrolls in its box)
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= viewport, (width, viewport)
+        click(driver, "#new-employee")
+        heading(driver, "New employee")
+        shot(driver, "form-500px")
+    finally:
+        driver.set_window_size(size["width"], size["height"])
 
 
 def test_unknown_pages_are_a_styled_404(

@@ -102,3 +102,13 @@ def test_bad_field_definitions_are_shown_on_the_page(client: FlaskClient, team: 
     clash = client.post("/teams/platform/fields", data={"name": "x", "type": "date"})
     assert clash.status_code == 400 and "already exists with type 'int'" in text(clash)
     assert client.get("/teams/nope/fields").status_code == 404
+
+
+def test_an_unknown_team_is_said_whatever_its_spelling(client: FlaskClient, team: Team) -> None:
+    for slug in ("nosuchteam", "a b", "Platform", "x" * 600):
+        page = client.get("/employees", query_string={"team": slug})
+        assert page.status_code == 400
+        assert f"There is no team {slug!r}." in text(page)
+        assert "/fields" not in text(page).split("<main>", 1)[1]  # no link to a 404
+    known = client.get("/employees", query_string={"team": "platform"})
+    assert known.status_code == 200 and "in Platform" in text(known)

@@ -82,3 +82,27 @@ def test_consistency_maps_to_refresh() -> None:
         em.Options(consistency="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option"):
         em.Options().merge(consistancy="wait")
+
+
+class EmployeeReview(em.Document):
+    """No ``class Index:``: the documented default name (Document's docstring)."""
+
+    text: str = ""
+
+
+def test_a_model_without_class_index_is_named_after_its_class(
+    es_url: str, index_prefix: str
+) -> None:
+    assert "``employee_review``" in (em.Document.__doc__ or "")  # what the reference says
+    with em.Mapper(es_url, models=[EmployeeReview], index_prefix=index_prefix) as mapper:
+        [step] = mapper.configure_indexes()
+        assert (step.action, step.current_index) == (
+            "created",
+            f"{index_prefix}employee_review-v1",
+        )
+        aliases = mapper.client.indices.get_alias(name=f"{index_prefix}employee_review").body
+        assert list(aliases) == [f"{index_prefix}employee_review-v1"]
+        stored = mapper.repository(EmployeeReview).add(
+            EmployeeReview(text="fine"), consistency="immediate"
+        )
+        assert mapper.client.get(index=f"{index_prefix}employee_review", id=stored.id)["found"]
