@@ -61,7 +61,7 @@ from esmapper.errors import (
     DocumentError,
     DocumentValidationError,
 )
-from esmapper.ids import ObjectId, check_id, compose_id, id_term
+from esmapper.ids import MAX_ID_BYTES, ObjectId, check_id, compose_id, id_term
 from esmapper.model._wire_encode import encode_many, source_encoder
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
@@ -90,6 +90,10 @@ _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
 
 _datetime = _dt.datetime
+
+#: ``BulkAction``'s body, if_seq_no, if_primary_term, routing and retry_on_conflict of an
+#: add (its arguments given by position: cheaper than by keyword)
+_NO_OPTIONS = (None, None, None, None, None)
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -388,7 +392,9 @@ def _before_write(
     _check(call, checked)
     targets = _targets(ctx, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
-        check_id(pending.doc.id, index=target)
+        doc_id = pending.doc.id  # check_id's common case inline: an ASCII id of 1-512 bytes
+        if type(doc_id) is not str or not doc_id.isascii() or not 0 < len(doc_id) <= MAX_ID_BYTES:
+            check_id(doc_id, index=target)
     changing = False
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
@@ -438,8 +444,10 @@ def _actions(
                 if info is not last_info:  # a batch is usually of one model: one look-up
                     last_info, encode = info, source_encoder(info)
                 source = None if encode is None else encode(doc)
-            if source is not None:  # the _source's bytes: no dict
-                append(BulkAction("create", target, doc.id, ref=pending, source=source))
+            if source is not None:  # the _source's bytes: no dict (positional: cheaper)
+                append(
+                    BulkAction("create", target, doc.id, *_NO_OPTIONS, pending, False, None, source)
+                )
             else:  # a value only the dict path expresses (see model._wire_encode)
                 body = info.to_source(doc)
                 append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
