@@ -38,7 +38,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
@@ -148,8 +148,9 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
         for pending in group:
             doc = pending.doc
             state = getattr(doc, "_esm_state", None)  # (state_of, inline)
-            # the stored source as held (bytes stay bytes): PendingWrite.original_source
-            pending._original = None if state is None else state.original_or_bytes
+            if state is not None:  # (a new PendingWrite's original is None)
+                # the stored source as held (bytes stay bytes): PendingWrite.original_source
+                pending._original = state._original
             if not adding and doc.id is None:
                 raise DocumentError(
                     f"cannot save {article(info.name)} without an id; add() it first"
@@ -158,7 +159,8 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
                 created = doc.created_utc
                 record((doc, doc.id, created, doc.updated_utc))
                 if state is None or not state.partial:
-                    if _needs_fixing(created, latest):
+                    fix = not isinstance(created, _datetime) or created.year < 1971
+                    if fix or created > latest:  # (_needs_fixing, inline)
                         _set(doc, "created_utc", now)
                 else:  # loaded in part: its created_utc is fixed only if it was loaded
                     if "created_utc" in (state.original or {}) and _needs_fixing(created, latest):
@@ -469,6 +471,29 @@ def _actions(
     return actions
 
 
+class _Writes(Sequence[tuple[Any, bool]]):
+    """The ``(document, removing)`` of each write, made when read: a spec that writes
+    every document to one target reads only the length (no pair per document)."""
+
+    __slots__ = ("_pendings",)
+
+    def __init__(self, pendings: Sequence[PendingWrite]) -> None:
+        self._pendings = pendings
+
+    def __len__(self) -> int:
+        return len(self._pendings)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, bool]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[Any, bool]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return _Writes(self._pendings[index])
+        pending = self._pendings[index]
+        return pending.doc, pending.kind == "remove"
+
+
 def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
@@ -476,8 +501,8 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
     call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
     first write's model."""
     if one_model:  # the common case: the spec decides, per kind of index, what it needs
-        writes = [(p.doc, p.kind == "remove") for p in pendings]
-        return ctx.spec(pendings[0].info.cls).write_targets(writes, client=ctx.client)
+        spec = ctx.spec(pendings[0].info.cls)
+        return spec.write_targets(_Writes(pendings), client=ctx.client)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)
