@@ -38,11 +38,12 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, overload
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
-from esmapper._bodies import document_action
+from esmapper._bodies import document_action, sends_bytes
 from esmapper._features import Feature, WriteCall, check_call_options
 from esmapper._outcomes import send, send_answers
 from esmapper._pending import KINDS, PendingWrite
@@ -433,10 +434,16 @@ def _actions(
     encode: Any = None
     first = pendings[0] if pendings else None
     encoded: Any = None  # the adds' sources, encoded together, when the batch is only adds
-    if first is not None and first.kind == "add" and one_group:
+    saved: Any = repeat(None)  # the saves' sources, encoded together (None: not made)
+    if first is not None and first.kind in ("add", "save") and one_group:
         encode = source_encoder(first.info)
-        if encode is not None:
+        if encode is not None and first.kind == "add":
             last_info, encoded = first.info, iter(encode_many(encode, [p.doc for p in pendings]))
+        elif encode is not None:  # the saves that send bytes (document_action's rule)
+            sent = [sends_bytes(p) for p in pendings]
+            chosen = [p.doc for p, s in zip(pendings, sent, strict=True) if s]
+            made = iter(encode_many(encode, chosen))
+            saved = iter([next(made) if s else None for s in sent])
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc, info = pending.doc, pending.info
@@ -454,7 +461,7 @@ def _actions(
                 body = info.to_source(doc)
                 append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
             continue
-        action = document_action(pending, target, options)
+        action = document_action(pending, target, options, next(saved))
         if action.if_seq_no is not None:
             if pending.form is not None:  # a patch: where its source was read
                 read_from = pending.form.read_from

@@ -12,8 +12,13 @@ What it sends
     its NDJSON serializer untouched). ``refresh`` is sent on every chunk, and a
     ``filter_path`` that keeps only what outcomes read: each item's ``_id``, ``_index``,
     ``status``, ``result``, ``_seq_no``, ``_primary_term`` and ``error`` (whole), and a
-    rejected request's ``error`` and ``status`` (the client parses about a third less per
-    item; ``_version``, ``_shards`` and ``took`` are left out).
+    rejected request's ``error`` and ``status`` (``_version``, ``_shards`` and ``took``
+    are left out). The answer is read from its bytes when the client can have a copy
+    answering bytes (:func:`esmapper._raw_answers.raw_client`: an orjson client, what a
+    ``Mapper`` made from a URL uses): one ``msgspec`` item per action
+    (:mod:`esmapper._bulk_answers`), no dicts; otherwise (another serializer, a test
+    double) from the client's parsed answer, into the same items. An error answer is
+    raised as the client raises it.
 
 What comes back
     :meth:`BulkWriter.write` returns one :class:`BulkOutcome` per action, in input order:
