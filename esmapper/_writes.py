@@ -151,7 +151,7 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
             state = getattr(doc, "_esm_state", None)  # (state_of, inline)
             if state is not None:  # (a new PendingWrite's original is None)
                 # the stored source as held (bytes stay bytes): PendingWrite.original_source
-                pending._original = state._original
+                pending._original = state.original_or_bytes
             if not adding and doc.id is None:
                 raise DocumentError(
                     f"cannot save {article(info.name)} without an id; add() it first"
