@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import astuple
 
+from esmapper import _gcpause as _gc
 from esmapper import _json
 from esmapper._raw_answers import Hit
 from esmapper.model._wire_decode import hydrate
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
 __all__ = ["changed"]
+
+#: how many stored sources are hydrated together (their documents are dropped after each
+#: chunk: a flush of many changed documents holds only this many more at a time)
+_CHUNK = 256
 
 #: a document its bytes did not decide: (its position, the document, its mirror, its
 #: encoder's bytes, the stored source as held)
@@ -53,6 +58,11 @@ def changed(docs: Sequence[Any]) -> list[bool]:
     a field assigned (an assigned field is written, even unchanged). Normalizes each
     document first (:meth:`ModelInfo.normalize`: a wrongly typed list item raises
     DocumentValidationError)."""
+    with _gc.paused():  # per-document objects alive together: no full collector passes
+        return _changed(docs)
+
+
+def _changed(docs: Sequence[Any]) -> list[bool]:
     verdicts: list[bool] = []
     undecided: dict[ModelInfo, list[_Open]] = {}
     for doc in docs:
@@ -63,10 +73,11 @@ def changed(docs: Sequence[Any]) -> list[bool]:
         undecided.setdefault(type(doc).__esmapper__, []).append((len(verdicts), doc, *found))
         verdicts.append(True)
     for info, rows in undecided.items():
-        for (k, doc, mirror, current, held), form in zip(
-            rows, _model_forms(info, rows), strict=True
-        ):
-            verdicts[k] = _differs_from(info, doc, mirror, current, held, form)
+        for start in range(0, len(rows), _CHUNK):  # (the hydrated documents die per chunk)
+            chunk = rows[start : start + _CHUNK]
+            forms = _model_forms(info, chunk)
+            for (k, doc, mirror, current, held), form in zip(chunk, forms, strict=True):
+                verdicts[k] = _differs_from(info, doc, mirror, current, held, form)
     return verdicts
 
 
