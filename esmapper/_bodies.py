@@ -27,7 +27,7 @@ from esmapper.options import Options
 if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
 
-__all__ = ["document_action", "merged", "partial_changes", "with_extras"]
+__all__ = ["document_action", "merged", "partial_changes", "sends_bytes", "with_extras"]
 
 
 def _covers(loaded: Any, full: Any) -> bool:
@@ -149,8 +149,24 @@ def with_extras(
     return out
 
 
-def document_action(pending: PendingWrite, index: str, options: Options) -> BulkAction:
-    """The bulk action of an add/save/remove/patch (see the module docstring)."""
+def sends_bytes(pending: PendingWrite) -> bool:
+    """Whether an add or save sends its document as the compiled encoder's bytes (when the
+    encoder expresses it): a whole document whose stored source holds no key its model
+    does not declare (those are kept: :func:`with_extras`; an original its loading proved
+    to hold none, :func:`~esmapper.model.state.declared_only`, is not looked into)."""
+    state = state_of(pending.doc)
+    if state is not None and state.partial:
+        return False
+    held = pending.original_as_held  # one its loading proved declared-only is not read again
+    return declared_only(state, held) or not undeclared_keys(pending.info, held)
+
+
+def document_action(
+    pending: PendingWrite, index: str, options: Options, encoded: bytes | None = None
+) -> BulkAction:
+    """The bulk action of an add/save/remove/patch (see the module docstring).
+    ``encoded``: the encoder's bytes of an add's or save's document, already made by the
+    caller for a write :func:`sends_bytes` says sends them."""
     doc, info = pending.doc, pending.info
     if pending.kind == "patch":
         return _patch_action(pending, index, options)
@@ -169,13 +185,11 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
             ref=pending,
         )
     state = state_of(doc)
-    whole = state is None or not state.partial
     # the _source's bytes from the compiled encoder, unless the stored source may hold
     # fields the model does not declare (kept: with_extras; an original its loading
     # proved to hold none is not looked into again) or a value needs the dict path
-    source = None
-    held = pending.original_as_held
-    if whole and (declared_only(state, held) or not undeclared_keys(info, held)):
+    source = encoded
+    if source is None and sends_bytes(pending):
         encode = source_encoder(info)
         source = None if encode is None else encode(doc)
     body = info.to_source(doc) if source is None else None

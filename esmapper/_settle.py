@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from esmapper import signals
+from esmapper._bulk_answers import BulkItem
 from esmapper._outcomes import UNKNOWN
 from esmapper._pending import KINDS, PendingWrite, WriteKind
 from esmapper._pending import change_type as _judged_change
@@ -263,9 +264,10 @@ def settle(
     failed: list[BulkOutcome] = []
     for action, answer in zip(actions, answers, strict=True):
         pending: PendingWrite = action.ref
-        if isinstance(answer, dict):  # the server's item of an applied write
-            seq_no, term = answer.get("_seq_no"), answer.get("_primary_term")
-            written_to = answer.get("_index", action.index)
+        if isinstance(answer, BulkItem):  # the server's item of an applied write
+            seq_no, term, written_to = answer._seq_no, answer._primary_term, answer._index
+            if written_to is None:  # (the server did not say)
+                written_to = action.index
         elif answer.ok:
             seq_no, term, written_to = answer.seq_no, answer.primary_term, answer.index
         else:

@@ -38,11 +38,12 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from itertools import repeat
+from typing import TYPE_CHECKING, Any, overload
 
 from esmapper import _gcpause as _gc
 from esmapper import signals
-from esmapper._bodies import document_action
+from esmapper._bodies import document_action, sends_bytes
 from esmapper._features import Feature, WriteCall, check_call_options
 from esmapper._outcomes import send, send_answers
 from esmapper._pending import KINDS, PendingWrite
@@ -61,7 +62,7 @@ from esmapper.errors import (
     DocumentError,
     DocumentValidationError,
 )
-from esmapper.ids import ObjectId, check_id, compose_id, id_term
+from esmapper.ids import MAX_ID_BYTES, ObjectId, check_id, compose_id, id_term
 from esmapper.model._wire_encode import encode_many, source_encoder
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
@@ -90,6 +91,10 @@ _CLOCK_SKEW = _dt.timedelta(minutes=1)
 
 
 _datetime = _dt.datetime
+
+#: ``BulkAction``'s body, if_seq_no, if_primary_term, routing and retry_on_conflict of an
+#: add (its arguments given by position: cheaper than by keyword)
+_NO_OPTIONS = (None, None, None, None, None)
 
 
 def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
@@ -144,8 +149,9 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
         for pending in group:
             doc = pending.doc
             state = getattr(doc, "_esm_state", None)  # (state_of, inline)
-            # the stored source as held (bytes stay bytes): PendingWrite.original_source
-            pending._original = None if state is None else state.original_or_bytes
+            if state is not None:  # (a new PendingWrite's original is None)
+                # the stored source as held (bytes stay bytes): PendingWrite.original_source
+                pending._original = state.original_or_bytes
             if not adding and doc.id is None:
                 raise DocumentError(
                     f"cannot save {article(info.name)} without an id; add() it first"
@@ -154,7 +160,8 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
                 created = doc.created_utc
                 record((doc, doc.id, created, doc.updated_utc))
                 if state is None or not state.partial:
-                    if _needs_fixing(created, latest):
+                    fix = not isinstance(created, _datetime) or created.year < 1971
+                    if fix or created > latest:  # (_needs_fixing, inline)
                         _set(doc, "created_utc", now)
                 else:  # loaded in part: its created_utc is fixed only if it was loaded
                     if "created_utc" in (state.original or {}) and _needs_fixing(created, latest):
@@ -388,7 +395,9 @@ def _before_write(
     _check(call, checked)
     targets = _targets(ctx, pendings, len({cls for cls, _kind in groups}) == 1)
     for pending, target in zip(pendings, targets, strict=True):
-        check_id(pending.doc.id, index=target)
+        doc_id = pending.doc.id  # check_id's common case inline: an ASCII id of 1-512 bytes
+        if type(doc_id) is not str or not doc_id.isascii() or not 0 < len(doc_id) <= MAX_ID_BYTES:
+            check_id(doc_id, index=target)
     changing = False
     for (cls, kind), group in groups.items():
         change = KINDS[kind].change_type
@@ -425,10 +434,16 @@ def _actions(
     encode: Any = None
     first = pendings[0] if pendings else None
     encoded: Any = None  # the adds' sources, encoded together, when the batch is only adds
-    if first is not None and first.kind == "add" and one_group:
+    saved: Any = repeat(None)  # the saves' sources, encoded together (None: not made)
+    if first is not None and first.kind in ("add", "save") and one_group:
         encode = source_encoder(first.info)
-        if encode is not None:
+        if encode is not None and first.kind == "add":
             last_info, encoded = first.info, iter(encode_many(encode, [p.doc for p in pendings]))
+        elif encode is not None:  # the saves that send bytes (document_action's rule)
+            sent = [sends_bytes(p) for p in pendings]
+            chosen = [p.doc for p, s in zip(pendings, sent, strict=True) if s]
+            made = iter(encode_many(encode, chosen))
+            saved = iter([next(made) if s else None for s in sent])
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc, info = pending.doc, pending.info
@@ -438,13 +453,15 @@ def _actions(
                 if info is not last_info:  # a batch is usually of one model: one look-up
                     last_info, encode = info, source_encoder(info)
                 source = None if encode is None else encode(doc)
-            if source is not None:  # the _source's bytes: no dict
-                append(BulkAction("create", target, doc.id, ref=pending, source=source))
+            if source is not None:  # the _source's bytes: no dict (positional: cheaper)
+                append(
+                    BulkAction("create", target, doc.id, *_NO_OPTIONS, pending, False, None, source)
+                )
             else:  # a value only the dict path expresses (see model._wire_encode)
                 body = info.to_source(doc)
                 append(BulkAction("create", target, doc.id, body, None, None, None, None, pending))
             continue
-        action = document_action(pending, target, options)
+        action = document_action(pending, target, options, next(saved))
         if action.if_seq_no is not None:
             if pending.form is not None:  # a patch: where its source was read
                 read_from = pending.form.read_from
@@ -461,6 +478,29 @@ def _actions(
     return actions
 
 
+class _Writes(Sequence[tuple[Any, bool]]):
+    """The ``(document, removing)`` of each write, made when read: a spec that writes
+    every document to one target reads only the length (no pair per document)."""
+
+    __slots__ = ("_pendings",)
+
+    def __init__(self, pendings: Sequence[PendingWrite]) -> None:
+        self._pendings = pendings
+
+    def __len__(self) -> int:
+        return len(self._pendings)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, bool]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[Any, bool]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return _Writes(self._pendings[index])
+        pending = self._pendings[index]
+        return pending.doc, pending.kind == "remove"
+
+
 def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) -> list[str]:
     """Where each write goes, in order: one :meth:`IndexSpec.write_targets` call per model
     (the index ensured on the model's first write; time-series partitions, with the ids
@@ -468,8 +508,8 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
     call's ``timeout=`` bounds those requests too. ``one_model``: every write is of the
     first write's model."""
     if one_model:  # the common case: the spec decides, per kind of index, what it needs
-        writes = [(p.doc, p.kind == "remove") for p in pendings]
-        return ctx.spec(pendings[0].info.cls).write_targets(writes, client=ctx.client)
+        spec = ctx.spec(pendings[0].info.cls)
+        return spec.write_targets(_Writes(pendings), client=ctx.client)
     by_model: dict[type, list[int]] = {}
     for i, pending in enumerate(pendings):
         by_model.setdefault(pending.info.cls, []).append(i)

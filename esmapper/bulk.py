@@ -12,8 +12,13 @@ What it sends
     its NDJSON serializer untouched). ``refresh`` is sent on every chunk, and a
     ``filter_path`` that keeps only what outcomes read: each item's ``_id``, ``_index``,
     ``status``, ``result``, ``_seq_no``, ``_primary_term`` and ``error`` (whole), and a
-    rejected request's ``error`` and ``status`` (the client parses about a third less per
-    item; ``_version``, ``_shards`` and ``took`` are left out).
+    rejected request's ``error`` and ``status`` (``_version``, ``_shards`` and ``took``
+    are left out). The answer is read from its bytes when the client can have a copy
+    answering bytes (:func:`esmapper._raw_answers.raw_client`: an orjson client, what a
+    ``Mapper`` made from a URL uses): one ``msgspec`` item per action
+    (:mod:`esmapper._bulk_answers`), no dicts; otherwise (another serializer, a test
+    double) from the client's parsed answer, into the same items. An error answer is
+    raised as the client raises it.
 
 What comes back
     :meth:`BulkWriter.write` returns one :class:`BulkOutcome` per action, in input order:
@@ -91,6 +96,7 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, Elasticsearch
 
 from esmapper import _json
+from esmapper._bulk_answers import BulkItem, decode_items, item_of
 from esmapper._bulk_encode import chunks as _chunks
 from esmapper._bulk_encode import encode_all as _encode_all
 from esmapper._bulk_threads import (
@@ -100,6 +106,7 @@ from esmapper._bulk_threads import (
     send_concurrently,
 )
 from esmapper._limits import current as current_limits
+from esmapper._raw_answers import RawJson, answer, parse, raw_client
 from esmapper.errors import BulkItemFailure, BulkRequestError
 from esmapper.model.state import version_of
 
@@ -331,6 +338,9 @@ class BulkWriter:
         self.client = client
         # The writer owns the retry policy: no blind resend of a bulk body by the transport.
         self._client = client.options(max_retries=0, retry_on_status=())
+        #: the same, its JSON answers left as bytes (``None``: the client cannot have
+        #: such a copy): the items are read by :func:`esmapper._bulk_answers.decode_items`
+        self._raw_client = raw_client(self._client)
         self.chunk_size = chunk_size
         self.max_bytes = max_bytes
         self.max_retries = max_retries
@@ -379,9 +389,10 @@ class BulkWriter:
             else:
                 raise ValueError(f"refresh must be a bool, 'wait_for' or None, not {refresh!r}")
         limits = current_limits()
-        client = self._client
+        client, raw = self._client, self._raw_client
         if limits.timeout is not None:
             client = client.options(request_timeout=limits.timeout)
+            raw = None if raw is None else raw.options(request_timeout=limits.timeout)
         max_retries = self.max_retries if limits.retries is None else limits.retries
         blobs = _encode_all(actions)
         outcomes: list[BulkAnswer | None] = [None] * len(actions)
@@ -401,6 +412,7 @@ class BulkWriter:
                 params=params,
                 stats=stats,
                 client=client,
+                raw=raw,
                 max_retries=max_retries,
                 blocked=blocked,
             )
@@ -429,26 +441,30 @@ class BulkWriter:
         params: Mapping[str, str],
         stats: BulkStats,
         client: Elasticsearch,
+        raw: Elasticsearch | None,
         max_retries: int,
         blocked: _BlockWait,
     ) -> None:
         """Send one chunk and its 429/503 and write-block retries; fills ``outcomes`` at the
-        chunk's positions."""
+        chunk's positions. ``raw``: ``client``'s copy answering bytes (the items decoded
+        by :func:`esmapper._bulk_answers.decode_items`), if it has one."""
         pending = chunk
         attempt = 0
         while True:
             body = b"".join([blobs[i] for i in pending])
             stats.count_request(len(body), len(pending) if attempt else 0)
-            try:
-                resp = client.perform_request(
-                    "POST",
-                    "/_bulk",
-                    params=params,
-                    headers=_HEADERS,
-                    body=body,
-                    endpoint_id="bulk",
-                    path_parts={},
-                )
+            request = functools.partial(
+                (client if raw is None else raw).perform_request,
+                "POST",
+                "/_bulk",
+                params=params,
+                headers=_HEADERS,
+                body=body,
+                endpoint_id="bulk",
+                path_parts={},
+            )
+            try:  # (an error answer of the raw copy raised as the client raises it)
+                items = _items_of((request() if raw is None else answer(request)).body)
             except ApiError as e:
                 status = int(e.meta.status)
                 etype, reason = _api_error_fields(e)
@@ -483,8 +499,7 @@ class BulkWriter:
                     outcomes[i] = _failed(actions[i], 0, kind, f"{type(e).__name__}: {e}")
                 return
 
-            items = resp.body.get("items") if isinstance(resp.body, Mapping) else None
-            if not isinstance(items, list) or len(items) != len(pending):
+            if items is None or len(items) != len(pending):
                 got = len(items) if isinstance(items, list) else "no"
                 raise BulkRequestError(
                     f"the _bulk response has {got} items for {len(pending)} actions",
@@ -496,11 +511,9 @@ class BulkWriter:
             retry: list[int] = []
             can_retry = attempt < max_retries
             throttled = waiting = False
-            for i, item in zip(pending, items, strict=True):
-                # Each item is {op: {...}}.
-                (result,) = item.values()
-                status = result.get("status", 0)
-                if 200 <= status < 300 and "error" not in result and type(result) is dict:
+            for i, result in zip(pending, items, strict=True):
+                status = result.status
+                if 200 <= status < 300 and result.error is None:
                     outcomes[i] = result  # the common case: the item itself is the answer
                 elif can_retry and status in RETRYABLE_STATUSES:
                     retry.append(i)
@@ -509,7 +522,7 @@ class BulkWriter:
                     retry.append(i)  # not applied: sent again once the block is gone
                     waiting = True
                 else:
-                    outcomes[i] = _outcome(actions[i], status, result)
+                    outcomes[i] = _outcome(actions[i], result)
             if not retry:
                 return
             if throttled:
@@ -546,31 +559,52 @@ class _BlockWait:
             return delay
 
 
-def _write_blocked(result: Mapping[str, Any]) -> bool:
+def _items_of(body: Any) -> list[BulkItem] | None:
+    """The items of a ``_bulk`` answer: decoded from its bytes (an answer of the raw
+    copy), else read from the parsed answer (``None``: it has no list of items). An answer
+    the types refuse is parsed as the user's client parses it (not JSON: raises
+    ``elastic_transport.SerializationError``, a transport error, as that client does)."""
+    if isinstance(body, RawJson):
+        found = decode_items(body)
+        if found is not None:
+            return found
+        body = parse(body)
+    items = body.get("items") if isinstance(body, Mapping) else None
+    if not isinstance(items, list):
+        return None
+    parsed: list[BulkItem] = []
+    for item in items:
+        (result,) = item.values()  # each item is {op: {...}}
+        parsed.append(item_of(result))
+    return parsed
+
+
+def _write_blocked(result: BulkItem) -> bool:
     """An item refused by an index write block (``PUT /<index>/_block/write``, which a
     reindex sets on the old index just before its alias swap): not applied, so it is safe
     to send again; the retry goes through the alias to the new index."""
-    error = result.get("error")
+    error = result.error
     return (
-        result.get("status") == 403
+        result.status == 403
         and isinstance(error, Mapping)
         and error.get("type") == "cluster_block_exception"
         and "index write (api)" in str(error.get("reason", ""))
     )
 
 
-def _outcome(action: BulkAction, status: int, r: Mapping[str, Any]) -> BulkOutcome:
-    error = r.get("error")
+def _outcome(action: BulkAction, r: BulkItem) -> BulkOutcome:
+    """The outcome of one item (the action's id and index when the server did not say)."""
+    error, status = r.error, r.status
     etype, reason = (None, None) if error is None else _error_fields(error)
     return BulkOutcome(
         action,
         error is None and 200 <= status < 300,
         status,
-        r.get("_id", action.id),
-        r.get("_index", action.index),
-        r.get("result"),
-        r.get("_seq_no"),
-        r.get("_primary_term"),
+        action.id if r._id is None else r._id,
+        action.index if r._index is None else r._index,
+        r.result,
+        r._seq_no,
+        r._primary_term,
         etype,
         reason,
         error if isinstance(error, Mapping) else None,
@@ -590,16 +624,16 @@ def _failed(action: BulkAction, status: int, etype: str | None, reason: str | No
 
 
 #: What the writer keeps for one action (internal: :meth:`BulkWriter.write` returns
-#: outcomes): the server's item itself (a ``dict``) for a write answered 2xx without an
-#: error, else its :class:`BulkOutcome`.
-BulkAnswer = BulkOutcome | dict[str, Any]
+#: outcomes): the server's item itself (a :class:`~esmapper._bulk_answers.BulkItem`) for a
+#: write answered 2xx without an error, else its :class:`BulkOutcome`.
+BulkAnswer = BulkOutcome | BulkItem
 
 
 def outcome_of(action: BulkAction, answer: BulkAnswer) -> BulkOutcome:
     """The :class:`BulkOutcome` of one :data:`BulkAnswer` (the item read with defaults: the
     action's id and index when the server did not say)."""
-    if isinstance(answer, dict):
-        return _outcome(action, answer.get("status", 0), answer)
+    if isinstance(answer, BulkItem):
+        return _outcome(action, answer)
     return answer
 
 

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from typing_extensions import Unpack
 
 from esmapper import signals
+from esmapper._changes import changed
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._session_reads import SessionReads, _defaults
 from esmapper._writes import PendingWrite, write_documents
 from esmapper.errors import EsmapperError, SessionClosedError
-from esmapper.model._wire_encode import source_encoder
 from esmapper.model.state import DocState, state_of
 from esmapper.options import Options, given, keywords_checked
 
@@ -118,31 +118,9 @@ class Session(SessionReads):
         return state
 
     def _changed(self, doc: Any) -> bool:
-        """Whether ``doc`` differs from what the store last confirmed. A whole document
-        whose original is held as bytes (as loaded, or as last written) is first compared
-        as bytes with its compiled encoder's (:mod:`esmapper.model._wire_encode`): equal
-        bytes are an unchanged document, and nothing is decoded; other bytes may still be
-        equal sources (another key order, another spelling of a number): the sources are
-        then compared as dicts, as for an original held as a dict."""
-        state = state_of(doc)
-        info = type(doc).__esmapper__
-        info.normalize(doc)  # a dict appended to a list[InnerDoc] has no to_source()
-        if state is None or state.original_or_bytes is None:
-            return True
-        if state.partial and state.assigned:  # an assigned field is written, even unchanged
-            return True
-        held = state.original_or_bytes
-        if type(held) is bytes and not state.partial:
-            encode = source_encoder(info)
-            if encode is not None and encode(doc) == held:
-                return False
-        current = info.to_source(doc)
-        if current == state.original:
-            return False
-        # the stored source may lack fields added to the model since, or hold extra ones:
-        # compare with what the model makes of it
-        baseline = info.to_source(info.from_source(state.original, doc.id, None))
-        return bool(current != baseline)
+        """Whether ``doc`` differs from what the store last confirmed
+        (:func:`esmapper._changes.changed`)."""
+        return changed([doc])[0]
 
     @property
     def new(self) -> list[Document]:
@@ -162,11 +140,12 @@ class Session(SessionReads):
         wrongly typed list item raises DocumentValidationError here too."""
         self._flushing = True
         try:
-            return [
+            loaded = [
                 d
                 for k, d in self._maybe_dirty.items()
-                if k not in self._new and k not in self._deleted and self._changed(d)
+                if k not in self._new and k not in self._deleted
             ]
+            return [d for d, differs in zip(loaded, changed(loaded), strict=True) if differs]
         finally:
             self._flushing = False
 
@@ -190,7 +169,7 @@ class Session(SessionReads):
             raise TypeError(f"add() takes an esmapper Document, got {doc!r}")
         self._deleted.pop(id(doc), None)
         state = state_of(doc)
-        if state is not None and state.original is not None and doc.id is not None:
+        if state is not None and state.original_or_bytes is not None and doc.id is not None:
             self._check_not_mapped_elsewhere(doc)
             self._adopt(doc)
             self._maybe_dirty[id(doc)] = doc
@@ -252,10 +231,14 @@ class Session(SessionReads):
         watched = self._watched
         self._flushing = True
         try:
-            for key, doc in list(self._maybe_dirty.items()):
-                if key in self._new or key in self._deleted:
-                    continue
-                if self._changed(doc):
+            loaded = [
+                (key, doc)
+                for key, doc in self._maybe_dirty.items()
+                if key not in self._new and key not in self._deleted
+            ]
+            verdicts = changed([doc for _key, doc in loaded])
+            for (key, doc), differs in zip(loaded, verdicts, strict=True):
+                if differs:
                     pendings.append(PendingWrite("save", doc, type(doc).__esmapper__))
                 elif key not in watched:
                     del self._maybe_dirty[key]

@@ -206,10 +206,14 @@ def _mirror_of(cls: type) -> Callable[[Any], Any]:
 def _compile(cls: type, fields: Any) -> Callable[[Any], Any]:
     specs = [s for s in fields if s.stored]
     attrs_ = [f"f{i}" for i in range(len(specs))]  # any key: renamed to the stored one
+    # not tracked by the collector (``gc=False``): a mirror holds the document's values and
+    # mirrors made for it, never itself, so it is in no cycle; a batch's mirrors, alive
+    # together until encoded (``encode_many``), then trigger no young passes
     struct = msgspec.defstruct(
         f"{cls.__name__}Mirror",
         [(a, Any) for a in attrs_],
         rename={a: s.name for a, s in zip(attrs_, specs, strict=True)},
+        gc=False,
     )
     ns: dict[str, Any] = {
         "_S": struct,

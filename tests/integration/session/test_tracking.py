@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
+from esmapper import _changes
 from tests.integration.conftest import MakeMapper
 
 
@@ -248,7 +249,9 @@ def test_expunged_document_is_no_longer_watched(mapper: em.Mapper, seeded: list[
 # -- cost: only documents that may have changed are diffed -------------------------------------
 
 
-class CountingToSource:
+class CountingLooks:
+    """Wraps :func:`esmapper._changes._look`, the first look at one document's changes."""
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.seen: list[str] = []
@@ -269,9 +272,8 @@ def test_only_touched_documents_are_diffed(
     docs[0].age = 1  # assigned: diffed at the next flush only
     assert docs[1].tags == ["t"]  # a list handed out: watched
     assert docs[2].place is not None  # an embedded object handed out: watched
-    info = Worker.__esmapper__
-    counting = CountingToSource(info.to_source)
-    monkeypatch.setattr(info, "to_source", counting)
+    counting = CountingLooks(_changes._look)
+    monkeypatch.setattr(_changes, "_look", counting)
     s.flush()
     assert set(counting.seen) == {"w0", "w1", "w2"}  # never the untouched w3 and w4
     assert set(s._maybe_dirty) == {id(docs[1]), id(docs[2])}  # w0 was written: pruned
