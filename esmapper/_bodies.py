@@ -15,7 +15,7 @@ its source was read at.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import BulkAction
@@ -162,11 +162,15 @@ def sends_bytes(pending: PendingWrite) -> bool:
 
 
 def document_action(
-    pending: PendingWrite, index: str, options: Options, encoded: bytes | None = None
+    pending: PendingWrite,
+    index: str,
+    options: Options,
+    encoded: bytes | Literal[False] | None = None,
 ) -> BulkAction:
     """The bulk action of an add/save/remove/patch (see the module docstring).
     ``encoded``: the encoder's bytes of an add's or save's document, already made by the
-    caller for a write :func:`sends_bytes` says sends them."""
+    caller for a write :func:`sends_bytes` says sends them; ``False``: the caller found it
+    takes the dict path (not asked again); ``None``: decided here."""
     doc, info = pending.doc, pending.info
     if pending.kind == "patch":
         return _patch_action(pending, index, options)
@@ -188,10 +192,11 @@ def document_action(
     # the _source's bytes from the compiled encoder, unless the stored source may hold
     # fields the model does not declare (kept: with_extras; an original its loading
     # proved to hold none is not looked into again) or a value needs the dict path
-    source = encoded
-    if source is None and sends_bytes(pending):
-        encode = source_encoder(info)
+    if encoded is None:  # not decided by the caller
+        encode = source_encoder(info) if sends_bytes(pending) else None
         source = None if encode is None else encode(doc)
+    else:  # the caller's bytes, or False: it decided on the dict path
+        source = encoded or None
     body = info.to_source(doc) if source is None else None
     if pending.kind == "add":
         return BulkAction("create", index, doc.id, body, ref=pending, source=source)

@@ -443,7 +443,7 @@ def _actions(
             sent = [sends_bytes(p) for p in pendings]
             chosen = [p.doc for p, s in zip(pendings, sent, strict=True) if s]
             made = iter(encode_many(encode, chosen))
-            saved = iter([next(made) if s else None for s in sent])
+            saved = iter([(next(made) or False) if s else False for s in sent])
     for pending, target in zip(pendings, targets, strict=True):
         if pending.kind == "add":
             doc, info = pending.doc, pending.info
