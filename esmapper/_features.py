@@ -49,6 +49,7 @@ __all__ = [
     "attach",
     "check_call_options",
     "index_option_names",
+    "refused_call_option",
     "register",
     "registered",
     "unregister",
@@ -297,13 +298,27 @@ def index_option_names() -> frozenset[str]:
     return frozenset(name for f in _registry for name in f.index_options)
 
 
+def refused_call_option(info: ModelInfo, options: Any) -> tuple[str, type[Feature]] | None:
+    """The per-call option (``tenant``) ``options`` give that only a feature which does
+    not apply to ``info``'s model reads, with that feature; ``None``: the call may run.
+    It depends on ``options``, the model's points and the registry alone, and every
+    registration of a feature with call options gives every compiled model new points
+    (:func:`register`): what was worked out from it for one ``Points`` object holds as
+    long as the model has that object."""
+    for name, feature in _call_options:
+        if getattr(options, name, None) is not None and name not in info.points.options:
+            return name, feature
+    return None
+
+
 def check_call_options(info: ModelInfo, options: Any) -> None:
     """Refuse a call of ``info``'s model that gives a per-call option (``tenant``) only
     a feature that does not apply to it reads (that feature's
-    :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
-    for name, feature in _call_options:
-        if getattr(options, name, None) is not None and name not in info.points.options:
-            feature.refuse_option(info, name)
+    :meth:`~Feature.refuse_option` error, a QueryValidationError; see
+    :func:`refused_call_option`). Sends nothing."""
+    refused = refused_call_option(info, options)
+    if refused is not None:
+        refused[1].refuse_option(info, refused[0])
 
 
 def attach(info: ModelInfo) -> Points:
@@ -331,6 +346,8 @@ def register(feature: type[Feature]) -> type[Feature]:
         instance = feature.attach(info)
         if instance is not None:
             info.points = Points.of([*info.points.features, instance])
+        elif feature.call_options:  # new points all the same: see refused_call_option
+            info.points = Points.of(info.points.features)
     return feature
 
 
@@ -343,5 +360,5 @@ def unregister(feature: type[Feature]) -> None:
         earlier = list(_compiled)
     for info in earlier:
         kept = [f for f in info.points.features if type(f) is not feature]
-        if len(kept) != len(info.points.features):
-            info.points = Points.of(kept) if kept else NO_POINTS
+        if len(kept) != len(info.points.features) or feature.call_options:
+            info.points = Points.of(kept)  # (new points: see refused_call_option)

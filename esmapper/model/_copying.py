@@ -42,7 +42,7 @@ import attrs
 from esmapper.model._raw import raw_class
 from esmapper.model._tracking import TrackedSlot
 from esmapper.model.codec import _all_atomic, _copy_items, json_copy
-from esmapper.model.state import DocState
+from esmapper.model.state import loaded_state_code
 
 __all__ = ["CopyPlan", "HydratedCopies", "plan_of"]
 
@@ -169,7 +169,6 @@ def _compile(info: Any) -> CopyPlan | None:
         "_new": object.__new__,
         "_put__esm_state": state_slot.__set__,
         "_get__esm_state": state_slot.__get__,
-        "_State": DocState,
         "_json_copy": json_copy,
         "_deepcopy": copy.deepcopy,
         "_frozen_list": _frozen_list,
@@ -268,9 +267,11 @@ def _compile(info: Any) -> CopyPlan | None:
             f"    {names}, = _snapshot" if not frozen else f"    {names} = _snapshot",
             "    self = _raw()" if raw is not None else "    self = _new(_cls)",
             *(f"    {line}" for line in thawed),
-            f"    {put('_esm_state', f'None if {state} is None else _State(*{state})')}"
-            if info.is_document
-            else f"    {put('_esm_state', 'None')}",
+            *(
+                [f"    {line}" for line in _thawed_state(ns, state, put)]
+                if info.is_document
+                else [f"    {put('_esm_state', 'None')}"]
+            ),
             *(["    self.__class__ = _cls"] if raw is not None else []),
             "    return self",
             "",
@@ -279,6 +280,29 @@ def _compile(info: Any) -> CopyPlan | None:
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
     return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain))
+
+
+def _thawed_state(ns: dict[str, Any], state: str, put: Callable[[str, str], str]) -> list[str]:
+    """Statements of ``thaw`` giving ``self`` a state of its own made of the snapshot's
+    ``state`` (``(original, index, None, partial, version, condition)``, or ``None``),
+    built inline (:func:`~esmapper.model.state.loaded_state_code`: no ``DocState`` call)."""
+    made = loaded_state_code(
+        ns,
+        "_st",
+        original="_st_original",
+        index="_st_index",
+        version="_st_version",
+        condition="_st_condition",
+        partial="_st_partial",
+    )
+    return [
+        f"if {state} is None:",
+        f"    {put('_esm_state', 'None')}",
+        "else:",
+        f"    _st_original, _st_index, _, _st_partial, _st_version, _st_condition = {state}",
+        *(f"    {line}" for line in made),
+        f"    {put('_esm_state', '_st')}",
+    ]
 
 
 def _or_none(value: Any, make: Callable[[Any], Any]) -> Any:
@@ -312,8 +336,10 @@ class HydratedCopies:
 
     def __init__(self, maxsize: int = 10_000) -> None:
         self.maxsize = maxsize
-        #: id(hit) -> (hit, the kept snapshot, its thaw function, its model)
-        self._kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
+        #: id(hit) -> (hit, the kept snapshot, its thaw function, its model): what
+        #: :meth:`document` looks up first (and a reader of the document cache inline,
+        #: ``DocumentCache.reader``); only :meth:`document` adds to it
+        self.kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
         self._lock = threading.Lock()
 
     def document(
@@ -321,7 +347,7 @@ class HydratedCopies:
     ) -> Any:
         """A document of the cached ``hit`` of model ``info``: a copy of the one kept for
         this very object, else ``hydrate(hit)`` (kept for the next read when copyable)."""
-        entry = self._kept.get(id(hit))
+        entry = self.kept.get(id(hit))
         if entry is not None and entry[0] is hit and entry[3] is info.cls:
             return entry[2](entry[1])
         document = hydrate(hit)
@@ -330,16 +356,16 @@ class HydratedCopies:
             return document
         kept = plan.freeze(document)  # before the caller can change the document
         with self._lock:
-            self._kept[id(hit)] = (hit, kept, plan.thaw, plan.cls)
-            if len(self._kept) > self.maxsize:
-                del self._kept[next(iter(self._kept))]
+            self.kept[id(hit)] = (hit, kept, plan.thaw, plan.cls)
+            if len(self.kept) > self.maxsize:
+                del self.kept[next(iter(self.kept))]
         return document
 
     def clear(self) -> None:
         """Forget every kept document."""
         with self._lock:
-            self._kept.clear()
+            self.kept.clear()
 
     def __len__(self) -> int:
         """How many documents are kept."""
-        return len(self._kept)
+        return len(self.kept)

@@ -136,19 +136,26 @@ def version_code(seq_no: str, primary_term: str, version: str, condition: str) -
 
 
 def loaded_state_code(
-    ns: dict[str, Any], target: str, *, original: str, index: str, version: str, condition: str
+    ns: dict[str, Any],
+    target: str,
+    *,
+    original: str,
+    index: str,
+    version: str,
+    condition: str,
+    partial: str = "False",
 ) -> list[str]:
     """Statements of generated code making ``target`` what ``DocState(original, index,
-    None, False, version, condition)`` makes (each argument the name of a variable),
-    without the call: a new instance, every slot stored (the names they use are put in
-    ``ns``)."""
+    None, partial, version, condition)`` makes (each argument the name of a variable, or
+    an expression), without the call: a new instance, every slot stored (the names they
+    use are put in ``ns``)."""
     ns["_new"] = object.__new__
     ns["_DocState"] = DocState
     values = {
         "_original": original,
         "index": index,
         "session": "None",
-        "partial": "False",
+        "partial": partial,
         "version": version,
         "condition": condition,
         "watched": "False",
