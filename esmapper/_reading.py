@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 
 from esmapper import _gcpause as _gc
 from esmapper._features import Points, Visibility, check_call_options, refused_call_option
-from esmapper._keywords import CountKeywords, OptionKeywords
+from esmapper._keywords import CountKeywords, GetKeywords, OptionKeywords
 from esmapper._limits import applied, limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
@@ -111,6 +111,7 @@ class ByIdRead:
 #: many spellings of a ``get``'s keywords.
 _BY_ID_MAX = 64
 
+
 def _spelling(keywords: Mapping[str, Any]) -> tuple[Any, ...]:
     """The key of several keywords of a ``get`` in :meth:`Reading._keyword_read`'s memo:
     their names, values and the values' types (``cache=1`` is not ``cache=True``)."""
@@ -148,7 +149,8 @@ class Reading(Searching[T]):
             ttl = services.cache_ttl(info, opts)
             alias = services.spec(self.model).alias
             kept = None
-            if ttl is not None and refused_call_option(info, opts) is None:
+            fast = ttl is not None and refused_call_option(info, opts) is None
+            if fast and documents is not None:  # (a TTL only with a document cache)
                 kept = documents.reader(alias, info, self._hydrate)
             rules = visibility(info, opts)
             read = ByIdRead(opts, points, documents, rules, ttl, alias, kept)
@@ -164,27 +166,31 @@ class Reading(Searching[T]):
         holds the defaults it was merged into, and the repository's new defaults or a
         stale read are worked out again). An unknown keyword raises ``TypeError`` listing
         those ``get`` takes, a bad value ``ValueError`` (nothing is kept of them)."""
-        entry: tuple[Any, Options, ByIdRead] | None
-        if len(keywords) == 1:  # the usual spelling: by its name, then its value
+        if len(keywords) == 1:  # the usual spelling
             (name,) = keywords
-            value = keywords[name]
-            try:
-                entry = self._by_keyword[name].get(value)
-            except (KeyError, TypeError):  # a name not seen yet, an unhashable value
-                entry = None
-            # and the value's type: cache=1 is not cache=True (equal: one dict key)
-            if entry is not None and entry[0] is not type(value):
-                entry = None
-        else:
-            try:
-                entry = self._by_keywords.get(_spelling(keywords))
-            except TypeError:  # an unhashable value
-                entry = None
+            return self._one_keyword_read(name, keywords[name])
+        try:
+            entry = self._by_keywords.get(_spelling(keywords))
+        except TypeError:  # an unhashable value
+            entry = None
         if entry is not None and entry[1] is self.defaults:
             read = entry[2]
             if read.points is self.info.points and read.documents is self.services.documents:
                 return read
         return self._keywords_worked_out(keywords)
+
+    def _one_keyword_read(self, name: str, value: Any) -> ByIdRead:
+        """:meth:`_keyword_read` of one keyword: kept by its name, then its value (and the
+        value's type: ``cache=1`` is not ``cache=True``, equal and one dict key)."""
+        try:
+            entry = self._by_keyword[name].get(value)
+        except (KeyError, TypeError):  # a name not seen yet, an unhashable value
+            entry = None
+        if entry is not None and entry[0] is type(value) and entry[1] is self.defaults:
+            read = entry[2]
+            if read.points is self.info.points and read.documents is self.services.documents:
+                return read
+        return self._keywords_worked_out({name: value})
 
     def _keywords_worked_out(self, keywords: Mapping[str, Any]) -> ByIdRead:
         """:meth:`_keyword_read` of a spelling not kept (or kept stale): checked, merged
@@ -215,17 +221,27 @@ class Reading(Searching[T]):
     def spec(self) -> IndexSpec:
         return self.services.spec(self.model)
 
-    def get(self, id: str, **options: Unpack[OptionKeywords]) -> T | None:
+    def get(
+        self, id: str, *, cache: bool | None = None, **options: Unpack[GetKeywords]
+    ) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``. Takes the options
-        (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does;
-        an unknown keyword raises ``TypeError`` listing those it takes. A cache hit sends
-        nothing (``timeout``/``retries`` bound the GET of a miss)."""
-        # no keyword (the usual call): the defaults as they are; keywords: one lookup of
-        # their spelling (see _keyword_read)
-        read = self._keyword_read(options) if options else self._by_id_read(self.defaults)
+        (``cache`` and :class:`~esmapper._keywords.GetKeywords`), as every read and write
+        by id does; an unknown keyword raises ``TypeError`` listing those it takes. A
+        cache hit sends nothing (``timeout``/``retries`` bound the GET of a miss)."""
+        if options:  # one lookup of their spelling (see _keyword_read)
+            read = self._keyword_read(options if cache is None else {"cache": cache, **options})
+        elif cache is None:  # no keyword (a model cached by default): the defaults
+            read = self._by_id_read(self.defaults)
+        else:  # get(id, cache=True): no dict of keywords, one lookup of the value
+            read = self._one_keyword_read("cache", cache)
+        # a hit kept in process: read.kept (worked out once for the options: their
+        # call-option check passed then), without check_id: the key is <alias>:<id>, the
+        # alias fixed, so an entry under it exists only for that very id, and only a read
+        # or get_many that checked it fills one (an id of another type, or anything not
+        # kept, takes the whole path, which checks it before it asks the cache)
         kept = read.kept
-        if kept is not None and type(id) is str:  # a hit kept in process (_read_by_id)
+        if kept is not None and type(id) is str:
             document = kept(id)
             if document is not None:
                 for rule in read.rules:
@@ -242,21 +258,7 @@ class Reading(Searching[T]):
         """:meth:`get` as ``read`` says: from the document cache when its TTL is set (a
         hit: one lookup, and a copy of the document kept for that entry or a hydration),
         else (or on a miss) one real-time GET under the options' limits; then the rules.
-
-        A hit kept in process takes ``read.kept`` (worked out once for the options: their
-        call-option check passed then) and skips :func:`~esmapper.ids.check_id`: the key
-        is ``<alias>:<id>`` with the alias fixed, so an entry under it exists only for
-        that very id, and only a read or ``get_many`` that checked it fills one (the id
-        of any other kind, or anything else not kept, takes the whole path, which checks
-        it before it asks the cache)."""
-        kept = read.kept
-        if kept is not None and type(id) is str:
-            document = kept(id)
-            if document is not None:
-                for rule in read.rules:
-                    if not rule.test(document):
-                        return None
-                return document  # type: ignore[no-any-return]
+        (:meth:`get` serves a hit kept in process before it comes here.)"""
         check_id(id)
         info = self.info
         check_call_options(info, read.options)

@@ -165,9 +165,6 @@ def _compile(info: Any) -> CopyPlan | None:
     if state_slot is None or set(attributes) != {spec.name for spec in info.fields}:
         return None  # (an attribute no field spec describes: a copy could not set it)
     ns: dict[str, Any] = {
-        "_cls": cls,
-        "_new": object.__new__,
-        "_put__esm_state": state_slot.__set__,
         "_get__esm_state": state_slot.__get__,
         "_json_copy": json_copy,
         "_deepcopy": copy.deepcopy,
@@ -175,16 +172,10 @@ def _compile(info: Any) -> CopyPlan | None:
         "_copy_items": _copy_items,
         "_odd": _odd,
         "_tuple": tuple,
+        "_map": _map_or_none,
+        "_or_none": _or_none,
     }
-    raw = raw_class(cls)
-    if raw is not None:  # plain slot stores into the raw subclass, then the class switch
-        ns["_raw"] = raw
-
-    def put(name: str, expr: str) -> str:
-        return f"self.{name} = {expr}" if raw is not None else f"_put_{name}(self, {expr})"
-
-    frozen: list[str] = []  # one expression per value of the snapshot (of ``p``)
-    thawed: list[str] = []  # one statement per field (from ``_s<i>``)
+    frozen: list[str] = []  # one expression per field, then the state (of ``p``)
     required: list[str] = []
     inner: list[tuple[str, Callable[[Any], Any], CopyPlan, bool]] = []
     plain: list[Callable[[Any], Any]] = []
@@ -195,7 +186,6 @@ def _compile(info: Any) -> CopyPlan | None:
         if slot is None or attribute is None:
             return None
         ns[f"_get_{name}"] = slot.__get__
-        ns[f"_put_{name}"] = slot.__set__
         # a plain slot is read as an attribute (fast); a tracked one through its raw slot
         # (reading it as an attribute would watch the kept document)
         tracked = inspect.getattr_static(cls, name, None) is not slot
@@ -205,53 +195,28 @@ def _compile(info: Any) -> CopyPlan | None:
         if not special and not _shared_default(attribute):
             required.append(name)
         value = f"_get_{name}(p)" if tracked else f"p.{name}"
-        v = f"_s{len(frozen)}"
         if spec.kind == "inner":
             plan = plan_of(spec.inner.__esmapper__)
             if plan is None:
                 return None
             inner.append((name, slot.__get__, plan, spec.many))
             ns[f"_freeze_{name}"] = plan.freeze
-            ns[f"_thaw_{name}"] = plan.thaw
             ns[f"_cls_{name}"] = spec.inner
             one = f"(_freeze_{name}({{0}}) if type({{0}}) is _cls_{name} else _odd({{0}}))"
-            back = f"(_thaw_{name}({{0}}) if type({{0}}) is tuple else _deepcopy({{0}}[0]))"
             if spec.many:
-                item, thawed_item = one.format("_x"), back.format("_x")
+                item = one.format("_x")
                 frozen.append(f"_map(lambda _x: None if _x is None else {item}, {value})")
-                thawed.append(
-                    put(
-                        name,
-                        f"None if {v} is None else "
-                        f"[None if _x is None else {thawed_item} for _x in {v}]",
-                    )
-                )
             else:
                 frozen.append(f"_or_none({value}, lambda _x: {one.format('_x')})")
-                thawed.append(put(name, f"None if {v} is None else {back.format(v)}"))
         elif spec.kind == "any":
             frozen.append(f"_json_copy({value})")
-            thawed.append(put(name, f"_json_copy({v})"))
         elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
             frozen.append(f"_or_none({value}, _tuple)")
-            thawed.append(put(name, f"None if {v} is None else list({v})"))
         elif spec.many:  # scalars as stored: maybe an array of arrays
             frozen.append(f"_or_none({value}, _frozen_list)")
-            thawed.append(
-                put(
-                    name,
-                    f"None if {v} is None else "
-                    f"(list({v}) if type({v}) is tuple else _copy_items({v}))",
-                )
-            )
         else:
             plain.append(slot.__get__)
             frozen.append(value)
-            thawed.append(put(name, v))
-    ns["_map"] = _map_or_none
-    ns["_or_none"] = _or_none
-    state = "_s_state"
-    names = ", ".join([*(f"_s{i}" for i in range(len(frozen))), state])
     source = "\n".join(
         [
             "def freeze(p):",
@@ -264,15 +229,7 @@ def _compile(info: Any) -> CopyPlan | None:
             "    )",
             "",
             "def thaw(_snapshot):",
-            f"    {names}, = _snapshot" if not frozen else f"    {names} = _snapshot",
-            "    self = _raw()" if raw is not None else "    self = _new(_cls)",
-            *(f"    {line}" for line in thawed),
-            *(
-                [f"    {line}" for line in _thawed_state(ns, state, put)]
-                if info.is_document
-                else [f"    {put('_esm_state', 'None')}"]
-            ),
-            *(["    self.__class__ = _cls"] if raw is not None else []),
+            *(f"    {line}" for line in _thaw_code(info, "_snapshot", "self", ns, "")),
             "    return self",
             "",
         ]
@@ -282,26 +239,99 @@ def _compile(info: Any) -> CopyPlan | None:
     return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain))
 
 
-def _thawed_state(ns: dict[str, Any], state: str, put: Callable[[str, str], str]) -> list[str]:
-    """Statements of ``thaw`` giving ``self`` a state of its own made of the snapshot's
-    ``state`` (``(original, index, None, partial, version, condition)``, or ``None``),
-    built inline (:func:`~esmapper.model.state.loaded_state_code`: no ``DocState`` call)."""
-    made = loaded_state_code(
-        ns,
-        "_st",
-        original="_st_original",
-        index="_st_index",
-        version="_st_version",
-        condition="_st_condition",
-        partial="_st_partial",
-    )
+def _thaw_code(info: Any, snapshot: str, target: str, ns: dict[str, Any], tag: str) -> list[str]:
+    """Statements of ``thaw`` making ``target`` (a variable) a new instance of ``info``'s
+    model of the snapshot in the variable ``snapshot`` (as ``freeze`` takes it; the model
+    has a plan, so its embedded models too). Plain slot stores into the model's raw
+    subclass, then the class switch (or the slots' own setters when it has none); an
+    embedded object of one field built inline the same way (no call), a list of them by
+    their plan's ``thaw``; a state of its own for a document. The names it uses carry
+    ``tag`` (one per embedding level)."""
+    cls = info.cls
+    raw = raw_class(cls)
+    ns[f"_cls{tag}"] = cls
+    if raw is not None:
+        ns[f"_raw{tag}"] = raw
+
+    def put(name: str, expr: str) -> str:
+        if raw is not None:
+            return f"{target}.{name} = {expr}"
+        ns[f"_put{tag}_{name}"] = _raw_slot(cls, name).__set__
+        return f"_put{tag}_{name}({target}, {expr})"
+
+    names = [f"_s{tag}_{i}" for i in range(len(info.fields))]
+    state = f"_s{tag}_state"
+    lines = [
+        f"{', '.join([*names, state])}, = {snapshot}",
+        f"{target} = _raw{tag}()" if raw is not None else f"{target} = _new(_cls{tag})",
+    ]
+    ns["_new"] = object.__new__
+    for spec, v in zip(info.fields, names, strict=True):
+        name = spec.name
+        if spec.kind == "inner":
+            inner_info = spec.inner.__esmapper__
+            if spec.many:
+                ns[f"_thaw{tag}_{name}"] = plan_of(inner_info).thaw  # type: ignore[union-attr]
+                item = f"(_thaw{tag}_{name}(_x) if type(_x) is tuple else _deepcopy(_x[0]))"
+                items = f"[None if _x is None else {item} for _x in {v}]"
+                lines.append(put(name, f"None if {v} is None else {items}"))
+                continue
+            made = f"_o{v}"
+            lines += [
+                f"if {v} is None:",
+                f"    {put(name, 'None')}",
+                f"elif type({v}) is tuple:",
+                *(f"    {line}" for line in _thaw_code(inner_info, v, made, ns, f"{tag}_{name}")),
+                f"    {put(name, made)}",
+                "else:",  # an embedded object the plan does not know (a subclass)
+                f"    {put(name, f'_deepcopy({v}[0])')}",
+            ]
+        elif spec.kind == "any":
+            lines.append(put(name, f"_json_copy({v})"))
+        elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
+            lines.append(put(name, f"None if {v} is None else list({v})"))
+        elif spec.many:  # scalars as stored: maybe an array of arrays
+            lines.append(
+                put(
+                    name,
+                    f"None if {v} is None else "
+                    f"(list({v}) if type({v}) is tuple else _copy_items({v}))",
+                )
+            )
+        else:
+            lines.append(put(name, v))
+    if info.is_document:
+        lines += _thawed_state(ns, state, put, f"_st{tag}")
+    else:
+        lines.append(put("_esm_state", "None"))
+    if raw is not None:
+        lines.append(f"{target}.__class__ = _cls{tag}")
+    return lines
+
+
+def _thawed_state(
+    ns: dict[str, Any], state: str, put: Callable[[str, str], str], made: str
+) -> list[str]:
+    """Statements of ``thaw`` giving the object ``put`` stores into a state of its own
+    (in the variable ``made``) made of the snapshot's ``state`` (``(original, index,
+    None, partial, version, condition)``, or ``None``), built inline
+    (:func:`~esmapper.model.state.loaded_state_code`: no ``DocState`` call)."""
+    fields = {
+        "original": f"{made}_original",
+        "index": f"{made}_index",
+        "version": f"{made}_version",
+        "condition": f"{made}_condition",
+        "partial": f"{made}_partial",
+    }
+    built = loaded_state_code(ns, made, **fields)
     return [
         f"if {state} is None:",
         f"    {put('_esm_state', 'None')}",
         "else:",
-        f"    _st_original, _st_index, _, _st_partial, _st_version, _st_condition = {state}",
-        *(f"    {line}" for line in made),
-        f"    {put('_esm_state', '_st')}",
+        f"    {fields['original']}, {fields['index']}, _, {fields['partial']}, "
+        f"{fields['version']}, {fields['condition']} = {state}",
+        *(f"    {line}" for line in built),
+        f"    {put('_esm_state', made)}",
     ]
 
 
