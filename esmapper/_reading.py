@@ -27,6 +27,7 @@ from esmapper._keywords import CountKeywords, GetKeywords, OptionKeywords
 from esmapper._limits import applied, limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
+from esmapper.cache import NOT_KEPT
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import (
@@ -75,6 +76,16 @@ def visibility(info: Any, options: Options) -> tuple[Visibility, ...]:
 def shown(rules: Sequence[Visibility], doc: Any) -> bool:
     """Whether ``doc`` passes every rule of :func:`visibility`."""
     return all(rule.test(doc) for rule in rules)
+
+
+def _test_of(rules: Sequence[Visibility]) -> Callable[[Any], bool] | None:
+    """:func:`shown` as one test of a document (``None``: no rule; one rule: its own
+    test, no loop)."""
+    if not rules:
+        return None
+    if len(rules) == 1:
+        return rules[0].test
+    return lambda doc: shown(rules, doc)
 
 
 def only_shown(rules: Sequence[Visibility], docs: list[Any]) -> list[Any]:
@@ -130,6 +141,8 @@ class Reading(Searching[T]):
     #: ``(the value's type, the defaults it was merged into, ByIdRead)`` by the name and
     #: the value of a ``get``'s one keyword (see :meth:`_keyword_read`)
     _by_keyword: dict[str, dict[Any, tuple[type, Options, ByIdRead]]]
+    #: ``_by_keyword["cache"]`` (the cached get's own spelling, looked up in :meth:`get`)
+    _by_cache: dict[Any, tuple[type, Options, ByIdRead]]
     #: ``(None, the defaults they were merged into, ByIdRead)`` by the :func:`_spelling`
     #: of a ``get``'s several keywords
     _by_keywords: dict[tuple[Any, ...], tuple[None, Options, ByIdRead]]
@@ -148,11 +161,11 @@ class Reading(Searching[T]):
             points, documents = info.points, services.documents
             ttl = services.cache_ttl(info, opts)
             alias = services.spec(self.model).alias
+            rules = visibility(info, opts)
             kept = None
             fast = ttl is not None and refused_call_option(info, opts) is None
             if fast and documents is not None:  # (a TTL only with a document cache)
-                kept = documents.reader(alias, info, self._hydrate)
-            rules = visibility(info, opts)
+                kept = documents.reader(alias, info, self._hydrate, _test_of(rules))
             read = ByIdRead(opts, points, documents, rules, ttl, alias, kept)
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()
@@ -233,8 +246,21 @@ class Reading(Searching[T]):
             read = self._keyword_read(options if cache is None else {"cache": cache, **options})
         elif cache is None:  # no keyword (a model cached by default): the defaults
             read = self._by_id_read(self.defaults)
-        else:  # get(id, cache=True): no dict of keywords, one lookup of the value
-            read = self._one_keyword_read("cache", cache)
+        else:  # get(id, cache=True): no dict of keywords; _one_keyword_read, inline
+            try:
+                entry = self._by_cache.get(cache)
+            except TypeError:
+                entry = None
+            if (
+                entry is not None
+                and entry[0] is type(cache)
+                and entry[1] is self.defaults
+                and entry[2].points is self.info.points
+                and entry[2].documents is self.services.documents
+            ):
+                read = entry[2]
+            else:
+                read = self._one_keyword_read("cache", cache)
         # a hit kept in process: read.kept (worked out once for the options: their
         # call-option check passed then), without check_id: the key is <alias>:<id>, the
         # alias fixed, so an entry under it exists only for that very id, and only a read
@@ -242,11 +268,8 @@ class Reading(Searching[T]):
         # kept, takes the whole path, which checks it before it asks the cache)
         kept = read.kept
         if kept is not None and type(id) is str:
-            document = kept(id)
-            if document is not None:
-                for rule in read.rules:
-                    if not rule.test(document):
-                        return None
+            document = kept(id)  # (the rules applied: None when they refuse it)
+            if document is not NOT_KEPT:
                 return document  # type: ignore[no-any-return]
         return self._read_by_id(id, read)
 

@@ -27,7 +27,6 @@ document hydrated from that same in-process entry (``DocumentCache.copies``, see
 
 from __future__ import annotations
 
-import builtins
 import collections
 import datetime as _dt
 import itertools
@@ -42,7 +41,14 @@ import cachetools
 
 from esmapper.model._copying import HydratedCopies
 
-__all__ = ["CacheClient", "CacheStats", "DocumentCache", "InMemoryCache", "ReadMarker"]
+__all__ = [
+    "NOT_KEPT",
+    "CacheClient",
+    "CacheStats",
+    "DocumentCache",
+    "InMemoryCache",
+    "ReadMarker",
+]
 
 
 @attrs.define(slots=True)
@@ -277,6 +283,10 @@ def _new_marker() -> ReadMarker:
     return ReadMarker(f"{_PROCESS_TOKEN}-{os.getpid()}-{next(_serials)}")
 
 
+#: What :meth:`DocumentCache.reader`'s function gives for an id whose hit the client does
+#: not keep in process (``None`` is a document the read's rules do not show).
+NOT_KEPT: Any = object()
+
 #: Key prefix of the recently soft-deleted lists (not under ``<alias>:``, so dropping a
 #: model's documents by prefix keeps them).
 _DELETED_PREFIX = "esmapper-deleted:"
@@ -349,16 +359,21 @@ class DocumentCache:
         return copies.document(info, entry, hydrate), None
 
     def reader(
-        self, alias: str, info: Any, hydrate: Callable[[dict[str, Any]], Any]
+        self,
+        alias: str,
+        info: Any,
+        hydrate: Callable[[dict[str, Any]], Any],
+        shown: Callable[[Any], bool] | None = None,
     ) -> Callable[[str], Any] | None:
         """The hit path of :meth:`read` for ``alias`` and ``info``'s model, worked out once
         (what every cached ``get`` under the same options reads through): a function of an
         id (a ``str``) giving the document of the hit the client keeps in process under
         it, made as :meth:`read` makes it (a copy of the document kept for that entry, or
-        a hydration kept for the next read), the hit counted by the client; or ``None``,
-        nothing counted or reserved, when the client keeps no such hit (the caller then
-        calls :meth:`read`: the miss is counted there, and the key reserved). ``None``
-        when the client offers no in-process hit path (``hits()``, as
+        a hydration kept for the next read), the hit counted by the client, or ``None``
+        when ``shown`` (the read's visibility rules) refuses that document; or
+        :data:`NOT_KEPT`, nothing counted or reserved, when the client keeps no such hit
+        (the caller then calls :meth:`read`: the miss is counted there, and the key
+        reserved). ``None`` when the client offers no in-process hit path (``hits()``, as
         :meth:`InMemoryCache.hits`) or hands out no kept objects."""
         copies = self.copies
         hits = getattr(self.client, "hits", None)
@@ -370,17 +385,33 @@ class DocumentCache:
         prefix = f"{alias}:"  # (the key of self.key)
         kept, cls, document = copies.kept, info.cls, copies.document
 
-        def read(id: str) -> Any:
-            entry = hit(prefix + id)
-            if entry is None:
-                return None
-            # HydratedCopies.document, its lookup inline
-            copy = kept.get(builtins.id(entry))
-            if copy is not None and copy[0] is entry and copy[3] is cls:
-                return copy[2](copy[1])
-            return document(info, entry, hydrate)
+        # HydratedCopies.document, its lookup inline (the one rule: a kept copy is used
+        # only for the very object it was made from, of the same model)
+        if shown is None:
 
-        return read
+            def read(doc_id: str) -> Any:
+                entry = hit(prefix + doc_id)
+                if entry is None:
+                    return NOT_KEPT
+                copy = kept.get(id(entry))
+                if copy is not None and copy[0] is entry and copy[3] is cls:
+                    return copy[2](copy[1])
+                return document(info, entry, hydrate)
+
+            return read
+
+        def read_shown(doc_id: str) -> Any:
+            entry = hit(prefix + doc_id)
+            if entry is None:
+                return NOT_KEPT
+            copy = kept.get(id(entry))
+            if copy is not None and copy[0] is entry and copy[3] is cls:
+                found = copy[2](copy[1])
+            else:
+                found = document(info, entry, hydrate)
+            return found if shown(found) else None
+
+        return read_shown
 
     def fill(
         self,

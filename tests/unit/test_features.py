@@ -153,3 +153,31 @@ def test_the_mapping_point_is_called_once_on_a_fresh_body() -> None:
         assert info.mapping == body  # the same every time
     finally:
         _features.unregister(Joined)
+
+
+class Asks(_features.Feature):
+    """Reads a call option and applies to no model: a call of any model giving it is
+    refused once it is registered."""
+
+    name = "asks_tenant_feature"
+    call_options = ("tenant",)
+    __slots__ = ()
+
+
+def test_registering_a_call_option_gives_every_compiled_model_new_points() -> None:
+    """What was worked out under a model's points (a by-id read's call-option check,
+    kept per ``Points`` object) is stale once a feature reads a new call option, even
+    one that does not apply to the model: its points are a new object."""
+
+    class Plain(em.Document):
+        title: str = ""
+
+    info = Plain.__esmapper__  # type: ignore[attr-defined]
+    before = info.points
+    _features.register(Asks)
+    try:
+        assert info.points is not before and info.points == before
+        during = info.points
+    finally:
+        _features.unregister(Asks)
+    assert info.points is not during and info.points == before
