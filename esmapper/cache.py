@@ -9,7 +9,10 @@ with hit/miss counters.
 :class:`DocumentCache` keys documents by index alias and id and stores the raw hit; every
 cache hit is a fresh object nobody else can mutate: hydrated, or a compiled copy of the
 document hydrated from that same in-process entry (``DocumentCache.copies``, see
-``esmapper.model._copying``). It owns the cache rules of every write path (see the
+``esmapper.model._copying``). A cached ``get`` reads a hit kept in process through
+:meth:`DocumentCache.reader`, worked out once per read's options over the client's own hit
+path (:meth:`InMemoryCache.hits`, ``HybridCache.hits``); everything else takes
+:meth:`DocumentCache.read`. It owns the cache rules of every write path (see the
 ``esmapper._writes`` docstring):
 
 - **A read fills only what it reserved.** A read that misses puts a unique
@@ -153,7 +156,7 @@ class InMemoryCache:
                 if entry is None or not self.timer() < entry[1]:
                     return None
                 value = entry[0]
-                if type(value) is ReadMarker:  # (a frozen class: no subclass)
+                if type(value) is ReadMarker:  # (_new_marker makes them all: no subclass)
                     return None
                 touch(key)
                 self.stats.hits += 1
