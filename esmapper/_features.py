@@ -47,6 +47,7 @@ __all__ = [
     "Visibility",
     "WriteCall",
     "attach",
+    "call_options",
     "check_call_options",
     "index_option_names",
     "refused_call_option",
@@ -283,7 +284,7 @@ NO_POINTS = Points()
 _registry: list[type[Feature]] = []
 #: ``(call option, the feature that declares it)`` of every registered feature: what
 #: :func:`check_call_options` looks at on each call (one entry per option, not per feature)
-_call_options: list[tuple[str, type[Feature]]] = []
+_call_options: tuple[tuple[str, type[Feature]], ...] = ()
 _compiled: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 
@@ -298,13 +299,17 @@ def index_option_names() -> frozenset[str]:
     return frozenset(name for f in _registry for name in f.index_options)
 
 
+def call_options() -> tuple[tuple[str, type[Feature]], ...]:
+    """The ``(call option, feature)`` pairs of the registered features: a new tuple
+    whenever a registration changes them, so what was worked out from one (a by-id
+    read's :func:`refused_call_option`) holds while it is still this very object."""
+    return _call_options
+
+
 def refused_call_option(info: ModelInfo, options: Any) -> tuple[str, type[Feature]] | None:
     """The per-call option (``tenant``) ``options`` give that only a feature which does
     not apply to ``info``'s model reads, with that feature; ``None``: the call may run.
-    It depends on ``options``, the model's points and the registry alone, and every
-    registration of a feature with call options gives every compiled model new points
-    (:func:`register`): what was worked out from it for one ``Points`` object holds as
-    long as the model has that object."""
+    It depends on ``options``, the model's points and :func:`call_options` alone."""
     for name, feature in _call_options:
         if getattr(options, name, None) is not None and name not in info.points.options:
             return name, feature
@@ -334,31 +339,31 @@ def attach(info: ModelInfo) -> Points:
 def register(feature: type[Feature]) -> type[Feature]:
     """Register ``feature`` (usable as a class decorator). Models compiled before are
     attached to it now. Registering a name twice raises ``ValueError``."""
+    global _call_options  # noqa: PLW0603 - a new tuple whenever it changes: see call_options
     if not feature.name:
         raise ValueError(f"{feature.__qualname__} has no name")
     with _lock:
         if any(f.name == feature.name for f in _registry):
             raise ValueError(f"a feature named {feature.name!r} is registered already")
         _registry.append(feature)
-        _call_options.extend((name, feature) for name in feature.call_options)
+        _call_options = (*_call_options, *((name, feature) for name in feature.call_options))
         earlier = list(_compiled)
     for info in earlier:
         instance = feature.attach(info)
         if instance is not None:
             info.points = Points.of([*info.points.features, instance])
-        elif feature.call_options:  # new points all the same: see refused_call_option
-            info.points = Points.of(info.points.features)
     return feature
 
 
 def unregister(feature: type[Feature]) -> None:
     """Remove ``feature`` from the registry and from the models it was attached to (for
     tests that register a feature of their own)."""
+    global _call_options  # noqa: PLW0603 - a new tuple whenever it changes: see call_options
     with _lock:
         _registry.remove(feature)
-        _call_options[:] = [entry for entry in _call_options if entry[1] is not feature]
+        _call_options = tuple(entry for entry in _call_options if entry[1] is not feature)
         earlier = list(_compiled)
     for info in earlier:
         kept = [f for f in info.points.features if type(f) is not feature]
-        if len(kept) != len(info.points.features) or feature.call_options:
-            info.points = Points.of(kept)  # (new points: see refused_call_option)
+        if len(kept) != len(info.points.features):
+            info.points = Points.of(kept) if kept else NO_POINTS

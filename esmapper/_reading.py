@@ -21,6 +21,7 @@ import attrs
 from elasticsearch import NotFoundError
 from typing_extensions import Unpack
 
+from esmapper import _features
 from esmapper import _gcpause as _gc
 from esmapper._features import Points, Visibility, check_call_options, refused_call_option
 from esmapper._keywords import CountKeywords, GetKeywords, OptionKeywords
@@ -116,6 +117,17 @@ class ByIdRead:
     ttl: _dt.timedelta | None
     alias: str
     kept: Callable[[str], Any] | None = None
+    #: the registry's call options the check was made against (see :meth:`current`)
+    calls: tuple[Any, ...] = ()
+
+    def current(self, info: Any, services: Any) -> bool:
+        """Whether this read still holds for the model ``info`` under the mapper's
+        ``services``: the same points, document cache and registered call options."""
+        return (
+            self.points is info.points
+            and self.documents is services.documents
+            and self.calls is _features.call_options()
+        )
 
 
 #: How many options' :class:`ByIdRead` a repository keeps (then it starts over), and how
@@ -153,12 +165,8 @@ class Reading(Searching[T]):
         the repository's defaults, or ``Options.merge``'s)."""
         read = self._by_id.get(opts)
         info, services = self.info, self.services
-        if (
-            read is None
-            or read.points is not info.points
-            or read.documents is not services.documents
-        ):
-            points, documents = info.points, services.documents
+        if read is None or not read.current(info, services):
+            points, documents, calls = info.points, services.documents, _features.call_options()
             ttl = services.cache_ttl(info, opts)
             alias = services.spec(self.model).alias
             rules = visibility(info, opts)
@@ -166,7 +174,7 @@ class Reading(Searching[T]):
             fast = ttl is not None and refused_call_option(info, opts) is None
             if fast and documents is not None:  # (a TTL only with a document cache)
                 kept = documents.reader(alias, info, self._hydrate, _test_of(rules))
-            read = ByIdRead(opts, points, documents, rules, ttl, alias, kept)
+            read = ByIdRead(opts, points, documents, rules, ttl, alias, kept, calls)
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()
             self._by_id[opts] = read
@@ -188,7 +196,7 @@ class Reading(Searching[T]):
             entry = None
         if entry is not None and entry[1] is self.defaults:
             read = entry[2]
-            if read.points is self.info.points and read.documents is self.services.documents:
+            if read.current(self.info, self.services):
                 return read
         return self._keywords_worked_out(keywords)
 
@@ -201,7 +209,7 @@ class Reading(Searching[T]):
             entry = None
         if entry is not None and entry[0] is type(value) and entry[1] is self.defaults:
             read = entry[2]
-            if read.points is self.info.points and read.documents is self.services.documents:
+            if read.current(self.info, self.services):
                 return read
         return self._keywords_worked_out({name: value})
 
@@ -257,6 +265,7 @@ class Reading(Searching[T]):
                 and entry[1] is self.defaults
                 and entry[2].points is self.info.points
                 and entry[2].documents is self.services.documents
+                and entry[2].calls is _features._call_options  # (ByIdRead.current, inline)
             ):
                 read = entry[2]
             else:

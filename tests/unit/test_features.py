@@ -164,20 +164,21 @@ class Asks(_features.Feature):
     __slots__ = ()
 
 
-def test_registering_a_call_option_gives_every_compiled_model_new_points() -> None:
-    """What was worked out under a model's points (a by-id read's call-option check,
-    kept per ``Points`` object) is stale once a feature reads a new call option, even
-    one that does not apply to the model: its points are a new object."""
+def test_registering_a_call_option_changes_the_registrys_call_options() -> None:
+    """What was worked out from the registry's call options (a by-id read's check,
+    ``Reading._by_id_read``) is stale once a feature reads a call option, even one that
+    applies to no model: a new tuple; the models' points stay as they were."""
 
     class Plain(em.Document):
         title: str = ""
 
     info = Plain.__esmapper__  # type: ignore[attr-defined]
-    before = info.points
+    before = _features.call_options()
     _features.register(Asks)
     try:
-        assert info.points is not before and info.points == before
-        during = info.points
+        during = _features.call_options()
+        assert during is not before and ("tenant", Asks) in during
+        assert info.points is _features.NO_POINTS
     finally:
         _features.unregister(Asks)
-    assert info.points is not during and info.points == before
+    assert _features.call_options() is not during and _features.call_options() == before

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
-from esmapper import _reading, ids
+from esmapper import _features, _reading, ids
 from esmapper._services import DEFAULT_CACHE_TTL
 from esmapper.cache import InMemoryCache
 from esmapper.errors import IdTooLongError, InvalidIdTermError, QueryValidationError
@@ -247,3 +247,24 @@ def test_no_document_cache_no_hit_path(es_url: str, index_prefix: str) -> None:
         assert repo._one_keyword_read("cache", True).kept is None
         found = repo.get("e1", cache=True)
         assert found is not None and found.name == "Ada"
+
+
+class _ReadsTenant(_features.Feature):
+    name = "cached_get_reads_tenant"
+    call_options = ("tenant",)
+    __slots__ = ()
+
+
+def test_a_feature_registered_later_makes_the_read_stale(repo: em.Repository[Employee]) -> None:
+    """The hit path was worked out under the registry's call options (their check passed
+    then): a registration changes them, and the next get works its read out again."""
+    read = repo._one_keyword_read("cache", True)
+    assert read.kept is not None and read.current(repo.info, repo.services)
+    _features.register(_ReadsTenant)
+    try:
+        assert not read.current(repo.info, repo.services)
+        again = repo._one_keyword_read("cache", True)
+        assert again is not read and again.kept is not None
+        assert repo.get("e1", cache=True) is not None
+    finally:
+        _features.unregister(_ReadsTenant)
