@@ -48,8 +48,10 @@ __all__ = [
     "Visibility",
     "WriteCall",
     "attach",
+    "call_options",
     "check_call_options",
     "index_option_names",
+    "refused_call_option",
     "register",
     "registered",
     "unregister",
@@ -287,7 +289,7 @@ NO_POINTS = Points()
 _registry: list[type[Feature]] = []
 #: ``(call option, the feature that declares it)`` of every registered feature: what
 #: :func:`check_call_options` looks at on each call (one entry per option, not per feature)
-_call_options: list[tuple[str, type[Feature]]] = []
+_call_options: tuple[tuple[str, type[Feature]], ...] = ()
 _compiled: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 
@@ -302,15 +304,34 @@ def index_option_names() -> frozenset[str]:
     return frozenset(name for f in _registry for name in f.index_options)
 
 
-def check_call_options(info: ModelInfo, options: Any) -> None:
-    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``,
-    ``soft_deletes="deleted"``) only a feature that does not apply to it reads (that
-    feature's :meth:`~Feature.refuse_option` error, a QueryValidationError). Sends nothing."""
+def call_options() -> tuple[tuple[str, type[Feature]], ...]:
+    """The ``(call option, feature)`` pairs of the registered features: a new tuple
+    whenever a registration changes them, so what was worked out from one (a by-id
+    read's :func:`refused_call_option`) holds while it is still this very object."""
+    return _call_options
+
+
+def refused_call_option(info: ModelInfo, options: Any) -> tuple[str, type[Feature]] | None:
+    """The per-call option (``tenant``, ``soft_deletes="deleted"``) ``options`` give that
+    only a feature which does not apply to ``info``'s model reads (a value outside that
+    feature's ``inert_values``), with that feature; ``None``: the call may run. It depends
+    on ``options``, the model's points and :func:`call_options` alone."""
     for name, feature in _call_options:
         if name not in info.points.options and getattr(options, name, None) not in (
             feature.inert_values
         ):
-            feature.refuse_option(info, name)
+            return name, feature
+    return None
+
+
+def check_call_options(info: ModelInfo, options: Any) -> None:
+    """Refuse a call of ``info``'s model that gives a per-call option (``tenant``,
+    ``soft_deletes="deleted"``) only a feature that does not apply to it reads (that
+    feature's :meth:`~Feature.refuse_option` error, a QueryValidationError; see
+    :func:`refused_call_option`). Sends nothing."""
+    refused = refused_call_option(info, options)
+    if refused is not None:
+        refused[1].refuse_option(info, refused[0])
 
 
 def attach(info: ModelInfo) -> Points:
@@ -326,13 +347,14 @@ def attach(info: ModelInfo) -> Points:
 def register(feature: type[Feature]) -> type[Feature]:
     """Register ``feature`` (usable as a class decorator). Models compiled before are
     attached to it now. Registering a name twice raises ``ValueError``."""
+    global _call_options  # noqa: PLW0603 - a new tuple whenever it changes: see call_options
     if not feature.name:
         raise ValueError(f"{feature.__qualname__} has no name")
     with _lock:
         if any(f.name == feature.name for f in _registry):
             raise ValueError(f"a feature named {feature.name!r} is registered already")
         _registry.append(feature)
-        _call_options.extend((name, feature) for name in feature.call_options)
+        _call_options = (*_call_options, *((name, feature) for name in feature.call_options))
         earlier = list(_compiled)
     for info in earlier:
         instance = feature.attach(info)
@@ -344,9 +366,10 @@ def register(feature: type[Feature]) -> type[Feature]:
 def unregister(feature: type[Feature]) -> None:
     """Remove ``feature`` from the registry and from the models it was attached to (for
     tests that register a feature of their own)."""
+    global _call_options  # noqa: PLW0603 - a new tuple whenever it changes: see call_options
     with _lock:
         _registry.remove(feature)
-        _call_options[:] = [entry for entry in _call_options if entry[1] is not feature]
+        _call_options = tuple(entry for entry in _call_options if entry[1] is not feature)
         earlier = list(_compiled)
     for info in earlier:
         kept = [f for f in info.points.features if type(f) is not feature]

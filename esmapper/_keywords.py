@@ -11,8 +11,9 @@ same ``X`` is a compatible override. Every keyword defaults to ``None``: the rep
 name, with a ``TypeError`` listing every keyword the call takes.
 
 The groups: :class:`OptionKeywords` (the options, :class:`esmapper.options.Options`;
-``get``, the writes, ``session()``), :class:`FindKeywords` (``find``, ``find_as``,
-``search``: the options and a search's own keywords), :class:`FindOneKeywords`
+the writes, ``session()``; ``get`` takes :class:`GetKeywords` and its own ``cache``),
+:class:`FindKeywords` (``find``, ``find_as``, ``search``: the options and a search's own
+keywords), :class:`FindOneKeywords`
 (``find_one``: no ``limit`` or ``total``), :class:`CountKeywords` (``count``,
 ``exists``, ``aggregate``: ``partitions`` and ``partial_results``), :class:`ScanKeywords`
 (``batch_process``); the ``Untenanted`` ones for a method whose own ``tenant`` argument
@@ -35,6 +36,7 @@ __all__ = [
     "CountKeywords",
     "FindKeywords",
     "FindOneKeywords",
+    "GetKeywords",
     "OptionKeywords",
     "ScanKeywords",
     "UntenantedOptionKeywords",
@@ -42,13 +44,11 @@ __all__ = [
 ]
 
 
-class UntenantedOptionKeywords(TypedDict, total=False):
-    """The options but ``tenant``: for a method whose own ``tenant`` argument is the
-    tenant it works on."""
+class _OptionKeywordsButCache(TypedDict, total=False):
+    """The options but ``tenant`` and ``cache``."""
 
     consistency: Consistency | None
     soft_deletes: SoftDeleteMode | None
-    cache: bool | None
     cache_key: str | None
     notifications: bool | None
     validate: bool | None
@@ -58,11 +58,26 @@ class UntenantedOptionKeywords(TypedDict, total=False):
     query_log_level: LogLevel | None
 
 
-class OptionKeywords(UntenantedOptionKeywords, total=False):
+class _TenantKeyword(TypedDict, total=False):
+    tenant: str | None
+
+
+class UntenantedOptionKeywords(_OptionKeywordsButCache, total=False):
+    """The options but ``tenant``: for a method whose own ``tenant`` argument is the
+    tenant it works on."""
+
+    cache: bool | None
+
+
+class OptionKeywords(UntenantedOptionKeywords, _TenantKeyword, total=False):
     """The options (:class:`esmapper.options.Options`) as keyword arguments: ``None``
     means the repository's (or session's) default."""
 
-    tenant: str | None
+
+class GetKeywords(_OptionKeywordsButCache, _TenantKeyword, total=False):
+    """The keywords of ``Repository.get``: the options but ``cache``, a keyword argument
+    of its own there (``get(id, cache=True)``, the cached get, passes no dict of
+    keywords: one lookup of its value)."""
 
 
 class _PartitionKeywords(TypedDict, total=False):

@@ -14,19 +14,21 @@ and apply to what they found the rules of the model's features (the ``visible`` 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from elasticsearch import NotFoundError
 from typing_extensions import Unpack
 
+from esmapper import _features
 from esmapper import _gcpause as _gc
-from esmapper._features import Points, Visibility, check_call_options
-from esmapper._keywords import CountKeywords, OptionKeywords
+from esmapper._features import Points, Visibility, check_call_options, refused_call_option
+from esmapper._keywords import CountKeywords, GetKeywords, OptionKeywords
 from esmapper._limits import applied, limited
 from esmapper._search import is_index_missing
 from esmapper._searching import Searching, _defaults
+from esmapper.cache import NOT_KEPT
 from esmapper.errors import DocumentNotFoundError
 from esmapper.ids import check_id
 from esmapper.indexes.reads import (
@@ -77,6 +79,16 @@ def shown(rules: Sequence[Visibility], doc: Any) -> bool:
     return all(rule.test(doc) for rule in rules)
 
 
+def _test_of(rules: Sequence[Visibility]) -> Callable[[Any], bool] | None:
+    """:func:`shown` as one test of a document (``None``: no rule; one rule: its own
+    test, no loop)."""
+    if not rules:
+        return None
+    if len(rules) == 1:
+        return rules[0].test
+    return lambda doc: shown(rules, doc)
+
+
 def only_shown(rules: Sequence[Visibility], docs: list[Any]) -> list[Any]:
     """The documents of ``docs`` that pass every rule (one filter pass per rule: a
     ``get_many`` of a soft-delete model costs one call per document, not a generator)."""
@@ -93,7 +105,10 @@ class ByIdRead:
     cache keys are made of. ``points`` and ``documents``: the model's points and the
     mapper's document cache it was worked out under (a feature registered later attaches
     new points, a cache set on the mapper later changes the TTL: the entry is then
-    stale)."""
+    stale). ``kept``: the document cache's hit path for these options
+    (:meth:`~esmapper.cache.DocumentCache.reader`), when the read is cached and its
+    options pass the call-option check (:func:`~esmapper._features.refused_call_option`:
+    it holds as long as ``points`` do); ``None``: every read takes the whole path."""
 
     options: Options
     points: Points
@@ -101,23 +116,33 @@ class ByIdRead:
     rules: tuple[Visibility, ...]
     ttl: _dt.timedelta | None
     alias: str
+    kept: Callable[[str], Any] | None = None
+    #: the registry's call options the check was made against (see :meth:`current`)
+    calls: tuple[Any, ...] = ()
+
+    def current(self, info: Any, services: Any) -> bool:
+        """Whether this read still holds for the model ``info`` under the mapper's
+        ``services``: the same points, document cache and registered call options."""
+        return (
+            self.points is info.points
+            and self.documents is services.documents
+            and self.calls is _features.call_options()
+        )
 
 
 #: How many options' :class:`ByIdRead` a repository keeps (then it starts over), and how
 #: many spellings of a ``get``'s keywords.
 _BY_ID_MAX = 64
 
-#: The keywords ``get`` takes (checked where its keywords are first resolved).
-_GET_KEYWORDS: frozenset[str] = frozenset({"id", *OPTION_NAMES})
-
 
 def _spelling(keywords: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The key of a call's keywords in :meth:`Reading._keyword_read`'s memo: the names, the
-    values and their types (``cache=1`` is not ``cache=True``)."""
-    if len(keywords) == 1:  # the usual spelling: one keyword, no tuples to build
-        [(name, value)] = keywords.items()
-        return (name, value, type(value))
+    """The key of several keywords of a ``get`` in :meth:`Reading._keyword_read`'s memo:
+    their names, values and the values' types (``cache=1`` is not ``cache=True``)."""
     return (tuple(keywords.items()), tuple(map(type, keywords.values())))
+
+
+#: The keywords ``get`` takes (checked where its keywords are first resolved).
+_GET_KEYWORDS: frozenset[str] = frozenset({"id", *OPTION_NAMES})
 
 
 class Reading(Searching[T]):
@@ -125,9 +150,14 @@ class Reading(Searching[T]):
 
     #: :class:`ByIdRead` by the options they were worked out for (see :meth:`_by_id_read`)
     _by_id: dict[Options, ByIdRead]
-    #: ``(the defaults they were merged into, ByIdRead)`` by the spelling of a ``get``'s
-    #: keywords (see :meth:`_keyword_read`)
-    _by_keywords: dict[tuple[Any, ...], tuple[Options, ByIdRead]]
+    #: ``(the value's type, the defaults it was merged into, ByIdRead)`` by the name and
+    #: the value of a ``get``'s one keyword (see :meth:`_keyword_read`)
+    _by_keyword: dict[str, dict[Any, tuple[type, Options, ByIdRead]]]
+    #: ``_by_keyword["cache"]`` (the cached get's own spelling, looked up in :meth:`get`)
+    _by_cache: dict[Any, tuple[type, Options, ByIdRead]]
+    #: ``(None, the defaults they were merged into, ByIdRead)`` by the :func:`_spelling`
+    #: of a ``get``'s several keywords
+    _by_keywords: dict[tuple[Any, ...], tuple[None, Options, ByIdRead]]
 
     def _by_id_read(self, opts: Options) -> ByIdRead:
         """The rules and cache TTL of a by-id read under ``opts``, kept per options (an
@@ -135,19 +165,16 @@ class Reading(Searching[T]):
         the repository's defaults, or ``Options.merge``'s)."""
         read = self._by_id.get(opts)
         info, services = self.info, self.services
-        if (
-            read is None
-            or read.points is not info.points
-            or read.documents is not services.documents
-        ):
-            read = ByIdRead(
-                opts,
-                info.points,
-                services.documents,
-                visibility(info, opts),
-                services.cache_ttl(info, opts),
-                services.spec(self.model).alias,
-            )
+        if read is None or not read.current(info, services):
+            points, documents, calls = info.points, services.documents, _features.call_options()
+            ttl = services.cache_ttl(info, opts)
+            alias = services.spec(self.model).alias
+            rules = visibility(info, opts)
+            kept = None
+            fast = ttl is not None and refused_call_option(info, opts) is None
+            if fast and documents is not None:  # (a TTL only with a document cache)
+                kept = documents.reader(alias, info, self._hydrate, _test_of(rules))
+            read = ByIdRead(opts, points, documents, rules, ttl, alias, kept, calls)
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()
             self._by_id[opts] = read
@@ -156,47 +183,103 @@ class Reading(Searching[T]):
     def _keyword_read(self, keywords: Mapping[str, Any]) -> ByIdRead:
         """The :class:`ByIdRead` of a ``get`` given ``keywords`` (not empty): the same
         spelling call after call is one lookup (its keywords were checked and merged into
-        the repository's defaults the first time; an entry holds the defaults it was
-        merged into, and the repository's new defaults or a stale read are worked out
-        again). An unknown keyword raises ``TypeError`` listing those ``get`` takes, a bad
-        value ``ValueError`` (nothing is kept of them)."""
+        the repository's defaults the first time, :meth:`_keywords_worked_out`; an entry
+        holds the defaults it was merged into, and the repository's new defaults or a
+        stale read are worked out again). An unknown keyword raises ``TypeError`` listing
+        those ``get`` takes, a bad value ``ValueError`` (nothing is kept of them)."""
+        if len(keywords) == 1:  # the usual spelling
+            (name,) = keywords
+            return self._one_keyword_read(name, keywords[name])
         try:
-            memo = self._by_keywords
-        except AttributeError:  # the first get with keywords (made here, not per repository)
-            memo = self._by_keywords = {}
-        key: tuple[Any, ...] | None = _spelling(keywords)
-        try:
-            entry = memo.get(key)  # type: ignore[arg-type]
-        except TypeError:  # an unhashable value (refused below)
-            entry, key = None, None
-        if entry is not None and entry[0] is self.defaults:
-            read = entry[1]
-            if read.points is self.info.points and read.documents is self.services.documents:
+            entry = self._by_keywords.get(_spelling(keywords))
+        except TypeError:  # an unhashable value
+            entry = None
+        if entry is not None and entry[1] is self.defaults:
+            read = entry[2]
+            if read.current(self.info, self.services):
                 return read
+        return self._keywords_worked_out(keywords)
+
+    def _one_keyword_read(self, name: str, value: Any) -> ByIdRead:
+        """:meth:`_keyword_read` of one keyword: kept by its name, then its value (and the
+        value's type: ``cache=1`` is not ``cache=True``, equal and one dict key)."""
+        try:
+            entry = self._by_keyword[name].get(value)
+        except (KeyError, TypeError):  # a name not seen yet, an unhashable value
+            entry = None
+        if entry is not None and entry[0] is type(value) and entry[1] is self.defaults:
+            read = entry[2]
+            if read.current(self.info, self.services):
+                return read
+        return self._keywords_worked_out({name: value})
+
+    def _keywords_worked_out(self, keywords: Mapping[str, Any]) -> ByIdRead:
+        """:meth:`_keyword_read` of a spelling not kept (or kept stale): checked, merged
+        into the defaults and kept for the next call (one keyword by its name, then its
+        value and the value's type; several by :func:`_spelling`)."""
         if not _GET_KEYWORDS.issuperset(keywords):
             refuse_keywords("get", keywords, _GET_KEYWORDS)
         base = self.defaults
         read = self._by_id_read(base.merge(**given(keywords)))
-        # the deprecated string cache= warns on every call: never kept
-        if key is not None and not isinstance(keywords.get("cache"), str):
-            if len(memo) >= _BY_ID_MAX:
-                memo.clear()
-            memo[key] = (base, read)
+        if isinstance(keywords.get("cache"), str):  # deprecated: warns on every call
+            return read
+        try:
+            if len(keywords) == 1:
+                [(name, value)] = keywords.items()
+                memo = self._by_keyword.setdefault(name, {})
+                if len(memo) >= _BY_ID_MAX:
+                    memo.clear()
+                memo[value] = (type(value), base, read)
+            else:
+                if len(self._by_keywords) >= _BY_ID_MAX:
+                    self._by_keywords.clear()
+                self._by_keywords[_spelling(keywords)] = (None, base, read)
+        except TypeError:  # an unhashable value (a valid one: merged above): not kept
+            pass
         return read
 
     @property
     def spec(self) -> IndexSpec:
         return self.services.spec(self.model)
 
-    def get(self, id: str, **options: Unpack[OptionKeywords]) -> T | None:
+    def get(
+        self, id: str, *, cache: bool | None = None, **options: Unpack[GetKeywords]
+    ) -> T | None:
         """The document with ``id`` (real-time GET), or ``None``; soft-deleted documents
         only with ``soft_deletes="all"``/``"deleted"``. Takes the options
-        (:class:`~esmapper._keywords.OptionKeywords`), as every read and write by id does;
-        an unknown keyword raises ``TypeError`` listing those it takes. A cache hit sends
-        nothing (``timeout``/``retries`` bound the GET of a miss)."""
-        # no keyword (the usual call): the defaults as they are; keywords: one lookup of
-        # their spelling (see _keyword_read)
-        read = self._keyword_read(options) if options else self._by_id_read(self.defaults)
+        (``cache`` and :class:`~esmapper._keywords.GetKeywords`), as every read and write
+        by id does; an unknown keyword raises ``TypeError`` listing those it takes. A
+        cache hit sends nothing (``timeout``/``retries`` bound the GET of a miss)."""
+        if options:  # one lookup of their spelling (see _keyword_read)
+            read = self._keyword_read(options if cache is None else {"cache": cache, **options})
+        elif cache is None:  # no keyword (a model cached by default): the defaults
+            read = self._by_id_read(self.defaults)
+        else:  # get(id, cache=True): no dict of keywords; _one_keyword_read, inline
+            try:
+                entry = self._by_cache.get(cache)
+            except TypeError:
+                entry = None
+            if (
+                entry is not None
+                and entry[0] is type(cache)
+                and entry[1] is self.defaults
+                and entry[2].points is self.info.points
+                and entry[2].documents is self.services.documents
+                and entry[2].calls is _features._call_options  # (ByIdRead.current, inline)
+            ):
+                read = entry[2]
+            else:
+                read = self._one_keyword_read("cache", cache)
+        # a hit kept in process: read.kept (worked out once for the options: their
+        # call-option check passed then), without check_id: the key is <alias>:<id>, the
+        # alias fixed, so an entry under it exists only for that very id, and only a read
+        # or get_many that checked it fills one (an id of another type, or anything not
+        # kept, takes the whole path, which checks it before it asks the cache)
+        kept = read.kept
+        if kept is not None and type(id) is str:
+            document = kept(id)  # (the rules applied: None when they refuse it)
+            if document is not NOT_KEPT:
+                return document  # type: ignore[no-any-return]
         return self._read_by_id(id, read)
 
     def _get(self, id: str, opts: Options) -> T | None:
@@ -206,7 +289,8 @@ class Reading(Searching[T]):
     def _read_by_id(self, id: str, read: ByIdRead) -> T | None:
         """:meth:`get` as ``read`` says: from the document cache when its TTL is set (a
         hit: one lookup, and a copy of the document kept for that entry or a hydration),
-        else (or on a miss) one real-time GET under the options' limits; then the rules."""
+        else (or on a miss) one real-time GET under the options' limits; then the rules.
+        (:meth:`get` serves a hit kept in process before it comes here.)"""
         check_id(id)
         info = self.info
         check_call_options(info, read.options)

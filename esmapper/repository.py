@@ -59,6 +59,9 @@ class Repository(Reading[T]):
         self.info = model.__esmapper__  # type: ignore[attr-defined]
         self.defaults = Options()
         self._by_id = {}
+        self._by_cache = {}
+        self._by_keyword = {"cache": self._by_cache}
+        self._by_keywords = {}
 
     # -- writes ------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""HybridCache: an in-process L1 (cachetools, per-entry expiry) in front of a RedisCache.
+"""HybridCache: an in-process L1 (an InMemoryCache) in front of a RedisCache.
 
 A hit in L1 costs what :class:`~esmapper.cache.InMemoryCache` costs; a miss reads Redis
 (``GET`` + ``PTTL``) and keeps what it read in L1 for at most ``l1_ttl`` seconds and never
@@ -20,12 +20,10 @@ longer than the Redis entry lives. What keeps L1 right across processes:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-import cachetools
-
-from esmapper.cache import CacheStats, ReadMarker
+from esmapper.cache import CacheStats, InMemoryCache, ReadMarker
 from esmapper.distributed.link import RedisLink
 from esmapper.distributed.redis_cache import RedisCache
 
@@ -63,13 +61,13 @@ class HybridCache:
             )
         self.link = self.redis.link
         self.l1_ttl = l1_ttl
-        self._l1: cachetools.TLRUCache[str, tuple[Any, float]] = cachetools.TLRUCache(
-            maxsize=l1_maxsize, ttu=lambda _key, entry, now: now + entry[1]
-        )
+        #: L1: an InMemoryCache (cachetools' LRUCache of ``(value, deadline)``, its own
+        #: lock, its stats are ``l1_stats``); changed only under ``_lock`` (the generation)
+        self._l1 = InMemoryCache(l1_maxsize, default_ttl=l1_ttl)
         self._lock = threading.RLock()
         self._generation = 0
         self.stats = CacheStats()
-        self.l1_stats = CacheStats()
+        self.l1_stats = self._l1.stats
         self.link.on_reset(self.drop_local)
         self.link.on("inv", self._on_message)
 
@@ -81,19 +79,14 @@ class HybridCache:
         seconds = self.l1_ttl if ttl is None else min(ttl, self.l1_ttl)
         with self._lock:
             if self._generation == generation:
-                self._l1[key] = (value, seconds)
-                self.l1_stats.sets += 1
+                self._l1.set(key, value, seconds)  # (not positive: dropped, as expired)
 
     def _drop(self, keys: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
         with self._lock:
             self._generation += 1
-            for key in keys:
-                if self._l1.pop(key, None) is not None:
-                    self.l1_stats.removals += 1
+            self._l1.remove_many(keys)
             for prefix in prefixes:
-                for key in [k for k in list(self._l1.keys()) if k.startswith(prefix)]:
-                    self._l1.pop(key, None)
-                    self.l1_stats.removals += 1
+                self._l1.remove_by_prefix(prefix)
 
     def drop_local(self) -> None:
         """Forget everything kept in process (Redis is untouched)."""
@@ -118,16 +111,10 @@ class HybridCache:
         """From L1 while the lease holds, else from Redis (kept in L1); ``None`` if absent
         or when Redis is not usable."""
         if self.link.lease_valid():
-            with self._lock:
-                try:  # one lookup (get() would test then subscript: two expiry checks)
-                    entry = self._l1[key]
-                except KeyError:  # absent or expired
-                    entry = None
-            if entry is not None:
+            value = self._l1.get(key)  # (counts the L1 hit or miss)
+            if value is not None:
                 self.stats.hits += 1
-                self.l1_stats.hits += 1
-                return entry[0]
-            self.l1_stats.misses += 1
+                return value
         generation = self._generation
         value, left = self.redis.get_with_ttl(key)
         if value is None:
@@ -136,6 +123,30 @@ class HybridCache:
         self.stats.hits += 1
         self._keep(key, value, left, generation)
         return value
+
+    def hits(self) -> Callable[[str], Any] | None:
+        """The L1 hit path of :meth:`get` (see :meth:`InMemoryCache.hits
+        <esmapper.cache.InMemoryCache.hits>`): a function of a key giving the value L1
+        keeps under it while the lease holds, counted as :meth:`get` counts an L1 hit;
+        ``None``, nothing counted, otherwise (the caller then calls :meth:`get`: the L1
+        miss is counted there, and Redis read). ``None`` when a subclass overrides
+        :meth:`get`."""
+        if type(self).get is not HybridCache.get:
+            return None
+        l1_hit = self._l1.hits()
+        if l1_hit is None:
+            return None
+        lease_valid = self.link.lease_valid
+
+        def hit(key: str) -> Any:
+            if not lease_valid():
+                return None
+            value = l1_hit(key)
+            if value is not None:
+                self.stats.hits += 1
+            return value
+
+        return hit
 
     def set(self, key: str, value: Any, ttl: float | None = None) -> None:
         """Set in Redis (announced: other processes drop their copy), then drop ours."""

@@ -42,7 +42,7 @@ import attrs
 from esmapper.model._raw import raw_class
 from esmapper.model._tracking import TrackedSlot
 from esmapper.model.codec import _all_atomic, _copy_items, json_copy
-from esmapper.model.state import DocState
+from esmapper.model.state import loaded_state_code
 
 __all__ = ["CopyPlan", "HydratedCopies", "plan_of"]
 
@@ -165,27 +165,17 @@ def _compile(info: Any) -> CopyPlan | None:
     if state_slot is None or set(attributes) != {spec.name for spec in info.fields}:
         return None  # (an attribute no field spec describes: a copy could not set it)
     ns: dict[str, Any] = {
-        "_cls": cls,
-        "_new": object.__new__,
-        "_put__esm_state": state_slot.__set__,
         "_get__esm_state": state_slot.__get__,
-        "_State": DocState,
         "_json_copy": json_copy,
         "_deepcopy": copy.deepcopy,
         "_frozen_list": _frozen_list,
         "_copy_items": _copy_items,
         "_odd": _odd,
         "_tuple": tuple,
+        "_map": _map_or_none,
+        "_or_none": _or_none,
     }
-    raw = raw_class(cls)
-    if raw is not None:  # plain slot stores into the raw subclass, then the class switch
-        ns["_raw"] = raw
-
-    def put(name: str, expr: str) -> str:
-        return f"self.{name} = {expr}" if raw is not None else f"_put_{name}(self, {expr})"
-
-    frozen: list[str] = []  # one expression per value of the snapshot (of ``p``)
-    thawed: list[str] = []  # one statement per field (from ``_s<i>``)
+    frozen: list[str] = []  # one expression per field, then the state (of ``p``)
     required: list[str] = []
     inner: list[tuple[str, Callable[[Any], Any], CopyPlan, bool]] = []
     plain: list[Callable[[Any], Any]] = []
@@ -196,7 +186,6 @@ def _compile(info: Any) -> CopyPlan | None:
         if slot is None or attribute is None:
             return None
         ns[f"_get_{name}"] = slot.__get__
-        ns[f"_put_{name}"] = slot.__set__
         # a plain slot is read as an attribute (fast); a tracked one through its raw slot
         # (reading it as an attribute would watch the kept document)
         tracked = inspect.getattr_static(cls, name, None) is not slot
@@ -206,53 +195,28 @@ def _compile(info: Any) -> CopyPlan | None:
         if not special and not _shared_default(attribute):
             required.append(name)
         value = f"_get_{name}(p)" if tracked else f"p.{name}"
-        v = f"_s{len(frozen)}"
         if spec.kind == "inner":
             plan = plan_of(spec.inner.__esmapper__)
             if plan is None:
                 return None
             inner.append((name, slot.__get__, plan, spec.many))
             ns[f"_freeze_{name}"] = plan.freeze
-            ns[f"_thaw_{name}"] = plan.thaw
             ns[f"_cls_{name}"] = spec.inner
             one = f"(_freeze_{name}({{0}}) if type({{0}}) is _cls_{name} else _odd({{0}}))"
-            back = f"(_thaw_{name}({{0}}) if type({{0}}) is tuple else _deepcopy({{0}}[0]))"
             if spec.many:
-                item, thawed_item = one.format("_x"), back.format("_x")
+                item = one.format("_x")
                 frozen.append(f"_map(lambda _x: None if _x is None else {item}, {value})")
-                thawed.append(
-                    put(
-                        name,
-                        f"None if {v} is None else "
-                        f"[None if _x is None else {thawed_item} for _x in {v}]",
-                    )
-                )
             else:
                 frozen.append(f"_or_none({value}, lambda _x: {one.format('_x')})")
-                thawed.append(put(name, f"None if {v} is None else {back.format(v)}"))
         elif spec.kind == "any":
             frozen.append(f"_json_copy({value})")
-            thawed.append(put(name, f"_json_copy({v})"))
         elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
             frozen.append(f"_or_none({value}, _tuple)")
-            thawed.append(put(name, f"None if {v} is None else list({v})"))
         elif spec.many:  # scalars as stored: maybe an array of arrays
             frozen.append(f"_or_none({value}, _frozen_list)")
-            thawed.append(
-                put(
-                    name,
-                    f"None if {v} is None else "
-                    f"(list({v}) if type({v}) is tuple else _copy_items({v}))",
-                )
-            )
         else:
             plain.append(slot.__get__)
             frozen.append(value)
-            thawed.append(put(name, v))
-    ns["_map"] = _map_or_none
-    ns["_or_none"] = _or_none
-    state = "_s_state"
-    names = ", ".join([*(f"_s{i}" for i in range(len(frozen))), state])
     source = "\n".join(
         [
             "def freeze(p):",
@@ -265,13 +229,7 @@ def _compile(info: Any) -> CopyPlan | None:
             "    )",
             "",
             "def thaw(_snapshot):",
-            f"    {names}, = _snapshot" if not frozen else f"    {names} = _snapshot",
-            "    self = _raw()" if raw is not None else "    self = _new(_cls)",
-            *(f"    {line}" for line in thawed),
-            f"    {put('_esm_state', f'None if {state} is None else _State(*{state})')}"
-            if info.is_document
-            else f"    {put('_esm_state', 'None')}",
-            *(["    self.__class__ = _cls"] if raw is not None else []),
+            *(f"    {line}" for line in _thaw_code(info, "_snapshot", "self", ns, "")),
             "    return self",
             "",
         ]
@@ -279,6 +237,102 @@ def _compile(info: Any) -> CopyPlan | None:
     filename = f"<esmapper copy {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), ns)  # generated from the field specs
     return CopyPlan(cls, ns["freeze"], ns["thaw"], tuple(required), tuple(inner), tuple(plain))
+
+
+def _thaw_code(info: Any, snapshot: str, target: str, ns: dict[str, Any], tag: str) -> list[str]:
+    """Statements of ``thaw`` making ``target`` (a variable) a new instance of ``info``'s
+    model of the snapshot in the variable ``snapshot`` (as ``freeze`` takes it; the model
+    has a plan, so its embedded models too). Plain slot stores into the model's raw
+    subclass, then the class switch (or the slots' own setters when it has none); an
+    embedded object of one field built inline the same way (no call), a list of them by
+    their plan's ``thaw``; a state of its own for a document. The names it uses carry
+    ``tag`` (one per embedding level)."""
+    cls = info.cls
+    raw = raw_class(cls)
+    ns[f"_cls{tag}"] = cls
+    if raw is not None:
+        ns[f"_raw{tag}"] = raw
+
+    def put(name: str, expr: str) -> str:
+        if raw is not None:
+            return f"{target}.{name} = {expr}"
+        ns[f"_put{tag}_{name}"] = _raw_slot(cls, name).__set__
+        return f"_put{tag}_{name}({target}, {expr})"
+
+    names = [f"_s{tag}_{i}" for i in range(len(info.fields))]
+    state = f"_s{tag}_state"
+    lines = [
+        f"{', '.join([*names, state])}, = {snapshot}",
+        f"{target} = _raw{tag}()" if raw is not None else f"{target} = _new(_cls{tag})",
+    ]
+    ns["_new"] = object.__new__
+    for spec, v in zip(info.fields, names, strict=True):
+        name = spec.name
+        if spec.kind == "inner":
+            inner_info = spec.inner.__esmapper__
+            if spec.many:
+                ns[f"_thaw{tag}_{name}"] = plan_of(inner_info).thaw  # type: ignore[union-attr]
+                item = f"(_thaw{tag}_{name}(_x) if type(_x) is tuple else _deepcopy(_x[0]))"
+                items = f"[None if _x is None else {item} for _x in {v}]"
+                lines.append(put(name, f"None if {v} is None else {items}"))
+                continue
+            made = f"_o{v}"
+            lines += [
+                f"if {v} is None:",
+                f"    {put(name, 'None')}",
+                f"elif type({v}) is tuple:",
+                *(f"    {line}" for line in _thaw_code(inner_info, v, made, ns, f"{tag}_{name}")),
+                f"    {put(name, made)}",
+                "else:",  # an embedded object the plan does not know (a subclass)
+                f"    {put(name, f'_deepcopy({v}[0])')}",
+            ]
+        elif spec.kind == "any":
+            lines.append(put(name, f"_json_copy({v})"))
+        elif spec.many and spec.kind in ("datetime", "enum"):  # items made by hydration
+            lines.append(put(name, f"None if {v} is None else list({v})"))
+        elif spec.many:  # scalars as stored: maybe an array of arrays
+            lines.append(
+                put(
+                    name,
+                    f"None if {v} is None else "
+                    f"(list({v}) if type({v}) is tuple else _copy_items({v}))",
+                )
+            )
+        else:
+            lines.append(put(name, v))
+    if info.is_document:
+        lines += _thawed_state(ns, state, put, f"_st{tag}")
+    else:
+        lines.append(put("_esm_state", "None"))
+    if raw is not None:
+        lines.append(f"{target}.__class__ = _cls{tag}")
+    return lines
+
+
+def _thawed_state(
+    ns: dict[str, Any], state: str, put: Callable[[str, str], str], made: str
+) -> list[str]:
+    """Statements of ``thaw`` giving the object ``put`` stores into a state of its own
+    (in the variable ``made``) made of the snapshot's ``state`` (``(original, index,
+    None, partial, version, condition)``, or ``None``), built inline
+    (:func:`~esmapper.model.state.loaded_state_code`: no ``DocState`` call)."""
+    fields = {
+        "original": f"{made}_original",
+        "index": f"{made}_index",
+        "version": f"{made}_version",
+        "condition": f"{made}_condition",
+        "partial": f"{made}_partial",
+    }
+    built = loaded_state_code(ns, made, **fields)
+    return [
+        f"if {state} is None:",
+        f"    {put('_esm_state', 'None')}",
+        "else:",
+        f"    {fields['original']}, {fields['index']}, _, {fields['partial']}, "
+        f"{fields['version']}, {fields['condition']} = {state}",
+        *(f"    {line}" for line in built),
+        f"    {put('_esm_state', made)}",
+    ]
 
 
 def _or_none(value: Any, make: Callable[[Any], Any]) -> Any:
@@ -312,8 +366,10 @@ class HydratedCopies:
 
     def __init__(self, maxsize: int = 10_000) -> None:
         self.maxsize = maxsize
-        #: id(hit) -> (hit, the kept snapshot, its thaw function, its model)
-        self._kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
+        #: id(hit) -> (hit, the kept snapshot, its thaw function, its model): what
+        #: :meth:`document` looks up first (and a reader of the document cache inline,
+        #: ``DocumentCache.reader``); only :meth:`document` adds to it
+        self.kept: dict[int, tuple[dict[str, Any], Any, Callable[[Any], Any], type]] = {}
         self._lock = threading.Lock()
 
     def document(
@@ -321,7 +377,7 @@ class HydratedCopies:
     ) -> Any:
         """A document of the cached ``hit`` of model ``info``: a copy of the one kept for
         this very object, else ``hydrate(hit)`` (kept for the next read when copyable)."""
-        entry = self._kept.get(id(hit))
+        entry = self.kept.get(id(hit))
         if entry is not None and entry[0] is hit and entry[3] is info.cls:
             return entry[2](entry[1])
         document = hydrate(hit)
@@ -330,16 +386,16 @@ class HydratedCopies:
             return document
         kept = plan.freeze(document)  # before the caller can change the document
         with self._lock:
-            self._kept[id(hit)] = (hit, kept, plan.thaw, plan.cls)
-            if len(self._kept) > self.maxsize:
-                del self._kept[next(iter(self._kept))]
+            self.kept[id(hit)] = (hit, kept, plan.thaw, plan.cls)
+            if len(self.kept) > self.maxsize:
+                del self.kept[next(iter(self.kept))]
         return document
 
     def clear(self) -> None:
         """Forget every kept document."""
         with self._lock:
-            self._kept.clear()
+            self.kept.clear()
 
     def __len__(self) -> int:
         """How many documents are kept."""
-        return len(self._kept)
+        return len(self.kept)

@@ -150,19 +150,20 @@ def loaded_state_code(
     index: str,
     version: str,
     condition: str,
+    partial: str = "False",
     declared_only: str = "None",
 ) -> list[str]:
     """Statements of generated code making ``target`` what ``DocState(original, index,
-    None, False, version, condition)`` makes (each argument the name of a variable),
-    its ``declared_only`` the variable ``declared_only``, without the call: a new
-    instance, every slot stored (the names they use are put in ``ns``)."""
+    None, partial, version, condition)`` makes (each argument the name of a variable, or
+    an expression), its ``declared_only`` the variable ``declared_only``, without the
+    call: a new instance, every slot stored (the names they use are put in ``ns``)."""
     ns["_new"] = object.__new__
     ns["_DocState"] = DocState
     values = {
         "_original": original,
         "index": index,
         "session": "None",
-        "partial": "False",
+        "partial": partial,
         "version": version,
         "condition": condition,
         "watched": "False",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
-from esmapper.cache import DocumentCache, InMemoryCache, ReadMarker
+import esmapper as em
+from esmapper.cache import NOT_KEPT, DocumentCache, InMemoryCache, ReadMarker
 
 
 class FakeTimer:
@@ -136,3 +138,88 @@ def test_thread_safety_under_contention() -> None:
         t.join()
     assert len(cache) <= 100
     assert cache.stats.sets == 8000
+
+
+# -- the hit path of a cached get (InMemoryCache.hits, DocumentCache.reader) ----------------
+
+
+def test_the_hit_path_is_there_with_the_installed_cachetools() -> None:
+    """The hit path reads cachetools' LRUCache internals: a cachetools that moved them
+    fails here (every read would take ``get``, slower), not silently."""
+    assert InMemoryCache().hits() is not None
+
+
+def test_a_hit_counts_and_refreshes_as_get_does() -> None:
+    cache = InMemoryCache(maxsize=3)
+    hit = cache.hits()
+    assert hit is not None
+    for key in "abc":
+        cache.set(key, key.upper())
+    assert hit("a") == "A" and cache.stats.hits == 1
+    cache.set("d", "D")  # evicts the least recently used: b, not a (just read)
+    assert cache.peek("a") == "A" and cache.peek("b") is None
+    assert (cache.stats.hits, cache.stats.misses) == (1, 0)
+
+
+def test_what_is_not_a_hit_is_left_to_get() -> None:
+    """Absent, expired or a reservation: ``None``, nothing counted or changed; ``get``
+    then counts the miss and drops the expired entry."""
+    timer = FakeTimer()
+    cache = InMemoryCache(timer=timer)
+    hit = cache.hits()
+    assert hit is not None
+    cache.set("gone", 1, ttl=1)
+    cache.set("reserved", ReadMarker("t"))
+    timer.now = 2
+    assert hit("absent") is None and hit("gone") is None and hit("reserved") is None
+    assert (cache.stats.hits, cache.stats.misses) == (0, 0)
+    assert cache.get("gone") is None and cache.stats.misses == 1
+    assert len(cache) == 1  # the reservation only
+
+
+def test_a_subclass_that_serves_reads_its_way_gets_no_hit_path() -> None:
+    class Counting(InMemoryCache):
+        def get(self, key: str) -> object:
+            return super().get(key)
+
+    assert Counting().hits() is None
+
+
+class Note(em.Document):
+    title: str = ""
+    tags: list[str] = em.field(factory=list)
+
+
+def test_the_reader_copies_kept_hits_and_leaves_the_rest_to_read() -> None:
+    docs = DocumentCache(InMemoryCache())
+    info = Note.__esmapper__  # type: ignore[attr-defined]
+    hydrated: list[dict[str, Any]] = []
+
+    def hydrate(hit: dict[str, Any]) -> Note:
+        hydrated.append(hit)
+        return Note.from_hit(hit)
+
+    read = docs.reader("emp", info, hydrate)
+    assert read is not None and read("1") is NOT_KEPT
+    assert docs.client.stats.misses == 0  # nothing counted: read() counts the miss
+    _, token = docs.lookup("emp", "1")
+    assert read("1") is NOT_KEPT  # a reservation is no hit
+    hit = {"_id": "1", "_source": {"title": "t", "tags": ["a"]}, "_seq_no": 1, "_primary_term": 1}
+    docs.fill("emp", "1", hit, token, 60)
+    first, second = read("1"), read("1")
+    assert len(hydrated) == 1  # then copies of the document kept for that hit
+    assert first is not second and first.tags is not second.tags
+    assert (first.id, first.title, first.tags) == (second.id, second.title, second.tags)
+    first.tags.append("mutated")
+    assert read("1").tags == ["a"]
+    shown = docs.reader("emp", info, hydrate, lambda doc: False)
+    assert shown is not None and shown("1") is None  # the rules refuse it
+    assert docs.client.stats.hits == 4
+
+
+def test_no_reader_for_a_client_without_a_hit_path() -> None:
+    class Plain:
+        _keeps_objects = True
+        stats = None
+
+    assert DocumentCache(Plain()).reader("emp", object, dict) is None  # type: ignore[arg-type]

@@ -153,3 +153,32 @@ def test_the_mapping_point_is_called_once_on_a_fresh_body() -> None:
         assert info.mapping == body  # the same every time
     finally:
         _features.unregister(Joined)
+
+
+class Asks(_features.Feature):
+    """Reads a call option and applies to no model: a call of any model giving it is
+    refused once it is registered."""
+
+    name = "asks_tenant_feature"
+    call_options = ("tenant",)
+    __slots__ = ()
+
+
+def test_registering_a_call_option_changes_the_registrys_call_options() -> None:
+    """What was worked out from the registry's call options (a by-id read's check,
+    ``Reading._by_id_read``) is stale once a feature reads a call option, even one that
+    applies to no model: a new tuple; the models' points stay as they were."""
+
+    class Plain(em.Document):
+        title: str = ""
+
+    info = Plain.__esmapper__  # type: ignore[attr-defined]
+    before = _features.call_options()
+    _features.register(Asks)
+    try:
+        during = _features.call_options()
+        assert during is not before and ("tenant", Asks) in during
+        assert info.points is _features.NO_POINTS
+    finally:
+        _features.unregister(Asks)
+    assert _features.call_options() is not during and _features.call_options() == before

@@ -150,3 +150,21 @@ def test_redis_down_reads_miss_writes_go_on_one_warning_then_flush(
         finally:
             link.close()
             other_link.close()
+
+
+def test_the_l1_hit_path_serves_only_what_l1_serves(links: list[RedisLink]) -> None:
+    """``HybridCache.hits`` (a cached get's hit path): the L1 copy while the lease holds,
+    counted as ``get`` counts an L1 hit; nothing (and nothing counted) once another
+    process's change dropped it, or without the subscription: ``get`` reads Redis."""
+    one, two = ready(HybridCache(links[0])), ready(HybridCache(links[1]))
+    hit = two.hits()
+    assert hit is not None and hit("k") is None
+    assert (two.stats.hits, two.stats.misses, two.l1_stats.misses) == (0, 0, 0)
+    one.set("k", {"v": 1})
+    assert two.get("k") == {"v": 1}  # from Redis, kept in L1
+    assert hit("k") == {"v": 1} and (two.stats.hits, two.l1_stats.hits) == (2, 1)
+    one.set("k", {"v": 2})  # returns after process two dropped its copy
+    assert hit("k") is None
+    assert two.get("k") == {"v": 2} and hit("k") == {"v": 2}
+    links[1]._subscribed = False  # as when the subscription breaks
+    assert hit("k") is None and two.l1_stats.hits == 2
