@@ -86,3 +86,21 @@ def test_a_sessions_mode_applies_to_the_models_with_soft_deletes(mapper: em.Mapp
         # given to the call, it is the call's mistake
         with pytest.raises(em.QueryValidationError, match="Message, which has no soft deletes"):
             session.find(Message, soft_deletes="deleted")
+
+
+def test_deleted_only_is_refused_on_a_cached_hit_too(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    """A hit kept in process takes the cached get's own path (its checks worked out once
+    per read): the refusal holds there as on a miss."""
+    mapper = make_mapper(Employee, Message, url=proxy.url, configure=True, cache=em.InMemoryCache())
+    repo = mapper.repository(Message)
+    repo.add(Message(tenant="t1", message_id="m1", handler_type="h", body="hello"),
+             consistency="wait")  # fmt: skip
+    for _ in range(2):  # cached, then a copy of the kept document
+        found = repo.get("t1:m1:h", cache=True, soft_deletes="all")
+        assert found is not None and found.body == "hello"
+    proxy.reset_counts()
+    with pytest.raises(em.QueryValidationError, match="has no soft deletes"):
+        repo.get("t1:m1:h", cache=True, soft_deletes="deleted")
+    assert proxy.requests == []
