@@ -175,7 +175,7 @@ def document_action(pending: PendingWrite, index: str, options: Options) -> Bulk
     # proved to hold none is not looked into again) or a value needs the dict path
     source = None
     held = pending.original_as_held
-    if whole and (declared_only(state, held) or not undeclared_keys(info, held)):
+    if whole and (declared_only(doc, info.cls, held) or not undeclared_keys(info, held)):
         encode = source_encoder(info)
         source = None if encode is None else encode(doc)
     body = info.to_source(doc) if source is None else None
