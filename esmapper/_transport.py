@@ -137,21 +137,51 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
                 queue.append(linked)
 
 
-def unreachable(exc: BaseException) -> str | None:
-    """``"refused"`` or ``"unresolved"`` when ``exc`` (a client's connection error) says
-    no connection could be made for that reason; ``None`` for anything else (a dropped
-    connection, a timeout: a request that may have been sent)."""
-    for item in _chain(exc):
+def _attempt_chain(attempt: BaseException) -> Iterator[BaseException]:
+    """``attempt`` (the error of one attempt) and its causes, not the errors of the other
+    attempts it may carry (``errors``: the transport puts the earlier attempts' there)."""
+    seen: set[int] = set()
+    queue: list[BaseException] = [attempt]
+    while queue:
+        item = queue.pop(0)
+        if id(item) in seen or (item is not attempt and isinstance(item, TransportError)):
+            continue
+        seen.add(id(item))
+        yield item
+        queue.extend(e for e in getattr(item, "errors", ()) if isinstance(e, BaseException))
+        queue.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+
+
+def _not_connected(attempt: BaseException) -> str | None:
+    """Why the one attempt ``attempt`` could not connect (``"refused"``,
+    ``"unresolved"``), or ``None``: it may have been sent."""
+    chain = list(_attempt_chain(attempt))
+    for item in chain:
         if isinstance(item, ConnectionRefusedError):
             return "refused"
         if isinstance(item, socket.gaierror):
             return "unresolved"
-    text = " ".join(str(item) for item in _chain(exc))
+    # a TransportError's str() quotes its ``errors`` (other attempts): its own message only
+    text = " ".join(
+        str(item.message) if isinstance(item, TransportError) else str(item) for item in chain
+    )
     if _UNRESOLVED.search(text):
         return "unresolved"
     if _REFUSED.search(text):
         return "refused"
     return None
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """``"refused"`` or ``"unresolved"`` when ``exc`` (a client's connection error, after
+    its retries) says no connection could be made, by its last attempt (that reason) and
+    by every earlier one it carries (``errors``); ``None`` for anything else: an attempt
+    whose connection dropped or timed out may have been sent, and the request applied."""
+    earlier = [e for e in getattr(exc, "errors", ()) if isinstance(e, TransportError)]
+    cause = _not_connected(exc)
+    if cause is None or any(_not_connected(e) is None for e in earlier):
+        return None
+    return cause
 
 
 def _what_to_check(cause: str, urls: list[str]) -> str:
