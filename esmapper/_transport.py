@@ -30,11 +30,13 @@ A server that cannot be connected to at all is said once, in esmapper's words:
   connection refused, a host name that does not resolve) where the client raised its
   ``ConnectionError`` after its retries; it is that ``ConnectionError`` too, so every
   rule above (and any caller's ``except TransportError``) applies to it unchanged.
-- :func:`quiet_transport_retries` keeps elastic_transport's warning per retry on one line:
-  it logs each retry at WARNING with the whole traceback (``exc_info``), a page of
-  traceback per attempt while a server is down; the filter puts the error's one-line text
-  in the message instead, unless the ``elastic_transport.transport`` logger is enabled for
-  DEBUG (then the tracebacks stay).
+- :func:`quiet_transport_retries` keeps elastic_transport's warning per retry of a
+  :class:`NamedTransport`'s request on one line: it logs each retry at WARNING with the
+  whole traceback (``exc_info``), a page of traceback per attempt while a server is down;
+  the filter puts the error's one-line text in the message instead, unless the
+  ``elastic_transport.transport`` logger is enabled for DEBUG (then the tracebacks stay).
+  The logger is the process's: the filter leaves the records of every other transport
+  (the program's own clients, a client handed to a Mapper) as elastic_transport made them.
 """
 
 from __future__ import annotations
@@ -199,12 +201,19 @@ def _what_to_check(cause: str, urls: list[str]) -> str:
     )
 
 
+#: ``named``: this thread is in a :class:`NamedTransport`'s request (its retries' warnings
+#: are esmapper's to shorten; those of the program's own clients are left as they are)
+_sending = threading.local()
+
+
 class NamedTransport(Transport):
     """The transport of the clients a Mapper makes from URLs: a request that could not
     connect (after the retries) raises :class:`~esmapper.errors.ServerUnreachableError`
     naming the URLs and what to check, chained to the client's ``ConnectionError``."""
 
     def perform_request(self, method: str, target: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        outer = getattr(_sending, "named", False)
+        _sending.named = True  # its retry warnings are one line (_OneLineRetries)
         try:
             return super().perform_request(method, target, **kwargs)
         except TransportConnectionError as exc:
@@ -222,15 +231,20 @@ class NamedTransport(Transport):
                 error_type="connection_refused" if cause == "refused" else "unknown_host",
                 reason=str(exc),
             ) from exc
+        finally:
+            _sending.named = outer
 
 
 class _OneLineRetries(logging.Filter):
-    """elastic_transport's "Retrying request after failure" warnings without their
-    traceback (the error's text is appended), unless the logger is enabled for DEBUG."""
+    """elastic_transport's "Retrying request after failure" warnings of the requests of a
+    :class:`NamedTransport` without their traceback (the error's text is appended),
+    unless the logger is enabled for DEBUG. The records of other transports (the
+    program's own clients, a client handed to a Mapper) pass untouched."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if (
             record.exc_info
+            and getattr(_sending, "named", False)
             and str(record.msg).startswith("Retrying request")
             and not logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         ):

@@ -216,3 +216,18 @@ def test_a_request_sent_then_dropped_after_a_refused_attempt_is_not_unreachable(
     assert dropping.received == 1  # the second attempt was sent
     assert not isinstance(raised.value, em.ServerUnreachableError)
     assert is_unknown_outcome(raised.value)
+
+
+def test_the_users_own_clients_keep_their_retry_tracebacks(
+    down_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="elastic_transport")
+    with em.Mapper(down_url, models=[Thing]):  # esmapper's clients: one line per retry
+        own = Elasticsearch(down_url)  # the program's own client, not esmapper's
+        with pytest.raises(TransportConnectionError) as raised:
+            own.info()
+        own.close()
+    assert not isinstance(raised.value, em.ServerUnreachableError)
+    retries = [r for r in caplog.records if str(r.msg).startswith("Retrying request")]
+    assert len(retries) == 3  # elastic_transport's records as it made them: the traceback
+    assert all(r.exc_info is not None and r.getMessage().endswith("of 3)") for r in retries)
