@@ -225,7 +225,9 @@ class DocumentValidationError(DocumentError, ValueError):
 class ScriptError(DocumentError, ValueError):
     """Elasticsearch refused a patch's script: it does not compile (``reason`` is
     ``"compile error"``: nothing was written), or it failed while running on a document
-    (``"runtime error"``). ``error_type`` is ``script_exception``.
+    (``"runtime error"``: a ``patch_all`` update-by-query stops at that document and keeps
+    what it patched before, which the message says). ``error_type`` is
+    ``script_exception``.
 
     ``script`` is the script's source, ``lang`` its language, ``position`` the 0-based
     character offset in ``script`` where the server located the error (``None`` when it
