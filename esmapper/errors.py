@@ -310,7 +310,9 @@ class ScriptError(DocumentError, ValueError):
             message += f": {cause}"
         line, column = error_out.line, error_out.column
         if source is not None and line is not None and column is not None:
-            text = source.splitlines()[line - 1] if source.strip() else source
+            # the line counted at "\n" (splitlines() splits at more, and drops an empty
+            # last line: an error at the end of a script ending with a newline is there)
+            text = source.split("\n")[line - 1].removesuffix("\r")
             message += f"\nat line {line}, column {column}:\n    {text}\n    {' ' * (column - 1)}^"
         elif stack:
             message += "\n" + "\n".join(f"    {row}" for row in stack)
