@@ -252,6 +252,7 @@ class ByQuery:
             "running it again"
         )
         refused.args = (refused.message,)
+        self.ctx.invalidate_model(self.info)  # before the listeners hear of it
         announce(self.ctx, self.info, [None], self.options)
         return refused
 
