@@ -158,7 +158,9 @@ def sends_bytes(pending: PendingWrite) -> bool:
     if state is not None and state.partial:
         return False
     held = pending.original_as_held  # one its loading proved declared-only is not read again
-    return declared_only(state, held) or not undeclared_keys(pending.info, held)
+    return declared_only(pending.doc, pending.info.cls, held) or not undeclared_keys(
+        pending.info, held
+    )
 
 
 def document_action(

@@ -87,7 +87,7 @@ class ByQuery:
             )
             if refused is None:
                 raise
-            raise refused from exc
+            raise self._ran_on_some(refused) from exc
         except TaskError as exc:
             effect = "the script may have run on some or all matches"
             raise self._task_unknown(effect, "updated", exc) from exc
@@ -229,13 +229,32 @@ class ByQuery:
             return True
         refused = ScriptError.of_answer(error, call=call, script=script, index=self.spec.alias)
         if refused is not None:
-            raise refused
+            raise self._ran_on_some(refused)
         raise DocumentError(
             f"{call}: the request failed: {error.get('type')}: {error.get('reason')}",
             index=self.spec.alias,
             error_type=error.get("type"),
             reason=error.get("reason"),
         )
+
+    def _ran_on_some(self, refused: ScriptError) -> ScriptError:
+        """``refused`` (an update-by-query's script error) saying what may be written: a
+        script that does not compile ran on nothing; one that failed while running stopped
+        the update-by-query at that document, and what it wrote before stays (earlier
+        batches), unknown which: the message says so, and the model's change is announced
+        as for an update-by-query that patched some (its ``documents_changed`` and
+        notification, whose listeners drop what they cached of it)."""
+        if refused.reason == "compile error":
+            return refused
+        refused.message = (
+            f"{refused.message}\nThe update-by-query stopped there; matching documents it "
+            "reached before may be patched (which ones is not known): check them before "
+            "running it again"
+        )
+        refused.args = (refused.message,)
+        self.ctx.invalidate_model(self.info)  # before the listeners hear of it
+        announce(self.ctx, self.info, [None], self.options)
+        return refused
 
     def _raise_failures(self, call: str, what: str, result: TaskResult, done: str) -> None:
         """Raise :class:`BulkWriteError` for the failures a by-query answer reports

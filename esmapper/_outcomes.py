@@ -20,7 +20,14 @@ from elasticsearch import ApiError
 from esmapper import _json
 from esmapper._fenced import superseded
 from esmapper._pending import PendingWrite, split_version
-from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome, BulkRequestError, outcomes_of
+from esmapper.bulk import (
+    NOT_SENT,
+    BulkAction,
+    BulkAnswer,
+    BulkOutcome,
+    BulkRequestError,
+    outcomes_of,
+)
 from esmapper.errors import EsmapperError
 from esmapper.indexes._fence import is_fence
 from esmapper.model.state import state_of
@@ -267,7 +274,8 @@ def _resolve(
             }
         except (ApiError, TransportError) as exc:
             for i in open_:
-                if result[i].status == 0:
+                # (an item never sent stays a failure: it was not applied)
+                if result[i].status == 0 and result[i].error_type != NOT_SENT:
                     result[i] = _unknown(result[i], f"reading it back failed: {exc}")
             return result
         resend: list[BulkAction] = []

@@ -30,11 +30,13 @@ A server that cannot be connected to at all is said once, in esmapper's words:
   connection refused, a host name that does not resolve) where the client raised its
   ``ConnectionError`` after its retries; it is that ``ConnectionError`` too, so every
   rule above (and any caller's ``except TransportError``) applies to it unchanged.
-- :func:`quiet_transport_retries` keeps elastic_transport's warning per retry on one line:
-  it logs each retry at WARNING with the whole traceback (``exc_info``), a page of
-  traceback per attempt while a server is down; the filter puts the error's one-line text
-  in the message instead, unless the ``elastic_transport.transport`` logger is enabled for
-  DEBUG (then the tracebacks stay).
+- :func:`quiet_transport_retries` keeps elastic_transport's warning per retry of a
+  :class:`NamedTransport`'s request on one line: it logs each retry at WARNING with the
+  whole traceback (``exc_info``), a page of traceback per attempt while a server is down;
+  the filter puts the error's one-line text in the message instead, unless the
+  ``elastic_transport.transport`` logger is enabled for DEBUG (then the tracebacks stay).
+  The logger is the process's: the filter leaves the records of every other transport
+  (the program's own clients, a client handed to a Mapper) as elastic_transport made them.
 """
 
 from __future__ import annotations
@@ -137,21 +139,51 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
                 queue.append(linked)
 
 
-def unreachable(exc: BaseException) -> str | None:
-    """``"refused"`` or ``"unresolved"`` when ``exc`` (a client's connection error) says
-    no connection could be made for that reason; ``None`` for anything else (a dropped
-    connection, a timeout: a request that may have been sent)."""
-    for item in _chain(exc):
+def _attempt_chain(attempt: BaseException) -> Iterator[BaseException]:
+    """``attempt`` (the error of one attempt) and its causes, not the errors of the other
+    attempts it may carry (``errors``: the transport puts the earlier attempts' there)."""
+    seen: set[int] = set()
+    queue: list[BaseException] = [attempt]
+    while queue:
+        item = queue.pop(0)
+        if id(item) in seen or (item is not attempt and isinstance(item, TransportError)):
+            continue
+        seen.add(id(item))
+        yield item
+        queue.extend(e for e in getattr(item, "errors", ()) if isinstance(e, BaseException))
+        queue.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+
+
+def _not_connected(attempt: BaseException) -> str | None:
+    """Why the one attempt ``attempt`` could not connect (``"refused"``,
+    ``"unresolved"``), or ``None``: it may have been sent."""
+    chain = list(_attempt_chain(attempt))
+    for item in chain:
         if isinstance(item, ConnectionRefusedError):
             return "refused"
         if isinstance(item, socket.gaierror):
             return "unresolved"
-    text = " ".join(str(item) for item in _chain(exc))
+    # a TransportError's str() quotes its ``errors`` (other attempts): its own message only
+    text = " ".join(
+        str(item.message) if isinstance(item, TransportError) else str(item) for item in chain
+    )
     if _UNRESOLVED.search(text):
         return "unresolved"
     if _REFUSED.search(text):
         return "refused"
     return None
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """``"refused"`` or ``"unresolved"`` when ``exc`` (a client's connection error, after
+    its retries) says no connection could be made, by its last attempt (that reason) and
+    by every earlier one it carries (``errors``); ``None`` for anything else: an attempt
+    whose connection dropped or timed out may have been sent, and the request applied."""
+    earlier = [e for e in getattr(exc, "errors", ()) if isinstance(e, TransportError)]
+    cause = _not_connected(exc)
+    if cause is None or any(_not_connected(e) is None for e in earlier):
+        return None
+    return cause
 
 
 def _what_to_check(cause: str, urls: list[str]) -> str:
@@ -169,12 +201,19 @@ def _what_to_check(cause: str, urls: list[str]) -> str:
     )
 
 
+#: ``named``: this thread is in a :class:`NamedTransport`'s request (its retries' warnings
+#: are esmapper's to shorten; those of the program's own clients are left as they are)
+_sending = threading.local()
+
+
 class NamedTransport(Transport):
     """The transport of the clients a Mapper makes from URLs: a request that could not
     connect (after the retries) raises :class:`~esmapper.errors.ServerUnreachableError`
     naming the URLs and what to check, chained to the client's ``ConnectionError``."""
 
     def perform_request(self, method: str, target: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        outer = getattr(_sending, "named", False)
+        _sending.named = True  # its retry warnings are one line (_OneLineRetries)
         try:
             return super().perform_request(method, target, **kwargs)
         except TransportConnectionError as exc:
@@ -192,15 +231,20 @@ class NamedTransport(Transport):
                 error_type="connection_refused" if cause == "refused" else "unknown_host",
                 reason=str(exc),
             ) from exc
+        finally:
+            _sending.named = outer
 
 
 class _OneLineRetries(logging.Filter):
-    """elastic_transport's "Retrying request after failure" warnings without their
-    traceback (the error's text is appended), unless the logger is enabled for DEBUG."""
+    """elastic_transport's "Retrying request after failure" warnings of the requests of a
+    :class:`NamedTransport` without their traceback (the error's text is appended),
+    unless the logger is enabled for DEBUG. The records of other transports (the
+    program's own clients, a client handed to a Mapper) pass untouched."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if (
             record.exc_info
+            and getattr(_sending, "named", False)
             and str(record.msg).startswith("Retrying request")
             and not logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         ):

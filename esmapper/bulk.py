@@ -46,8 +46,10 @@ Retries
     because its index/create/update items may have been applied and a resend would
     duplicate auto-id documents, turn a successful create into a 409, or apply a script
     twice: its items are returned as failures with status 0 and ``error_type``
-    ``"connection_error"`` (``"transport_error"`` for an unreadable response), and the
-    later chunks are still sent. For the same reason
+    ``"connection_error"`` (``"transport_error"`` for an unreadable response;
+    ``"not_sent"``, :data:`NOT_SENT`, when no connection could be made at all: a
+    :class:`~esmapper.errors.ServerUnreachableError`, nothing of the chunk was sent), and
+    the later chunks are still sent. For the same reason
     the writer switches off the client's own transport retries (``max_retries=0``,
     ``retry_on_status=()``) for its requests, so a dropped connection is not resent blindly
     (with several nodes, this also means a refused connection is not tried on another node).
@@ -107,7 +109,7 @@ from esmapper._bulk_threads import (
 )
 from esmapper._limits import current as current_limits
 from esmapper._raw_answers import RawJson, answer, parse, raw_client
-from esmapper.errors import BulkItemFailure, BulkRequestError
+from esmapper.errors import BulkItemFailure, BulkRequestError, ServerUnreachableError
 from esmapper.model.state import version_of
 
 __all__ = [
@@ -118,6 +120,7 @@ __all__ = [
     "BulkStats",
     "BulkWriter",
     "MIN_BLOCK_BACKOFF",
+    "NOT_SENT",
     "RETRYABLE_STATUSES",
 ]
 
@@ -125,6 +128,11 @@ BulkOp = Literal["index", "create", "delete", "update"]
 
 #: Item and request statuses the writer retries with backoff.
 RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
+
+#: The ``error_type`` of the items of a chunk no connection could be made for (refused,
+#: a host name that does not resolve: :class:`~esmapper.errors.ServerUnreachableError`):
+#: nothing of it was sent, so it was not applied (unlike a ``"connection_error"``).
+NOT_SENT = "not_sent"
 
 #: The shortest wait (seconds) before resending items refused by a write block, so that
 #: ``write_block_wait`` is spent even with ``initial_backoff=0``.
@@ -200,7 +208,8 @@ class BulkOutcome:
 
     ``ok`` is true for a 2xx item status (a delete of a missing document is 404 with
     ``result == "not_found"``, so not ok). ``status`` is 0 when the chunk got no response
-    (``error_type`` ``"connection_error"``/``"transport_error"``). ``id`` and ``index`` are
+    (``error_type`` ``"connection_error"``/``"transport_error"``, or :data:`NOT_SENT`:
+    no connection could be made, the item was not applied). ``id`` and ``index`` are
     what the server used (the generated id for auto-id writes, the concrete index behind an
     alias), falling back to the action's when the server did not say.
     """
@@ -489,12 +498,14 @@ class BulkWriter:
                     outcomes[i] = _failed(actions[i], status, etype, reason)
                 return
             except TransportError as e:
-                # No usable response: the items may or may not have been applied.
-                kind = (
-                    "connection_error"
-                    if isinstance(e, (TransportConnectionError, ConnectionTimeout))
-                    else "transport_error"
-                )
+                # No usable response: the items may or may not have been applied (but not
+                # when no connection could be made at all: NOT_SENT)
+                if isinstance(e, ServerUnreachableError):
+                    kind = NOT_SENT
+                elif isinstance(e, (TransportConnectionError, ConnectionTimeout)):
+                    kind = "connection_error"
+                else:
+                    kind = "transport_error"
                 for i in pending:
                     outcomes[i] = _failed(actions[i], 0, kind, f"{type(e).__name__}: {e}")
                 return

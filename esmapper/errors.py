@@ -225,7 +225,9 @@ class DocumentValidationError(DocumentError, ValueError):
 class ScriptError(DocumentError, ValueError):
     """Elasticsearch refused a patch's script: it does not compile (``reason`` is
     ``"compile error"``: nothing was written), or it failed while running on a document
-    (``"runtime error"``). ``error_type`` is ``script_exception``.
+    (``"runtime error"``: a ``patch_all`` update-by-query stops at that document and keeps
+    what it patched before, which the message says). ``error_type`` is
+    ``script_exception``.
 
     ``script`` is the script's source, ``lang`` its language, ``position`` the 0-based
     character offset in ``script`` where the server located the error (``None`` when it
@@ -308,7 +310,9 @@ class ScriptError(DocumentError, ValueError):
             message += f": {cause}"
         line, column = error_out.line, error_out.column
         if source is not None and line is not None and column is not None:
-            text = source.splitlines()[line - 1] if source.strip() else source
+            # the line counted at "\n" (splitlines() splits at more, and drops an empty
+            # last line: an error at the end of a script ending with a newline is there)
+            text = source.split("\n")[line - 1].removesuffix("\r")
             message += f"\nat line {line}, column {column}:\n    {text}\n    {' ' * (column - 1)}^"
         elif stack:
             message += "\n" + "\n".join(f"    {row}" for row in stack)

@@ -175,11 +175,17 @@ def loaded_state_code(
     return [f"{target} = _new(_DocState)", *(f"{target}.{k} = {v}" for k, v in values.items())]
 
 
-def declared_only(state: DocState | None, held: object) -> bool:
+def declared_only(doc: Any, model: type, held: object) -> bool:
     """Whether ``held`` (a document's original as held: bytes, a dict or ``None``, e.g. a
-    pending write's ``original_as_held``) is the original the loading of the document of
-    ``state`` proved to hold only keys its model declares (:attr:`DocState.declared_only`)."""
-    return held is not None and state is not None and state.declared_only is held
+    pending write's ``original_as_held``) is the original the loading of ``doc`` proved to
+    hold only keys its model declares (:attr:`DocState.declared_only`), and ``model`` (the
+    model a save writes ``doc`` as) is that very model: a repository of a base class also
+    saves instances of its subclasses, whose loading proved nothing about the keys the
+    base class declares (a key only the subclass declares must be kept)."""
+    if held is None or type(doc) is not model:
+        return False
+    state = state_of(doc)
+    return state is not None and state.declared_only is held
 
 
 def stored_hit(doc: Any) -> dict[str, Any]:

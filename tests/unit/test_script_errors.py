@@ -116,3 +116,28 @@ def test_it_pickles_with_its_message() -> None:
     assert error is not None
     copy = pickle.loads(pickle.dumps(error))
     assert str(copy) == str(error) and copy.position == OFFSET and copy.line == 2
+
+
+def test_an_error_at_the_end_of_a_script_ending_with_a_newline() -> None:
+    """Painless places "unexpected end of script" at the end (offset = the length): after
+    a final newline, that is an empty last line, shown as such (it raised IndexError)."""
+    script = "if (ctx._source.n > 1) {\n"
+    at_end = {**COMPILE, "script": script, "position": {"offset": len(script)}}
+    error = ScriptError.of_answer(at_end, call="patch_all on Employee", script=script)
+    assert error is not None
+    assert (error.line, error.column) == (2, 1)
+    assert str(error).splitlines()[-3:] == ["at line 2, column 1:", "    ", "    ^"]
+
+
+def test_the_line_shown_is_the_line_counted() -> None:
+    """Lines are counted at ``\\n``: the line shown is that one, whatever other line
+    breaks ``str.splitlines`` would also split at (a form feed, U+2028)."""
+    script = "ctx._source.a = 1;\fctx._source.b = ;\nctx._source.c = 2;"
+    offset = script.index("= ;") + 2
+    error = ScriptError.of_answer(
+        {**COMPILE, "script": script, "position": {"offset": offset}}, call="c", script=script
+    )
+    assert error is not None and (error.line, error.column) == (1, offset + 1)
+    shown, caret = str(error).split("\n")[-2:]
+    assert shown == "    ctx._source.a = 1;\fctx._source.b = ;"
+    assert caret.index("^") == 4 + offset

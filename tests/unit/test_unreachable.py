@@ -8,16 +8,18 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport import TransportError
+from elastic_transport import NodeConfig, TransportError, Urllib3HttpNode
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper._transport import is_unknown_outcome, unreachable
+from esmapper._transport import NamedTransport, is_unknown_outcome, unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +148,86 @@ def test_a_program_with_logging_configured_sees_no_traceback(down_url: str) -> N
     assert "Traceback" not in done.stderr
     retries = [line for line in done.stderr.splitlines() if "Retrying request" in line]
     assert len(retries) == 3  # the client's default max_retries, one line each
+
+
+def test_a_last_attempt_that_connected_is_not_called_unreachable() -> None:
+    refused = TransportConnectionError("x", errors=(ConnectionRefusedError(111, "refused"),))
+    # the server came back between the attempts: the last one was sent, its answer lost
+    dropped = TransportConnectionError(
+        "Connection aborted: RemoteDisconnected('closed')", errors=(refused,)
+    )
+    assert unreachable(dropped) is None
+    # and an attempt that was sent before the server went away: the request may be applied
+    lost = TransportConnectionError("Connection aborted: RemoteDisconnected('closed')")
+    assert unreachable(TransportConnectionError("Connection refused", errors=(lost,))) is None
+    twice = TransportConnectionError("[Errno 111] Connection refused", errors=(refused,))
+    assert unreachable(twice) == "refused"  # every attempt refused: nothing was sent
+
+
+class _Dropping:
+    """A local server that reads each request and closes the connection unanswered (the
+    request reached the server: it may have been applied)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = int(self.sock.getsockname()[1])
+        self.received = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                if conn.recv(65536):
+                    self.received += 1
+
+
+def test_a_request_sent_then_dropped_after_a_refused_attempt_is_not_unreachable() -> None:
+    dropping = _Dropping()
+    refused_at, dropped_at = _closed_port(), dropping.port
+
+    class Flaky(Urllib3HttpNode):
+        """The first attempt meets a closed port, the next ones the dropping server."""
+
+        calls = 0
+
+        def perform_request(self, *args: Any, **kwargs: Any) -> Any:
+            Flaky.calls += 1
+            port = refused_at if Flaky.calls == 1 else dropped_at
+            node = Urllib3HttpNode(NodeConfig("http", "127.0.0.1", port))
+            try:
+                return node.perform_request(*args, **kwargs)
+            finally:
+                node.close()
+
+    transport = NamedTransport(
+        [NodeConfig("http", "127.0.0.1", refused_at)], node_class=Flaky, max_retries=1
+    )
+    with pytest.raises(TransportConnectionError) as raised:
+        transport.perform_request(
+            "POST", "/things/_doc", body={"n": 1}, headers={"content-type": "application/json"}
+        )
+    dropping.sock.close()
+    assert dropping.received == 1  # the second attempt was sent
+    assert not isinstance(raised.value, em.ServerUnreachableError)
+    assert is_unknown_outcome(raised.value)
+
+
+def test_the_users_own_clients_keep_their_retry_tracebacks(
+    down_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="elastic_transport")
+    with em.Mapper(down_url, models=[Thing]):  # esmapper's clients: one line per retry
+        own = Elasticsearch(down_url)  # the program's own client, not esmapper's
+        with pytest.raises(TransportConnectionError) as raised:
+            own.info()
+        own.close()
+    assert not isinstance(raised.value, em.ServerUnreachableError)
+    retries = [r for r in caplog.records if str(r.msg).startswith("Retrying request")]
+    assert len(retries) == 3  # elastic_transport's records as it made them: the traceback
+    assert all(r.exc_info is not None and r.getMessage().endswith("of 3)") for r in retries)

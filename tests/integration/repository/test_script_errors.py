@@ -99,3 +99,42 @@ def test_a_task_that_failed_on_the_script(make_mapper: MakeMapper, cluster: Clus
     assert cluster.tasks.started == 1  # (it ran as a task)
     assert raised.value.reason == "compile error" and raised.value.script == BAD
     assert str(raised.value).startswith("patch_all on Message: the painless script does not")
+
+
+@pytest.mark.parametrize("server", ["local", "a cluster keeping tasks"])
+def test_a_script_failing_while_running_says_what_it_may_have_patched(
+    make_mapper: MakeMapper, cluster: ClusterProxy, server: str
+) -> None:
+    """An update-by-query stops at the first document its script fails on and keeps what
+    it wrote before: the ScriptError says so (its ``succeeded`` is empty, which would read
+    as "nothing was written"), and the model's change is announced; also when the
+    update-by-query ran as a task and the error is the task's."""
+    mapper = make_mapper(Message, url=cluster.url if server != "local" else None, configure=True)
+    messages = mapper.repository(Message)
+    messages.add(
+        [Message(tenant="t", message_id=f"m{i}", handler_type="h", body=f"b{i}") for i in range(5)],
+        consistency="wait",
+    )
+    script = (
+        "if (ctx._source.body == 'b3') { ctx._source.body = ctx._source.nothing.length(); }\n"
+        "ctx._source.body = 'patched';"
+    )
+    changed: list[object] = []
+
+    def listen(sender: object, **kwargs: object) -> None:
+        changed.append(sender)
+
+    em.signals.documents_changed.connect(listen, sender=Message)
+    try:
+        with pytest.raises(em.ScriptError) as raised:
+            messages.patch_all(None, em.ScriptPatch(script))
+    finally:
+        em.signals.documents_changed.disconnect(listen, sender=Message)
+    error = raised.value
+    assert error.reason == "runtime error"
+    assert "matching documents it reached before may be patched" in str(error)
+    bodies = [m.body for m in messages.find(limit=10, consistency="immediate")]
+    assert "patched" in bodies  # (the local server's run: those before b3 were patched)
+    assert changed == [Message]
+    if server != "local":
+        assert cluster.tasks.started == 1  # (it ran as a task)

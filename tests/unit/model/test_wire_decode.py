@@ -314,7 +314,7 @@ def test_a_document_read_by_id_without_a_source_is_still_stored() -> None:
 
 def _declared(doc: Any) -> bool:
     state = state_of(doc)
-    return declared_only(state, None if state is None else state.original_or_bytes)
+    return declared_only(doc, type(doc), None if state is None else state.original_or_bytes)
 
 
 @pytest.mark.parametrize(
@@ -367,9 +367,10 @@ def test_the_mark_vouches_only_for_the_original_it_was_made_for() -> None:
     doc = _fast(Profile.__esmapper__, _answer([_profile(1)]))[0]
     state = state_of(doc)
     held = state.original_or_bytes
-    assert isinstance(held, bytes) and declared_only(state, held)
-    assert not declared_only(state, bytes(bytearray(held)))  # equal bytes, another object
+    assert isinstance(held, bytes) and declared_only(doc, Profile, held)
+    assert not declared_only(doc, Profile, bytes(bytearray(held)))  # equal, another object
+    assert not declared_only(doc, em.Document, held)  # saved as a base class of its own
     assert state.original["name"] == "Profile 1"  # decoded: the dict is held now
-    assert not declared_only(state, state.original_or_bytes)
-    assert not declared_only(None, held) and not declared_only(state, None)
+    assert not declared_only(doc, Profile, state.original_or_bytes)
+    assert not declared_only(Profile(), Profile, held) and not declared_only(doc, Profile, None)
     assert DocState({"name": "x"}).declared_only is None  # made elsewhere: no mark
