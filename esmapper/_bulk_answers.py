@@ -17,14 +17,13 @@ give the same items.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
-__all__ = ["BulkItem", "decode_items", "item_of"]
+from esmapper._raw_answers import Int64
 
-#: an integer orjson reads as an integer (beyond 64 bits it reads a float: refused here)
-_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+__all__ = ["BulkItem", "decode_items", "item_of"]
 
 
 class BulkItem(msgspec.Struct, gc=False):
@@ -38,8 +37,8 @@ class BulkItem(msgspec.Struct, gc=False):
     _id: str | None = None
     _index: str | None = None
     result: str | None = None
-    _seq_no: _Int64 | None = None
-    _primary_term: _Int64 | None = None
+    _seq_no: Int64 | None = None
+    _primary_term: Int64 | None = None
     error: Any = None
 
 

@@ -46,6 +46,7 @@ from esmapper import _json
 
 __all__ = [
     "Hit",
+    "Int64",
     "RawJson",
     "answer",
     "decode_docs",

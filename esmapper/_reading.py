@@ -254,7 +254,7 @@ class Reading(Searching[T]):
             read = self._keyword_read(options if cache is None else {"cache": cache, **options})
         elif cache is None:  # no keyword (a model cached by default): the defaults
             read = self._by_id_read(self.defaults)
-        else:  # get(id, cache=True): no dict of keywords; _one_keyword_read, inline
+        else:  # get(id, cache=True): no dict of keywords
             try:
                 entry = self._by_cache.get(cache)
             except TypeError:
@@ -263,9 +263,7 @@ class Reading(Searching[T]):
                 entry is not None
                 and entry[0] is type(cache)
                 and entry[1] is self.defaults
-                and entry[2].points is self.info.points
-                and entry[2].documents is self.services.documents
-                and entry[2].calls is _features._call_options  # (ByIdRead.current, inline)
+                and entry[2].current(self.info, self.services)
             ):
                 read = entry[2]
             else:

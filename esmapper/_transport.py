@@ -123,30 +123,18 @@ _UNRESOLVED = re.compile(
 )
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc``, the errors it carries (``errors``) and their causes, each once."""
+def _chain(exc: BaseException, *, other_attempts: bool = True) -> Iterator[BaseException]:
+    """``exc``, the errors it carries (``errors``) and their causes, each once; without
+    ``other_attempts``, only ``exc``'s own attempt: the errors of the other attempts a
+    transport error carries (the transport puts the earlier attempts' in ``errors``) are
+    left out."""
     seen: set[int] = set()
     queue: list[BaseException] = [exc]
     while queue:
         item = queue.pop(0)
         if id(item) in seen:
             continue
-        seen.add(id(item))
-        yield item
-        queue.extend(e for e in getattr(item, "errors", ()) if isinstance(e, BaseException))
-        for linked in (item.__cause__, item.__context__):
-            if linked is not None:
-                queue.append(linked)
-
-
-def _attempt_chain(attempt: BaseException) -> Iterator[BaseException]:
-    """``attempt`` (the error of one attempt) and its causes, not the errors of the other
-    attempts it may carry (``errors``: the transport puts the earlier attempts' there)."""
-    seen: set[int] = set()
-    queue: list[BaseException] = [attempt]
-    while queue:
-        item = queue.pop(0)
-        if id(item) in seen or (item is not attempt and isinstance(item, TransportError)):
+        if not other_attempts and item is not exc and isinstance(item, TransportError):
             continue
         seen.add(id(item))
         yield item
@@ -157,7 +145,7 @@ def _attempt_chain(attempt: BaseException) -> Iterator[BaseException]:
 def _not_connected(attempt: BaseException) -> str | None:
     """Why the one attempt ``attempt`` could not connect (``"refused"``,
     ``"unresolved"``), or ``None``: it may have been sent."""
-    chain = list(_attempt_chain(attempt))
+    chain = list(_chain(attempt, other_attempts=False))
     for item in chain:
         if isinstance(item, ConnectionRefusedError):
             return "refused"

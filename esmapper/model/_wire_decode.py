@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from esmapper import _json
+from esmapper._raw_answers import Int64
 from esmapper.model._raw import raw_class
 from esmapper.model.codec import _load_expr
 from esmapper.model.fields import FieldSpec
@@ -56,15 +57,13 @@ from esmapper.model.state import DocState, loaded_state_code, version_code, vers
 
 __all__ = ["has_mirror", "hydrate", "load_hit"]
 
-#: an integer orjson reads as an integer (a longer one it reads as a float)
-_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 #: the JSON types each scalar kind's expression takes as orjson gives them
 _SCALARS: dict[str, Any] = {
     "str": str,
-    "int": _Int64,
-    "float": _Int64 | float,
+    "int": Int64,
+    "float": Int64 | float,
     "bool": bool,
-    "datetime": str | _Int64 | float,
+    "datetime": str | Int64 | float,
 }
 
 #: a stored key read from the hit's metadata instead (the id), absent from the source
@@ -97,7 +96,7 @@ class _Gen:
             kinds = {type(member.value) for member in spec.enum}
             if kinds == {str}:
                 return str
-            return _Int64 if kinds == {int} else None
+            return Int64 if kinds == {int} else None
         if spec.kind == "inner" and spec.inner is not None:
             built = self.mirror(spec.inner, depth + 1, strict)
             return None if built is None else built[0]
