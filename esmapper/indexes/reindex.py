@@ -28,10 +28,11 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    or synchronously on servers without tasks; external versions; ``conflicts=proceed``):
    :mod:`esmapper.indexes._reindex_pass`. The old index keeps serving reads and writes.
 3. **catch_up** (``HasDates`` models, when ``GET /<alias>-vK/_stats/indexing`` shows the
-   primaries' write counters moved since before the copy): the documents with ``updated_utc`` >= the copy's
-   start (the mapper's clock minus ``catch_up_margin``, for clock skew between writers)
-   are copied again, while writes still go to the old index. The old index is refreshed
-   first only when it does not refresh itself within a quarter of the margin
+   primaries' write counters moved since before the copy): the documents with
+   ``updated_utc`` >= the copy's start (the mapper's clock minus ``catch_up_margin``, for
+   clock skew between writers) are copied again, while writes still go to the old index.
+   The old index is refreshed first only when it does not refresh itself within a quarter
+   of the margin
    (``index.refresh_interval``, 1 s by default; ``-1`` always refreshes): a write this
    pass cannot see yet is younger than the final pass's start, and that pass follows a
    refresh. (The copy always follows a refresh: documents written before the run are

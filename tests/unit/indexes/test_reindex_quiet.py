@@ -111,7 +111,8 @@ def test_a_replica_answered_behind_its_primary_proves_nothing() -> None:
 
 def _index_level(indexed: int, deleted: int, *, failed: int = 0, uuid: str = "u1") -> Any:
     primaries = {"indexing": {"index_total": indexed, "delete_total": deleted}}
-    return {"_shards": {"failed": failed}, "indices": {"old": {"uuid": uuid, "primaries": primaries}}}
+    entry = {"uuid": uuid, "primaries": primaries}
+    return {"_shards": {"failed": failed}, "indices": {"old": entry}}
 
 
 def test_the_index_level_hint_says_nothing_was_written_when_the_sums_are_equal() -> None:
