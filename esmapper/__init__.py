@@ -41,7 +41,7 @@ from esmapper.errors import (
     SnapshotExpiredError,
     VersionConflictError,
 )
-from esmapper.ids import ObjectId, check_id, compose_id, decompose_id
+from esmapper.ids import Id, ObjectId, check_id, compose_id, decompose_id
 from esmapper.indexes import (
     MaintenanceReport,
     ReindexProgress,
@@ -151,6 +151,7 @@ __all__ = [
     "HasDates",
     "HasVirtualCustomFields",
     "HybridCache",
+    "Id",
     "IdTooLongError",
     "InMemoryCache",
     "IndexConfigurationError",

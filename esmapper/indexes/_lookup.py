@@ -35,7 +35,15 @@ from esmapper.indexes.timeseries import parse_partition
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MGET_ENTRIES", "live_partitions", "mget_ids", "read_params", "stored_copies"]
+__all__ = [
+    "MGET_ENTRIES",
+    "is_unrouted",
+    "live_partitions",
+    "mget_ids",
+    "read_params",
+    "stored_copies",
+    "unrouted",
+]
 
 MGET_ENTRIES: Final = 10_000
 """Entries per ``_mget`` request."""
@@ -47,7 +55,9 @@ _MISSING: Final = frozenset({"index_not_found_exception"})
 def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     """The request parameters of a by-id read of ``id`` (a GET, a HEAD, an ``_mget``
     entry): what the ``read_params`` point of the model's features gives (a routing); empty
-    for a model none of them shapes."""
+    for a model none of them shapes. ``{"routing": None}`` (:func:`is_unrouted`): the
+    document has a routing the id does not give (a child of a join read by a plain id);
+    the read searches for it by id instead (:mod:`esmapper.indexes.reads`)."""
     hooks = spec.info.points.read_params
     if not hooks:
         return {}
@@ -55,6 +65,19 @@ def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     for hook in hooks:
         params.update(hook(id))
     return params
+
+
+def is_unrouted(params: dict[str, Any]) -> bool:
+    """Whether :func:`read_params` says the routing is unknown (``{"routing": None}``)."""
+    return "routing" in params and params["routing"] is None
+
+
+def unrouted(spec: IndexSpec, ids: Sequence[str]) -> list[str]:
+    """The ``ids`` whose routing is unknown (:func:`is_unrouted`); none without a feature
+    giving :func:`read_params`."""
+    if not spec.info.points.read_params:
+        return []
+    return [id for id in ids if is_unrouted(read_params(spec, id))]
 
 
 def mget_ids(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:

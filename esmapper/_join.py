@@ -1,0 +1,373 @@
+"""Parent/child documents in one index (Elasticsearch's ``join`` field), as a feature of the
+core (:mod:`esmapper._features`): the one owner of the join rule, whose points every path
+goes through.
+
+A parent model names the join field; a child model names its parent model and the
+attribute holding its parent's id, and shares the parent's index::
+
+    class Organization(em.Document):
+        class Index:
+            name = "organizations"
+            join_field = "relation"
+
+    class Employee(em.Document):
+        class Index:
+            name = "organizations"          # the parent's index (same name and version)
+            parent = Organization
+            parent_field = "organization_id"
+
+        organization_id: str | None = em.field(em.Keyword(), default=None)
+
+The relation names are the models' default index names (``organization``, ``employee``).
+What each point does:
+
+- ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
+  naming the option): the join field is not a field of the parent; the child's index is
+  the parent's (name, version, kind; not time-series: a join lives in one index), its
+  ``parent_field`` is a ``str`` field, its fields do not map a name the parent (or a
+  sibling) maps differently; one level (a parent is not a child);
+- ``shares_index``: a mapper takes the parent and its children on one alias;
+- ``mapping``: both models give the same mapping, the index's: the parent's and every
+  child's properties and ``{"<join>": {"type": "join", "relations": {parent: [children]}}}``
+  (children must be declared before the index is created: their fields are the index's);
+- ``check``: a child written without a parent id (add, save) is refused, and a removal or
+  patch by id of a child that gives no routing (a plain ``str`` id, not an
+  :class:`~esmapper.ids.Id` with ``routing=``, and no document), before anything is sent
+  (:class:`~esmapper.errors.DocumentValidationError`); a write that moves a stored child
+  to another parent too (its old copy would stay on the old parent's shard);
+- ``shape``: ``create``/``index`` actions get the join value in their ``_source``
+  (``"organization"``; ``{"name": "employee", "parent": <id>}``), a child's every action
+  the routing of its parent id (``expected_source``: the read-back of a lost answer
+  expects that ``_source``);
+- ``read_params``: a child's by-id read (GET, ``_mget`` entry, HEAD) routes with its
+  ``Id``'s routing; without one, ``{"routing": None}``: the read finds it with a search by
+  id on every shard instead (near-real-time: :mod:`esmapper.indexes.reads`);
+- ``search``: every search, count and by-query request of a model is limited to its own
+  relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
+  parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
+  model has soft deletes, to the children of a parent not soft-deleted
+  (``has_parent`` of ``is_deleted: false``: FEATURES SD-10). By-id reads of a child do not
+  look at its parent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from esmapper._features import Feature, register
+from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.ids import routing_of
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper._features import WriteCall
+    from esmapper._pending import PendingWrite
+    from esmapper.bulk import BulkAction
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["ChildJoin", "ParentJoin", "join_of", "relation_name"]
+
+_JOIN = "join_field"
+_PARENT = "parent"
+_PARENT_FIELD = "parent_field"
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def relation_name(info: ModelInfo) -> str:
+    """The relation name of ``info``'s model in the join: its class name in
+    ``snake_case`` (``EmployeeReview`` -> ``employee_review``)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+
+
+def join_of(model: Any) -> ParentJoin | ChildJoin | None:
+    """The join feature of ``model`` (a document class or its ``ModelInfo``), ``None`` when
+    it is neither a parent nor a child of a join."""
+    info = getattr(model, "__esmapper__", model)
+    points = getattr(info, "points", None)
+    if points is None:
+        return None
+    found = points.feature("join_parent") or points.feature("join_child")
+    return found if isinstance(found, ParentJoin | ChildJoin) else None
+
+
+@register
+class ParentJoin(Feature):
+    """A parent model: ``class Index: join_field = "<name>"``."""
+
+    name = "join_parent"
+    index_options = (_JOIN,)
+    __slots__ = ("children", "field", "relation")
+
+    def __init__(self, info: ModelInfo, field: str) -> None:
+        super().__init__(info)
+        #: the join field's name, the parent's relation name and its children by relation
+        self.field, self.relation = field, relation_name(info)
+        self.children: dict[str, ChildJoin] = {}
+
+    @classmethod
+    def attach(cls, info: ModelInfo) -> ParentJoin | None:
+        index = info.index
+        if index is None or _JOIN not in index.extras:
+            return None
+        field = index.extras[_JOIN]
+        where = f"{info.name}.Index.{_JOIN}"
+        if not isinstance(field, str) or not _FIELD_NAME.match(field):
+            raise IndexConfigurationError(f"{where} must be a field name, not {field!r}")
+        if field in info.field_by_name or field in info.properties:
+            raise IndexConfigurationError(
+                f"{where} {field!r} is a field of {info.name}: the join field holds the "
+                "relation esmapper writes, name one no model declares"
+            )
+        if _PARENT in index.extras:
+            raise IndexConfigurationError(
+                f"{info.name}.Index sets both {_JOIN} and {_PARENT}: one level of "
+                "parent/child only (a child is not a parent)"
+            )
+        if index.kind not in ("versioned", "plain"):
+            raise IndexConfigurationError(
+                f"{where} needs one index (kind 'versioned' or 'plain'), not {index.kind!r}: "
+                "a parent and its children live in the same index"
+            )
+        return cls(info, field)
+
+    def adopt(self, child: ChildJoin) -> None:
+        """Register ``child`` (its :meth:`ChildJoin.attach`); a class of the same module and
+        name replaces the one it redefines. Raises IndexConfigurationError for a relation
+        name or a field mapping that clashes."""
+        relation = child.relation
+        known = self.children.get(relation)
+        if known is not None and not _same_class(known.info.cls, child.info.cls):
+            raise IndexConfigurationError(
+                f"{child.info.name} and {known.info.name} are both children "
+                f"{relation!r} of {self.info.name}"
+            )
+        if relation == self.relation:
+            raise IndexConfigurationError(
+                f"{child.info.name}'s relation name {relation!r} is its parent's"
+            )
+        others = {**self.info.properties}
+        for name, other in self.children.items():
+            if name != relation:
+                others.update(other.info.properties)
+        for name, mapping in child.info.properties.items():
+            if name == self.field:
+                raise IndexConfigurationError(
+                    f"{child.info.name}.{name} is {self.info.name}'s join field"
+                )
+            if name in others and others[name] != mapping:
+                raise IndexConfigurationError(
+                    f"{child.info.name}.{name} maps {mapping!r}, but the index "
+                    f"{self.info.index.name!r} maps {name!r} as {others[name]!r}: fields of "  # type: ignore[union-attr]
+                    "one name in a parent/child index must map the same"
+                )
+        self.children[relation] = child
+
+    def properties(self) -> dict[str, Any]:
+        """The index's properties: the parent's, every child's and the join field."""
+        props = dict(self.info.properties)
+        for child in self.children.values():
+            props.update(child.info.properties)
+        props[self.field] = {"type": "join", "relations": {self.relation: sorted(self.children)}}
+        return props
+
+    def join_value(self, source: Any) -> Any:
+        return self.relation
+
+    # -- model (points: mapping, shares_index) --------------------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        body["properties"].update(self.properties())
+
+    def shares_index(self, other: ModelInfo) -> bool:
+        """Its index, shared with its children."""
+        join = join_of(other)
+        return isinstance(join, ChildJoin) and join.parent is self
+
+    # -- writes (points: shape, expected_source) ------------------------------------------
+
+    def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        _put_join(self, actions)
+
+    def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
+        return _expected(self, source)
+
+    # -- search (point: search) -----------------------------------------------------------
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        """Parents only: ``{"term": {"<join>": "<parent relation>"}}``."""
+        return [{"term": {self.field: self.relation}}], []
+
+
+@register
+class ChildJoin(Feature):
+    """A child model: ``class Index: parent = <parent model>; parent_field = "<attr>"``."""
+
+    name = "join_child"
+    index_options = (_PARENT, _PARENT_FIELD)
+    __slots__ = ("parent", "parent_field", "relation")
+
+    def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
+        super().__init__(info)
+        #: the parent's join feature, the attribute holding the parent id, the relation name
+        self.parent, self.parent_field = parent, parent_field
+        self.relation = relation_name(info)
+
+    @classmethod
+    def attach(cls, info: ModelInfo) -> ChildJoin | None:
+        index = info.index
+        if index is None or (_PARENT not in index.extras and _PARENT_FIELD not in index.extras):
+            return None
+        where = f"{info.name}.Index"
+        model, field = index.extras.get(_PARENT), index.extras.get(_PARENT_FIELD)
+        parent = join_of(model) if isinstance(model, type) else None
+        if not isinstance(parent, ParentJoin):
+            raise IndexConfigurationError(
+                f"{where}.{_PARENT} must be a document model whose Index sets {_JOIN}, "
+                f"not {model!r}"
+            )
+        spec = info.field_by_name.get(field) if isinstance(field, str) else None
+        if spec is None or spec.kind != "str" or spec.many or not spec.stored:
+            raise IndexConfigurationError(
+                f"{where}.{_PARENT_FIELD} must name a str field of {info.name} holding the "
+                f"parent's id, not {field!r}"
+            )
+        mine, theirs = index, parent.info.index
+        assert theirs is not None  # a parent has an index
+        if (mine.name, mine.version, mine.kind) != (theirs.name, theirs.version, theirs.kind):
+            raise IndexConfigurationError(
+                f"{where} must be the index of its parent {parent.info.name} (name "
+                f"{theirs.name!r}, version {theirs.version}, kind {theirs.kind!r}): a parent "
+                f"and its children live in one index; got name {mine.name!r}, version "
+                f"{mine.version}, kind {mine.kind!r}"
+            )
+        if "routing_field" in index.extras:
+            raise IndexConfigurationError(
+                f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"
+            )
+        child = cls(info, parent, str(field))
+        parent.adopt(child)
+        return child
+
+    @property
+    def field(self) -> str:
+        """The join field's name (the parent's)."""
+        return self.parent.field
+
+    def parent_id(self, doc: Any) -> Any:
+        return getattr(doc, self.parent_field, None)
+
+    def join_value(self, source: Any) -> Any:
+        return {"name": self.relation, "parent": source.get(self.parent_field)}
+
+    def routing(self, pending: PendingWrite) -> str | None:
+        """The routing of ``pending``: its document's parent id, else its id's routing
+        (:class:`~esmapper.ids.Id`), else the parent id of the source it read (a scan)."""
+        if pending.doc is not None:  # (a removal by id: a document of only its id)
+            parent = self.parent_id(pending.doc) or routing_of(pending.doc.id)
+        else:
+            parent = routing_of(pending.id) or pending.stored_value(self.parent_field)
+        return parent if isinstance(parent, str) and parent else None
+
+    # -- model (points: mapping, shares_index) --------------------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        body["properties"].update(self.parent.properties())
+
+    def shares_index(self, other: ModelInfo) -> bool:
+        """Its parent's index, shared with the parent and its other children."""
+        join = join_of(other)
+        return join is self.parent or (isinstance(join, ChildJoin) and join.parent is self.parent)
+
+    # -- writes (points: check, shape, expected_source) -----------------------------------
+
+    def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
+        """Refuse a child without a parent id, a removal or patch by id without a routing,
+        and a write that moves a stored child to another parent; before anything is sent."""
+        name, field = self.info.name, self.parent_field
+        for pending in pendings:
+            form = pending.form
+            changes = getattr(form.patch, "doc", None) if form is not None else None
+            if isinstance(changes, Mapping) and field in changes:
+                raise DocumentValidationError(
+                    f"a patch of {name} sets {field}: a child stays with its parent (its "
+                    "stored copy is on that parent's shard); remove it and add it again",
+                    field=field,
+                )
+            if pending.doc is None and pending.id is None:
+                continue  # a patch judged before anything is read (check_patch)
+            routing = self.routing(pending)
+            if routing is None:
+                if pending.doc is not None and pending.kind != "remove":
+                    raise DocumentValidationError(
+                        f"{name} {pending.doc.id!r} has no parent: set {field} to the id of "
+                        f"its {self.parent.info.name} (a child is stored with its parent)",
+                        field=field,
+                    )
+                id = str.__str__(pending.doc_id or "")
+                raise DocumentValidationError(
+                    f"{pending.kind} of {name} {id!r} by id needs its parent's id: "
+                    f"pass em.Id({id!r}, routing=<{field}>) or the document",
+                    field=field,
+                )
+            if pending.doc is not None and pending.kind != "add":
+                stored = pending.stored_value(field)
+                if isinstance(stored, str) and stored != routing:
+                    raise DocumentValidationError(
+                        f"{name} {pending.doc.id!r} moves from {field} {stored!r} to "
+                        f"{routing!r}: a child stays with its parent (its stored copy is on "
+                        "that parent's shard); remove it and add it again",
+                        field=field,
+                    )
+
+    def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        for action in actions:
+            action.routing = self.routing(action.ref)
+        _put_join(self, actions)
+
+    def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
+        return _expected(self, source)
+
+    # -- reads (point: read_params) -------------------------------------------------------
+
+    def read_params(self, id: str) -> dict[str, Any]:
+        """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
+        read searches by id: :mod:`esmapper.indexes.reads`)."""
+        return {"routing": routing_of(id)}
+
+    # -- search (point: search) -----------------------------------------------------------
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        """This relation's documents; with the parent model's soft deletes and the mode
+        ``"active"``, only the children of a parent not soft-deleted (SD-10)."""
+        clauses: list[Any] = [{"term": {self.field: self.relation}}]
+        if self.parent.info.soft_deletes and options.soft_deletes == "active":
+            clauses.append(
+                {
+                    "has_parent": {
+                        "parent_type": self.parent.relation,
+                        "query": {"term": {"is_deleted": False}},
+                    }
+                }
+            )
+        return clauses, []
+
+
+def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:
+    """The join value in the ``_source`` of the ``create``/``index`` actions."""
+    field = join.field
+    for action in actions:
+        if action.op in ("create", "index") and action.body is not None:
+            body = action.body
+            action.body = {**body, field: join.join_value(body)}
+
+
+def _expected(join: ParentJoin | ChildJoin, source: Any) -> Any:
+    if source is None:
+        return None
+    return {**source, join.field: join.join_value(source)}
+
+
+def _same_class(a: type, b: type) -> bool:
+    return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)

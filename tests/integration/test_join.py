@@ -1,0 +1,146 @@
+"""Parent/child documents in one index (``join_field``/``parent``, :mod:`esmapper._join`)
+against the local server: the mapping, and every by-id path carrying the child's routing
+(its parent's id). The searches (the relation term, ``has_parent``) the local server does
+not run: tests/integration/test_join_real_es.py."""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
+
+
+class Company(em.Document, em.SoftDeletes):
+    class Index:
+        name = "join-companies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Worker(em.Document):
+    class Index:
+        name = "join-companies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Company
+        parent_field = "company_id"
+
+    company_id: str | None = em.field(em.Keyword(), default=None)
+    email: str = em.field(em.Keyword(), default="")
+    age: int = em.field(em.Integer(), default=0)
+
+
+def _routed(proxy: FaultProxy, marker: str) -> list[str]:
+    return [r.query for r in proxy.requests if marker in r.path]
+
+
+def test_the_index_holds_the_join_field_and_both_models_fields(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Company, Worker, configure=True)
+    index = mapper.spec(Worker).write_target
+    assert index == mapper.spec(Company).write_target
+    mapping = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
+    assert mapping["properties"]["relation"] == {
+        "type": "join",
+        "relations": {"company": ["worker"]},
+    }
+    assert {"name", "company_id", "email", "age"} <= set(mapping["properties"])
+    assert mapper.configure_indexes()  # again: the mapping is there
+
+
+def test_child_writes_and_reads_by_id_carry_the_parent_id(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    companies, workers = mapper.repository(Company), mapper.repository(Worker)
+    acme = companies.add(Company(name="acme"))
+    ann, bob = workers.add(
+        [Worker(company_id=acme.id, email="ann@acme"), Worker(company_id=acme.id, email="bob@acme")]
+    )
+    stored = es_client.get(index=mapper.spec(Worker).read_target, id=ann.id, routing=acme.id)
+    assert stored["_routing"] == acme.id
+    assert stored["_source"]["relation"] == {"name": "worker", "parent": acme.id}
+    parent = es_client.get(index=mapper.spec(Company).read_target, id=acme.id)
+    assert parent["_source"]["relation"] == "company"
+
+    proxy.reset_counts()
+    got = workers.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.email == "ann@acme" and got.company_id == acme.id
+    both = workers.get_many([em.Id(bob.id, routing=acme.id), em.Id(ann.id, routing=acme.id)])
+    assert [w.email for w in both] == ["bob@acme", "ann@acme"]
+    assert workers.exists(em.Id(ann.id, routing=acme.id))
+    assert not workers.exists(em.Id("nobody", routing=acme.id))
+    gets = _routed(proxy, "/_doc/")
+    assert gets and all(f"routing={acme.id}" in q for q in gets)
+
+    got.age = 40
+    workers.save(got)  # an index action, routed by the document's parent id
+    workers.patch(em.Id(bob.id, routing=acme.id), em.PartialPatch({"age": 30}))
+    assert [w.age for w in workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)])] == [40, 30]
+    workers.remove(em.Id(bob.id, routing=acme.id))  # a delete by id
+    workers.remove(workers.require(em.Id(ann.id, routing=acme.id)))  # a delete of a document
+    assert workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)]) == []
+    es_client.indices.refresh(index=mapper.spec(Worker).read_target)
+    left = es_client.search(index=mapper.spec(Worker).read_target, query={"match_all": {}})
+    assert [hit["_id"] for hit in left["hits"]["hits"]] == [acme.id]  # the parent only
+
+
+def test_a_read_by_a_plain_id_searches_every_shard(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@acme"), consistency="immediate")
+    proxy.reset_counts()
+    got = workers.get(ann.id)
+    assert got is not None and got.email == "ann@acme"
+    assert [w.id for w in workers.get_many([ann.id, "nobody"])] == [ann.id]
+    assert workers.exists(ann.id) and not workers.exists("nobody")
+    assert not [r for r in proxy.requests if "/_doc/" in r.path or r.path.endswith("/_mget")]
+    assert all(r.path.endswith("/_search") for r in proxy.requests)
+
+
+def test_a_session_flush_routes_its_children(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Company, Worker, configure=True)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    with mapper.session() as session:
+        session.add(Worker(id="w1", company_id=acme.id, email="w1@acme"))
+    with mapper.session() as session:
+        worker = session.get(Worker, em.Id("w1", routing=acme.id))
+        assert worker is not None
+        worker.age = 7
+    got = mapper.repository(Worker).get(em.Id("w1", routing=acme.id))
+    assert got is not None and got.age == 7
+
+
+def test_bad_child_writes_are_refused_before_anything_is_sent(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@acme"))
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="has no parent: set company_id") as err:
+        workers.add(Worker(email="orphan"))
+    assert err.value.field == "company_id"
+    with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
+        workers.remove(ann.id)
+    with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
+        workers.patch(ann.id, em.PartialPatch({"age": 3}))
+    assert proxy.requests == []
+    moved = workers.require(em.Id(ann.id, routing=acme.id))
+    moved.company_id = "another"
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
+        workers.save(moved)
+    assert proxy.requests == []
