@@ -50,6 +50,7 @@ from esmapper.indexes import (
     reindex,
     reindex_outdated,
 )
+from esmapper.joins import has_child, has_parent, parent_id
 from esmapper.jobs import (
     CleanupIndexesJob,
     CleanupSnapshotsJob,
@@ -221,8 +222,11 @@ __all__ = [
     "compose_id",
     "decompose_id",
     "field",
+    "has_child",
+    "has_parent",
     "maintain",
     "migrate",
+    "parent_id",
     "plan",
     "reindex",
     "reindex_outdated",

@@ -46,7 +46,8 @@ What each point does:
   relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
   parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
   model has soft deletes, to the children of a parent not soft-deleted
-  (``has_parent`` of ``is_deleted: false``: FEATURES SD-10). By-id reads of a child do not
+  (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
+  default reads; restored, they show again). By-id reads of a child do not
   look at its parent.
 """
 
@@ -340,7 +341,7 @@ class ChildJoin(Feature):
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
-        ``"active"``, only the children of a parent not soft-deleted (SD-10)."""
+        ``"active"``, only the children of a parent not soft-deleted."""
         clauses: list[Any] = [{"term": {self.field: self.relation}}]
         if self.parent.info.soft_deletes and options.soft_deletes == "active":
             clauses.append(
