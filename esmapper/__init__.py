@@ -50,7 +50,6 @@ from esmapper.indexes import (
     reindex,
     reindex_outdated,
 )
-from esmapper.joins import has_child, has_parent, parent_id
 from esmapper.jobs import (
     CleanupIndexesJob,
     CleanupSnapshotsJob,
@@ -61,6 +60,7 @@ from esmapper.jobs import (
     MaintainIndexesJob,
     SnapshotJob,
 )
+from esmapper.joins import has_child, has_parent, parent_id
 from esmapper.mapper import Mapper
 from esmapper.migrations import (
     Migration,

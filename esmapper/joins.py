@@ -51,7 +51,9 @@ def has_child(
     params: dict[str, Any] = {"type": join.relation, "query": _inner(join, filter, soft_deletes)}
     if score_mode is not None:
         if score_mode not in _SCORE_MODES:
-            raise ValueError(f"score_mode must be one of {', '.join(_SCORE_MODES)}, not {score_mode!r}")
+            raise ValueError(
+                f"score_mode must be one of {', '.join(_SCORE_MODES)}, not {score_mode!r}"
+            )
         params["score_mode"] = score_mode
     for name, value in (("min_children", min_children), ("max_children", max_children)):
         if value is not None:

@@ -82,7 +82,9 @@ def test_child_writes_and_reads_by_id_carry_the_parent_id(
     got.age = 40
     workers.save(got)  # an index action, routed by the document's parent id
     workers.patch(em.Id(bob.id, routing=acme.id), em.PartialPatch({"age": 30}))
-    assert [w.age for w in workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)])] == [40, 30]
+    assert [
+        w.age for w in workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)])
+    ] == [40, 30]
     workers.remove(em.Id(bob.id, routing=acme.id))  # a delete by id
     workers.remove(workers.require(em.Id(ann.id, routing=acme.id)))  # a delete of a document
     assert workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)]) == []
