@@ -42,6 +42,9 @@ What each point does:
 - ``read_params``: a child's by-id read (GET, ``_mget`` entry, HEAD) routes with its
   ``Id``'s routing; without one, ``{"routing": None}``: the read finds it with a search by
   id on every shard instead (near-real-time: :mod:`esmapper.indexes.reads`);
+- ``search_catalog``: the filter language of a parent takes ``<child relation>:(expr)``
+  (``has_child``), a child's ``<parent relation>:(expr)`` (``has_parent``), ``expr`` in
+  the other model's language (a field of that name wins);
 - ``search``: every search, count and by-query request of a model is limited to its own
   relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
   parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
@@ -55,11 +58,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
+
+from elasticsearch.dsl import Q
+from elasticsearch.dsl.query import Query
 
 from esmapper._features import Feature, register
-from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import routing_of
+from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -68,7 +76,15 @@ if TYPE_CHECKING:
     from esmapper.bulk import BulkAction
     from esmapper.model.info import ModelInfo
 
-__all__ = ["ChildJoin", "ParentJoin", "join_of", "relation_name"]
+__all__ = [
+    "ChildJoin",
+    "ParentJoin",
+    "has_child",
+    "has_parent",
+    "join_of",
+    "parent_id",
+    "relation_name",
+]
 
 _JOIN = "join_field"
 _PARENT = "parent"
@@ -194,7 +210,13 @@ class ParentJoin(Feature):
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         return _expected(self, source)
 
-    # -- search (point: search) -----------------------------------------------------------
+    # -- search (points: search_catalog, search) -------------------------------------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """``<child relation>:(expr)`` in the filter language: :func:`has_child` of ``expr``
+        in that child model's language."""
+        for relation, child in self.children.items():
+            request.subqueries[relation] = partial(has_child, child.info.cls)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """Parents only: ``{"term": {"<join>": "<parent relation>"}}``."""
@@ -337,7 +359,12 @@ class ChildJoin(Feature):
         read searches by id: :mod:`esmapper.indexes.reads`)."""
         return {"routing": routing_of(id)}
 
-    # -- search (point: search) -----------------------------------------------------------
+    # -- search (points: search_catalog, search) -------------------------------------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """``<parent relation>:(expr)`` in the filter language: :func:`has_parent` of
+        ``expr`` in the parent model's language."""
+        request.subqueries[self.parent.relation] = partial(has_parent, self.parent.info.cls)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
@@ -372,3 +399,108 @@ def _expected(join: ParentJoin | ChildJoin, source: Any) -> Any:
 
 def _same_class(a: type, b: type) -> bool:
     return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+# -- the queries across the join (public as esmapper.joins) -------------------------------
+
+
+_MODES = ("active", "all", "deleted")
+_SCORE_MODES = ("none", "avg", "sum", "max", "min")
+
+
+def has_child(
+    child: type,
+    filter: str | Query | None = None,
+    *,
+    score_mode: Literal["none", "avg", "sum", "max", "min"] | None = None,
+    min_children: int | None = None,
+    max_children: int | None = None,
+    soft_deletes: Literal["active", "all", "deleted"] = "active",
+) -> Query:
+    """Parents having a ``child`` (a child model) that matches ``filter``:
+    ``{"has_child": {"type": "<child relation>", "query": ..., "score_mode"?,
+    "min_children"?, "max_children"?}}``. ``min_children``/``max_children`` bound how many
+    of its children must match (ints >= 1, min <= max: ``ValueError`` otherwise)."""
+    join = _join(child, ChildJoin, "has_child", "a child model (Index.parent)")
+    params: dict[str, Any] = {"type": join.relation, "query": _inner(join, filter, soft_deletes)}
+    if score_mode is not None:
+        if score_mode not in _SCORE_MODES:
+            raise ValueError(
+                f"score_mode must be one of {', '.join(_SCORE_MODES)}, not {score_mode!r}"
+            )
+        params["score_mode"] = score_mode
+    for name, value in (("min_children", min_children), ("max_children", max_children)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+            params[name] = value
+    if min_children is not None and max_children is not None and min_children > max_children:
+        raise ValueError(f"min_children {min_children} is over max_children {max_children}")
+    return Q("has_child", **params)
+
+
+def has_parent(
+    parent: type,
+    filter: str | Query | None = None,
+    *,
+    score: bool | None = None,
+    soft_deletes: Literal["active", "all", "deleted"] = "active",
+) -> Query:
+    """Children whose parent (of the parent model ``parent``) matches ``filter``:
+    ``{"has_parent": {"parent_type": "<parent relation>", "query": ..., "score"?}}``
+    (``score``: the parent's relevance score becomes the child's)."""
+    join = _join(parent, ParentJoin, "has_parent", "a parent model (Index.join_field)")
+    params: dict[str, Any] = {
+        "parent_type": join.relation,
+        "query": _inner(join, filter, soft_deletes),
+    }
+    if score is not None:
+        params["score"] = bool(score)
+    return Q("has_parent", **params)
+
+
+def parent_id(child: type, id: str) -> Query:
+    """The children of model ``child`` whose parent is ``id``:
+    ``{"parent_id": {"type": "<child relation>", "id": id}}`` (an :class:`~esmapper.ids.Id`
+    counts as its value)."""
+    join = _join(child, ChildJoin, "parent_id", "a child model (Index.parent)")
+    if not isinstance(id, str) or not id:
+        raise ValueError(f"parent_id() takes the parent's id, a non-empty str, not {id!r}")
+    return Q("parent_id", type=join.relation, id=str.__str__(id))
+
+
+def _join(model: Any, kind: type[Any], query: str, what: str) -> Any:
+    join = join_of(model)
+    if not isinstance(join, kind):
+        name = getattr(model, "__name__", repr(model))
+        raise TypeError(f"{query}() takes {what}, not {name}")
+    return join
+
+
+def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) -> Query:
+    """``filter`` compiled against the model of ``join`` with its soft-delete clause."""
+    if mode not in _MODES:
+        raise ValueError(f"soft_deletes must be one of {', '.join(_MODES)}, not {mode!r}")
+    info = join.info
+    if mode == "deleted" and not info.soft_deletes:
+        raise QueryValidationError(
+            f"soft_deletes='deleted' asks for soft-deleted {info.name} documents, and "
+            f"{info.name} has no soft deletes",
+            field="soft_deletes",
+        )
+    default_fields = info.index.default_search_fields if info.index is not None else None
+    compiled = compile_filter(filter, info.catalog, default_fields=default_fields)
+    if info.soft_deletes and mode == "active" and "is_deleted" in compiled.fields:
+        raise QueryValidationError(
+            "the filter names is_deleted while soft_deletes='active' hides deleted "
+            "documents; pass soft_deletes='all' or 'deleted' instead",
+            field="is_deleted",
+        )
+    clauses: list[Query] = []
+    if info.soft_deletes and mode != "all":
+        clauses.append(Q("term", is_deleted=mode == "deleted"))
+    if compiled.query is None:
+        return Q("bool", filter=clauses) if clauses else Q("match_all")
+    if not clauses:
+        return compiled.query
+    return Q("bool", must=[compiled.query], filter=clauses)

@@ -52,6 +52,8 @@ def test_has_child_has_parent_and_parent_id(make_mapper: MakeMapper) -> None:
     found = workers.find(em.has_parent(Company, "name:acme")).documents
     assert sorted(w.email for w in found) == ["ann@acme", "bob@acme"]
     assert workers.count(em.parent_id(Worker, globex.id)) == 1
+    assert [c.name for c in companies.find("worker:(email:cy*)").documents] == ["globex"]
+    assert workers.count("company:(name:acme) AND age:>=35") == 1
     assert workers.exists(
         filter=em.parent_id(Worker, acme.id) & em.has_parent(Company, "name:acme")
     )
@@ -153,8 +155,12 @@ def test_the_searches_as_sent_and_a_clusters_answer_read_back(
         workers.count(em.parent_id(Worker, "c1"))
         companies.find(em.has_child(Worker, "age:>=30", score_mode="max"))
         companies.count()
+        companies.find("name:acme AND worker:(age:>=30 AND email:ann*)")  # the filter language
+        workers.count("company:(name:acme) OR age:50")
+        with pytest.raises(em.QueryValidationError, match=r"in company:\(\.\.\.\).*nope"):
+            workers.find("company:(nope:1)")  # the parent's fields, not the child's
     bodies = [r["body"]["query"]["bool"] for r in rule.sent]
-    assert len(bodies) == 4
+    assert len(bodies) == 6
     worker, company = {"term": {"relation": "worker"}}, {"term": {"relation": "company"}}
     assert bodies[0]["must"] == [
         {
@@ -184,5 +190,47 @@ def test_the_searches_as_sent_and_a_clusters_answer_read_back(
     ]
     assert company in bodies[2]["filter"] and company in bodies[3]["filter"]
     assert not [c for c in bodies[3]["filter"] if "has_parent" in c]  # a parent's own count
+    assert bodies[4]["must"] == [
+        {
+            "bool": {
+                "must": [
+                    {"term": {"name": "acme"}},
+                    {
+                        "has_child": {
+                            "type": "worker",
+                            "query": {
+                                "bool": {
+                                    "must": [
+                                        {"range": {"age": {"gte": 30}}},
+                                        {"wildcard": {"email": {"value": "ann*"}}},
+                                    ]
+                                }
+                            },
+                        }
+                    },
+                ]
+            }
+        }
+    ]
+    assert bodies[5]["must"] == [
+        {
+            "bool": {
+                "should": [
+                    {
+                        "has_parent": {
+                            "parent_type": "company",
+                            "query": {
+                                "bool": {
+                                    "must": [{"term": {"name": "acme"}}],
+                                    "filter": [{"term": {"is_deleted": False}}],
+                                }
+                            },
+                        }
+                    },
+                    {"term": {"age": 50}},
+                ]
+            }
+        }
+    ]
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []

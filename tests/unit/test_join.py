@@ -19,6 +19,7 @@ from esmapper._pending import PatchForm, PendingWrite
 from esmapper.bulk import BulkAction
 from esmapper.errors import DocumentValidationError, IndexConfigurationError
 from esmapper.options import Options
+from esmapper.query.filter import compile_filter
 from esmapper.testing._spec_check import load_checker
 
 KIT = Path(__file__).resolve().parents[2] / "tools" / "es_spec"
@@ -373,3 +374,42 @@ def test_the_search_bodies_are_valid_requests_of_every_checked_branch() -> None:
         spec_dir=str(KIT / "es-spec"),
         branches="8.18,8.19,9.x",
     )
+
+
+# -- the filter language -----------------------------------------------------------------
+
+
+def test_a_named_sub_query_is_compiled_by_its_compiler() -> None:
+    catalog = Shop.__esmapper__.catalog
+    seen: list[str] = []
+
+    def sub(text: str) -> Any:
+        seen.append(text)
+        return em.has_child(Clerk, text)
+
+    compiled = compile_filter(
+        "name:x AND clerk:(email:a OR email:b)", catalog, subqueries={"clerk": sub}
+    )
+    assert seen == ["email:a OR email:b"] and "clerk" in compiled.fields
+    assert compiled.query is not None and compiled.query.to_dict() == {
+        "bool": {
+            "must": [
+                {"term": {"name": "x"}},
+                {
+                    "has_child": {
+                        "type": "clerk",
+                        "query": {
+                            "bool": {"should": [{"term": {"email": "a"}}, {"term": {"email": "b"}}]}
+                        },
+                    }
+                },
+            ]
+        }
+    }
+    field_wins = compile_filter("name:(x)", catalog, subqueries={"name": sub})
+    assert field_wins.query is not None and field_wins.query.to_dict() == {"term": {"name": "x"}}
+    with pytest.raises(em.QueryValidationError, match=r"in clerk:\(\.\.\.\).*nope") as err:
+        compile_filter("clerk:(nope:1)", catalog, subqueries={"clerk": sub})
+    assert err.value.field == "clerk"
+    with pytest.raises(em.QueryValidationError, match="clerk"):
+        compile_filter("clerk:(email:a)", catalog)  # no sub-query of that name: a field
