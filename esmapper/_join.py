@@ -65,6 +65,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper._features import Feature, register
+from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import routing_of
 from esmapper.query.filter import compile_filter
@@ -368,7 +369,9 @@ class ChildJoin(Feature):
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
-        ``"active"``, only the children of a parent not soft-deleted."""
+        ``"active"``, only the children of a parent not soft-deleted (and, in a search that
+        does not refresh, not of a parent soft-deleted in the last seconds: the shared
+        recently-deleted list, as the soft-delete feature hides the parents themselves)."""
         clauses: list[Any] = [{"term": {self.field: self.relation}}]
         if self.parent.info.soft_deletes and options.soft_deletes == "active":
             clauses.append(
@@ -379,6 +382,12 @@ class ChildJoin(Feature):
                     }
                 }
             )
+            # parents soft-deleted moments ago, which an unrefreshed search still sees
+            gone = (
+                recently_deleted(ctx, self.parent.info) if options.consistency == "eventual" else []
+            )
+            if gone:
+                clauses.append({"bool": {"must_not": [{"terms": {self.parent_field: gone}}]}})
         return clauses, []
 
 

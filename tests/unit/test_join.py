@@ -65,6 +65,25 @@ def _child(model: type = Clerk) -> ChildJoin:
     return join
 
 
+class _Ctx:
+    """What the search point reads of a context: the document cache's recently-deleted
+    list (``deleted``: the ids it holds per alias; ``None``: no cache)."""
+
+    def __init__(self, deleted: dict[str, list[str]] | None = None) -> None:
+        self.deleted = deleted
+        self.documents = None if deleted is None else self
+
+    def recently_deleted(self, alias: str) -> list[str]:
+        assert self.deleted is not None
+        return self.deleted.get(alias, [])
+
+    def spec(self, model: type) -> Any:
+        return type("Spec", (), {"alias": model.__esmapper__.index.name})  # type: ignore[attr-defined]
+
+
+NO_CACHE: Any = _Ctx()
+
+
 def _call() -> WriteCall:
     return WriteCall(None, Options(), None)  # type: ignore[arg-type]
 
@@ -271,14 +290,22 @@ def test_by_id_reads_route_with_the_ids_routing_or_say_it_is_unknown() -> None:
 
 
 def test_searches_keep_to_the_relation_and_hide_the_children_of_deleted_parents() -> None:
-    assert _parent().search(None, Options()) == ([{"term": {"relation": "shop"}}], [])  # type: ignore[arg-type]
-    active, _ = _child().search(None, Options())  # type: ignore[arg-type]
+    assert _parent().search(NO_CACHE, Options()) == ([{"term": {"relation": "shop"}}], [])  # type: ignore[arg-type]
+    active, _ = _child().search(NO_CACHE, Options())  # type: ignore[arg-type]
     assert active == [
         {"term": {"relation": "clerk"}},
         {"has_parent": {"parent_type": "shop", "query": {"term": {"is_deleted": False}}}},
     ]
-    every, _ = _child().search(None, Options(soft_deletes="all"))  # type: ignore[arg-type]
+    every, _ = _child().search(NO_CACHE, Options(soft_deletes="all"))  # type: ignore[arg-type]
     assert every == [{"term": {"relation": "clerk"}}]
+
+
+def test_an_unrefreshed_search_hides_the_children_of_parents_deleted_moments_ago() -> None:
+    ctx: Any = _Ctx({"unit-shops": ["s9"]})
+    eventual, _ = _child().search(ctx, Options())
+    assert eventual[-1] == {"bool": {"must_not": [{"terms": {"shop_id": ["s9"]}}]}}
+    refreshed, _ = _child().search(ctx, Options(consistency="immediate"))
+    assert len(refreshed) == 2  # the relation and has_parent: exact after a refresh
 
 
 # -- the query builders ------------------------------------------------------------------
@@ -349,8 +376,8 @@ def test_the_query_builders_refuse_bad_input() -> None:
 
 def test_the_search_bodies_are_valid_requests_of_every_checked_branch() -> None:
     checker = load_checker(KIT)
-    child_filters, _ = _child().search(None, Options())  # type: ignore[arg-type]
-    parents, _ = _parent().search(None, Options())  # type: ignore[arg-type]
+    child_filters, _ = _child().search(NO_CACHE, Options())  # type: ignore[arg-type]
+    parents, _ = _parent().search(NO_CACHE, Options())  # type: ignore[arg-type]
     queries = [
         (
             em.has_child(Clerk, "email:a@b", score_mode="avg", min_children=1, max_children=5),
