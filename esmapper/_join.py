@@ -23,7 +23,8 @@ What each point does:
 
 - ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
   naming the option): the join field is not a field of the parent; the child's index is
-  the parent's (name, version, kind; not time-series: a join lives in one index), its
+  the parent's (name, version, kind, settings, dynamic; not time-series: a join lives in
+  one index), its
   ``parent_field`` is a ``str`` field, its fields do not map a name the parent (or a
   sibling) maps differently; one level (a parent is not a child);
 - ``shares_index``: a mapper takes the parent and its children on one alias;
@@ -187,7 +188,10 @@ class ParentJoin(Feature):
         props = dict(self.info.properties)
         for child in self.children.values():
             props.update(child.info.properties)
-        props[self.field] = {"type": "join", "relations": {self.relation: sorted(self.children)}}
+        children: str | list[str] = sorted(self.children)
+        if len(children) == 1:  # as Elasticsearch echoes one child: the stored mapping matches
+            children = children[0]
+        props[self.field] = {"type": "join", "relations": {self.relation: children}}
         return props
 
     def join_value(self, source: Any) -> Any:
@@ -266,6 +270,13 @@ class ChildJoin(Feature):
                 f"and its children live in one index; got name {mine.name!r}, version "
                 f"{mine.version}, kind {mine.kind!r}"
             )
+        for option in ("settings", "dynamic"):
+            if getattr(mine, option) != getattr(theirs, option):
+                raise IndexConfigurationError(
+                    f"{where}.{option} must be its parent's ({parent.info.name}.Index.{option} "
+                    f"= {getattr(theirs, option)!r}): whichever model writes first creates their "
+                    f"one index; got {getattr(mine, option)!r}"
+                )
         if "routing_field" in index.extras:
             raise IndexConfigurationError(
                 f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"

@@ -47,7 +47,7 @@ def test_the_index_holds_the_join_field_and_both_models_fields(
     mapping = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
     assert mapping["properties"]["relation"] == {
         "type": "join",
-        "relations": {"company": ["worker"]},
+        "relations": {"company": "worker"},
     }
     assert {"name", "company_id", "email", "age"} <= set(mapping["properties"])
     assert mapper.configure_indexes()  # again: the mapping is there

@@ -144,6 +144,19 @@ def test_a_model_outside_a_join_has_no_join() -> None:
             {"name": "unit-shops", "version": 2, "parent": Shop, "parent_field": "shop_id"},
             r"version 1",
         ),
+        (
+            {
+                "name": "unit-shops",
+                "settings": {"number_of_shards": 2},
+                "parent": Shop,
+                "parent_field": "shop_id",
+            },
+            r"Stray\.Index\.settings must be its parent's \(Shop\.Index\.settings = \{\}\)",
+        ),
+        (
+            {"name": "unit-shops", "dynamic": "strict", "parent": Shop, "parent_field": "shop_id"},
+            r"Stray\.Index\.dynamic must be",
+        ),
     ],
 )
 def test_bad_child_options_are_refused(options: dict[str, Any], message: str) -> None:
