@@ -146,3 +146,54 @@ def test_bad_child_writes_are_refused_before_anything_is_sent(
     with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
         workers.save(moved)
     assert proxy.requests == []
+
+
+class Firm(em.Document):
+    class Index:
+        name = "join-firms"
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Hand(em.Document):
+    class Index:
+        name = "join-firms"
+        parent = Firm
+        parent_field = "firm_id"
+
+    firm_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_version_bump_copies_parents_and_children_together(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    old = make_mapper(Firm, Hand, configure=True)
+    firm = old.repository(Firm).add(Firm(name="initech"))
+    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+
+    class FirmV2(em.Document):
+        class Index:
+            name = "join-firms"
+            version = 2
+            join_field = "relation"
+
+        name: str = em.field(em.Keyword(), default="")
+        size: int = em.field(em.Integer(), default=0)
+
+    class HandV2(em.Document):
+        class Index:
+            name = "join-firms"
+            version = 2
+            parent = FirmV2
+            parent_field = "firm_id"
+
+        firm_id: str | None = em.field(em.Keyword(), default=None)
+
+    new = make_mapper(FirmV2, HandV2)
+    (result,) = em.reindex_outdated(new)  # one index: the first model's reindex copies both
+    assert (result.copied, result.new_index) == (2, new.spec(HandV2).physical_name())
+    got = new.repository(HandV2).get(em.Id(hand.id, routing=firm.id))
+    assert got is not None and got.firm_id == firm.id
+    stored = es_client.get(index=result.new_index, id=hand.id, routing=firm.id)
+    assert stored["_routing"] == firm.id
