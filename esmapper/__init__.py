@@ -5,6 +5,7 @@
 
 import esmapper._builtin_features  # noqa: F401 (registers the built-in features)
 from esmapper import signals
+from esmapper._join import has_child, has_parent, parent_id
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
@@ -60,7 +61,6 @@ from esmapper.jobs import (
     MaintainIndexesJob,
     SnapshotJob,
 )
-from esmapper.joins import has_child, has_parent, parent_id
 from esmapper.mapper import Mapper
 from esmapper.migrations import (
     Migration,

@@ -421,7 +421,15 @@ def _same_class(a: type, b: type) -> bool:
     return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
-# -- the queries across the join (public as esmapper.joins) -------------------------------
+# -- the queries across the join: em.has_child, em.has_parent, em.parent_id ---------------
+#
+# DSL queries for filter= of any search of the other side (find, count, exists, patch_all...),
+# alone or combined with &, | and ~. The inner filter is the other model's filter language
+# (or a DSL query), resolved against that model's fields, with that model's soft-delete
+# clause in the mode soft_deletes ("active", the default: a soft-deleted child does not make
+# its parent match, a soft-deleted parent does not make its children match; "all": no
+# clause; "deleted": the deleted ones, for a model with soft deletes). Nothing is sent when
+# they are built.
 
 
 _MODES = ("active", "all", "deleted")

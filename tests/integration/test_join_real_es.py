@@ -1,4 +1,4 @@
-"""Parent/child searches (:mod:`esmapper._join`, :mod:`esmapper.joins`): on a real cluster
+"""Parent/child searches (:mod:`esmapper._join`): on a real cluster
 (``real_es``: the local server runs neither the join-field term nor ``has_child``,
 ``has_parent`` and ``parent_id``), and, on the local server, the searches as sent (checked
 against the API specification) with a real cluster's answer played back."""

@@ -1,7 +1,7 @@
-"""Parent/child joins without a server (:mod:`esmapper._join`, :mod:`esmapper.joins`,
-``em.Id``): the options' checks, the shared mapping, what the points give (routing, the
-join value, the search clauses), the query builders, and the request shapes of the searches
-checked against the Elasticsearch API specification."""
+"""Parent/child joins without a server (:mod:`esmapper._join`, ``em.Id``): the options'
+checks, the shared mapping, what the points give (routing, the join value, the search
+clauses), the query builders, and the request shapes of the searches checked against the
+Elasticsearch API specification."""
 
 from __future__ import annotations
 
