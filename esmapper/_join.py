@@ -144,6 +144,11 @@ class ParentJoin(Feature):
                 f"{info.name}.Index sets both {_JOIN} and {_PARENT}: one level of "
                 "parent/child only (a child is not a parent)"
             )
+        if "routing_field" in index.extras:
+            raise IndexConfigurationError(
+                f"{info.name}.Index sets routing_field and {_JOIN}: its children are routed by "
+                "its id (Elasticsearch's default routing of a parent)"
+            )
         if index.kind not in ("versioned", "plain"):
             raise IndexConfigurationError(
                 f"{where} needs one index (kind 'versioned' or 'plain'), not {index.kind!r}: "

@@ -123,8 +123,9 @@ class Id(str):
     so it goes wherever an id goes (``get``, ``get_many``, ``exists``, ``remove``,
     ``patch``, a session's reads) and the routing travels with it to the one place that
     turns it into a request parameter (the model's ``read_params``/``shape`` points).
-    A plain ``str`` is an id without routing. ``routing`` must be a non-empty ``str`` or
-    ``None`` (``TypeError``/``ValueError`` otherwise).
+    A plain ``str`` is an id without routing; a model that is not a child of a join
+    routes as it always does and ignores an ``Id``'s routing. ``routing`` must be a
+    non-empty ``str`` or ``None`` (``TypeError``/``ValueError`` otherwise).
     """
 
     __slots__ = ("routing",)

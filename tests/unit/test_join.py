@@ -183,6 +183,17 @@ def test_bad_parent_options_are_refused() -> None:
 
             name: str = ""
 
+    with pytest.raises(IndexConfigurationError, match=r"sets routing_field and join_field"):
+
+        class Routed(em.Document):
+            class Index:
+                name = "unit-routed"
+                id_fields = ("a",)
+                routing_field = "a"
+                join_field = "relation"
+
+            a: str = ""
+
     with pytest.raises(IndexConfigurationError, match=r"needs one index"):
 
         class Daily(em.Document, em.HasDates):
