@@ -41,6 +41,7 @@ __all__ = [
     "live_partitions",
     "mget_ids",
     "read_params",
+    "sent_params",
     "stored_copies",
     "unrouted",
 ]
@@ -67,6 +68,14 @@ def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     return params
 
 
+def sent_params(spec: IndexSpec, id: str) -> dict[str, Any]:
+    """:func:`read_params` as a request sends them: an unknown routing left out (a
+    request that cannot search instead, such as an ``_mget`` entry or a bulk delete, goes
+    without one)."""
+    params = read_params(spec, id)
+    return {k: v for k, v in params.items() if v is not None} if params else params
+
+
 def is_unrouted(params: dict[str, Any]) -> bool:
     """Whether :func:`read_params` says the routing is unknown (``{"routing": None}``)."""
     return "routing" in params and params["routing"] is None
@@ -86,7 +95,7 @@ def mget_ids(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:
     features give no :func:`read_params` (the model's alias, a physical index of it)."""
     if not spec.info.points.read_params:
         return {"ids": list(ids)}
-    return {"docs": [{"_id": id, **read_params(spec, id)} for id in ids]}
+    return {"docs": [{"_id": id, **sent_params(spec, id)} for id in ids]}
 
 
 def live_partitions(client: Elasticsearch, spec: IndexSpec) -> list[str]:
@@ -127,13 +136,13 @@ def stored_copies(
     for id in unique:
         if ObjectId.is_valid(id):
             target = spec.read_index_for_id(id)
-            entries.append({"_index": target, "_id": id, **read_params(spec, id)})
+            entries.append({"_index": target, "_id": id, **sent_params(spec, id)})
         else:
             others.append(id)
     if others:
         partitions = live_partitions(client, spec)
         entries += [
-            {"_index": p, "_id": id, **read_params(spec, id)} for id in others for p in partitions
+            {"_index": p, "_id": id, **sent_params(spec, id)} for id in others for p in partitions
         ]
     params: dict[str, Any] = {}
     if isinstance(source, bool):

@@ -35,7 +35,14 @@ from elasticsearch import Elasticsearch, NotFoundError
 from esmapper._raw_answers import RawJson, answer, decode_docs, parse
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
-from esmapper.indexes._lookup import is_unrouted, mget_ids, read_params, stored_copies, unrouted
+from esmapper.indexes._lookup import (
+    is_unrouted,
+    mget_ids,
+    read_params,
+    sent_params,
+    stored_copies,
+    unrouted,
+)
 from esmapper.indexes.spec import IndexSpec
 
 __all__ = [
@@ -46,6 +53,7 @@ __all__ = [
     "locate_documents",
     "read_params",
     "search_documents",
+    "sent_params",
     "unrouted",
 ]
 

@@ -18,6 +18,8 @@ from esmapper._join import ChildJoin, ParentJoin, join_of
 from esmapper._pending import PatchForm, PendingWrite
 from esmapper.bulk import BulkAction
 from esmapper.errors import DocumentValidationError, IndexConfigurationError
+from esmapper.indexes._lookup import mget_ids, read_params, sent_params, unrouted
+from esmapper.indexes.spec import IndexSpec
 from esmapper.options import Options
 from esmapper.query.filter import compile_filter
 from esmapper.testing._spec_check import load_checker
@@ -464,3 +466,14 @@ def test_a_named_sub_query_is_compiled_by_its_compiler() -> None:
     assert err.value.field == "clerk"
     with pytest.raises(em.QueryValidationError, match="clerk"):
         compile_filter("clerk:(email:a)", catalog)  # no sub-query of that name: a field
+
+
+def test_requests_that_cannot_search_go_without_an_unknown_routing() -> None:
+    spec = IndexSpec(Clerk.__esmapper__)  # type: ignore[attr-defined]
+    assert read_params(spec, "c1") == {"routing": None}  # a GET searches instead
+    assert sent_params(spec, "c1") == {}  # an _mget entry, a bulk delete: none sent
+    assert sent_params(spec, em.Id("c1", routing="s1")) == {"routing": "s1"}
+    assert mget_ids(spec, ["c1", em.Id("c2", routing="s1")]) == {
+        "docs": [{"_id": "c1"}, {"_id": "c2", "routing": "s1"}]
+    }
+    assert unrouted(spec, ["c1", em.Id("c2", routing="s1")]) == ["c1"]
