@@ -197,3 +197,38 @@ def test_a_version_bump_copies_parents_and_children_together(
     assert got is not None and got.firm_id == firm.id
     stored = es_client.get(index=result.new_index, id=hand.id, routing=firm.id)
     assert stored["_routing"] == firm.id
+
+
+class Desk(em.Document, em.SoftDeletes):
+    class Index:
+        name = "join-firms"
+        parent = Firm
+        parent_field = "firm_id"
+        cache = True  # by-id reads cached: one entry per id
+
+    firm_id: str | None = em.field(em.Keyword(), default=None)
+    label: str = em.field(em.Keyword(), default="")
+
+
+def test_cached_and_session_reads_of_a_child(make_mapper: MakeMapper, proxy: FaultProxy) -> None:
+    make_mapper(Firm, Desk, configure=True)
+    mapper = make_mapper(Firm, Desk, url=proxy.url)
+    firm = mapper.repository(Firm).add(Firm(name="initech"))
+    desks = mapper.repository(Desk)
+    desk = desks.add(Desk(firm_id=firm.id, label="a"), consistency="immediate")
+    routed = em.Id(desk.id, routing=firm.id)
+    first = desks.get(routed)
+    proxy.reset_counts()
+    again = desks.get(routed)
+    assert first is not None and again is not None and again.label == "a"
+    assert proxy.requests == []  # the cached copy
+    again.label = "b"
+    desks.save(again)  # drops the cached copy
+    got = desks.get(routed)
+    assert got is not None and got.label == "b"
+    with mapper.session() as session:
+        held = session.get(Desk, desk.id)  # a plain id: the search on every shard
+        assert held is not None and held.label == "b"
+        session.remove(held)
+    assert desks.get(routed) is None
+    assert not desks.exists(routed, soft_deletes="all")  # (a plain id: once refreshed)
