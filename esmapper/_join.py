@@ -12,7 +12,7 @@ attribute holding its parent's id, and shares the parent's index::
 
     class Employee(em.Document):
         class Index:
-            name = "organizations"          # the parent's index (same name and version)
+            name = "organizations"          # the parent's index (same name, version...)
             parent = Organization
             parent_field = "organization_id"
 
@@ -24,18 +24,20 @@ What each point does:
 - ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
   naming the option): the join field is not a field of the parent; the child's index is
   the parent's (name, version, kind, settings, dynamic; not time-series: a join lives in
-  one index), its
-  ``parent_field`` is a ``str`` field, its fields do not map a name the parent (or a
-  sibling) maps differently; one level (a parent is not a child);
+  one index), its ``parent_field`` is a ``str`` field, its fields do not map a name the
+  parent (or a sibling) maps differently; one level (a parent is not a child); no
+  ``routing_field`` on either;
 - ``shares_index``: a mapper takes the parent and its children on one alias;
 - ``mapping``: both models give the same mapping, the index's: the parent's and every
-  child's properties and ``{"<join>": {"type": "join", "relations": {parent: [children]}}}``
-  (children must be declared before the index is created: their fields are the index's);
+  child's properties and ``{"<join>": {"type": "join", "relations": {parent: children}}}``
+  (one child as a string, as Elasticsearch echoes it; children must be declared before
+  the index is created: their fields are the index's);
 - ``check``: a child written without a parent id (add, save) is refused, and a removal or
   patch by id of a child that gives no routing (a plain ``str`` id, not an
-  :class:`~esmapper.ids.Id` with ``routing=``, and no document), before anything is sent
-  (:class:`~esmapper.errors.DocumentValidationError`); a write that moves a stored child
-  to another parent too (its old copy would stay on the old parent's shard);
+  :class:`~esmapper.ids.Id` with ``routing=``, no document, no scanned source), before
+  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a write that moves
+  a stored child to another parent too (a save or client-side patch changing the parent
+  field, a ``PartialPatch`` setting it: its old copy would stay on the old parent's shard);
 - ``shape``: ``create``/``index`` actions get the join value in their ``_source``
   (``"organization"``; ``{"name": "employee", "parent": <id>}``), a child's every action
   the routing of its parent id (``expected_source``: the read-back of a lost answer
@@ -51,8 +53,12 @@ What each point does:
   parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
   model has soft deletes, to the children of a parent not soft-deleted
   (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
-  default reads; restored, they show again). By-id reads of a child do not
-  look at its parent.
+  default reads; restored, they show again; an unrefreshed search also hides the children
+  of parents on the recently-deleted list). By-id reads of a child do not look at its
+  parent, nor does a parent's by-id read check that the id is a parent's.
+
+The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`parent_id`;
+``em.has_child``...) are at the end of the module.
 """
 
 from __future__ import annotations
@@ -453,7 +459,9 @@ def has_child(
     """Parents having a ``child`` (a child model) that matches ``filter``:
     ``{"has_child": {"type": "<child relation>", "query": ..., "score_mode"?,
     "min_children"?, "max_children"?}}``. ``min_children``/``max_children`` bound how many
-    of its children must match (ints >= 1, min <= max: ``ValueError`` otherwise)."""
+    of its children must match (ints >= 1, min <= max: ``ValueError`` otherwise). Sends
+    nothing; raises ``TypeError`` for a model that is not a child, QueryValidationError for
+    a bad filter (or ``is_deleted`` named while ``soft_deletes="active"``)."""
     join = _join(child, ChildJoin, "has_child", "a child model (Index.parent)")
     params: dict[str, Any] = {"type": join.relation, "query": _inner(join, filter, soft_deletes)}
     if score_mode is not None:
@@ -481,7 +489,9 @@ def has_parent(
 ) -> Query:
     """Children whose parent (of the parent model ``parent``) matches ``filter``:
     ``{"has_parent": {"parent_type": "<parent relation>", "query": ..., "score"?}}``
-    (``score``: the parent's relevance score becomes the child's)."""
+    (``score``: the parent's relevance score becomes the child's). Sends nothing; raises
+    ``TypeError`` for a model that is not a parent, QueryValidationError for a bad
+    filter."""
     join = _join(parent, ParentJoin, "has_parent", "a parent model (Index.join_field)")
     params: dict[str, Any] = {
         "parent_type": join.relation,
