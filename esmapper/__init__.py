@@ -5,6 +5,7 @@
 
 import esmapper._builtin_features  # noqa: F401 (registers the built-in features)
 from esmapper import signals
+from esmapper._join import has_child, has_parent, parent_id
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
 from esmapper.cache import CacheClient, InMemoryCache
@@ -41,7 +42,7 @@ from esmapper.errors import (
     SnapshotExpiredError,
     VersionConflictError,
 )
-from esmapper.ids import ObjectId, check_id, compose_id, decompose_id
+from esmapper.ids import Id, ObjectId, check_id, compose_id, decompose_id
 from esmapper.indexes import (
     MaintenanceReport,
     ReindexProgress,
@@ -151,6 +152,7 @@ __all__ = [
     "HasDates",
     "HasVirtualCustomFields",
     "HybridCache",
+    "Id",
     "IdTooLongError",
     "InMemoryCache",
     "IndexConfigurationError",
@@ -220,8 +222,11 @@ __all__ = [
     "compose_id",
     "decompose_id",
     "field",
+    "has_child",
+    "has_parent",
     "maintain",
     "migrate",
+    "parent_id",
     "plan",
     "reindex",
     "reindex_outdated",

@@ -4,7 +4,7 @@ never imports them; this list is the one place that names them."""
 
 from __future__ import annotations
 
-from esmapper import _routing, _soft_deletes
+from esmapper import _join, _routing, _soft_deletes
 from esmapper.custom_fields import _feature as _custom_fields
 from esmapper.indexes import _pipeline_feature, _timeseries_feature
 
@@ -16,5 +16,7 @@ BUILTIN = (
     _custom_fields.CustomFields,
     _pipeline_feature.Pipelines,
     _routing.Routing,
+    _join.ParentJoin,
+    _join.ChildJoin,
     _custom_fields.CustomFieldDefinitions,
 )

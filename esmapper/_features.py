@@ -60,6 +60,7 @@ __all__ = [
 #: The names of the points, in the order a write or search meets them.
 POINTS: tuple[str, ...] = (
     "mapping",
+    "shares_index",
     "assign_ids",
     "prepare",
     "check",
@@ -149,6 +150,13 @@ class Feature:
         """``ModelInfo.mapping``: add to the model's mapping body (``{"properties": ...}``,
         dynamic templates) in place."""
 
+    def shares_index(self, other: ModelInfo) -> bool:
+        """Registration (``Services.register``): whether this model's documents may live
+        in the index of ``other``'s model, which uses the same alias (a parent/child join:
+        a child and its parent); the two are otherwise refused
+        (IndexConfigurationError)."""
+        return False
+
     def assign_ids(self, call: WriteCall, pendings: Sequence[Any]) -> None:
         """Write step 1: ids of the new documents (``add``, no id, no ``id_fields``) the
         feature places (a time-series ObjectId); the core gives the rest a new ObjectId."""
@@ -216,7 +224,9 @@ class Feature:
 
     def read_params(self, id: str) -> dict[str, Any]:
         """Request parameters of a by-id read of ``id`` (a GET, an ``_mget`` entry, a
-        HEAD: :mod:`esmapper.indexes.reads`); by-id writes get theirs from :meth:`shape`."""
+        HEAD: :mod:`esmapper.indexes.reads`); by-id writes get theirs from :meth:`shape`.
+        ``{"routing": None}``: the document has a routing ``id`` does not tell; the read
+        searches for it by id on every shard instead."""
         return {}
 
     def visible(self, options: Any) -> Visibility | None:
@@ -248,6 +258,7 @@ class Points:
 
     features: tuple[Feature, ...] = ()
     mapping: tuple[Callable[..., Any], ...] = ()
+    shares_index: tuple[Callable[..., Any], ...] = ()
     assign_ids: tuple[Callable[..., Any], ...] = ()
     prepare: tuple[Callable[..., Any], ...] = ()
     check: tuple[Callable[..., Any], ...] = ()

@@ -36,6 +36,7 @@ from esmapper.indexes.reads import (
     get_document,
     get_documents,
     get_documents_raw,
+    unrouted,
 )
 from esmapper.model._wire_decode import hydrate
 from esmapper.model.state import DocState, version_of
@@ -340,7 +341,7 @@ class Reading(Searching[T]):
         check_call_options(self.info, opts)
         read = self._by_id_read(opts)
         ttl = read.ttl
-        if ttl is None and not self.spec.is_time_series:
+        if ttl is None and not self.spec.is_time_series and not unrouted(self.spec, wanted):
             as_bytes = self.services.raw_client
             if as_bytes is not None:  # the answer's bytes, straight into documents
                 found = self._read_raw(as_bytes, wanted)

@@ -186,12 +186,20 @@ class SearchRequest:
         #: renames the keys of a hit's ``highlight`` (a feature's slots by their names)
         self.name_highlight: Callable[[dict[str, list[str]]], dict[str, list[str]]] | None
         self.name_highlight = None
+        #: names the filter language takes as ``name:(expr)``, compiled by the function
+        #: (a feature's: the other side of a parent/child join)
+        self.subqueries: dict[str, Callable[[str], Any]] = {}
         for hook in points.search_catalog:
             hook(ctx, self)
         catalog = self.catalog
         index = info.index
         assert index is not None
-        compiled = compile_filter(self.filter, catalog, default_fields=index.default_search_fields)
+        compiled = compile_filter(
+            self.filter,
+            catalog,
+            default_fields=index.default_search_fields,
+            subqueries=self.subqueries,
+        )
         #: the fields the filter names (a feature may refuse one it filters itself)
         self.filter_fields = compiled.fields
         self.query = compiled.query

@@ -142,7 +142,7 @@ class Services:
                 before_create=self.before_create,
             )
             for other in self._specs.values():
-                if other.alias.lower() == spec.alias.lower():
+                if other.alias.lower() == spec.alias.lower() and not _share(info, other.info):
                     raise IndexConfigurationError(
                         f"{model.__name__} and {other.info.name} both use index {spec.alias!r}",
                         index=spec.alias,
@@ -234,3 +234,11 @@ class Services:
         list the ids it changed)."""
         if self.documents is not None:
             self.documents.invalidate_all(self.spec(info.cls).alias)
+
+
+def _share(a: ModelInfo, b: ModelInfo) -> bool:
+    """Whether the models of ``a`` and ``b`` may use one index (the ``shares_index`` point:
+    a parent/child join)."""
+    return any(hook(b) for hook in a.points.shares_index) or any(
+        hook(a) for hook in b.points.shares_index
+    )

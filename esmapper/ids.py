@@ -66,7 +66,16 @@ from urllib.parse import quote, unquote_to_bytes
 
 from esmapper.errors import IdTooLongError, InvalidIdTermError
 
-__all__ = ["MAX_ID_BYTES", "ObjectId", "check_id", "compose_id", "decompose_id", "id_term"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "Id",
+    "ObjectId",
+    "check_id",
+    "compose_id",
+    "decompose_id",
+    "id_term",
+    "routing_of",
+]
 
 MAX_ID_BYTES: Final = 512
 """Elasticsearch's limit on the size of a document ``_id``, in UTF-8 bytes."""
@@ -103,6 +112,54 @@ def _surrogate_error(
         term_index=term_index,
         index=index,
     )
+
+
+class Id(str):
+    """A document id with the routing that finds it: ``em.Id("emp-1", routing="org-1")``.
+
+    A child document of a parent/child join (:mod:`esmapper._join`) is stored on its
+    parent's shard, so a read or write of it by id needs that routing (its parent's id);
+    ``Id`` carries it. It *is* the id string (``Id("a", routing="b") == "a"``, same hash),
+    so it goes wherever an id goes (``get``, ``get_many``, ``exists``, ``remove``,
+    ``patch``, a session's reads) and the routing travels with it to the one place that
+    turns it into a request parameter (the model's ``read_params``/``shape`` points).
+    A plain ``str`` is an id without routing; a model that is not a child of a join
+    routes as it always does and ignores an ``Id``'s routing. ``routing`` must be a
+    non-empty ``str`` or ``None`` (``TypeError``/``ValueError`` otherwise).
+    """
+
+    __slots__ = ("routing",)
+    routing: str | None
+
+    def __new__(cls, value: str, routing: str | None = None) -> Id:
+        if not isinstance(value, str):
+            raise TypeError(f"Id value must be a str, not {type(value).__name__}")
+        if routing is not None:
+            if not isinstance(routing, str):
+                raise TypeError(f"Id routing must be a str or None, not {type(routing).__name__}")
+            if not routing:
+                raise ValueError("Id routing must not be empty (None: no routing)")
+        self = super().__new__(cls, value)
+        self.routing = routing
+        return self
+
+    @property
+    def value(self) -> str:
+        """The id as a plain ``str``."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        if self.routing is None:
+            return f"Id({self.value!r})"
+        return f"Id({self.value!r}, routing={self.routing!r})"
+
+    def __getnewargs__(self) -> tuple[str, str | None]:  # type: ignore[override]
+        return (self.value, self.routing)
+
+
+def routing_of(id: object) -> str | None:
+    """The routing ``id`` carries: an :class:`Id`'s, ``None`` for a plain ``str``."""
+    return id.routing if type(id) is Id else None
 
 
 def check_id(id: str, *, index: str | None = None) -> str:

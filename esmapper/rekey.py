@@ -99,7 +99,7 @@ from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError,
 from esmapper._context import context_of
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
-from esmapper.indexes.reads import read_params
+from esmapper.indexes.reads import sent_params
 
 if TYPE_CHECKING:
     from esmapper._context import Context, HasContext
@@ -201,7 +201,7 @@ def _routings(plan: RekeyPlan, spec: IndexSpec) -> tuple[dict[str, Any], dict[st
     :func:`~esmapper.indexes.reads.read_params`: a routing by an id field, so later reads
     by the new id find it), else the stored routing."""
     old: dict[str, Any] = {"routing": plan.routing} if plan.routing is not None else {}
-    return old, (read_params(spec, plan.new_id) if plan.new_id else {}) or old
+    return old, (sent_params(spec, plan.new_id) if plan.new_id else {}) or old
 
 
 def _new_ids_taken(client: Elasticsearch, page: list[RekeyPlan], spec: IndexSpec) -> dict[str, str]:

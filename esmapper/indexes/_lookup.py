@@ -35,7 +35,16 @@ from esmapper.indexes.timeseries import parse_partition
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MGET_ENTRIES", "live_partitions", "mget_ids", "read_params", "stored_copies"]
+__all__ = [
+    "MGET_ENTRIES",
+    "is_unrouted",
+    "live_partitions",
+    "mget_ids",
+    "read_params",
+    "sent_params",
+    "stored_copies",
+    "unrouted",
+]
 
 MGET_ENTRIES: Final = 10_000
 """Entries per ``_mget`` request."""
@@ -47,7 +56,9 @@ _MISSING: Final = frozenset({"index_not_found_exception"})
 def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     """The request parameters of a by-id read of ``id`` (a GET, a HEAD, an ``_mget``
     entry): what the ``read_params`` point of the model's features gives (a routing); empty
-    for a model none of them shapes."""
+    for a model none of them shapes. ``{"routing": None}`` (:func:`is_unrouted`): the
+    document has a routing the id does not give (a child of a join read by a plain id);
+    the read searches for it by id instead (:mod:`esmapper.indexes.reads`)."""
     hooks = spec.info.points.read_params
     if not hooks:
         return {}
@@ -57,13 +68,34 @@ def read_params(spec: IndexSpec, id: str) -> dict[str, Any]:
     return params
 
 
+def sent_params(spec: IndexSpec, id: str) -> dict[str, Any]:
+    """:func:`read_params` as a request sends them: an unknown routing left out (a
+    request that cannot search instead, such as an ``_mget`` entry or a bulk delete, goes
+    without one)."""
+    params = read_params(spec, id)
+    return {k: v for k, v in params.items() if v is not None} if params else params
+
+
+def is_unrouted(params: dict[str, Any]) -> bool:
+    """Whether :func:`read_params` says the routing is unknown (``{"routing": None}``)."""
+    return "routing" in params and params["routing"] is None
+
+
+def unrouted(spec: IndexSpec, ids: Sequence[str]) -> list[str]:
+    """The ``ids`` whose routing is unknown (:func:`is_unrouted`); none without a feature
+    giving :func:`read_params`."""
+    if not spec.info.points.read_params:
+        return []
+    return [id for id in ids if is_unrouted(read_params(spec, id))]
+
+
 def mget_ids(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:
     """The body of an ``_mget`` of ``ids`` of ``spec``'s model on one index: ``{"docs":
     [{"_id": ..., **read_params}]}``, or plain ``{"ids": [...]}`` for a model whose
     features give no :func:`read_params` (the model's alias, a physical index of it)."""
     if not spec.info.points.read_params:
         return {"ids": list(ids)}
-    return {"docs": [{"_id": id, **read_params(spec, id)} for id in ids]}
+    return {"docs": [{"_id": id, **sent_params(spec, id)} for id in ids]}
 
 
 def live_partitions(client: Elasticsearch, spec: IndexSpec) -> list[str]:
@@ -104,13 +136,13 @@ def stored_copies(
     for id in unique:
         if ObjectId.is_valid(id):
             target = spec.read_index_for_id(id)
-            entries.append({"_index": target, "_id": id, **read_params(spec, id)})
+            entries.append({"_index": target, "_id": id, **sent_params(spec, id)})
         else:
             others.append(id)
     if others:
         partitions = live_partitions(client, spec)
         entries += [
-            {"_index": p, "_id": id, **read_params(spec, id)} for id in others for p in partitions
+            {"_index": p, "_id": id, **sent_params(spec, id)} for id in others for p in partitions
         ]
     params: dict[str, Any] = {}
     if isinstance(source, bool):

@@ -45,7 +45,7 @@ from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, run_
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
-from esmapper.indexes._lookup import read_params
+from esmapper.indexes._lookup import sent_params
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ def delete_ids(
                 "delete": {
                     "_index": index,
                     "_id": i,
-                    **(read_params(spec, i) if spec is not None else {}),
+                    **(sent_params(spec, i) if spec is not None else {}),
                 }
             }
             for i in ids[start : start + 1000]

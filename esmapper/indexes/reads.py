@@ -35,7 +35,14 @@ from elasticsearch import Elasticsearch, NotFoundError
 from esmapper._raw_answers import RawJson, answer, decode_docs, parse
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
-from esmapper.indexes._lookup import mget_ids, read_params, stored_copies
+from esmapper.indexes._lookup import (
+    is_unrouted,
+    mget_ids,
+    read_params,
+    sent_params,
+    stored_copies,
+    unrouted,
+)
 from esmapper.indexes.spec import IndexSpec
 
 __all__ = [
@@ -46,6 +53,8 @@ __all__ = [
     "locate_documents",
     "read_params",
     "search_documents",
+    "sent_params",
+    "unrouted",
 ]
 
 _IDS_PER_SEARCH = 1000
@@ -97,11 +106,16 @@ def get_document(
     ObjectId id, ``GET /<dated alias>/_doc/<id>`` (real-time), on a miss
     :func:`search_documents`; for another id, the real-time lookup on every partition
     (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if there are
-    several). With the id's :func:`read_params`; ``source_includes``: the ``_source``
+    several). With the id's :func:`read_params`; an id whose routing is unknown (a child
+    of a join read by a plain id): :func:`search_documents` (near-real-time: a write not
+    yet refreshed is not found). ``source_includes``: the ``_source``
     fields wanted (``None``: all, empty: none). Raises the client's ``ApiError`` for
     other answers than 200 and 404.
     """
     params = {**read_params(spec, id), **_source_params(source_includes)}
+    if is_unrouted(params):  # the shard is not known: every shard is searched
+        found = search_documents(client, spec, [id], source_includes=source_includes)
+        return found[0] if found else None
     if not spec.is_time_series:
         try:
             return dict(client.get(index=spec.read_target, id=id, **params).body)
@@ -125,15 +139,25 @@ def get_documents(
     per id, the newest).
 
     A model that is not time-series: ``POST /<read alias>/_mget`` (``ids``, or ``docs`` with
-    each id's :func:`read_params`); raises the client's ``NotFoundError`` when the alias is
+    each id's :func:`read_params`; the ids whose routing is unknown: :func:`search_documents`,
+    as :func:`get_document`); raises the client's ``NotFoundError`` when the alias is
     missing (the caller decides what that means). Time-series, real-time:
     :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated alias,
     other ids on every partition); ObjectId ids missing there are then searched on the
     umbrella alias (:func:`search_documents`), as :func:`get_document` does.
     """
     if not spec.is_time_series:
+        searched = unrouted(spec, ids)
+        if searched:  # their shards are not known: every shard is searched for them
+            skip = set(searched)
+            hits = search_documents(client, spec, searched)
+            ids = [id for id in ids if id not in skip]
+            if not ids:
+                return hits
+        else:
+            hits = []
         response = client.mget(index=spec.read_target, **mget_ids(spec, ids))
-        return [doc for doc in response.body["docs"] if doc.get("found")]
+        return hits + [doc for doc in response.body["docs"] if doc.get("found")]
     copies = stored_copies(client, spec, ids, source=True)
     hits = [found[0] for found in copies.values()]
     strays = [id for id in dict.fromkeys(ids) if id not in copies and ObjectId.is_valid(id)]
@@ -159,8 +183,9 @@ def get_documents_raw(raw: Elasticsearch, spec: IndexSpec, ids: Sequence[str]) -
 
 def document_exists(client: Elasticsearch, spec: IndexSpec, id: str) -> bool:
     """Whether ``id`` is stored: ``HEAD /<read alias>/_doc/<id>`` with the id's
-    :func:`read_params` (a time-series model: :func:`get_document`, without ``_source``)."""
-    if spec.is_time_series:
+    :func:`read_params` (a time-series model, or an id whose routing is unknown:
+    :func:`get_document`, without ``_source``)."""
+    if spec.is_time_series or is_unrouted(read_params(spec, id)):
         return get_document(client, spec, id, source_includes=()) is not None
     return bool(client.exists(index=spec.read_target, id=id, **read_params(spec, id)))
 

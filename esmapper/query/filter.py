@@ -19,11 +19,13 @@ Supported syntax (``field`` is a model attribute name, dotted for objects and ne
     id:x  _id:x          ids query (``id`` means a mapped ``id`` field when there is one)
     bare terms           multi_match over the default fields (the text fields by default)
     *:*  or  *           match_all
+    name:(expr)          a named sub-query a caller gives (``subqueries``: a parent/child
+                         join's other model, ``worker:(age:>30)``), compiled by it
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -78,6 +80,7 @@ def compile_filter(
     catalog: FieldCatalog,
     *,
     default_fields: Sequence[str] | None = None,
+    subqueries: Mapping[str, Callable[[str], Query]] | None = None,
 ) -> CompiledFilter:
     """Compile a filter expression (or pass a DSL query through) into a :class:`CompiledFilter`.
 
@@ -99,7 +102,7 @@ def compile_filter(
     if not expr.strip():
         return CompiledFilter(None)
     root = parse_lucene(expr)
-    compiler = _Compiler(expr, catalog, default_fields)
+    compiler = _Compiler(expr, catalog, default_fields, subqueries)
     node = compiler.compile(root, None)
     return CompiledFilter(emit(node), frozenset(compiler.fields))
 
@@ -119,9 +122,14 @@ class _Compiler:
     """Walks a luqum tree and builds the boolean tree of :mod:`esmapper.query._nested`."""
 
     def __init__(
-        self, text: str, catalog: FieldCatalog, default_fields: Sequence[str] | None
+        self,
+        text: str,
+        catalog: FieldCatalog,
+        default_fields: Sequence[str] | None,
+        subqueries: Mapping[str, Callable[[str], Query]] | None = None,
     ) -> None:
         self.text = text
+        self.subqueries = subqueries or {}
         self.catalog = catalog
         self.default_field_names = default_fields
         self.fields: set[str] = set()
@@ -155,6 +163,9 @@ class _Compiler:
                     item,
                     unescape(item.name),
                 )
+            sub = self.subquery(item)
+            if sub is not None:
+                return sub
             target = self.context(item)
             expr = item.expr
             if (
@@ -167,6 +178,30 @@ class _Compiler:
                 return target.equals("-" + unescape(expr.a.value), expr.pos)
             return self.compile(expr, target)
         return self.value(item, ctx)
+
+    def subquery(self, item: Any) -> Node | None:
+        """The node of ``name:(expr)`` when ``name`` is one of the ``subqueries`` and no
+        field of the catalog (``None`` otherwise): the query its compiler makes of
+        ``expr``'s text."""
+        if not self.subqueries:
+            return None
+        name = unescape(item.name)
+        compile_sub = self.subqueries.get(name)
+        if compile_sub is None or is_document_id(name, self.catalog):
+            return None
+        try:
+            self.catalog.resolve(name)
+        except KeyError:
+            pass
+        else:
+            return None  # a field of that name wins
+        expr = item.expr
+        text = str(expr.expr if isinstance(expr, tree.BaseGroup) else expr).strip()
+        self.fields.add(name)
+        try:
+            return Leaf(compile_sub(text))
+        except QueryValidationError as exc:
+            raise self.error(f"in {name}:(...): {exc}", item, name) from None
 
     def context(self, item: Any) -> Target | _Special:
         """The field context a ``SearchField`` opens (its name resolved and recorded)."""

@@ -1,0 +1,549 @@
+"""Parent/child documents in one index (Elasticsearch's ``join`` field), as a feature of the
+core (:mod:`esmapper._features`): the one owner of the join rule, whose points every path
+goes through.
+
+A parent model names the join field; a child model names its parent model and the
+attribute holding its parent's id, and shares the parent's index::
+
+    class Organization(em.Document):
+        class Index:
+            name = "organizations"
+            join_field = "relation"
+
+    class Employee(em.Document):
+        class Index:
+            name = "organizations"          # the parent's index (same name, version...)
+            parent = Organization
+            parent_field = "organization_id"
+
+        organization_id: str | None = em.field(em.Keyword(), default=None)
+
+The relation names are the models' default index names (``organization``, ``employee``).
+What each point does:
+
+- ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
+  naming the option): the join field is not a field of the parent; the child's index is
+  the parent's (name, version, kind, settings, dynamic; not time-series: a join lives in
+  one index), its ``parent_field`` is a ``str`` field, its fields do not map a name the
+  parent (or a sibling) maps differently; one level (a parent is not a child); no
+  ``routing_field`` on either;
+- ``shares_index``: a mapper takes the parent and its children on one alias;
+- ``mapping``: both models give the same mapping, the index's: the parent's and every
+  child's properties and ``{"<join>": {"type": "join", "relations": {parent: children}}}``
+  (one child as a string, as Elasticsearch echoes it; children must be declared before
+  the index is created: their fields are the index's);
+- ``check``: a child written without a parent id (add, save) is refused, and a removal or
+  patch by id of a child that gives no routing (a plain ``str`` id, not an
+  :class:`~esmapper.ids.Id` with ``routing=``, no document, no scanned source), before
+  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a write that moves
+  a stored child to another parent too (a save or client-side patch changing the parent
+  field, a ``PartialPatch`` setting it: its old copy would stay on the old parent's shard);
+- ``shape``: ``create``/``index`` actions get the join value in their ``_source``
+  (``"organization"``; ``{"name": "employee", "parent": <id>}``), a child's every action
+  the routing of its parent id (``expected_source``: the read-back of a lost answer
+  expects that ``_source``);
+- ``read_params``: a child's by-id read (GET, ``_mget`` entry, HEAD) routes with its
+  ``Id``'s routing; without one, ``{"routing": None}``: the read finds it with a search by
+  id on every shard instead (near-real-time: :mod:`esmapper.indexes.reads`);
+- ``search_catalog``: the filter language of a parent takes ``<child relation>:(expr)``
+  (``has_child``), a child's ``<parent relation>:(expr)`` (``has_parent``), ``expr`` in
+  the other model's language (a field of that name wins);
+- ``search``: every search, count and by-query request of a model is limited to its own
+  relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
+  parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
+  model has soft deletes, to the children of a parent not soft-deleted
+  (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
+  default reads; restored, they show again; an unrefreshed search also hides the children
+  of parents on the recently-deleted list). By-id reads of a child do not look at its
+  parent, nor does a parent's by-id read check that the id is a parent's.
+
+The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`parent_id`;
+``em.has_child``...) are at the end of the module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
+
+from elasticsearch.dsl import Q
+from elasticsearch.dsl.query import Query
+
+from esmapper._features import Feature, register
+from esmapper._soft_deletes import recently_deleted
+from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
+from esmapper.ids import routing_of
+from esmapper.query.filter import compile_filter
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper._features import WriteCall
+    from esmapper._pending import PendingWrite
+    from esmapper.bulk import BulkAction
+    from esmapper.model.info import ModelInfo
+
+__all__ = [
+    "ChildJoin",
+    "ParentJoin",
+    "has_child",
+    "has_parent",
+    "join_of",
+    "parent_id",
+    "relation_name",
+]
+
+_JOIN = "join_field"
+_PARENT = "parent"
+_PARENT_FIELD = "parent_field"
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def relation_name(info: ModelInfo) -> str:
+    """The relation name of ``info``'s model in the join: its class name in
+    ``snake_case`` (``EmployeeReview`` -> ``employee_review``)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+
+
+def join_of(model: Any) -> ParentJoin | ChildJoin | None:
+    """The join feature of ``model`` (a document class or its ``ModelInfo``), ``None`` when
+    it is neither a parent nor a child of a join."""
+    info = getattr(model, "__esmapper__", model)
+    points = getattr(info, "points", None)
+    if points is None:
+        return None
+    found = points.feature("join_parent") or points.feature("join_child")
+    return found if isinstance(found, ParentJoin | ChildJoin) else None
+
+
+@register
+class ParentJoin(Feature):
+    """A parent model: ``class Index: join_field = "<name>"``."""
+
+    name = "join_parent"
+    index_options = (_JOIN,)
+    __slots__ = ("children", "field", "relation")
+
+    def __init__(self, info: ModelInfo, field: str) -> None:
+        super().__init__(info)
+        #: the join field's name, the parent's relation name and its children by relation
+        self.field, self.relation = field, relation_name(info)
+        self.children: dict[str, ChildJoin] = {}
+
+    @classmethod
+    def attach(cls, info: ModelInfo) -> ParentJoin | None:
+        index = info.index
+        if index is None or _JOIN not in index.extras:
+            return None
+        field = index.extras[_JOIN]
+        where = f"{info.name}.Index.{_JOIN}"
+        if not isinstance(field, str) or not _FIELD_NAME.match(field):
+            raise IndexConfigurationError(f"{where} must be a field name, not {field!r}")
+        if field in info.field_by_name or field in info.properties:
+            raise IndexConfigurationError(
+                f"{where} {field!r} is a field of {info.name}: the join field holds the "
+                "relation esmapper writes, name one no model declares"
+            )
+        if _PARENT in index.extras:
+            raise IndexConfigurationError(
+                f"{info.name}.Index sets both {_JOIN} and {_PARENT}: one level of "
+                "parent/child only (a child is not a parent)"
+            )
+        if "routing_field" in index.extras:
+            raise IndexConfigurationError(
+                f"{info.name}.Index sets routing_field and {_JOIN}: its children are routed by "
+                "its id (Elasticsearch's default routing of a parent)"
+            )
+        if index.kind not in ("versioned", "plain"):
+            raise IndexConfigurationError(
+                f"{where} needs one index (kind 'versioned' or 'plain'), not {index.kind!r}: "
+                "a parent and its children live in the same index"
+            )
+        return cls(info, field)
+
+    def adopt(self, child: ChildJoin) -> None:
+        """Register ``child`` (its :meth:`ChildJoin.attach`); a class of the same module and
+        name replaces the one it redefines. Raises IndexConfigurationError for a relation
+        name or a field mapping that clashes."""
+        relation = child.relation
+        known = self.children.get(relation)
+        if known is not None and not _same_class(known.info.cls, child.info.cls):
+            raise IndexConfigurationError(
+                f"{child.info.name} and {known.info.name} are both children "
+                f"{relation!r} of {self.info.name}"
+            )
+        if relation == self.relation:
+            raise IndexConfigurationError(
+                f"{child.info.name}'s relation name {relation!r} is its parent's"
+            )
+        others = {**self.info.properties}
+        for name, other in self.children.items():
+            if name != relation:
+                others.update(other.info.properties)
+        for name, mapping in child.info.properties.items():
+            if name == self.field:
+                raise IndexConfigurationError(
+                    f"{child.info.name}.{name} is {self.info.name}'s join field"
+                )
+            if name in others and others[name] != mapping:
+                raise IndexConfigurationError(
+                    f"{child.info.name}.{name} maps {mapping!r}, but the index "
+                    f"{self.info.index.name!r} maps {name!r} as {others[name]!r}: fields of "  # type: ignore[union-attr]
+                    "one name in a parent/child index must map the same"
+                )
+        self.children[relation] = child
+
+    def properties(self) -> dict[str, Any]:
+        """The index's properties: the parent's, every child's and the join field."""
+        props = dict(self.info.properties)
+        for child in self.children.values():
+            props.update(child.info.properties)
+        children: str | list[str] = sorted(self.children)
+        if len(children) == 1:  # as Elasticsearch echoes one child: the stored mapping matches
+            children = children[0]
+        props[self.field] = {"type": "join", "relations": {self.relation: children}}
+        return props
+
+    def join_value(self, source: Any) -> Any:
+        return self.relation
+
+    # -- model (points: mapping, shares_index) --------------------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        body["properties"].update(self.properties())
+
+    def shares_index(self, other: ModelInfo) -> bool:
+        """Its index, shared with its children."""
+        join = join_of(other)
+        return isinstance(join, ChildJoin) and join.parent is self
+
+    # -- writes (points: shape, expected_source) ------------------------------------------
+
+    def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        _put_join(self, actions)
+
+    def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
+        return _expected(self, source)
+
+    # -- search (points: search_catalog, search) -------------------------------------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """``<child relation>:(expr)`` in the filter language: :func:`has_child` of ``expr``
+        in that child model's language."""
+        for relation, child in self.children.items():
+            request.subqueries[relation] = partial(has_child, child.info.cls)
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        """Parents only: ``{"term": {"<join>": "<parent relation>"}}``."""
+        return [{"term": {self.field: self.relation}}], []
+
+
+@register
+class ChildJoin(Feature):
+    """A child model: ``class Index: parent = <parent model>; parent_field = "<attr>"``."""
+
+    name = "join_child"
+    index_options = (_PARENT, _PARENT_FIELD)
+    __slots__ = ("parent", "parent_field", "relation")
+
+    def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
+        super().__init__(info)
+        #: the parent's join feature, the attribute holding the parent id, the relation name
+        self.parent, self.parent_field = parent, parent_field
+        self.relation = relation_name(info)
+
+    @classmethod
+    def attach(cls, info: ModelInfo) -> ChildJoin | None:
+        index = info.index
+        if index is None or (_PARENT not in index.extras and _PARENT_FIELD not in index.extras):
+            return None
+        where = f"{info.name}.Index"
+        model, field = index.extras.get(_PARENT), index.extras.get(_PARENT_FIELD)
+        parent = join_of(model) if isinstance(model, type) else None
+        if not isinstance(parent, ParentJoin):
+            raise IndexConfigurationError(
+                f"{where}.{_PARENT} must be a document model whose Index sets {_JOIN}, "
+                f"not {model!r}"
+            )
+        spec = info.field_by_name.get(field) if isinstance(field, str) else None
+        if spec is None or spec.kind != "str" or spec.many or not spec.stored:
+            raise IndexConfigurationError(
+                f"{where}.{_PARENT_FIELD} must name a str field of {info.name} holding the "
+                f"parent's id, not {field!r}"
+            )
+        mine, theirs = index, parent.info.index
+        assert theirs is not None  # a parent has an index
+        if (mine.name, mine.version, mine.kind) != (theirs.name, theirs.version, theirs.kind):
+            raise IndexConfigurationError(
+                f"{where} must be the index of its parent {parent.info.name} (name "
+                f"{theirs.name!r}, version {theirs.version}, kind {theirs.kind!r}): a parent "
+                f"and its children live in one index; got name {mine.name!r}, version "
+                f"{mine.version}, kind {mine.kind!r}"
+            )
+        for option in ("settings", "dynamic"):
+            if getattr(mine, option) != getattr(theirs, option):
+                raise IndexConfigurationError(
+                    f"{where}.{option} must be its parent's ({parent.info.name}.Index.{option} "
+                    f"= {getattr(theirs, option)!r}): whichever model writes first creates their "
+                    f"one index; got {getattr(mine, option)!r}"
+                )
+        if "routing_field" in index.extras:
+            raise IndexConfigurationError(
+                f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"
+            )
+        child = cls(info, parent, str(field))
+        parent.adopt(child)
+        return child
+
+    @property
+    def field(self) -> str:
+        """The join field's name (the parent's)."""
+        return self.parent.field
+
+    def parent_id(self, doc: Any) -> Any:
+        return getattr(doc, self.parent_field, None)
+
+    def join_value(self, source: Any) -> Any:
+        return {"name": self.relation, "parent": source.get(self.parent_field)}
+
+    def routing(self, pending: PendingWrite) -> str | None:
+        """The routing of ``pending``: its document's parent id, else its id's routing
+        (:class:`~esmapper.ids.Id`), else the parent id of the source it read (a scan)."""
+        if pending.doc is not None:  # (a removal by id: a document of only its id)
+            parent = self.parent_id(pending.doc) or routing_of(pending.doc.id)
+        else:
+            parent = routing_of(pending.id) or pending.stored_value(self.parent_field)
+        return parent if isinstance(parent, str) and parent else None
+
+    # -- model (points: mapping, shares_index) --------------------------------------------
+
+    def mapping(self, body: dict[str, Any]) -> None:
+        body["properties"].update(self.parent.properties())
+
+    def shares_index(self, other: ModelInfo) -> bool:
+        """Its parent's index, shared with the parent and its other children."""
+        join = join_of(other)
+        return join is self.parent or (isinstance(join, ChildJoin) and join.parent is self.parent)
+
+    # -- writes (points: check, shape, expected_source) -----------------------------------
+
+    def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
+        """Refuse a child without a parent id, a removal or patch by id without a routing,
+        and a write that moves a stored child to another parent; before anything is sent."""
+        name, field = self.info.name, self.parent_field
+        for pending in pendings:
+            form = pending.form
+            changes = getattr(form.patch, "doc", None) if form is not None else None
+            if isinstance(changes, Mapping) and field in changes:
+                raise DocumentValidationError(
+                    f"a patch of {name} sets {field}: a child stays with its parent (its "
+                    "stored copy is on that parent's shard); remove it and add it again",
+                    field=field,
+                )
+            if pending.doc is None and pending.id is None:
+                continue  # a patch judged before anything is read (check_patch)
+            routing = self.routing(pending)
+            if routing is None:
+                if pending.doc is not None and pending.kind != "remove":
+                    raise DocumentValidationError(
+                        f"{name} {pending.doc.id!r} has no parent: set {field} to the id of "
+                        f"its {self.parent.info.name} (a child is stored with its parent)",
+                        field=field,
+                    )
+                id = str.__str__(pending.doc_id or "")
+                raise DocumentValidationError(
+                    f"{pending.kind} of {name} {id!r} by id needs its parent's id: "
+                    f"pass em.Id({id!r}, routing=<{field}>) or the document",
+                    field=field,
+                )
+            if pending.doc is not None and pending.kind != "add":
+                stored = pending.stored_value(field)
+                if isinstance(stored, str) and stored != routing:
+                    raise DocumentValidationError(
+                        f"{name} {pending.doc.id!r} moves from {field} {stored!r} to "
+                        f"{routing!r}: a child stays with its parent (its stored copy is on "
+                        "that parent's shard); remove it and add it again",
+                        field=field,
+                    )
+
+    def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        for action in actions:
+            action.routing = self.routing(action.ref)
+        _put_join(self, actions)
+
+    def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
+        return _expected(self, source)
+
+    # -- reads (point: read_params) -------------------------------------------------------
+
+    def read_params(self, id: str) -> dict[str, Any]:
+        """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
+        read searches by id: :mod:`esmapper.indexes.reads`)."""
+        return {"routing": routing_of(id)}
+
+    # -- search (points: search_catalog, search) -------------------------------------------
+
+    def search_catalog(self, ctx: Context, request: Any) -> None:
+        """``<parent relation>:(expr)`` in the filter language: :func:`has_parent` of
+        ``expr`` in the parent model's language."""
+        request.subqueries[self.parent.relation] = partial(has_parent, self.parent.info.cls)
+
+    def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
+        """This relation's documents; with the parent model's soft deletes and the mode
+        ``"active"``, only the children of a parent not soft-deleted (and, in a search that
+        does not refresh, not of a parent soft-deleted in the last seconds: the shared
+        recently-deleted list, as the soft-delete feature hides the parents themselves)."""
+        clauses: list[Any] = [{"term": {self.field: self.relation}}]
+        if self.parent.info.soft_deletes and options.soft_deletes == "active":
+            clauses.append(
+                {
+                    "has_parent": {
+                        "parent_type": self.parent.relation,
+                        "query": {"term": {"is_deleted": False}},
+                    }
+                }
+            )
+            # parents soft-deleted moments ago, which an unrefreshed search still sees
+            gone = (
+                recently_deleted(ctx, self.parent.info) if options.consistency == "eventual" else []
+            )
+            if gone:
+                clauses.append({"bool": {"must_not": [{"terms": {self.parent_field: gone}}]}})
+        return clauses, []
+
+
+def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:
+    """The join value in the ``_source`` of the ``create``/``index`` actions."""
+    field = join.field
+    for action in actions:
+        if action.op in ("create", "index") and action.body is not None:
+            body = action.body
+            action.body = {**body, field: join.join_value(body)}
+
+
+def _expected(join: ParentJoin | ChildJoin, source: Any) -> Any:
+    if source is None:
+        return None
+    return {**source, join.field: join.join_value(source)}
+
+
+def _same_class(a: type, b: type) -> bool:
+    return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+# -- the queries across the join: em.has_child, em.has_parent, em.parent_id ---------------
+#
+# DSL queries for filter= of any search of the other side (find, count, exists, patch_all...),
+# alone or combined with &, | and ~. The inner filter is the other model's filter language
+# (or a DSL query), resolved against that model's fields, with that model's soft-delete
+# clause in the mode soft_deletes ("active", the default: a soft-deleted child does not make
+# its parent match, a soft-deleted parent does not make its children match; "all": no
+# clause; "deleted": the deleted ones, for a model with soft deletes). Nothing is sent when
+# they are built.
+
+
+_MODES = ("active", "all", "deleted")
+_SCORE_MODES = ("none", "avg", "sum", "max", "min")
+
+
+def has_child(
+    child: type,
+    filter: str | Query | None = None,
+    *,
+    score_mode: Literal["none", "avg", "sum", "max", "min"] | None = None,
+    min_children: int | None = None,
+    max_children: int | None = None,
+    soft_deletes: Literal["active", "all", "deleted"] = "active",
+) -> Query:
+    """Parents having a ``child`` (a child model) that matches ``filter``:
+    ``{"has_child": {"type": "<child relation>", "query": ..., "score_mode"?,
+    "min_children"?, "max_children"?}}``. ``min_children``/``max_children`` bound how many
+    of its children must match (ints >= 1, min <= max: ``ValueError`` otherwise). Sends
+    nothing; raises ``TypeError`` for a model that is not a child, QueryValidationError for
+    a bad filter (or ``is_deleted`` named while ``soft_deletes="active"``)."""
+    join = _join(child, ChildJoin, "has_child", "a child model (Index.parent)")
+    params: dict[str, Any] = {"type": join.relation, "query": _inner(join, filter, soft_deletes)}
+    if score_mode is not None:
+        if score_mode not in _SCORE_MODES:
+            raise ValueError(
+                f"score_mode must be one of {', '.join(_SCORE_MODES)}, not {score_mode!r}"
+            )
+        params["score_mode"] = score_mode
+    for name, value in (("min_children", min_children), ("max_children", max_children)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+            params[name] = value
+    if min_children is not None and max_children is not None and min_children > max_children:
+        raise ValueError(f"min_children {min_children} is over max_children {max_children}")
+    return Q("has_child", **params)
+
+
+def has_parent(
+    parent: type,
+    filter: str | Query | None = None,
+    *,
+    score: bool | None = None,
+    soft_deletes: Literal["active", "all", "deleted"] = "active",
+) -> Query:
+    """Children whose parent (of the parent model ``parent``) matches ``filter``:
+    ``{"has_parent": {"parent_type": "<parent relation>", "query": ..., "score"?}}``
+    (``score``: the parent's relevance score becomes the child's). Sends nothing; raises
+    ``TypeError`` for a model that is not a parent, QueryValidationError for a bad
+    filter."""
+    join = _join(parent, ParentJoin, "has_parent", "a parent model (Index.join_field)")
+    params: dict[str, Any] = {
+        "parent_type": join.relation,
+        "query": _inner(join, filter, soft_deletes),
+    }
+    if score is not None:
+        params["score"] = bool(score)
+    return Q("has_parent", **params)
+
+
+def parent_id(child: type, id: str) -> Query:
+    """The children of model ``child`` whose parent is ``id``:
+    ``{"parent_id": {"type": "<child relation>", "id": id}}`` (an :class:`~esmapper.ids.Id`
+    counts as its value)."""
+    join = _join(child, ChildJoin, "parent_id", "a child model (Index.parent)")
+    if not isinstance(id, str) or not id:
+        raise ValueError(f"parent_id() takes the parent's id, a non-empty str, not {id!r}")
+    return Q("parent_id", type=join.relation, id=str.__str__(id))
+
+
+def _join(model: Any, kind: type[Any], query: str, what: str) -> Any:
+    join = join_of(model)
+    if not isinstance(join, kind):
+        name = getattr(model, "__name__", repr(model))
+        raise TypeError(f"{query}() takes {what}, not {name}")
+    return join
+
+
+def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) -> Query:
+    """``filter`` compiled against the model of ``join`` with its soft-delete clause."""
+    if mode not in _MODES:
+        raise ValueError(f"soft_deletes must be one of {', '.join(_MODES)}, not {mode!r}")
+    info = join.info
+    if mode == "deleted" and not info.soft_deletes:
+        raise QueryValidationError(
+            f"soft_deletes='deleted' asks for soft-deleted {info.name} documents, and "
+            f"{info.name} has no soft deletes",
+            field="soft_deletes",
+        )
+    default_fields = info.index.default_search_fields if info.index is not None else None
+    compiled = compile_filter(filter, info.catalog, default_fields=default_fields)
+    if info.soft_deletes and mode == "active" and "is_deleted" in compiled.fields:
+        raise QueryValidationError(
+            "the filter names is_deleted while soft_deletes='active' hides deleted "
+            "documents; pass soft_deletes='all' or 'deleted' instead",
+            field="is_deleted",
+        )
+    clauses: list[Query] = []
+    if info.soft_deletes and mode != "all":
+        clauses.append(Q("term", is_deleted=mode == "deleted"))
+    if compiled.query is None:
+        return Q("bool", filter=clauses) if clauses else Q("match_all")
+    if not clauses:
+        return compiled.query
+    return Q("bool", must=[compiled.query], filter=clauses)

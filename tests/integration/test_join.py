@@ -1,0 +1,234 @@
+"""Parent/child documents in one index (``join_field``/``parent``, :mod:`esmapper._join`)
+against the local server: the mapping, and every by-id path carrying the child's routing
+(its parent's id). The searches (the relation term, ``has_parent``) the local server does
+not run: tests/integration/test_join_real_es.py."""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
+
+
+class Company(em.Document, em.SoftDeletes):
+    class Index:
+        name = "join-companies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Worker(em.Document):
+    class Index:
+        name = "join-companies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Company
+        parent_field = "company_id"
+
+    company_id: str | None = em.field(em.Keyword(), default=None)
+    email: str = em.field(em.Keyword(), default="")
+    age: int = em.field(em.Integer(), default=0)
+
+
+def _routed(proxy: FaultProxy, marker: str) -> list[str]:
+    return [r.query for r in proxy.requests if marker in r.path]
+
+
+def test_the_index_holds_the_join_field_and_both_models_fields(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Company, Worker, configure=True)
+    index = mapper.spec(Worker).write_target
+    assert index == mapper.spec(Company).write_target
+    mapping = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
+    assert mapping["properties"]["relation"] == {
+        "type": "join",
+        "relations": {"company": "worker"},
+    }
+    assert {"name", "company_id", "email", "age"} <= set(mapping["properties"])
+    assert mapper.configure_indexes()  # again: the mapping is there
+
+
+def test_child_writes_and_reads_by_id_carry_the_parent_id(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    companies, workers = mapper.repository(Company), mapper.repository(Worker)
+    acme = companies.add(Company(name="acme"))
+    ann, bob = workers.add(
+        [Worker(company_id=acme.id, email="ann@acme"), Worker(company_id=acme.id, email="bob@acme")]
+    )
+    stored = es_client.get(index=mapper.spec(Worker).read_target, id=ann.id, routing=acme.id)
+    assert stored["_routing"] == acme.id
+    assert stored["_source"]["relation"] == {"name": "worker", "parent": acme.id}
+    parent = es_client.get(index=mapper.spec(Company).read_target, id=acme.id)
+    assert parent["_source"]["relation"] == "company"
+
+    proxy.reset_counts()
+    got = workers.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.email == "ann@acme" and got.company_id == acme.id
+    both = workers.get_many([em.Id(bob.id, routing=acme.id), em.Id(ann.id, routing=acme.id)])
+    assert [w.email for w in both] == ["bob@acme", "ann@acme"]
+    assert workers.exists(em.Id(ann.id, routing=acme.id))
+    assert not workers.exists(em.Id("nobody", routing=acme.id))
+    gets = _routed(proxy, "/_doc/")
+    assert gets and all(f"routing={acme.id}" in q for q in gets)
+
+    got.age = 40
+    workers.save(got)  # an index action, routed by the document's parent id
+    workers.patch(em.Id(bob.id, routing=acme.id), em.PartialPatch({"age": 30}))
+    assert [
+        w.age for w in workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)])
+    ] == [40, 30]
+    workers.remove(em.Id(bob.id, routing=acme.id))  # a delete by id
+    workers.remove(workers.require(em.Id(ann.id, routing=acme.id)))  # a delete of a document
+    assert workers.get_many([em.Id(i, routing=acme.id) for i in (ann.id, bob.id)]) == []
+    es_client.indices.refresh(index=mapper.spec(Worker).read_target)
+    left = es_client.search(index=mapper.spec(Worker).read_target, query={"match_all": {}})
+    assert [hit["_id"] for hit in left["hits"]["hits"]] == [acme.id]  # the parent only
+
+
+def test_a_read_by_a_plain_id_searches_every_shard(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@acme"), consistency="immediate")
+    proxy.reset_counts()
+    got = workers.get(ann.id)
+    assert got is not None and got.email == "ann@acme"
+    assert [w.id for w in workers.get_many([ann.id, "nobody"])] == [ann.id]
+    assert workers.exists(ann.id) and not workers.exists("nobody")
+    assert not [r for r in proxy.requests if "/_doc/" in r.path or r.path.endswith("/_mget")]
+    assert all(r.path.endswith("/_search") for r in proxy.requests)
+
+
+def test_a_session_flush_routes_its_children(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Company, Worker, configure=True)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    with mapper.session() as session:
+        session.add(Worker(id="w1", company_id=acme.id, email="w1@acme"))
+    with mapper.session() as session:
+        worker = session.get(Worker, em.Id("w1", routing=acme.id))
+        assert worker is not None
+        worker.age = 7
+    got = mapper.repository(Worker).get(em.Id("w1", routing=acme.id))
+    assert got is not None and got.age == 7
+
+
+def test_bad_child_writes_are_refused_before_anything_is_sent(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme = mapper.repository(Company).add(Company(name="acme"))
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@acme"))
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="has no parent: set company_id") as err:
+        workers.add(Worker(email="orphan"))
+    assert err.value.field == "company_id"
+    with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
+        workers.remove(ann.id)
+    with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
+        workers.patch(ann.id, em.PartialPatch({"age": 3}))
+    assert proxy.requests == []
+    moved = workers.require(em.Id(ann.id, routing=acme.id))
+    moved.company_id = "another"
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
+        workers.save(moved)
+    assert proxy.requests == []
+
+
+class Firm(em.Document):
+    class Index:
+        name = "join-firms"
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Hand(em.Document):
+    class Index:
+        name = "join-firms"
+        parent = Firm
+        parent_field = "firm_id"
+
+    firm_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_version_bump_copies_parents_and_children_together(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    old = make_mapper(Firm, Hand, configure=True)
+    firm = old.repository(Firm).add(Firm(name="initech"))
+    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+
+    class FirmV2(em.Document):
+        class Index:
+            name = "join-firms"
+            version = 2
+            join_field = "relation"
+
+        name: str = em.field(em.Keyword(), default="")
+        size: int = em.field(em.Integer(), default=0)
+
+    class HandV2(em.Document):
+        class Index:
+            name = "join-firms"
+            version = 2
+            parent = FirmV2
+            parent_field = "firm_id"
+
+        firm_id: str | None = em.field(em.Keyword(), default=None)
+
+    new = make_mapper(FirmV2, HandV2)
+    (result,) = em.reindex_outdated(new)  # one index: the first model's reindex copies both
+    assert (result.copied, result.new_index) == (2, new.spec(HandV2).physical_name())
+    got = new.repository(HandV2).get(em.Id(hand.id, routing=firm.id))
+    assert got is not None and got.firm_id == firm.id
+    stored = es_client.get(index=result.new_index, id=hand.id, routing=firm.id)
+    assert stored["_routing"] == firm.id
+
+
+class Desk(em.Document, em.SoftDeletes):
+    class Index:
+        name = "join-firms"
+        parent = Firm
+        parent_field = "firm_id"
+        cache = True  # by-id reads cached: one entry per id
+
+    firm_id: str | None = em.field(em.Keyword(), default=None)
+    label: str = em.field(em.Keyword(), default="")
+
+
+def test_cached_and_session_reads_of_a_child(make_mapper: MakeMapper, proxy: FaultProxy) -> None:
+    make_mapper(Firm, Desk, configure=True)
+    mapper = make_mapper(Firm, Desk, url=proxy.url)
+    firm = mapper.repository(Firm).add(Firm(name="initech"))
+    desks = mapper.repository(Desk)
+    desk = desks.add(Desk(firm_id=firm.id, label="a"), consistency="immediate")
+    routed = em.Id(desk.id, routing=firm.id)
+    first = desks.get(routed)
+    proxy.reset_counts()
+    again = desks.get(routed)
+    assert first is not None and again is not None and again.label == "a"
+    assert proxy.requests == []  # the cached copy
+    again.label = "b"
+    desks.save(again)  # drops the cached copy
+    got = desks.get(routed)
+    assert got is not None and got.label == "b"
+    with mapper.session() as session:
+        held = session.get(Desk, desk.id)  # a plain id: the search on every shard
+        assert held is not None and held.label == "b"
+        session.remove(held)
+    assert desks.get(routed) is None
+    assert not desks.exists(routed, soft_deletes="all")  # (a plain id: once refreshed)

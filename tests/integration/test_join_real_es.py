@@ -1,0 +1,236 @@
+"""Parent/child searches (:mod:`esmapper._join`): on a real cluster
+(``real_es``: the local server runs neither the join-field term nor ``has_child``,
+``has_parent`` and ``parent_id``), and, on the local server, the searches as sent (checked
+against the API specification) with a real cluster's answer played back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import esmapper as em
+from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
+from esmapper.testing._spec_check import load_checker
+from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import MakeMapper
+from tests.integration.test_join import Company, Worker
+
+KIT = Path(__file__).resolve().parents[2] / "tools" / "es_spec"
+
+
+def _people(make_mapper: MakeMapper) -> tuple[Any, Any, Company, Company, list[Worker]]:
+    mapper = make_mapper(Company, Worker, configure=True)
+    companies, workers = mapper.repository(Company), mapper.repository(Worker)
+    acme, globex = companies.add([Company(name="acme"), Company(name="globex")])
+    staff = workers.add(
+        [
+            Worker(company_id=acme.id, email="ann@acme", age=30),
+            Worker(company_id=acme.id, email="bob@acme", age=40),
+            Worker(company_id=globex.id, email="cy@globex", age=50),
+        ],
+        consistency="immediate",
+    )
+    return companies, workers, acme, globex, staff
+
+
+@pytest.mark.real_es
+def test_each_model_finds_its_own_documents(make_mapper: MakeMapper) -> None:
+    companies, workers, _, _, staff = _people(make_mapper)
+    assert sorted(c.name for c in companies.find(None).documents) == ["acme", "globex"]
+    assert workers.count() == 3
+    assert workers.find("email:ann@acme").documents[0].id == staff[0].id
+    assert workers.get(staff[0].id) is not None  # a plain id: the search on every shard
+
+
+@pytest.mark.real_es
+def test_has_child_has_parent_and_parent_id(make_mapper: MakeMapper) -> None:
+    companies, workers, acme, globex, _ = _people(make_mapper)
+    assert [c.id for c in companies.find(em.has_child(Worker, "age:>=45")).documents] == [globex.id]
+    assert companies.count(em.has_child(Worker, min_children=2)) == 1
+    found = workers.find(em.has_parent(Company, "name:acme")).documents
+    assert sorted(w.email for w in found) == ["ann@acme", "bob@acme"]
+    assert workers.count(em.parent_id(Worker, globex.id)) == 1
+    assert [c.name for c in companies.find("worker:(email:cy*)").documents] == ["globex"]
+    assert workers.count("company:(name:acme) AND age:>=35") == 1
+    assert workers.exists(
+        filter=em.parent_id(Worker, acme.id) & em.has_parent(Company, "name:acme")
+    )
+
+
+@pytest.mark.real_es
+def test_a_soft_deleted_parent_hides_its_children_until_restored(make_mapper: MakeMapper) -> None:
+    companies, workers, acme, _, _ = _people(make_mapper)
+    acme.is_deleted = True
+    companies.save(acme, consistency="immediate")
+    assert workers.count() == 1
+    assert workers.find(em.parent_id(Worker, acme.id)).total == 0
+    assert workers.count(soft_deletes="all") == 3
+    assert companies.count(em.has_child(Worker, "email:ann@acme")) == 0  # the parent is deleted
+    acme.is_deleted = False
+    companies.save(acme, consistency="immediate")
+    assert workers.count() == 3
+    assert workers.find(em.parent_id(Worker, acme.id)).total == 2
+
+
+@pytest.mark.real_es
+def test_a_child_without_routing_is_refused_by_the_cluster_too(
+    make_mapper: MakeMapper, es_client: Any
+) -> None:
+    """What the check that refuses a child without a parent spares: the cluster's error."""
+    mapper = make_mapper(Company, Worker, configure=True)
+    index = mapper.spec(Worker).write_target
+    with pytest.raises(Exception, match="routing"):
+        es_client.index(
+            index=index, id="w", document={"relation": {"name": "worker", "parent": "x"}}
+        )
+
+
+class _Played(Rule):
+    """Answers every ``_search`` with ``answer`` (the shape a real cluster answers),
+    keeping the requests."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+        self.sent: list[dict[str, Any]] = []
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        if not exchange.path.endswith("/_search"):
+            return None
+        self.sent.append(
+            {
+                "method": exchange.method,
+                "path": exchange.path,
+                "params": dict(exchange.params),
+                "body": exchange.json(),
+            }
+        )
+        return json_reply(200, self.answer)
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        return reply
+
+
+def _answer(index: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """A search answer as an 8.x/9.x cluster gives it for join documents: a child's hit
+    carries its ``_routing``."""
+    return {
+        "took": 1,
+        "timed_out": False,
+        "_shards": {"total": 3, "successful": 3, "skipped": 0, "failed": 0},
+        "hits": {
+            "total": {"value": len(hits), "relation": "eq"},
+            "max_score": None,
+            "hits": [{"_index": index, "_score": None, **hit} for hit in hits],
+        },
+    }
+
+
+def test_the_searches_as_sent_and_a_clusters_answer_read_back(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    make_mapper(Company, Worker, configure=True)
+    child = {
+        "_id": "w1",
+        "_routing": "c1",
+        "_seq_no": 3,
+        "_primary_term": 1,
+        "_source": {
+            "company_id": "c1",
+            "email": "ann@acme",
+            "age": 30,
+            "relation": {"name": "worker", "parent": "c1"},
+        },
+        "sort": [1],
+    }  # fmt: skip
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Company, Worker, url=proxy.url)
+        index = mapper.spec(Worker).write_target
+        rule = _Played(_answer(index, [child]))
+        proxy.add_rule(rule)
+        workers, companies = mapper.repository(Worker), mapper.repository(Company)
+        found = workers.find(em.has_parent(Company, "name:acme")).documents
+        assert [(w.id, w.company_id, w.email) for w in found] == [("w1", "c1", "ann@acme")]
+        workers.count(em.parent_id(Worker, "c1"))
+        companies.find(em.has_child(Worker, "age:>=30", score_mode="max"))
+        companies.count()
+        companies.find("name:acme AND worker:(age:>=30 AND email:ann*)")  # the filter language
+        workers.count("company:(name:acme) OR age:50")
+        with pytest.raises(em.QueryValidationError, match=r"in company:\(\.\.\.\).*nope"):
+            workers.find("company:(nope:1)")  # the parent's fields, not the child's
+    bodies = [r["body"]["query"]["bool"] for r in rule.sent]
+    assert len(bodies) == 6
+    worker, company = {"term": {"relation": "worker"}}, {"term": {"relation": "company"}}
+    assert bodies[0]["must"] == [
+        {
+            "has_parent": {
+                "parent_type": "company",
+                "query": {
+                    "bool": {
+                        "must": [{"term": {"name": "acme"}}],
+                        "filter": [{"term": {"is_deleted": False}}],
+                    }
+                },
+            }
+        }
+    ]
+    hides = {"has_parent": {"parent_type": "company", "query": {"term": {"is_deleted": False}}}}
+    assert worker in bodies[0]["filter"] and hides in bodies[0]["filter"]
+    assert bodies[1]["must"] == [{"parent_id": {"type": "worker", "id": "c1"}}]
+    assert worker in bodies[1]["filter"]
+    assert bodies[2]["must"] == [
+        {
+            "has_child": {
+                "type": "worker",
+                "query": {"range": {"age": {"gte": 30}}},
+                "score_mode": "max",
+            }
+        }
+    ]
+    assert company in bodies[2]["filter"] and company in bodies[3]["filter"]
+    assert not [c for c in bodies[3]["filter"] if "has_parent" in c]  # a parent's own count
+    assert bodies[4]["must"] == [
+        {
+            "bool": {
+                "must": [
+                    {"term": {"name": "acme"}},
+                    {
+                        "has_child": {
+                            "type": "worker",
+                            "query": {
+                                "bool": {
+                                    "must": [
+                                        {"range": {"age": {"gte": 30}}},
+                                        {"wildcard": {"email": {"value": "ann*"}}},
+                                    ]
+                                }
+                            },
+                        }
+                    },
+                ]
+            }
+        }
+    ]
+    assert bodies[5]["must"] == [
+        {
+            "bool": {
+                "should": [
+                    {
+                        "has_parent": {
+                            "parent_type": "company",
+                            "query": {
+                                "bool": {
+                                    "must": [{"term": {"name": "acme"}}],
+                                    "filter": [{"term": {"is_deleted": False}}],
+                                }
+                            },
+                        }
+                    },
+                    {"term": {"age": 50}},
+                ]
+            }
+        }
+    ]
+    checker = load_checker(KIT)
+    assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
