@@ -29,6 +29,7 @@ import attrs
 
 from esmapper.errors import (
     DocumentNotFoundError,
+    DocumentValidationError,
     DuplicateDocumentError,
     EsmapperError,
     QueryValidationError,
@@ -49,13 +50,15 @@ __all__ = [
     "error_status",
 ]
 
-#: The HTTP status of each esmapper error the integrations' handlers answer, most specific
-#: first: a missing document is 404, a stale version or an existing id 409 (the client may
-#: read again and retry), an invalid filter, sort or aggregation expression 422.
+#: The HTTP status of each esmapper error the integrations' handlers answer: a missing
+#: document is 404, a stale version or an existing id 409 (the client may read again and
+#: retry), an invalid filter, sort or aggregation expression or a document its model's
+#: rules refuse 422.
 ERROR_STATUSES: Mapping[type[EsmapperError], int] = {
     DocumentNotFoundError: 404,
     VersionConflictError: 409,
     DuplicateDocumentError: 409,
+    DocumentValidationError: 422,
     QueryValidationError: 422,
 }
 
@@ -125,13 +128,15 @@ def error_status(error: BaseException) -> int | None:
 
 def error_body(error: EsmapperError) -> dict[str, Any]:
     """The JSON body of an error response for ``error``: ``detail`` (the message) and
-    ``error`` (the class name), with the document ``ids`` involved and the ``field``,
-    ``position`` and ``expression`` of a query error when known (never the index name: a
-    client has no use for it)."""
+    ``error`` (the class name), with the document ``ids`` involved, the ``field`` of a
+    document validation error and the ``field``, ``position`` and ``expression`` of a query
+    error when known (never the index name: a client has no use for it)."""
     body: dict[str, Any] = {"detail": str(error), "error": type(error).__name__}
     ids = [id for id in error.ids if id is not None]
     if ids:
         body["ids"] = ids
+    if isinstance(error, DocumentValidationError) and error.field is not None:
+        body["field"] = error.field
     if isinstance(error, QueryValidationError):
         for name in ("field", "position", "expression"):
             value = getattr(error, name)

@@ -43,9 +43,9 @@ What happens in each request (the rule every esmapper web integration shares: th
 
 Write errors are answered by the handlers :meth:`EsmapperFastAPI.init_app` installs:
 ``DocumentNotFoundError`` 404, ``VersionConflictError`` and ``DuplicateDocumentError`` 409,
-``QueryValidationError`` 422, each with a JSON body ``{"detail": message, "error": class
-name, "ids": [...]}`` (a query error adds ``field``, ``position`` and ``expression`` when
-known).
+``DocumentValidationError`` and ``QueryValidationError`` 422, each with a JSON body
+``{"detail": message, "error": class name, "ids": [...]}`` (a validation error adds its
+``field``, a query error ``field``, ``position`` and ``expression``, when known).
 
 **Threads and ``async def``.** The mapper is shared by every request and thread-safe; a
 session is not, and each request gets its own. FastAPI runs ``def`` endpoints and
