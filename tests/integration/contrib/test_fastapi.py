@@ -5,7 +5,7 @@ requests editing one document end in one 409, never a lost update."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -33,7 +33,7 @@ class Hooks:
     """What the endpoints do between their read and their return (set by a test)."""
 
     def __init__(self) -> None:
-        self.between = lambda: None
+        self.between: Callable[[], object] = lambda: None
 
 
 def build_app(mapper: em.Mapper, hooks: Hooks) -> FastAPI:
