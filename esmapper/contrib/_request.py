@@ -16,6 +16,14 @@ other: a Django middleware calls the same three steps) ends a request's session 
    there was an exception, committed otherwise; then it is closed, in every case (also when
    the commit raises).
 
+A :class:`RequestSession` is a context manager whose exit is step 3, so a synchronous
+framework's hook (a Django middleware) is::
+
+    with RequestSession.open(mapper, options) as held:
+        response = get_response(request)          # an exception: rolled back, closed
+        held.settle(commit=commit_when(response))  # before the response is sent
+    return response                                # closed by now
+
 :data:`ERROR_STATUSES` and :func:`error_body` say which HTTP status and JSON body an
 integration's error handlers give an esmapper error that reaches them.
 """

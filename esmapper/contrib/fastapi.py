@@ -379,15 +379,11 @@ class EsmapperRoute(APIRoute):
             held, state = slot.held, slot.state
             if held is None or state is None:
                 return response  # no session was asked for
-            try:
+            with held:  # ends it: closed, rolled back if the test itself raised
                 if state.extension.commit_when(response):
                     await run_in_threadpool(held.settle, commit=True)  # blocking: a thread
                 else:
                     held.settle(commit=False)  # nothing is sent
-            except BaseException as error:
-                held.end(error)  # settled or not, rolled back and closed
-                raise
-            held.end()  # settled: closes
             return response
 
         return handle
