@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Annotated, Any
 
@@ -383,3 +384,20 @@ def test_using_the_session_without_set_up() -> None:
     with pytest.raises(RuntimeError, match=r"not set up on this FastAPI app.*init_app"):
         client.get("/")
     assert client.get("/free").json() == "no session"
+
+
+def test_concurrent_requests_get_their_own_session_in_their_own_thread(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    together = threading.Barrier(2, timeout=60)
+
+    @the_app(client).get("/together")
+    def at_once(session: SessionDep) -> list[int]:
+        together.wait()  # both requests are in the endpoint at the same time
+        return [id(session), threading.get_ident()]
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda _: client.get("/together").json(), range(2)))
+    sessions, threads = zip(*answers, strict=True)
+    assert len(set(sessions)) == 2 and len(set(threads)) == 2
+    assert sorted(mapper.log) == sorted(["open", "commit", "close"] * 2)
