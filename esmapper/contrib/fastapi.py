@@ -182,7 +182,7 @@ class EsmapperFastAPI:
         if isinstance(getattr(app.state, _STATE_KEY, None), _AppState):
             raise RuntimeError(f"esmapper is already set up on the FastAPI app {app.title!r}")
         early = [
-            f"{sorted(r.methods or ())} {r.path}"
+            f"{' '.join(sorted(r.methods or ()))} {r.path}"
             for r in app.router.routes
             if isinstance(r, APIRoute) and not isinstance(r, EsmapperRoute)
         ]
