@@ -1,4 +1,9 @@
 """Integrations with other frameworks (each imports its framework; import them explicitly).
 
 - :mod:`esmapper.contrib.flask`: one session per Flask request, committed on success.
+- :mod:`esmapper.contrib.fastapi`: one session per FastAPI request, committed on success.
+
+Both end a request's session by one rule, owned by ``esmapper.contrib._request``: commit
+before the response is sent when it is not an error (status below 400), roll back on an
+error status or an exception, close always.
 """

@@ -23,7 +23,8 @@ Usage::
     def stats():
         return {"employees": current_mapper.repository(Employee).count()}
 
-What happens in each request:
+What happens in each request (the rule every esmapper web integration shares: the guide's
+"Sessions in web apps" page, section "The rule for every request"):
 
 1. ``before_request`` opens a session, ``mapper.session(**session_options)``, kept on
    :data:`flask.g`. :data:`session` is a proxy to it (:func:`get_session` returns the session
@@ -60,8 +61,9 @@ import attrs
 from flask import Flask, Response, current_app, g
 from werkzeug.local import LocalProxy
 
+from esmapper.contrib import _request
+from esmapper.contrib._request import RequestSession
 from esmapper.mapper import Mapper
-from esmapper.options import Options
 from esmapper.session import Session
 
 __all__ = [
@@ -86,7 +88,7 @@ CommitPredicate = Callable[[Response], bool]
 
 def commit_on_success(response: Response) -> bool:
     """The default ``commit_when``: commit unless the response is an error (status >= 400)."""
-    return response.status_code < 400
+    return _request.commit_on_success(response.status_code)
 
 
 @attrs.define
@@ -96,15 +98,6 @@ class _AppState:
     mapper: Mapper
     session_options: dict[str, Any]
     commit_when: CommitPredicate
-
-
-@attrs.define
-class _Held:
-    """The session of the current request (or application context) and whether it was
-    already committed or rolled back."""
-
-    session: Session
-    settled: bool = False
 
 
 class EsmapperFlask:
@@ -154,8 +147,7 @@ class EsmapperFlask:
             )
         if EXTENSION_KEY in app.extensions:
             raise RuntimeError(f"esmapper is already set up on the Flask app {app.name!r}")
-        options = {**self.session_options, **session_options}
-        Options().merge(**options)  # fail now, not on the first request
+        options = _request.checked_options({**self.session_options, **session_options})
         app.extensions[EXTENSION_KEY] = _AppState(chosen, options, self.commit_when)
         app.before_request(_open_session)
         app.after_request(_settle_session)
@@ -192,11 +184,11 @@ def _state(app: Flask | None = None) -> _AppState:
     return state
 
 
-def _held(*, create: bool) -> _Held | None:
-    held = cast("_Held | None", g.get(_G_KEY))
+def _held(*, create: bool) -> RequestSession | None:
+    held = cast("RequestSession | None", g.get(_G_KEY))
     if held is None and create:
         state = _state()
-        held = _Held(state.mapper.session(**state.session_options))
+        held = RequestSession.open(state.mapper, state.session_options)
         setattr(g, _G_KEY, held)
     return held
 
@@ -219,32 +211,20 @@ def _settle_session(response: Response) -> Response:
     held = _held(create=False)
     if held is None or held.settled:
         return response
-    held.settled = True  # also when commit raises: Flask calls this hook again for the 500
-    if _state().commit_when(response):
-        held.session.commit()
-    else:
-        held.session.rollback()
+    # settled also when the commit raises: Flask calls this hook again for the 500
+    held.settle(commit=_state().commit_when(response))
     return response
 
 
 def _teardown_session(exc: BaseException | None) -> None:
-    held = cast("_Held | None", g.pop(_G_KEY, None))
-    if held is None:
-        return
-    try:
-        if not held.settled:
-            held.settled = True
-            if exc is None:
-                held.session.commit()
-            else:
-                held.session.rollback()
-    finally:
-        held.session.close()
+    held = cast("RequestSession | None", g.pop(_G_KEY, None))
+    if held is not None:
+        held.end(exc)
 
 
 def _close_leftover(exc: BaseException | None) -> None:
     """End of an application context: close a session opened outside a request."""
-    held = cast("_Held | None", g.pop(_G_KEY, None))
+    held = cast("RequestSession | None", g.pop(_G_KEY, None))
     if held is not None:
         held.session.close()
 

@@ -15,6 +15,7 @@ PACKAGE = Path(esmapper.__file__).resolve().parent
 PUBLIC = {
     "esmapper.bulk",
     "esmapper.cli",
+    "esmapper.contrib.fastapi",
     "esmapper.contrib.flask",
     "esmapper.errors",
     "esmapper.ids",

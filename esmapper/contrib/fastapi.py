@@ -1,0 +1,389 @@
+"""One esmapper :class:`~esmapper.session.Session` per FastAPI request.
+
+Usage::
+
+    import esmapper as em
+    from fastapi import FastAPI
+    from esmapper.contrib.fastapi import EsmapperFastAPI, MapperDep, SessionDep
+
+    def build_mapper() -> em.Mapper:          # called by the lifespan, in each worker
+        return em.Mapper("http://127.0.0.1:9200", models=[Employee])
+
+    esm = EsmapperFastAPI(build_mapper, consistency="wait")   # session options
+    app = FastAPI(lifespan=esm.lifespan)      # builds the mapper at start-up, closes it after
+    esm.init_app(app)                         # before the routes: the route class, the handlers
+
+    @app.post("/employees/{id}/birthday")
+    def birthday(id: str, session: SessionDep) -> dict[str, int]:
+        employee = session.get(Employee, id)
+        if employee is None:
+            raise em.DocumentNotFoundError(id)     # the handler answers 404
+        employee.age += 1       # tracked by the session; written before the response is sent
+        return {"age": employee.age}
+
+    @app.get("/stats")
+    def stats(mapper: MapperDep) -> dict[str, int]:
+        return {"employees": mapper.repository(Employee).count()}
+
+What happens in each request (the rule every esmapper web integration shares: the guide's
+"Sessions in web apps" page, section "The rule for every request"):
+
+1. The first dependency asking for :data:`SessionDep` (or :data:`SessionRunnerDep`) opens
+   the request's session, ``mapper.session(**session_options)``; a request that asks for
+   none opens none. Every dependency of the request gets the same session.
+2. Once the endpoint returned and its response is built, **before it is sent**, the route
+   class :class:`EsmapperRoute` (which :meth:`EsmapperFastAPI.init_app` makes the app's)
+   commits the session when ``commit_when(response)`` is true (by default: the status is
+   below 400; the commit runs in the threadpool) and rolls it back otherwise. A failing
+   commit is an error response, never a success for data that was not written: its error
+   goes through the app's exception handlers (a ``VersionConflictError`` is a 409), else it
+   is a 500.
+3. An exception out of the endpoint or a dependency (``HTTPException`` included) rolls the
+   session back. The session is closed in every case.
+
+Write errors are answered by the handlers :meth:`EsmapperFastAPI.init_app` installs:
+``DocumentNotFoundError`` 404, ``VersionConflictError`` and ``DuplicateDocumentError`` 409,
+``DocumentValidationError`` and ``QueryValidationError`` 422, each with a JSON body
+``{"detail": message, "error": class name, "ids": [...]}`` (a validation error adds its
+``field``, a query error ``field``, ``position`` and ``expression``, when known).
+
+**Threads and ``async def``.** The mapper is shared by every request and thread-safe; a
+session is not, and each request gets its own. FastAPI runs ``def`` endpoints and
+dependencies in its threadpool: that is where :data:`SessionDep` belongs. The session is
+synchronous (every read and write waits for Elasticsearch): an ``async def`` endpoint or
+dependency that takes :data:`SessionDep` would block the event loop, so the route refuses
+it when it is declared (``TypeError``). An ``async def`` endpoint takes a
+:data:`SessionRunnerDep` instead and awaits :meth:`SessionRunner.run`, which calls a
+function with the session in the threadpool, one call at a time.
+
+The session is closed once the response is built: a ``StreamingResponse`` body or a
+background task must not use it (open one with ``mapper.session()`` there). Routers take
+the route class too: ``APIRouter(route_class=EsmapperRoute)``; a route of another class
+that asks for the session is refused at request time (``RuntimeError``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+
+import anyio
+import attrs
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
+
+from esmapper.contrib import _request
+from esmapper.contrib._request import RequestSession
+from esmapper.errors import EsmapperError
+from esmapper.mapper import Mapper
+from esmapper.session import Session
+
+__all__ = [
+    "CommitPredicate",
+    "EsmapperFastAPI",
+    "EsmapperRoute",
+    "MapperDep",
+    "SessionDep",
+    "SessionRunner",
+    "SessionRunnerDep",
+    "commit_on_success",
+    "error_response",
+    "get_mapper",
+    "get_session",
+    "get_session_runner",
+    "init_app",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: ``commit_when(response) -> bool``: whether a request that produced ``response`` commits.
+CommitPredicate = Callable[[Response], bool]
+
+#: The attribute of ``app.state`` holding the set-up, and of ``request.state`` the request's.
+_STATE_KEY = "esmapper"
+
+
+def commit_on_success(response: Response) -> bool:
+    """The default ``commit_when``: commit unless the response is an error (status >= 400)."""
+    return _request.commit_on_success(response.status_code)
+
+
+@attrs.define
+class _AppState:
+    """What :meth:`EsmapperFastAPI.init_app` keeps in ``app.state.esmapper``."""
+
+    extension: EsmapperFastAPI
+    mapper: Mapper | None
+
+
+@attrs.define
+class _Slot:
+    """What the route keeps in ``request.state.esmapper``: the request's app, and its
+    session once a dependency opened it (with the set-up that opened it)."""
+
+    app: Any
+    held: RequestSession | None = None
+    state: _AppState | None = None
+    runner: SessionRunner | None = None
+
+    def session(self) -> Session:
+        if self.held is None:
+            state = _app_state(self.app)
+            mapper = _open_mapper(state)
+            self.held = RequestSession.open(mapper, state.extension.session_options)
+            self.state = state
+        return self.held.session
+
+
+class EsmapperFastAPI:
+    """The FastAPI integration: ``EsmapperFastAPI(mapper, **session_options)``.
+
+    ``mapper`` is a :class:`~esmapper.mapper.Mapper`, which the caller owns (opens and
+    closes), or a function returning one, which :meth:`lifespan` calls at start-up, in each
+    worker process, and whose mapper it closes at shutdown. ``session_options``
+    (``consistency``, ``soft_deletes``, ...) are passed to ``mapper.session()`` for every
+    request and checked here. ``commit_when(response)`` decides whether a request that
+    produced ``response`` commits (default :func:`commit_on_success`: status below 400).
+    ``error_handlers=False`` leaves the esmapper errors to the app's own handlers.
+    """
+
+    def __init__(
+        self,
+        mapper: Mapper | Callable[[], Mapper],
+        *,
+        commit_when: CommitPredicate | None = None,
+        error_handlers: bool = True,
+        **session_options: Any,
+    ) -> None:
+        if not isinstance(mapper, Mapper) and not callable(mapper):
+            raise TypeError(
+                "EsmapperFastAPI takes a Mapper or a function returning one, "
+                f"not {type(mapper).__name__}"
+            )
+        self.mapper = mapper
+        self.commit_when: CommitPredicate = commit_when or commit_on_success
+        self.error_handlers = error_handlers
+        self.session_options = _request.checked_options(session_options)
+
+    def init_app(self, app: FastAPI) -> None:
+        """Set ``app`` up: its routes become :class:`EsmapperRoute` (call this before adding
+        any route), the esmapper error handlers are added (unless ``error_handlers=False``)
+        and the set-up is kept in ``app.state.esmapper``.
+
+        Raises ``RuntimeError`` when ``app`` is already set up or already has routes of
+        another class."""
+        if isinstance(getattr(app.state, _STATE_KEY, None), _AppState):
+            raise RuntimeError(f"esmapper is already set up on the FastAPI app {app.title!r}")
+        early = [
+            f"{' '.join(sorted(r.methods or ()))} {r.path}"
+            for r in app.router.routes
+            if isinstance(r, APIRoute) and not isinstance(r, EsmapperRoute)
+        ]
+        if early:
+            raise RuntimeError(
+                f"routes were added before esmapper was set up ({', '.join(early)}): call "
+                "init_app(app, ...) right after creating the app, before its routes"
+            )
+        app.router.route_class = EsmapperRoute
+        mapper = self.mapper if isinstance(self.mapper, Mapper) else None
+        setattr(app.state, _STATE_KEY, _AppState(self, mapper))
+        if self.error_handlers:
+            for kind in _request.ERROR_STATUSES:
+                app.add_exception_handler(kind, error_response)
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        """The app's lifespan (``FastAPI(lifespan=esm.lifespan)``, or entered from your own):
+        builds the mapper when a function was given (nothing is sent: the client connects
+        on first use) and closes it at shutdown. Raises ``RuntimeError`` when
+        :meth:`init_app` was not called on ``app``."""
+        state = _app_state(app)
+        if isinstance(self.mapper, Mapper):
+            yield
+            return
+        state.mapper = await run_in_threadpool(self.mapper)
+        try:
+            yield
+        finally:
+            mapper, state.mapper = state.mapper, None
+            await run_in_threadpool(mapper.close)
+
+
+def init_app(
+    app: FastAPI,
+    mapper: Mapper | Callable[[], Mapper],
+    *,
+    commit_when: CommitPredicate | None = None,
+    error_handlers: bool = True,
+    **session_options: Any,
+) -> EsmapperFastAPI:
+    """``EsmapperFastAPI(mapper, ...).init_app(app)``: returns the extension (its
+    :meth:`~EsmapperFastAPI.lifespan` builds a mapper given as a function)."""
+    extension = EsmapperFastAPI(
+        mapper, commit_when=commit_when, error_handlers=error_handlers, **session_options
+    )
+    extension.init_app(app)
+    return extension
+
+
+def _app_state(app: Any) -> _AppState:
+    state = getattr(getattr(app, "state", None), _STATE_KEY, None)
+    if not isinstance(state, _AppState):
+        raise RuntimeError(
+            "esmapper is not set up on this FastAPI app: call "
+            "esmapper.contrib.fastapi.init_app(app, mapper) (or EsmapperFastAPI(...).init_app)"
+        )
+    return state
+
+
+def _open_mapper(state: _AppState) -> Mapper:
+    if state.mapper is None:
+        raise RuntimeError(
+            "the esmapper mapper is not open: give the app its lifespan, "
+            "FastAPI(lifespan=esm.lifespan) (in tests, use `with TestClient(app):`)"
+        )
+    return state.mapper
+
+
+def _slot(request: Request) -> _Slot:
+    slot = getattr(request.state, _STATE_KEY, None)
+    if not isinstance(slot, _Slot):
+        _app_state(request.app)  # not set up at all: say that first
+        route = request.scope.get("route")
+        where = f" {request.method} {getattr(route, 'path', request.url.path)}"
+        raise RuntimeError(
+            f"the route{where} is not an EsmapperRoute, so nothing would commit its session: "
+            "add it after init_app(app, ...), or give its router "
+            "APIRouter(route_class=EsmapperRoute)"
+        )
+    return slot
+
+
+def get_session(request: Request) -> Session:
+    """The dependency giving the request's session (opened on first use; the same one for
+    every dependency of the request). Use it from ``def`` endpoints and dependencies."""
+    return _slot(request).session()
+
+
+def get_mapper(request: Request) -> Mapper:
+    """The dependency giving the app's mapper (shared by every request, thread-safe; from an
+    ``async def`` endpoint, call it through ``run_in_threadpool``). Raises ``RuntimeError``
+    before the lifespan built it."""
+    return _open_mapper(_app_state(request.app))
+
+
+class SessionRunner:
+    """The request's session for ``async def`` code: ``await runner.run(fn, *args)`` calls
+    ``fn(session, *args)`` in the threadpool and returns what it returns (one call at a
+    time: the session is not thread-safe). The session is opened by the first call."""
+
+    def __init__(self, slot: _Slot) -> None:
+        self._slot = slot
+        self._lock = anyio.Lock()
+
+    async def run(
+        self, fn: Callable[Concatenate[Session, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``fn(session, *args, **kwargs)`` in the threadpool; raises what it raises."""
+
+        def call() -> T:
+            return fn(self._slot.session(), *args, **kwargs)
+
+        async with self._lock:
+            return await run_in_threadpool(call)
+
+
+async def get_session_runner(request: Request) -> SessionRunner:
+    """The dependency giving the request's :class:`SessionRunner` (for ``async def``)."""
+    slot = _slot(request)
+    if slot.runner is None:
+        slot.runner = SessionRunner(slot)
+    return slot.runner
+
+
+#: ``session: SessionDep`` in a ``def`` endpoint or dependency: the request's session.
+SessionDep = Annotated[Session, Depends(get_session)]
+#: ``runner: SessionRunnerDep`` in an ``async def`` one: ``await runner.run(fn, ...)``.
+SessionRunnerDep = Annotated[SessionRunner, Depends(get_session_runner)]
+#: ``mapper: MapperDep``: the app's mapper.
+MapperDep = Annotated[Mapper, Depends(get_mapper)]
+
+
+def error_response(request: Request, error: Exception) -> JSONResponse:
+    """The handler of the esmapper errors :meth:`EsmapperFastAPI.init_app` installs: their
+    status (404, 409 or 422) and JSON body ``{"detail", "error", "ids", ...}``."""
+    assert isinstance(error, EsmapperError)
+    status = _request.error_status(error) or 500
+    return JSONResponse(_request.error_body(error), status_code=status)
+
+
+def _is_async(call: Callable[..., Any] | None) -> bool:
+    while isinstance(call, functools.partial):
+        call = call.func
+    if call is None:
+        return False
+    target = call if inspect.isroutine(call) or inspect.isclass(call) else type(call).__call__
+    target = inspect.unwrap(target)
+    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+
+
+def _async_session_users(dependant: Dependant) -> Iterator[str]:
+    """The names of the ``async def`` endpoint or dependencies of ``dependant`` that take
+    the (synchronous) session directly."""
+    if _is_async(dependant.call) and any(d.call is get_session for d in dependant.dependencies):
+        yield getattr(dependant.call, "__name__", repr(dependant.call))
+    for sub in dependant.dependencies:
+        yield from _async_session_users(sub)
+
+
+class EsmapperRoute(APIRoute):
+    """The route class that ends each request's session by the shared rule (see the module
+    docstring): commit before the response is sent when ``commit_when(response)`` is true,
+    rollback otherwise or on an exception, close always.
+
+    Raises ``TypeError`` when an ``async def`` endpoint or dependency takes
+    :data:`SessionDep` (use :data:`SessionRunnerDep` there). Subclass it to add behaviour of
+    your own (call ``super().get_route_handler()``)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        blocking = sorted(set(_async_session_users(self.dependant)))
+        if blocking:
+            methods = ", ".join(sorted(self.methods or ()))
+            raise TypeError(
+                f"{methods} {path}: the async def {', '.join(blocking)} takes the esmapper "
+                "session (SessionDep), which is synchronous and would block the event loop: "
+                "declare it with def (FastAPI runs it in its threadpool), or take a "
+                "SessionRunnerDep and `await runner.run(fn, ...)`"
+            )
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            slot = _Slot(request.app)
+            setattr(request.state, _STATE_KEY, slot)
+            try:
+                response = await handler(request)
+            except BaseException as error:
+                if slot.held is not None:
+                    slot.held.end(error)  # rollback and close: nothing is sent
+                raise
+            held, state = slot.held, slot.state
+            if held is None or state is None:
+                return response  # no session was asked for
+            with held:  # ends it: closed, rolled back if the test itself raised
+                if state.extension.commit_when(response):
+                    await run_in_threadpool(held.settle, commit=True)  # blocking: a thread
+                else:
+                    held.settle(commit=False)  # nothing is sent
+            return response
+
+        return handle
