@@ -205,7 +205,7 @@ def _hit_pending(
     state = hit.document._esm_state
     source = state.original if state is not None else {}
     if isinstance(patch, PartialPatch | ScriptPatch):
-        body = update_body(ctx, info, patch)
+        body = update_body(ctx, info, patch, source)
         return update_pending(info, patch, hit.id, body, hit.index, hit.version, source)
     return client_side_pending(ctx, info, patch, hit.id, hit.index, source, hit.version)
 
