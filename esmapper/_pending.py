@@ -123,6 +123,10 @@ class PendingWrite:
     written: dict[str, Any] | None = None
     #: what a ``patch`` sends (``None`` for the other kinds)
     form: PatchForm | None = None
+    #: the stored ``_source`` read for a save of a document that was not loaded
+    #: (``originals=``, :mod:`esmapper._originals`): seen by receivers and the change
+    #: type only, never written back (the body is the document's, as without it)
+    read_original: dict[str, Any] | None = None
 
     @property
     def doc_id(self) -> str | None:
@@ -131,6 +135,14 @@ class PendingWrite:
     #: the stored ``_source`` before this write (``None``: not known); bytes given for it
     #: are decoded when first read, once
     original_source = DecodedOnRead("_original")
+
+    @property
+    def seen_original(self) -> dict[str, Any] | None:
+        """What the receivers and the change type compare the write with: the stored
+        source the document was loaded from, else the one read for it (``originals=``)."""
+        if self._original is not None:
+            return self.original_source
+        return self.read_original
 
     @property
     def original_as_held(self) -> dict[str, Any] | bytes | None:

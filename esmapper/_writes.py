@@ -48,6 +48,7 @@ from esmapper import signals
 from esmapper._bodies import document_action, sends_bytes
 from esmapper._dates import CLOCK_SKEW, needs_fixing
 from esmapper._features import Feature, WriteCall, check_call_options
+from esmapper._originals import read_originals
 from esmapper._outcomes import send, send_answers
 from esmapper._pending import KINDS, PendingWrite
 from esmapper._settle import (
@@ -293,6 +294,7 @@ def _write_documents(
     states: _States = []
     try:
         _prepare(groups, call, before)
+        read_originals(call.ctx, call.options, groups)  # saves of documents not loaded
         actions = _before_write(call, pendings, groups, states)
     except BaseException:
         _undo_prepare(before)  # vetoed or invalid: nothing was sent, leave no trace

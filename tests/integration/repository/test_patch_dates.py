@@ -12,6 +12,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.patches import Patch
 from tests.integration.conftest import FakeClock, MakeMapper
 
 from .models import Employee
@@ -59,7 +60,7 @@ CREATED = {
 }
 
 
-def _patches() -> dict[str, em.Patch]:
+def _patches() -> dict[str, Patch]:
     return {
         "json": em.JsonPatch([{"op": "replace", "path": "n", "value": 5}]),
         "action": em.ActionPatch(lambda d: setattr(d, "n", 5)),
@@ -90,13 +91,13 @@ def test_patch_all_corrects_a_bad_created_date_and_keeps_a_good_one(
     _raw(es_client, repo, "bad", n=1, created_at=CREATED["in the future"])
     _raw(es_client, repo, "none", n=1)
     _raw(es_client, repo, "good", n=1, created_at=VALID)
-    patch = {
+    patches: dict[str, Patch] = {
         "json": em.JsonPatch([{"op": "replace", "path": "n", "value": 5}]),
         "action": em.ActionPatch(lambda d: setattr(d, "n", 5)),
         "partial": em.PartialPatch({"n": 5}),
         "script": em.ScriptPatch("ctx._source.n = 5"),
-    }[kind]
-    assert repo.patch_all(None, patch, consistency="wait") == 3
+    }
+    assert repo.patch_all(None, patches[kind], consistency="wait") == 3
     good, none = _stored(es_client, repo, "good"), _stored(es_client, repo, "none")
     assert good["created_at"] == VALID and none["created_at"] == NOW_TEXT
     assert good["modified_at"] == none["modified_at"] == NOW_TEXT
