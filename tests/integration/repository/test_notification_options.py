@@ -77,7 +77,7 @@ SAVED, ADDED, REMOVED = em.ChangeType.SAVED, em.ChangeType.ADDED, em.ChangeType.
 SCRIPT = em.ScriptPatch("ctx._source.age += 1")
 
 
-# -- patch_all over explicit ids (MB-5) ---------------------------------------------------
+# -- patch_all over explicit ids ---------------------------------------------------
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_an_unknown_update_by_query_outcome_publishes_nothing(
     assert ages == ([1, 1] if after_forwarding else [0, 0])
 
 
-# -- delayed delivery (MB-10, OP-8) -------------------------------------------------------
+# -- delayed delivery -------------------------------------------------------
 
 
 @pytest.fixture
@@ -219,7 +219,7 @@ def test_a_bad_notification_delay_is_refused(value: object) -> None:
         assert Bad.__esmapper__ is not None
 
 
-# -- batch notifications (OP-7) -----------------------------------------------------------
+# -- batch notifications -----------------------------------------------------------
 
 
 @pytest.fixture
@@ -267,7 +267,7 @@ def test_batch_notifications_must_be_a_bool() -> None:
         assert Bad.__esmapper__ is not None
 
 
-# -- originals of documents not loaded (OP-6) ---------------------------------------------
+# -- originals of documents not loaded ---------------------------------------------
 
 
 def test_a_soft_delete_of_a_document_not_loaded_needs_originals(
