@@ -150,12 +150,14 @@ class PendingWrite:
         return self._original
 
     def stored_value(self, key: str) -> Any:
-        """``original_source.get(key)`` (``None`` also when nothing was stored), read
+        """``seen_original.get(key)`` (``None`` also when nothing was stored), read
         without decoding the whole source when it is held as bytes (a msgspec decode of
         that one key; the rest is skipped in C)."""
         original = self._original
-        if original is None or type(original) is dict:
-            return None if original is None else original.get(key)
+        if original is None:  # the one read for a save of a document not loaded, if any
+            return None if self.read_original is None else self.read_original.get(key)
+        if type(original) is dict:
+            return original.get(key)
         try:
             return _one_key(key).decode(original).value  # type: ignore[arg-type]
         except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it

@@ -212,3 +212,29 @@ def test_dates_off_for_a_has_dates_model() -> None:
 
     info = Undated.__esmapper__
     assert (info.has_dates, info.created_field, info.updated_field) == (False, None, None)
+
+
+def test_a_time_series_is_partitioned_by_the_declared_created_date(
+    make_mapper: MakeMapper,
+) -> None:
+    class Opened(em.Document):
+        class Index:
+            name = "opened"
+            kind = "daily"
+            dates = ("opened_at", None)
+
+        opened_at: dt.datetime | None = None
+
+    mapper = make_mapper(Opened)
+    assert mapper.services.spec(Opened).date_field == "opened_at"
+    with pytest.raises(em.IndexConfigurationError, match="default date field"):
+
+        class Undated(em.Document):
+            class Index:
+                name = "undated_series"
+                kind = "daily"
+                dates = (None, "opened_at")
+
+            opened_at: dt.datetime | None = None
+
+        assert Undated.__esmapper__ is not None
