@@ -77,7 +77,8 @@ class RedisMessageBus:
         """Deliver to this process's receivers, then to the other processes (one
         ``PUBLISH``; skipped, with the outage's one warning, while Redis is unreachable),
         both once ``delay`` seconds passed when given. Raises ``TypeError`` when
-        ``message.data`` does not serialize to JSON (checked at once, also when delayed)."""
+        ``message.data`` does not serialize to JSON (after the local delivery; delayed,
+        before anything is scheduled)."""
         self.bind_model(model)
         message.origin = "local"
         payload: dict[str, Any] = {
@@ -88,13 +89,13 @@ class RedisMessageBus:
         }
         if message.ids:
             payload["s"] = list(message.ids)
-        _json.dumps(payload)  # refuse what cannot be sent before anything is delivered
 
         def deliver() -> None:
             signals.send_safely(signals.entity_changed, model, message=message, **context)
             self._send(payload)
 
         if delay:
+            _json.dumps(payload)  # refused now: it could not be sent when due
             self.scheduler(delay, deliver)
         else:
             deliver()

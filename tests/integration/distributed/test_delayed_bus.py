@@ -117,3 +117,17 @@ def test_a_batched_message_carries_its_ids_to_the_other_process(pair: Pair, got:
         ("local", None, ("g1", "g2"), em.ChangeType.ADDED),
         ("remote", None, ("g1", "g2"), em.ChangeType.ADDED),
     ]
+
+
+def test_a_delayed_message_that_cannot_be_sent_is_refused_at_once(redis_url: str) -> None:
+    scheduler = ManualScheduler()
+    bus = RedisMessageBus(redis_url, namespace=f"t-{uuid.uuid4().hex[:8]}", scheduler=scheduler)
+    try:
+        message = em.EntityChanged(
+            type="Delayed", id="x", change_type=em.ChangeType.SAVED, data={"o": object()}
+        )
+        with pytest.raises(TypeError):
+            bus.publish(Delayed, message, delay=1.0)
+        assert scheduler.waiting == []
+    finally:
+        bus.close()
