@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
-__all__ = ["patch_all", "remove_all"]
+__all__ = ["explicit_ids", "patch_all", "remove_all"]
 
 _REMOVE_SIGNALS = (
     signals.documents_removing,
@@ -150,7 +150,8 @@ def patch_all(
         # it writes each match at the version the last refresh made searchable: refreshed
         query = listing.request(filter, _scan_options(options, retry=True), {})
         script = update_body(ctx, info, patch)["script"]
-        return ByQuery(ctx, info, options).update(query.query_body(), script)
+        by_query = ByQuery(ctx, info, options)
+        return by_query.update(query.query_body(), script, notify=explicit_ids(filter))
 
     changed = 0
     failures: list[BulkOutcome] = []
@@ -196,6 +197,21 @@ def patch_all(
     return changed
 
 
+def explicit_ids(filter: str | Query | None) -> list[str] | None:
+    """The ids a ``patch_all`` filter lists explicitly (an ``Ids`` query:
+    ``Ids(values=[...])``, ``Q("ids", values=[...])``), in order, once each; ``None`` for
+    any other filter. Its ``_update_by_query`` then publishes one message per listed id
+    (the answer does not say which matched: an id that matched nothing is published too),
+    as the reference's ``PatchAllAsync`` with explicit ids does, instead of one
+    ``id=None`` message."""
+    if not isinstance(filter, Ids):
+        return None
+    values = filter.to_dict()["ids"].get("values") or []
+    if isinstance(values, str):
+        values = [values]
+    return [str(v) for v in dict.fromkeys(values)] or None
+
+
 def _hit_pending(
     ctx: Context, info: ModelInfo, hit: FindHit[Any], patch: Patch
 ) -> PendingWrite | None:
@@ -205,7 +221,7 @@ def _hit_pending(
     state = hit.document._esm_state
     source = state.original if state is not None else {}
     if isinstance(patch, PartialPatch | ScriptPatch):
-        body = update_body(ctx, info, patch)
+        body = update_body(ctx, info, patch, source)
         return update_pending(info, patch, hit.id, body, hit.index, hit.version, source)
     return client_side_pending(ctx, info, patch, hit.id, hit.index, source, hit.version)
 

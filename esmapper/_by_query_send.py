@@ -63,9 +63,11 @@ class ByQuery:
     def spec(self) -> IndexSpec:
         return self.ctx.spec(self.info.cls)
 
-    def update(self, query: Any, script: dict[str, Any]) -> int:
+    def update(self, query: Any, script: dict[str, Any], notify: list[str] | None = None) -> int:
         """``_update_by_query`` of the matches of ``query`` with ``script`` (the Update
         API's, :func:`esmapper._patch_actions.update_body`); returns the number updated.
+        When anything was updated it publishes one ``id=None`` message, or one per id of
+        ``notify`` (the ids the filter listed: :func:`esmapper._by_query.explicit_ids`).
         It writes each match at the version the last refresh made searchable: a document
         written since would be a conflict it cannot retry (it cannot say which), so it
         always refreshes first (and the recently-soft-deleted hint is not needed)."""
@@ -97,7 +99,7 @@ class ByQuery:
             return 0
         updated = result.count("updated")
         if updated:
-            announce(ctx, info, [None], options)
+            announce(ctx, info, list(notify) if notify else [None], options)
         self._raise_failures(call, "update_by_query", result, f"{updated} were patched")
         conflicts = result.count("version_conflicts")
         if conflicts:

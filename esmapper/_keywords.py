@@ -56,6 +56,7 @@ class _OptionKeywordsButCache(TypedDict, total=False):
     timeout: Timeout | None
     retries: int | None
     query_log_level: LogLevel | None
+    originals: bool | None
 
 
 class _TenantKeyword(TypedDict, total=False):

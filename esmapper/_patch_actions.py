@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 import jsonpatch
 
 from esmapper import signals
+from esmapper._dates import partial_dates, script_dates, stamp_document, stamp_source
 from esmapper._pending import PatchForm, PendingWrite, change_type
 from esmapper._settle import failure_error, publish_changes
 from esmapper.bulk import BulkOutcome
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
-from esmapper.model.codec import format_datetime
+from esmapper.model.dates import parse_datetime
 from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
 from esmapper.signals import ChangeType
@@ -32,7 +33,6 @@ __all__ = [
     "announce",
     "changed_ids",
     "client_side_pending",
-    "now_text",
     "raise_for",
     "patch_written",
     "per_document",
@@ -42,23 +42,22 @@ __all__ = [
 ]
 
 
-def now_text(ctx: Context) -> str:
-    return format_datetime(ctx.clock())
-
-
-def update_body(ctx: Context, info: ModelInfo, patch: PartialPatch | ScriptPatch) -> dict[str, Any]:
-    """The Update API body of a Partial/Script patch, with ``updated_utc`` tracking."""
-    dated = info.has_dates
+def update_body(
+    ctx: Context,
+    info: ModelInfo,
+    patch: PartialPatch | ScriptPatch,
+    stored: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The Update API body of a Partial/Script patch, with the dates of
+    :mod:`esmapper._dates` (``stored``: the source a scanned write is conditioned on, which
+    lets a PartialPatch correct the created date)."""
+    now = parse_datetime(ctx.clock())
     if isinstance(patch, PartialPatch):
-        doc = dict(patch.doc)
-        if dated and "updated_utc" not in doc:
-            doc["updated_utc"] = now_text(ctx)
+        doc = partial_dates(info, patch.doc, now, stored) if info.has_dates else dict(patch.doc)
         return {"doc": doc, "detect_noop": True}
-    params = dict(patch.params or {})
-    source = patch.source
-    if dated and "updated_utc" not in params:
-        params["__esm_now"] = now_text(ctx)
-        source = f"{source.rstrip().rstrip(';')};\nctx._source.updated_utc = params.__esm_now;"
+    source, params = patch.source, dict(patch.params or {})
+    if info.has_dates:
+        source, params = script_dates(info, source, params, now)
     return {"script": {"source": source, "lang": "painless", "params": params}}
 
 
@@ -93,8 +92,9 @@ def client_side_pending(  # noqa: PLR0917 - what one read gave
     """The conditional ``index`` of a Json/Action patch applied to ``source`` (read from
     ``index`` at ``version``), or ``None`` for a no-op (an empty JsonPatch, an ActionPatch
     whose callables all returned False). Raises DocumentError for a JsonPatch that does
-    not apply. ``updated_utc`` is set; the features complete the document at the write's
-    ``prepare`` point (custom-field ``idx``) and judge it at ``check`` (the tenant rule)."""
+    not apply. The dates are set (:mod:`esmapper._dates`); the features complete the
+    document at the write's ``prepare`` point (custom-field ``idx``) and judge it at
+    ``check`` (the tenant rule)."""
     body: dict[str, Any] | None = None
     if isinstance(patch, JsonPatch):
         if not patch.operations:
@@ -110,14 +110,14 @@ def client_side_pending(  # noqa: PLR0917 - what one read gave
                 reason=str(exc),
             ) from exc
         if info.has_dates:
-            body["updated_utc"] = now_text(ctx)
+            stamp_source(info, body, parse_datetime(ctx.clock()))
         document = info.from_source(body, id, version)
     else:
         document = info.from_source(source, id, version)
         if not patch.apply(document):
             return None
         if info.has_dates:
-            document.updated_utc = ctx.clock()
+            stamp_document(info, document, parse_datetime(ctx.clock()))
     form = PatchForm(patch, False, body, index, version)
     return PendingWrite("patch", document, info, id=id, original_source=source, form=form)
 

@@ -63,8 +63,9 @@ empty list except for a single-document ActionPatch) only when something changed
 (ScriptPatch ``ctx.op = 'none'``, ActionPatch returning False, an empty JsonPatch) writes
 and publishes nothing. A patch that turns ``is_deleted`` from false to true publishes
 ``REMOVED``, like a save that does (:func:`esmapper._pending.change_type`; not a
-``ScriptPatch``, whose result is not known). ``updated_utc`` is set on every patch (a
-caller-supplied value wins for Partial/Script).
+``ScriptPatch``, whose result is not known). The dates are set on every patch
+(:mod:`esmapper._dates`: the updated date, a caller-supplied value winning for
+Partial/Script; the created date corrected where the path can judge it).
 
 The patches by id are here; the by-query writes (``patch_all``, ``remove_all``, re-exported
 here) in :mod:`esmapper._by_query`; what both build and do after a write in

@@ -123,6 +123,10 @@ class PendingWrite:
     written: dict[str, Any] | None = None
     #: what a ``patch`` sends (``None`` for the other kinds)
     form: PatchForm | None = None
+    #: the stored ``_source`` read for a save of a document that was not loaded
+    #: (``originals=``, :mod:`esmapper._originals`): seen by receivers and the change
+    #: type only, never written back (the body is the document's, as without it)
+    read_original: dict[str, Any] | None = None
 
     @property
     def doc_id(self) -> str | None:
@@ -133,17 +137,27 @@ class PendingWrite:
     original_source = DecodedOnRead("_original")
 
     @property
+    def seen_original(self) -> dict[str, Any] | None:
+        """What the receivers and the change type compare the write with: the stored
+        source the document was loaded from, else the one read for it (``originals=``)."""
+        if self._original is not None:
+            return self.original_source
+        return self.read_original
+
+    @property
     def original_as_held(self) -> dict[str, Any] | bytes | None:
         """``original_source`` without decoding: the dict, or the bytes."""
         return self._original
 
     def stored_value(self, key: str) -> Any:
-        """``original_source.get(key)`` (``None`` also when nothing was stored), read
+        """``seen_original.get(key)`` (``None`` also when nothing was stored), read
         without decoding the whole source when it is held as bytes (a msgspec decode of
         that one key; the rest is skipped in C)."""
         original = self._original
-        if original is None or type(original) is dict:
-            return None if original is None else original.get(key)
+        if original is None:  # the one read for a save of a document not loaded, if any
+            return None if self.read_original is None else self.read_original.get(key)
+        if type(original) is dict:
+            return original.get(key)
         try:
             return _one_key(key).decode(original).value  # type: ignore[arg-type]
         except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it

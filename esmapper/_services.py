@@ -20,6 +20,7 @@ callbacks, ``base_client`` (use :attr:`Services.client`, bounded by the call's
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_CACHE_TTL", "Services"]
 
 _S = TypeVar("_S")
+
+log = logging.getLogger("esmapper.repository")
 
 #: Cache lifetime of an operation that asks for caching on a model without a default
 #: (also what ``class Index: cache = True`` means).
@@ -86,6 +89,8 @@ class Services:
     _specs: dict[type, IndexSpec] = attrs.field(init=False, factory=dict)
     _extensions: dict[str, Any] = attrs.field(init=False, factory=dict)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    #: the models whose notification delay the bus could not honour (warned once)
+    _undelayed: set[type] = attrs.field(init=False, factory=set)
     _version: ServerVersion = attrs.field(init=False, factory=ServerVersion)
     #: ``(base_client, its raw copy or None)`` (see :attr:`raw_client`)
     _raw: tuple[Elasticsearch, Elasticsearch | None] | None = attrs.field(init=False, default=None)
@@ -184,8 +189,28 @@ class Services:
     # -- side channels (cache and notifications) ---------------------------------------
 
     def publish(self, model: type, message: signals.EntityChanged, options: Options) -> None:
-        """Publish an ``entity_changed`` message through the bus."""
-        self.bus.publish(model, message, options=options)
+        """Publish an ``entity_changed`` message through the bus, after the model's
+        ``Index.notification_delay`` when it has one and the bus supports delays
+        (``supports_delay``); a bus that does not gets it at once, with one warning per
+        model (never dropped)."""
+        info = getattr(model, "__esmapper__", None)
+        index = None if info is None else info.index
+        delay = None if index is None else index.notification_delay
+        if delay is None:
+            self.bus.publish(model, message, options=options)
+        elif getattr(self.bus, "supports_delay", False):
+            self.bus.publish(model, message, options=options, delay=delay.total_seconds())
+        else:
+            if model not in self._undelayed:
+                self._undelayed.add(model)
+                log.warning(
+                    "%s: Index.notification_delay is %s, but the bus %r cannot delay "
+                    "messages (no supports_delay): they are delivered at once",
+                    model.__name__,
+                    delay,
+                    self.bus,
+                )
+            self.bus.publish(model, message, options=options)
 
     def has_subscribers(self, model: type) -> bool:
         """Whether publishing for ``model`` can reach anyone (the in-process bus without

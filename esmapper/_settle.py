@@ -61,7 +61,7 @@ Groups = dict[tuple[type, WriteKind], list[PendingWrite]]
 
 
 def _hydrate_original(pending: PendingWrite) -> Any:
-    source = pending.original_source
+    source = pending.seen_original
     if source is None:
         return None
     return pending.info.from_source(source, pending.doc_id, None)
@@ -123,7 +123,7 @@ def _change_type(pending: PendingWrite) -> ChangeType:
         return KINDS[pending.kind].change_type
     state = state_of(pending.doc)
     written = state.original if state is not None else None
-    return _judged_change(pending, pending.original_source, written)
+    return _judged_change(pending, pending.seen_original, written)
 
 
 def publish_changes(
@@ -132,7 +132,11 @@ def publish_changes(
     changes: Sequence[tuple[str | None, ChangeType]],
     options: Options,
 ) -> None:
-    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation.
+    """Publish ``entity_changed`` for each ``(id, change_type)``, honouring cancellation;
+    with ``Index.batch_notifications``, one message per change type instead, ``id=None``
+    and ``ids`` the documents (in order; a change by query, ``id=None``, stays its own
+    message). The bus delivers it after ``Index.notification_delay`` when the model has one
+    (:meth:`esmapper._services.Services.publish`).
 
     Runs after the write was confirmed: a failing ``before_publish_entity_changed``
     receiver or bus is logged (with the model and id) and the next message still goes out.
@@ -140,8 +144,7 @@ def publish_changes(
     if not changes or not options.notifications or not ctx.has_subscribers(info.cls):
         return
     before = signals.before_publish_entity_changed
-    for doc_id, change_type in changes:
-        message = signals.EntityChanged(type=info.name, id=doc_id, change_type=change_type)
+    for message in _messages(info, changes):
         try:
             if signals.has_receivers(before, info.cls):
                 before.send(info.cls, message=message, options=options)
@@ -151,11 +154,32 @@ def publish_changes(
         except Exception:
             log.exception(
                 "publishing %s %s of %s %r failed; the write itself is stored",
-                change_type.name,
+                message.change_type.name,
                 "change",
                 info.name,
-                doc_id,
+                message.id if message.id is not None or not message.ids else list(message.ids),
             )
+
+
+def _messages(
+    info: ModelInfo, changes: Sequence[tuple[str | None, ChangeType]]
+) -> list[signals.EntityChanged]:
+    """The messages of ``changes``: one per change, or per change type when the model
+    batches its notifications."""
+    if info.index is None or not info.index.batch_notifications:
+        return [signals.EntityChanged(type=info.name, id=i, change_type=c) for i, c in changes]
+    batches: dict[ChangeType, list[str]] = {}
+    out: list[signals.EntityChanged] = []
+    for doc_id, change in changes:
+        if doc_id is None:
+            out.append(signals.EntityChanged(type=info.name, id=None, change_type=change))
+        else:
+            batches.setdefault(change, []).append(doc_id)
+    batched = [
+        signals.EntityChanged(type=info.name, id=None, change_type=c, ids=tuple(ids))
+        for c, ids in batches.items()
+    ]
+    return batched + out
 
 
 def failure_error(

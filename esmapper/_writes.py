@@ -10,8 +10,10 @@ docs/architecture.md has the table): a model whose features implement none costs
 empty-tuple check per group and point, nothing per document.
 
 1. ids and dates (``add``: id from ``id_fields``, else the ``assign_ids`` point, else a
-   new ObjectId; ``created_utc`` kept when valid; ``updated_utc = now``; a partial
-   document's ``created_utc`` is left alone unless it was loaded);
+   new ObjectId; the date rule of :mod:`esmapper._dates` on the model's created/updated
+   attributes, ``created_utc``/``updated_utc`` or ``Index.dates``: the created date kept
+   when valid, the updated one set to now; a partial document's created date is left
+   alone unless it was loaded);
 2. ``documents_adding`` / ``saving`` / ``removing`` (a raising receiver vetoes: then
    nothing at all is written, and step 1 is undone);
 3. normalization (:meth:`ModelInfo.normalize`), the ``prepare`` point, validation
@@ -44,7 +46,9 @@ from typing import TYPE_CHECKING, Any, overload
 from esmapper import _gcpause as _gc
 from esmapper import signals
 from esmapper._bodies import document_action, sends_bytes
+from esmapper._dates import CLOCK_SKEW, needs_fixing
 from esmapper._features import Feature, WriteCall, check_call_options
+from esmapper._originals import read_originals
 from esmapper._outcomes import send, send_answers
 from esmapper._pending import KINDS, PendingWrite
 from esmapper._settle import (
@@ -86,21 +90,12 @@ log = logging.getLogger("esmapper.writes")
 #: they skip the model's per-assignment conversion and change tracking.
 _set = object.__setattr__
 
-#: How far in the future a supplied created_utc may lie before it counts as invalid.
-_CLOCK_SKEW = _dt.timedelta(minutes=1)
-
 
 _datetime = _dt.datetime
 
 #: ``BulkAction``'s body, if_seq_no, if_primary_term, routing and retry_on_conflict of an
 #: add (its arguments given by position: cheaper than by keyword)
 _NO_OPTIONS = (None, None, None, None, None)
-
-
-def _needs_fixing(created: Any, latest: _dt.datetime) -> bool:
-    """A created date that is missing, before 1971 or later than ``latest`` is replaced (so
-    is a stored value the model could not read as a date: see esmapper.model.lenient)."""
-    return not isinstance(created, _datetime) or created.year < 1971 or created > latest
 
 
 def composed_id(info: ModelInfo, doc: Any) -> str:
@@ -130,7 +125,7 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
     is recorded first in ``before`` (document, id, created_utc, updated_utc: four flat
     entries, no object per document) for :func:`_undo_prepare`."""
     now = call.now
-    latest = now + _CLOCK_SKEW
+    latest = now + CLOCK_SKEW
     record = before.extend
     for (_cls, kind), group in groups.items():
         info = group[0].info
@@ -143,6 +138,7 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
                     raise DocumentError(f"cannot remove {article(info.name)} that has no id")
             continue
         dated, adding = info.has_dates, kind == "add"
+        created_name, updated_name = info.created_field, info.updated_field
         composed = adding and info.index is not None and bool(info.index.id_fields)
         placed = info.points.assign_ids if adding else ()
         unplaced: list[PendingWrite] = []  # new documents the assign_ids point may place
@@ -157,17 +153,21 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
                     f"cannot save {article(info.name)} without an id; add() it first"
                 )
             if dated:
-                created = doc.created_utc
-                record((doc, doc.id, created, doc.updated_utc))
-                if state is None or not state.partial:
+                created = getattr(doc, created_name) if created_name else None
+                record((doc, doc.id, created, getattr(doc, updated_name) if updated_name else None))
+                if created_name is None:
+                    pass
+                elif state is None or not state.partial:
                     fix = not isinstance(created, _datetime) or created.year < 1971
-                    if fix or created > latest:  # (_needs_fixing, inline)
-                        _set(doc, "created_utc", now)
-                else:  # loaded in part: its created_utc is fixed only if it was loaded
-                    if "created_utc" in (state.original or {}) and _needs_fixing(created, latest):
-                        _set(doc, "created_utc", now)
-                    state.assigned = (state.assigned or set()) | {"updated_utc"}
-                _set(doc, "updated_utc", now)
+                    if fix or created > latest:  # (needs_fixing, inline)
+                        _set(doc, created_name, now)
+                # loaded in part: its created date is fixed only if it was loaded
+                elif created_name in (state.original or {}) and needs_fixing(created, latest):
+                    _set(doc, created_name, now)
+                if updated_name is not None:
+                    if state is not None and state.partial:
+                        state.assigned = (state.assigned or set()) | {updated_name}
+                    _set(doc, updated_name, now)
             else:
                 record((doc, doc.id, _UNDATED, _UNDATED))
             if adding and doc.id is None:
@@ -195,8 +195,11 @@ def _undo_prepare(before: list[Any]) -> None:
         doc, doc_id, created, updated = before[k : k + 4]
         _set(doc, "id", doc_id)
         if created is not _UNDATED:
-            _set(doc, "created_utc", created)
-            _set(doc, "updated_utc", updated)
+            info = type(doc).__esmapper__
+            if info.created_field is not None:
+                _set(doc, info.created_field, created)
+            if info.updated_field is not None:
+                _set(doc, info.updated_field, updated)
 
 
 #: what the ``prepare`` point returned: (the feature, its state, the model's info)
@@ -291,6 +294,7 @@ def _write_documents(
     states: _States = []
     try:
         _prepare(groups, call, before)
+        read_originals(call.ctx, call.options, groups)  # saves of documents not loaded
         actions = _before_write(call, pendings, groups, states)
     except BaseException:
         _undo_prepare(before)  # vetoed or invalid: nothing was sent, leave no trace

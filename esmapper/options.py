@@ -174,6 +174,10 @@ class Options:
     to (:mod:`esmapper.custom_fields.search`). ``query_log_level`` (an int or a
     level name, ``"trace"`` included): the level at which the call's search requests are
     logged with their target and body on ``esmapper.query`` (``None``: DEBUG).
+    ``originals``: a save of a document that was not loaded first reads the stored one (one
+    real-time ``_mget`` per batch), so that the "-ing"/"-ed" receivers get its
+    ``original`` and a soft delete is published as ``REMOVED`` (``None``: the model's
+    ``class Index: originals``, default off).
 
     Repository and session calls take each option as a keyword argument whose default,
     ``None``, means "the repository's (or session's) default".
@@ -190,6 +194,7 @@ class Options:
     retries: int | None = attrs.field(default=None, converter=check_retries)
     tenant: str | None = attrs.field(default=None, validator=_tenant)
     query_log_level: int | None = attrs.field(default=None, converter=log_level)
+    originals: bool | None = None
 
     def merge(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""

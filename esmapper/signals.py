@@ -84,7 +84,8 @@ class ModifiedDocument:
 class EntityChanged:
     """The change notification published for each changed document.
 
-    ``type`` is the model name, ``id`` the document id (``None`` for a change by query),
+    ``type`` is the model name, ``id`` the document id (``None`` for a change by query, and
+    for a batch: then ``ids`` lists the documents, see ``Index.batch_notifications``),
     ``data`` free-form enrichment added by ``before_publish_entity_changed`` receivers,
     ``origin`` ``"local"`` (written by this process) or ``"remote"`` (delivered by a
     distributed bus from another process).
@@ -94,6 +95,7 @@ class EntityChanged:
     id: str | None
     change_type: ChangeType
     data: dict[str, Any] = attrs.field(factory=dict)
+    ids: tuple[str, ...] = ()
     cancel: bool = attrs.field(default=False, eq=False, repr=False)
     origin: str = attrs.field(default="local", eq=False)
 

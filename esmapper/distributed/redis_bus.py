@@ -7,6 +7,11 @@ what other processes published to ``signals.entity_changed`` in this one, with
 ``message.origin == "remote"`` and ``options=None``; a process never gets its own messages
 twice (each carries the link's random token).
 
+With ``delay=`` (``class Index: notification_delay``) both deliveries wait: the message is
+held in this process (the bus's scheduler, :func:`esmapper.bus.timer_scheduler` by default)
+and delivered here and published to Redis once the delay passed; a process that exits
+before that loses it (pub/sub keeps nothing).
+
 Delivery is Redis pub/sub: at most once, to the processes subscribed at that moment. While
 Redis is unreachable the messages of this process reach only this process (the failure is
 logged once per outage by the link); the listener reconnects with back-off.
@@ -17,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from esmapper import signals
-from esmapper.bus import Subscription, subscribe
+from esmapper import _json, signals
+from esmapper.bus import Scheduler, Subscription, subscribe, timer_scheduler
 from esmapper.distributed.link import RedisLink, RedisUnavailable
 
 __all__ = ["RedisMessageBus"]
@@ -36,9 +41,17 @@ class RedisMessageBus:
     an unknown model is sent with the model name as sender.
     """
 
+    supports_delay = True
+
     def __init__(
-        self, link: str | RedisLink, *, namespace: str = "esmapper", **link_options: Any
+        self,
+        link: str | RedisLink,
+        *,
+        namespace: str = "esmapper",
+        scheduler: Scheduler | None = None,
+        **link_options: Any,
     ) -> None:
+        self.scheduler: Scheduler = scheduler or timer_scheduler
         self._owns_link = not isinstance(link, RedisLink)
         self.link = (
             link
@@ -53,26 +66,50 @@ class RedisMessageBus:
         info = getattr(model, "__esmapper__", None)
         self._models[getattr(info, "name", None) or model.__name__] = model
 
-    def publish(self, model: type, message: signals.EntityChanged, **context: Any) -> None:
+    def publish(
+        self,
+        model: type,
+        message: signals.EntityChanged,
+        *,
+        delay: float | None = None,
+        **context: Any,
+    ) -> None:
         """Deliver to this process's receivers, then to the other processes (one
-        ``PUBLISH``; skipped, with the outage's one warning, while Redis is unreachable).
-        Raises ``TypeError`` when ``message.data`` does not serialize to JSON."""
+        ``PUBLISH``; skipped, with the outage's one warning, while Redis is unreachable),
+        both once ``delay`` seconds passed when given. Raises ``TypeError`` when
+        ``message.data`` does not serialize to JSON (after the local delivery; delayed,
+        before anything is scheduled)."""
         self.bind_model(model)
         message.origin = "local"
-        signals.send_safely(signals.entity_changed, model, message=message, **context)
-        payload = {
+        payload: dict[str, Any] = {
             "t": message.type,
             "i": message.id,
             "c": int(message.change_type),
             "d": message.data,
         }
+        if message.ids:
+            payload["s"] = list(message.ids)
+
+        def deliver() -> None:
+            signals.send_safely(signals.entity_changed, model, message=message, **context)
+            self._send(payload)
+
+        if delay:
+            _json.dumps(payload)  # refused now: it could not be sent when due
+            self.scheduler(delay, deliver)
+        else:
+            deliver()
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        """``PUBLISH`` ``payload`` on the ``ev`` channel (skipped while Redis is
+        unreachable)."""
         try:
             self.link.publish("ev", payload)
         except RedisUnavailable as exc:
             log.debug(
                 "entity_changed for %s %r not sent to other processes: %s",
-                message.type,
-                message.id,
+                payload["t"],
+                payload["i"],
                 exc,
             )
 
@@ -89,6 +126,7 @@ class RedisMessageBus:
             id=payload.get("i"),
             change_type=signals.ChangeType(payload.get("c", signals.ChangeType.SAVED)),
             data=payload.get("d") or {},
+            ids=tuple(payload.get("s") or ()),
             origin="remote",
         )
         sender: Any = self._models.get(name or "", name)

@@ -333,9 +333,10 @@ class Run:
 
     def since(self, start: _dt.datetime) -> dict[str, Any] | None:
         """The catch-up query: changed since ``start`` (``None``: every document)."""
-        if not self.spec.info.has_dates:
+        field = self.spec.info.updated_field  # every write sets it (esmapper._dates)
+        if field is None:
             return None
-        return {"range": {"updated_utc": {"gte": format_datetime(start)}}}
+        return {"range": {field: {"gte": format_datetime(start)}}}
 
     def reconcile(self, copied: PassOutcome | None = None) -> tuple[int, int, int]:
         """Under the block, after the final pass: delete from ``new`` what ``old`` no longer
@@ -427,7 +428,7 @@ def run_phases(
         # Nothing written since the copy's refresh: no catch-up (the final pass, if one is
         # needed after all, starts from the copy's start). A hint from the index-level
         # counters: the proof is read under the block.
-        if spec.info.has_dates and written_since(client, old, run.marks):
+        if spec.info.updated_field is not None and written_since(client, old, run.marks):
             since, previous = clock() - margin, since
             # A write made during the copy is visible by itself within the refresh interval:
             # when that is at most a quarter of the margin (the rest is for clock skew), what

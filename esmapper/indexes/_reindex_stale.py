@@ -48,7 +48,6 @@ __all__ = ["floor_of", "recreate_ids", "stale_ids"]
 
 log = logging.getLogger("esmapper.indexes")
 
-_DATES: Final = "updated_utc"
 _BATCH: Final = 1000
 
 
@@ -71,14 +70,14 @@ def _seq_no_query(client: Elasticsearch, index: str, floor: int) -> dict[str, An
 
 
 def _written_since(
-    client: Elasticsearch, index: str, query: dict[str, Any] | None, floor: int, dated: bool
+    client: Elasticsearch, index: str, query: dict[str, Any] | None, floor: int, dated: str | None
 ) -> Iterator[dict[str, tuple[int, Any]]]:
-    """``{id: (_version, updated_utc)}`` of the documents of ``index`` matching ``query``
+    """``{id: (_version, updated date)}`` of the documents of ``index`` matching ``query``
     whose ``_seq_no`` is above ``floor``, a batch at a time (a scroll; ``_source`` only
-    ``updated_utc`` when ``dated``, else none), every page answered by every shard
+    the updated date field ``dated`` when given, else none), every page answered by every shard
     (:func:`esmapper._shards.scroll_all`: else :class:`~esmapper.errors.PartialResultsError`,
     a stale copy must not go unnoticed)."""
-    source: dict[str, Any] = {"source_includes": [_DATES]} if dated else {"source": False}
+    source: dict[str, Any] = {"source_includes": [dated]} if dated else {"source": False}
     pages = scroll_all(
         client,
         what=f"the listing of documents written to {index} during the copy",
@@ -92,7 +91,7 @@ def _written_since(
     )
     for hits in pages:
         batch = {
-            str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(_DATES))
+            str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(dated or ""))
             for h in hits
             if _above(h, floor)
         }
@@ -144,11 +143,12 @@ def stale_ids(
     parameters of ``spec``'s model (a routing); an entry answered with an error raises
     :class:`~esmapper.errors.IndexConfigurationError` (never taken for a missing copy)."""
     query = since if since is not None else _seq_no_query(client, old, floor)
-    has_dates = spec.info.has_dates
+    dates_field = spec.info.updated_field  # every write sets it (esmapper._dates)
+    has_dates = dates_field is not None
     by_source = not has_dates and not scripted
-    wanted: Any = [_DATES] if has_dates else by_source
+    wanted: Any = [dates_field] if has_dates else by_source
     stale: list[str] = []
-    for batch in _written_since(client, old, query, floor, has_dates):
+    for batch in _written_since(client, old, query, floor, dates_field):
         ids = list(batch)
         copies = _docs(client, new, ids, wanted, spec)
         held = _docs(client, old, ids, True, spec) if by_source else {}
@@ -159,7 +159,7 @@ def stale_ids(
             if int(copy.get("_version") or 0) != version:
                 same = False  # a correct copy carries the old document's version
             elif has_dates:
-                same = (copy.get("_source") or {}).get(_DATES) == dates
+                same = (copy.get("_source") or {}).get(dates_field or "") == dates
             elif by_source:
                 same = copy.get("_source") == (held.get(doc_id) or {}).get("_source")
             else:

@@ -107,8 +107,9 @@ class IndexSpec:
 
     @property
     def date_field(self) -> str:
-        """The attribute that dates a time-series document (``created_utc`` by default)."""
-        return self.options.date_field or "created_utc"
+        """The attribute that dates a time-series document (by default the model's created
+        date: ``created_utc``, or the one ``Index.dates`` names)."""
+        return self.options.date_field or self.info.created_field or "created_utc"
 
     def physical_name(self, version: int | None = None) -> str:
         """The physical index holding ``version`` (the current version by default); for

@@ -29,7 +29,7 @@ from esmapper.model.fields import (
     is_mutable_default,
     spec_from_annotation,
 )
-from esmapper.model.info import IndexOptions, ModelInfo, check_against_fields
+from esmapper.model.info import IndexOptions, ModelInfo, check_against_fields, date_fields
 from esmapper.model.normalize import compile_normalizer
 from esmapper.model.state import DocState, version_of
 
@@ -238,6 +238,11 @@ def _build_info(
         if index is None:
             index = IndexOptions.from_class(cls.__name__, index_cls)
         check_against_fields(cls.__name__, index, specs)
+    created, updated = (
+        date_fields(cls.__name__, index, specs, issubclass(cls, HasDates))
+        if is_document
+        else (None, None)
+    )
     return ModelInfo(
         cls=cls,
         fields=specs,
@@ -247,7 +252,9 @@ def _build_info(
         normalizer=compile_normalizer(cls, specs, raw_slots),
         is_document=is_document,
         index=index,
-        has_dates=is_document and issubclass(cls, HasDates),
+        has_dates=created is not None or updated is not None,
+        created_field=created,
+        updated_field=updated,
         soft_deletes=is_document and issubclass(cls, SoftDeletes),
         versioned=has_version,
         # the custom-field feature (esmapper.custom_fields) checks their options, maps and

@@ -20,7 +20,13 @@ from esmapper.reindex_scripts import ReindexScriptValue, check_reindex_scripts
 if TYPE_CHECKING:
     from esmapper.model.codec import FromSource
 
-__all__ = ["DEFAULT_CACHE_LIFETIME", "IndexOptions", "ModelInfo", "check_against_fields"]
+__all__ = [
+    "DEFAULT_CACHE_LIFETIME",
+    "IndexOptions",
+    "ModelInfo",
+    "check_against_fields",
+    "date_fields",
+]
 
 #: What ``class Index: cache = True`` (and a per-call ``cache=True`` on a model not cached
 #: by default) keeps a by-id read for.
@@ -52,7 +58,18 @@ class IndexOptions:
     :mod:`esmapper.custom_fields`) are also read as attributes. ``pipeline``: the ingest
     pipeline every create and index write runs through: the name of an existing one, or
     its definition (``{"processors": [...], ...}``, created as ``<alias>-pipeline``; see
-    :mod:`esmapper.indexes.pipelines`).
+    :mod:`esmapper.indexes.pipelines`). ``dates``: the ``(created, updated)`` attributes the
+    mapper dates (either may be ``None``; default ``("created_utc", "updated_utc")`` for
+    ``em.HasDates`` models, none otherwise): every write sets the updated one, and a
+    created one that is missing, before 1971 or in the future is corrected (see
+    :mod:`esmapper._writes`, :mod:`esmapper._patch_actions`); ``()`` turns date tracking
+    off. Notifications (:mod:`esmapper.bus`): ``notification_delay`` delays every
+    ``entity_changed`` of the model (a ``timedelta`` or seconds; the bus holds it, see
+    :class:`~esmapper.bus.MessageBus`), ``batch_notifications`` publishes one message per
+    call and change type (``id=None``, ``ids`` the documents) instead of one per
+    document, ``originals`` reads the stored source of a document saved without being
+    loaded, so that receivers get its original and a soft delete is published as
+    ``REMOVED`` (per call: ``originals=``).
     """
 
     name: str
@@ -68,6 +85,10 @@ class IndexOptions:
     reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
     pipeline: str | Mapping[str, Any] | None = None
+    dates: tuple[str | None, str | None] | None = None
+    notification_delay: _dt.timedelta | None = None
+    batch_notifications: bool = False
+    originals: bool = False
     #: the options a registered feature reads (its ``Feature.index_options``), by name
     extras: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -105,6 +126,17 @@ class IndexOptions:
         raw.setdefault("name", _default_name(model_name))
         if "cache" in raw:
             raw["cache"] = _cache_lifetime(raw["cache"], f"{model_name}.Index.cache")
+        if "dates" in raw:
+            raw["dates"] = _dates(raw["dates"], f"{model_name}.Index.dates")
+        if "notification_delay" in raw:
+            raw["notification_delay"] = _delay(
+                raw["notification_delay"], f"{model_name}.Index.notification_delay"
+            )
+        for key in ("batch_notifications", "originals"):
+            if not isinstance(raw.get(key, False), bool):
+                raise IndexConfigurationError(
+                    f"{model_name}.Index.{key} must be True or False, not {raw[key]!r}"
+                )
         options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
@@ -168,6 +200,65 @@ def _cache_lifetime(value: object, where: str) -> _dt.timedelta | None:
     )
 
 
+def _dates(value: object, where: str) -> tuple[str | None, str | None]:
+    """``Index.dates`` as ``(created, updated)`` attribute names: a pair (either ``None``),
+    or ``()``/``None``/``False`` for no date tracking."""
+    if value is None or value is False or value == ():
+        return (None, None)
+    if (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(v is None or (isinstance(v, str) and v) for v in value)
+    ):
+        return (value[0], value[1])
+    raise IndexConfigurationError(
+        f"{where} names the (created, updated) datetime attributes the mapper sets, "
+        f'e.g. ("created_at", "updated_at") (either may be None), or () for none; '
+        f"got {value!r}"
+    )
+
+
+def _delay(value: object, where: str) -> _dt.timedelta | None:
+    """``Index.notification_delay`` as a ``timedelta`` (``None``/0: immediate)."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 86400:
+        return _dt.timedelta(seconds=value) if value else None
+    if isinstance(value, _dt.timedelta) and _dt.timedelta(0) <= value < _dt.timedelta(days=1):
+        return value or None
+    raise IndexConfigurationError(
+        f"{where} is how long each notification waits before it is delivered: a "
+        f"timedelta or a number of seconds (0 to under a day), or None; got {value!r}"
+    )
+
+
+def date_fields(
+    model_name: str, index: IndexOptions | None, specs: Sequence[FieldSpec], has_dates: bool
+) -> tuple[str | None, str | None]:
+    """The ``(created, updated)`` attributes the mapper dates: ``Index.dates`` when given,
+    else ``created_utc``/``updated_utc`` of an ``em.HasDates`` model. Raises
+    IndexConfigurationError for a name that is not a single datetime attribute."""
+    given = None if index is None else index.dates
+    if given is None:
+        return ("created_utc", "updated_utc") if has_dates else (None, None)
+    by_name = {spec.name: spec for spec in specs}
+    for role, name in zip(("created", "updated"), given, strict=True):
+        if name is None:
+            continue
+        spec = by_name.get(name)
+        if spec is None or spec.kind != "datetime" or spec.many or not spec.stored:
+            problem = "is not an attribute" if spec is None else "is not a datetime attribute"
+            raise IndexConfigurationError(
+                f"{model_name}.Index.dates: the {role} date {name!r} {problem} of "
+                f"{model_name} (declare it as `{name}: datetime | None = None`)"
+            )
+    if given[0] is not None and given[0] == given[1]:
+        raise IndexConfigurationError(
+            f"{model_name}.Index.dates names {given[0]!r} as both the created and the updated date"
+        )
+    return given
+
+
 def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[FieldSpec]) -> None:
     """The checks of a document model's ``class Index:`` and ``id`` that need its fields:
     ``id_fields`` name attributes, a time-series model has the datetime field that picks
@@ -186,7 +277,7 @@ def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[F
             "Index.id_fields"
         )
     if index.kind in ("daily", "monthly"):
-        field = index.date_field or "created_utc"
+        field = index.date_field or date_fields(model_name, index, specs, True)[0] or ""
         spec = by_name.get(field)
         if spec is None or spec.kind != "datetime" or spec.many:
             given = "Index.date_field" if index.date_field else "its default date field"
@@ -229,7 +320,13 @@ class ModelInfo:
     #: the slow paths of ``from_source``/``to_source`` for values the model does not know
     lenient: LenientCodec
     index: IndexOptions | None = None
+    #: whether the mapper dates the model's documents (``created_field`` or
+    #: ``updated_field`` set: ``em.HasDates``, or ``Index.dates``)
     has_dates: bool = False
+    #: the attribute holding the creation date the mapper sets and corrects (``None``: none)
+    created_field: str | None = None
+    #: the attribute every write sets to "now" (``None``: none)
+    updated_field: str | None = None
     soft_deletes: bool = False
     versioned: bool = False
     #: whether the model declares ``em.HasCustomFields``/``em.HasVirtualCustomFields``

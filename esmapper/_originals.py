@@ -1,0 +1,72 @@
+"""Originals of documents saved without being loaded (``originals=``, ``class Index:
+originals``): the reference's ``OriginalsEnabled``.
+
+A document loaded through a repository or session carries the stored source it was read
+from (``DocState.original``): its save's receivers get ``ModifiedDocument.original`` and a
+soft delete (``is_deleted`` false -> true) is published as ``REMOVED``. A document built in
+memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without originals
+its ``original`` is ``None`` and its soft delete publishes ``SAVED``. With originals on,
+:func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
+per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
+time-series partitions included) before the "-ing" signals, into
+``PendingWrite.read_original``. What it read is compared with, never written: the save's
+body stays the document's (stored keys the model does not declare are not kept, as
+without originals), and it is not a version condition (a ``Versioned`` document's own
+version is). A document not stored yet has no original (``None``). A read that fails
+raises before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import NotFoundError
+
+from esmapper._pending import PendingWrite
+from esmapper._search import is_index_missing
+from esmapper._settle import Groups
+from esmapper.indexes.reads import get_documents
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
+    from esmapper.options import Options
+
+__all__ = ["read_originals", "wants_originals"]
+
+
+def wants_originals(info: ModelInfo, options: Options) -> bool:
+    """Whether saves of ``info``'s model under ``options`` read the originals they lack:
+    the call's ``originals=``, else the model's ``Index.originals``."""
+    if options.originals is not None:
+        return options.originals
+    return info.index is not None and info.index.originals
+
+
+def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
+    """Read the stored source of every save in ``groups`` that has no original, for the
+    models that want them (:func:`wants_originals`); sends one ``_mget`` per such model
+    (nothing when every save's document was loaded). Raises the client's error of a
+    failed read (nothing is written then); a missing index means nothing is stored."""
+    for (cls, kind), group in groups.items():
+        if kind != "save" or not wants_originals(group[0].info, options):
+            continue
+        lacking = [p for p in group if p.original_as_held is None and p.doc.id is not None]
+        if lacking:
+            _read(ctx, cls, lacking)
+
+
+def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite]) -> None:
+    ids = list(dict.fromkeys(str(p.doc.id) for p in pendings))
+    try:
+        hits = get_documents(ctx.client, ctx.spec(model), ids)
+    except NotFoundError as exc:
+        if is_index_missing(exc):
+            return
+        raise
+    stored: dict[str, Any] = {str(h["_id"]): h.get("_source") for h in hits}
+    for pending in pendings:
+        source = stored.get(str(pending.doc.id))
+        if isinstance(source, dict):
+            pending.read_original = source
