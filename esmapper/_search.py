@@ -181,6 +181,8 @@ class SearchRequest:
         #: to (``None``: the model's alias)
         self.partitions = partitions
         self.targets: list[str] | None = None
+        #: :meth:`find` served the page cached under ``cache_key``
+        self.served_cached = False
         #: who a page cached under ``cache_key`` is for (:func:`page_entry`)
         self.scope: str | None = None
         #: renames the keys of a hit's ``highlight`` (a feature's slots by their names)
@@ -382,7 +384,7 @@ class SearchRequest:
         ``after_query`` receiver: they take the parsed answer)."""
         if self.project is not None or self.aggs:
             return None
-        if self.options.cache_key is not None and self.ctx.cache is not None:
+        if self.options.cache_key is not None and self.ctx.cache_of(self.info) is not None:
             return None
         if signals.has_receivers(signals.after_query, self.info.cls):
             return None
@@ -507,13 +509,14 @@ class SearchRequest:
 
     def find(self) -> FindResults[Any]:
         key = self.options.cache_key
-        cache = self.ctx.cache
-        if key is not None and cache is not None:
+        if key is not None and self.options.read_cache is not False:
+            cache = self.ctx.cache_of(self.info)
             # the page stored under the key for this search's scope (or none) only
-            cached = cached_page(cache.get(key), self.scope)
+            cached = None if cache is None else cached_page(cache.get(key), self.scope)
             if cached is not None:
                 shards = shards_of(cached)
                 if shards.complete:  # never stored partial; one that is anyway: a miss
+                    self.served_cached = True
                     return read_results(self, cached, self.page, None, shards)
         self._refresh_for_consistency()
         pit_id = None
@@ -570,12 +573,13 @@ class SearchRequest:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
         shards = shards_of(response)
         key = self.options.cache_key
-        cache = self.ctx.cache
+        documents = None if key is None else self.ctx.documents_of(self.info)
         # a partial page is never cached
-        if key is not None and cache is not None and page == self.page and shards.complete:
+        if key is not None and documents is not None and page == self.page and shards.complete:
             ttl = self.ctx.cache_ttl(self.info, self.options)
-            entry = page_entry(response, self.scope)
-            cache.set(key, entry, ttl.total_seconds() if ttl else None)
+            seconds = documents.seconds(ttl)
+            if seconds is None or seconds > 0:  # (an expires_at past stores nothing)
+                documents.client.set(key, page_entry(response, self.scope), seconds)
         results = read_results(self, response, page, pit_id, shards)
         if not shards.complete and not self.accept_partial:
             if results.pit_id is not None:  # the paging ends here
