@@ -40,6 +40,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from esmapper._bodies import merged
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
-__all__ = ["add_read", "invalidate_query", "invalidate_written", "key_entries"]
+__all__ = ["add_read", "invalidate_query", "invalidate_written", "key_entries", "stored"]
 
 log = logging.getLogger("esmapper.cache")
 
@@ -114,6 +115,19 @@ def invalidate_query(ctx: Context, info: ModelInfo, filter: Any, change_type: Ch
         )
 
 
+#: the keys ``Repository.add_to_cache_with_keys`` stored during an ``add_to_cache`` hook
+#: of a by-id read (see :func:`add_read`); ``None`` outside one
+_stored: ContextVar[list[str] | None] = ContextVar("esmapper_custom_keys", default=None)
+
+
+def stored(keys: Iterable[str]) -> None:
+    """``Repository.add_to_cache_with_keys`` stored ``keys`` (recorded for :func:`add_read`
+    when it runs inside a by-id read's hook)."""
+    made = _stored.get()
+    if made is not None:
+        made.extend(keys)
+
+
 def add_read(
     ctx: Context,
     info: ModelInfo,
@@ -121,13 +135,23 @@ def add_read(
     ttl: _dt.timedelta | _dt.datetime | None,
     *,
     dirty_read: bool,
+    alias: str | None = None,
 ) -> None:
     """Call ``add_to_cache`` of ``info``'s model's repository with ``documents`` (read
-    with caching on, for ``ttl``: passed on as ``expires_in`` seconds)."""
+    with caching on, for ``ttl``: passed on as ``expires_in`` seconds).
+
+    ``alias``: the documents were just stored by id under ``<alias>:<id>`` (a by-id read's
+    fills). A write of one of them between its fill and the hook's keys would leave
+    those keys stale (the write's hook dropped them before they were stored): so after
+    the hook, the keys it stored are removed again unless every document's by-id entry
+    is still there (a write removes it before its own hook runs: whichever comes last,
+    nothing stale stays)."""
     hooks = ctx.custom_keys.get(info.cls)
     cache = ctx.documents_of(info)
     if hooks is None or cache is None or not documents:
         return
+    made: list[str] = []
+    recording = _stored.set(made) if alias is not None else None
     try:
         hooks.add_to_cache(list(documents), expires_in=cache.seconds(ttl), dirty_read=dirty_read)
     except Exception:
@@ -136,6 +160,13 @@ def add_read(
             type(hooks).__name__,
             len(documents),
         )
+    finally:
+        if recording is not None:
+            _stored.reset(recording)
+    if made and alias is not None:
+        client = cache.client
+        if not all(isinstance(client.get(f"{alias}:{doc.id}"), dict) for doc in documents):
+            client.remove_many(made)
 
 
 def _hit_of(info: ModelInfo, doc: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from elasticsearch.dsl.query import Query
 from typing_extensions import Unpack
 
 from esmapper import _patching, signals
-from esmapper._cache_hooks import invalidate_query, key_entries
+from esmapper._cache_hooks import invalidate_query, key_entries, stored
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
@@ -292,6 +292,7 @@ class Repository(Reading[T]):
             return
         for key, value in made:
             cache.set(key, value, seconds)
+        stored([key for key, _value in made])
 
     def set_cache_client(self, client: CacheClient) -> None:
         """Cache this model's documents, custom keys and recently soft-deleted ids in

@@ -34,7 +34,8 @@ class PersonRepository(em.Repository[Person]):
         self.fail = False
 
     def get_by_email(self, email: str, **options: Any) -> Person | None:
-        return self.find_one(f'email:"{email.strip().lower()}"', cache_key=email_key(email), **options)
+        query = f'email:"{email.strip().lower()}"'
+        return self.find_one(query, cache_key=email_key(email), **options)
 
     def invalidate_cache_for(
         self, documents: list[ModifiedDocument], change_type: ChangeType

@@ -1,9 +1,8 @@
-"""The cache hooks of a repository subclass (issue 30, item 3; FEATURES CA-7, CA-8,
-CA-14, PA-11): ``invalidate_cache_for`` sees the documents (value and original) and the
-change type of every write path, ``invalidate_cache_by_query`` every ``patch_all`` and
-``remove_all``, ``add_to_cache`` the documents a cached read fetched; a person cached
-by email (``add_to_cache_with_keys``) is read without a search and dropped when it
-changes."""
+"""The cache hooks of a repository subclass (issue 30, item 3): ``invalidate_cache_for``
+sees the documents (value and original) and the change type of every write path,
+``invalidate_cache_by_query`` every ``patch_all`` and ``remove_all``, ``add_to_cache``
+the documents a cached read fetched; a person cached by email
+(``add_to_cache_with_keys``) is read without a search and dropped when it changes."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.signals import ChangeType
 from tests.integration.conftest import MakeMapper
 
-from .cache_hooks import Person, PersonRepository, email_key
+from .cache_hooks import Person, PersonRepository
 
 ADDED, SAVED, REMOVED = ChangeType.ADDED, ChangeType.SAVED, ChangeType.REMOVED
 
@@ -115,7 +114,7 @@ def test_client_side_patches_pass_the_patched_document_and_the_stored_one(
 def test_partial_and_script_patches_by_id_load_nothing_and_are_not_passed(
     people: PersonRepository, cache: InMemoryCache
 ) -> None:
-    """The reference's rule (PA-11): id-based patches invalidate the ids only."""
+    """The reference's rule: id-based partial and script patches invalidate the ids only."""
     _ann(people)
     people.get("ann", cache=True)
     people.calls.clear()
@@ -145,7 +144,8 @@ def test_patch_all_passes_each_scanned_document_merged_and_calls_the_query_hook(
 def test_an_update_by_query_calls_only_the_query_hook(people: PersonRepository) -> None:
     _ann(people)
     people.calls.clear()
-    assert people.patch_all("dept:eng", ScriptPatch("ctx._source.visits += 1"), consistency="immediate") == 1
+    script = ScriptPatch("ctx._source.visits += 1")
+    assert people.patch_all("dept:eng", script, consistency="immediate") == 1
     assert people.of("invalidate") == []
     assert people.of("by_query") == [("by_query", SAVED, "dept:eng")]
 
@@ -304,7 +304,7 @@ def test_register_refuses_what_is_no_repository_or_comes_too_late(
     make_mapper: MakeMapper,
 ) -> None:
     mapper = make_mapper(Person)
-    with pytest.raises(TypeError, match="subclass of em.Repository"):
+    with pytest.raises(TypeError, match=r"subclass of em\.Repository"):
         mapper.register(Person, repository=dict)  # type: ignore[arg-type]
     mapper.repository(Person)
     with pytest.raises(ValueError, match="already has its repository"):
@@ -328,3 +328,31 @@ def test_union_original_and_modified() -> None:
     docs = [em.ModifiedDocument(a, b), em.ModifiedDocument(a, None), em.ModifiedDocument(None, b)]
     assert em.union_original_and_modified(docs) == [a, b]
     assert em.union_original_and_modified([]) == []
+
+
+def test_keys_stored_after_a_write_dropped_the_id_are_removed_again(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """A write landing between a get's fill and its hook's keys: the write removed the
+    id's entry (and its hook ran before the keys existed), so the keys go again."""
+
+    class Racing(PersonRepository):
+        def add_to_cache(
+            self, documents: list[Person], *, expires_in: float | None, dirty_read: bool
+        ) -> None:
+            super().add_to_cache(documents, expires_in=expires_in, dirty_read=dirty_read)
+            # another process's save of the same person, its first step: the id removed
+            self.services.invalidate_ids(self.info, [d.id for d in documents])
+
+    mapper = make_mapper(Person, configure=True, cache=cache)
+    mapper.register(Person, repository=Racing)
+    people = mapper.repository(Person)
+    people.add(Person(id="ann", email="ann@example.com"))
+    people.get("ann", cache=True)
+    assert cache.peek("email:ann@example.com") is None
+    people.get("ann", cache=True)  # no race this time: the key stays
+    assert cache.peek("email:ann@example.com") is None  # (Racing always races)
+    plain = make_mapper(Person, cache=InMemoryCache())
+    plain.register(Person, repository=PersonRepository)
+    plain.repository(Person).get("ann", cache=True)
+    assert plain.cache is not None and plain.cache.get("email:ann@example.com") is not None

@@ -1,7 +1,7 @@
-"""Per-call cache options and per-repository cache settings (issue 30, item 3; FEATURES
-OP-2, OP-15, OP-23, CA-12): ``expires_in``/``expires_at`` (honoured by the cache's
-clock, injected here), ``read_cache`` (serve or skip what is cached), a repository's own
-cache client or none, and bad values refused before anything is sent."""
+"""Per-call cache options and per-repository cache settings (issue 30, item 3):
+``expires_in``/``expires_at`` (honoured by the cache's clock, injected here),
+``read_cache`` (serve or skip what is cached), a repository's own cache client or none,
+and bad values refused before anything is sent."""
 
 from __future__ import annotations
 
