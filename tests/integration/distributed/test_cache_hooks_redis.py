@@ -55,7 +55,7 @@ def _calm(repos: list[PersonRepository]) -> bool:
     """Whether no link had an outage or a change it could not deliver (under load a
     Redis call may time out: then reads bypass the cache and the namespace is flushed,
     so what was cached may be gone; what is stale never stays)."""
-    links = [r.mapper.cache.link for r in repos]  # type: ignore[union-attr]
+    links = [r.mapper.cache.link for r in repos if isinstance(r.mapper.cache, HybridCache)]
     return all(link._dirty == 0 and link.outage_started() is None for link in links)
 
 
