@@ -65,7 +65,8 @@ class CacheStats:
 
 
 class CacheClient(Protocol):
-    """What a cache must offer. ``ttl`` is in seconds (``None``: the client's default)."""
+    """What a cache must offer. ``ttl`` is in seconds (``None``: the client's default; not
+    positive: the value is not kept, the key removed)."""
 
     stats: CacheStats
 
@@ -373,18 +374,29 @@ class DocumentCache:
 
     def reserve_over(self, alias: str, id: str) -> ReadMarker | None:
         """Reserve the key of ``id`` for a read that does not serve what is cached
-        (``read_cache=False``) but replaces it: a marker put over the entry it found
-        (compare-and-set on that entry, or on "absent"), so a write that removes the key
-        meanwhile still refuses the read's fill; ``None`` when another read holds the
-        reservation or the entry changed under it (read through without filling)."""
+        (``read_cache=False``) but replaces it: :meth:`reserve_key`."""
         key = f"{alias}:{id}"
-        entry = self.client.get(key)
+        return self.reserve_key(key, self.client.get(key))
+
+    def reserve_key(self, key: str, entry: Any) -> ReadMarker | None:
+        """Reserve ``key`` for a read that will replace what it holds: a marker put over
+        ``entry``, what the read found there (compare-and-set on it, or on "absent"), so
+        a write that removes the key meanwhile still refuses the read's fill
+        (compare-and-set from the marker); ``None`` when another read holds the
+        reservation or the entry changed under it (read through without filling)."""
         if isinstance(entry, ReadMarker):
             return None
         marker = _new_marker()
         if self.client.compare_and_set(key, entry, marker, self.marker_ttl):
             return marker
         return None
+
+    def release(self, key: str, token: ReadMarker) -> None:
+        """Drop this read's reservation of ``key`` if it is still there (the read stores
+        nothing: a partial page, no index): compare-and-set of the marker onto itself
+        with a ``ttl`` of 0, which a client stores as nothing (``InMemoryCache``: the key
+        removed; Redis: expired at once)."""
+        self.client.compare_and_set(key, token, token, 0)
 
     def seconds(self, ttl: _dt.timedelta | _dt.datetime | float | None) -> float | None:
         """``ttl`` as the seconds a cache client stores an entry for: a ``timedelta``'s,

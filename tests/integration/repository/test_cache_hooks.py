@@ -356,3 +356,23 @@ def test_keys_stored_after_a_write_dropped_the_id_are_removed_again(
     plain.register(Person, repository=PersonRepository)
     plain.repository(Person).get("ann", cache=True)
     assert plain.cache is not None and plain.cache.get("email:ann@example.com") is not None
+
+
+def test_a_search_racing_a_write_does_not_store_its_page(
+    people: PersonRepository, cache: InMemoryCache
+) -> None:
+    """The key is reserved before the search: a hook dropping it meanwhile (a write
+    whose answer came while the search ran) refuses the page that search read."""
+    _ann(people)
+
+    def meanwhile(sender: Any, **kwargs: Any) -> None:
+        people.invalidate_cache("list:eng")
+
+    signals.after_query.connect(meanwhile, sender=Person)
+    try:
+        found = people.find("dept:eng", cache_key="list:eng", consistency="immediate")
+    finally:
+        signals.after_query.disconnect(meanwhile, sender=Person)
+    assert [p.id for p in found] == ["ann"] and cache.peek("list:eng") is None
+    people.find("dept:eng", cache_key="list:eng")  # no race: stored
+    assert cache.peek("list:eng") is not None
