@@ -112,7 +112,13 @@ from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
 from esmapper.results import Count, FindHit, FindResults, ShardFailure, Shards
 from esmapper.session import Session, SessionClosedError, sessionmaker
-from esmapper.signals import ChangeType, EntityChanged, ModifiedDocument, QueryContext
+from esmapper.signals import (
+    ChangeType,
+    EntityChanged,
+    ModifiedDocument,
+    QueryContext,
+    union_original_and_modified,
+)
 
 __all__ = [
     "ActionPatch",
@@ -236,4 +242,5 @@ __all__ = [
     "sessionmaker",
     "signals",
     "standard_field_types",
+    "union_original_and_modified",
 ]

@@ -23,6 +23,7 @@ is the tenant it works on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -57,6 +58,9 @@ class _OptionKeywordsButCache(TypedDict, total=False):
     retries: int | None
     query_log_level: LogLevel | None
     originals: bool | None
+    expires_in: Timeout | None
+    expires_at: datetime | None
+    read_cache: bool | None
 
 
 class _TenantKeyword(TypedDict, total=False):

@@ -18,6 +18,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from esmapper import _json
+from esmapper._cache_hooks import invalidate_written
 from esmapper._fenced import superseded
 from esmapper._pending import PendingWrite, split_version
 from esmapper.bulk import (
@@ -235,16 +236,24 @@ def _recreate_vanished(
 
 
 def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
-    if ctx.documents is None or not actions:  # no cache client at all, or nothing written
-        return
+    """Remove the cache entries of every id of ``actions``, per model (its own cache
+    client or the mapper's), then call its repository's ``invalidate_cache_for`` hook
+    with the documents (:func:`esmapper._cache_hooks.invalidate_written`)."""
+    if not actions or (ctx.documents is None and not ctx.own_documents):
+        return  # nothing written, or no cache client at all
     if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
-        ctx.invalidate_ids(actions[0].ref.info, map(_ID, actions))
+        info = actions[0].ref.info
+        ctx.invalidate_ids(info, map(_ID, actions))
+        if ctx.custom_keys and info.cls in ctx.custom_keys:
+            invalidate_written(ctx, info, [a.ref for a in actions])
         return
-    by_model: dict[ModelInfo, list[str | None]] = {}
+    by_model: dict[ModelInfo, list[BulkAction]] = {}
     for action in actions:
-        by_model.setdefault(action.ref.info, []).append(action.id)
-    for info, ids in by_model.items():
-        ctx.invalidate_ids(info, ids)
+        by_model.setdefault(action.ref.info, []).append(action)
+    for info, mine in by_model.items():
+        ctx.invalidate_ids(info, map(_ID, mine))
+        if ctx.custom_keys and info.cls in ctx.custom_keys:
+            invalidate_written(ctx, info, [a.ref for a in mine])
 
 
 def _resolve(

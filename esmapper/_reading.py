@@ -23,6 +23,7 @@ from typing_extensions import Unpack
 
 from esmapper import _features
 from esmapper import _gcpause as _gc
+from esmapper._cache_hooks import add_read
 from esmapper._features import Points, Visibility, check_call_options, refused_call_option
 from esmapper._keywords import CountKeywords, GetKeywords, OptionKeywords
 from esmapper._limits import applied, limited
@@ -109,24 +110,31 @@ class ByIdRead:
     stale). ``kept``: the document cache's hit path for these options
     (:meth:`~esmapper.cache.DocumentCache.reader`), when the read is cached and its
     options pass the call-option check (:func:`~esmapper._features.refused_call_option`:
-    it holds as long as ``points`` do); ``None``: every read takes the whole path."""
+    it holds as long as ``points`` do); ``None``: every read takes the whole path.
+    ``documents`` is the model's document cache (``Services.documents_of``), ``shared``
+    the mapper's it was worked out under (a repository's ``set_cache_client`` or
+    ``disable_cache`` drops its reads itself). ``serve``: a cached entry is served
+    (``read_cache=``, by default whether the read is cached); a read cached but not
+    served replaces the entry (:meth:`~esmapper.cache.DocumentCache.reserve_over`)."""
 
     options: Options
     points: Points
     documents: Any
     rules: tuple[Visibility, ...]
-    ttl: _dt.timedelta | None
+    ttl: _dt.timedelta | _dt.datetime | None
     alias: str
     kept: Callable[[str], Any] | None = None
     #: the registry's call options the check was made against (see :meth:`current`)
     calls: tuple[Any, ...] = ()
+    shared: Any = None
+    serve: bool = False
 
     def current(self, info: Any, services: Any) -> bool:
         """Whether this read still holds for the model ``info`` under the mapper's
         ``services``: the same points, document cache and registered call options."""
         return (
             self.points is info.points
-            and self.documents is services.documents
+            and self.shared is services.documents
             and self.calls is _features.call_options()
         )
 
@@ -167,15 +175,20 @@ class Reading(Searching[T]):
         read = self._by_id.get(opts)
         info, services = self.info, self.services
         if read is None or not read.current(info, services):
-            points, documents, calls = info.points, services.documents, _features.call_options()
-            ttl = services.cache_ttl(info, opts)
+            points, calls = info.points, _features.call_options()
+            documents = services.documents_of(info)
+            ttl = services.cache_ttl(info, opts)  # (a TTL only with a document cache)
             alias = services.spec(self.model).alias
             rules = visibility(info, opts)
             kept = None
-            fast = ttl is not None and refused_call_option(info, opts) is None
-            if fast and documents is not None:  # (a TTL only with a document cache)
+            serve = documents is not None and (
+                ttl is not None if opts.read_cache is None else opts.read_cache
+            )
+            if serve and documents is not None and refused_call_option(info, opts) is None:
                 kept = documents.reader(alias, info, self._hydrate, _test_of(rules))
-            read = ByIdRead(opts, points, documents, rules, ttl, alias, kept, calls)
+            read = ByIdRead(
+                opts, points, documents, rules, ttl, alias, kept, calls, services.documents, serve
+            )
             if len(self._by_id) >= _BY_ID_MAX:
                 self._by_id.clear()
             self._by_id[opts] = read
@@ -294,12 +307,17 @@ class Reading(Searching[T]):
         info = self.info
         check_call_options(info, read.options)
         document: T | None
-        if read.ttl is None:
-            document = self._fetch(id, read, None)
-        else:
-            document, token = read.documents.read(read.alias, id, info, self._hydrate)
+        if read.serve:  # a hit served (reserved for the fill when the read is cached)
+            cached = read.ttl is not None
+            document, token = read.documents.read(
+                read.alias, id, info, self._hydrate, reserve=cached
+            )
             if document is None:
                 document = self._fetch(id, read, token)
+        elif read.ttl is not None:  # read_cache=False: read, and replace the entry
+            document = self._fetch(id, read, read.documents.reserve_over(read.alias, id))
+        else:
+            document = self._fetch(id, read, None)
         if document is None:
             return None
         for rule in read.rules:
@@ -321,9 +339,15 @@ class Reading(Searching[T]):
         if found is None:
             return None
         raw = _hit(found)
-        if read.ttl is not None:
-            read.documents.fill(read.alias, id, raw, token, read.ttl)
-        return self._hydrate(raw)
+        if read.ttl is None:
+            return self._hydrate(raw)
+        filled = read.documents.fill(read.alias, id, raw, token, read.ttl)
+        document = self._hydrate(raw)
+        if filled and self.info.cls in self.services.custom_keys:
+            add_read(
+                self.services, self.info, [document], read.ttl, dirty_read=False, alias=read.alias
+            )
+        return document
 
     @limited(_defaults)
     def get_many(self, ids: Iterable[str], **options: Unpack[OptionKeywords]) -> list[T]:
@@ -341,18 +365,27 @@ class Reading(Searching[T]):
         check_call_options(self.info, opts)
         read = self._by_id_read(opts)
         ttl = read.ttl
-        if ttl is None and not self.spec.is_time_series and not unrouted(self.spec, wanted):
+        if (
+            ttl is None
+            and not read.serve
+            and not self.spec.is_time_series
+            and not unrouted(self.spec, wanted)
+        ):
             as_bytes = self.services.raw_client
             if as_bytes is not None:  # the answer's bytes, straight into documents
                 found = self._read_raw(as_bytes, wanted)
                 return only_shown(read.rules, found) if read.rules else found
         hits: dict[str, dict[str, Any]] = {}
         tokens: dict[str, Any] = {}
-        if ttl is not None:
+        if read.serve:  # (reserved for the fills when the read is cached)
             for id in wanted:
-                cached, tokens[id] = self.services.cache_lookup(self.info, id)
+                cached, tokens[id] = read.documents.lookup(read.alias, id, reserve=ttl is not None)
                 if cached is not None:
                     hits[id] = cached
+        elif ttl is not None:  # read_cache=False: read them all, replace the entries
+            for id in wanted:
+                tokens[id] = read.documents.reserve_over(read.alias, id)
+        filled: list[str] = []
         missing = [id for id in wanted if id not in hits]
         if missing:
             try:
@@ -367,10 +400,14 @@ class Reading(Searching[T]):
                         continue
                     hit = _hit(raw)
                     hits[hit["_id"]] = hit
-                    self.services.cache_fill(
-                        self.info, hit["_id"], hit, tokens.get(hit["_id"]), ttl
-                    )
+                    token = tokens.get(hit["_id"])
+                    if read.documents.fill(read.alias, hit["_id"], hit, token, ttl):
+                        filled.append(hit["_id"])
         found = [self._hydrate(hits[id]) for id in wanted if id in hits]
+        if filled and self.info.cls in self.services.custom_keys:
+            just = set(filled)
+            fetched = [doc for doc in found if doc.id in just]  # type: ignore[attr-defined]
+            add_read(self.services, self.info, fetched, ttl, dirty_read=False, alias=read.alias)
         return only_shown(read.rules, found) if read.rules else found
 
     def _read_raw(self, raw: Any, wanted: list[str]) -> list[T]:

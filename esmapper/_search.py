@@ -181,6 +181,10 @@ class SearchRequest:
         #: to (``None``: the model's alias)
         self.partitions = partitions
         self.targets: list[str] | None = None
+        #: :meth:`find` served the page cached under ``cache_key``
+        self.served_cached = False
+        #: the reservation of ``cache_key`` for the page :meth:`find` reads (see there)
+        self._reserved: Any = None
         #: who a page cached under ``cache_key`` is for (:func:`page_entry`)
         self.scope: str | None = None
         #: renames the keys of a hit's ``highlight`` (a feature's slots by their names)
@@ -390,7 +394,7 @@ class SearchRequest:
         ``after_query`` receiver: they take the parsed answer)."""
         if self.project is not None or self.aggs:
             return None
-        if self.options.cache_key is not None and self.ctx.cache is not None:
+        if self.options.cache_key is not None and self.ctx.cache_of(self.info) is not None:
             return None
         if signals.has_receivers(signals.after_query, self.info.cls):
             return None
@@ -515,21 +519,32 @@ class SearchRequest:
 
     def find(self) -> FindResults[Any]:
         key = self.options.cache_key
-        cache = self.ctx.cache
-        if key is not None and cache is not None:
-            # the page stored under the key for this search's scope (or none) only
-            cached = cached_page(cache.get(key), self.scope)
-            if cached is not None:
-                shards = shards_of(cached)
-                if shards.complete:  # never stored partial; one that is anyway: a miss
-                    return read_results(self, cached, self.page, None, shards)
-        self._refresh_for_consistency()
-        pit_id = None
-        if self.keep_alive is not None:
-            pit_id = self._open_pit()
-            if pit_id is None:  # no index (yet), no partition: nothing matches
-                return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
-        return self._page(self.page, self.search_after, pit_id)
+        documents = None if key is None else self.ctx.documents_of(self.info)
+        if key is not None and documents is not None:
+            entry = documents.client.get(key)
+            if self.options.read_cache is not False:
+                # the page stored under the key for this search's scope (or none) only
+                cached = cached_page(entry, self.scope)
+                if cached is not None:
+                    shards = shards_of(cached)
+                    if shards.complete:  # never stored partial; one that is anyway: a miss
+                        self.served_cached = True
+                        return read_results(self, cached, self.page, None, shards)
+            # reserved before the search: a write that drops the key meanwhile (a hook)
+            # refuses this search's page (the by-id reads' rule)
+            self._reserved = documents.reserve_key(key, entry)
+        try:
+            self._refresh_for_consistency()
+            pit_id = None
+            if self.keep_alive is not None:
+                pit_id = self._open_pit()
+                if pit_id is None:  # no index (yet), no partition: nothing matches
+                    return FindResults(hits=[], total=0, page=1, has_more=False, limit=self.limit)
+            return self._page(self.page, self.search_after, pit_id)
+        finally:
+            if self._reserved is not None and documents is not None and key is not None:
+                documents.release(key, self._reserved)  # nothing stored: not kept reserved
+                self._reserved = None
 
     def pit_target(self) -> PitTarget | None:
         """Where the point in time of ``snapshot=`` paging (or a by-query request over
@@ -577,13 +592,21 @@ class SearchRequest:
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)
         shards = shards_of(response)
-        key = self.options.cache_key
-        cache = self.ctx.cache
-        # a partial page is never cached
-        if key is not None and cache is not None and page == self.page and shards.complete:
-            ttl = self.ctx.cache_ttl(self.info, self.options)
-            entry = page_entry(response, self.scope)
-            cache.set(key, entry, ttl.total_seconds() if ttl else None)
+        key, token = self.options.cache_key, self._reserved
+        documents = None if key is None else self.ctx.documents_of(self.info)
+        # a partial page is never cached; only the page this search reserved the key for
+        if (
+            token is not None
+            and key is not None
+            and documents is not None
+            and page == self.page
+            and shards.complete
+        ):
+            seconds = documents.seconds(self.ctx.cache_ttl(self.info, self.options))
+            if seconds is None or seconds > 0:  # (an expires_at past stores nothing)
+                entry = page_entry(response, self.scope)
+                documents.client.compare_and_set(key, token, entry, seconds)
+                self._reserved = None
         results = read_results(self, response, page, pit_id, shards)
         if not shards.complete and not self.accept_partial:
             if results.pit_id is not None:  # the paging ends here

@@ -14,6 +14,7 @@ from elasticsearch.dsl.query import Query
 from typing_extensions import Unpack
 
 from esmapper import _scan
+from esmapper._cache_hooks import add_read
 from esmapper._keywords import CountKeywords, FindKeywords, FindOneKeywords, ScanKeywords
 from esmapper._limits import limited
 from esmapper._projection import projection
@@ -119,7 +120,26 @@ class Searching(Generic[T]):
         :class:`~esmapper.errors.PartialResultsError`, which carries that page, unless
         ``partial_results=True``; such a page is never cached under ``cache_key``.
         """
-        return self._request(filter, given(options)).find()
+        request = self._request(filter, given(options))
+        return self._cached_hits(request, request.find())
+
+    def _cached_hits(self, request: SearchRequest, results: FindResults[T]) -> FindResults[T]:
+        """``results``, after the repository's ``add_to_cache`` hook saw their documents
+        when the search is cached (its ``cache_key``, ``cache=True`` or the model's
+        default) and its page came from Elasticsearch, whole documents (not
+        ``includes``/``excludes``): :func:`esmapper._cache_hooks.add_read`, a dirty read
+        unless the search refreshed first."""
+        services = self.services
+        if not services.custom_keys or self.info.cls not in services.custom_keys:
+            return results
+        if request.served_cached or request.includes is not None or request.excludes is not None:
+            return results
+        opts = request.options
+        ttl = services.cache_ttl(self.info, opts)
+        if ttl is not None and results:
+            dirty = opts.consistency == "eventual"
+            add_read(services, self.info, results.documents, ttl, dirty_read=dirty)
+        return results
 
     @limited(_defaults)
     def find_as(
@@ -153,7 +173,8 @@ class Searching(Generic[T]):
         :meth:`find` but ``limit`` and ``total`` (:class:`~esmapper._keywords.FindOneKeywords`)."""
         # one document: count no further than that (track_total_hits: 2)
         kwargs = {**given(options), "limit": 1, "total": False}
-        results = self._request(filter, kwargs).find()
+        request = self._request(filter, kwargs)
+        results = self._cached_hits(request, request.find())
         return results[0] if results else None
 
     @limited(_defaults)

@@ -86,6 +86,13 @@ class Services:
     before_create: Callable[[], None] = _nothing
     #: called after a model is registered (the models it brings along)
     registered: Callable[[ModelInfo], None] = _nothing
+    #: a model's own document cache, set by its repository (``set_cache_client``,
+    #: ``disable_cache``): ``None`` for a model whose caching is off; a model not in it
+    #: uses :attr:`documents`
+    own_documents: dict[type, DocumentCache | None] = attrs.field(init=False, factory=dict)
+    #: a model's custom cache keys: the repository whose class overrides the hooks of
+    #: :mod:`esmapper._cache_hooks` (installed by the mapper)
+    custom_keys: dict[type, Any] = attrs.field(init=False, factory=dict)
     _specs: dict[type, IndexSpec] = attrs.field(init=False, factory=dict)
     _extensions: dict[str, Any] = attrs.field(init=False, factory=dict)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
@@ -221,11 +228,35 @@ class Services:
             signals.before_publish_entity_changed, model
         )
 
-    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | None:
+    def documents_of(self, info: ModelInfo) -> DocumentCache | None:
+        """The document cache of ``info``'s model: its own (its repository's
+        ``set_cache_client``; ``None`` after ``disable_cache``), else the mapper's."""
+        own = self.own_documents
+        if own and info.cls in own:
+            return own[info.cls]
+        return self.documents
+
+    def cache_of(self, info: ModelInfo) -> CacheClient | None:
+        """The cache client of ``info``'s model (see :meth:`documents_of`)."""
+        documents = self.documents_of(info)
+        return None if documents is None else documents.client
+
+    def use_cache(self, model: type, client: CacheClient | None) -> None:
+        """Give ``model`` its own cache client (``None``: no caching at all for it)."""
+        self.own_documents[model] = None if client is None else DocumentCache(client)
+
+    def cache_ttl(self, info: ModelInfo, options: Options) -> _dt.timedelta | _dt.datetime | None:
         """How long a by-id read of ``info`` (or a search's response under ``cache_key``)
-        is cached under ``options`` (``None``: not)."""
-        if self.documents is None or options.cache is False:
+        is cached under ``options`` (``None``: not): the call's ``expires_in`` (a
+        ``timedelta``) or ``expires_at`` (the ``datetime`` it expires at, turned into
+        seconds when stored: :func:`esmapper.cache.seconds_left`), else the model's
+        lifetime."""
+        if options.cache is False or self.documents_of(info) is None:
             return None
+        if options.expires_in is not None:
+            return _dt.timedelta(seconds=options.expires_in)
+        if options.expires_at is not None:
+            return options.expires_at
         default = info.index.cache if info.index is not None else None
         if options.cache is None and options.cache_key is None:
             return default
@@ -233,32 +264,45 @@ class Services:
 
     def is_cached(self, info: ModelInfo) -> bool:
         """Whether ``info``'s model is cached by default (``class Index: cache = ...``)."""
-        return self.documents is not None and info.index is not None and bool(info.index.cache)
+        return (
+            self.documents_of(info) is not None
+            and info.index is not None
+            and bool(info.index.cache)
+        )
 
     def cache_lookup(self, info: ModelInfo, id: str) -> tuple[dict[str, Any] | None, Any]:
         """``(cached raw hit or None, token for cache_fill)``."""
-        assert self.documents is not None
-        return self.documents.lookup(self.spec(info.cls).alias, id)
+        documents = self.documents_of(info)
+        assert documents is not None
+        return documents.lookup(self.spec(info.cls).alias, id)
 
     def cache_fill(
-        self, info: ModelInfo, id: str, hit: dict[str, Any], token: Any, ttl: _dt.timedelta
-    ) -> None:
+        self,
+        info: ModelInfo,
+        id: str,
+        hit: dict[str, Any],
+        token: Any,
+        ttl: _dt.timedelta | _dt.datetime,
+    ) -> bool:
         """Cache a fetched hit unless the document was written since the lookup."""
-        assert self.documents is not None
-        self.documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
+        documents = self.documents_of(info)
+        assert documents is not None
+        return documents.fill(self.spec(info.cls).alias, id, hit, token, ttl)
 
     def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
         """Remove the cached entries of ``ids``, whatever the model's cache setting: the
         cache client may be shared with mappers (or processes) that did cache them."""
-        if self.documents is None:
+        documents = self.documents_of(info)
+        if documents is None:
             return
-        self.documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
+        documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
 
     def invalidate_model(self, info: ModelInfo) -> None:
         """Remove every cached document of ``info``'s model (a by-query write that cannot
         list the ids it changed)."""
-        if self.documents is not None:
-            self.documents.invalidate_all(self.spec(info.cls).alias)
+        documents = self.documents_of(info)
+        if documents is not None:
+            documents.invalidate_all(self.spec(info.cls).alias)
 
 
 def _share(a: ModelInfo, b: ModelInfo) -> bool:

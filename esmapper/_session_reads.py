@@ -224,6 +224,9 @@ class SessionReads:
         session = {
             "cache": self.options.cache,
             "cache_key": self.options.cache_key,
+            "expires_in": self.options.expires_in,
+            "expires_at": self.options.expires_at,
+            "read_cache": self.options.read_cache,
             "tenant": self.options.tenant if "tenant" in takes else None,
         }
         if "soft_deletes" in takes:

@@ -62,7 +62,9 @@ class SoftDeleteFeature(Feature):
         go to the shared recently-deleted list (``deleted_ttl`` seconds) that unrefreshed
         searches hide (by-query writes included). A script says nothing of it. Nothing
         without a cache."""
-        documents = call.ctx.documents
+        if not confirmed:
+            return
+        documents = call.ctx.documents_of(confirmed[0].info)  # (one model: its writes)
         if documents is None:  # soft deletes and restores are shared through it
             return
         gone: list[str] = []
@@ -143,7 +145,7 @@ _DELETED = Visibility(lambda doc: bool(doc.is_deleted), ("is_deleted",))
 def recently_deleted(ctx: Context, info: ModelInfo) -> list[str]:
     """Ids of ``info``'s model soft-deleted in the last 30 seconds by any mapper sharing
     the cache client (none without a document cache)."""
-    documents = ctx.documents
+    documents = ctx.documents_of(info)
     if documents is None or not info.soft_deletes:
         return []
     return documents.recently_deleted(ctx.spec(info.cls).alias)

@@ -65,7 +65,8 @@ class CacheStats:
 
 
 class CacheClient(Protocol):
-    """What a cache must offer. ``ttl`` is in seconds (``None``: the client's default)."""
+    """What a cache must offer. ``ttl`` is in seconds (``None``: the client's default; not
+    positive: the value is not kept, the key removed)."""
 
     stats: CacheStats
 
@@ -325,14 +326,17 @@ class DocumentCache:
     def key(alias: str, id: str) -> str:
         return f"{alias}:{id}"
 
-    def lookup(self, alias: str, id: str) -> tuple[dict[str, Any] | None, ReadMarker | None]:
+    def lookup(
+        self, alias: str, id: str, *, reserve: bool = True
+    ) -> tuple[dict[str, Any] | None, ReadMarker | None]:
         """``(cached hit, None)``, or ``(None, marker)`` after reserving the missing key for
         this read (``marker`` is ``None`` when another read holds the reservation: read
-        through without filling). Pass the marker to :meth:`fill` after the fetch."""
+        through without filling; always with ``reserve=False``, a read that stores
+        nothing). Pass the marker to :meth:`fill` after the fetch."""
         key = f"{alias}:{id}"  # self.key(), inline: every cached read passes here
         entry = self.client.get(key)
         if entry is None or isinstance(entry, ReadMarker):
-            return None, self._reserve(key, entry)
+            return None, self._reserve(key, entry) if reserve else None
         return entry, None
 
     def _reserve(self, key: str, entry: ReadMarker | None) -> ReadMarker | None:
@@ -346,20 +350,63 @@ class DocumentCache:
         return None
 
     def read(
-        self, alias: str, id: str, info: Any, hydrate: Callable[[dict[str, Any]], Any]
+        self,
+        alias: str,
+        id: str,
+        info: Any,
+        hydrate: Callable[[dict[str, Any]], Any],
+        *,
+        reserve: bool = True,
     ) -> tuple[Any, ReadMarker | None]:
         """:meth:`lookup` of a by-id read of ``info``'s model, as a document: ``(document,
         None)`` on a hit (a copy of the document kept for that very entry, see
         :class:`HydratedCopies`, else ``hydrate(hit)``), else ``(None, marker)`` as
-        :meth:`lookup` answers a miss."""
+        :meth:`lookup` answers a miss (``reserve=False``: a read that stores nothing,
+        ``(None, None)``)."""
         key = f"{alias}:{id}"
         entry = self.client.get(key)
         if entry is None or isinstance(entry, ReadMarker):
-            return None, self._reserve(key, entry)
+            return None, self._reserve(key, entry) if reserve else None
         copies = self.copies
         if copies is None:
             return hydrate(entry), None
         return copies.document(info, entry, hydrate), None
+
+    def reserve_over(self, alias: str, id: str) -> ReadMarker | None:
+        """Reserve the key of ``id`` for a read that does not serve what is cached
+        (``read_cache=False``) but replaces it: :meth:`reserve_key`."""
+        key = f"{alias}:{id}"
+        return self.reserve_key(key, self.client.get(key))
+
+    def reserve_key(self, key: str, entry: Any) -> ReadMarker | None:
+        """Reserve ``key`` for a read that will replace what it holds: a marker put over
+        ``entry``, what the read found there (compare-and-set on it, or on "absent"), so
+        a write that removes the key meanwhile still refuses the read's fill
+        (compare-and-set from the marker); ``None`` when another read holds the
+        reservation or the entry changed under it (read through without filling)."""
+        if isinstance(entry, ReadMarker):
+            return None
+        marker = _new_marker()
+        if self.client.compare_and_set(key, entry, marker, self.marker_ttl):
+            return marker
+        return None
+
+    def release(self, key: str, token: ReadMarker) -> None:
+        """Drop this read's reservation of ``key`` if it is still there (the read stores
+        nothing: a partial page, no index): compare-and-set of the marker onto itself
+        with a ``ttl`` of 0, which a client stores as nothing (``InMemoryCache``: the key
+        removed; Redis: expired at once)."""
+        self.client.compare_and_set(key, token, token, 0)
+
+    def seconds(self, ttl: _dt.timedelta | _dt.datetime | float | None) -> float | None:
+        """``ttl`` as the seconds a cache client stores an entry for: a ``timedelta``'s,
+        the seconds left until a ``datetime`` (``expires_at=``: by :attr:`clock`; not
+        positive when it is past, which stores nothing), a number as it is."""
+        if isinstance(ttl, _dt.timedelta):
+            return ttl.total_seconds()
+        if isinstance(ttl, _dt.datetime):
+            return ttl.timestamp() - self.clock()
+        return ttl
 
     def reader(
         self,
@@ -422,12 +469,16 @@ class DocumentCache:
         id: str,
         hit: dict[str, Any],
         token: ReadMarker | None,
-        ttl: _dt.timedelta | float | None,
+        ttl: _dt.timedelta | _dt.datetime | float | None,
     ) -> bool:
-        """Store a fetched hit if this read's reservation ``token`` is still in place."""
+        """Store a fetched hit if this read's reservation ``token`` is still in place
+        (``ttl``: see :meth:`seconds`; an ``expires_at`` already past stores nothing, the
+        reservation left to expire)."""
         if token is None:
             return False
-        seconds = ttl.total_seconds() if isinstance(ttl, _dt.timedelta) else ttl
+        seconds = self.seconds(ttl)
+        if seconds is not None and not seconds > 0:
+            return False
         return self.client.compare_and_set(self.key(alias, id), token, hit, seconds)
 
     def invalidate(self, alias: str, ids: Iterable[str]) -> None:

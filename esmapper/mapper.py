@@ -65,6 +65,15 @@ class _Delegated(Generic[_V]):
         setattr(mapper.services, self.name, value)
 
 
+#: the cache hooks of a repository (:mod:`esmapper._cache_hooks`)
+_CACHE_HOOKS = ("invalidate_cache_for", "invalidate_cache_by_query", "add_to_cache")
+
+
+def _has_cache_hooks(cls: type[Repository[Any]]) -> bool:
+    """Whether ``cls`` overrides one of the cache hooks of :class:`Repository`."""
+    return any(getattr(cls, name) is not getattr(Repository, name) for name in _CACHE_HOOKS)
+
+
 def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
@@ -224,6 +233,8 @@ class Mapper:
             registered=self._registered,
         )
         self._repositories: dict[type, Repository[Any]] = {}
+        #: the Repository subclass of a model (register(repository=...))
+        self._classes: dict[type, type[Repository[Any]]] = {}
         self._lock = threading.Lock()
         self._install_known = False
         self._install_lock = threading.Lock()
@@ -258,10 +269,34 @@ class Mapper:
 
     # -- models and indexes -----------------------------------------------------------
 
-    def register(self, model: type) -> IndexSpec:
+    def register(
+        self, model: type, *, repository: type[Repository[Any]] | None = None
+    ) -> IndexSpec:
         """Register a Document class; a second model on the same alias raises
-        :class:`IndexConfigurationError`."""
-        return self.services.register(model)
+        :class:`IndexConfigurationError`. ``repository``: the
+        :class:`~esmapper.repository.Repository` subclass :meth:`repository` gives for
+        ``model`` (its cache hooks and settings apply to every write of the model, sessions
+        included), made now as ``repository(mapper, model)``; a class that is no
+        ``Repository`` subclass raises ``TypeError``, another class than the one already
+        made for ``model`` ``ValueError``."""
+        spec = self.services.register(model)
+        if repository is None:
+            return spec
+        if not (isinstance(repository, type) and issubclass(repository, Repository)):
+            raise TypeError(
+                f"register(repository={repository!r}) takes a subclass of em.Repository"
+            )
+        with self._lock:
+            made = self._repositories.get(model)
+            if made is not None and type(made) is not repository:
+                raise ValueError(
+                    f"{model.__name__} already has its repository, a "
+                    f"{type(made).__name__}: register(repository=...) before the first "
+                    "mapper.repository() call"
+                )
+            self._classes[model] = repository
+        self.repository(model)
+        return spec
 
     def _registered(self, info: ModelInfo) -> None:
         if info.custom_fields:  # its definitions live in their own index
@@ -360,8 +395,9 @@ class Mapper:
 
     def _forget(self, spec: IndexSpec, *, deleted: bool) -> None:
         spec.forget_ensured()
-        if self.documents is not None:
-            self.documents.drop_model(spec.alias)
+        documents = self.services.documents_of(spec.info)
+        if documents is not None:
+            documents.drop_model(spec.alias)
         if spec.info.cls is CustomFieldDefinition:  # the field mappings cached from it
             for model in self.models:
                 if self.spec(model).info.custom_fields:
@@ -384,8 +420,11 @@ class Mapper:
         repo = self._repositories.get(model)
         if repo is None:
             self.spec(model)
-            with self._lock:
-                repo = self._repositories.setdefault(model, Repository(self, model))
+            made = self._classes.get(model, Repository)(self, model)  # (not under the lock:
+            with self._lock:  # its __init__ is the user's; two made at once: one is kept)
+                repo = self._repositories.setdefault(model, made)
+                if repo is made and _has_cache_hooks(type(repo)):
+                    self.services.custom_keys[model] = repo
         return repo
 
     def custom_fields(self, model: type) -> CustomFieldRepository:

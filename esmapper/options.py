@@ -22,6 +22,7 @@ __all__ = [
     "Snapshot",
     "SoftDeleteMode",
     "Timeout",
+    "check_expires_in",
     "check_keywords",
     "check_retries",
     "check_timeout",
@@ -132,6 +133,48 @@ def _cache_key(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  
         raise ValueError(f"cache_key={value!r} must be a non-empty string")
 
 
+def check_expires_in(value: Any) -> float | None:
+    """``expires_in=`` as seconds (``None`` stays ``None``): a positive, finite number of
+    seconds or ``timedelta``; anything else raises ``ValueError`` naming ``expires_in``."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ValueError(
+            f"expires_in={value!r} must be a number of seconds or a timedelta "
+            "(e.g. expires_in=timedelta(minutes=30))"
+        )
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"expires_in={value!r} must be a positive, finite duration")
+    return seconds
+
+
+def _expires_at(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is None:
+        return
+    if not isinstance(value, _dt.datetime):
+        raise ValueError(
+            f"expires_at={value!r} must be a timezone-aware datetime (e.g. "
+            "datetime.now(timezone.utc) + timedelta(hours=1))"
+        )
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"expires_at={value!r} is a naive datetime: give its timezone "
+            "(e.g. tzinfo=timezone.utc), an expiry must name an instant"
+        )
+
+
+def _read_cache(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(
+            f"read_cache={value!r} must be True (serve a cached entry if there is one), "
+            "False (never serve one: read from Elasticsearch) or None (as cache= says)"
+        )
+
+
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside esmapper (and attrs' generated code),
     so a warning points at the caller's line."""
@@ -162,6 +205,14 @@ class Options:
     cache = ...``). ``cache_key``: a search's response is cached under this key (and
     served from it while it lives; ``repo.invalidate_cache(key)`` drops it).
     ``cache="key"`` (a string) is deprecated: it means ``cache_key="key"`` and warns.
+    ``expires_in`` (seconds or a ``timedelta``) or ``expires_at`` (an aware ``datetime``),
+    not both: how long what the call caches lives (by-id entries, a ``cache_key`` page);
+    either asks for caching (as ``cache=True``) unless ``cache=False``; an ``expires_at``
+    already past caches nothing (it is not refused: options are checked once per
+    spelling, not against the clock). ``read_cache``: whether a by-id read serves an entry
+    the cache holds (``None``: when the read is cached); ``False`` reads from
+    Elasticsearch and, when the read is cached, replaces the entry; ``True`` without
+    caching serves an entry that is there but stores nothing.
     ``notifications``: publish
     ``entity_changed``. ``validate``: run ``Document.validate`` on writes of documents, and
     check a ``PartialPatch`` against the model (unknown fields, types); type checks of
@@ -195,6 +246,9 @@ class Options:
     tenant: str | None = attrs.field(default=None, validator=_tenant)
     query_log_level: int | None = attrs.field(default=None, converter=log_level)
     originals: bool | None = None
+    expires_in: float | None = attrs.field(default=None, converter=check_expires_in)
+    expires_at: _dt.datetime | None = attrs.field(default=None, validator=_expires_at)
+    read_cache: bool | None = attrs.field(default=None, validator=_read_cache)
 
     def merge(self, **overrides: Any) -> Options:
         """A copy with ``overrides`` applied; an unknown option raises ``TypeError``."""
@@ -229,6 +283,11 @@ class Options:
         return merged
 
     def __attrs_post_init__(self) -> None:
+        if self.expires_in is not None and self.expires_at is not None:
+            raise ValueError(
+                f"expires_in={self.expires_in!r} and expires_at={self.expires_at!r}: give "
+                "one expiry, not both"
+            )
         cache: object = self.cache
         if isinstance(cache, str):  # the 0.x spelling of a cache key
             warnings.warn(

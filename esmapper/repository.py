@@ -10,7 +10,8 @@ session. The searches (``find`` and its relatives, ``batch_process``) live in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
@@ -18,6 +19,7 @@ from elasticsearch.dsl.query import Query
 from typing_extensions import Unpack
 
 from esmapper import _patching, signals
+from esmapper._cache_hooks import invalidate_query, key_entries, stored
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
@@ -26,10 +28,12 @@ from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
-from esmapper.options import Options, given
+from esmapper.options import Options, check_expires_in, given
 from esmapper.patches import PartialPatch, Patch
+from esmapper.signals import ChangeType, ModifiedDocument
 
 if TYPE_CHECKING:
+    from esmapper.cache import CacheClient
     from esmapper.mapper import Mapper
     from esmapper.model import Document
 
@@ -107,9 +111,11 @@ class Repository(Reading[T]):
         opts = self.options(**given(options))
         loaded: dict[str, Any] | None = None
         # with tenant=, an id is loaded to know its tenant: another tenant's is not there
+        # its custom cache keys are made of the content (invalidate_cache_for sees it)
         if ids and (
             opts.tenant is not None
             or any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS)
+            or self.model in self.services.custom_keys
         ):
             found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant)
             loaded = {str(d.id): d for d in found}  # type: ignore[attr-defined]
@@ -181,7 +187,11 @@ class Repository(Reading[T]):
         passes (:class:`OutcomeUnknownError`), so does Ctrl-C; documents it refused raise
         :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`."""
         opts = self.options(**given(options))
-        return _patching.patch_all(self._listing(), filter, self._checked(patch, opts), opts)
+        checked = self._checked(patch, opts)
+        try:
+            return _patching.patch_all(self._listing(), filter, checked, opts)
+        finally:
+            invalidate_query(self.services, self.info, filter, ChangeType.SAVED)
 
     def _checked(self, patch: Patch, options: Options) -> Patch:
         """``patch``, a ``PartialPatch`` checked against the model before anything is sent
@@ -208,7 +218,11 @@ class Repository(Reading[T]):
         delete-by-query runs as a task followed to its end, run again for version
         conflicts only once it ended: ``timeout=`` cancels it when it passes
         (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`)."""
-        return _patching.remove_all(self._listing(), filter, self.options(**given(options)))
+        opts = self.options(**given(options))
+        try:
+            return _patching.remove_all(self._listing(), filter, opts)
+        finally:
+            invalidate_query(self.services, self.info, filter, ChangeType.REMOVED)
 
     def compose_id(self, doc: T) -> str:
         """The id :meth:`add` gives ``doc``, composed from the model's ``Index.id_fields``
@@ -217,12 +231,93 @@ class Repository(Reading[T]):
 
     def invalidate_cache(self, items: T | str | Iterable[T | str]) -> None:
         """Drop cached entries: documents or ids (by-id entries), or custom cache keys
-        (a string that is a key given as ``cache="..."`` to a find)."""
+        (a ``cache_key=`` of a search, a key of :meth:`add_to_cache_with_keys`); a string
+        is dropped as both. Sends nothing to Elasticsearch; removes the keys from the
+        model's cache client (nothing without one)."""
         listed = [items] if isinstance(items, str | self.model) else list(items)  # type: ignore[arg-type]
         ids = [i if isinstance(i, str) else i.id for i in listed]  # type: ignore[attr-defined]
         self.services.invalidate_ids(self.info, ids)
-        if self.services.cache is not None:
-            self.services.cache.remove_many([i for i in ids if isinstance(i, str)])
+        cache = self.services.cache_of(self.info)
+        if cache is not None:
+            cache.remove_many([i for i in ids if isinstance(i, str)])
+
+    # -- cache hooks and settings (override the hooks in a subclass) -------------------
+
+    def invalidate_cache_for(
+        self, documents: list[ModifiedDocument], change_type: ChangeType
+    ) -> None:
+        """Hook: called after every write of this model's documents (add, save, remove,
+        patches, the per-document writes of ``patch_all``/``remove_all``, session
+        flushes), whatever its outcome, once per change type, after their by-id entries
+        were removed. Each :class:`~esmapper.signals.ModifiedDocument` holds the
+        document written (``value``) and the stored one it replaced (``original``, when
+        known; see :mod:`esmapper._cache_hooks`). Override it to drop custom keys made of
+        the documents' content, from both sides (:func:`esmapper.union_original_and_modified`),
+        with :meth:`invalidate_cache`. Does nothing here; an exception is logged."""
+
+    def invalidate_cache_by_query(
+        self, filter: str | Query | None, change_type: ChangeType
+    ) -> None:
+        """Hook: called after every :meth:`patch_all` (``SAVED``) and :meth:`remove_all`
+        (``REMOVED``) with the caller's ``filter``, whatever their outcome: drop the custom
+        keys a change of the matching documents makes stale (a cached list of them). Does
+        nothing here; an exception is logged."""
+
+    def add_to_cache(
+        self, documents: list[T], *, expires_in: float | None, dirty_read: bool
+    ) -> None:
+        """Hook: called with the documents a cached read fetched from Elasticsearch (by
+        id: stored in the cache, ``dirty_read=False``; ``find``/``find_one``: ``dirty_read``
+        unless the search refreshed first), ``expires_in`` the seconds their entries live
+        (``None``: the cache client's default). Override it to cache them under keys of
+        your own with :meth:`add_to_cache_with_keys`. Does nothing here; an exception is
+        logged."""
+
+    def add_to_cache_with_keys(
+        self,
+        entries: Mapping[str, T | Sequence[T]],
+        *,
+        expires_in: float | _dt.timedelta | None = None,
+    ) -> None:
+        """Cache documents under keys of your own (``{"email:ann@example.com": doc}``): each
+        stored as the page a ``find``/``find_one`` given that ``cache_key=`` serves. A
+        key, a document of another model, one not stored yet or loaded in part raise
+        ``TypeError``/``ValueError`` before anything is stored. ``expires_in``: seconds or a
+        ``timedelta`` (``None``: the cache client's default). Nothing without a cache
+        client; drop them with :meth:`invalidate_cache` (from :meth:`invalidate_cache_for`)."""
+        seconds = check_expires_in(expires_in)
+        made = key_entries(self.info, entries)
+        cache = self.services.cache_of(self.info)
+        if cache is None:
+            return
+        for key, value in made:
+            cache.set(key, value, seconds)
+        stored([key for key, _value in made])
+
+    def set_cache_client(self, client: CacheClient) -> None:
+        """Cache this model's documents, custom keys and recently soft-deleted ids in
+        ``client`` instead of the mapper's cache client (every read and write of the
+        model, sessions included). Call it in the subclass's ``__init__`` (register the
+        subclass: ``mapper.register(Model, repository=MyRepository)``)."""
+        needed = ("get", "set", "compare_and_set", "remove_many", "remove_by_prefix")
+        if not all(callable(getattr(client, name, None)) for name in needed):
+            raise TypeError(f"set_cache_client() takes a CacheClient, got {client!r}")
+        self.services.use_cache(self.model, client)
+        self._forget_reads()
+
+    def disable_cache(self) -> None:
+        """No caching at all for this model in this mapper: reads never read or fill a
+        cache (``cache=True`` is ignored), writes send no invalidation. Other mappers or
+        processes that cache the model must not share its entries."""
+        self.services.use_cache(self.model, None)
+        self._forget_reads()
+
+    def _forget_reads(self) -> None:
+        """Drop what the by-id reads worked out under the previous cache client."""
+        self._by_id.clear()
+        for memo in self._by_keyword.values():
+            memo.clear()
+        self._by_keywords.clear()
 
     def __repr__(self) -> str:
         return f"Repository({self.model.__name__}, alias={self.spec.alias!r})"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -58,6 +58,7 @@ __all__ = [
     "entity_changed",
     "namespace",
     "send_safely",
+    "union_original_and_modified",
 ]
 
 log = logging.getLogger("esmapper.signals")
@@ -78,6 +79,20 @@ class ModifiedDocument:
 
     value: Any
     original: Any = None
+
+
+def union_original_and_modified(documents: Iterable[ModifiedDocument]) -> list[Any]:
+    """The documents of a change, both sides: each ``value`` and each ``original`` that
+    is not ``None``, in order, each object once (the old and the new content of a
+    document whose custom cache keys must go: a changed email address names two keys)."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    for modified in documents:
+        for doc in (modified.value, modified.original):
+            if doc is not None and id(doc) not in seen:
+                seen.add(id(doc))
+                found.append(doc)
+    return found
 
 
 @attrs.define(slots=True)

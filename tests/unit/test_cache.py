@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from typing import Any
 
@@ -223,3 +224,33 @@ def test_no_reader_for_a_client_without_a_hit_path() -> None:
         stats = None
 
     assert DocumentCache(Plain()).reader("emp", object, dict) is None  # type: ignore[arg-type]
+
+
+def test_an_expiry_instant_is_stored_as_the_seconds_left() -> None:
+    timer = FakeTimer()
+    documents = DocumentCache(InMemoryCache(timer=timer), clock=lambda: 1000.0)
+    at = dt.datetime.fromtimestamp(1060.0, dt.timezone.utc)
+    assert documents.seconds(at) == 60.0
+    assert documents.seconds(dt.timedelta(minutes=1)) == 60.0 and documents.seconds(None) is None
+    _hit, token = documents.lookup("a", "1")
+    assert documents.fill("a", "1", {"_id": "1"}, token, at)
+    timer.now = 59
+    assert documents.lookup("a", "1")[0] == {"_id": "1"}
+    timer.now = 61
+    assert documents.lookup("a", "1", reserve=False) == (None, None)
+    _hit, token = documents.lookup("a", "2")
+    past = dt.datetime.fromtimestamp(999.0, dt.timezone.utc)
+    assert not documents.fill("a", "2", {"_id": "2"}, token, past)
+
+
+def test_a_read_that_skips_the_entry_reserves_over_it() -> None:
+    documents = DocumentCache(InMemoryCache())
+    _hit, token = documents.lookup("a", "1")
+    documents.fill("a", "1", {"_id": "1", "v": 1}, token, 60)
+    over = documents.reserve_over("a", "1")
+    assert over is not None and documents.reserve_over("a", "1") is None  # held
+    assert documents.fill("a", "1", {"_id": "1", "v": 2}, over, 60)
+    again = documents.reserve_over("a", "1")
+    documents.invalidate("a", ["1"])  # a write meanwhile: the fill is refused
+    assert not documents.fill("a", "1", {"_id": "1", "v": 3}, again, 60)
+    assert documents.lookup("a", "1", reserve=False) == (None, None)

@@ -34,6 +34,7 @@ CORE = (
     "esmapper._writes",
     "esmapper._settle",
     "esmapper._outcomes",
+    "esmapper._cache_hooks",
     "esmapper._fenced",
     "esmapper._bodies",
     "esmapper._pending",

@@ -84,3 +84,23 @@ def test_given_keeps_the_keywords_a_call_gave_a_value() -> None:
     kwargs = {"sort": ["a"], "cache": False, "limit": 5}
     assert split(kwargs, ("limit", "sort", "total")) == {"sort": ["a"], "limit": 5}
     assert kwargs == {"cache": False}
+
+
+def test_the_cache_expiry_and_read_cache_are_checked_and_kept() -> None:
+    at = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+    assert em.Options(expires_in=dt.timedelta(minutes=2)).expires_in == 120.0
+    assert em.Options(expires_in=5).expires_in == 5.0
+    assert em.Options(expires_at=at).expires_at is at
+    assert em.Options(read_cache=False).read_cache is False
+    base = em.Options()
+    assert base.merge(expires_in=30) is base.merge(expires_in=30)
+    with pytest.raises(ValueError, match="give one expiry, not both"):
+        base.merge(expires_in=30).merge(expires_at=at)
+    for bad in (0, -1, float("inf"), "5", True, dt.timedelta(seconds=-1)):
+        with pytest.raises(ValueError, match="expires_in="):
+            base.merge(expires_in=bad)
+    for wrong in ("2030-01-01", dt.datetime(2030, 1, 1), dt.date(2030, 1, 1)):
+        with pytest.raises(ValueError, match="expires_at="):
+            base.merge(expires_at=wrong)
+    with pytest.raises(ValueError, match="read_cache=1"):
+        base.merge(read_cache=1)
