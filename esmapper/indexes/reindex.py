@@ -189,6 +189,7 @@ from esmapper.indexes._reindex_run import (
 )
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state, is_outdated
+from esmapper.indexes.configured import clear_marker
 from esmapper.indexes.partition_reindex import reindex_partitions
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec
@@ -274,6 +275,7 @@ def reindex(
     throttle = Throttle(batch_size, requests_per_second, stall_timeout)
     mapper = context_of(mapper)  # a Mapper: its services
     spec = mapper.spec(model)
+    clear_marker(mapper)  # the configuration changes: the next configure_indexes() runs
     if spec.is_time_series:
         moved = reindex_partitions(
             mapper,
