@@ -50,14 +50,14 @@ def main(argv: list[str]) -> int:
         while not go.exists() and time.monotonic() < deadline:
             time.sleep(0.001)
     else:
-        configured.DEFAULT_TTL = dt.timedelta(seconds=float(rest[0]))  # type: ignore[misc]
-        real = mapper_module.configure_indexes
+        configured.DEFAULT_TTL = dt.timedelta(seconds=float(rest[0]))  # type: ignore[attr-defined]
+        real = mapper_module.configure_indexes  # type: ignore[attr-defined]
 
         def paused(*args: Any, **kwargs: Any) -> Any:
             hold_here(control, name)
             return real(*args, **kwargs)
 
-        mapper_module.configure_indexes = paused  # type: ignore[assignment]
+        mapper_module.configure_indexes = paused  # type: ignore[attr-defined]
     outcome: dict[str, Any]
     with em.Mapper(url, models=[Thing, Plain], index_prefix=prefix) as mapper:
         try:

@@ -9,7 +9,6 @@ import datetime as dt
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,29 +39,20 @@ def _configures(proxy: FaultProxy, prefix: str) -> int:
 def test_processes_starting_at_once_configure_once(
     tmp_path: Path, es_url: str, es_client: Elasticsearch, index_prefix: str
 ) -> None:
+    command = [sys.executable, "-m", WORKER, str(tmp_path)]
     with FaultProxy(es_url, lifetime=120) as proxy:
         procs = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    WORKER,
-                    str(tmp_path),
-                    f"w{n}",
-                    proxy.url,
-                    index_prefix,
-                    "start",
-                ],
+                [*command, f"w{n}", proxy.url, index_prefix, "start"],
                 cwd=ROOT,
                 env=subprocess_env(ROOT),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-            )  # fmt: skip
+            )
             for n in range(PROCESSES)
         ]
         try:
-            time.sleep(0)  # the workers poll for the start flag
             (tmp_path / "go").touch()
             results = [p.communicate(timeout=90) for p in procs]
         finally:
