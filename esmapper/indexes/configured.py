@@ -73,7 +73,7 @@ __all__ = [
 
 log = logging.getLogger("esmapper.indexes")
 
-#: How long a configuration stays marked done (CA-18: 5 minutes).
+#: How long a configuration stays marked done (5 minutes).
 MARKER_TTL: Final = _dt.timedelta(minutes=5)
 #: The lock one process configures under.
 LOCK_NAME: Final = "configure-indexes"

@@ -1,5 +1,5 @@
 """``esmapper indexes configure|list|mapping|stats`` against the test server (issue 30,
-item 4; ES-6): configure once for processes starting together (``--force`` again, named
+item 4): configure once for processes starting together (``--force`` again, named
 models always), list the models' physical indexes, show mappings and stats; bad input is
 one ``error:`` line and a non-zero exit."""
 

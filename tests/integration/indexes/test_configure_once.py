@@ -1,4 +1,4 @@
-"""``configure_indexes()`` for a fleet (issue 30, item 4; IM-24, CA-18): processes starting
+"""``configure_indexes()`` for a fleet (issue 30, item 4): processes starting
 at once configure once (a lock, then a marker saying this configuration is done for 5
 minutes); ``force=True`` configures again; named models take neither; ``delete_indexes``
 and ``reindex`` clear the marker; a holder paused past its lease is taken over."""

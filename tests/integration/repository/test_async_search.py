@@ -1,4 +1,4 @@
-"""Async search (issue 30, item 2; QY-31, OP-20): ``repo.async_search`` submits the search
+"""Async search (issue 30, item 2): ``repo.async_search`` submits the search
 ``find`` would send as ``POST /<alias>/_async_search``, reads it later by id, asks its
 status, deletes it; each page is a ``FindResults`` with ``async_id``/``is_running``.
 
