@@ -24,7 +24,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from esmapper._cli_app import CliError, find_model, mapper_of
 from esmapper._cli_types import Seconds
 from esmapper._text import table
-from esmapper.indexes.configured import LOCK_WAIT, MARKER_TTL
+from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL
 from esmapper.indexes.spec import IndexSpec
 from esmapper.mapper import Mapper
 

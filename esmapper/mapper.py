@@ -25,10 +25,10 @@ from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import connect, redis_url_from_env
 from esmapper.health import HealthReport, check_health
+from esmapper.indexes._configured import LOCK_WAIT as CONFIGURE_LOCK_WAIT
+from esmapper.indexes._configured import ConfigureMarker, configuration_key, configure_once
 from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
-from esmapper.indexes.configured import LOCK_WAIT as CONFIGURE_LOCK_WAIT
-from esmapper.indexes.configured import ConfigureMarker, configuration_key, configure_once
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import LOCK_INDEX, LockProvider
@@ -300,7 +300,7 @@ class Mapper:
         custom fields brings the definitions' index along.
 
         For every registered model (``models=None``) it runs once for a fleet of processes
-        starting together (:mod:`esmapper.indexes.configured`): when this configuration
+        starting together (:mod:`esmapper.indexes._configured`): when this configuration
         (a hash of the models' indexes, versions, mappings, settings and pipelines) was
         configured less than 5 minutes ago it returns ``[]`` at once (one marker read);
         otherwise it configures under the ``configure-indexes`` lock (waiting up to
@@ -349,7 +349,7 @@ class Mapper:
         each once; a lost answer is read back). Then drops the model's state cached by this
         mapper and its cache client (partitions ensured, documents, soft-deleted ids) and
         publishes ``entity_changed`` (``REMOVED``, ``id=None``) when something was deleted,
-        and clears the ``configure_indexes`` marker (:mod:`esmapper.indexes.configured`).
+        and clears the ``configure_indexes`` marker (:mod:`esmapper.indexes._configured`).
         Raises the client's errors (an ``ApiError`` when Elasticsearch refuses a delete).
 
         The custom-field definitions index (``em.CustomFieldDefinition``, the tenants'

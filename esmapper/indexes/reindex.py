@@ -177,6 +177,7 @@ from typing import TYPE_CHECKING
 
 from esmapper._context import context_of
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._configured import clear_marker
 from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import (
@@ -189,7 +190,6 @@ from esmapper.indexes._reindex_run import (
 )
 from esmapper.indexes.blocks import clear_leftover_block, refuse_foreign_block
 from esmapper.indexes.configure import index_state, is_outdated
-from esmapper.indexes.configured import clear_marker
 from esmapper.indexes.partition_reindex import reindex_partitions
 from esmapper.indexes.partition_versions import partition_versions
 from esmapper.indexes.spec import IndexSpec

@@ -21,7 +21,7 @@ from typing import Any
 
 import esmapper as em
 from esmapper import mapper as mapper_module
-from esmapper.indexes import configured
+from esmapper.indexes import _configured as configured
 from tests.integration.pausing import hold_here
 
 

@@ -17,7 +17,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.indexes.configured import MARKER_TTL, ConfigureMarker, configuration_key
+from esmapper.indexes._configured import MARKER_TTL, ConfigureMarker, configuration_key
 from esmapper.locks import LockProvider
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
