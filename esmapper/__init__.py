@@ -20,6 +20,7 @@ from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import HybridCache, RedisCache, RedisMessageBus
 from esmapper.errors import (
     AliasNameTakenError,
+    AsyncSearchNotFoundError,
     BulkItemFailure,
     BulkWriteError,
     DocumentError,
@@ -110,7 +111,7 @@ from esmapper.options import Consistency, Options, SoftDeleteMode
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.reindex_scripts import FieldOperation, remove_field, rename_field
 from esmapper.repository import Repository
-from esmapper.results import Count, FindHit, FindResults, ShardFailure, Shards
+from esmapper.results import AsyncSearchStatus, Count, FindHit, FindResults, ShardFailure, Shards
 from esmapper.session import Session, SessionClosedError, sessionmaker
 from esmapper.signals import (
     ChangeType,
@@ -123,6 +124,8 @@ from esmapper.signals import (
 __all__ = [
     "ActionPatch",
     "AliasNameTakenError",
+    "AsyncSearchNotFoundError",
+    "AsyncSearchStatus",
     "Binary",
     "BlinkerMessageBus",
     "Boolean",

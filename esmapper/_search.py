@@ -401,14 +401,22 @@ class SearchRequest:
         return self.ctx.raw_client
 
     def _send(
-        self, body: dict[str, Any], pit_id: str | None, raw: Elasticsearch | None = None
+        self,
+        body: dict[str, Any],
+        pit_id: str | None,
+        raw: Elasticsearch | None = None,
+        *,
+        via: Callable[..., Any] | None = None,
     ) -> dict[str, Any] | None:
         """Send one search (through ``before_query``/``after_query``); ``None`` when the
         index does not exist yet. The server's refusal of a partial answer raises
         :class:`~esmapper.errors.PartialResultsError`. ``raw``: the client copy to send it
         on (:meth:`_raw_reader`): the answer's hits are then
         :class:`~esmapper._raw_answers.Hit` s (their ``_source`` as bytes), its error
-        answers raised as the client raises them."""
+        answers raised as the client raises them. ``via``: the client method that sends
+        the search instead of ``client.search``, with the same parameters (an async
+        search's submit, :mod:`esmapper._async_search`): its answer is returned as it
+        came, ``after_query`` given the search response it holds (``response``)."""
         alias = self.target
         pruned = self.targets is not None
         context = QueryContext(self.info.cls, body, self.options, alias)
@@ -427,11 +435,10 @@ class SearchRequest:
             params.update(ignore_unavailable=listed, allow_no_indices=listed)
         if raw is not None:
             client = raw
+        search = client.search if via is None else via
         try:
             response = sent(
-                lambda: answer(
-                    lambda: client.search(**params, allow_partial_search_results=partial)
-                ),
+                lambda: answer(lambda: search(**params, allow_partial_search_results=partial)),
                 what=f"the search of {alias}",
                 index=alias,
                 remedy=self._remedy,
@@ -455,8 +462,9 @@ class SearchRequest:
             release(self.ctx.client, str(result.get("pit_id") or pit_id))
             raise self._expired(lost)
         if signals.has_receivers(signals.after_query, self.info.cls):
+            searched = result if via is None else result.get("response") or {}
             signals.after_query.send(
-                self.info.cls, query=context, result=result, options=self.options
+                self.info.cls, query=context, result=searched, options=self.options
             )
         return result
 
@@ -581,13 +589,20 @@ class SearchRequest:
             raise
         return str(pit["id"])
 
-    @_gc.paused()  # the parsed response and the documents all live on: no GC passes
-    def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
+    def page_body(self, page: int, after: list[Any] | None) -> dict[str, Any]:
+        """The body of the search of page ``page`` (``after``: the sort values it continues
+        after, in search-after paging): :meth:`body`, one hit more when the page peeks
+        (:attr:`_peeks`). Sends nothing."""
         body = self.body(page=page)
         if self._peeks:  # one hit more than the page: whether another page exists
             body["size"] = self.limit + 1
         if self.search_after_mode and after is not None:
             body["search_after"] = after
+        return body
+
+    @_gc.paused()  # the parsed response and the documents all live on: no GC passes
+    def _page(self, page: int, after: list[Any] | None, pit_id: str | None) -> FindResults[Any]:
+        body = self.page_body(page, after)
         response = self._send(body, pit_id, self._raw_reader())
         if response is None:
             return FindResults(hits=[], total=0, page=page, has_more=False, limit=self.limit)

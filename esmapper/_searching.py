@@ -14,6 +14,7 @@ from elasticsearch.dsl.query import Query
 from typing_extensions import Unpack
 
 from esmapper import _scan
+from esmapper._async_search import AsyncSearch
 from esmapper._cache_hooks import add_read
 from esmapper._keywords import CountKeywords, FindKeywords, FindOneKeywords, ScanKeywords
 from esmapper._limits import limited
@@ -81,6 +82,15 @@ class Searching(Generic[T]):
         """This repository's searches as a scan or a by-query write runs them (the
         repository's mapper as their context, its model, spec and scope)."""
         return _scan.Listing(self.services, self.info, self.services.spec(self.model), self._scope)
+
+    @property
+    def async_search(self) -> AsyncSearch[T]:
+        """This repository's async searches (:mod:`esmapper._async_search`): ``submit``
+        (the search ``find`` sends, run in the background: ``POST
+        /<alias>/_async_search``), ``get`` its page later by id, ``status`` and
+        ``delete``; their pages are :class:`FindResults` with ``async_id`` and
+        ``is_running``."""
+        return AsyncSearch(self)
 
     @limited(_defaults)
     def find(

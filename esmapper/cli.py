@@ -6,7 +6,9 @@ returning one, imported with the current directory on ``sys.path``) and override
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status [--health]``,
 ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
-[--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL... [--yes]`` and
+[--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes configure [MODEL...] [--force]
+[--lock-wait S]``, ``indexes list``, ``indexes mapping MODEL [--declared]``, ``indexes
+stats [MODEL...]`` (:mod:`esmapper._cli_indexes`), ``indexes delete MODEL... [--yes]`` and
 ``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
 :mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
 [--batch-size N]``, ``fields list|add|rename|remove MODEL --tenant T``
@@ -47,6 +49,10 @@ from esmapper._cli_app import (
     find_model,
     mapper_of,
 )
+from esmapper._cli_indexes import configure as configure_indexes
+from esmapper._cli_indexes import list_indexes
+from esmapper._cli_indexes import mapping as index_mapping
+from esmapper._cli_indexes import stats as index_stats
 from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
@@ -391,9 +397,14 @@ main.add_command(snapshot)
 
 @main.group()
 def indexes() -> None:
-    """Index lifecycle: delete a model's indexes, clean up old ones."""
+    """Index lifecycle: configure, list, show mappings and stats, delete a model's
+    indexes, clean up old ones."""
 
 
+indexes.add_command(configure_indexes)
+indexes.add_command(list_indexes)
+indexes.add_command(index_mapping)
+indexes.add_command(index_stats)
 indexes.add_command(indexes_cleanup)
 
 

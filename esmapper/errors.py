@@ -18,6 +18,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      +-- QueryValidationError          a filter, sort or aggregation is invalid (also ValueError)
      +-- SnapshotExpiredError          a scan's point in time is gone (keep-alive ran out or
      |                                 it was closed); says how far the scan got
+     +-- AsyncSearchNotFoundError      the cluster keeps no async search of that id (expired,
+     |                                 deleted or wrong)
      +-- PartialResultsError           some shards did not answer a search or count (a failed
      |                                 shard, a timeout): carries what the others answered
      +-- IdTooLongError                a document id exceeds 512 UTF-8 bytes (also ValueError)
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AliasNameTakenError",
+    "AsyncSearchNotFoundError",
     "BulkItemFailure",
     "BulkRequestError",
     "BulkWriteError",
@@ -465,6 +468,17 @@ class SnapshotExpiredError(EsmapperError):
         self.last_sort = None if last_sort is None else list(last_sort)
         self.search_after = search_after
         self.keep_alive = keep_alive
+
+
+class AsyncSearchNotFoundError(EsmapperError):
+    """The async search an id names is not kept by the cluster: its ``keep_alive`` ran out,
+    it was deleted, or the id is wrong (Elasticsearch answers 404
+    ``resource_not_found_exception``). ``async_id`` is the id asked for; its results are
+    gone, submit the search again."""
+
+    def __init__(self, message: str, *, async_id: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.async_id = async_id
 
 
 class PartialResultsError(EsmapperError):

@@ -25,11 +25,13 @@ from esmapper.custom_fields.definition import CustomFieldDefinition
 from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import connect, redis_url_from_env
 from esmapper.health import HealthReport, check_health
+from esmapper.indexes._configured import LOCK_WAIT as CONFIGURE_LOCK_WAIT
+from esmapper.indexes._configured import ConfigureMarker, configuration_key, configure_once
 from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import LOCK_INDEX
+from esmapper.locks import LOCK_INDEX, LockProvider
 from esmapper.migrations import MigrationResult, migrate
 from esmapper.migrations.planning import decide_before_first_index
 from esmapper.migrations.state import STATE_INDEX
@@ -321,15 +323,52 @@ class Mapper:
         """The :class:`IndexSpec` of a registered model (registering it on first use)."""
         return self.services.spec(model)
 
-    def configure_indexes(self, models: Iterable[type] | None = None) -> list[IndexState]:
+    def configure_indexes(
+        self,
+        models: Iterable[type] | None = None,
+        *,
+        force: bool = False,
+        lock_wait: _dt.timedelta = CONFIGURE_LOCK_WAIT,
+    ) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
         what was found or done per model. Idempotent; call it at every start. A model with
-        custom fields brings the definitions' index along."""
-        chosen = list(models) if models is not None else self.models
+        custom fields brings the definitions' index along.
+
+        For every registered model (``models=None``) it runs once for a fleet of processes
+        starting together (:mod:`esmapper.indexes._configured`): when this configuration
+        (a hash of the models' indexes, versions, mappings, settings and pipelines) was
+        configured less than 5 minutes ago it returns ``[]`` at once (one marker read);
+        otherwise it configures under the ``configure-indexes`` lock (waiting up to
+        ``lock_wait`` for another process configuring now, then finding its marker and
+        returning ``[]``) and marks the configuration done. ``force=True`` configures even
+        when marked. An explicit ``models`` list configures those models, no lock, no
+        marker. Raises :class:`~esmapper.errors.LockError` when the lock stays held past
+        ``lock_wait``, :class:`~esmapper.errors.IndexConfigurationError` for a mapping
+        Elasticsearch cannot change in place."""
+        if not isinstance(force, bool):
+            raise TypeError(f"force must be True or False, not {force!r}")
+        if models is not None:
+            return configure_indexes(self.client, self._with_definitions(list(models)))
+        specs = self._with_definitions(self.models)
+        services = self.services
+        locks = LockProvider(self.client, index_prefix=self.index_prefix, clock=self.clock)
+        return configure_once(
+            locks,
+            ConfigureMarker.of(services),
+            configuration_key(specs),
+            lambda: configure_indexes(self.client, specs),
+            force=force,
+            lock_wait=lock_wait,
+        )
+
+    def _with_definitions(self, chosen: list[type]) -> list[IndexSpec]:
+        """The specs of ``chosen``, the custom-field definitions' appended when one of
+        them has custom fields."""
+        chosen = list(chosen)
         for model in list(chosen):
             if self.spec(model).info.custom_fields and CustomFieldDefinition not in chosen:
                 chosen.append(CustomFieldDefinition)
-        return configure_indexes(self.client, [self.spec(m) for m in chosen])
+        return [self.spec(m) for m in chosen]
 
     def delete_indexes(
         self, models: Iterable[type] | None = None, *, dry_run: bool = False
@@ -344,7 +383,8 @@ class Mapper:
         ``POST /_aliases``, ``DELETE /<index>,...`` and ``DELETE /_index_template/<name>``,
         each once; a lost answer is read back). Then drops the model's state cached by this
         mapper and its cache client (partitions ensured, documents, soft-deleted ids) and
-        publishes ``entity_changed`` (``REMOVED``, ``id=None``) when something was deleted.
+        publishes ``entity_changed`` (``REMOVED``, ``id=None``) when something was deleted,
+        and clears the ``configure_indexes`` marker (:mod:`esmapper.indexes._configured`).
         Raises the client's errors (an ``ApiError`` when Elasticsearch refuses a delete).
 
         The custom-field definitions index (``em.CustomFieldDefinition``, the tenants'
@@ -363,6 +403,7 @@ class Mapper:
         if not dry_run:
             for spec, report in zip(specs, reports, strict=True):
                 self._forget(spec, deleted=not report.empty)
+            ConfigureMarker.of(self.services).clear()  # the next configure_indexes() runs
         return reports
 
     def _definitions_going_along(self, chosen: list[type]) -> list[type]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -13,6 +14,7 @@ import attrs
 from esmapper import _json
 
 __all__ = [
+    "AsyncSearchStatus",
     "Count",
     "FindHit",
     "FindResults",
@@ -130,6 +132,24 @@ class Count(int):
         return f"Count({int(self)}, partial=True)" if self.partial else int.__repr__(self)
 
 
+@attrs.frozen
+class AsyncSearchStatus:
+    """Where an async search is (``GET /_async_search/status/<id>``: no hits): ``async_id``;
+    ``is_running``; ``is_partial`` (Elasticsearch's: always true while it runs, then true
+    when some shards failed or the search failed); ``shards`` (the shards done so far);
+    ``completion_status`` (the HTTP status of its final answer, ``None`` while it runs);
+    ``started_at`` and ``expires_at`` (when the cluster forgets it unless it is read with a
+    new ``keep_alive``), UTC."""
+
+    async_id: str
+    is_running: bool
+    is_partial: bool
+    shards: Shards
+    completion_status: int | None
+    started_at: _dt.datetime | None
+    expires_at: _dt.datetime | None
+
+
 @attrs.define(slots=True)
 class FindHit(Generic[T]):
     """One search hit: ``id``, ``version`` (``"<primary_term>:<seq_no>"``), ``score``
@@ -191,6 +211,15 @@ class FindResults(Generic[T]):
     total_exact: bool = True
     #: how many shards answered this page's search (``None``: not read from a search)
     shards: Shards | None = attrs.field(default=None, repr=False)
+    #: the id of the async search this page was read from (``repo.async_search``), to get
+    #: it again or delete it; ``None``: not an async search, or one the server did not
+    #: keep (it completed within its wait and ``keep_on_completion`` was not set)
+    async_id: str | None = None
+    #: the async search is still running: this page is what it found so far (Elasticsearch
+    #: gives no hits before the end; ``total`` counts the shards done), get it again later
+    is_running: bool = False
+    #: the compiled search an async page was read for (reads the next answer the same way)
+    _async_request: Any = attrs.field(default=None, alias="async_request", repr=False)
 
     @property
     def partial(self) -> bool:

@@ -180,6 +180,7 @@ from typing import TYPE_CHECKING
 
 from esmapper._context import context_of
 from esmapper.errors import IndexConfigurationError
+from esmapper.indexes._configured import clear_marker
 from esmapper.indexes._idx_owed import settle_idx_rebuild
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import (
@@ -277,6 +278,7 @@ def reindex(
     throttle = Throttle(batch_size, requests_per_second, stall_timeout)
     mapper = context_of(mapper)  # a Mapper: its services
     spec = mapper.spec(model)
+    clear_marker(mapper)  # the configuration changes: the next configure_indexes() runs
     if spec.is_time_series:
         moved = reindex_partitions(
             mapper,

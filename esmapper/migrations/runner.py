@@ -187,7 +187,9 @@ class _Runner:
         fresh = inst.fresh_marks(install)
         if install.fresh and not install.completed:
             log.info("fresh install: versioned migrations are marked completed, not run")
-        states = self.mapper.configure_indexes()
+        # every model's state is needed (not the marker's "done"): configured under the
+        # configure lock, the marker set for the application's processes that start next
+        states = self.mapper.configure_indexes(force=True)
         self.report.indexes = states
         for s in states:
             if s.action == "created":

@@ -41,6 +41,10 @@ What it reproduces, each a rule that is on unless switched off in the constructo
   ``wait_for_completion=false`` run as tasks, with the tasks API and the ``.tasks`` results
   (:mod:`esmapper.testing._real_tasks`); :attr:`ClusterProxy.tasks` scripts and observes
   them.
+- ``real_async_search``: ``_async_search`` submit, get, status and delete, each search run
+  as a ``_search`` through the proxy (:mod:`esmapper.testing._real_async_search`);
+  :attr:`ClusterProxy.async_searches` scripts (``hold``/``finish``/``expire``) and
+  observes them.
 
 What a test scripts, for the next matching requests:
 
@@ -55,6 +59,7 @@ from collections.abc import Callable
 from typing import Any
 
 from esmapper.testing._real_aliases import AliasesCoverEveryIndex
+from esmapper.testing._real_async_search import RealAsyncSearch
 from esmapper.testing._real_datastreams import DataStreamTemplates
 from esmapper.testing._real_mappings import answers_mappings, serialise_mapping
 from esmapper.testing._real_nodes import ReportedNodes
@@ -103,6 +108,7 @@ class ClusterProxy(FaultProxy):
         aliases_cover_every_index: bool = True,
         data_stream_templates: bool = True,
         real_tasks: bool = True,
+        real_async_search: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(upstream, **options)
@@ -127,6 +133,11 @@ class ClusterProxy(FaultProxy):
             self.add_rule(self.tasks)
         self._shard_failures = ShardFailures(self._forward)
         self.add_rule(self._shard_failures)
+        self.async_searches = RealAsyncSearch(self.url)
+        """The emulated async searches (scripting and counts; idle when
+        ``real_async_search=False``)."""
+        if real_async_search:
+            self.add_rule(self.async_searches)
 
     def stop(self) -> None:
         """End the emulated tasks' waits, then stop the proxy (idempotent)."""

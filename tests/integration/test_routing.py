@@ -47,7 +47,7 @@ def test_the_index_requires_a_routing(make_mapper: MakeMapper, es_client: Elasti
     index = mapper.spec(Order).write_target
     mapping = es_client.indices.get_mapping(index=index).body
     assert next(iter(mapping.values()))["mappings"]["_routing"] == {"required": True}
-    assert mapper.configure_indexes()  # configured again: the mapping is already there
+    assert mapper.configure_indexes(force=True)  # configured again: the mapping is already there
 
 
 def test_writes_and_reads_by_id_carry_the_id_fields_term(

@@ -236,7 +236,7 @@ def test_a_routed_time_series_model_configured_read_and_maintained(
     repo.patch("d1:1", em.PartialPatch({"value": 11}))
     repo.patch("d2:1", em.ActionPatch(lambda r: setattr(r, "value", 22)))
     assert [repo.require(i).value for i in ("d1:1", "d2:1")] == [11, 22]
-    assert mapper.configure_indexes()
+    assert mapper.configure_indexes(force=True)
 
     clock.now = NOW + dt.timedelta(days=2)  # the older partition is past max_age
     report = maintain(mapper, [Reading])

@@ -115,6 +115,9 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.QueryValidationError: lambda: errors.QueryValidationError(
         "unknown field 'nope'", field="nope", position=3, expression="x: nope:1"
     ),
+    errors.AsyncSearchNotFoundError: lambda: errors.AsyncSearchNotFoundError(
+        "no async search 'FmRl'", async_id="FmRl", error_type="resource_not_found_exception"
+    ),
     errors.SnapshotExpiredError: lambda: errors.SnapshotExpiredError(
         "the point in time is gone",
         processed=200,

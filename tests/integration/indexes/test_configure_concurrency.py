@@ -1,5 +1,7 @@
-"""``configure_indexes()`` from several processes at once on a fresh prefix:
-every process succeeds and each model ends with one index (and its alias).
+"""``configure_indexes(models)`` from several processes at once on a fresh prefix:
+every process succeeds and each model ends with one index (and its alias). (Named models
+take no lock: the configuration itself must be safe to run at once; ``configure_indexes()``
+for every model runs once under a lock: test_configure_once.py.)
 
 Four real processes wait at a barrier, then configure the same models through a
 :class:`FaultProxy`. The first create of each index is held at the proxy until another
@@ -71,7 +73,7 @@ control = pathlib.Path(sys.argv[1])
 (control / f"{sys.argv[2]}.ready").touch()
 while not (control / "go").exists():
     time.sleep(0.005)
-states = mapper.configure_indexes()
+states = mapper.configure_indexes(mapper.models)  # named: no lock, no marker
 print(json.dumps({s.model: s.action for s in states}))
 """
 
@@ -153,12 +155,14 @@ def test_an_alias_created_concurrently_is_not_taken_for_a_concrete_index(
         check = proxy.hold(path=rf"^/{alias}$")
         states: list[IndexState] = []
         slow = threading.Thread(
-            target=lambda: states.extend(make_mapper(ItemV1, url=proxy.url).configure_indexes())
+            target=lambda: states.extend(
+                make_mapper(ItemV1, url=proxy.url).configure_indexes([ItemV1])  # no lock
+            )
         )
         slow.start()
         try:
             assert check.wait_arrived(30)
-            assert make_mapper(ItemV1).configure_indexes()[0].action == "created"
+            assert make_mapper(ItemV1).configure_indexes([ItemV1])[0].action == "created"
         finally:
             check.forward()
             slow.join(timeout=60)

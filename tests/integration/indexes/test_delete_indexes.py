@@ -52,7 +52,8 @@ class OddlyNamed(em.Document):
 
 def _names(client: Elasticsearch, prefix: str) -> list[str]:
     body = client.indices.get(index=f"{prefix}*", allow_no_indices=True).body
-    return sorted(name.removeprefix(prefix) for name in body)
+    names = (name.removeprefix(prefix) for name in body)
+    return sorted(n for n in names if n != "esmapper-locks")  # configure_indexes()' lock
 
 
 def _aliases(client: Elasticsearch, prefix: str) -> dict[str, list[str]]:

@@ -38,7 +38,11 @@ def _indexes(client: Elasticsearch, prefix: str) -> dict[str, list[str]]:
     body = client.options(ignore_status=404).indices.get_alias(index=f"{prefix}*").body
     if "error" in body:
         return {}
-    return {index: without_fence(index, entry["aliases"]) for index, entry in sorted(body.items())}
+    return {
+        index: without_fence(index, entry["aliases"])
+        for index, entry in sorted(body.items())
+        if not index.startswith(f"{prefix}esmapper-")  # the locks of configure_indexes()
+    }
 
 
 def _properties(client: Elasticsearch, index: str) -> dict[str, object]:

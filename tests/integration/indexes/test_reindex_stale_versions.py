@@ -299,7 +299,7 @@ def test_an_index_made_before_fences_gets_one_on_the_first_write_and_at_configur
     assert es_client.indices.exists_alias(index=physical, name=fence)
 
     es_client.indices.delete_alias(index=physical, name=fence)
-    make_mapper(ItemV1).configure_indexes()
+    make_mapper(ItemV1).configure_indexes(force=True)
     assert es_client.indices.exists_alias(index=physical, name=fence)
 
 

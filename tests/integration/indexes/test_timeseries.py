@@ -68,7 +68,7 @@ def test_daily_documents_land_in_their_day_and_read_through_the_umbrella(
     assert repo.count() == 3
 
     # configure_indexes leaves existing partitions alone
-    assert [s.action for s in mapper.configure_indexes()] == ["template_updated"]
+    assert [s.action for s in mapper.configure_indexes(force=True)] == ["template_updated"]
     ranged = partitions_for_range(mapper.spec(DailyLog), NOW - dt.timedelta(days=1), NOW)
     assert ranged == [f"{p}logs-2026.03.09", f"{p}logs-2026.03.10"]
     hits = es_client.search(index=ranged, ignore_unavailable=True, allow_no_indices=True)

@@ -1,0 +1,206 @@
+"""``configure_indexes`` for a fleet: every process of an application calls it at its start
+(``gunicorn -w 8``: eight at once), one configures, the others skip.
+
+``Mapper.configure_indexes()`` (every registered model, no explicit list) runs
+:func:`configure_once`:
+
+1. the **marker** says this configuration was done less than :data:`MARKER_TTL` (5 minutes)
+   ago: return at once (an empty list), no lock taken, nothing else sent;
+2. take the ``configure-indexes`` **lock** (:mod:`esmapper.locks`: a lease renewed by a
+   heartbeat; waiting up to ``lock_wait``, 2 minutes by default, for a process configuring
+   now; :class:`~esmapper.errors.LockError` past it);
+3. read the marker again (the process that held the lock has set it: return);
+4. configure (:func:`esmapper.indexes.configure.configure_indexes`);
+5. set the marker, release the lock.
+
+The marker names the configuration by a stable hash (:func:`configuration_key`) of every
+model's alias, kind, version, mapping, settings and pipeline, so a new release (a model
+added, a field added, a version bumped) is configured at once whatever an older release
+marked. ``force=True`` skips steps 1 and 3 (the lock is still taken, the marker set);
+an explicit list of models skips the lock and the marker (it configures those models only).
+:meth:`~esmapper.Mapper.delete_indexes` and :func:`~esmapper.indexes.reindex.reindex`
+clear the marker (:func:`clear_marker`); ``maintain`` does not.
+
+Where the marker lives (one entry per index prefix, holding the key it marks):
+
+- in the mapper's cache when it is shared (a Redis cache, or any cache client that is
+  not the in-process :class:`~esmapper.cache.InMemoryCache`): key
+  ``<prefix>esmapper:configure-indexes``, expiring after 5 minutes;
+- else in Elasticsearch: the document ``configure-indexes.done`` of
+  ``<prefix>esmapper-locks`` (beside the lock), ``{"key", "configured_at", "expires_at",
+  "by"}``: ``GET`` reads it (realtime), ``PUT`` overwrites it (idempotent: the
+  transport's retries apply), ``DELETE`` clears it (a missing one is cleared).
+
+Unknown outcomes: a marker read that fails (a dropped connection, a timeout) raises, it
+is never taken for "not configured" nor for "configured"; the configuration itself sends
+its creates once and reads a lost answer back (:mod:`esmapper.indexes.configure`); a
+marker write whose answer was lost is resent by the transport (an overwrite). A holder
+stopped past its lease (a paused process) is taken over by a waiting process, which
+configures; the stopped one, resumed, finishes its own idempotent configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
+
+from elasticsearch import Elasticsearch, NotFoundError
+
+from esmapper.cache import CacheClient, InMemoryCache
+from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import DEFAULT_TTL, LOCK_INDEX, LockProvider, check_duration
+from esmapper.model.codec import format_datetime, parse_datetime
+
+if TYPE_CHECKING:
+    from esmapper._context import Context, HasContext
+
+__all__ = [
+    "LOCK_NAME",
+    "LOCK_WAIT",
+    "MARKER_TTL",
+    "ConfigureMarker",
+    "clear_marker",
+    "configuration_key",
+    "configure_once",
+]
+
+log = logging.getLogger("esmapper.indexes")
+
+#: How long a configuration stays marked done (5 minutes).
+MARKER_TTL: Final = _dt.timedelta(minutes=5)
+#: The lock one process configures under.
+LOCK_NAME: Final = "configure-indexes"
+#: How long a process waits for another one configuring now, by default.
+LOCK_WAIT: Final = _dt.timedelta(minutes=2)
+_MARKER_ID: Final = "configure-indexes.done"
+_CACHE_KEY: Final = "esmapper:configure-indexes"
+
+
+def configuration_key(specs: Iterable[IndexSpec]) -> str:
+    """The stable hash of what configuring ``specs`` makes: each model's alias, kind,
+    version, mapping, settings and pipeline (in alias order). Sends nothing."""
+    parts = sorted(
+        json.dumps(
+            [
+                spec.alias,
+                spec.kind,
+                spec.version,
+                spec.body(with_alias=False),
+                spec.options.pipeline,
+            ],
+            sort_keys=True,
+            default=repr,
+            separators=(",", ":"),
+        )
+        for spec in specs
+    )
+    text = "\n".join(parts)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class ConfigureMarker:
+    """The marker of one index prefix (see the module docstring for where it lives)."""
+
+    def __init__(
+        self,
+        client: Elasticsearch,
+        *,
+        index_prefix: str,
+        clock: Callable[[], _dt.datetime],
+        cache: CacheClient | None,
+    ) -> None:
+        self.client = client
+        self.index = f"{index_prefix}{LOCK_INDEX}"
+        self.clock = clock
+        #: the shared cache the marker lives in (``None``: Elasticsearch)
+        self.cache = None if cache is None or isinstance(cache, InMemoryCache) else cache
+        self.cache_key = f"{index_prefix}{_CACHE_KEY}"
+
+    @classmethod
+    def of(cls, ctx: Context) -> ConfigureMarker:
+        """The marker of a mapper's services (its client, prefix, clock and cache)."""
+        return cls(ctx.client, index_prefix=ctx.index_prefix, clock=ctx.clock, cache=ctx.cache)
+
+    def is_set(self, key: str) -> bool:
+        """Whether configuration ``key`` is marked done and not expired: one cache read, or
+        ``GET /<prefix>esmapper-locks/_doc/configure-indexes.done`` (no document, no
+        index: not set). Any other failure raises."""
+        if self.cache is not None:
+            return bool(self.cache.get(self.cache_key) == key)
+        try:
+            found = self.client.get(index=self.index, id=_MARKER_ID).body
+        except NotFoundError:
+            return False
+        source = found.get("_source") or {}
+        if source.get("key") != key:
+            return False
+        expires = source.get("expires_at")
+        return isinstance(expires, str) and parse_datetime(expires) > self.clock()
+
+    def set(self, key: str) -> None:
+        """Mark configuration ``key`` done for :data:`MARKER_TTL`: a cache write with that
+        expiry, or ``PUT /<prefix>esmapper-locks/_doc/configure-indexes.done``."""
+        if self.cache is not None:
+            self.cache.set(self.cache_key, key, MARKER_TTL.total_seconds())
+            return
+        now = self.clock()
+        self.client.index(
+            index=self.index,
+            id=_MARKER_ID,
+            document={
+                "key": key,
+                "configured_at": format_datetime(now),
+                "expires_at": format_datetime(now + MARKER_TTL),
+                "by": f"{socket.gethostname()}:{os.getpid()}",
+            },
+        )
+
+    def clear(self) -> None:
+        """Forget the marker (whatever it marks): a cache delete, or ``DELETE`` of the
+        document (a missing one, or a missing index, is cleared already)."""
+        if self.cache is not None:
+            self.cache.remove(self.cache_key)
+            return
+        with contextlib.suppress(NotFoundError):
+            self.client.delete(index=self.index, id=_MARKER_ID)
+
+
+def clear_marker(mapper: Context | HasContext) -> None:
+    """Clear the configure marker of ``mapper`` (a mapper or its services): the next
+    ``configure_indexes()`` configures (see the module docstring)."""
+    services: Any = getattr(mapper, "services", None) or mapper
+    ConfigureMarker.of(services).clear()
+
+
+def configure_once(
+    locks: LockProvider,
+    marker: ConfigureMarker,
+    key: str,
+    configure: Callable[[], list[Any]],
+    *,
+    force: bool = False,
+    lock_wait: _dt.timedelta = LOCK_WAIT,
+) -> list[Any]:
+    """Run ``configure`` unless configuration ``key`` is marked done, under the
+    ``configure-indexes`` lock (steps 1 to 5 of the module docstring); its states, or
+    ``[]`` when the marker said it was done. Raises
+    :class:`~esmapper.errors.LockError` when the lock stays held past ``lock_wait``,
+    ``ValueError`` for a negative ``lock_wait`` (before anything is sent)."""
+    check_duration("lock_wait", lock_wait, zero=True)
+    if not force and marker.is_set(key):
+        log.debug("configure_indexes: configuration %s marked done, skipped", key)
+        return []
+    with locks.acquire(LOCK_NAME, DEFAULT_TTL, wait=lock_wait, poll=0.2):
+        if not force and marker.is_set(key):
+            log.info("configure_indexes: configured meanwhile by another process, skipped")
+            return []
+        states = configure()
+        marker.set(key)
+    return states
