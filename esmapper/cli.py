@@ -56,6 +56,7 @@ from esmapper._text import table
 from esmapper._version import __version__
 from esmapper.custom_fields.cli import fields
 from esmapper.errors import PartialResultsError
+from esmapper.indexes._reindex_errors import error_counts
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
@@ -270,9 +271,10 @@ def _doc_count(mapper: Mapper, alias: str) -> str:
               help="Check health instead; exit 1 when something needs attention.")  # fmt: skip
 @click.pass_context
 def status(ctx: click.Context, health: bool) -> None:
-    """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
-    in progress and pending migrations (read-only). --health: cluster status, alias ->
-    index, pending reindexes, write blocks, mapping drift, field counts, pipelines."""
+    """Indexes, versions, alias targets, doc counts, old indexes left behind, documents in
+    reindex error indexes, a migrate run in progress and pending migrations (read-only).
+    --health: cluster status, alias -> index, pending reindexes, write blocks, mapping
+    drift, field counts, pipelines."""
     mapper = mapper_of(ctx)
     if health:
         print_health(mapper)
@@ -280,6 +282,7 @@ def status(ctx: click.Context, health: bool) -> None:
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
     blocks: list[str] = []
+    errors: dict[str, int] = {}
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     for model in mapper.models:
         spec = mapper.spec(model)
@@ -302,6 +305,8 @@ def status(ctx: click.Context, health: bool) -> None:
         if leftovers and state == "ok":
             state = "leftover"
         left.extend(leftovers)
+        if spec.kind != "plain":
+            errors.update(error_counts(mapper.client, spec))
         blocked = block_report(locks, spec)
         if blocked:
             state = "write-blocked"
@@ -314,6 +319,11 @@ def status(ctx: click.Context, health: bool) -> None:
         click.echo(f"old indexes left behind: {len(left)}")
         for leftover in left:
             click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
+    for index, docs in errors.items():
+        click.echo(
+            f"reindex errors: {index} ({docs} documents a reindex could not copy; inspect, "
+            "then delete the index)"
+        )
     for line in blocks:
         click.echo(f"write blocked: {line}")
     running = in_progress(mapper)
