@@ -4,7 +4,7 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status [--health]``,
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [--parallel N] [THROTTLE]``, ``status [--health]``,
 ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
 [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes delete MODEL... [--yes]`` and
 ``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
@@ -198,6 +198,9 @@ main.add_command(server)
     help="Expiry of the locks the run takes (renewed every third of it while it "
     "runs); a run killed on another machine blocks the next ones this long.",
 )
+@click.option("--parallel", type=click.IntRange(1, 64), default=1, metavar="N", show_default=True,
+              help="Reindex up to N outdated models at once (each in its own thread, under "
+                   "its own lock; no progress bars above 1).")  # fmt: skip
 @throttle_options
 @click.pass_context
 def migrate(
@@ -208,6 +211,7 @@ def migrate(
     no_reindex: bool,
     lock_wait: float,
     lock_ttl: float,
+    parallel: int,
     batch_size: int | None,
     requests_per_second: float | None,
     stall_timeout: float | None,
@@ -231,7 +235,8 @@ def migrate(
             lock_wait=timedelta(seconds=lock_wait),
             lock_ttl=timedelta(seconds=lock_ttl),
             on_outcome=None if dry_run else echo,
-            progress=bars,
+            progress=bars if parallel == 1 else None,  # one bar at a time
+            max_parallel=parallel,
             **throttle(batch_size, requests_per_second, stall_timeout),
         )
     if dry_run:
