@@ -28,7 +28,9 @@ it (added when missing; adding an alias that is there is a no-op); it is reporte
 taken for a concrete index named like the alias (:func:`~esmapper.indexes._occupied.
 concrete_index` asks ``HEAD /_alias/<name>`` too).
 
-A mapping change Elasticsearch refuses in place (a changed field type) raises
+A mapping change Elasticsearch refuses in place (a changed field type) logs ``error
+updating index (<index>) mappings.`` (ERROR; a versioned model's adds ``Changing existing
+fields requires a new index version.``, the reference's lines) and raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
 that points at an older version is reported as ``outdated``: moving it needs a reindex,
 which ``configure_indexes`` never starts (see
@@ -128,6 +130,14 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
     try:
         client.indices.put_mapping(index=index, body=spec.info.mapping)
     except BadRequestError as exc:
+        if spec.kind == "versioned":
+            log.error(
+                "error updating index (%s) mappings. Changing existing fields requires a new "
+                "index version.",
+                index,
+            )
+        else:
+            log.error("error updating index (%s) mappings.", index)
         raise IndexConfigurationError(
             f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "
             f"{index!r} in place ({exc.error}: {reason_of(exc)}); bump {spec.info.name}.Index."

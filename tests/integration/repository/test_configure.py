@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import esmapper as em
@@ -106,3 +108,22 @@ def test_a_model_without_class_index_is_named_after_its_class(
             EmployeeReview(text="fine"), consistency="immediate"
         )
         assert mapper.client.get(index=f"{index_prefix}employee_review", id=stored.id)["found"]
+
+
+def test_a_refused_mapping_change_is_logged_as_the_reference_does(
+    es_url: str, index_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with em.Mapper(es_url, models=[make(code="")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    Changed = make(code=0)
+    with (
+        em.Mapper(es_url, models=[Changed], index_prefix=index_prefix) as mapper,
+        caplog.at_level(logging.ERROR, logger="esmapper.indexes"),
+        pytest.raises(em.IndexConfigurationError),
+    ):
+        assert mapper.spec(Changed).kind == "versioned"
+        mapper.configure_indexes()
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"error updating index ({index_prefix}things-v1) mappings. Changing existing fields "
+        "requires a new index version."
+    ]
