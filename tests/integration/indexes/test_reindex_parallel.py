@@ -3,13 +3,16 @@ new ones from starting, lets the running ones finish, and is raised."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.cli import main
 from esmapper.indexes import ReindexError, ReindexProgress, reindex_outdated
 from esmapper.migrations import MigrationResult, run_migrations
 from tests.integration.conftest import MakeMapper
@@ -242,3 +245,27 @@ def test_migrate_in_parallel_reports_the_failed_model(
     assert report.error is not None and f"reindex of {index_prefix}par_b failed" in report.error
     outcomes = {o.step.target: o.status for o in report.outcomes if o.step.action == "reindex"}
     assert outcomes[f"{index_prefix}par_b"] == "failed"
+
+
+#: the mapper ``esmapper --app`` loads in the command-line test
+app_mapper: em.Mapper | None = None
+
+
+def test_the_migrate_command_reindexes_in_parallel(
+    make_mapper: MakeMapper, index_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(make_mapper, AV1, BV1)
+    monkeypatch.setattr(sys.modules[__name__], "app_mapper", make_mapper(AV2, BV2))
+
+    out = CliRunner().invoke(
+        main, ["--app", f"{__name__}:app_mapper", "migrate", "--parallel", "2"]
+    )
+
+    assert out.exit_code == 0, out.output
+    reindexed = sorted(line.split()[1] for line in out.output.splitlines() if "reindexed" in line)
+    assert reindexed == [f"{index_prefix}par_a", f"{index_prefix}par_b"]
+    assert out.output.splitlines()[-1] == "migrations: success"
+    refused = CliRunner().invoke(
+        main, ["--app", f"{__name__}:app_mapper", "migrate", "--parallel", "0"]
+    )
+    assert refused.exit_code == 2 and "--parallel" in refused.output
