@@ -232,6 +232,8 @@ class Run:
             seconds=time.monotonic() - self.began,
             blocked_seconds=self.blocked_for(),
         )
+        if done.error_index is not None:
+            message += f" ({done.error_count} document(s) recorded in {done.error_index})"
         return ReindexError(f"reindex {self.old} -> {self.new} failed: {message}", result=done)
 
     def report(self, phase: str, done: int = 0, total: int = 0, message: str = "") -> None:

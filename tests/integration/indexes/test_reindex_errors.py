@@ -83,7 +83,9 @@ def test_documents_that_fail_to_copy_are_recorded_with_the_reason_and_nothing_mo
     mapper = make_mapper(CodeV2, configure=True)
     alias, v1, v2 = f"{index_prefix}codes", f"{index_prefix}codes-v1", f"{index_prefix}codes-v2"
 
-    with pytest.raises(ReindexError) as failed:
+    with pytest.raises(
+        ReindexError, match=rf"\(2 document\(s\) recorded in {v2}-error\)"
+    ) as failed:
         reindex(mapper, CodeV2)
 
     result = failed.value.result
