@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from esmapper.indexes import ReindexError, reindex
 from esmapper.indexes._reindex_errors import error_counts, is_error_index
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
+from tests.integration.pausing import Child, children, linux_only
 
 SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
 
@@ -240,3 +242,35 @@ def test_a_recording_the_server_refuses_is_logged_and_the_run_fails_with_its_own
     assert failed.value.result.error_index is None
     assert any("recording 1 reindex failure" in r.getMessage() for r in caplog.records)
     assert not es_client.indices.exists(index=f"{index_prefix}codes-v2-error")
+
+
+@linux_only
+def test_a_run_killed_after_recording_leaves_the_old_index_serving_and_the_rerun_finishes(
+    tmp_path: Path,
+    make_mapper: MakeMapper,
+    es_url: str,
+    es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:
+    _seed(make_mapper, ["1", "x", "3"])
+    make_mapper(CodeV2, configure=True)
+    alias, v1, v2 = f"{index_prefix}codes", f"{index_prefix}codes-v1", f"{index_prefix}codes-v2"
+    worker = "tests.integration.indexes.reindex_errors_worker"
+    with children() as started:
+        child = Child(worker, tmp_path, "killed", es_url, index_prefix)
+        started.append(child)
+        child.wait_paused()
+        child.proc.kill()  # kill -9: recorded, not rolled back
+        child.proc.communicate()
+    assert sorted(_entries(es_client, f"{v2}-error")) == [f"{v1}/d1"]
+    assert es_client.indices.exists(index=v2)  # what the copy wrote, never served
+    assert sorted(es_client.indices.get_alias(name=alias).body) == [v1]
+
+    mapper = make_mapper(CodeV2)
+    with pytest.raises(ReindexError) as again:  # its lock's process is gone: taken at once
+        reindex(mapper, CodeV2)
+    assert again.value.result.error_count == 1
+    assert sorted(_entries(es_client, f"{v2}-error")) == [f"{v1}/d1"]  # overwritten, once
+    assert not es_client.indices.exists(index=v2)
+    assert sorted(es_client.indices.get_alias(name=alias).body) == [v1]
+    assert mapper.repository(CodeV2).count() == 3  # all still served from v1
