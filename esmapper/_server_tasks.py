@@ -53,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import threading
 import time
 import uuid
 import warnings
@@ -195,13 +196,48 @@ class TaskStalled(TaskError):
         self.seconds, self.cancelled = seconds, cancelled
 
 
+class _Quiet:
+    """The process's warning filters switched to "ignore" while at least one thread is
+    inside :func:`_quiet`. ``warnings.catch_warnings`` saves and restores the process-wide
+    filter list: entered and left by two threads interleaved (reindexes run in parallel,
+    ``reindex_outdated(max_parallel=)``), the first to leave would restore the filters
+    under the other, and the last would leave "ignore everything" installed for good. So
+    the first thread in enters it and the last one out leaves it."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.inside = 0
+        self.saved: warnings.catch_warnings[Any] | None = None
+
+    def enter(self) -> None:
+        with self.guard:
+            if self.inside == 0:
+                self.saved = warnings.catch_warnings()
+                self.saved.__enter__()
+                warnings.simplefilter("ignore")
+            self.inside += 1
+
+    def leave(self) -> None:
+        with self.guard:
+            self.inside -= 1
+            if self.inside == 0 and self.saved is not None:
+                self.saved.__exit__(None, None, None)
+                self.saved = None
+
+
+_QUIET: Final = _Quiet()
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """The tasks API is "technical preview", and ``.tasks`` a system index: the server's
-    deprecation warnings about them are not the caller's business."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    deprecation warnings about them are not the caller's business (thread-safe:
+    :class:`_Quiet`)."""
+    _QUIET.enter()
+    try:
         yield
+    finally:
+        _QUIET.leave()
 
 
 def _key(client: Elasticsearch) -> Any:
