@@ -13,7 +13,11 @@ it answers with is followed:
   (1 s); ``progress(done, total)`` is called with the task's status each time. Transport
   errors while polling are retried with back-off (1 s doubling, capped at 30 s), up to 6
   in a row, then the task is cancelled (best effort) and :class:`TaskUnreachable` raised
-  (it may still run: it is never started again).
+  (it may still run: it is never started again). Each failed poll logs ``error getting
+  task status while running <what> ...`` (WARNING), giving up logs ``failed to get the
+  status N times in a row for <what> task <id>`` (ERROR). Every wait is jittered by
+  ±25% (``jitter``): many processes following tasks of one cluster (a fleet's
+  reindexes, by-query writes failing for the same reason) do not poll in lockstep.
 - When the call's ``timeout`` passes, or the task's processed count does not move for
   ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), the
   task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
@@ -48,6 +52,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import threading
 import time
 import uuid
 import warnings
@@ -73,6 +79,7 @@ __all__ = [
     "TaskUnreachable",
     "forget",
     "has_tasks",
+    "jittered",
     "run_task",
 ]
 
@@ -90,6 +97,14 @@ _COUNTS: Final = ("created", "updated", "deleted", "noops", "version_conflicts")
 _MAX_POLL_ERRORS: Final = 6
 _FIRST_POLL: Final = 0.1  # seconds before the first poll, doubled up to poll_interval
 _FINAL_WAIT: Final = 30.0  # seconds to read the final state of a cancelled task
+_JITTER: Final = 0.25  # each poll's wait is drawn from +/- this share of it
+
+
+def jittered(seconds: float) -> float:
+    """``seconds`` moved by a random share within +/-25%: a poll's wait."""
+    return seconds * random.uniform(1 - _JITTER, 1 + _JITTER)
+
+
 #: ``version.build_hash`` of noida-db, esmapper's local server: it answers
 #: ``_reindex?wait_for_completion=false`` with a task id only after copying, and keeps no
 #: record of it (the copy's counts and failures are lost). No read-only request tells it
@@ -181,13 +196,48 @@ class TaskStalled(TaskError):
         self.seconds, self.cancelled = seconds, cancelled
 
 
+class _Quiet:
+    """The process's warning filters switched to "ignore" while at least one thread is
+    inside :func:`_quiet`. ``warnings.catch_warnings`` saves and restores the process-wide
+    filter list: entered and left by two threads interleaved (reindexes run in parallel,
+    ``reindex_outdated(max_parallel=)``), the first to leave would restore the filters
+    under the other, and the last would leave "ignore everything" installed for good. So
+    the first thread in enters it and the last one out leaves it."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.inside = 0
+        self.saved: warnings.catch_warnings[Any] | None = None
+
+    def enter(self) -> None:
+        with self.guard:
+            if self.inside == 0:
+                self.saved = warnings.catch_warnings()
+                self.saved.__enter__()
+                warnings.simplefilter("ignore")
+            self.inside += 1
+
+    def leave(self) -> None:
+        with self.guard:
+            self.inside -= 1
+            if self.inside == 0 and self.saved is not None:
+                self.saved.__exit__(None, None, None)
+                self.saved = None
+
+
+_QUIET: Final = _Quiet()
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """The tasks API is "technical preview", and ``.tasks`` a system index: the server's
-    deprecation warnings about them are not the caller's business."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    deprecation warnings about them are not the caller's business (thread-safe:
+    :class:`_Quiet`)."""
+    _QUIET.enter()
+    try:
         yield
+    finally:
+        _QUIET.leave()
 
 
 def _key(client: Elasticsearch) -> Any:
@@ -290,6 +340,7 @@ def run_task(
     poll_interval: float = 1.0,
     sleep: Callable[[float], object] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    jitter: Callable[[float], float] = jittered,
 ) -> TaskResult:
     """Send ``POST .../_<kind>`` with ``params`` (the client method's keyword arguments,
     without ``wait_for_completion``) and return how it ended (see the module docstring).
@@ -298,7 +349,8 @@ def run_task(
     ``timeout``: seconds after which the task is cancelled (:class:`TaskTimedOut`);
     ``stall``: seconds without progress after which it is cancelled
     (:class:`TaskStalled`). ``sleep`` defaults to :func:`time.sleep`, looked up when
-    called. Raises the client's ``ApiError`` for a start refused with an error status (not
+    called; ``jitter`` turns each poll's wait into the one slept (default :func:`jittered`,
+    +/-25%). Raises the client's ``ApiError`` for a start refused with an error status (not
     a by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
     pause = sleep if sleep is not None else time.sleep
     report = progress if progress is not None else (lambda done, total: None)
@@ -353,6 +405,7 @@ def run_task(
         sleep=pause,
         monotonic=monotonic,
         poll_interval=poll_interval,
+        jitter=jitter,
         deadline=None if timeout is None else started_at + timeout,
         timeout=timeout,
         stall=None if stall is None else _Stall(what, stall, monotonic),
@@ -482,6 +535,7 @@ class _Poller:
     sleep: Callable[[float], object]
     monotonic: Callable[[], float]
     poll_interval: float
+    jitter: Callable[[float], float]
     deadline: float | None
     timeout: float | None
     stall: _Stall | None
@@ -496,7 +550,7 @@ class _Poller:
         errors = 0
         wait = min(self.poll_interval, _FIRST_POLL)
         while True:
-            self._pause(wait)
+            self._pause(self.jitter(wait))
             wait = min(self.poll_interval, wait * 2)
             try:
                 state = self.get()
@@ -512,10 +566,14 @@ class _Poller:
             except (ApiError, TransportError) as exc:
                 errors += 1
                 log.warning(
-                    "%s: error getting the status of task %s (%d in a row): %s",
+                    "error getting task status while running %s (task %s, %d in a row): %s",
                     self.what, self.task, errors, exc,
                 )  # fmt: skip
                 if errors >= _MAX_POLL_ERRORS:
+                    log.error(
+                        "failed to get the status %d times in a row for %s task %s",
+                        errors, self.what, self.task,
+                    )  # fmt: skip
                     # no longer followed: it must not go on unseen (best effort, the server
                     # may be unreachable)
                     cancelled = _cancel(self.client, self.task, self.what)

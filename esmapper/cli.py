@@ -4,7 +4,7 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``status [--health]``,
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [--parallel N] [THROTTLE]``, ``status [--health]``,
 ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
 [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes configure [MODEL...] [--force]
 [--lock-wait S]``, ``indexes list``, ``indexes mapping MODEL [--declared]``, ``indexes
@@ -62,6 +62,7 @@ from esmapper._text import table
 from esmapper._version import __version__
 from esmapper.custom_fields.cli import fields
 from esmapper.errors import PartialResultsError
+from esmapper.indexes._reindex_errors import error_counts
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
@@ -203,6 +204,9 @@ main.add_command(server)
     help="Expiry of the locks the run takes (renewed every third of it while it "
     "runs); a run killed on another machine blocks the next ones this long.",
 )
+@click.option("--parallel", type=click.IntRange(1, 64), default=1, metavar="N", show_default=True,
+              help="Reindex up to N outdated models at once (each in its own thread, under "
+                   "its own lock; no progress bars above 1).")  # fmt: skip
 @throttle_options
 @click.pass_context
 def migrate(
@@ -213,6 +217,7 @@ def migrate(
     no_reindex: bool,
     lock_wait: float,
     lock_ttl: float,
+    parallel: int,
     batch_size: int | None,
     requests_per_second: float | None,
     stall_timeout: float | None,
@@ -236,7 +241,8 @@ def migrate(
             lock_wait=timedelta(seconds=lock_wait),
             lock_ttl=timedelta(seconds=lock_ttl),
             on_outcome=None if dry_run else echo,
-            progress=bars,
+            progress=bars if parallel == 1 else None,  # one bar at a time
+            max_parallel=parallel,
             **throttle(batch_size, requests_per_second, stall_timeout),
         )
     if dry_run:
@@ -276,9 +282,10 @@ def _doc_count(mapper: Mapper, alias: str) -> str:
               help="Check health instead; exit 1 when something needs attention.")  # fmt: skip
 @click.pass_context
 def status(ctx: click.Context, health: bool) -> None:
-    """Indexes, versions, alias targets, doc counts, old indexes left behind, a migrate run
-    in progress and pending migrations (read-only). --health: cluster status, alias ->
-    index, pending reindexes, write blocks, mapping drift, field counts, pipelines."""
+    """Indexes, versions, alias targets, doc counts, old indexes left behind, documents in
+    reindex error indexes, a migrate run in progress and pending migrations (read-only).
+    --health: cluster status, alias -> index, pending reindexes, write blocks, mapping
+    drift, field counts, pipelines."""
     mapper = mapper_of(ctx)
     if health:
         print_health(mapper)
@@ -286,6 +293,7 @@ def status(ctx: click.Context, health: bool) -> None:
     rows = [["MODEL", "ALIAS", "INDEX", "VERSION", "DOCS", "STATE"]]
     left: list[Leftover] = []
     blocks: list[str] = []
+    errors: dict[str, int] = {}
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     for model in mapper.models:
         spec = mapper.spec(model)
@@ -308,6 +316,8 @@ def status(ctx: click.Context, health: bool) -> None:
         if leftovers and state == "ok":
             state = "leftover"
         left.extend(leftovers)
+        if spec.kind != "plain":
+            errors.update(error_counts(mapper.client, spec))
         blocked = block_report(locks, spec)
         if blocked:
             state = "write-blocked"
@@ -320,6 +330,11 @@ def status(ctx: click.Context, health: bool) -> None:
         click.echo(f"old indexes left behind: {len(left)}")
         for leftover in left:
             click.echo(f"  {leftover.index} ({leftover.docs} documents): {leftover.reason}")
+    for index, docs in errors.items():
+        click.echo(
+            f"reindex errors: {index} ({docs} documents a reindex could not copy; inspect, "
+            "then delete the index)"
+        )
     for line in blocks:
         click.echo(f"write blocked: {line}")
     running = in_progress(mapper)

@@ -18,9 +18,10 @@ not exist; the migrations cannot be planned.
 
 ``warning``: the cluster is yellow with replica copies its nodes could hold but do not
 (named, with Elasticsearch's reason for one of them); a reindex or a migrate runs now; old
-indexes left behind; fields mapped on the server the model does not know; 75% of the
-field limit; pending migrations; a defined pipeline not created yet (the first write
-creates it).
+indexes left behind; reindex error indexes holding documents a reindex could not copy (``GET
+/<alias>-v*-error,<alias>-error-v*`` and a count of each); fields mapped on the server the
+model does not know; 75% of the field limit; pending migrations; a defined pipeline not
+created yet (the first write creates it).
 
 ``info`` (``HealthReport.notes``, printed, counts for nothing): the cluster is yellow only
 because indexes ask for more replicas than its data nodes can hold (a one-node
@@ -43,6 +44,7 @@ from esmapper._cluster_shards import IndexShards, explain, read_shards
 from esmapper._context import context_of
 from esmapper._text import table
 from esmapper.errors import EsmapperError
+from esmapper.indexes._reindex_errors import error_counts
 from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
 from esmapper.indexes.leftovers import find_leftovers
@@ -67,10 +69,10 @@ FIELDS_ATTENTION: Final = 0.90
 @attrs.frozen
 class HealthIssue:
     """Something found: ``severity`` (``attention``, ``warning``, or ``info``: explained,
-    nothing to do), ``code`` (``cluster``,
-    ``missing``, ``no_alias``, ``reindex_pending``, ``reindex_running``, ``write_block``,
-    ``leftover``, ``mapping_drift``, ``fields``, ``pipeline``, ``migrations``), the
-    ``model`` (class name, ``None`` for the cluster and migrations) and a ``message``."""
+    nothing to do), ``code`` (``cluster``, ``missing``, ``no_alias``, ``reindex_pending``,
+    ``reindex_running``, ``write_block``, ``leftover``, ``reindex_errors``,
+    ``mapping_drift``, ``fields``, ``pipeline``, ``migrations``), the ``model`` (class name,
+    ``None`` for the cluster and migrations) and a ``message``."""
 
     severity: Severity
     code: str
@@ -87,7 +89,9 @@ class ModelHealth:
     """One model: its ``alias`` and the ``indexes`` behind it (time-series: the number
     of partitions in ``partitions``), the ``expected`` index (or partition pattern),
     ``state`` (``ok``, ``missing``, ``no alias``, ``outdated``), the checked index's
-    ``fields`` and ``field_limit``, its ``drift`` and the ``pipeline`` writes run."""
+    ``fields`` and ``field_limit``, its ``drift``, the ``pipeline`` writes run and its
+    ``reindex_errors``: the documents recorded in each of its reindex error indexes
+    (:mod:`esmapper.indexes._reindex_errors`), by index."""
 
     model: str
     alias: str
@@ -100,6 +104,7 @@ class ModelHealth:
     field_limit: int | None = None
     drift: MappingDrift | None = None
     pipeline: str | None = None
+    reindex_errors: dict[str, int] = attrs.field(factory=dict)
     issues: tuple[HealthIssue, ...] = ()
 
 
@@ -315,6 +320,14 @@ def _model_health(client: Elasticsearch, spec: IndexSpec, locks: LockProvider) -
             "leftover",
             f"{leftover.index} ({leftover.docs} documents): {leftover.reason}",
         )
+    errors = error_counts(client, spec) if spec.kind != "plain" else {}
+    for index, count in errors.items():
+        issue(
+            "warning",
+            "reindex_errors",
+            f"{index} ({count} documents): documents a reindex could not copy, with the "
+            "reason; inspect them, then delete the index",
+        )
     fields = limit = None
     drift = None
     if checked is not None:
@@ -328,6 +341,7 @@ def _model_health(client: Elasticsearch, spec: IndexSpec, locks: LockProvider) -
         kind=spec.kind,
         expected=expected,
         indexes=indexes,
+        reindex_errors=errors,
         partitions=view.partitions,
         state=state,
         fields=fields,

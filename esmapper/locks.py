@@ -383,9 +383,14 @@ class LockProvider:
         """The lock document ``name`` (``GET``, with ``_seq_no``/``_primary_term``), or
         ``None`` when there is none."""
         try:
-            return dict(self.client.get(index=self.index, id=name).body)
+            found = dict(self.client.get(index=self.index, id=name).body)
         except NotFoundError:
             return None
+        # a document deleted as it was read (released) may be answered 200 with
+        # ``found: false`` and no ``_source``: it is not there
+        if found.get("found") is False or not isinstance(found.get("_source"), dict):
+            return None
+        return found
 
     def live_holder(self, name: str) -> LockHolder | None:
         """The :meth:`holder` of ``name`` while its lease is live (:meth:`LockHolder.live` by

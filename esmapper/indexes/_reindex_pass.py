@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
-from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, run_task
+from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, jittered, run_task
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
@@ -195,6 +195,7 @@ def run_pass(
     poll_interval: float = 1.0,
     sleep: Callable[[float], object] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    jitter: Callable[[float], float] = jittered,
 ) -> PassOutcome:
     """Run ``POST /_reindex`` with ``body`` (``source``, ``dest``, optional ``script``),
     ``conflicts=proceed``, ``slices=auto`` (one slice per shard of the source, run in
@@ -203,7 +204,8 @@ def run_pass(
     :func:`esmapper._server_tasks.run_task`.
 
     Where the server keeps tasks: ``wait_for_completion=false``, the task polled (after
-    0.1 s, then at intervals doubling up to ``poll_interval`` seconds) with
+    0.1 s, then at intervals doubling up to ``poll_interval`` seconds, each jittered by
+    ``jitter``, +/-25% by default) with
     ``progress(done, total)`` called each time, its result deleted from ``.tasks`` once it
     completed; a task whose processed count does not move for ``throttle.stall_seconds`` is
     cancelled and :class:`PassStalled` raised (a warning is logged half-way). Otherwise:
@@ -226,13 +228,14 @@ def run_pass(
                 client,
                 "reindex",
                 request,
-                what="reindex",
+                what=f'reindex "{body["source"]["index"]}" -> "{body["dest"]["index"]}"',
                 progress=progress,
                 stall=throttle.stall_seconds,
                 sync_timeout=_SYNC_TIMEOUT,
                 poll_interval=poll_interval,
                 sleep=sleep,
                 monotonic=monotonic,
+                jitter=jitter,
             )
         except ApiError as exc:
             return attrs.evolve(_from_api_error(exc), exact=exact)

@@ -21,6 +21,7 @@ from esmapper.errors import LockError
 from esmapper.indexes._ensure import put_alias
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._idx_owed import owe_idx_rebuild
+from esmapper.indexes._reindex_errors import record_failures
 from esmapper.indexes._reindex_fence import (
     aliases_of,
     claim,
@@ -108,7 +109,9 @@ class ReindexResult:
     this run, from its write block on the old index to the alias swap (or to the block's
     removal when the run failed). ``cleared_block_seconds``: when the run first removed a
     write block a killed reindex had left on the old index, how long that block had been
-    on (``None``: there was none).
+    on (``None``: there was none). ``error_index`` / ``error_count``: where the documents a
+    pass could not copy were recorded, and how many (:mod:`esmapper.indexes._reindex_errors`;
+    ``None`` / 0: none failed).
 
     Time-series models: the totals over the partitions reindexed, one result each in
     ``partitions`` (oldest version, then oldest period first); ``old_index`` /
@@ -134,6 +137,8 @@ class ReindexResult:
     blocked_seconds: float = 0.0
     cleared_block_seconds: float | None = None
     partitions: tuple[ReindexResult, ...] = ()
+    error_index: str | None = None
+    error_count: int = 0
 
 
 @attrs.define(slots=True, eq=False)
@@ -227,6 +232,8 @@ class Run:
             seconds=time.monotonic() - self.began,
             blocked_seconds=self.blocked_for(),
         )
+        if done.error_index is not None:
+            message += f" ({done.error_count} document(s) recorded in {done.error_index})"
         return ReindexError(f"reindex {self.old} -> {self.new} failed: {message}", result=done)
 
     def report(self, phase: str, done: int = 0, total: int = 0, message: str = "") -> None:
@@ -242,7 +249,9 @@ class Run:
         """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents)
         with external versions, or with ``op_type: create`` when ``create`` (only documents
         missing from ``new`` are written); a stalled pass raises :class:`ReindexError`
-        naming the task and how far it got."""
+        naming the task and how far it got. Documents the pass could not copy are recorded
+        in the error index (:mod:`esmapper.indexes._reindex_errors`) before the caller fails
+        the run."""
         source: dict[str, Any] = {"index": self.old}
         if query is not None:
             source["query"] = query
@@ -264,6 +273,18 @@ class Run:
             raise self.fail(f"the {phase} pass stalled: {exc}", (failure,)) from exc
         self.created += outcome.created
         self.counted = self.counted and outcome.exact
+        if outcome.failures:  # the failed documents, for inspection (the run fails next)
+            name, written = record_failures(
+                self.client,
+                self.spec,
+                self.old,
+                self.new,
+                outcome.failures,
+                phase=phase,
+                now=self.ctx.clock,
+            )
+            if name is not None:
+                self.update(error_index=name, error_count=self.result.error_count + written)
         self.report(
             phase,
             outcome.total,

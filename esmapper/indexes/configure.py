@@ -9,6 +9,12 @@ Idempotent and safe to call at every start. For each model it sends:
   (compared as Elasticsearch echoes mappings, without ``"type": "object"`` beside
   ``properties`` and without parameters at their defaults:
   :func:`~esmapper.indexes._echo.covers`; a second run sends no ``PUT``);
+- ``GET /<physical>/_settings`` when the index exists and the model's settings declare an
+  ``analysis`` block: every analyzer, tokenizer, token filter, normalizer or char filter
+  the index lacks is logged (WARNING, ``adding new analyzer <name> to existing index
+  <index> requires close/reopen ...``). It is not added: the reference applies it by
+  closing and reopening the index, which would fail every read and write meanwhile;
+  esmapper leaves that to a version bump (the reindex creates the new index with it);
 - versioned: ``HEAD /<index>/_alias/<index>.fence`` on the index behind the alias (``PUT``
   when missing: an index made before fence aliases existed gets its fence,
   :func:`~esmapper.indexes._ensure.ensure_fence`); a new index is created with it.
@@ -28,7 +34,9 @@ it (added when missing; adding an alias that is there is a no-op); it is reporte
 taken for a concrete index named like the alias (:func:`~esmapper.indexes._occupied.
 concrete_index` asks ``HEAD /_alias/<name>`` too).
 
-A mapping change Elasticsearch refuses in place (a changed field type) raises
+A mapping change Elasticsearch refuses in place (a changed field type) logs ``error
+updating index (<index>) mappings.`` (ERROR; a versioned model's adds ``Changing existing
+fields requires a new index version.``, the reference's lines) and raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
 that points at an older version is reported as ``outdated``: moving it needs a reindex,
 which ``configure_indexes`` never starts (see
@@ -46,8 +54,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 import attrs
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
@@ -128,6 +136,14 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
     try:
         client.indices.put_mapping(index=index, body=spec.info.mapping)
     except BadRequestError as exc:
+        if spec.kind == "versioned":
+            log.error(
+                "error updating index (%s) mappings. Changing existing fields requires a new "
+                "index version.",
+                index,
+            )
+        else:
+            log.error("error updating index (%s) mappings.", index)
         raise IndexConfigurationError(
             f"the mapping of {spec.info.name} changed in a way Elasticsearch cannot apply to "
             f"{index!r} in place ({exc.error}: {reason_of(exc)}); bump {spec.info.name}.Index."
@@ -137,6 +153,46 @@ def _put_mapping(client: Elasticsearch, spec: IndexSpec, index: str) -> bool:
             reason=reason_of(exc),
         ) from exc
     return True
+
+
+#: The analysis components a model's settings may add, and how the warnings name them.
+_COMPONENTS: Final = {
+    "analyzer": "analyzer",
+    "tokenizer": "tokenizer",
+    "filter": "token filter",
+    "normalizer": "normalizer",
+    "char_filter": "char filter",
+}
+
+
+def _desired_analysis(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``analysis`` block of a model's settings (root or under ``index``)."""
+    found = settings.get("analysis") or (settings.get("index") or {}).get("analysis")
+    return dict(found) if isinstance(found, Mapping) else {}
+
+
+def _warn_new_analysis(client: Elasticsearch, spec: IndexSpec, index: str) -> list[str]:
+    """The analysis components the model's settings declare and the existing ``index``
+    lacks, each logged (WARNING); the reference adds them in place by closing and
+    reopening the index, which esmapper does not do to an index that serves (reads and
+    writes would fail while it is closed): bump the version instead. Sends ``GET
+    /<index>/_settings`` only when the model declares an ``analysis`` block; the live one
+    is read under ``settings.index.analysis`` (where Elasticsearch answers it)."""
+    desired = _desired_analysis(spec.options.settings or {})
+    if not desired:
+        return []
+    body = client.indices.get_settings(index=index).body
+    live = (body.get(index) or {}).get("settings", {}).get("index", {}).get("analysis") or {}
+    added = []
+    for key, label in _COMPONENTS.items():
+        for name in sorted(set(desired.get(key) or {}) - set(live.get(key) or {})):
+            log.warning(
+                "adding new %s %s to existing index %s requires close/reopen, which esmapper "
+                "does not do to an index that serves: bump %s.Index.version and reindex",
+                label, name, index, spec.info.name,
+            )  # fmt: skip
+            added.append(f"{label} {name}")
+    return added
 
 
 def _configure_template(client: Elasticsearch, spec: IndexSpec) -> IndexState:
@@ -182,6 +238,7 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             elif created:
                 log.info("created index %s for %s", expected, spec.info.name)
         else:
+            _warn_new_analysis(client, spec, expected)
             action = "mapping_updated" if _put_mapping(client, spec, expected) else "unchanged"
             if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)

@@ -6,7 +6,8 @@ What a model owns is decided by name, from the model's naming rules only (with t
 
 - indexes: ``<alias>`` itself (a plain index, or a concrete index squatting a versioned
   alias's name), ``<alias>-v<N>`` (every version, leftovers of reindexes included),
-  ``<alias>-v<N>-<period>`` (time-series partitions, daily or monthly, any version) and, for
+  ``<alias>-v<N>-<period>`` (time-series partitions, daily or monthly, any version), the
+  reindex error indexes (``<alias>-v<N>-error``, ``<alias>-error-v<N>``) and, for
   time-series models, a concrete index named like a dated alias (``<alias>-<period>``);
 - aliases: ``<alias>`` and, for time-series models, the dated aliases ``<alias>-<period>``;
 - index templates: ``<alias>-v<N>-template``.
@@ -44,6 +45,7 @@ import attrs
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper._transport import once, send_or_read_back
+from esmapper.indexes._reindex_errors import is_error_index
 from esmapper.indexes.timeseries import TIME_SERIES_KINDS
 
 if TYPE_CHECKING:
@@ -90,7 +92,7 @@ class IndexDeletion:
 def owns_index(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s physical index names (module docstring)."""
     alias = re.escape(spec.alias)
-    if re.fullmatch(rf"{alias}(?:-v\d+(?:-{_PERIOD})?)?", name):
+    if re.fullmatch(rf"{alias}(?:-v\d+(?:-{_PERIOD})?)?", name) or is_error_index(spec, name):
         return True
     return spec.kind in TIME_SERIES_KINDS and re.fullmatch(rf"{alias}-{_PERIOD}", name) is not None
 

@@ -274,4 +274,6 @@ def _total(
             default=None,
         ),
         partitions=tuple(results),
+        error_index=next((r.error_index for r in results if r.error_index), None),
+        error_count=sum(r.error_count for r in results),
     )

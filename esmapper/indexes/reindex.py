@@ -175,8 +175,10 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from esmapper._context import context_of
 from esmapper.errors import IndexConfigurationError
@@ -341,6 +343,31 @@ def reindex(
     return result
 
 
+def _outdated(ctx: Context, model: type) -> tuple[IndexSpec, str | None] | None:
+    """``(spec, current)`` when ``model`` needs a reindex (see :func:`reindex_outdated`),
+    else ``None``; sends the one alias read."""
+    spec = ctx.spec(model)
+    if spec.kind == "plain":
+        return None
+    if spec.is_time_series:
+        lowest = partition_versions(ctx.client, spec, ctx.clock()).lowest
+        current = None if lowest is None else f"{spec.alias}-v{lowest}-*"
+        outdated = is_outdated(spec, current=None, lowest=lowest)
+    else:
+        current, _ = index_state(ctx.client, spec)
+        outdated = is_outdated(spec, current=current, lowest=None)
+    return (spec, current) if outdated else None
+
+
+def check_parallel(max_parallel: int) -> None:
+    """``ValueError`` (``TypeError``) unless ``max_parallel`` is an ``int`` >= 1; sends
+    nothing."""
+    if isinstance(max_parallel, bool) or not isinstance(max_parallel, int):
+        raise TypeError(f"max_parallel must be an int, not {type(max_parallel).__name__}")
+    if max_parallel < 1:
+        raise ValueError(f"max_parallel must be at least 1, not {max_parallel}")
+
+
 def reindex_outdated(
     mapper: Context | HasContext,
     models: Iterable[type] | None = None,
@@ -353,9 +380,11 @@ def reindex_outdated(
     stall_timeout: _dt.timedelta | None = None,
     starting: Callable[[type, IndexSpec, str | None], None] | None = None,
     done: Callable[[type, ReindexResult], None] | None = None,
+    failed: Callable[[type, BaseException], None] | None = None,
+    max_parallel: int = 1,
 ) -> list[ReindexResult]:
-    """Reindex, one after the other, every model (of ``models``, default all registered)
-    that :func:`~esmapper.indexes.configure.is_outdated`: a ``versioned`` model whose alias
+    """Reindex every model (of ``models``, default all registered) that
+    :func:`~esmapper.indexes.configure.is_outdated`: a ``versioned`` model whose alias
     points at an older version, a time-series model with a live partition at an older
     version. The migration runner reindexes through this loop too.
 
@@ -364,40 +393,98 @@ def reindex_outdated(
     throttle options); plain models are skipped. ``starting(model, spec, current)`` is
     called before each reindex (``current``: the index the alias points at, for a
     time-series model the lowest version's pattern ``<alias>-v<K>-*``), ``done(model,
-    result)`` after it. Raises what :func:`reindex` raises (the first failure stops the
-    run; a bad throttle value before anything is sent); returns the results of the
-    reindexed models.
+    result)`` after it, ``failed(model, exception)`` when it raised.
+
+    ``max_parallel`` (an ``int`` >= 1, else ``ValueError``/``TypeError`` before anything is
+    sent): 1 (the default) reindexes one model after the other, reading each model's alias
+    just before its reindex. Above 1, every model's alias is read first, then up to
+    ``max_parallel`` models are reindexed at once, each in a thread of its own (each under
+    its own ``reindex:<alias>`` lock, every model's passes sequential as with 1): peak
+    extra disk is one new index (or partition) per model running, and the callbacks,
+    ``progress`` included, are called from those threads, concurrently.
+
+    Raises what :func:`reindex` raises: the first failure stops the run (in parallel: no
+    further model starts, those running finish, then the first failure is raised; the
+    others are logged and passed to ``failed``); a bad throttle value before anything is
+    sent. Returns the results of the reindexed models, in the order they finished.
     """
     check_lock_options(lock_wait, lock_ttl)
     Throttle(batch_size, requests_per_second, stall_timeout)  # checked before any request
-    mapper = context_of(mapper)  # a Mapper: its services
-    results = []
-    for model in list(models) if models is not None else mapper.models:
-        spec = mapper.spec(model)
-        if spec.kind == "plain":
-            continue
-        if spec.is_time_series:
-            lowest = partition_versions(mapper.client, spec, mapper.clock()).lowest
-            current = None if lowest is None else f"{spec.alias}-v{lowest}-*"
-            outdated = is_outdated(spec, current=None, lowest=lowest)
-        else:
-            current, _ = index_state(mapper.client, spec)
-            outdated = is_outdated(spec, current=current, lowest=None)
-        if not outdated:
-            continue
+    check_parallel(max_parallel)
+    ctx = context_of(mapper)  # a Mapper: its services
+    options: dict[str, Any] = {
+        "progress": progress,
+        "lock_wait": lock_wait,
+        "lock_ttl": lock_ttl,
+        "batch_size": batch_size,
+        "requests_per_second": requests_per_second,
+        "stall_timeout": stall_timeout,
+    }
+    chosen = list(models) if models is not None else ctx.models
+
+    def one(
+        model: type, spec: IndexSpec, current: str | None, stop: threading.Event | None = None
+    ) -> ReindexResult:
         if starting is not None:
             starting(model, spec, current)
-        result = reindex(
-            mapper,
-            model,
-            progress=progress,
-            lock_wait=lock_wait,
-            lock_ttl=lock_ttl,
-            batch_size=batch_size,
-            requests_per_second=requests_per_second,
-            stall_timeout=stall_timeout,
-        )
+        try:
+            result = reindex(ctx, model, **options)
+        except BaseException as exc:
+            if stop is not None:
+                stop.set()  # before anyone hears of it: no model starts after a failure
+            if failed is not None:
+                failed(model, exc)
+            raise
         if done is not None:
             done(model, result)
-        results.append(result)
+        return result
+
+    if max_parallel == 1:
+        results = []
+        for model in chosen:
+            found = _outdated(ctx, model)
+            if found is not None:
+                results.append(one(model, *found))
+        return results
+    work = [(model, found) for model in chosen if (found := _outdated(ctx, model)) is not None]
+    return _in_parallel(work, one, max_parallel)
+
+
+def _in_parallel(
+    work: list[tuple[type, tuple[IndexSpec, str | None]]],
+    one: Callable[[type, IndexSpec, str | None, threading.Event], ReindexResult],
+    max_parallel: int,
+) -> list[ReindexResult]:
+    """Run ``one`` for every model of ``work``, up to ``max_parallel`` at once; after a
+    failure none starts, the running ones finish and the first failure is raised."""
+    stop = threading.Event()
+    guard = threading.Lock()
+    results: list[ReindexResult] = []
+    errors: list[BaseException] = []
+
+    def run(model: type, spec: IndexSpec, current: str | None) -> None:
+        if stop.is_set():
+            return
+        try:
+            result = one(model, spec, current, stop)
+        except BaseException as exc:
+            with guard:
+                if errors:
+                    log.error("reindexing %s failed too: %s", spec.alias, exc)
+                errors.append(exc)
+            return
+        with guard:
+            results.append(result)
+
+    workers = min(max_parallel, len(work))
+    if workers:
+        with ThreadPoolExecutor(workers, thread_name_prefix="esmapper-reindex") as pool:
+            try:
+                for future in [pool.submit(run, model, *found) for model, found in work]:
+                    future.result()
+            except BaseException:  # e.g. Ctrl-C: none starts, the running ones finish
+                stop.set()
+                raise
+    if errors:
+        raise errors[0]
     return results

@@ -50,7 +50,7 @@ from esmapper.indexes._reindex_run import ReindexProgress, ReindexResult
 from esmapper.indexes.blocks import clear_leftover_block, serving_blocked
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.leftovers import delete_leftovers
-from esmapper.indexes.reindex import check_lock_options, reindex_outdated
+from esmapper.indexes.reindex import check_lock_options, check_parallel, reindex_outdated
 from esmapper.indexes.spec import IndexSpec
 from esmapper.locks import DEFAULT_TTL, Lock, LockProvider
 from esmapper.migrations import install as inst
@@ -147,6 +147,7 @@ class _Runner:
     on_outcome: Callable[[StepOutcome], object] | None
     progress: Callable[[Any], object] | None
     throttle: Throttle
+    max_parallel: int = 1
     store: st.StateStore = attrs.field(
         init=False,
         default=attrs.Factory(
@@ -353,19 +354,33 @@ class _Runner:
         models = [m for m in self.mapper.models if self.mapper.spec(m).alias in outdated]
         if not models:
             return MigrationResult.SUCCESS, None
-        running: list[tuple[PlannedStep, float]] = []
+        running: dict[type, tuple[PlannedStep, float]] = {}
+        failures: list[tuple[PlannedStep, str]] = []
+        guard = threading.Lock()  # the callbacks run in the reindex threads (max_parallel)
 
         def starting(model: type, spec: IndexSpec, current: str | None) -> None:
             reason = f"the alias points at {current}"
             expected = spec.index_pattern if spec.is_time_series else spec.physical_name()
             step = PlannedStep(REINDEX, spec.alias, "index", None, expected, reason)
-            self.report.steps.append(step)
-            running.append((step, time.monotonic()))
+            with guard:
+                self.report.steps.append(step)
+                running[model] = (step, time.monotonic())
 
         def done(model: type, result: ReindexResult) -> None:
-            step, started = running[-1]
-            seconds = time.monotonic() - started
-            self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
+            with guard:
+                step, started = running.pop(model)
+                seconds = time.monotonic() - started
+                self.emit(StepOutcome(step, "reindexed", 1, seconds, note=_reindex_note(result)))
+
+        def failed(model: type, exc: BaseException) -> None:
+            with guard:
+                step, started = running.pop(model)
+                if isinstance(exc, _LockLost):
+                    return
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("reindex of %s failed: %s", step.target, error, exc_info=exc)
+                self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+                failures.append((step, error))
 
         try:
             reindex_outdated(
@@ -378,17 +393,17 @@ class _Runner:
                 stall_timeout=self.throttle.stall_timeout,
                 starting=starting,
                 done=done,
+                failed=failed,
+                max_parallel=self.max_parallel,
             )
         except _LockLost:
             raise
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            if not running:  # reading the aliases failed
+            if not failures:  # reading the aliases failed
+                error = f"{type(exc).__name__}: {exc}"
                 log.error("reindex of outdated indexes failed: %s", error, exc_info=True)
                 return MigrationResult.FAILED, f"reindex of outdated indexes failed: {error}"
-            step, started = running[-1]
-            log.error("reindex of %s failed: %s", step.target, error, exc_info=True)
-            self.emit(StepOutcome(step, "failed", 1, time.monotonic() - started, error))
+            step, error = failures[0]
             return MigrationResult.FAILED, f"reindex of {step.target} failed: {error}"
         return MigrationResult.SUCCESS, None
 
@@ -478,6 +493,7 @@ def run_migrations(
     batch_size: int | None = None,
     requests_per_second: float | None = None,
     stall_timeout: timedelta | None = None,
+    max_parallel: int = 1,
 ) -> MigrationRun:
     """Configure indexes, run pending migrations, reindex outdated indexes; the full report.
 
@@ -494,17 +510,20 @@ def run_migrations(
     steps (``CANCELLED``). ``on_outcome`` is called after every step, ``progress`` with
     every :class:`~esmapper.indexes.ReindexProgress` of the reindexes. ``batch_size``,
     ``requests_per_second`` and ``stall_timeout`` throttle them (see
-    :func:`esmapper.indexes.reindex.reindex`).
+    :func:`esmapper.indexes.reindex.reindex`); ``max_parallel`` outdated models are
+    reindexed at once (1, the default: one after the other; see
+    :func:`esmapper.indexes.reindex.reindex_outdated`).
 
     Raises :class:`~esmapper.errors.MigrationError` for invalid migrations and ``ValueError``
-    for a bad throttle value, a ``lock_ttl`` not above zero or a negative ``lock_wait``
-    (before anything is sent),
+    for a bad throttle value, a ``max_parallel`` below 1, a ``lock_ttl`` not above zero or
+    a negative ``lock_wait`` (before anything is sent),
     :class:`~esmapper.errors.IndexConfigurationError` from ``configure_indexes`` and the
     client's transport errors; a failing migration is reported, not raised.
     """
     check_lock_options(lock_wait, lock_ttl)
     migrations = load_migrations(mapper.migrations)
     throttle = Throttle(batch_size, requests_per_second, stall_timeout)
+    check_parallel(max_parallel)
     if dry_run:
         steps = plan(mapper, retry_failed=retry_failed)
         running = in_progress(mapper)
@@ -534,6 +553,7 @@ def run_migrations(
             on_outcome=on_outcome,
             progress=progress,
             throttle=throttle,
+            max_parallel=max_parallel,
         )
         report = runner.run(retry_failed=retry_failed, reindex=reindex)
     log.info("migrations: %s", report.result.value)

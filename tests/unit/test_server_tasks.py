@@ -3,6 +3,9 @@ its task and its end are handled, whatever the server answers or fails to."""
 
 from __future__ import annotations
 
+import logging
+import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -379,3 +382,72 @@ def test_a_sliced_task_whose_finished_slices_do_not_move_is_not_stalled() -> Non
     client = FakeClient(states=[sliced] * 40 + [completed(**DONE)])
     result = run(client, stall=5)
     assert result.response == DONE and client.sent("cancel") == []
+
+
+# -- jitter and the log lines of failed polls ---------------------------------------------
+
+
+def test_every_wait_is_jittered_so_followers_do_not_poll_in_lockstep() -> None:
+    client = FakeClient(
+        states=[ConnectionError("down"), ConnectionError("down"), completed(total=1)]
+    )
+    slept: list[float] = []
+    seen: list[float] = []
+
+    def jitter(seconds: float) -> float:
+        seen.append(seconds)
+        return seconds * 1.25
+
+    run(client, sleep=slept.append, jitter=jitter)
+    # the first poll after 0.1 s, then the back-off of the two failures: 1 s, 2 s
+    assert seen == [0.1, 1.0, 2.0]
+    assert slept == [pytest.approx(s * 1.25) for s in seen]
+
+
+def test_the_default_jitter_stays_within_a_quarter_either_way() -> None:
+    drawn = [_server_tasks.jittered(8.0) for _ in range(500)]
+    assert all(6.0 <= d <= 10.0 for d in drawn)
+    assert len({round(d, 6) for d in drawn}) > 1  # not one fixed value
+
+
+def test_failed_polls_are_logged_and_giving_up_says_how_many_in_a_row(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = FakeClient(states=[ConnectionError("down")] * 6)
+    client.cancel_error = ConnectionError("down")
+    with caplog.at_level(logging.WARNING, logger="esmapper.tasks"), pytest.raises(TaskUnreachable):
+        run(client)
+    messages = [r.getMessage() for r in caplog.records]
+    errors = [m for m in messages if m.startswith("error getting task status while running patch")]
+    assert len(errors) == 6 and "6 in a row" in errors[-1]
+    assert f"failed to get the status 6 times in a row for patch task {TASK}" in messages
+
+
+def test_quieting_from_threads_interleaved_restores_the_filters_once_the_last_leaves() -> None:
+    before = list(warnings.filters)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    heard: list[str] = []
+
+    def first() -> None:
+        with _server_tasks._quiet():
+            first_in.set()
+            assert second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        assert first_in.wait(10)
+        with _server_tasks._quiet():
+            second_in.set()
+            assert first_out.wait(10)  # the first one left: still quiet here
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.warn("inside", UserWarning, stacklevel=1)
+            heard.extend(str(w.message) for w in caught)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert heard == []  # the second was still quiet after the first left
+    assert warnings.filters == before  # not left at "ignore everything"
+    assert _server_tasks._QUIET.inside == 0

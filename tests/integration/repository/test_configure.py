@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import esmapper as em
@@ -107,3 +109,51 @@ def test_a_model_without_class_index_is_named_after_its_class(
             EmployeeReview(text="fine"), consistency="immediate"
         )
         assert mapper.client.get(index=f"{index_prefix}employee_review", id=stored.id)["found"]
+
+
+def test_a_refused_mapping_change_is_logged_as_the_reference_does(
+    es_url: str, index_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with em.Mapper(es_url, models=[make(code="")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    Changed = make(code=0)
+    with (
+        em.Mapper(es_url, models=[Changed], index_prefix=index_prefix) as mapper,
+        caplog.at_level(logging.ERROR, logger="esmapper.indexes"),
+        pytest.raises(em.IndexConfigurationError),
+    ):
+        assert mapper.spec(Changed).kind == "versioned"
+        mapper.configure_indexes()
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"error updating index ({index_prefix}things-v1) mappings. Changing existing fields "
+        "requires a new index version."
+    ]
+
+
+def _analysed(*analyzers: str) -> type[em.Document]:
+    analysis = {"analyzer": {a: {"type": "custom", "tokenizer": "standard"} for a in analyzers}}
+    index = type("Index", (), {"name": "things", "version": 1, "settings": {"analysis": analysis}})
+    return type(
+        "Thing", (em.Document,), {"Index": index, "__annotations__": {"name": str}, "name": ""}
+    )
+
+
+def test_a_new_analysis_component_is_warned_about_and_not_applied_by_closing_the_index(
+    es_url: str, index_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with em.Mapper(es_url, models=[_analysed("first")], index_prefix=index_prefix) as mapper:
+        mapper.configure_indexes()
+    index = f"{index_prefix}things-v1"
+    Grown = _analysed("first", "second")
+    with (
+        em.Mapper(es_url, models=[Grown], index_prefix=index_prefix) as mapper,
+        caplog.at_level(logging.WARNING, logger="esmapper.indexes"),
+    ):
+        assert mapper.configure_indexes()[0].action == "unchanged"
+        settings = mapper.client.indices.get_settings(index=index).body[index]["settings"]
+    assert sorted(settings["index"]["analysis"]["analyzer"]) == ["first"]
+    warned = [r.getMessage() for r in caplog.records if "close/reopen" in r.getMessage()]
+    assert warned == [
+        f"adding new analyzer second to existing index {index} requires close/reopen, which "
+        "esmapper does not do to an index that serves: bump Thing.Index.version and reindex"
+    ]

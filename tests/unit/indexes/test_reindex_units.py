@@ -275,12 +275,13 @@ def test_a_pass_without_progress_is_cancelled_and_reported(
             throttle=Throttle(stall_timeout=timedelta(seconds=10)),
             sleep=clock.sleep,
             monotonic=clock,
+            jitter=lambda seconds: seconds,  # the waits as computed
         )
     stalled = caught.value
     assert (stalled.task, stalled.done, stalled.total) == ("node:1", 42, 100)
     assert stalled.cancelled
     assert str(stalled) == (
-        "reindex task node:1 made no progress for 10s at 42 of 100 documents (cancelled)"
+        'reindex "a" -> "b" task node:1 made no progress for 10s at 42 of 100 documents (cancelled)'
     )
     assert tasks.cancelled == ["node:1"]
     # 40 -> 42 after the first poll (0.1 s), then polls 0.2, 0.4, 0.8, 1, 1 ... s apart
@@ -288,8 +289,8 @@ def test_a_pass_without_progress_is_cancelled_and_reported(
     assert clock.now == pytest.approx(0.1 + 1.4 + 9)
     warned = [r.getMessage() for r in caplog.records if "made no progress" in r.getMessage()]
     assert warned == [
-        "reindex task node:1 made no progress for 5s at 42 of 100 documents; it counts as "
-        "stalled after 10s"
+        'reindex "a" -> "b" task node:1 made no progress for 5s at 42 of 100 documents; it '
+        "counts as stalled after 10s"
     ]
 
 
