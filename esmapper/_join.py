@@ -49,8 +49,8 @@ What each point does:
   (``has_child``), a child's ``<parent relation>:(expr)`` (``has_parent``), ``expr`` in
   the other model's language (a field of that name wins);
 - ``search``: every search, count and by-query request of a model is limited to its own
-  relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
-  parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
+  relation (:func:`relation_clause`: a parent's repository returns parents only), and
+  a child's, while the soft-delete mode is ``"active"`` and the parent
   model has soft deletes, to the children of a parent not soft-deleted
   (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
   default reads; restored, they show again; an unrefreshed search also hides the children
@@ -91,6 +91,7 @@ __all__ = [
     "has_parent",
     "join_of",
     "parent_id",
+    "relation_clause",
     "relation_name",
 ]
 
@@ -235,8 +236,8 @@ class ParentJoin(Feature):
             request.subqueries[relation] = partial(has_child, child.info.cls)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
-        """Parents only: ``{"term": {"<join>": "<parent relation>"}}``."""
-        return [{"term": {self.field: self.relation}}], []
+        """Parents only: :func:`relation_clause`."""
+        return [relation_clause(self.field, self.relation)], []
 
 
 @register
@@ -394,7 +395,7 @@ class ChildJoin(Feature):
         ``"active"``, only the children of a parent not soft-deleted (and, in a search that
         does not refresh, not of a parent soft-deleted in the last seconds: the shared
         recently-deleted list, as the soft-delete feature hides the parents themselves)."""
-        clauses: list[Any] = [{"term": {self.field: self.relation}}]
+        clauses: list[Any] = [relation_clause(self.field, self.relation)]
         if self.parent.info.soft_deletes and options.soft_deletes == "active":
             clauses.append(
                 {
@@ -411,6 +412,26 @@ class ChildJoin(Feature):
             if gone:
                 clauses.append({"bool": {"must_not": [{"terms": {self.parent_field: gone}}]}})
         return clauses, []
+
+
+def relation_clause(field: str, relation: str) -> dict[str, Any]:
+    """The filter clause of the documents of one relation of the join field ``field``,
+    the one every search, count and by-query request of a model of the join gets:
+    ``{"bool": {"should": [{"term": {"<join>": "<relation>"}}, {"term": {"<join>.name":
+    "<relation>"}}], "minimum_should_match": 1}}``.
+
+    Why two terms: Elasticsearch's join mapper indexes the relation name in the join
+    field itself, for a parent (``"company"``) and a child (``{"name": "worker", "parent":
+    ...}``) alike, so the first term matches both; ``<join>.name`` is no mapped field
+    there (a term on it matches nothing, no error). The local server (noida-db) indexes
+    the ``_source`` literally: a parent's string matches the first term, a child's object
+    only ``<join>.name``. Each server matches exactly the documents of the relation."""
+    return {
+        "bool": {
+            "should": [{"term": {field: relation}}, {"term": {f"{field}.name": relation}}],
+            "minimum_should_match": 1,
+        }
+    }
 
 
 def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:
