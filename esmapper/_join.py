@@ -28,8 +28,10 @@ What each point does:
   parent (or a sibling) maps differently; one level (a parent is not a child); no
   ``routing_field`` on either;
 - ``shares_index``: a mapper takes the parent and its children on one alias;
-- ``mapping``: both models give the same mapping, the index's: the parent's and every
-  child's properties and ``{"<join>": {"type": "join", "relations": {parent: children}}}``
+- ``mapping``: both models give the same mapping, the index's
+  (:meth:`ParentJoin.index_mapping`): the parent's and every child's properties and what
+  their other features add (custom fields' ``idx`` and dynamic templates), and
+  ``{"<join>": {"type": "join", "relations": {parent: children}}}``
   (one child as a string, as Elasticsearch echoes it; children must be declared before
   the index is created: their fields are the index's);
 - ``check``: a child written without a parent id (add, save) is refused, and a removal or
@@ -195,16 +197,35 @@ class ParentJoin(Feature):
                 )
         self.children[relation] = child
 
-    def properties(self) -> dict[str, Any]:
-        """The index's properties: the parent's, every child's and the join field."""
-        props = dict(self.info.properties)
+    def index_mapping(self) -> dict[str, Any]:
+        """The index's mapping body, the one the parent and every child give: each model's
+        own body (its properties and what its other features add, custom fields' ``idx``
+        and dynamic templates...) merged, and the join field. Raises
+        IndexConfigurationError for a dynamic template of one name two models map
+        differently."""
+        body = _own_mapping(self.info)
+        templates: list[dict[str, Any]] = list(body.get("dynamic_templates") or ())
         for child in self.children.values():
-            props.update(child.info.properties)
+            theirs = _own_mapping(child.info)
+            body["properties"] = {**theirs["properties"], **body["properties"]}
+            known = {name: entry for template in templates for name, entry in template.items()}
+            for template in theirs.get("dynamic_templates") or ():
+                for name, entry in template.items():
+                    if name not in known:
+                        templates.append(template)
+                    elif known[name] != entry:
+                        raise IndexConfigurationError(
+                            f"{child.info.name}'s dynamic template {name!r} maps {entry!r}, "
+                            f"another model of the index {self.info.name} shares maps "
+                            f"{known[name]!r}: a parent/child index has one mapping"
+                        )
+        if templates:
+            body["dynamic_templates"] = templates
         children: str | list[str] = sorted(self.children)
         if len(children) == 1:  # as Elasticsearch echoes one child: the stored mapping matches
             children = children[0]
-        props[self.field] = {"type": "join", "relations": {self.relation: children}}
-        return props
+        body["properties"][self.field] = {"type": "join", "relations": {self.relation: children}}
+        return body
 
     def join_value(self, source: Any) -> Any:
         return self.relation
@@ -212,7 +233,7 @@ class ParentJoin(Feature):
     # -- model (points: mapping, shares_index) --------------------------------------------
 
     def mapping(self, body: dict[str, Any]) -> None:
-        body["properties"].update(self.properties())
+        _replace(body, self.index_mapping())
 
     def shares_index(self, other: ModelInfo) -> bool:
         """Its index, shared with its children."""
@@ -320,7 +341,7 @@ class ChildJoin(Feature):
     # -- model (points: mapping, shares_index) --------------------------------------------
 
     def mapping(self, body: dict[str, Any]) -> None:
-        body["properties"].update(self.parent.properties())
+        _replace(body, self.parent.index_mapping())
 
     def shares_index(self, other: ModelInfo) -> bool:
         """Its parent's index, shared with the parent and its other children."""
@@ -447,6 +468,22 @@ def _expected(join: ParentJoin | ChildJoin, source: Any) -> Any:
     if source is None:
         return None
     return {**source, join.field: join.join_value(source)}
+
+
+def _own_mapping(info: ModelInfo) -> dict[str, Any]:
+    """``info``'s mapping body without the join: its properties and what its other
+    features' ``mapping`` points add."""
+    assert info.index is not None
+    body: dict[str, Any] = {"dynamic": info.index.dynamic, "properties": dict(info.properties)}
+    for hook in info.points.mapping:
+        if not isinstance(getattr(hook, "__self__", None), ParentJoin | ChildJoin):
+            hook(body)
+    return body
+
+
+def _replace(body: dict[str, Any], index: dict[str, Any]) -> None:
+    body.clear()
+    body.update(index)
 
 
 def _same_class(a: type, b: type) -> bool:

@@ -315,3 +315,33 @@ def test_children_are_patched_and_removed_by_query(make_mapper: MakeMapper) -> N
     assert teams.count(consistency="immediate") == 2  # the parents stay
     assert teams.remove_all("name:blues") == 1  # a parent's own relation only
     assert players.count(consistency="immediate") == 4 and teams.count() == 1
+
+
+class Guild(em.Document, em.HasCustomFields):
+    class Index:
+        name = "join-guilds"
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+
+
+class Crafter(em.Document):
+    class Index:
+        name = "join-guilds"
+        parent = Guild
+        parent_field = "guild_id"
+
+    guild_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_child_first_creates_the_index_its_parents_custom_fields_need(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Crafter, Guild)  # the child configured first creates the index
+    first = {s.model: s.action for s in mapper.configure_indexes()}
+    assert (first["Crafter"], first["Guild"]) == ("created", "unchanged")  # the same mapping
+    assert {s.action for s in mapper.configure_indexes()} == {"unchanged"}  # both agree
+    index = mapper.spec(Guild).write_target
+    stored = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
+    assert stored["properties"]["idx"]["dynamic"] in (True, "true") and stored["dynamic_templates"]

@@ -96,7 +96,9 @@ class _RoutedHits(Rule):
             if "_routing" in hit:
                 continue
             found = self.es.search(
-                index=hit["_index"], query={"ids": {"values": [hit["_id"]]}}, source=["relation"]
+                index=hit["_index"],
+                query={"ids": {"values": [hit["_id"]]}},
+                source_includes=["relation"],
             )["hits"]["hits"]
             relation = found[0]["_source"].get("relation") if found else None
             if isinstance(relation, dict):

@@ -126,6 +126,33 @@ def test_both_models_map_the_whole_index() -> None:
     assert Shop.__esmapper__.properties.keys() == {"id", "name", "is_deleted"}  # its own
 
 
+class Tenantry(em.Document, em.HasCustomFields):
+    class Index:
+        name = "unit-tenantries"
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+
+
+class Lodger(em.Document):
+    class Index:
+        name = "unit-tenantries"
+        parent = Tenantry
+        parent_field = "tenantry_id"
+
+    tenantry_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_what_other_features_add_to_the_mapping_is_the_whole_index() -> None:
+    # the parent's custom fields: idx a dynamic object and the dynamic templates of its
+    # slots, in the child's mapping too (else the model creating the index decides)
+    mapping = Tenantry.__esmapper__.mapping
+    assert Lodger.__esmapper__.mapping == mapping
+    assert mapping["properties"]["idx"]["dynamic"] is True and mapping["dynamic_templates"]
+    assert {"tenant", "tenantry_id", "relation", "custom_fields"} <= set(mapping["properties"])
+
+
 def test_a_model_outside_a_join_has_no_join() -> None:
     class Loner(em.Document):
         class Index:
