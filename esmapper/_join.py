@@ -24,7 +24,8 @@ What each point does:
 - ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
   naming the option): the join field is not a field of the parent; the child's index is
   the parent's (name, version, kind, settings, dynamic; not time-series: a join lives in
-  one index), its ``parent_field`` is a ``str`` field, its fields do not map a name the
+  one index), both ``em.HasDates`` or neither (a version bump's catch-up reads
+  ``updated_utc``), its ``parent_field`` is a ``str`` field, its fields do not map a name the
   parent (or a sibling) maps differently; one level (a parent is not a child); no
   ``routing_field`` on either;
 - ``shares_index``: a mapper takes the parent and its children on one alias;
@@ -310,6 +311,14 @@ class ChildJoin(Feature):
                     f"= {getattr(theirs, option)!r}): whichever model writes first creates their "
                     f"one index; got {getattr(mine, option)!r}"
                 )
+        if info.has_dates != parent.info.has_dates:
+            # a version bump of a model with dates catches up by updated_utc: a document of
+            # the index without it, written during the copy, would not be copied
+            raise IndexConfigurationError(
+                f"{info.name} and its parent {parent.info.name} must both be em.HasDates or "
+                "neither: a version bump of their one index catches up on the documents "
+                "written during the copy by their updated_utc"
+            )
         if "routing_field" in index.extras:
             raise IndexConfigurationError(
                 f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"

@@ -151,3 +151,64 @@ def test_a_version_bump_deletes_and_compares_children_on_their_parents_shard(
     children = [e for e in entries if e["_id"].startswith("m")]
     assert all(e["routing"] == f"c{int(e['_id'][1:]) % 2 + 1}" for e in children)
     assert all("routing" not in e for e in entries if e not in children)  # the parents
+
+
+class Hall(em.Document, em.HasDates):
+    class Index:
+        name = "join-halls"
+        settings = SETTINGS
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Seat(em.Document, em.HasDates):  # as its parent: a child without dates is refused
+    class Index:
+        name = "join-halls"
+        settings = SETTINGS
+        parent = Hall
+        parent_field = "hall_id"
+
+    hall_id: str | None = em.field(em.Keyword(), default=None)
+
+
+class HallV2(em.Document, em.HasDates):
+    class Index:
+        name = "join-halls"
+        version = 2
+        settings = SETTINGS
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class SeatV2(em.Document, em.HasDates):
+    class Index:
+        name = "join-halls"
+        version = 2
+        settings = SETTINGS
+        parent = HallV2
+        parent_field = "hall_id"
+
+    hall_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_child_added_during_a_bump_of_a_dated_index_is_caught_up(
+    make_mapper: MakeMapper,
+) -> None:
+    seeded = make_mapper(Hall, Seat, configure=True)
+    hall = seeded.repository(Hall).add(Hall(id="h1", name="main"))
+    seeded.repository(Seat).add(Seat(id="s1", hall_id=hall.id))
+    mapper = make_mapper(HallV2, SeatV2)
+    seats = mapper.repository(SeatV2)
+    done: list[bool] = []
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message and not done:
+            done.append(True)
+            seats.add(SeatV2(id="s2", hall_id=hall.id))
+
+    result = reindex(mapper, HallV2, progress=during)
+    assert result.status == "reindexed"
+    got = seats.get_many([em.Id(i, routing=hall.id) for i in ("s1", "s2")])
+    assert [s.id for s in got] == ["s1", "s2"]

@@ -153,6 +153,26 @@ def test_what_other_features_add_to_the_mapping_is_the_whole_index() -> None:
     assert {"tenant", "tenantry_id", "relation", "custom_fields"} <= set(mapping["properties"])
 
 
+def test_a_child_has_dates_when_its_parent_has() -> None:
+    # a version bump of a dated model catches up by updated_utc: a child without it,
+    # written during the copy, would be left out of the new index
+    with pytest.raises(IndexConfigurationError, match=r"must both be em\.HasDates or neither"):
+
+        class Undated(em.Document):
+            class Index:
+                name = "unit-dated"
+                parent = Dated
+                parent_field = "dated_id"
+
+            dated_id: str | None = em.field(em.Keyword(), default=None)
+
+
+class Dated(em.Document, em.HasDates):
+    class Index:
+        name = "unit-dated"
+        join_field = "relation"
+
+
 def test_a_model_outside_a_join_has_no_join() -> None:
     class Loner(em.Document):
         class Index:
