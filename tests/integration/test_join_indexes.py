@@ -14,6 +14,7 @@ from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.indexes import ReindexProgress, reindex
+from esmapper.rekey import rekey
 from esmapper.testing._rules import Exchange, Reply, Rule
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
@@ -212,3 +213,53 @@ def test_a_child_added_during_a_bump_of_a_dated_index_is_caught_up(
     assert result.status == "reindexed"
     got = seats.get_many([em.Id(i, routing=hall.id) for i in ("s1", "s2")])
     assert [s.id for s in got] == ["s1", "s2"]
+
+
+class Shelf(em.Document):
+    class Index:
+        name = "join-shelves"
+        settings = SETTINGS
+        join_field = "relation"
+
+
+class Book(em.Document):
+    class Index:
+        name = "join-shelves"
+        settings = SETTINGS
+        parent = Shelf
+        parent_field = "shelf_id"
+        id_fields = ("shelf_id", "code")
+
+    shelf_id: str | None = em.field(em.Keyword(), default=None)
+    code: str = em.field(em.Keyword(), default="")
+
+
+def test_a_rekey_of_children_keeps_each_on_its_parents_shard(
+    make_mapper: MakeMapper, cluster: ClusterProxy, es_client: Elasticsearch
+) -> None:
+    # children another program wrote under legacy ids: moved to their composed ids with
+    # the routing the scan's hit carried (their parent's id), the old ids deleted with it
+    cluster.add_rule(_RoutedHits(es_client))
+    mapper = make_mapper(Shelf, Book, url=cluster.url, configure=True)
+    shelves = mapper.repository(Shelf).add([Shelf(id="s1"), Shelf(id="s2")])
+    physical = mapper.spec(Book).physical_name()
+    for n in range(6):
+        parent = shelves[n % 2].id
+        es_client.index(
+            index=physical,
+            id=f"legacy-{n}",
+            routing=parent,
+            document={
+                "shelf_id": parent,
+                "code": f"b{n}",
+                "relation": {"name": "book", "parent": parent},
+            },
+            refresh=True,
+        )
+    report = rekey(mapper, Book, apply=True, echo=lambda _: None)
+    assert (report.rewritten, report.failed) == (6, 0)
+    books = mapper.repository(Book)
+    moved = [em.Id(f"s{n % 2 + 1}:b{n}", routing=f"s{n % 2 + 1}") for n in range(6)]
+    assert sorted(b.code for b in books.get_many(moved)) == [f"b{n}" for n in range(6)]
+    assert books.count(consistency="immediate") == 6  # the legacy copies are gone
+    assert es_client.count(index=physical)["count"] == 8  # and nothing stayed behind
