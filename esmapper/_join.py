@@ -24,12 +24,15 @@ What each point does:
 - ``attach``: the options are checked (:class:`~esmapper.errors.IndexConfigurationError`
   naming the option): the join field is not a field of the parent; the child's index is
   the parent's (name, version, kind, settings, dynamic; not time-series: a join lives in
-  one index), its ``parent_field`` is a ``str`` field, its fields do not map a name the
+  one index), the same updated date field or none (a version bump's catch-up reads
+  that field), its ``parent_field`` is a ``str`` field, its fields do not map a name the
   parent (or a sibling) maps differently; one level (a parent is not a child); no
   ``routing_field`` on either;
 - ``shares_index``: a mapper takes the parent and its children on one alias;
-- ``mapping``: both models give the same mapping, the index's: the parent's and every
-  child's properties and ``{"<join>": {"type": "join", "relations": {parent: children}}}``
+- ``mapping``: both models give the same mapping, the index's
+  (:meth:`ParentJoin.index_mapping`): the parent's and every child's properties and what
+  their other features add (custom fields' ``idx`` and dynamic templates), and
+  ``{"<join>": {"type": "join", "relations": {parent: children}}}``
   (one child as a string, as Elasticsearch echoes it; children must be declared before
   the index is created: their fields are the index's);
 - ``check``: a child written without a parent id (add, save) is refused, and a removal or
@@ -49,8 +52,8 @@ What each point does:
   (``has_child``), a child's ``<parent relation>:(expr)`` (``has_parent``), ``expr`` in
   the other model's language (a field of that name wins);
 - ``search``: every search, count and by-query request of a model is limited to its own
-  relation (``{"term": {"<join>": "<relation>"}}``: a parent's repository returns
-  parents only), and a child's, while the soft-delete mode is ``"active"`` and the parent
+  relation (:func:`relation_clause`: a parent's repository returns parents only), and
+  a child's, while the soft-delete mode is ``"active"`` and the parent
   model has soft deletes, to the children of a parent not soft-deleted
   (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
   default reads; restored, they show again; an unrefreshed search also hides the children
@@ -91,6 +94,7 @@ __all__ = [
     "has_parent",
     "join_of",
     "parent_id",
+    "relation_clause",
     "relation_name",
 ]
 
@@ -194,16 +198,35 @@ class ParentJoin(Feature):
                 )
         self.children[relation] = child
 
-    def properties(self) -> dict[str, Any]:
-        """The index's properties: the parent's, every child's and the join field."""
-        props = dict(self.info.properties)
+    def index_mapping(self) -> dict[str, Any]:
+        """The index's mapping body, the one the parent and every child give: each model's
+        own body (its properties and what its other features add, custom fields' ``idx``
+        and dynamic templates...) merged, and the join field. Raises
+        IndexConfigurationError for a dynamic template of one name two models map
+        differently."""
+        body = _own_mapping(self.info)
+        templates: list[dict[str, Any]] = list(body.get("dynamic_templates") or ())
         for child in self.children.values():
-            props.update(child.info.properties)
+            theirs = _own_mapping(child.info)
+            body["properties"] = {**theirs["properties"], **body["properties"]}
+            known = {name: entry for template in templates for name, entry in template.items()}
+            for template in theirs.get("dynamic_templates") or ():
+                for name, entry in template.items():
+                    if name not in known:
+                        templates.append(template)
+                    elif known[name] != entry:
+                        raise IndexConfigurationError(
+                            f"{child.info.name}'s dynamic template {name!r} maps {entry!r}, "
+                            f"another model of the index {self.info.name} shares maps "
+                            f"{known[name]!r}: a parent/child index has one mapping"
+                        )
+        if templates:
+            body["dynamic_templates"] = templates
         children: str | list[str] = sorted(self.children)
         if len(children) == 1:  # as Elasticsearch echoes one child: the stored mapping matches
             children = children[0]
-        props[self.field] = {"type": "join", "relations": {self.relation: children}}
-        return props
+        body["properties"][self.field] = {"type": "join", "relations": {self.relation: children}}
+        return body
 
     def join_value(self, source: Any) -> Any:
         return self.relation
@@ -211,7 +234,7 @@ class ParentJoin(Feature):
     # -- model (points: mapping, shares_index) --------------------------------------------
 
     def mapping(self, body: dict[str, Any]) -> None:
-        body["properties"].update(self.properties())
+        _replace(body, self.index_mapping())
 
     def shares_index(self, other: ModelInfo) -> bool:
         """Its index, shared with its children."""
@@ -235,8 +258,8 @@ class ParentJoin(Feature):
             request.subqueries[relation] = partial(has_child, child.info.cls)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
-        """Parents only: ``{"term": {"<join>": "<parent relation>"}}``."""
-        return [{"term": {self.field: self.relation}}], []
+        """Parents only: :func:`relation_clause`."""
+        return [relation_clause(self.field, self.relation)], []
 
 
 @register
@@ -288,6 +311,15 @@ class ChildJoin(Feature):
                     f"= {getattr(theirs, option)!r}): whichever model writes first creates their "
                     f"one index; got {getattr(mine, option)!r}"
                 )
+        if info.updated_field != parent.info.updated_field:
+            # a version bump catches up by the updated date field: a document of the index
+            # without it (or with another one), written during the copy, would not be copied
+            raise IndexConfigurationError(
+                f"{info.name} and its parent {parent.info.name} must date their writes in the "
+                f"same field (em.HasDates or Index.dates; got {info.updated_field!r} and "
+                f"{parent.info.updated_field!r}): a version bump of their one index catches "
+                "up on the documents written during the copy by that field"
+            )
         if "routing_field" in index.extras:
             raise IndexConfigurationError(
                 f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"
@@ -319,7 +351,7 @@ class ChildJoin(Feature):
     # -- model (points: mapping, shares_index) --------------------------------------------
 
     def mapping(self, body: dict[str, Any]) -> None:
-        body["properties"].update(self.parent.properties())
+        _replace(body, self.parent.index_mapping())
 
     def shares_index(self, other: ModelInfo) -> bool:
         """Its parent's index, shared with the parent and its other children."""
@@ -394,7 +426,7 @@ class ChildJoin(Feature):
         ``"active"``, only the children of a parent not soft-deleted (and, in a search that
         does not refresh, not of a parent soft-deleted in the last seconds: the shared
         recently-deleted list, as the soft-delete feature hides the parents themselves)."""
-        clauses: list[Any] = [{"term": {self.field: self.relation}}]
+        clauses: list[Any] = [relation_clause(self.field, self.relation)]
         if self.parent.info.soft_deletes and options.soft_deletes == "active":
             clauses.append(
                 {
@@ -413,6 +445,26 @@ class ChildJoin(Feature):
         return clauses, []
 
 
+def relation_clause(field: str, relation: str) -> dict[str, Any]:
+    """The filter clause of the documents of one relation of the join field ``field``,
+    the one every search, count and by-query request of a model of the join gets:
+    ``{"bool": {"should": [{"term": {"<join>": "<relation>"}}, {"term": {"<join>.name":
+    "<relation>"}}], "minimum_should_match": 1}}``.
+
+    Why two terms: Elasticsearch's join mapper indexes the relation name in the join
+    field itself, for a parent (``"company"``) and a child (``{"name": "worker", "parent":
+    ...}``) alike, so the first term matches both; ``<join>.name`` is no mapped field
+    there (a term on it matches nothing, no error). The local server (noida-db) indexes
+    the ``_source`` literally: a parent's string matches the first term, a child's object
+    only ``<join>.name``. Each server matches exactly the documents of the relation."""
+    return {
+        "bool": {
+            "should": [{"term": {field: relation}}, {"term": {f"{field}.name": relation}}],
+            "minimum_should_match": 1,
+        }
+    }
+
+
 def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:
     """The join value in the ``_source`` of the ``create``/``index`` actions."""
     field = join.field
@@ -426,6 +478,22 @@ def _expected(join: ParentJoin | ChildJoin, source: Any) -> Any:
     if source is None:
         return None
     return {**source, join.field: join.join_value(source)}
+
+
+def _own_mapping(info: ModelInfo) -> dict[str, Any]:
+    """``info``'s mapping body without the join: its properties and what its other
+    features' ``mapping`` points add."""
+    assert info.index is not None
+    body: dict[str, Any] = {"dynamic": info.index.dynamic, "properties": dict(info.properties)}
+    for hook in info.points.mapping:
+        if not isinstance(getattr(hook, "__self__", None), ParentJoin | ChildJoin):
+            hook(body)
+    return body
+
+
+def _replace(body: dict[str, Any], index: dict[str, Any]) -> None:
+    body.clear()
+    body.update(index)
 
 
 def _same_class(a: type, b: type) -> bool:

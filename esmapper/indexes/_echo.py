@@ -14,6 +14,9 @@ to something other than its default:
 - ``copy_to`` is a list (``"copy_to": "all"`` -> ``["all"]``), empty ``copy_to``,
   ``meta`` and multi-``fields`` are left out; the multi-fields are mappers too;
 - ``_routing: {"required": false}`` and ``_source: {"enabled": true}`` are left out;
+- a ``join`` field's ``relations``: a parent's one child is a string, several a list in
+  the order of a hash set (compared sorted here); it always echoes
+  ``eager_global_ordinals`` (its default ``true``: left out here);
 - a dynamic template's one-pattern list is a string, and its ``match_mapping_type: "*"``
   is left out beside ``match``/``path_match``; its ``mapping`` is kept as sent (a template
   is not a mapper).
@@ -79,6 +82,7 @@ DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "geo_point": {**_POINT, "ignore_malformed": False, "ignore_z_value": True},
     "binary": {"doc_values": False, "store": False},
     "flattened": {"index": True, "doc_values": True, "eager_global_ordinals": False},
+    "join": {"eager_global_ordinals": True},
     **{
         kind: _NUMBER
         for kind in (
@@ -171,7 +175,21 @@ def _field(field: Mapping[str, Any]) -> dict[str, Any]:
     node.pop("fields", None)
     if subfields:
         node["fields"] = subfields
+    if kind == "join" and isinstance(node.get("relations"), Mapping):
+        node["relations"] = {
+            parent: _children(children) for parent, children in node["relations"].items()
+        }
     return node
+
+
+def _children(children: Any) -> Any:
+    """A join relation's children as Elasticsearch echoes them: one child as a string,
+    several as a list in no set order (a set there), here sorted."""
+    if isinstance(children, list | tuple):
+        if len(children) == 1:
+            return children[0]
+        return sorted(children, key=str)
+    return children
 
 
 def _template(entry: Any) -> Any:

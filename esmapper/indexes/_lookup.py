@@ -16,6 +16,12 @@ Every entry carries the id's request parameters (:func:`read_params`: the model'
 features' ``read_params`` point, a routing), as every by-id read of
 :mod:`esmapper.indexes.reads` does.
 
+The by-id requests of documents a listing found (a version bump's deletes and ``_mget``
+entries in its new index) route with what the listing's hits said instead: each hit's
+``_routing`` travels with its id (:func:`listed_id`, an :class:`~esmapper.ids.Id`) to
+:func:`stored_params`. A child of a parent/child join (whose routing its id does not
+tell) is then deleted and read on its own shard, whichever model's spec runs the bump.
+
 Cost: ``GET /_alias/<umbrella>`` (when a non-ObjectId id is asked for) plus one
 ``POST /_mget`` per :data:`MGET_ENTRIES` entries, ``ids x partitions`` entries for the
 non-ObjectId ids (without ``_source`` when only the place is wanted).
@@ -29,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from elasticsearch import Elasticsearch, NotFoundError
 
 from esmapper.errors import DocumentError
-from esmapper.ids import ObjectId
+from esmapper.ids import Id, ObjectId, routing_of
 from esmapper.indexes.timeseries import parse_partition
 
 if TYPE_CHECKING:
@@ -38,11 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "MGET_ENTRIES",
     "is_unrouted",
+    "listed_id",
     "live_partitions",
     "mget_ids",
+    "mget_stored",
     "read_params",
     "sent_params",
     "stored_copies",
+    "stored_params",
     "unrouted",
 ]
 
@@ -87,6 +96,36 @@ def unrouted(spec: IndexSpec, ids: Sequence[str]) -> list[str]:
     if not spec.info.points.read_params:
         return []
     return [id for id in ids if is_unrouted(read_params(spec, id))]
+
+
+def listed_id(hit: dict[str, Any]) -> str:
+    """The id of a search or scroll hit, carrying the hit's ``_routing`` (an
+    :class:`~esmapper.ids.Id`; a plain ``str`` for a document stored without one) for
+    :func:`stored_params`."""
+    routing = hit.get("_routing")
+    id = str(hit["_id"])
+    return Id(id, routing=routing) if isinstance(routing, str) and routing else id
+
+
+def stored_params(spec: IndexSpec | None, id: str) -> dict[str, Any]:
+    """The request parameters of a by-id request (a bulk delete, an ``_mget`` entry) of a
+    document a listing found: the routing its hit carried (:func:`listed_id`), else the
+    model's (:func:`sent_params`; none without ``spec``). Unlike a user's read, the
+    stored routing wins whatever the model: it is where the document is."""
+    routing = routing_of(id)
+    if routing is not None:
+        return {"routing": routing}
+    return sent_params(spec, id) if spec is not None else {}
+
+
+def mget_stored(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:
+    """The body of an ``_mget`` of the documents ``ids`` a listing found, on one index:
+    ``{"docs": [{"_id": ..., **stored_params}]}``, or plain ``{"ids": [...]}`` when no
+    entry has parameters."""
+    docs = [{"_id": str.__str__(id), **stored_params(spec, id)} for id in ids]
+    if all(len(doc) == 1 for doc in docs):
+        return {"ids": [doc["_id"] for doc in docs]}
+    return {"docs": docs}
 
 
 def mget_ids(spec: IndexSpec, ids: Sequence[str]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, jitt
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
-from esmapper.indexes._lookup import sent_params
+from esmapper.indexes._lookup import listed_id, stored_params
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
 
 if TYPE_CHECKING:
@@ -254,13 +254,15 @@ def run_pass(
 
 
 def _ids(client: Elasticsearch, index: str) -> Iterator[str]:
-    """Every document id of ``index`` (a scroll over ``_doc`` order, no ``_source``), every
+    """Every document id of ``index`` (a scroll over ``_doc`` order, no ``_source``), each
+    with its hit's ``_routing`` (:func:`~esmapper.indexes._lookup.listed_id`: a routed
+    document, a join's child, is deleted on its shard), every
     page answered by every shard (:func:`esmapper._shards.scroll_all`: a partial page raises
     :class:`~esmapper.errors.PartialResultsError`; an id missing from it would be taken
     for a document deleted from ``index``)."""
     what = f"the id listing of {index}"
     for hits in scroll_all(client, what=what, index=index, size=5000, source=False, sort=["_doc"]):
-        yield from (str(hit["_id"]) for hit in hits)
+        yield from (listed_id(hit) for hit in hits)
 
 
 def delete_extras(
@@ -302,8 +304,8 @@ def delete_ids(
     client: Elasticsearch, index: str, ids: list[str], *, spec: IndexSpec | None
 ) -> None:
     """Delete ``ids`` from ``index``: ``_bulk`` requests of 1000 deletes, each with the
-    id's request parameters when they are documents of ``spec``'s model (the ``read_params``
-    point: a routing, :func:`~esmapper.indexes._lookup.read_params`), ``refresh=true``,
+    id's request parameters (:func:`~esmapper.indexes._lookup.stored_params`: the routing
+    its listing's hit carried, else ``spec``'s model's ``read_params`` point), ``refresh=true``,
     each sent once (an unknown outcome raises the transport error); an item failing with
     anything but 404 raises :class:`IndexConfigurationError`. ``index`` is a run's marker
     alias (:mod:`esmapper.indexes._reindex_fence`): once it is gone (another run took the
@@ -315,8 +317,8 @@ def delete_ids(
             {
                 "delete": {
                     "_index": index,
-                    "_id": i,
-                    **(sent_params(spec, i) if spec is not None else {}),
+                    "_id": str.__str__(i),
+                    **stored_params(spec, i),
                 }
             }
             for i in ids[start : start + 1000]

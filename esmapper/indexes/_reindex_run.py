@@ -345,7 +345,7 @@ class Run:
         self.counted = False  # ``created`` counted the deleted copies: count ``new``
         created = 0
         for start in range(0, len(stale), _IDS_PER_PASS):
-            ids = stale[start : start + _IDS_PER_PASS]
+            ids = [str.__str__(i) for i in stale[start : start + _IDS_PER_PASS]]  # (no Id)
             outcome = self.copy("final_catch_up", {"ids": {"values": ids}}, create=True)
             if outcome.failures:
                 raise self.fail("copying documents added again failed", outcome.failures)

@@ -38,7 +38,7 @@ from elasticsearch import Elasticsearch, TransportError
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome
 from esmapper.errors import IndexConfigurationError
-from esmapper.indexes._lookup import mget_ids
+from esmapper.indexes._lookup import listed_id, mget_stored
 from esmapper.indexes._reindex_pass import count, delete_ids
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ def _written_since(
     client: Elasticsearch, index: str, query: dict[str, Any] | None, floor: int, dated: str | None
 ) -> Iterator[dict[str, tuple[int, Any]]]:
     """``{id: (_version, updated date)}`` of the documents of ``index`` matching ``query``
+    (each id with its hit's ``_routing``: :func:`~esmapper.indexes._lookup.listed_id`)
     whose ``_seq_no`` is above ``floor``, a batch at a time (a scroll; ``_source`` only
     the updated date field ``dated`` when given, else none), every page answered by every shard
     (:func:`esmapper._shards.scroll_all`: else :class:`~esmapper.errors.PartialResultsError`,
@@ -91,7 +92,7 @@ def _written_since(
     )
     for hits in pages:
         batch = {
-            str(h["_id"]): (int(h.get("_version") or 0), (h.get("_source") or {}).get(dated or ""))
+            listed_id(h): (int(h.get("_version") or 0), (h.get("_source") or {}).get(dated or ""))
             for h in hits
             if _above(h, floor)
         }
@@ -108,11 +109,11 @@ def _docs(
     client: Elasticsearch, index: str, ids: list[str], source: Any, spec: IndexSpec
 ) -> dict[str, dict[str, Any]]:
     """The found documents ``ids`` of ``index`` by id (``POST /<index>/_mget``, real time,
-    each id with its request parameters: :func:`~esmapper.indexes._lookup.mget_ids`;
+    each id with its hit's routing: :func:`~esmapper.indexes._lookup.mget_stored`;
     ``source``: ``True``, ``False`` or the fields to include). An entry the server
     answers with an error raises :class:`~esmapper.errors.IndexConfigurationError`."""
     option = {"source_includes": source} if isinstance(source, list) else {"source": source}
-    found = client.mget(index=index, **mget_ids(spec, ids), **option)["docs"]
+    found = client.mget(index=index, **mget_stored(spec, ids), **option)["docs"]
     refused = [doc for doc in found if "error" in doc]
     if refused:  # not a missing copy: a stale one would go unnoticed
         raise IndexConfigurationError(

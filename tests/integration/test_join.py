@@ -1,7 +1,9 @@
 """Parent/child documents in one index (``join_field``/``parent``, :mod:`esmapper._join`)
-against the local server: the mapping, and every by-id path carrying the child's routing
-(its parent's id). The searches (the relation term, ``has_parent``) the local server does
-not run: tests/integration/test_join_real_es.py."""
+against the local server: the mapping, every by-id path carrying the child's routing
+(its parent's id), and the searches, counts and by-query writes of each side (the relation
+clause matches on the local server too). The join queries (``has_parent``, ``has_child``,
+``parent_id``), which the local server does not run, and with them the hiding of the
+children of a soft-deleted parent: tests/integration/test_join_real_es.py."""
 
 from __future__ import annotations
 
@@ -232,3 +234,114 @@ def test_cached_and_session_reads_of_a_child(make_mapper: MakeMapper, proxy: Fau
         session.remove(held)
     assert desks.get(routed) is None
     assert not desks.exists(routed, soft_deletes="all")  # (a plain id: once refreshed)
+
+
+# -- searches on the local server (the relation clause matches there too) -----------------
+
+
+class Team(em.Document):
+    class Index:
+        name = "join-teams"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Player(em.Document):
+    class Index:
+        name = "join-teams"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Team
+        parent_field = "team_id"
+
+    team_id: str | None = em.field(em.Keyword(), default=None)
+    name: str = em.field(em.Keyword(), default="")
+    age: int = em.field(em.Integer(), default=0)
+
+
+def _league(mapper: em.Mapper) -> tuple[Team, Team, list[Player]]:
+    reds, blues = mapper.repository(Team).add([Team(name="reds"), Team(name="blues")])
+    players = mapper.repository(Player).add(
+        [Player(team_id=reds.id, name=f"r{n}", age=20 + n) for n in range(4)]
+        + [Player(team_id=blues.id, name=f"b{n}", age=30 + n) for n in range(3)],
+        consistency="immediate",
+    )
+    return reds, blues, players
+
+
+def test_children_and_parents_are_found_and_counted_apart(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Team, Player, configure=True)
+    _, blues, _ = _league(mapper)
+    teams, players = mapper.repository(Team), mapper.repository(Player)
+    assert teams.count() == 2 and players.count() == 7
+    assert sorted(t.name for t in teams.find(limit=100)) == ["blues", "reds"]
+    assert sorted(p.name for p in players.find(limit=100)) == [
+        "b0", "b1", "b2", "r0", "r1", "r2", "r3"
+    ]  # fmt: skip
+    assert players.count(f"team_id:{blues.id}") == 3
+    assert [p.name for p in players.find("age:>=22", sort="age")] == ["r2", "r3", "b0", "b1", "b2"]
+    assert teams.count("name:reds") == 1 and players.count("name:reds") == 0  # own relation
+    found = players.find_one("name:b1")
+    assert found is not None and found.team_id == blues.id and found.age == 31
+    assert teams.find_one("name:r1") is None  # a child's name is not a parent's
+
+
+def test_children_are_paged_and_sorted(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Team, Player, configure=True)
+    reds, _, _ = _league(mapper)
+    players = mapper.repository(Player)
+    pages = [players.find(sort="name", limit=3, page=n) for n in (1, 2, 3)]
+    assert [[p.name for p in page] for page in pages] == [
+        ["b0", "b1", "b2"],
+        ["r0", "r1", "r2"],
+        ["r3"],
+    ]
+    assert pages[0].total == 7
+    after = players.find(sort="name", limit=4, search_after=True)
+    rest = players.find(sort="name", limit=4, search_after=after.search_after_token)
+    assert [p.name for p in [*after, *rest]] == ["b0", "b1", "b2", "r0", "r1", "r2", "r3"]
+    assert players.count(f"team_id:{reds.id} AND age:<22") == 2
+
+
+def test_children_are_patched_and_removed_by_query(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Team, Player, configure=True)
+    reds, blues, _ = _league(mapper)
+    teams, players = mapper.repository(Team), mapper.repository(Player)
+    assert players.patch_all(f"team_id:{reds.id}", em.PartialPatch({"age": 50})) == 4
+    assert players.count("age:50", consistency="immediate") == 4
+    assert players.remove_all(f"team_id:{blues.id}") == 3
+    assert players.count(consistency="immediate") == 4
+    assert teams.count(consistency="immediate") == 2  # the parents stay
+    assert teams.remove_all("name:blues") == 1  # a parent's own relation only
+    assert players.count(consistency="immediate") == 4 and teams.count() == 1
+
+
+class Guild(em.Document, em.HasCustomFields):
+    class Index:
+        name = "join-guilds"
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+
+
+class Crafter(em.Document):
+    class Index:
+        name = "join-guilds"
+        parent = Guild
+        parent_field = "guild_id"
+
+    guild_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_child_first_creates_the_index_its_parents_custom_fields_need(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Crafter, Guild)  # the child configured first creates the index
+    first = {s.model: s.action for s in mapper.configure_indexes()}
+    assert (first["Crafter"], first["Guild"]) == ("created", "unchanged")  # the same mapping
+    assert {s.action for s in mapper.configure_indexes()} == {"unchanged"}  # both agree
+    index = mapper.spec(Guild).write_target
+    stored = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
+    assert stored["properties"]["idx"]["dynamic"] in (True, "true") and stored["dynamic_templates"]

@@ -127,6 +127,12 @@ def _answer(index: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _relation(name: str) -> dict[str, Any]:
+    """The relation clause: a cluster matches the first term, the local server the second."""
+    should = [{"term": {"relation": name}}, {"term": {"relation.name": name}}]
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
 def test_the_searches_as_sent_and_a_clusters_answer_read_back(
     make_mapper: MakeMapper, es_url: str
 ) -> None:
@@ -161,7 +167,7 @@ def test_the_searches_as_sent_and_a_clusters_answer_read_back(
             workers.find("company:(nope:1)")  # the parent's fields, not the child's
     bodies = [r["body"]["query"]["bool"] for r in rule.sent]
     assert len(bodies) == 6
-    worker, company = {"term": {"relation": "worker"}}, {"term": {"relation": "company"}}
+    worker, company = _relation("worker"), _relation("company")
     assert bodies[0]["must"] == [
         {
             "has_parent": {

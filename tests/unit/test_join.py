@@ -5,6 +5,7 @@ Elasticsearch API specification."""
 
 from __future__ import annotations
 
+import datetime as dt
 import pickle
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,9 @@ class _Ctx:
         self.deleted = deleted
         self.documents = None if deleted is None else self
 
+    def documents_of(self, info: Any) -> Any:
+        return self.documents
+
     def recently_deleted(self, alias: str) -> list[str]:
         assert self.deleted is not None
         return self.deleted.get(alias, [])
@@ -124,6 +128,69 @@ def test_both_models_map_the_whole_index() -> None:
     }
     assert {"name", "shop_id", "email", "price", "is_deleted"} <= set(mapping["properties"])
     assert Shop.__esmapper__.properties.keys() == {"id", "name", "is_deleted"}  # its own
+
+
+class Tenantry(em.Document, em.HasCustomFields):
+    class Index:
+        name = "unit-tenantries"
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+
+
+class Lodger(em.Document):
+    class Index:
+        name = "unit-tenantries"
+        parent = Tenantry
+        parent_field = "tenantry_id"
+
+    tenantry_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_what_other_features_add_to_the_mapping_is_the_whole_index() -> None:
+    # the parent's custom fields: idx a dynamic object and the dynamic templates of its
+    # slots, in the child's mapping too (else the model creating the index decides)
+    mapping = Tenantry.__esmapper__.mapping
+    assert Lodger.__esmapper__.mapping == mapping
+    assert mapping["properties"]["idx"]["dynamic"] is True and mapping["dynamic_templates"]
+    assert {"tenant", "tenantry_id", "relation", "custom_fields"} <= set(mapping["properties"])
+
+
+def test_a_child_has_dates_when_its_parent_has() -> None:
+    # a version bump of a dated model catches up by updated_utc: a child without it,
+    # written during the copy, would be left out of the new index
+    with pytest.raises(IndexConfigurationError, match=r"same field .* got None and 'updated_utc'"):
+
+        class Undated(em.Document):
+            class Index:
+                name = "unit-dated"
+                parent = Dated
+                parent_field = "dated_id"
+
+            dated_id: str | None = em.field(em.Keyword(), default=None)
+
+
+def test_a_child_dates_its_writes_in_its_parents_field() -> None:
+    # renamed dates (Index.dates) must be the parent's too: the catch-up reads one field
+    with pytest.raises(IndexConfigurationError, match=r"got 'changed_at' and 'updated_utc'"):
+
+        class Renamed(em.Document):
+            class Index:
+                name = "unit-dated"
+                parent = Dated
+                parent_field = "dated_id"
+                dates = ("made_at", "changed_at")
+
+            dated_id: str | None = em.field(em.Keyword(), default=None)
+            made_at: dt.datetime | None = None
+            changed_at: dt.datetime | None = None
+
+
+class Dated(em.Document, em.HasDates):
+    class Index:
+        name = "unit-dated"
+        join_field = "relation"
 
 
 def test_a_model_outside_a_join_has_no_join() -> None:
@@ -315,15 +382,22 @@ def test_by_id_reads_route_with_the_ids_routing_or_say_it_is_unknown() -> None:
     assert not Shop.__esmapper__.points.read_params  # a parent routes by its own id
 
 
+def _relation(name: str) -> dict[str, Any]:
+    # a cluster's join mapper indexes the relation in the join field itself (parent and
+    # child); the local server indexes a child's {"name": ..., "parent": ...} literally
+    should = [{"term": {"relation": name}}, {"term": {"relation.name": name}}]
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
 def test_searches_keep_to_the_relation_and_hide_the_children_of_deleted_parents() -> None:
-    assert _parent().search(NO_CACHE, Options()) == ([{"term": {"relation": "shop"}}], [])  # type: ignore[arg-type]
+    assert _parent().search(NO_CACHE, Options()) == ([_relation("shop")], [])  # type: ignore[arg-type]
     active, _ = _child().search(NO_CACHE, Options())  # type: ignore[arg-type]
     assert active == [
-        {"term": {"relation": "clerk"}},
+        _relation("clerk"),
         {"has_parent": {"parent_type": "shop", "query": {"term": {"is_deleted": False}}}},
     ]
     every, _ = _child().search(NO_CACHE, Options(soft_deletes="all"))  # type: ignore[arg-type]
-    assert every == [{"term": {"relation": "clerk"}}]
+    assert every == [_relation("clerk")]
 
 
 def test_an_unrefreshed_search_hides_the_children_of_parents_deleted_moments_ago() -> None:

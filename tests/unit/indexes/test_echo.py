@@ -135,3 +135,29 @@ def test_a_real_difference_is_not_covered() -> None:
     wanted = {"properties": {"k": {"type": "keyword", "index": False}}}
     assert not covers({"properties": {"k": {"type": "keyword"}}}, wanted)
     assert covers({"properties": {"k": {"type": "keyword", "index": False}}}, wanted)
+
+
+def test_a_join_fields_relations_as_a_cluster_echoes_them() -> None:
+    # the join mapper keeps a parent's children in a hash set and always writes
+    # eager_global_ordinals: any order of several children, one child as a string
+    wanted = {
+        "properties": {
+            "relation": {"type": "join", "relations": {"shop": ["clerk", "item", "owner"]}}
+        }
+    }
+    stored = {
+        "properties": {
+            "relation": {
+                "type": "join",
+                "eager_global_ordinals": True,
+                "relations": {"shop": ["owner", "clerk", "item"]},
+            }
+        }
+    }
+    assert covers(stored, wanted)
+    one = {"properties": {"relation": {"type": "join", "relations": {"shop": ["clerk"]}}}}
+    assert echoed(one) == {
+        "properties": {"relation": {"type": "join", "relations": {"shop": "clerk"}}}
+    }
+    fewer = {"properties": {"relation": {"type": "join", "relations": {"shop": ["clerk"]}}}}
+    assert not covers(fewer, wanted)  # a child added: PUT _mapping
