@@ -5,13 +5,13 @@ records what happens to its sessions."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Annotated, Any
 
 import pytest
-from fastapi import APIRouter, Depends, FastAPI, HTTPException
+from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, HTTPException, WebSocket
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
@@ -401,3 +401,145 @@ def test_concurrent_requests_get_their_own_session_in_their_own_thread(
     sessions, threads = zip(*answers, strict=True)
     assert len(set(sessions)) == 2 and len(set(threads)) == 2
     assert sorted(mapper.log) == sorted(["open", "commit", "close"] * 2)
+
+
+def audited(session: SessionDep) -> Iterator[None]:
+    yield
+    assert isinstance(session, FakeSession)
+    session.mapper.log.append(f"audit with {session.options.consistency}")
+
+
+def refusing(session: SessionDep) -> Iterator[None]:
+    yield
+    raise HTTPException(418, "refused after the endpoint")
+
+
+exits: list[str] = []
+
+
+def scoped(session: SessionDep) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        exits.append("exited")
+
+
+def test_a_function_scoped_yield_dependency_exits_before_the_commit(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    """Its code after ``yield`` runs before the response is sent: it may still use the
+    session (its changes are committed with the request's), and an error it raises there
+    rolls the request back instead of following a commit."""
+
+    app = the_app(client)
+
+    @app.get("/audited")
+    def audited_endpoint(_: Annotated[None, Depends(audited, scope="function")]) -> int:
+        return 1
+
+    @app.get("/refused")
+    def refused_endpoint(_: Annotated[None, Depends(refusing, scope="function")]) -> int:
+        return 1
+
+    assert client.get("/audited").status_code == 200
+    assert mapper.log == ["open", "audit with wait", "commit", "close"]
+    mapper.log.clear()
+    assert client.get("/refused").status_code == 418
+    assert mapper.log == ["open", "rollback", "close"]
+
+
+def test_a_commit_failing_after_a_function_scoped_dependency_is_still_a_409() -> None:
+    mapper = FakeMapper(fail_commit=em.VersionConflictError("stale", ids=["e1"]))
+    app = make_app(mapper)
+    exits.clear()
+
+    @app.get("/scoped")
+    def endpoint(_: Annotated[None, Depends(scoped, scope="function")]) -> int:
+        return 1
+
+    with TestClient(app) as client:
+        response = client.get("/scoped")
+    assert response.status_code == 409 and response.json()["error"] == "VersionConflictError"
+    assert exits == ["exited"]
+    assert mapper.log == ["open", "commit", "close", "mapper closed"]
+
+
+def test_the_session_is_not_reopened_after_the_request(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    """A background task (or a streamed body) that reaches for the request's session after
+    the response was built gets an error, not a new session that nothing commits or closes."""
+    errors: list[str] = []
+
+    @the_app(client).get("/later")
+    async def later(runner: SessionRunnerDep, tasks: BackgroundTasks) -> int:
+        async def task() -> None:
+            try:
+                await runner.run(lambda session: mapper.log.append("used"))
+            except RuntimeError as error:
+                errors.append(str(error))
+
+        tasks.add_task(task)
+        return 1
+
+    assert client.get("/later").status_code == 200
+    assert mapper.log == []  # no session was opened, none left open
+    assert len(errors) == 1 and "session is over" in errors[0]
+
+
+def test_a_generator_endpoint_taking_the_session_is_refused_when_declared(
+    client: TestClient,
+) -> None:
+    """A generator's body runs while the response is sent, after the commit and the close."""
+    app = the_app(client)
+    with pytest.raises(TypeError, match=r"GET /stream: the endpoint 'stream' is a generator"):
+
+        @app.get("/stream", response_model=None)
+        def stream(session: SessionDep) -> Iterator[int]:
+            yield 1
+
+    with pytest.raises(TypeError, match=r"GET /astream: the endpoint 'astream' is a generator"):
+
+        @app.get("/astream", response_model=None)
+        async def astream(runner: SessionRunnerDep) -> AsyncIterator[int]:
+            yield 1
+
+    @app.get("/fed", response_model=None)
+    def fed(consistency: Annotated[str, Depends(sync_dependency)]) -> Iterator[str]:
+        yield consistency  # read by a dependency, before the commit: allowed
+
+    if getattr(app.routes[-1], "is_json_stream", False):  # FastAPI streams generators
+        assert client.get("/fed").text.strip() == '"wait"'
+
+
+def test_a_websocket_route_has_no_request_session_but_has_the_mapper(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    app = the_app(client)
+
+    @app.websocket("/ws")
+    async def socket(websocket: WebSocket, session: SessionDep) -> None:
+        await websocket.accept()
+
+    @app.websocket("/ws-mapper")
+    async def socket_mapper(websocket: WebSocket, given: MapperDep) -> None:
+        await websocket.accept()
+        await websocket.send_json(given is mapper)  # type: ignore[comparison-overlap]
+        await websocket.close()
+
+    refused = pytest.raises(RuntimeError, match=r"websocket route /ws has no per-request")
+    with refused, client.websocket_connect("/ws"):
+        pass
+    with client.websocket_connect("/ws-mapper") as connected:
+        assert connected.receive_json() is True
+    assert mapper.log == []
+
+
+def test_a_mounted_app_is_told_its_lifespan_does_not_run(mapper: FakeMapper) -> None:
+    app = make_app(mapper)
+    sub = make_app(mapper)
+    app.mount("/sub", sub)
+    with TestClient(app) as client:
+        assert client.get("/ok").status_code == 200
+        with pytest.raises(RuntimeError, match=r"mounted in another .* does not run"):
+            client.get("/sub/ok")
