@@ -7,13 +7,29 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any
 
 import pytest
-from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, HTTPException, WebSocket
-from fastapi.responses import JSONResponse
+from fastapi import (
+    APIRouter,
+    BackgroundTasks,
+    Depends,
+    FastAPI,
+    HTTPException,
+    Request,
+    WebSocket,
+)
+from fastapi.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 from fastapi.testclient import TestClient
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import esmapper as em
 from esmapper.contrib.fastapi import (
@@ -543,3 +559,111 @@ def test_a_mounted_app_is_told_its_lifespan_does_not_run(mapper: FakeMapper) -> 
         assert client.get("/ok").status_code == 200
         with pytest.raises(RuntimeError, match=r"mounted in another .* does not run"):
             client.get("/sub/ok")
+
+
+class LogSent:
+    """ASGI middleware: logs "sent" into the mapper's log when the response starts."""
+
+    def __init__(self, app: ASGIApp, log: list[str]) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.log.append(f"sent {message['status']}")
+            await send(message)
+
+        await self.app(scope, receive, logged)
+
+
+class Teapot(Exception):
+    pass
+
+
+def refuse_in_dependency(session: SessionDep) -> None:
+    raise HTTPException(403, "refused by a dependency")
+
+
+def every_kind_app(mapper: FakeMapper, tmp_path: Path) -> FastAPI:
+    app = make_app(mapper)
+    (tmp_path / "file.txt").write_text("file")
+
+    @app.exception_handler(Teapot)
+    def teapot(request: Request, error: Teapot) -> JSONResponse:
+        return JSONResponse({"detail": "teapot"}, status_code=418)
+
+    @app.get("/kind/dict")
+    def as_dict(session: SessionDep) -> dict[str, int]:
+        return {"a": 1}
+
+    @app.get("/kind/json")
+    def as_json(session: SessionDep) -> JSONResponse:
+        return JSONResponse({"a": 1}, status_code=201)
+
+    @app.get("/kind/plain", response_class=PlainTextResponse)
+    def as_plain(session: SessionDep) -> str:
+        return "plain"
+
+    @app.get("/kind/stream")
+    def as_stream(session: SessionDep) -> StreamingResponse:
+        def body() -> Iterator[bytes]:
+            mapper.log.append("body")
+            yield b"streamed"
+
+        return StreamingResponse(body())
+
+    @app.get("/kind/file")
+    def as_file(session: SessionDep) -> FileResponse:
+        return FileResponse(tmp_path / "file.txt")
+
+    @app.get("/kind/redirect")
+    def as_redirect(session: SessionDep) -> RedirectResponse:
+        return RedirectResponse("/elsewhere", status_code=303)
+
+    @app.get("/kind/background")
+    def with_background(session: SessionDep, tasks: BackgroundTasks) -> int:
+        tasks.add_task(mapper.log.append, "task")
+        return 1
+
+    @app.get("/kind/http-error")
+    def http_error(session: SessionDep) -> None:
+        raise HTTPException(404)
+
+    @app.get("/kind/dependency-error")
+    def dependency_error(_: Annotated[None, Depends(refuse_in_dependency)]) -> None:
+        pass
+
+    @app.get("/kind/invalid")
+    def invalid_query(session: SessionDep, n: int) -> int:
+        return n
+
+    @app.get("/kind/handled")
+    def handled(session: SessionDep) -> None:
+        raise Teapot()
+
+    app.add_middleware(LogSent, log=mapper.log)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("kind", "log"),
+    [
+        ("dict", ["open", "commit", "close", "sent 200"]),
+        ("json", ["open", "commit", "close", "sent 201"]),
+        ("plain", ["open", "commit", "close", "sent 200"]),
+        ("stream", ["open", "commit", "close", "sent 200", "body"]),
+        ("file", ["open", "commit", "close", "sent 200"]),
+        ("redirect", ["open", "commit", "close", "sent 303"]),
+        ("background", ["open", "commit", "close", "sent 200", "task"]),
+        ("http-error", ["open", "rollback", "close", "sent 404"]),
+        ("dependency-error", ["open", "rollback", "close", "sent 403"]),
+        ("invalid", ["open", "rollback", "close", "sent 422"]),
+        ("handled", ["open", "rollback", "close", "sent 418"]),
+    ],
+)
+def test_every_kind_of_response_is_settled_before_it_is_sent_and_closed_once(
+    mapper: FakeMapper, tmp_path: Path, kind: str, log: list[str]
+) -> None:
+    with TestClient(every_kind_app(mapper, tmp_path), follow_redirects=False) as client:
+        client.get(f"/kind/{kind}")
+    assert mapper.log == [*log, "mapper closed"]
