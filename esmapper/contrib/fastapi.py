@@ -383,15 +383,17 @@ def _is_generator(call: Callable[..., Any] | None) -> bool:
     return inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target)
 
 
-def _takes_session(dependant: Dependant) -> bool:
-    """Whether ``dependant`` takes the request's session (or its runner) directly."""
-    return any(d.call in (get_session, get_session_runner) for d in dependant.dependencies)
+def _takes(dependant: Dependant, *calls: Callable[..., Any]) -> bool:
+    """Whether ``dependant`` is given the value of one of ``calls`` as a parameter (a
+    ``dependencies=[Depends(...)]`` of a route, router or app is run but not given: its
+    dependant has no name)."""
+    return any(d.call in calls and d.name is not None for d in dependant.dependencies)
 
 
 def _async_session_users(dependant: Dependant) -> Iterator[str]:
     """The names of the ``async def`` endpoint or dependencies of ``dependant`` that take
     the (synchronous) session directly."""
-    if _is_async(dependant.call) and any(d.call is get_session for d in dependant.dependencies):
+    if _is_async(dependant.call) and _takes(dependant, get_session):
         yield getattr(dependant.call, "__name__", repr(dependant.call))
     for sub in dependant.dependencies:
         yield from _async_session_users(sub)
@@ -419,7 +421,8 @@ class EsmapperRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
         methods = ", ".join(sorted(self.methods or ()))
-        if _is_generator(self.dependant.call) and _takes_session(self.dependant):
+        streams = _is_generator(self.dependant.call)
+        if streams and _takes(self.dependant, get_session, get_session_runner):
             raise TypeError(
                 f"{methods} {path}: the endpoint {getattr(endpoint, '__name__', endpoint)!r} "
                 "is a generator, whose body runs while the response is sent, after the "

@@ -667,3 +667,26 @@ def test_every_kind_of_response_is_settled_before_it_is_sent_and_closed_once(
     with TestClient(every_kind_app(mapper, tmp_path), follow_redirects=False) as client:
         client.get(f"/kind/{kind}")
     assert mapper.log == [*log, "mapper closed"]
+
+
+def test_an_async_endpoint_under_a_dependencies_list_opening_the_session_is_allowed(
+    mapper: FakeMapper,
+) -> None:
+    """``dependencies=[Depends(get_session)]`` (of the app, a router or a route) runs the
+    sync dependency in the threadpool and gives its value to no one: the async endpoints
+    under it do not take the session and are not refused."""
+    esm = EsmapperFastAPI(lambda: mapper)  # type: ignore[arg-type,return-value]
+    app = FastAPI(lifespan=esm.lifespan, dependencies=[Depends(get_session)])
+    esm.init_app(app)
+
+    @app.get("/health")
+    async def health() -> str:
+        return "ok"
+
+    @app.get("/stream", dependencies=[Depends(get_session)], response_model=None)
+    def stream() -> Iterator[int]:
+        yield 1
+
+    with TestClient(app) as client:
+        assert client.get("/health").json() == "ok"
+    assert mapper.log == ["open", "commit", "close", "mapper closed"]
