@@ -64,7 +64,8 @@ body, a generator endpoint (refused when declared if it takes the session) or a 
 task runs later too: the request's session refuses them (``RuntimeError``); open one with
 ``mapper.session()`` there. Routers take the route class too:
 ``APIRouter(route_class=EsmapperRoute)``; a route of another class, or a websocket route,
-that asks for the session is refused at request time (``RuntimeError``). Requires FastAPI
+that asks for the session fails the lifespan's start-up and is refused at request time
+(``RuntimeError``). Requires FastAPI
 0.121 or later (the ``scope`` of dependencies).
 """
 
@@ -72,7 +73,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
@@ -81,9 +82,10 @@ import attrs
 from fastapi import Depends, FastAPI, Request, Response, WebSocket
 from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
+from starlette.routing import BaseRoute
 
 from esmapper.contrib import _request
 from esmapper.contrib._request import RequestSession
@@ -233,8 +235,19 @@ class EsmapperFastAPI:
         """The app's lifespan (``FastAPI(lifespan=esm.lifespan)``, or entered from your own):
         builds the mapper when a function was given (nothing is sent: the client connects
         on first use) and closes it at shutdown. Raises ``RuntimeError`` when
-        :meth:`init_app` was not called on ``app``."""
+        :meth:`init_app` was not called on ``app``, or when a route of ``app`` asks for the
+        session but is not an :class:`EsmapperRoute` (nothing would end its session: the
+        routes of an ``APIRouter()`` included without ``route_class=EsmapperRoute``, a
+        websocket route), at start-up rather than on its first request."""
         state = _app_state(app)
+        unended = _routes_without_the_rule(app)
+        if unended:
+            raise RuntimeError(
+                f"these routes ask for the esmapper session, but nothing would commit or close "
+                f"it: {', '.join(unended)}; give their router "
+                "APIRouter(route_class=EsmapperRoute) (a websocket route opens its own, "
+                "`with mapper.session() as session:`)"
+            )
         if isinstance(self.mapper, Mapper):
             yield
             return
@@ -388,6 +401,46 @@ def _takes(dependant: Dependant, *calls: Callable[..., Any]) -> bool:
     ``dependencies=[Depends(...)]`` of a route, router or app is run but not given: its
     dependant has no name)."""
     return any(d.call in calls and d.name is not None for d in dependant.dependencies)
+
+
+def _asks_for_session(dependant: Dependant) -> bool:
+    """Whether ``dependant`` or any of its dependencies asks for the request's session."""
+    return any(
+        d.call in (get_session, get_session_runner) or _asks_for_session(d)
+        for d in dependant.dependencies
+    )
+
+
+def _all_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """``routes`` and those of the routers included among them (recent FastAPI keeps an
+    included router as one entry holding its ``original_router``; earlier versions copy
+    its routes into the including router)."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if isinstance(included, APIRouter):
+            yield from _all_routes(included.routes)
+        else:
+            yield route
+
+
+def _routes_without_the_rule(app: FastAPI) -> list[str]:
+    """``METHOD /path (name)`` of the routes of ``app`` that ask for the session but are
+    not :class:`EsmapperRoute` (the path as declared on its router; ``websocket /path``
+    for a websocket route)."""
+    found = []
+    for route in _all_routes(app.router.routes):
+        if isinstance(route, EsmapperRoute):
+            continue
+        if not isinstance(route, (APIRoute, APIWebSocketRoute)):
+            continue
+        if _asks_for_session(route.dependant):
+            kind = (
+                "websocket"
+                if isinstance(route, APIWebSocketRoute)
+                else " ".join(sorted(route.methods or ()))
+            )
+            found.append(f"{kind} {route.path} ({route.name})")
+    return found
 
 
 def _async_session_users(dependant: Dependant) -> Iterator[str]:

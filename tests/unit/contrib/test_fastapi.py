@@ -690,3 +690,38 @@ def test_an_async_endpoint_under_a_dependencies_list_opening_the_session_is_allo
     with TestClient(app) as client:
         assert client.get("/health").json() == "ok"
     assert mapper.log == ["open", "commit", "close", "mapper closed"]
+
+
+def nested(session: SessionDep) -> int:
+    return 1
+
+
+def test_routes_no_rule_would_end_are_refused_at_start_up(mapper: FakeMapper) -> None:
+    """An APIRouter() included without the route class, or a websocket route, asking for
+    the session (directly or through a dependency) fails the start-up, not its first
+    request."""
+    app = make_app(mapper)
+    plain = APIRouter()
+
+    @plain.post("/plain")
+    def handler(value: Annotated[int, Depends(nested)]) -> int:
+        return value
+
+    @plain.get("/free")
+    def free() -> str:
+        return "no session: not refused"
+
+    @app.websocket("/ws")
+    async def socket(websocket: WebSocket, runner: SessionRunnerDep) -> None:
+        pass
+
+    good = APIRouter(route_class=EsmapperRoute)
+    good.include_router(plain, prefix="/nested")
+    app.include_router(good)
+    refused = pytest.raises(
+        RuntimeError,
+        match=r"close it: websocket /ws \(socket\), POST (/nested)?/plain \(handler\); give",
+    )
+    with refused, TestClient(app):
+        pass
+    assert mapper.log == []  # the mapper was not built
