@@ -499,19 +499,16 @@ class EsmapperRoute(APIRoute):
             slot = _Slot(request.app)
             setattr(request.state, _STATE_KEY, slot)
             stack = request.scope.get("fastapi_function_astack")
-            if isinstance(stack, AsyncExitStack):
-                # FastAPI (>= 0.121) exits this stack once the response is built, before it
-                # is sent, after the yield dependencies of scope="function" (entered later,
-                # so exited first: their code after yield may use the session, or raise)
-                stack.push_async_exit(functools.partial(_end_on_exit, slot))
-                slot.response = await handler(request)  # an exception: ended by the exit
-                return slot.response
-            try:  # no such stack: end the session here, before the response is returned
-                response = await handler(request)
-            except BaseException as error:
-                await slot.finish(None, error)  # rollback and close: nothing is sent
-                raise
-            await slot.finish(response, None)
-            return response
+            if not isinstance(stack, AsyncExitStack):
+                raise RuntimeError(
+                    "the request has no function-scoped exit stack: esmapper.contrib.fastapi "
+                    "needs FastAPI 0.121 or later"
+                )
+            # FastAPI exits this stack once the response is built, before it is sent,
+            # after the yield dependencies of scope="function" (entered later, so exited
+            # first: their code after yield may use the session, or raise)
+            stack.push_async_exit(functools.partial(_end_on_exit, slot))
+            slot.response = await handler(request)  # an exception: ended by the exit
+            return slot.response
 
         return handle

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
+import anyio
 import pytest
 from fastapi import (
     APIRouter,
@@ -19,6 +20,7 @@ from fastapi import (
     FastAPI,
     HTTPException,
     Request,
+    Response,
     WebSocket,
 )
 from fastapi.responses import (
@@ -725,3 +727,23 @@ def test_routes_no_rule_would_end_are_refused_at_start_up(mapper: FakeMapper) ->
     with refused, TestClient(app):
         pass
     assert mapper.log == []  # the mapper was not built
+
+
+def test_a_request_without_fastapis_function_exit_stack_is_refused() -> None:
+    """The session is ended on FastAPI's function-scoped exit stack (FastAPI >= 0.121):
+    without it, nothing is opened and the route says which FastAPI it needs."""
+    mapper = FakeMapper()
+    app = FastAPI()
+    esm = init_app(app, lambda: cast(em.Mapper, mapper))
+
+    def ok(session: SessionDep) -> int:
+        return 1
+
+    async def call(route: EsmapperRoute) -> Response:
+        async with esm.lifespan(app):
+            scope = {"type": "http", "method": "GET", "path": route.path, "headers": []}
+            return await route.get_route_handler()(Request({**scope, "app": app}))
+
+    with pytest.raises(RuntimeError, match=r"needs FastAPI 0\.121 or later"):
+        anyio.run(call, EsmapperRoute("/ok", ok))
+    assert mapper.log == ["mapper closed"]
