@@ -56,27 +56,36 @@ it when it is declared (``TypeError``). An ``async def`` endpoint takes a
 :data:`SessionRunnerDep` instead and awaits :meth:`SessionRunner.run`, which calls a
 function with the session in the threadpool, one call at a time.
 
-The session is closed once the response is built: a ``StreamingResponse`` body or a
-background task must not use it (open one with ``mapper.session()`` there). Routers take
-the route class too: ``APIRouter(route_class=EsmapperRoute)``; a route of another class
-that asks for the session is refused at request time (``RuntimeError``).
+**When the session ends.** Once the response is built, before it is sent: after the code
+after ``yield`` of the dependencies declared ``Depends(..., scope="function")`` (it may
+still use the session; an exception there rolls back), before that of the others (FastAPI
+runs it after the response is sent, when the session is closed). A ``StreamingResponse``
+body, a generator endpoint (refused when declared if it takes the session) or a background
+task runs later too: the request's session refuses them (``RuntimeError``); open one with
+``mapper.session()`` there. Routers take the route class too:
+``APIRouter(route_class=EsmapperRoute)``; a route of another class, or a websocket route,
+that asks for the session fails the lifespan's start-up and is refused at request time
+(``RuntimeError``). Requires FastAPI
+0.121 or later (the ``scope`` of dependencies).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 import attrs
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response, WebSocket
 from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import HTTPConnection
+from starlette.routing import BaseRoute
 
 from esmapper.contrib import _request
 from esmapper.contrib._request import RequestSession
@@ -132,14 +141,37 @@ class _Slot:
     held: RequestSession | None = None
     state: _AppState | None = None
     runner: SessionRunner | None = None
+    response: Response | None = None
+    ended: bool = False
 
     def session(self) -> Session:
+        if self.ended:
+            raise RuntimeError(
+                "the request's esmapper session is over (committed or rolled back, and closed, "
+                "before the response was sent): a StreamingResponse body, a background task or "
+                "a yield dependency's code after its yield runs later; open a session there "
+                "with `with mapper.session() as session:` (MapperDep), and commit it yourself"
+            )
         if self.held is None:
             state = _app_state(self.app)
             mapper = _open_mapper(state)
             self.held = RequestSession.open(mapper, state.extension.session_options)
             self.state = state
         return self.held.session
+
+    async def finish(self, response: Response | None, error: BaseException | None) -> None:
+        """End the request's session (if one was opened): commit in the threadpool when the
+        request produced ``response`` without ``error`` and ``commit_when(response)``; else
+        roll back. Closed in every case; a failing commit raises (after the close)."""
+        self.ended = True
+        held, state = self.held, self.state
+        if held is None or state is None:
+            return  # no session was asked for
+        with held:  # ends it: closed, rolled back if commit_when itself raised
+            if error is None and response is not None and state.extension.commit_when(response):
+                await run_in_threadpool(held.settle, commit=True)  # blocking: a thread
+            else:
+                held.settle(commit=False)  # nothing is sent
 
 
 class EsmapperFastAPI:
@@ -203,8 +235,19 @@ class EsmapperFastAPI:
         """The app's lifespan (``FastAPI(lifespan=esm.lifespan)``, or entered from your own):
         builds the mapper when a function was given (nothing is sent: the client connects
         on first use) and closes it at shutdown. Raises ``RuntimeError`` when
-        :meth:`init_app` was not called on ``app``."""
+        :meth:`init_app` was not called on ``app``, or when a route of ``app`` asks for the
+        session but is not an :class:`EsmapperRoute` (nothing would end its session: the
+        routes of an ``APIRouter()`` included without ``route_class=EsmapperRoute``, a
+        websocket route), at start-up rather than on its first request."""
         state = _app_state(app)
+        unended = _routes_without_the_rule(app)
+        if unended:
+            raise RuntimeError(
+                f"these routes ask for the esmapper session, but nothing would commit or close "
+                f"it: {', '.join(unended)}; give their router "
+                "APIRouter(route_class=EsmapperRoute) (a websocket route opens its own, "
+                "`with mapper.session() as session:`)"
+            )
         if isinstance(self.mapper, Mapper):
             yield
             return
@@ -247,12 +290,21 @@ def _open_mapper(state: _AppState) -> Mapper:
     if state.mapper is None:
         raise RuntimeError(
             "the esmapper mapper is not open: give the app its lifespan, "
-            "FastAPI(lifespan=esm.lifespan) (in tests, use `with TestClient(app):`)"
+            "FastAPI(lifespan=esm.lifespan) (in tests, use `with TestClient(app):`); the "
+            "lifespan of an app mounted in another (app.mount) does not run: give its "
+            "EsmapperFastAPI the Mapper itself, or include its routes as an APIRouter"
         )
     return state.mapper
 
 
-def _slot(request: Request) -> _Slot:
+def _slot(request: HTTPConnection) -> _Slot:
+    if isinstance(request, WebSocket):
+        raise RuntimeError(
+            f"the websocket route {request.url.path} has no per-request esmapper session "
+            "(nothing would commit or close it): open one yourself, "
+            "`with mapper.session() as session:` (MapperDep), run in the threadpool"
+        )
+    assert isinstance(request, Request)
     slot = getattr(request.state, _STATE_KEY, None)
     if not isinstance(slot, _Slot):
         _app_state(request.app)  # not set up at all: say that first
@@ -266,13 +318,13 @@ def _slot(request: Request) -> _Slot:
     return slot
 
 
-def get_session(request: Request) -> Session:
+def get_session(request: HTTPConnection) -> Session:
     """The dependency giving the request's session (opened on first use; the same one for
     every dependency of the request). Use it from ``def`` endpoints and dependencies."""
     return _slot(request).session()
 
 
-def get_mapper(request: Request) -> Mapper:
+def get_mapper(request: HTTPConnection) -> Mapper:
     """The dependency giving the app's mapper (shared by every request, thread-safe; from an
     ``async def`` endpoint, call it through ``run_in_threadpool``). Raises ``RuntimeError``
     before the lifespan built it."""
@@ -300,7 +352,7 @@ class SessionRunner:
             return await run_in_threadpool(call)
 
 
-async def get_session_runner(request: Request) -> SessionRunner:
+async def get_session_runner(request: HTTPConnection) -> SessionRunner:
     """The dependency giving the request's :class:`SessionRunner` (for ``async def``)."""
     slot = _slot(request)
     if slot.runner is None:
@@ -324,23 +376,90 @@ def error_response(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(_request.error_body(error), status_code=status)
 
 
-def _is_async(call: Callable[..., Any] | None) -> bool:
+def _target(call: Callable[..., Any] | None) -> Any:
+    """The function FastAPI calls for ``call`` (a partial's, an instance's ``__call__``)."""
     while isinstance(call, functools.partial):
         call = call.func
     if call is None:
-        return False
+        return None
     target = call if inspect.isroutine(call) or inspect.isclass(call) else type(call).__call__
-    target = inspect.unwrap(target)
+    return inspect.unwrap(target)
+
+
+def _is_async(call: Callable[..., Any] | None) -> bool:
+    target = _target(call)
     return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+
+
+def _is_generator(call: Callable[..., Any] | None) -> bool:
+    target = _target(call)
+    return inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target)
+
+
+def _takes(dependant: Dependant, *calls: Callable[..., Any]) -> bool:
+    """Whether ``dependant`` is given the value of one of ``calls`` as a parameter (a
+    ``dependencies=[Depends(...)]`` of a route, router or app is run but not given: its
+    dependant has no name)."""
+    return any(d.call in calls and d.name is not None for d in dependant.dependencies)
+
+
+def _asks_for_session(dependant: Dependant) -> bool:
+    """Whether ``dependant`` or any of its dependencies asks for the request's session."""
+    return any(
+        d.call in (get_session, get_session_runner) or _asks_for_session(d)
+        for d in dependant.dependencies
+    )
+
+
+def _all_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """``routes`` and those of the routers included among them (recent FastAPI keeps an
+    included router as one entry holding its ``original_router``; earlier versions copy
+    its routes into the including router)."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if isinstance(included, APIRouter):
+            yield from _all_routes(included.routes)
+        else:
+            yield route
+
+
+def _routes_without_the_rule(app: FastAPI) -> list[str]:
+    """``METHOD /path (name)`` of the routes of ``app`` that ask for the session but are
+    not :class:`EsmapperRoute` (the path as declared on its router; ``websocket /path``
+    for a websocket route)."""
+    found = []
+    for route in _all_routes(app.router.routes):
+        if isinstance(route, EsmapperRoute):
+            continue
+        if not isinstance(route, (APIRoute, APIWebSocketRoute)):
+            continue
+        if _asks_for_session(route.dependant):
+            kind = (
+                "websocket"
+                if isinstance(route, APIWebSocketRoute)
+                else " ".join(sorted(route.methods or ()))
+            )
+            found.append(f"{kind} {route.path} ({route.name})")
+    return found
 
 
 def _async_session_users(dependant: Dependant) -> Iterator[str]:
     """The names of the ``async def`` endpoint or dependencies of ``dependant`` that take
     the (synchronous) session directly."""
-    if _is_async(dependant.call) and any(d.call is get_session for d in dependant.dependencies):
+    if _is_async(dependant.call) and _takes(dependant, get_session):
         yield getattr(dependant.call, "__name__", repr(dependant.call))
     for sub in dependant.dependencies:
         yield from _async_session_users(sub)
+
+
+async def _end_on_exit(
+    slot: _Slot, exc_type: object, error: BaseException | None, tb: object
+) -> bool:
+    """The exit callback :class:`EsmapperRoute` pushes on FastAPI's function-scoped exit
+    stack: ends the session by the request's response or the exception that ended it
+    (``False``: the exception, if any, goes on)."""
+    await slot.finish(slot.response if error is None else None, error)
+    return False
 
 
 class EsmapperRoute(APIRoute):
@@ -354,9 +473,18 @@ class EsmapperRoute(APIRoute):
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
+        methods = ", ".join(sorted(self.methods or ()))
+        streams = _is_generator(self.dependant.call)
+        if streams and _takes(self.dependant, get_session, get_session_runner):
+            raise TypeError(
+                f"{methods} {path}: the endpoint {getattr(endpoint, '__name__', endpoint)!r} "
+                "is a generator, whose body runs while the response is sent, after the "
+                "request's esmapper session was committed and closed: read what it streams "
+                "in a def dependency taking SessionDep, or open a session in the generator "
+                "(`with mapper.session() as session:`, MapperDep)"
+            )
         blocking = sorted(set(_async_session_users(self.dependant)))
         if blocking:
-            methods = ", ".join(sorted(self.methods or ()))
             raise TypeError(
                 f"{methods} {path}: the async def {', '.join(blocking)} takes the esmapper "
                 "session (SessionDep), which is synchronous and would block the event loop: "
@@ -370,20 +498,17 @@ class EsmapperRoute(APIRoute):
         async def handle(request: Request) -> Response:
             slot = _Slot(request.app)
             setattr(request.state, _STATE_KEY, slot)
-            try:
-                response = await handler(request)
-            except BaseException as error:
-                if slot.held is not None:
-                    slot.held.end(error)  # rollback and close: nothing is sent
-                raise
-            held, state = slot.held, slot.state
-            if held is None or state is None:
-                return response  # no session was asked for
-            with held:  # ends it: closed, rolled back if the test itself raised
-                if state.extension.commit_when(response):
-                    await run_in_threadpool(held.settle, commit=True)  # blocking: a thread
-                else:
-                    held.settle(commit=False)  # nothing is sent
-            return response
+            stack = request.scope.get("fastapi_function_astack")
+            if not isinstance(stack, AsyncExitStack):
+                raise RuntimeError(
+                    "the request has no function-scoped exit stack: esmapper.contrib.fastapi "
+                    "needs FastAPI 0.121 or later"
+                )
+            # FastAPI exits this stack once the response is built, before it is sent,
+            # after the yield dependencies of scope="function" (entered later, so exited
+            # first: their code after yield may use the session, or raise)
+            stack.push_async_exit(functools.partial(_end_on_exit, slot))
+            slot.response = await handler(request)  # an exception: ended by the exit
+            return slot.response
 
         return handle

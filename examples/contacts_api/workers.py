@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from esmapper.testing.server import free_port
 __all__ = ["Workers", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Set by :class:`Workers` for its workers: stop when stdin ends (the parent is gone).
+_WATCH_STDIN = "CONTACTS_API_WORKER_WATCH_STDIN"
 
 
 def _socket(host: str, port: int, *, shared: bool) -> socket.socket:
@@ -67,7 +70,12 @@ class Workers:
             command += [str(self.port), str(private)]
             self.procs.append(
                 subprocess.Popen(
-                    command, env=self._env, cwd=ROOT, stdout=subprocess.PIPE, text=True
+                    command,
+                    env={**self._env, _WATCH_STDIN: "1"},
+                    cwd=ROOT,
+                    stdin=subprocess.PIPE,  # its end (this process exits or dies) stops it
+                    stdout=subprocess.PIPE,
+                    text=True,
                 )
             )
             self.private_urls.append(f"http://{self.host}:{private}")
@@ -98,14 +106,22 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
 
     def __enter__(self) -> Workers:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _exit_with_parent(server: uvicorn.Server) -> None:
+    """Stop ``server`` when stdin reaches its end: the :class:`Workers` that started this
+    worker closed it, or exited without stopping it (killed: no orphan keeps serving)."""
+    sys.stdin.buffer.read()
+    server.should_exit = True
 
 
 class _Server(uvicorn.Server):
@@ -124,7 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = uvicorn.Config(
         "examples.contacts_api.app:app", lifespan="on", log_level="warning", access_log=False
     )
-    _Server(config).run(sockets=sockets)
+    server = _Server(config)
+    if os.environ.get(_WATCH_STDIN) == "1":
+        threading.Thread(target=_exit_with_parent, args=(server,), daemon=True).start()
+    server.run(sockets=sockets)
     return 0
 
 

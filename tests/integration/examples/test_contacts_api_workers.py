@@ -65,3 +65,13 @@ def test_a_delete_through_one_worker_is_seen_by_the_other(workers: Workers) -> N
     assert call(f"{one}/contacts/{bob['id']}", "DELETE")[0] == 204
     status, body, _ = call(f"{two}/contacts/{bob['id']}")
     assert status == 404 and body["error"] == "DocumentNotFoundError"
+
+
+def test_a_worker_stops_when_the_process_that_started_it_is_gone(workers: Workers) -> None:
+    """No orphan keeps serving when the test process dies without stopping its workers:
+    each worker stops at the end of its stdin, which the parent's exit closes."""
+    first, second = workers.procs
+    assert first.stdin is not None
+    first.stdin.close()  # what the parent's death does to the pipe
+    assert first.wait(60) == 0  # a clean shutdown (the lifespan closed its mapper)
+    assert second.poll() is None and call(f"{workers.private_urls[1]}/contacts")[0] == 200

@@ -5,15 +5,33 @@ records what happens to its sessions."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
+import anyio
 import pytest
-from fastapi import APIRouter, Depends, FastAPI, HTTPException
-from fastapi.responses import JSONResponse
+from fastapi import (
+    APIRouter,
+    BackgroundTasks,
+    Depends,
+    FastAPI,
+    HTTPException,
+    Request,
+    Response,
+    WebSocket,
+)
+from fastapi.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 from fastapi.testclient import TestClient
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import esmapper as em
 from esmapper.contrib.fastapi import (
@@ -401,3 +419,331 @@ def test_concurrent_requests_get_their_own_session_in_their_own_thread(
     sessions, threads = zip(*answers, strict=True)
     assert len(set(sessions)) == 2 and len(set(threads)) == 2
     assert sorted(mapper.log) == sorted(["open", "commit", "close"] * 2)
+
+
+def audited(session: SessionDep) -> Iterator[None]:
+    yield
+    assert isinstance(session, FakeSession)
+    session.mapper.log.append(f"audit with {session.options.consistency}")
+
+
+def refusing(session: SessionDep) -> Iterator[None]:
+    yield
+    raise HTTPException(418, "refused after the endpoint")
+
+
+exits: list[str] = []
+
+
+def scoped(session: SessionDep) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        exits.append("exited")
+
+
+def test_a_function_scoped_yield_dependency_exits_before_the_commit(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    """Its code after ``yield`` runs before the response is sent: it may still use the
+    session (its changes are committed with the request's), and an error it raises there
+    rolls the request back instead of following a commit."""
+
+    app = the_app(client)
+
+    @app.get("/audited")
+    def audited_endpoint(_: Annotated[None, Depends(audited, scope="function")]) -> int:
+        return 1
+
+    @app.get("/refused")
+    def refused_endpoint(_: Annotated[None, Depends(refusing, scope="function")]) -> int:
+        return 1
+
+    assert client.get("/audited").status_code == 200
+    assert mapper.log == ["open", "audit with wait", "commit", "close"]
+    mapper.log.clear()
+    assert client.get("/refused").status_code == 418
+    assert mapper.log == ["open", "rollback", "close"]
+
+
+def test_a_commit_failing_after_a_function_scoped_dependency_is_still_a_409() -> None:
+    mapper = FakeMapper(fail_commit=em.VersionConflictError("stale", ids=["e1"]))
+    app = make_app(mapper)
+    exits.clear()
+
+    @app.get("/scoped")
+    def endpoint(_: Annotated[None, Depends(scoped, scope="function")]) -> int:
+        return 1
+
+    with TestClient(app) as client:
+        response = client.get("/scoped")
+    assert response.status_code == 409 and response.json()["error"] == "VersionConflictError"
+    assert exits == ["exited"]
+    assert mapper.log == ["open", "commit", "close", "mapper closed"]
+
+
+def test_the_session_is_not_reopened_after_the_request(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    """A background task (or a streamed body) that reaches for the request's session after
+    the response was built gets an error, not a new session that nothing commits or closes."""
+    errors: list[str] = []
+
+    @the_app(client).get("/later")
+    async def later(runner: SessionRunnerDep, tasks: BackgroundTasks) -> int:
+        async def task() -> None:
+            try:
+                await runner.run(lambda session: mapper.log.append("used"))
+            except RuntimeError as error:
+                errors.append(str(error))
+
+        tasks.add_task(task)
+        return 1
+
+    assert client.get("/later").status_code == 200
+    assert mapper.log == []  # no session was opened, none left open
+    assert len(errors) == 1 and "session is over" in errors[0]
+
+
+def test_a_generator_endpoint_taking_the_session_is_refused_when_declared(
+    client: TestClient,
+) -> None:
+    """A generator's body runs while the response is sent, after the commit and the close."""
+    app = the_app(client)
+    with pytest.raises(TypeError, match=r"GET /stream: the endpoint 'stream' is a generator"):
+
+        @app.get("/stream", response_model=None)
+        def stream(session: SessionDep) -> Iterator[int]:
+            yield 1
+
+    with pytest.raises(TypeError, match=r"GET /astream: the endpoint 'astream' is a generator"):
+
+        @app.get("/astream", response_model=None)
+        async def astream(runner: SessionRunnerDep) -> AsyncIterator[int]:
+            yield 1
+
+    @app.get("/fed", response_model=None)
+    def fed(consistency: Annotated[str, Depends(sync_dependency)]) -> Iterator[str]:
+        yield consistency  # read by a dependency, before the commit: allowed
+
+    if getattr(app.routes[-1], "is_json_stream", False):  # FastAPI streams generators
+        assert client.get("/fed").text.strip() == '"wait"'
+
+
+def test_a_websocket_route_has_no_request_session_but_has_the_mapper(
+    client: TestClient, mapper: FakeMapper
+) -> None:
+    app = the_app(client)
+
+    @app.websocket("/ws")
+    async def socket(websocket: WebSocket, session: SessionDep) -> None:
+        await websocket.accept()
+
+    @app.websocket("/ws-mapper")
+    async def socket_mapper(websocket: WebSocket, given: MapperDep) -> None:
+        await websocket.accept()
+        await websocket.send_json(given is mapper)  # type: ignore[comparison-overlap]
+        await websocket.close()
+
+    refused = pytest.raises(RuntimeError, match=r"websocket route /ws has no per-request")
+    with refused, client.websocket_connect("/ws"):
+        pass
+    with client.websocket_connect("/ws-mapper") as connected:
+        assert connected.receive_json() is True
+    assert mapper.log == []
+
+
+def test_a_mounted_app_is_told_its_lifespan_does_not_run(mapper: FakeMapper) -> None:
+    app = make_app(mapper)
+    sub = make_app(mapper)
+    app.mount("/sub", sub)
+    with TestClient(app) as client:
+        assert client.get("/ok").status_code == 200
+        with pytest.raises(RuntimeError, match=r"mounted in another .* does not run"):
+            client.get("/sub/ok")
+
+
+class LogSent:
+    """ASGI middleware: logs "sent" into the mapper's log when the response starts."""
+
+    def __init__(self, app: ASGIApp, log: list[str]) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.log.append(f"sent {message['status']}")
+            await send(message)
+
+        await self.app(scope, receive, logged)
+
+
+class Teapot(Exception):
+    pass
+
+
+def refuse_in_dependency(session: SessionDep) -> None:
+    raise HTTPException(403, "refused by a dependency")
+
+
+def every_kind_app(mapper: FakeMapper, tmp_path: Path) -> FastAPI:
+    app = make_app(mapper)
+    (tmp_path / "file.txt").write_text("file")
+
+    @app.exception_handler(Teapot)
+    def teapot(request: Request, error: Teapot) -> JSONResponse:
+        return JSONResponse({"detail": "teapot"}, status_code=418)
+
+    @app.get("/kind/dict")
+    def as_dict(session: SessionDep) -> dict[str, int]:
+        return {"a": 1}
+
+    @app.get("/kind/json")
+    def as_json(session: SessionDep) -> JSONResponse:
+        return JSONResponse({"a": 1}, status_code=201)
+
+    @app.get("/kind/plain", response_class=PlainTextResponse)
+    def as_plain(session: SessionDep) -> str:
+        return "plain"
+
+    @app.get("/kind/stream")
+    def as_stream(session: SessionDep) -> StreamingResponse:
+        def body() -> Iterator[bytes]:
+            mapper.log.append("body")
+            yield b"streamed"
+
+        return StreamingResponse(body())
+
+    @app.get("/kind/file")
+    def as_file(session: SessionDep) -> FileResponse:
+        return FileResponse(tmp_path / "file.txt")
+
+    @app.get("/kind/redirect")
+    def as_redirect(session: SessionDep) -> RedirectResponse:
+        return RedirectResponse("/elsewhere", status_code=303)
+
+    @app.get("/kind/background")
+    def with_background(session: SessionDep, tasks: BackgroundTasks) -> int:
+        tasks.add_task(mapper.log.append, "task")
+        return 1
+
+    @app.get("/kind/http-error")
+    def http_error(session: SessionDep) -> None:
+        raise HTTPException(404)
+
+    @app.get("/kind/dependency-error")
+    def dependency_error(_: Annotated[None, Depends(refuse_in_dependency)]) -> None:
+        pass
+
+    @app.get("/kind/invalid")
+    def invalid_query(session: SessionDep, n: int) -> int:
+        return n
+
+    @app.get("/kind/handled")
+    def handled(session: SessionDep) -> None:
+        raise Teapot()
+
+    app.add_middleware(LogSent, log=mapper.log)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("kind", "log"),
+    [
+        ("dict", ["open", "commit", "close", "sent 200"]),
+        ("json", ["open", "commit", "close", "sent 201"]),
+        ("plain", ["open", "commit", "close", "sent 200"]),
+        ("stream", ["open", "commit", "close", "sent 200", "body"]),
+        ("file", ["open", "commit", "close", "sent 200"]),
+        ("redirect", ["open", "commit", "close", "sent 303"]),
+        ("background", ["open", "commit", "close", "sent 200", "task"]),
+        ("http-error", ["open", "rollback", "close", "sent 404"]),
+        ("dependency-error", ["open", "rollback", "close", "sent 403"]),
+        ("invalid", ["open", "rollback", "close", "sent 422"]),
+        ("handled", ["open", "rollback", "close", "sent 418"]),
+    ],
+)
+def test_every_kind_of_response_is_settled_before_it_is_sent_and_closed_once(
+    mapper: FakeMapper, tmp_path: Path, kind: str, log: list[str]
+) -> None:
+    with TestClient(every_kind_app(mapper, tmp_path), follow_redirects=False) as client:
+        client.get(f"/kind/{kind}")
+    assert mapper.log == [*log, "mapper closed"]
+
+
+def test_an_async_endpoint_under_a_dependencies_list_opening_the_session_is_allowed(
+    mapper: FakeMapper,
+) -> None:
+    """``dependencies=[Depends(get_session)]`` (of the app, a router or a route) runs the
+    sync dependency in the threadpool and gives its value to no one: the async endpoints
+    under it do not take the session and are not refused."""
+    esm = EsmapperFastAPI(lambda: mapper)  # type: ignore[arg-type,return-value]
+    app = FastAPI(lifespan=esm.lifespan, dependencies=[Depends(get_session)])
+    esm.init_app(app)
+
+    @app.get("/health")
+    async def health() -> str:
+        return "ok"
+
+    @app.get("/stream", dependencies=[Depends(get_session)], response_model=None)
+    def stream() -> Iterator[int]:
+        yield 1
+
+    with TestClient(app) as client:
+        assert client.get("/health").json() == "ok"
+    assert mapper.log == ["open", "commit", "close", "mapper closed"]
+
+
+def nested(session: SessionDep) -> int:
+    return 1
+
+
+def test_routes_no_rule_would_end_are_refused_at_start_up(mapper: FakeMapper) -> None:
+    """An APIRouter() included without the route class, or a websocket route, asking for
+    the session (directly or through a dependency) fails the start-up, not its first
+    request."""
+    app = make_app(mapper)
+    plain = APIRouter()
+
+    @plain.post("/plain")
+    def handler(value: Annotated[int, Depends(nested)]) -> int:
+        return value
+
+    @plain.get("/free")
+    def free() -> str:
+        return "no session: not refused"
+
+    @app.websocket("/ws")
+    async def socket(websocket: WebSocket, runner: SessionRunnerDep) -> None:
+        pass
+
+    good = APIRouter(route_class=EsmapperRoute)
+    good.include_router(plain, prefix="/nested")
+    app.include_router(good)
+    refused = pytest.raises(
+        RuntimeError,
+        match=r"close it: websocket /ws \(socket\), POST (/nested)?/plain \(handler\); give",
+    )
+    with refused, TestClient(app):
+        pass
+    assert mapper.log == []  # the mapper was not built
+
+
+def test_a_request_without_fastapis_function_exit_stack_is_refused() -> None:
+    """The session is ended on FastAPI's function-scoped exit stack (FastAPI >= 0.121):
+    without it, nothing is opened and the route says which FastAPI it needs."""
+    mapper = FakeMapper()
+    app = FastAPI()
+    esm = init_app(app, lambda: cast(em.Mapper, mapper))
+
+    def ok(session: SessionDep) -> int:
+        return 1
+
+    async def call(route: EsmapperRoute) -> Response:
+        async with esm.lifespan(app):
+            scope = {"type": "http", "method": "GET", "path": route.path, "headers": []}
+            return await route.get_route_handler()(Request({**scope, "app": app}))
+
+    with pytest.raises(RuntimeError, match=r"needs FastAPI 0\.121 or later"):
+        anyio.run(call, EsmapperRoute("/ok", ok))
+    assert mapper.log == ["mapper closed"]
