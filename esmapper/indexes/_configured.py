@@ -54,7 +54,6 @@ and unmarked (configuring is safe when several processes do it at once,
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -189,12 +188,25 @@ class ConfigureMarker:
 
     def clear(self) -> None:
         """Forget the marker (whatever it marks): a cache delete, or ``DELETE`` of the
-        document (a missing one, or a missing index, is cleared already)."""
+        document (a missing one, or a missing index, is cleared already; a user that may
+        not write the locks index is warned in the log, not refused: what cleared it, a
+        deletion or a reindex, is done)."""
         if self.cache is not None:
             self.cache.remove(self.cache_key)
             return
-        with contextlib.suppress(NotFoundError):
+        try:
             self.client.delete(index=self.index, id=_MARKER_ID)
+        except NotFoundError:
+            pass  # no marker, or no locks index: cleared
+        except AuthorizationException as exc:  # a user that may not write the locks index
+            log.warning(
+                "the configure_indexes marker in %s was not cleared (%s): processes "
+                "starting in the next %d minutes skip configure_indexes() unless forced; "
+                "the first write of a model creates its missing index all the same",
+                self.index,
+                exc.error,
+                MARKER_TTL.total_seconds() // 60,
+            )
 
 
 def clear_marker(mapper: Context | HasContext) -> None:

@@ -298,3 +298,14 @@ def test_a_time_series_model_skipped_names_its_partitions(make_mapper: MakeMappe
     mapper.configure_indexes()
     [state] = mapper.configure_indexes()
     assert state.action == "skipped" and state.expected_index == mapper.spec(DailyLog).index_pattern
+
+
+def test_a_user_that_may_not_clear_the_marker_still_deletes_indexes(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Thing, url=proxy.url)
+    mapper.configure_indexes()
+    proxy.reply_status(403, times=1, method="DELETE", path=r"/_doc/configure-indexes\.done$")
+    [report] = mapper.delete_indexes()
+    assert not report.empty
+    assert not es_client.indices.exists(index=f"{index_prefix}things-v1")
