@@ -279,6 +279,19 @@ def test_a_search_not_done_within_wait_zero_is_running_or_done(make_mapper: Make
     repo.async_search.delete(done)
 
 
+@pytest.mark.real_es
+def test_an_unknown_or_undecodable_id_is_not_found_on_a_real_cluster(
+    make_mapper: MakeMapper,
+) -> None:
+    repo = make_mapper(Employee, configure=True).repository(Employee)
+    kept = repo.async_search.submit("*", keep_on_completion=True)
+    assert kept.async_id is not None
+    repo.async_search.delete(kept)
+    for gone in (kept.async_id, "not-an-id"):  # 404, then 400 "invalid id"
+        with pytest.raises(em.AsyncSearchNotFoundError):
+            repo.async_search.status(gone)
+
+
 # -- the requests against the Elasticsearch API specification ----------------------------
 
 
