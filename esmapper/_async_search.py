@@ -316,6 +316,22 @@ def _reason(exc: ApiError) -> str | None:
     return None
 
 
+def _refuse_unseen(request: SearchRequest, results: FindResults[Any], async_id: object) -> None:
+    """Refuse the page of an async search read by id that holds a document the read's
+    options do not see (the model's features' ``visible`` rules, as a ``get`` by id
+    applies them: another tenant's document under ``tenant=``...): it was submitted with
+    other keywords, and is not handed to this reader."""
+    options = request.options
+    rules = [rule for rule in (hook(options) for hook in request.info.points.visible) if rule]
+    if rules and any(not rule.test(doc) for doc in results for rule in rules):
+        raise QueryValidationError(
+            f"the async search {async_id} holds documents these keywords do not see "
+            "(another tenant's, or ones its soft_deletes= hides): get its id with the "
+            "keywords it was submitted with",
+            field="async_id",
+        )
+
+
 def _page(
     request: SearchRequest, answer: Mapping[str, Any], async_id: str | None
 ) -> FindResults[Any]:
@@ -345,6 +361,8 @@ def _page(
         )
     shards = shards_of(response)
     results = read_results(request, dict(response), request.page, None, shards)
+    if request.source_unknown:  # read by id: the submit's keywords are not known
+        _refuse_unseen(request, results, answer.get("id", async_id))
     results._fetch_next = None  # one page per async search
     kept = answer.get("id", async_id)
     results.async_id = str(kept) if kept else None
