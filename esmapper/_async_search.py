@@ -23,7 +23,8 @@ no hits (only the count and aggregations of the shards done so far). Shard failu
 refused as ``find`` refuses them (:class:`~esmapper.errors.PartialResultsError` carrying the
 page, its ``async_id`` included) unless ``partial_results=True``; a search that failed as a
 whole raises the client's ``ApiError`` for its ``error``. An id the cluster does not keep
-(expired, deleted, wrong) raises :class:`~esmapper.errors.AsyncSearchNotFoundError`.
+(expired, deleted: 404; wrong: 400 ``invalid id``) raises
+:class:`~esmapper.errors.AsyncSearchNotFoundError`.
 
 An async page is one page: ``next_page()`` returns ``False`` (submit another search with
 ``page=`` or ``search_after=results.search_after_token``). ``snapshot=`` and ``cache_key``
@@ -38,7 +39,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import ApiError, BadRequestError, NotFoundError
 from typing_extensions import Unpack
 
 from esmapper._keywords import FindKeywords
@@ -178,7 +179,10 @@ class AsyncSearch(Generic[T]):
         finish (default: answer at once), ``keep_alive`` a new lifetime from now. Given an
         id, ``options`` are the keywords it was submitted with that say how to read it
         (``limit``, ``includes``/``excludes``, ``aggregations``, ``sort``...; the filter is
-        not needed); given the page, they are not taken. ``delete=True`` deletes it once
+        not needed; its documents are read as partial, a save of one writes only the fields
+        that changed, since the submit's ``includes``/``excludes`` are not known; an answer
+        holding more hits than ``limit`` reads raises QueryValidationError); given the
+        page, they are not taken. ``delete=True`` deletes it once
         done (the page returned is its last). Raises AsyncSearchNotFoundError for an id the
         cluster does not keep, PartialResultsError for shard failures."""
         async_id, request = self._target(search, options)
@@ -194,10 +198,14 @@ class AsyncSearch(Generic[T]):
                 request.target,
                 lambda: client.async_search.get(id=async_id, **params).body,
             )
+            done = not answer.get("is_running")
             try:
                 return _page(request, answer, async_id)
+            except QueryValidationError:
+                done = False  # read with the wrong keywords: kept for a read with the right
+                raise
             finally:
-                if delete and not answer.get("is_running"):
+                if delete and done:
                     self._delete(request, async_id, missing_ok=True)
 
     def status(self, search: str | FindResults[T]) -> AsyncSearchStatus:
@@ -263,7 +271,11 @@ class AsyncSearch(Generic[T]):
                 field="async_id",
             )
         kwargs = given(dict(options))
-        return search, self._repo._request(None, kwargs)
+        request = self._repo._request(None, kwargs)
+        # the submit's includes/excludes are not known: its documents may be partial, a
+        # save of one writes only the fields that changed (never defaults over the rest)
+        request.source_unknown = True
+        return search, request
 
 
 def _by_id(async_id: str, index: str, call: Any) -> Any:
@@ -271,8 +283,8 @@ def _by_id(async_id: str, index: str, call: Any) -> Any:
     :class:`AsyncSearchNotFoundError`."""
     try:
         return sent(call, what=f"the async search {async_id}", index=index)
-    except NotFoundError as exc:
-        if exc.error != "resource_not_found_exception":
+    except (NotFoundError, BadRequestError) as exc:
+        if not _unknown_id(exc, async_id):
             raise  # the search's own failure (its index is gone...), not the id
         raise AsyncSearchNotFoundError(
             f"no async search {async_id!r}: the cluster keeps it for its keep_alive after "
@@ -285,12 +297,39 @@ def _by_id(async_id: str, index: str, call: Any) -> Any:
         ) from exc
 
 
+def _unknown_id(exc: ApiError, async_id: str) -> bool:
+    """Whether ``exc`` says the cluster keeps no async search ``async_id``: 404
+    ``resource_not_found_exception``, or 400 ``invalid id: [<id>]`` (an id it cannot
+    decode: not one it made)."""
+    if isinstance(exc, NotFoundError):
+        return exc.error == "resource_not_found_exception"
+    return exc.error == "illegal_argument_exception" and (_reason(exc) or "").startswith(
+        f"invalid id: [{async_id}]"
+    )
+
+
 def _reason(exc: ApiError) -> str | None:
     error = exc.body.get("error") if isinstance(exc.body, Mapping) else None
     if isinstance(error, Mapping):
         reason = error.get("reason")
         return None if reason is None else str(reason)
     return None
+
+
+def _refuse_unseen(request: SearchRequest, results: FindResults[Any], async_id: object) -> None:
+    """Refuse the page of an async search read by id that holds a document the read's
+    options do not see (the model's features' ``visible`` rules, as a ``get`` by id
+    applies them: another tenant's document under ``tenant=``...): it was submitted with
+    other keywords, and is not handed to this reader."""
+    options = request.options
+    rules = [rule for rule in (hook(options) for hook in request.info.points.visible) if rule]
+    if rules and any(not rule.test(doc) for doc in results for rule in rules):
+        raise QueryValidationError(
+            f"the async search {async_id} holds documents these keywords do not see "
+            "(another tenant's, or ones its soft_deletes= hides): get its id with the "
+            "keywords it was submitted with",
+            field="async_id",
+        )
 
 
 def _page(
@@ -311,8 +350,19 @@ def _page(
     response = answer.get("response")
     if not isinstance(response, Mapping):
         response = {"hits": {"hits": []}, "_shards": {}}
+    hits = (response.get("hits") or {}).get("hits") or []
+    most = request.limit + (1 if request._peeks else 0)
+    if request.limit > 0 and len(hits) > most:  # read with other keywords than submitted
+        raise QueryValidationError(
+            f"the async search {answer.get('id', async_id)} holds {len(hits)} hits, more "
+            f"than limit={request.limit} reads: get its id with the keywords it was "
+            "submitted with (limit=, sort=, includes=...), or pass the page submit returned",
+            field="limit",
+        )
     shards = shards_of(response)
     results = read_results(request, dict(response), request.page, None, shards)
+    if request.source_unknown:  # read by id: the submit's keywords are not known
+        _refuse_unseen(request, results, answer.get("id", async_id))
     results._fetch_next = None  # one page per async search
     kept = answer.get("id", async_id)
     results.async_id = str(kept) if kept else None

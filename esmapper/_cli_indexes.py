@@ -24,7 +24,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from esmapper._cli_app import CliError, find_model, mapper_of
 from esmapper._cli_types import Seconds
 from esmapper._text import table
-from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL
+from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL, SKIPPED
 from esmapper.indexes.spec import IndexSpec
 from esmapper.mapper import Mapper
 
@@ -84,7 +84,7 @@ def configure(
     else:
         wait = _dt.timedelta(seconds=lock_wait)
         states = mapper.configure_indexes(force=force, lock_wait=wait)
-    if not states:
+    if states and all(s.action == SKIPPED for s in states):
         minutes = int(MARKER_TTL.total_seconds() // 60)
         click.echo(
             f"already configured (marked done less than {minutes} minutes ago); "

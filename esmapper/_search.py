@@ -177,6 +177,9 @@ class SearchRequest:
         #: custom fields), and the inputs as given (a feature may rewrite them for it)
         self.catalog = info.catalog
         self.filter, self.includes, self.excludes = filter, includes, excludes
+        #: the hits may hold part of each ``_source`` whatever ``includes``/``excludes``
+        #: say (an async search read by id: the submit's source filter is not known)
+        self.source_unknown = False
         #: the period ``partitions=`` asks for, and the names a feature pruned the search
         #: to (``None``: the model's alias)
         self.partitions = partitions
@@ -357,6 +360,13 @@ class SearchRequest:
         return count if count else False
 
     # -- running ---------------------------------------------------------------------
+
+    @property
+    def partial_source(self) -> bool:
+        """Whether the hits may hold part of each document's ``_source`` (``includes``,
+        ``excludes``, or :attr:`source_unknown`): the documents read are then partial, a
+        save writes only the fields that changed."""
+        return self.includes is not None or self.excludes is not None or self.source_unknown
 
     @property
     def _peeks(self) -> bool:

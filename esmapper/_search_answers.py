@@ -65,11 +65,11 @@ def results(
             for raw in raw_hits
         ]
     elif raw_hits and type(raw_hits[0]) is Hit:  # read as bytes (SearchRequest._raw_reader)
-        in_part = request.includes is not None or request.excludes is not None
+        in_part = request.partial_source
         documents = hydrate(request.info, raw_hits, in_part)
     else:
         from_source = request.info.from_source
-        in_part = request.includes is not None or request.excludes is not None
+        in_part = request.partial_source
         documents = []
         append = documents.append
         for raw in raw_hits:

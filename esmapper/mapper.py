@@ -26,7 +26,12 @@ from esmapper.custom_fields.repository import CustomFieldRepository
 from esmapper.distributed import connect, redis_url_from_env
 from esmapper.health import HealthReport, check_health
 from esmapper.indexes._configured import LOCK_WAIT as CONFIGURE_LOCK_WAIT
-from esmapper.indexes._configured import ConfigureMarker, configuration_key, configure_once
+from esmapper.indexes._configured import (
+    ConfigureMarker,
+    configuration_key,
+    configure_once,
+    skipped_states,
+)
 from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
@@ -337,12 +342,17 @@ class Mapper:
         For every registered model (``models=None``) it runs once for a fleet of processes
         starting together (:mod:`esmapper.indexes._configured`): when this configuration
         (a hash of the models' indexes, versions, mappings, settings and pipelines) was
-        configured less than 5 minutes ago it returns ``[]`` at once (one marker read);
-        otherwise it configures under the ``configure-indexes`` lock (waiting up to
+        configured less than 5 minutes ago it returns at once (one marker read), each
+        model's state ``action="skipped"`` (``current_index=None``: nothing was read, so an
+        ``outdated`` alias is not reported: ``force=True`` or ``esmapper migrate`` read
+        it); otherwise it configures under the ``configure-indexes`` lock (waiting up to
         ``lock_wait`` for another process configuring now, then finding its marker and
-        returning ``[]``) and marks the configuration done. ``force=True`` configures even
-        when marked. An explicit ``models`` list configures those models, no lock, no
-        marker. Raises :class:`~esmapper.errors.LockError` when the lock stays held past
+        returning the ``skipped`` states) and marks the configuration done. The marker
+        and the lock live in ``<prefix>esmapper-locks`` unless the mapper's cache is
+        shared (Redis); a user or cluster that refuses that index configures unlocked and
+        unmarked, as when every model is named. ``force=True`` configures even when
+        marked. An explicit ``models`` list configures those models, no lock, no marker.
+        Raises :class:`~esmapper.errors.LockError` when the lock stays held past
         ``lock_wait``, :class:`~esmapper.errors.IndexConfigurationError` for a mapping
         Elasticsearch cannot change in place."""
         if not isinstance(force, bool):
@@ -357,6 +367,7 @@ class Mapper:
             ConfigureMarker.of(services),
             configuration_key(specs),
             lambda: configure_indexes(self.client, specs),
+            skipped=skipped_states(specs),
             force=force,
             lock_wait=lock_wait,
         )

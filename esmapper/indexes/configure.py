@@ -89,7 +89,9 @@ class IndexState:
     models ``expected_index`` is the partition pattern (``<alias>-v<N>-*``) and ``action``
     ``created``, ``template_updated`` or ``outdated`` (a live partition is at an older
     version; ``current_index`` is then the lowest version's pattern ``<alias>-v<K>-*``,
-    else ``None``).
+    else ``None``). ``Mapper.configure_indexes()`` reports ``skipped`` for every model
+    when another process configured the same models less than 5 minutes ago (nothing is
+    read then, ``current_index`` is ``None``: :mod:`esmapper.indexes._configured`).
     """
 
     model: str

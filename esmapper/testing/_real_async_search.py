@@ -11,8 +11,9 @@ kept: a search that finished within ``wait_for_completion_timeout`` is kept only
 ``GET /_async_search/status/<id>`` the same without ``response`` (``_shards`` and
 ``completion_status`` instead), ``DELETE /_async_search/<id>`` forgets it
 (``{"acknowledged": true}``). An id it does not keep answers 404
-``resource_not_found_exception``. A search that fails answers with the failure's status
-and ``error``.
+``resource_not_found_exception``; one it cannot decode (not an id it made) 400
+``illegal_argument_exception`` ``invalid id: [<id>]``. A search that fails answers with
+the failure's status and ``error``.
 
 :class:`RealAsyncSearch` emulates it: a submit runs the search as ``POST
 /<index>/_search`` through the proxy itself (so :meth:`ClusterProxy.fail_shards` applies
@@ -26,6 +27,7 @@ parameters) and :attr:`requests` (each request as the specification check reads 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -41,6 +43,8 @@ from esmapper.testing._rules import Exchange, Reply, Rule, error_body, json_repl
 __all__ = ["RealAsyncSearch"]
 
 _ASYNC_PARAMS: Final = ("wait_for_completion_timeout", "keep_alive", "keep_on_completion")
+#: the ids the emulation makes (a real cluster's are base64 of the task and document ids)
+_ID: Final = re.compile(r"[0-9a-f]{32}")
 _FIVE_DAYS_MS: Final = 5 * 24 * 3600 * 1000
 _UNITS_MS: Final = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 
@@ -227,5 +231,8 @@ class RealAsyncSearch(Rule):
 
 
 def _missing(async_id: str) -> Reply:
+    if not _ID.fullmatch(async_id):  # not an id this cluster made: it cannot decode it
+        cause = {"type": "illegal_argument_exception", "reason": f"invalid id: [{async_id}]"}
+        return json_reply(400, error_body(400, cause))
     cause = {"type": "resource_not_found_exception", "reason": async_id}
     return json_reply(404, error_body(404, cause))

@@ -6,7 +6,7 @@ MODE ``start``: wait for ``<CONTROL>/go`` (so several workers start at once), th
 configure. MODE ``pause``: configure with a configure-lock lease of LOCK_TTL seconds, held
 (:func:`tests.integration.pausing.hold_here`) under the lock right before configuring.
 
-Prints one JSON line: ``{"actions": [...]}`` (``[]``: skipped, marked done) or ``{"error":
+Prints one JSON line: ``{"actions": [...]}`` (``"skipped"`` each: marked done) or ``{"error":
 <class name>, "message": ...}``.
 """
 

@@ -17,7 +17,9 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.indexes import _configured as configured
 from esmapper.indexes._configured import MARKER_TTL, ConfigureMarker, configuration_key
+from esmapper.indexes.configure import IndexState
 from esmapper.locks import LockProvider
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import FakeClock, MakeMapper
@@ -25,6 +27,7 @@ from tests.integration.pausing import ROOT, Child, children, linux_only
 from tests.unit.cli.apps import subprocess_env
 
 from .configure_worker import Plain, Thing
+from .models import DailyLog
 
 WORKER = "tests.integration.indexes.configure_worker"
 PROCESSES = 3
@@ -34,6 +37,11 @@ def _configures(proxy: FaultProxy, prefix: str) -> int:
     """How many configurations went through the proxy: each reads the versioned model's
     alias once (``GET /_alias/<alias>``)."""
     return proxy.count(rf"^/_alias/{prefix}things$", "GET")
+
+
+def _skipped(states: list[IndexState]) -> bool:
+    """Whether ``states`` says the marked configuration was skipped, for every model."""
+    return bool(states) and all(s.action == "skipped" for s in states)
 
 
 def test_processes_starting_at_once_configure_once(
@@ -62,7 +70,7 @@ def test_processes_starting_at_once_configure_once(
             assert proc.returncode == 0, out + err
         outcomes = [json.loads(out.strip().splitlines()[-1]) for out, _ in results]
         assert sorted(o.get("actions") for o in outcomes) == [
-            [], [], ["created", "created"]
+            ["created", "created"], ["skipped", "skipped"], ["skipped", "skipped"]
         ], outcomes  # fmt: skip
         assert _configures(proxy, index_prefix) == 1
         assert proxy.count(rf"^/{index_prefix}things-v1$", "PUT") == 1  # created once
@@ -79,7 +87,13 @@ def test_a_marked_configuration_sends_one_read_and_force_configures_again(
     mapper = make_mapper(Thing, Plain, url=proxy.url)
     assert [s.action for s in mapper.configure_indexes()] == ["created", "created"]
     before = len(proxy.requests)
-    assert mapper.configure_indexes() == []
+    skipped = mapper.configure_indexes()
+    assert [(s.model, s.action, s.current_index) for s in skipped] == [
+        ("Thing", "skipped", None), ("Plain", "skipped", None)
+    ]  # fmt: skip
+    assert [s.expected_index for s in skipped] == [
+        f"{index_prefix}things-v1", f"{index_prefix}plains"
+    ]  # fmt: skip
     [read] = proxy.requests[before:]  # the marker, nothing else: no lock, no configuration
     assert (read.method, read.path) == (
         "GET", f"/{index_prefix}esmapper-locks/_doc/configure-indexes.done"
@@ -140,7 +154,7 @@ def test_the_marker_expires_after_five_minutes(make_mapper: MakeMapper, index_pr
     mapper = make_mapper(Thing, clock=clock)
     assert mapper.configure_indexes()[0].action == "created"
     clock.now += MARKER_TTL - dt.timedelta(seconds=1)
-    assert mapper.configure_indexes() == []
+    assert _skipped(mapper.configure_indexes())
     clock.now += dt.timedelta(seconds=2)
     assert [s.action for s in mapper.configure_indexes()] == ["unchanged"]
 
@@ -158,9 +172,9 @@ def test_a_shared_cache_holds_the_marker(make_mapper: MakeMapper, index_prefix: 
     mapper.configure_indexes()
     key = configuration_key([mapper.spec(Thing)])
     assert cache.get(f"{index_prefix}esmapper:configure-indexes") == key
-    assert mapper.configure_indexes() == []
+    assert _skipped(mapper.configure_indexes())
     other = make_mapper(Thing, cache=cache)  # another process sharing the cache
-    assert other.configure_indexes() == []
+    assert _skipped(other.configure_indexes())
     mapper.delete_indexes()
     assert cache.get(f"{index_prefix}esmapper:configure-indexes") is None
 
@@ -205,4 +219,93 @@ def test_a_holder_paused_past_its_lease_is_taken_over(
         resumed = a.outcome()
     assert [s.action for s in took_over] == ["created", "created"]
     assert resumed == {"actions": ["unchanged", "unchanged"]}, resumed  # idempotent, no error
-    assert other.configure_indexes() == []  # marked by both
+    assert _skipped(other.configure_indexes())  # marked by both
+
+
+# -- the marker and the lock never stop a configuration that can be done ------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (403, {"type": "security_exception", "reason": "action [indices:data/write/index] "
+                                                      "is unauthorized"}),
+        (403, {"type": "cluster_block_exception", "reason": "blocked by: [FORBIDDEN/6/"
+                                                            "cluster read-only (api)]"}),
+        (404, {"type": "index_not_found_exception", "reason": "no such index and "
+                                                              "[action.auto_create_index] is "
+                                                              "[false]"}),
+    ],
+)  # fmt: skip
+def test_a_user_or_cluster_refusing_the_locks_index_configures_unlocked(
+    make_mapper: MakeMapper,
+    proxy: FaultProxy,
+    index_prefix: str,
+    status: int,
+    error: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mapper = make_mapper(Thing, Plain, url=proxy.url)
+    body = {"error": {**error, "root_cause": [error]}, "status": status}
+    proxy.reply_status(status, times=100, path=r"esmapper-locks/_(doc|create)/", method="PUT",
+                       body=body)  # fmt: skip
+    with caplog.at_level("WARNING", logger="esmapper.indexes"):
+        assert [s.action for s in mapper.configure_indexes()] == ["created", "created"]
+    assert "without the lock and the marker" in caplog.text
+    assert [s.action for s in mapper.configure_indexes()] == ["unchanged", "unchanged"]
+
+
+def test_a_marker_write_that_fails_leaves_the_configuration_done(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str
+) -> None:
+    mapper = make_mapper(Thing, url=proxy.url, max_retries=0)
+    # the write and the transport's 3 retries of it fail
+    proxy.reply_status(503, times=4, path=r"/_doc/configure-indexes\.done$", method="PUT")
+    assert [s.action for s in mapper.configure_indexes()] == ["created"]  # not an error
+    assert [s.action for s in mapper.configure_indexes()] == ["unchanged"]  # not marked
+    assert _skipped(mapper.configure_indexes())
+
+
+def test_a_shared_cache_that_fails_is_taken_for_not_marked(
+    make_mapper: MakeMapper, index_prefix: str
+) -> None:
+    class DownCache:  # a shared cache whose server is gone
+        def __init__(self) -> None:
+            self.store = em.InMemoryCache()
+
+        def __getattr__(self, name: str) -> Any:
+            def down(*args: Any, **kwargs: Any) -> Any:
+                raise ConnectionRefusedError("cache server down")
+
+            return down
+
+    mapper = make_mapper(Thing, cache=DownCache())
+    assert [s.action for s in mapper.configure_indexes()] == ["created"]
+    assert [s.action for s in mapper.configure_indexes()] == ["unchanged"]
+
+
+def test_an_esmapper_upgrade_is_a_new_configuration(
+    make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = make_mapper(Thing).spec(Thing)
+    before = configuration_key([spec])
+    monkeypatch.setattr(configured, "__version__", "999.0.0")
+    assert configuration_key([spec]) != before
+
+
+def test_a_time_series_model_skipped_names_its_partitions(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(DailyLog)
+    mapper.configure_indexes()
+    [state] = mapper.configure_indexes()
+    assert state.action == "skipped" and state.expected_index == mapper.spec(DailyLog).index_pattern
+
+
+def test_a_user_that_may_not_clear_the_marker_still_deletes_indexes(
+    make_mapper: MakeMapper, proxy: FaultProxy, index_prefix: str, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Thing, url=proxy.url)
+    mapper.configure_indexes()
+    proxy.reply_status(403, times=1, method="DELETE", path=r"/_doc/configure-indexes\.done$")
+    [report] = mapper.delete_indexes()
+    assert not report.empty
+    assert not es_client.indices.exists(index=f"{index_prefix}things-v1")

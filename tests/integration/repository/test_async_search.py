@@ -94,6 +94,31 @@ def test_an_id_is_read_with_the_keywords_it_was_submitted_with(
     assert [e.id for e in following] == ["e3"]
 
 
+def test_an_id_read_without_its_source_filter_never_saves_a_whole_document(
+    staff: em.Repository[Employee], cluster: ClusterProxy
+) -> None:
+    kept = staff.async_search.submit("age:>30", sort="age", includes=["age"],
+                                     keep_on_completion=True)  # fmt: skip
+    assert kept.async_id is not None
+    # the submit's includes are not repeated: the hits hold part of each document all the same
+    [e2, _] = staff.async_search.get(kept.async_id, sort="age")
+    assert e2.id == "e2" and e2.name == ""  # not read
+    e2.age = 36
+    staff.save(e2, consistency="immediate")  # writes the changed field only
+    stored = staff.get("e2")
+    assert stored is not None and (stored.name, stored.age) == ("emp e2", 36)
+
+
+def test_an_id_read_with_a_smaller_limit_than_submitted_is_refused(
+    staff: em.Repository[Employee], cluster: ClusterProxy
+) -> None:
+    kept = staff.async_search.submit("*", sort="age", limit=3, keep_on_completion=True)
+    assert kept.async_id is not None and len(kept) == 3
+    with pytest.raises(em.QueryValidationError, match="limit") as raised:
+        staff.async_search.get(kept.async_id, sort="age", limit=1)
+    assert "the keywords it was submitted with" in str(raised.value)
+
+
 def test_get_with_delete_forgets_a_finished_search(
     staff: em.Repository[Employee], cluster: ClusterProxy
 ) -> None:
@@ -119,6 +144,28 @@ def test_an_expired_or_unknown_id_is_a_clear_error(
         with pytest.raises(em.AsyncSearchNotFoundError) as raised:
             call(running)
         assert raised.value.error_type == "resource_not_found_exception"
+
+
+def test_an_id_the_cluster_cannot_decode_is_not_found_either(
+    staff: em.Repository[Employee], cluster: ClusterProxy
+) -> None:
+    # Elasticsearch answers 400 "invalid id: [...]" for an id it did not make (not 404)
+    for call in (staff.async_search.get, staff.async_search.status, staff.async_search.delete):
+        with pytest.raises(em.AsyncSearchNotFoundError) as raised:
+            call("not-an-id")
+        assert raised.value.async_id == "not-an-id"
+        assert raised.value.error_type == "illegal_argument_exception"
+
+
+def test_a_misread_get_with_delete_keeps_the_search(
+    staff: em.Repository[Employee], cluster: ClusterProxy
+) -> None:
+    kept = staff.async_search.submit("*", sort="age", limit=3, keep_on_completion=True)
+    with pytest.raises(em.QueryValidationError):
+        staff.async_search.get(kept.async_id or "", sort="age", limit=1, delete=True)
+    assert cluster.async_searches.kept == [kept.async_id]  # read it again, right this time
+    again = staff.async_search.get(kept.async_id or "", sort="age", limit=3, delete=True)
+    assert len(again) == 3 and cluster.async_searches.kept == []
 
 
 def test_shard_failures_are_refused_as_find_refuses_them(
@@ -230,6 +277,19 @@ def test_a_search_not_done_within_wait_zero_is_running_or_done(make_mapper: Make
     done = repo.async_search.get(first, wait="10s")
     assert not done.is_running and done.total == len(AGES)
     repo.async_search.delete(done)
+
+
+@pytest.mark.real_es
+def test_an_unknown_or_undecodable_id_is_not_found_on_a_real_cluster(
+    make_mapper: MakeMapper,
+) -> None:
+    repo = make_mapper(Employee, configure=True).repository(Employee)
+    kept = repo.async_search.submit("*", keep_on_completion=True)
+    assert kept.async_id is not None
+    repo.async_search.delete(kept)
+    for gone in (kept.async_id, "not-an-id"):  # 404, then 400 "invalid id"
+        with pytest.raises(em.AsyncSearchNotFoundError):
+            repo.async_search.status(gone)
 
 
 # -- the requests against the Elasticsearch API specification ----------------------------
