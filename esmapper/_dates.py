@@ -161,7 +161,9 @@ def script_dates(
 
 #: a top-level Painless function declaration (``int f(def x) {``): functions come before
 #: the statements, so such a script cannot be wrapped in a block
-_FUNCTION = re.compile(r"^\s*(?!return\b|throw\b|new\b)[A-Za-z_][\w.]*(?:\[\])*\s+[A-Za-z_]\w*\s*\(")
+_FUNCTION = re.compile(
+    r"^\s*(?!return\b|throw\b|new\b)[A-Za-z_][\w.]*(?:\[\])*\s+[A-Za-z_]\w*\s*\("
+)
 
 
 def after_script(source: str, statements: str) -> str:
