@@ -35,7 +35,14 @@ from esmapper.indexes.timeseries import parse_partition
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["MGET_ENTRIES", "live_partitions", "mget_ids", "read_params", "stored_copies"]
+__all__ = [
+    "MGET_ENTRIES",
+    "check_entry",
+    "live_partitions",
+    "mget_ids",
+    "read_params",
+    "stored_copies",
+]
 
 MGET_ENTRIES: Final = 10_000
 """Entries per ``_mget`` request."""
@@ -123,13 +130,15 @@ def stored_copies(
         for doc in response.body["docs"]:
             error = doc.get("error")
             if error is not None:
-                _check_entry(spec, doc, error)
+                check_entry(spec, doc, error)
             elif doc.get("found"):
                 found.setdefault(str(doc["_id"]), []).append(dict(doc))
     return found
 
 
-def _check_entry(spec: IndexSpec, doc: dict[str, Any], error: Any) -> None:
+def check_entry(spec: IndexSpec, doc: dict[str, Any], error: Any) -> None:
+    """Raise DocumentError for an ``_mget`` entry answered with ``error`` (it cannot tell
+    whether the document is stored), unless the error says the index is missing."""
     kind = error.get("type") if isinstance(error, dict) else None
     if kind in _MISSING:
         return
