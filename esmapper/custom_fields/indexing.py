@@ -69,7 +69,7 @@ from esmapper.custom_fields._definition_saves import DefinitionSaves, Modified
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
-from esmapper.errors import DocumentValidationError
+from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.indexes.reads import get_documents
 from esmapper.model.dates import parse_datetime
 from esmapper.model.state import state_of, stored_hit
@@ -476,4 +476,14 @@ def _read(ctx: Context, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]
     try:
         return [dict(raw) for raw in get_documents(ctx.client, ctx.spec(info.cls), ids)]
     except NotFoundError:
+        return []
+    except DocumentError as exc:  # an entry that failed: the writes are done, idx may lag
+        log.warning(
+            "%s: idx of %d document(s) could not be checked (%s); run "
+            "mapper.custom_fields(%s).rebuild_idx()",
+            info.name,
+            len(ids),
+            exc,
+            info.name,
+        )
         return []
