@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOCK_SKEW",
     "NOW_PARAM",
+    "after_script",
     "needs_fixing",
     "partial_dates",
     "script_dates",
@@ -154,4 +156,25 @@ def script_dates(
         )
     if not lines:
         return source, out
-    return source.rstrip().rstrip(";") + ";\n" + "\n".join(lines), out
+    return after_script(source, "\n".join(lines)), out
+
+
+#: a top-level Painless function declaration (``int f(def x) {``): functions come before
+#: the statements, so such a script cannot be wrapped in a block
+_FUNCTION = re.compile(
+    r"^\s*(?!return\b|throw\b|new\b)[A-Za-z_][\w.]*(?:\[\])*\s+[A-Za-z_]\w*\s*\("
+)
+
+
+def after_script(source: str, statements: str) -> str:
+    """``source`` followed by ``statements`` in one valid Painless script. The caller's
+    script runs in a block (``if (ctx != null) { ... }``; Painless refuses a constant
+    condition): a block's last statement needs no ``;``, and nothing is added after it, so
+    a script ending without ``;``, with a ``}`` (Painless has no empty statement: ``};``
+    does not compile) or with a ``//`` comment runs as sent alone. A script that declares
+    functions (they must come first) is followed by a new line instead, after a ``;`` when
+    it ends in neither ``;`` nor ``}``."""
+    if _FUNCTION.match(source):
+        body = source.rstrip()
+        return body + ("\n" if body.endswith((";", "}")) else ";\n") + statements
+    return "if (ctx != null) {\n" + source + "\n}\n" + statements

@@ -12,8 +12,11 @@ time-series partitions included) before the "-ing" signals, into
 ``PendingWrite.read_original``. What it read is compared with, never written: the save's
 body stays the document's (stored keys the model does not declare are not kept, as
 without originals), and it is not a version condition (a ``Versioned`` document's own
-version is). A document not stored yet has no original (``None``). A read that fails
-raises before anything is written.
+version is). A document not stored yet has no original (``None``); neither has one the
+call may not see (the features' ``visible`` point, as for a ``get``, whatever its soft
+delete: another tenant's document under ``tenant=`` is not there, so no receiver is shown
+it before the tenant rule refuses the save). A read that fails raises before anything is
+written.
 """
 
 from __future__ import annotations
@@ -54,10 +57,10 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
             continue
         lacking = [p for p in group if p.original_as_held is None and p.doc.id is not None]
         if lacking:
-            _read(ctx, cls, lacking)
+            _read(ctx, cls, lacking, options)
 
 
-def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite]) -> None:
+def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
     ids = list(dict.fromkeys(str(p.doc.id) for p in pendings))
     try:
         hits = get_documents(ctx.client, ctx.spec(model), ids)
@@ -66,7 +69,13 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite]) -> None:
             return
         raise
     stored: dict[str, Any] = {str(h["_id"]): h.get("_source") for h in hits}
+    info = pendings[0].info
+    # what a get would show (a soft-deleted one too: its restore is judged by it)
+    seen = options.merge(soft_deletes="all")
+    rules = [r for r in (hook(seen) for hook in info.points.visible) if r is not None]
     for pending in pendings:
         source = stored.get(str(pending.doc.id))
-        if isinstance(source, dict):
+        if isinstance(source, dict) and all(
+            rule.test(info.from_source(source, pending.doc_id, None)) for rule in rules
+        ):
             pending.read_original = source

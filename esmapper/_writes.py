@@ -139,6 +139,8 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
             continue
         dated, adding = info.has_dates, kind == "add"
         created_name, updated_name = info.created_field, info.updated_field
+        # HasDates' names: two attribute loads per document, not two getattr calls
+        usual = created_name == "created_utc" and updated_name == "updated_utc"
         composed = adding and info.index is not None and bool(info.index.id_fields)
         placed = info.points.assign_ids if adding else ()
         unplaced: list[PendingWrite] = []  # new documents the assign_ids point may place
@@ -153,8 +155,12 @@ def _prepare(groups: Groups, call: WriteCall, before: list[Any]) -> None:
                     f"cannot save {article(info.name)} without an id; add() it first"
                 )
             if dated:
-                created = getattr(doc, created_name) if created_name else None
-                record((doc, doc.id, created, getattr(doc, updated_name) if updated_name else None))
+                if usual:
+                    created, updated = doc.created_utc, doc.updated_utc
+                else:
+                    created = getattr(doc, created_name) if created_name else None
+                    updated = getattr(doc, updated_name) if updated_name else None
+                record((doc, doc.id, created, updated))
                 if created_name is None:
                     pass
                 elif state is None or not state.partial:

@@ -10,17 +10,25 @@ confirmed and the ``before_publish_entity_changed`` receivers did not cancel it.
 
 Delayed delivery (``class Index: notification_delay``, to let Elasticsearch refresh before
 subscribers read): a bus that supports it says so with ``supports_delay = True`` and takes
-``delay=`` (seconds) in ``publish``; it holds the message in this process (its
-:data:`Scheduler`, a timer thread by default) and delivers it, locally and to the other
-processes, once the delay passed. A message still waiting when the process exits is lost,
-as with the reference's in-memory bus. A bus without the support gets the message at
-once, with one warning per model (:meth:`esmapper._services.Services.publish`), never
-dropped.
+``delay=`` (seconds) in ``publish``; it holds the message in this process
+(:class:`HeldMessages`: one delivery thread per bus, however many messages wait, started
+when the first one is held and ended when none is left; or the bus's injected
+:data:`Scheduler`) and delivers it, locally and to the other processes, once the delay
+passed. ``flush()`` delivers every message still held at once (``Mapper.close()`` calls
+it, and so does ``RedisMessageBus.close()`` before it closes its link): nothing is
+delivered after the mapper is closed, nothing it published is dropped by closing it. A
+message still waiting when the process exits without closing is lost, as with the
+reference's in-memory bus. A bus without the support gets the message at once, with one
+warning per model (:meth:`esmapper._services.Services.publish`), never dropped.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias
 
@@ -30,25 +38,110 @@ from esmapper import signals
 
 __all__ = [
     "BlinkerMessageBus",
+    "HeldMessages",
     "MessageBus",
     "Scheduler",
     "Subscription",
     "subscribe",
-    "timer_scheduler",
 ]
 
+log = logging.getLogger("esmapper.bus")
+
 #: ``schedule(seconds, deliver)``: call ``deliver()`` once ``seconds`` have passed (on any
-#: thread). Buses take one (``scheduler=``) so that tests can run what is due themselves.
+#: thread). Buses take one (``scheduler=``) so that tests can run what is due themselves;
+#: without one, :class:`HeldMessages` runs its own delivery thread.
 Scheduler: TypeAlias = Callable[[float, Callable[[], None]], object]
 
 
-def timer_scheduler(seconds: float, deliver: Callable[[], None]) -> threading.Timer:
-    """The default :data:`Scheduler`: a daemon ``threading.Timer`` (a process exiting
-    does not wait for it)."""
-    timer = threading.Timer(seconds, deliver)
-    timer.daemon = True
-    timer.start()
-    return timer
+class HeldMessages:
+    """The delayed deliveries of one bus, held in this process until they are due.
+
+    Without a ``scheduler``, one daemon thread delivers them in due order (started when a
+    message is held and none runs, ending when nothing is left: never a thread per
+    message); with one, each is handed to it. :meth:`flush` delivers everything still held
+    at once, in the order held; a delivery the scheduler runs after that is a no-op (each
+    is delivered exactly once). After :meth:`close` (a flush) a message is delivered at
+    once: nothing is held past the close. A delivery that raises is logged."""
+
+    def __init__(self, scheduler: Scheduler | None = None) -> None:
+        self._scheduler = scheduler
+        self._lock = threading.Condition()
+        self._waiting: dict[int, Callable[[], None]] = {}
+        self._due: list[tuple[float, int]] = []  # (monotonic due time, key): a heap
+        self._keys = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def __len__(self) -> int:
+        """How many messages are held."""
+        with self._lock:
+            return len(self._waiting)
+
+    def hold(self, seconds: float, deliver: Callable[[], None]) -> None:
+        """Call ``deliver()`` once ``seconds`` passed (at once when closed)."""
+        with self._lock:
+            key = None if self._closed else next(self._keys)
+            if key is not None:
+                self._waiting[key] = deliver
+                if self._scheduler is None:
+                    heapq.heappush(self._due, (time.monotonic() + seconds, key))
+                    if self._thread is None:
+                        self._thread = threading.Thread(
+                            target=self._run, name="esmapper-delayed-notifications", daemon=True
+                        )
+                        self._thread.start()
+                    self._lock.notify()
+        if key is None:
+            _run_one(deliver)
+        elif self._scheduler is not None:
+            self._scheduler(seconds, lambda: self._deliver(key))
+
+    def flush(self) -> None:
+        """Deliver every held message now, in the order they were held."""
+        with self._lock:
+            waiting = [self._waiting[k] for k in sorted(self._waiting)]
+            self._waiting.clear()
+            self._due.clear()
+            self._lock.notify()
+        for deliver in waiting:
+            _run_one(deliver)
+
+    def close(self) -> None:
+        """:meth:`flush`; what is held afterwards is delivered at once."""
+        with self._lock:
+            self._closed = True
+        self.flush()
+
+    def _deliver(self, key: int) -> None:
+        with self._lock:
+            deliver = self._waiting.pop(key, None)
+        if deliver is not None:
+            _run_one(deliver)
+
+    def _run(self) -> None:
+        """The delivery thread: the earliest due message at a time, until none is held."""
+        while True:
+            with self._lock:
+                while True:
+                    if not self._due:
+                        self._thread = None
+                        return
+                    due, key = self._due[0]
+                    wait = due - time.monotonic()
+                    if wait <= 0:
+                        heapq.heappop(self._due)
+                        deliver = self._waiting.pop(key, None)
+                        break
+                    self._lock.wait(wait)
+            if deliver is not None:
+                _run_one(deliver)
+
+
+def _run_one(deliver: Callable[[], None]) -> None:
+    try:
+        deliver()
+    except Exception:
+        log.exception("delivering a delayed entity_changed failed")
 
 
 class MessageBus(Protocol):
@@ -94,14 +187,14 @@ class BlinkerMessageBus:
     """In-process delivery: sends ``signals.entity_changed`` (sender = the model class).
 
     A subscriber that raises is logged with the model and id; the others still run.
-    ``publish(..., delay=seconds)`` delivers once the delay passed, through ``scheduler``
-    (:func:`timer_scheduler` by default).
+    ``publish(..., delay=seconds)`` delivers once the delay passed (:class:`HeldMessages`,
+    through ``scheduler`` when given); :meth:`flush` delivers what is held at once.
     """
 
     supports_delay = True
 
     def __init__(self, *, scheduler: Scheduler | None = None) -> None:
-        self.scheduler: Scheduler = scheduler or timer_scheduler
+        self.held = HeldMessages(scheduler)
 
     def publish(
         self,
@@ -115,9 +208,13 @@ class BlinkerMessageBus:
             signals.send_safely(signals.entity_changed, model, message=message, **context)
 
         if delay:
-            self.scheduler(delay, deliver)
+            self.held.hold(delay, deliver)
         else:
             deliver()
+
+    def flush(self) -> None:
+        """Deliver every delayed message still held, now."""
+        self.held.flush()
 
     def subscribe(
         self, model: type, handler: Callable[[signals.EntityChanged], object]

@@ -503,7 +503,12 @@ class Mapper:
     # -- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the client if the mapper created it."""
+        """Deliver the delayed notifications the bus still holds (``Index.notification_delay``:
+        at once, rather than after the mapper is closed), then close the client if the
+        mapper created it, and the Redis link it made."""
+        flush = getattr(self.services.bus, "flush", None)
+        if flush is not None:
+            flush()
         if self._owns_client:
             self._client.close()
         if self._redis is not None:

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch import NotFoundError
 
 from esmapper._bodies import merged
+from esmapper._dates import partial_dates
 from esmapper._outcomes import send
 from esmapper._pending import PendingWrite
 from esmapper.bulk import BulkAction
@@ -68,8 +69,9 @@ from esmapper.custom_fields._definition_saves import DefinitionSaves, Modified
 from esmapper.custom_fields.catalog import FieldSlot, TenantFields
 from esmapper.custom_fields.definition import CustomFieldDefinition, check_name
 from esmapper.custom_fields.types import NOT_INDEXED, ProcessResult, StandardFieldType
-from esmapper.errors import DocumentValidationError
+from esmapper.errors import DocumentError, DocumentValidationError
 from esmapper.indexes.reads import get_documents
+from esmapper.model.dates import parse_datetime
 from esmapper.model.state import state_of, stored_hit
 
 if TYPE_CHECKING:
@@ -367,7 +369,8 @@ def reconcile(
 ) -> int:
     """Bring ``idx`` of documents ``ids`` up to date (after a ScriptPatch, see the module
     docstring): one real-time multi-GET (a search by ids for time-series models), then a
-    partial update of ``idx`` per stale document, conditioned on the version read. Returns
+    partial update of ``idx`` (and the dates of :mod:`esmapper._dates`: a reindex running
+    meanwhile catches up by them) per stale document, conditioned on the version read. Returns
     the number updated; a failed update is logged (a 409: a newer write recomputed it)."""
     wanted = [i for i in dict.fromkeys(ids) if i is not None]
     if not wanted:
@@ -395,6 +398,9 @@ def recheck_written(
             extras = body["doc"] if isinstance(body, dict) else {}
             idx = merged(raw_attribute(doc, "idx") or {}, extras.get("idx") or {})
             _set(doc, "idx", {k: v for k, v in idx.items() if v is not None} or None)
+            for name in (info.created_field, info.updated_field):
+                if name is not None and name in extras:  # the dates the update set
+                    _set(doc, name, parse_datetime(extras[name]))
             if state.original is not None:
                 state.original = merged(state.original, extras)
             version = f"{outcome.primary_term}:{outcome.seq_no}"
@@ -424,10 +430,13 @@ def reconciled(
     documents = [info.from_source(s, hit["_id"], None) for hit, s in zip(hits, stored, strict=True)]
     refresh_idx(ctx, documents)
     actions = []
+    now = parse_datetime(ctx.clock())
     for hit, document, source in zip(hits, documents, stored, strict=True):
         extras = _update_of(document, source, always_idx=False)
         if not extras:
             continue
+        if info.has_dates:  # a write like any other (a reindex catches up by the date)
+            extras = partial_dates(info, extras, now, source)
         spec = ctx.spec(info.cls)
         actions.append(
             BulkAction(
@@ -467,4 +476,14 @@ def _read(ctx: Context, info: ModelInfo, ids: list[str]) -> list[dict[str, Any]]
     try:
         return [dict(raw) for raw in get_documents(ctx.client, ctx.spec(info.cls), ids)]
     except NotFoundError:
+        return []
+    except DocumentError as exc:  # an entry that failed: the writes are done, idx may lag
+        log.warning(
+            "%s: idx of %d document(s) could not be checked (%s); run "
+            "mapper.custom_fields(%s).rebuild_idx()",
+            info.name,
+            len(ids),
+            exc,
+            info.name,
+        )
         return []

@@ -8,9 +8,10 @@ what other processes published to ``signals.entity_changed`` in this one, with
 twice (each carries the link's random token).
 
 With ``delay=`` (``class Index: notification_delay``) both deliveries wait: the message is
-held in this process (the bus's scheduler, :func:`esmapper.bus.timer_scheduler` by default)
-and delivered here and published to Redis once the delay passed; a process that exits
-before that loses it (pub/sub keeps nothing).
+held in this process (:class:`esmapper.bus.HeldMessages`: one delivery thread, or the bus's
+``scheduler``) and delivered here and published to Redis once the delay passed;
+:meth:`RedisMessageBus.close` (and ``Mapper.close()``) deliver what is held first, while the
+link is open; a process that exits before that loses it (pub/sub keeps nothing).
 
 Delivery is Redis pub/sub: at most once, to the processes subscribed at that moment. While
 Redis is unreachable the messages of this process reach only this process (the failure is
@@ -23,7 +24,7 @@ import logging
 from typing import Any
 
 from esmapper import _json, signals
-from esmapper.bus import Scheduler, Subscription, subscribe, timer_scheduler
+from esmapper.bus import HeldMessages, Scheduler, Subscription, subscribe
 from esmapper.distributed.link import RedisLink, RedisUnavailable
 
 __all__ = ["RedisMessageBus"]
@@ -51,7 +52,7 @@ class RedisMessageBus:
         scheduler: Scheduler | None = None,
         **link_options: Any,
     ) -> None:
-        self.scheduler: Scheduler = scheduler or timer_scheduler
+        self.held = HeldMessages(scheduler)
         self._owns_link = not isinstance(link, RedisLink)
         self.link = (
             link
@@ -96,7 +97,7 @@ class RedisMessageBus:
 
         if delay:
             _json.dumps(payload)  # refused now: it could not be sent when due
-            self.scheduler(delay, deliver)
+            self.held.hold(delay, deliver)
         else:
             deliver()
 
@@ -132,8 +133,14 @@ class RedisMessageBus:
         sender: Any = self._models.get(name or "", name)
         signals.send_safely(signals.entity_changed, sender, message=message, options=None)
 
+    def flush(self) -> None:
+        """Deliver every delayed message still held, now (here and to Redis)."""
+        self.held.flush()
+
     def close(self) -> None:
-        """Close the link if this bus made it."""
+        """Deliver what is still held (:meth:`flush`; later delayed messages go out at
+        once), then close the link if this bus made it."""
+        self.held.close()
         if self._owns_link:
             self.link.close()
 

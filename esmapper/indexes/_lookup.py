@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MGET_ENTRIES",
+    "check_entry",
     "is_unrouted",
     "listed_id",
     "live_partitions",
@@ -194,13 +195,15 @@ def stored_copies(
         for doc in response.body["docs"]:
             error = doc.get("error")
             if error is not None:
-                _check_entry(spec, doc, error)
+                check_entry(spec, doc, error)
             elif doc.get("found"):
                 found.setdefault(str(doc["_id"]), []).append(dict(doc))
     return found
 
 
-def _check_entry(spec: IndexSpec, doc: dict[str, Any], error: Any) -> None:
+def check_entry(spec: IndexSpec, doc: dict[str, Any], error: Any) -> None:
+    """Raise DocumentError for an ``_mget`` entry answered with ``error`` (it cannot tell
+    whether the document is stored), unless the error says the index is missing."""
     kind = error.get("type") if isinstance(error, dict) else None
     if kind in _MISSING:
         return

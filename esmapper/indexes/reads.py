@@ -36,6 +36,7 @@ from esmapper._raw_answers import RawJson, answer, decode_docs, parse
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
 from esmapper.indexes._lookup import (
+    check_entry,
     is_unrouted,
     mget_ids,
     read_params,
@@ -141,7 +142,8 @@ def get_documents(
     A model that is not time-series: ``POST /<read alias>/_mget`` (``ids``, or ``docs`` with
     each id's :func:`read_params`; the ids whose routing is unknown: :func:`search_documents`,
     as :func:`get_document`); raises the client's ``NotFoundError`` when the alias is
-    missing (the caller decides what that means). Time-series, real-time:
+    missing (the caller decides what that means), and DocumentError for an entry answered
+    with an error (it cannot tell whether that document is stored). Time-series, real-time:
     :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated alias,
     other ids on every partition); ObjectId ids missing there are then searched on the
     umbrella alias (:func:`search_documents`), as :func:`get_document` does.
@@ -157,7 +159,11 @@ def get_documents(
         else:
             hits = []
         response = client.mget(index=spec.read_target, **mget_ids(spec, ids))
-        return hits + [doc for doc in response.body["docs"] if doc.get("found")]
+        docs = response.body["docs"]
+        for doc in docs:  # an entry that failed says nothing about the document
+            if doc.get("error") is not None:
+                check_entry(spec, doc, doc["error"])
+        return hits + [doc for doc in docs if doc.get("found")]
     copies = stored_copies(client, spec, ids, source=True)
     hits = [found[0] for found in copies.values()]
     strays = [id for id in dict.fromkeys(ids) if id not in copies and ObjectId.is_valid(id)]

@@ -27,7 +27,9 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,
    or synchronously on servers without tasks; external versions; ``conflicts=proceed``):
    :mod:`esmapper.indexes._reindex_pass`. The old index keeps serving reads and writes.
-3. **catch_up** (``HasDates`` models, when ``GET /<alias>-vK/_stats/indexing`` shows the
+3. **catch_up** (models with an updated date: ``HasDates``' ``updated_utc``, or the one
+   ``Index.dates`` names, which every write sets, :mod:`esmapper._dates`; below
+   ``updated_utc`` stands for it; when ``GET /<alias>-vK/_stats/indexing`` shows the
    primaries' write counters moved since before the copy): the documents with
    ``updated_utc`` >= the copy's start (the mapper's clock minus ``catch_up_margin``, for
    clock skew between writers) are copied again, while writes still go to the old index.

@@ -4,9 +4,11 @@ reused, never takes the renamed field's values."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import esmapper as em
+from tests.integration.conftest import FakeClock, MakeMapper
 
 from .models import Employee
 
@@ -113,3 +115,22 @@ def test_renaming_another_field_to_a_former_name_does_not_take_its_values(
     assert _names(repo, "grade:5") == ["a"]
     assert _names(repo, "level:1") == ["a"]
     assert _names(repo, "level:5") == []
+
+
+def test_bringing_stored_documents_up_to_date_sets_their_updated_date(
+    make_mapper: MakeMapper,
+) -> None:
+    """An idx rewrite is a write like any other (esmapper._dates): the updated date is
+    what a reindex running meanwhile catches up by, so a rewrite that left it alone was
+    lost from the new index."""
+    clock = FakeClock(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    mapper = make_mapper(Employee, configure=True, clock=clock)
+    repo = mapper.repository(Employee)
+    added = repo.add(
+        Employee(name="a", company_id="acme", custom_fields={"score": 7}), consistency="immediate"
+    )
+    clock.now = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    mapper.custom_fields(Employee).add_field("acme", "Score", "int")
+    stored = mapper.client.get(index=repo.spec.alias, id=added.id).body["_source"]
+    assert stored["idx"] and stored["updated_utc"] == "2026-01-02T00:00:00Z"
+    assert stored["created_utc"] == "2026-01-01T00:00:00Z"

@@ -94,3 +94,27 @@ def test_several_documents_loaded_in_part_are_saved_with_tenant_in_one_call(
         doc.name += "!"
     repo.save(parts, tenant="globex", consistency="immediate")  # their stored copies: one read
     assert sorted(d.name for d in repo.find(tenant="globex")) == ["g0!", "g1!", "g2!"]
+
+
+def test_a_scoped_save_with_originals_shows_no_receiver_another_tenants_document(
+    mapper: em.Mapper, repo: em.Repository[Employee]
+) -> None:
+    """``originals=True`` reads the stored document of a save not loaded before the "-ing"
+    receivers run: under ``tenant=``, another tenant's document is not there (as for a
+    get), so no receiver gets it as the original; the tenant rule then refuses the save."""
+    g1 = repo.add(Employee(name="secret", company_id="globex"), consistency="immediate")
+    own = repo.add(Employee(name="mine", company_id="acme"), consistency="immediate")
+    seen: list[Any] = []
+
+    def saving(sender: Any, documents: Any = (), **kwargs: Any) -> None:
+        seen.extend(None if d.original is None else d.original.name for d in documents)
+
+    with em.signals.documents_saving.connected_to(saving, sender=Employee):
+        with pytest.raises(em.DocumentValidationError, match="another tenant"):
+            repo.save(
+                Employee(id=g1.id, name="x", company_id="acme"), tenant="acme", originals=True
+            )
+        repo.save(
+            Employee(id=own.id, name="mine2", company_id="acme"), tenant="acme", originals=True
+        )
+    assert seen == [None, "mine"]

@@ -131,3 +131,17 @@ def test_a_delayed_message_that_cannot_be_sent_is_refused_at_once(redis_url: str
         assert scheduler.waiting == []
     finally:
         bus.close()
+
+
+def test_closing_the_bus_sends_what_it_holds_while_its_link_is_open(pair: Pair, got: Got) -> None:
+    """Before, the message stayed with the scheduler and went out after the close, on a
+    closed link: the other process never got it."""
+    a, _b, scheduler = pair
+    a.repository(Delayed).add(Delayed(id="d2"))
+    assert got == []
+    a.services.bus.close()  # type: ignore[attr-defined]
+    assert got[0] == ("local", "d2", (), em.ChangeType.ADDED)
+    assert wait_for(lambda: len(got) >= 2)
+    assert got[1] == ("remote", "d2", (), em.ChangeType.ADDED)
+    scheduler.run_all()  # the timer firing later delivers nothing more
+    assert len(got) == 2

@@ -319,3 +319,28 @@ def test_the_model_default_and_a_failed_read(
     assert repo.get("r", soft_deletes="all").is_deleted is True  # nothing written
     repo.save(Remembered(id="r", is_deleted=False), originals=False)
     assert _ids(seen)[-1] == ("r", SAVED)
+
+
+def test_an_original_read_answered_with_an_entry_error_writes_nothing(
+    make_mapper: MakeMapper, proxy: FaultProxy, seen: Seen
+) -> None:
+    """An ``_mget`` entry answered with an error (a shard that failed) does not say the
+    document is not stored: the save is refused, as any failed read of the originals."""
+
+    class Guarded(em.Document, em.SoftDeletes):
+        class Index:
+            name = "guarded"
+            originals = True
+
+    repo = make_mapper(Guarded, url=proxy.url, configure=True).repository(Guarded)
+    repo.add(Guarded(id="g"), consistency="wait")
+    entry = {
+        "_index": repo.spec.alias,
+        "_id": "g",
+        "error": {"type": "no_shard_available_action_exception", "reason": "no shard"},
+    }
+    proxy.reply_status(200, path=r"/_mget$", body={"docs": [entry]})
+    with pytest.raises(em.DocumentError, match="no_shard_available_action_exception"):
+        repo.save(Guarded(id="g", is_deleted=True))
+    assert repo.get("g") is not None  # nothing written
+    assert _ids(seen) == [("g", ADDED)]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from elasticsearch.dsl.query import Ids
 
 import esmapper as em
 from esmapper.patches import Patch
@@ -118,6 +119,23 @@ def test_a_script_patch_by_id_sets_the_dates_in_the_same_request(
     one, two = _stored(es_client, repo, "s1"), _stored(es_client, repo, "s2")
     assert (one["n"], one["created_at"], one["modified_at"]) == (2, NOW_TEXT, NOW_TEXT)
     assert (two["n"], two["created_at"], two["modified_at"]) == (2, VALID, NOW_TEXT)
+
+
+def test_a_script_ending_in_a_comment_or_a_block_gets_its_dates(
+    dated: em.Mapper, es_client: Elasticsearch
+) -> None:
+    """The dates follow the caller's script in one script that compiles: before, a ``;``
+    was appended to the script's last line (inside a trailing ``//`` comment, and ``};``
+    after a block, which Painless refuses)."""
+    repo = dated.repository(Stamped)
+    for id in ("s1", "s2", "s3"):
+        _raw(es_client, repo, id, n=1)
+    repo.patch("s1", em.ScriptPatch("ctx._source.n += 1 // one more"))
+    repo.patch(["s2", "s3"], em.ScriptPatch("if (ctx._source.n > 0) { ctx._source.n += 1 }"))
+    repo.patch_all(Ids(values=["s1"]), em.ScriptPatch("ctx._source.n += 10 // by query"))
+    for id, n in (("s1", 12), ("s2", 2), ("s3", 2)):
+        stored = _stored(es_client, repo, id)
+        assert (stored["n"], stored["created_at"], stored["modified_at"]) == (n, NOW_TEXT, NOW_TEXT)
 
 
 def test_a_noop_script_writes_no_date(dated: em.Mapper, es_client: Elasticsearch) -> None:
