@@ -134,15 +134,17 @@ def patch_all(
     *,
     notify_ids: list[str] | None = None,
     seen: set[str] | None = None,
+    each: bool = False,
 ) -> int:
     """See the module docstring. ``listing`` searches the matches (the filter compiled
     as the model's searches compile it, the scans); the writes take its context and
     model. ``notify_ids``: publish one message per listed id (noop ids included) once
     anything changed, instead of one per changed id; ``seen`` collects the ids that
-    matched."""
+    matched; ``each``: a ``ScriptPatch`` too is written per document (never by query)."""
     ctx, info = listing.ctx, listing.info
     if (
         isinstance(patch, ScriptPatch)
+        and not each
         and notify_ids is None
         and not _batched(listing, options)
         and not per_document(info, patch)  # a feature needs each stored document

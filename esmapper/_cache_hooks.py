@@ -53,7 +53,14 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
-__all__ = ["add_read", "invalidate_query", "invalidate_written", "key_entries", "stored"]
+__all__ = [
+    "add_read",
+    "invalidate_query",
+    "invalidate_written",
+    "key_entries",
+    "sees_writes",
+    "stored",
+]
 
 log = logging.getLogger("esmapper.cache")
 
@@ -78,7 +85,7 @@ def invalidate_written(ctx: Context, info: ModelInfo, pendings: Sequence[Pending
     """Call ``invalidate_cache_for`` of ``info``'s model's repository with the documents
     of ``pendings`` (sent writes), one call per write kind (see the module docstring)."""
     hooks = ctx.custom_keys.get(info.cls)
-    if hooks is None or ctx.documents_of(info) is None:
+    if hooks is None or not ctx.written_caches(info):
         return
     by_kind: dict[ChangeType, list[ModifiedDocument]] = {}
     for pending in pendings:
@@ -102,7 +109,7 @@ def invalidate_query(ctx: Context, info: ModelInfo, filter: Any, change_type: Ch
     """Call ``invalidate_cache_by_query`` of ``info``'s model's repository (a
     ``patch_all``: ``SAVED``, a ``remove_all``: ``REMOVED``)."""
     hooks = ctx.custom_keys.get(info.cls)
-    if hooks is None or ctx.documents_of(info) is None:
+    if hooks is None or not ctx.written_caches(info):
         return
     try:
         hooks.invalidate_cache_by_query(filter, change_type)
@@ -113,6 +120,13 @@ def invalidate_query(ctx: Context, info: ModelInfo, filter: Any, change_type: Ch
             change_type.name,
             filter,
         )
+
+
+def sees_writes(ctx: Context, info: ModelInfo) -> bool:
+    """Whether a write of ``info``'s model calls an ``invalidate_cache_for`` hook (its
+    repository overrides it, and a cache is invalidated): then what a write replaces is
+    worth loading first (``remove`` by id, a partial or script ``patch`` by id)."""
+    return info.cls in ctx.write_hooks and bool(ctx.written_caches(info))
 
 
 #: the keys ``Repository.add_to_cache_with_keys`` stored during an ``add_to_cache`` hook
@@ -150,10 +164,13 @@ def add_read(
     cache = ctx.documents_of(info)
     if hooks is None or cache is None or not documents:
         return
+    expires_in = cache.seconds(ttl)
+    if expires_in is not None and not expires_in > 0:
+        return  # an expires_at past by now: nothing is cached (the hook would be refused)
     made: list[str] = []
     recording = _stored.set(made) if alias is not None else None
     try:
-        hooks.add_to_cache(list(documents), expires_in=cache.seconds(ttl), dirty_read=dirty_read)
+        hooks.add_to_cache(list(documents), expires_in=expires_in, dirty_read=dirty_read)
     except Exception:
         log.exception(
             "%s.add_to_cache failed for %d document(s); they are not cached under their keys",

@@ -111,18 +111,27 @@ def test_client_side_patches_pass_the_patched_document_and_the_stored_one(
     ]
 
 
-def test_partial_and_script_patches_by_id_load_nothing_and_are_not_passed(
-    people: PersonRepository, cache: InMemoryCache
+def test_partial_and_script_patches_by_id_pass_the_stored_document(
+    people: PersonRepository, cache: InMemoryCache, searches: list[Any]
 ) -> None:
-    """The reference's rule: id-based partial and script patches invalidate the ids only."""
+    """A partial or script patch by id is read and written at the version read when the
+    repository has invalidate_cache_for: the key made of the old email goes."""
     _ann(people)
-    people.get("ann", cache=True)
+    assert people.get_by_email("ann@example.com", consistency="immediate") is not None
+    assert cache.peek("email:ann@example.com") is not None
     people.calls.clear()
     people.patch("ann", PartialPatch({"email": "p@example.com"}))
-    people.patch("ann", ScriptPatch("ctx._source.visits += 1"))
-    assert people.of("invalidate") == []
+    assert people.of("invalidate") == [
+        ("invalidate", SAVED, [("p@example.com", "ann@example.com")])
+    ]
+    assert cache.peek("email:ann@example.com") is None  # not served stale any more
+    people.calls.clear()
+    people.patch(["ann"], ScriptPatch("ctx._source.visits += 1"))
+    assert people.of("invalidate") == [("invalidate", SAVED, [(None, "p@example.com")])]
     found = people.get("ann", cache=True)
     assert found is not None and found.email == "p@example.com" and found.visits == 1
+    with pytest.raises(em.DocumentNotFoundError):
+        people.patch("nobody", PartialPatch({"visits": 2}))
 
 
 def test_patch_all_passes_each_scanned_document_merged_and_calls_the_query_hook(

@@ -198,9 +198,43 @@ def test_disable_cache_turns_caching_off_for_the_model(
     assert people.get("ann", cache=True).name == "Changed"  # the old entry is not read
     assert people.find("name:Changed", cache_key="k", consistency="immediate")[0].id == "ann"
     assert cache.peek("k") is None
-    before = cache.stats.removals
-    people.save(Person(id="ann", name="Saved"))
-    assert cache.stats.removals == before  # no invalidation sent
+
+
+def test_a_write_with_the_cache_disabled_still_drops_what_another_mapper_cached(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """disable_cache in one mapper; another shares the cache client and caches the model:
+    the first one's writes still remove the entries (nothing stale is served)."""
+    off = make_mapper(Person, configure=True, cache=cache)
+    on = make_mapper(Person, cache=cache)
+    off.repository(Person).disable_cache()
+    off.repository(Person).add(Person(id="ann", name="Ann"))
+    assert on.repository(Person).get("ann", cache=True).name == "Ann"
+    off.repository(Person).save(Person(id="ann", name="Saved"))
+    assert on.repository(Person).get("ann", cache=True).name == "Saved"
+    with off.session() as session:
+        session.remove(Person(id="ann"))
+    assert on.repository(Person).get("ann", cache=True) is None
+
+
+def test_a_write_with_a_cache_client_of_its_own_drops_the_shared_entries_too(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """set_cache_client in one mapper; another caches the model in the mapper's client
+    they share: a write through the first drops the entry there too."""
+    own = InMemoryCache()
+    mine = make_mapper(Person, configure=True, cache=cache)
+    other = make_mapper(Person, cache=cache)
+    mine.repository(Person).set_cache_client(own)
+    mine.repository(Person).add(Person(id="ann", name="Ann"))
+    assert other.repository(Person).get("ann", cache=True).name == "Ann"
+    assert mine.repository(Person).get("ann", cache=True).name == "Ann"
+    assert len(own) == 1 and len(cache) == 1
+    mine.repository(Person).save(Person(id="ann", name="Saved"))
+    assert len(own) == 0 and len(cache) == 0
+    assert other.repository(Person).get("ann", cache=True).name == "Saved"
+    mine.repository(Person).patch_all("name:Saved", em.ScriptPatch("ctx._source.visits = 3"))
+    assert other.repository(Person).get("ann", cache=True).visits == 3
 
 
 @pytest.mark.parametrize(
