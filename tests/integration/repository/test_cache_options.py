@@ -6,6 +6,7 @@ and bad values refused before anything is sent."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import esmapper as em
 from esmapper.cache import InMemoryCache
 from tests.integration.conftest import MakeMapper
 
-from .cache_hooks import Person
+from .cache_hooks import Person, PersonRepository
 
 UTC = dt.timezone.utc
 EPOCH = 1_000_000.0  # the fake clocks' start (seconds)
@@ -107,6 +108,42 @@ def test_an_expires_at_already_past_caches_nothing(
     _behind(mapper, name="Changed")
     assert people.get("ann", expires_at=past).name == "Changed"
     assert not isinstance(cache.peek(f"{mapper.spec(Person).alias}:ann"), dict)
+
+
+def test_a_read_whose_expiry_passed_leaves_no_reservation_behind(
+    mapper: em.Mapper, people: em.Repository[Person], cache: InMemoryCache
+) -> None:
+    """The key a read reserved and did not fill (its expires_at past) is released: the
+    next cached read fills it (a marker left for a minute would keep every read of the
+    id going to Elasticsearch)."""
+    _ann(people)
+    key = f"{mapper.spec(Person).alias}:ann"
+    past = dt.datetime.fromtimestamp(EPOCH - 1, UTC)
+    people.get("ann", expires_at=past)
+    people.get_many(["ann"], expires_at=past)
+    assert cache.peek(key) is None
+    assert people.get("ann", cache=True).name == "Ann"
+    assert isinstance(cache.peek(key), dict)
+
+
+def test_a_search_whose_expiry_passed_calls_no_add_to_cache(
+    make_mapper: MakeMapper, cache: InMemoryCache, timer: Timer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cached search given an expires_at already past caches nothing: the hook is not
+    called with a negative lifetime (which add_to_cache_with_keys would refuse)."""
+    mapper = make_mapper(Person, configure=True, cache=cache)
+    mapper.register(Person, repository=PersonRepository)
+    assert mapper.documents is not None
+    mapper.documents.clock = timer
+    people = mapper.repository(Person)
+    assert isinstance(people, PersonRepository)
+    _ann(people)
+    past = dt.datetime.fromtimestamp(EPOCH - 1, UTC)
+    with caplog.at_level(logging.ERROR, logger="esmapper.cache"):
+        found = people.find("name:Ann", expires_at=past, consistency="immediate")
+    assert found[0].email == "ann@example.com"
+    assert people.of("add") == [] and "failed" not in caplog.text
+    assert cache.peek("email:ann@example.com") is None
 
 
 def test_cache_false_wins_over_an_expiry(mapper: em.Mapper, people: em.Repository[Person]) -> None:
