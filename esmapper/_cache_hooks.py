@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_read",
+    "invalidate_moved",
     "invalidate_query",
     "invalidate_written",
     "key_entries",
@@ -92,6 +93,27 @@ def invalidate_written(ctx: Context, info: ModelInfo, pendings: Sequence[Pending
         modified = _modified(pending)
         if modified is not None:
             by_kind.setdefault(KINDS[pending.kind].change_type, []).append(modified)
+    _call_invalidate(hooks, by_kind)
+
+
+def invalidate_moved(ctx: Context, info: ModelInfo, moves: Sequence[tuple[Any, Any]]) -> None:
+    """Call ``invalidate_cache_for`` of ``info``'s model's repository for documents moved
+    to another id (``rekey``: ``(old document, new document)``, written behind the write
+    pipeline): the old one ``REMOVED``, the new one ``ADDED`` (a key made of the content
+    holds the old id)."""
+    hooks = ctx.custom_keys.get(info.cls)
+    if hooks is None or not moves or not ctx.written_caches(info):
+        return
+    _call_invalidate(
+        hooks,
+        {
+            ChangeType.REMOVED: [ModifiedDocument(old, old) for old, _new in moves],
+            ChangeType.ADDED: [ModifiedDocument(new, None) for _old, new in moves],
+        },
+    )
+
+
+def _call_invalidate(hooks: Any, by_kind: Mapping[ChangeType, list[ModifiedDocument]]) -> None:
     for change_type, documents in by_kind.items():
         try:
             hooks.invalidate_cache_for(documents, change_type)
