@@ -89,10 +89,19 @@ def invalidate_written(ctx: Context, info: ModelInfo, pendings: Sequence[Pending
     if hooks is None or not ctx.written_caches(info):
         return
     by_kind: dict[ChangeType, list[ModifiedDocument]] = {}
-    for pending in pendings:
-        modified = _modified(pending)
-        if modified is not None:
-            by_kind.setdefault(KINDS[pending.kind].change_type, []).append(modified)
+    try:  # (called after the write was sent: nothing here may turn it into a failure)
+        for pending in pendings:
+            modified = _modified(pending)
+            if modified is not None:
+                by_kind.setdefault(KINDS[pending.kind].change_type, []).append(modified)
+    except Exception:
+        log.exception(
+            "%s.invalidate_cache_for: the documents of %d write(s) could not be made; "
+            "their custom cache keys may be stale",
+            type(hooks).__name__,
+            len(pendings),
+        )
+        return
     _call_invalidate(hooks, by_kind)
 
 

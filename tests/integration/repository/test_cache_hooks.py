@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
-from esmapper import signals
+from esmapper import _cache_hooks, signals
 from esmapper.cache import InMemoryCache
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.signals import ChangeType
@@ -206,6 +206,28 @@ def test_a_failing_hook_is_logged_and_the_write_stands(
         ann = _ann(people)
     assert ann.version is not None and people.get("ann") is not None
     assert "invalidate_cache_for failed" in caplog.text
+
+
+def test_a_failure_making_the_hooks_documents_is_logged_and_the_save_settles(
+    people: PersonRepository, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the hook is given is made after the write was sent: a failure there (a stored
+    source the model cannot load) is logged, the save settles (its version taken), and a
+    save after it is no conflict."""
+    ann = _ann(people)
+
+    def unloadable(pending: Any) -> Any:
+        raise TypeError("a _source must be an object")
+
+    monkeypatch.setattr(_cache_hooks, "_modified", unloadable)
+    ann.email = "ann2@example.com"
+    with caplog.at_level(logging.ERROR, logger="esmapper.cache"):
+        people.save(ann)
+    assert "could not be made" in caplog.text
+    ann.visits = 2
+    people.save(ann)  # at the version the first save settled
+    found = people.get("ann", cache=False)
+    assert found is not None and (found.email, found.visits) == ("ann2@example.com", 2)
 
 
 def test_a_failed_write_is_passed_too(people: PersonRepository) -> None:
