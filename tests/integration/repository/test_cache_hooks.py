@@ -407,3 +407,41 @@ def test_a_search_racing_a_write_does_not_store_its_page(
     assert [p.id for p in found] == ["ann"] and cache.peek("list:eng") is None
     people.find("dept:eng", cache_key="list:eng")  # no race: stored
     assert cache.peek("list:eng") is not None
+
+
+class Member(em.Document, em.SoftDeletes, em.Versioned):
+    class Index:
+        name = "hooked_members"
+
+    email: str = em.field(em.Keyword(), default="")
+
+
+class MemberRepository(em.Repository[Member]):
+    """Keeps members under their email, from what the cached reads fetched."""
+
+    def add_to_cache(
+        self, documents: list[Member], *, expires_in: float | None, dirty_read: bool
+    ) -> None:
+        keyed = {f"member:{m.email}": m for m in documents}
+        self.add_to_cache_with_keys(keyed, expires_in=expires_in)
+
+    def by_email(self, email: str) -> Member | None:
+        return self.find_one(f'email:"{email}"', cache_key=f"member:{email}")
+
+
+def test_a_soft_deleted_document_a_read_fetched_is_not_keyed(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """add_to_cache is given what a read under the repository's defaults shows: a
+    soft-deleted member fetched (hidden by the read, or shown by soft_deletes="all") is
+    not served by a key to the searches that hide her."""
+    mapper = make_mapper(Member, configure=True, cache=cache)
+    mapper.register(Member, repository=MemberRepository)
+    members = mapper.repository(Member)
+    assert isinstance(members, MemberRepository)
+    members.add(Member(id="bo", email="bo@example.com", is_deleted=True))
+    assert members.get_many(["bo"], cache=True) == []
+    assert members.get("bo", cache=True, soft_deletes="all") is not None
+    assert members.find("email:*", cache=True, soft_deletes="all", consistency="immediate")
+    assert cache.peek("member:bo@example.com") is None
+    assert members.by_email("bo@example.com") is None
