@@ -86,7 +86,7 @@ def invalidate_written(ctx: Context, info: ModelInfo, pendings: Sequence[Pending
     """Call ``invalidate_cache_for`` of ``info``'s model's repository with the documents
     of ``pendings`` (sent writes), one call per write kind (see the module docstring)."""
     hooks = ctx.custom_keys.get(info.cls)
-    if hooks is None or not ctx.written_caches(info):
+    if hooks is None or info.cls not in ctx.write_hooks or not ctx.written_caches(info):
         return
     by_kind: dict[ChangeType, list[ModifiedDocument]] = {}
     try:  # (called after the write was sent: nothing here may turn it into a failure)

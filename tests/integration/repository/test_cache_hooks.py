@@ -354,6 +354,34 @@ def test_a_repository_without_hooks_costs_no_lookup(make_mapper: MakeMapper) -> 
     assert Person not in mapper.services.custom_keys
 
 
+def test_a_repository_keying_reads_only_loads_nothing_for_its_writes(
+    make_mapper: MakeMapper, cache: InMemoryCache, searches: list[Any]
+) -> None:
+    """A subclass overriding add_to_cache alone: remove(id) loads nothing (no mget, so no
+    read to key either), a patch by id is one update (no search)."""
+
+    class KeysReads(em.Repository[Person]):
+        loads: list[list[str]] = []  # noqa: RUF012
+
+        def add_to_cache(self, documents: list[Person], **_: Any) -> None:
+            pass
+
+        def get_many(self, ids: Any, **options: Any) -> list[Person]:
+            self.loads.append(list(ids))
+            return super().get_many(ids, **options)
+
+    mapper = make_mapper(Person, configure=True, cache=cache)
+    mapper.register(Person, repository=KeysReads)
+    people = mapper.repository(Person)
+    assert Person in mapper.services.custom_keys
+    assert Person not in mapper.services.write_hooks
+    people.add(Person(id="ann", email="ann@example.com"))
+    people.patch("ann", PartialPatch({"visits": 1}), cache=True)
+    people.remove("ann", cache=True)
+    assert KeysReads.loads == [] and searches == []
+    assert people.get("ann", cache=False) is None
+
+
 def test_union_original_and_modified() -> None:
     a, b = Person(id="a"), Person(id="b")
     docs = [em.ModifiedDocument(a, b), em.ModifiedDocument(a, None), em.ModifiedDocument(None, b)]
