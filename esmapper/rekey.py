@@ -96,7 +96,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
-from esmapper._cache_hooks import invalidate_moved
+from esmapper._cache_hooks import invalidate_moved, sees_writes
 from esmapper._context import context_of
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
@@ -183,7 +183,8 @@ def rekey(
                     failure, resumed = _move(mapper.client, plan, _before_delete, spec=spec)
                 finally:  # both ids were written (or may have been): drop any cached copy
                     mapper.invalidate_ids(info, [plan.old_id, plan.new_id])
-                    invalidate_moved(mapper, info, [_moved(info, plan)])  # keys of one's own
+                    if sees_writes(mapper, info):  # keys of one's own: the hook
+                        invalidate_moved(mapper, info, [_moved(info, plan)])
                 if failure is None:
                     report.rewritten += 1
                     report.interrupted += resumed
