@@ -150,28 +150,31 @@ def test_patch_all_passes_each_scanned_document_merged_and_calls_the_query_hook(
     assert people.of("by_query") == [("by_query", SAVED, "dept:eng")]
 
 
-def test_an_update_by_query_calls_only_the_query_hook(people: PersonRepository) -> None:
+def test_a_script_patch_all_passes_each_document(people: PersonRepository) -> None:
+    """With invalidate_cache_for, patch_all(ScriptPatch) writes per document (as with
+    cache=True), never by query: the hook sees each stored document."""
     _ann(people)
     people.calls.clear()
-    script = ScriptPatch("ctx._source.visits += 1")
+    script = ScriptPatch("ctx._source.email = 'x@example.com'")
     assert people.patch_all("dept:eng", script, consistency="immediate") == 1
-    assert people.of("invalidate") == []
+    assert people.of("invalidate") == [("invalidate", SAVED, [(None, "ann@example.com")])]
     assert people.of("by_query") == [("by_query", SAVED, "dept:eng")]
 
 
-def test_remove_all_by_query_and_per_document(people: PersonRepository) -> None:
+def test_remove_all_passes_each_document(people: PersonRepository, cache: InMemoryCache) -> None:
+    """remove_all scans and removes per document: the key made of a removed person's
+    email goes (a delete-by-query left it serving her)."""
     _ann(people)
     people.add(Person(id="bob", name="Bob", email="bob@example.com", dept="eng"))
+    assert people.get_by_email("ann@example.com", consistency="immediate") is not None
     people.calls.clear()
-    assert people.remove_all("name:Ann", consistency="immediate") == 1  # delete-by-query
-    assert people.of("invalidate") == []
-    assert people.of("by_query") == [("by_query", REMOVED, "name:Ann")]
-    people.calls.clear()
-    assert people.remove_all("name:Bob", cache=True, consistency="immediate") == 1  # scanned
+    assert people.remove_all("name:Ann", consistency="immediate") == 1
     assert people.of("invalidate") == [
-        ("invalidate", REMOVED, [("bob@example.com", "bob@example.com")])
+        ("invalidate", REMOVED, [("ann@example.com", "ann@example.com")])
     ]
-    assert people.of("by_query") == [("by_query", REMOVED, "name:Bob")]
+    assert people.of("by_query") == [("by_query", REMOVED, "name:Ann")]
+    assert cache.peek("email:ann@example.com") is None
+    assert people.get_by_email("ann@example.com") is None
 
 
 def test_the_query_hook_runs_when_the_call_fails(people: PersonRepository) -> None:
@@ -326,9 +329,11 @@ def test_keys_of_several_documents_are_a_page(
     people.add_to_cache_with_keys({"list:dept:eng": [ann, bob]})
     page = people.find("dept:eng", cache_key="list:dept:eng")
     assert [p.id for p in page] == ["ann", "bob"] and page.total == 2 and searches == []
-    people.patch_all("dept:eng", ScriptPatch("ctx._source.visits += 1"))
+    script = ScriptPatch("ctx._source.visits += 1")
+    assert people.patch_all("dept:eng", script, consistency="immediate") == 2  # (scans)
+    searched = len(searches)
     page = people.find("dept:eng", cache_key="list:dept:eng", consistency="immediate")
-    assert len(searches) == 1 and {p.visits for p in page} == {1}
+    assert len(searches) == searched + 1 and {p.visits for p in page} == {1}
 
 
 def test_register_refuses_what_is_no_repository_or_comes_too_late(
