@@ -17,6 +17,7 @@ from elasticsearch.dsl.query import Ids, Query
 
 from esmapper import signals
 from esmapper._by_query_send import ByQuery
+from esmapper._cache_hooks import sees_writes
 from esmapper._limits import current as current_limits
 from esmapper._patch_actions import (
     announce,
@@ -56,8 +57,11 @@ _CONFLICT_ROUNDS = 5  # re-reads of conflicting documents by patch_all (``retrie
 
 def _batched(listing: Listing, options: Options) -> bool:
     """Whether by-query writes go through the per-document batch path: the model is
-    cached by default, or the call asks for ``cache=True``."""
-    return options.cache is True or listing.ctx.is_cached(listing.info)
+    cached by default, the call asks for ``cache=True``, or the model's repository keeps
+    keys of its own made of the content (its ``invalidate_cache_for`` hook is given each
+    document: :func:`esmapper._cache_hooks.sees_writes`)."""
+    ctx, info = listing.ctx, listing.info
+    return options.cache is True or ctx.is_cached(info) or sees_writes(ctx, info)
 
 
 def _scan_options(options: Options, *, retry: bool = False) -> Options:
@@ -134,15 +138,17 @@ def patch_all(
     *,
     notify_ids: list[str] | None = None,
     seen: set[str] | None = None,
+    each: bool = False,
 ) -> int:
     """See the module docstring. ``listing`` searches the matches (the filter compiled
     as the model's searches compile it, the scans); the writes take its context and
     model. ``notify_ids``: publish one message per listed id (noop ids included) once
     anything changed, instead of one per changed id; ``seen`` collects the ids that
-    matched."""
+    matched; ``each``: a ``ScriptPatch`` too is written per document (never by query)."""
     ctx, info = listing.ctx, listing.info
     if (
         isinstance(patch, ScriptPatch)
+        and not each
         and notify_ids is None
         and not _batched(listing, options)
         and not per_document(info, patch)  # a feature needs each stored document

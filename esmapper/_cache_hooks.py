@@ -53,7 +53,15 @@ if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
-__all__ = ["add_read", "invalidate_query", "invalidate_written", "key_entries", "stored"]
+__all__ = [
+    "add_read",
+    "invalidate_moved",
+    "invalidate_query",
+    "invalidate_written",
+    "key_entries",
+    "sees_writes",
+    "stored",
+]
 
 log = logging.getLogger("esmapper.cache")
 
@@ -78,13 +86,43 @@ def invalidate_written(ctx: Context, info: ModelInfo, pendings: Sequence[Pending
     """Call ``invalidate_cache_for`` of ``info``'s model's repository with the documents
     of ``pendings`` (sent writes), one call per write kind (see the module docstring)."""
     hooks = ctx.custom_keys.get(info.cls)
-    if hooks is None or ctx.documents_of(info) is None:
+    if hooks is None or info.cls not in ctx.write_hooks or not ctx.written_caches(info):
         return
     by_kind: dict[ChangeType, list[ModifiedDocument]] = {}
-    for pending in pendings:
-        modified = _modified(pending)
-        if modified is not None:
-            by_kind.setdefault(KINDS[pending.kind].change_type, []).append(modified)
+    try:  # (called after the write was sent: nothing here may turn it into a failure)
+        for pending in pendings:
+            modified = _modified(pending)
+            if modified is not None:
+                by_kind.setdefault(KINDS[pending.kind].change_type, []).append(modified)
+    except Exception:
+        log.exception(
+            "%s.invalidate_cache_for: the documents of %d write(s) could not be made; "
+            "their custom cache keys may be stale",
+            type(hooks).__name__,
+            len(pendings),
+        )
+        return
+    _call_invalidate(hooks, by_kind)
+
+
+def invalidate_moved(ctx: Context, info: ModelInfo, moves: Sequence[tuple[Any, Any]]) -> None:
+    """Call ``invalidate_cache_for`` of ``info``'s model's repository for documents moved
+    to another id (``rekey``: ``(old document, new document)``, written behind the write
+    pipeline): the old one ``REMOVED``, the new one ``ADDED`` (a key made of the content
+    holds the old id)."""
+    hooks = ctx.custom_keys.get(info.cls)
+    if hooks is None or not moves or not ctx.written_caches(info):
+        return
+    _call_invalidate(
+        hooks,
+        {
+            ChangeType.REMOVED: [ModifiedDocument(old, old) for old, _new in moves],
+            ChangeType.ADDED: [ModifiedDocument(new, None) for _old, new in moves],
+        },
+    )
+
+
+def _call_invalidate(hooks: Any, by_kind: Mapping[ChangeType, list[ModifiedDocument]]) -> None:
     for change_type, documents in by_kind.items():
         try:
             hooks.invalidate_cache_for(documents, change_type)
@@ -102,7 +140,7 @@ def invalidate_query(ctx: Context, info: ModelInfo, filter: Any, change_type: Ch
     """Call ``invalidate_cache_by_query`` of ``info``'s model's repository (a
     ``patch_all``: ``SAVED``, a ``remove_all``: ``REMOVED``)."""
     hooks = ctx.custom_keys.get(info.cls)
-    if hooks is None or ctx.documents_of(info) is None:
+    if hooks is None or not ctx.written_caches(info):
         return
     try:
         hooks.invalidate_cache_by_query(filter, change_type)
@@ -113,6 +151,13 @@ def invalidate_query(ctx: Context, info: ModelInfo, filter: Any, change_type: Ch
             change_type.name,
             filter,
         )
+
+
+def sees_writes(ctx: Context, info: ModelInfo) -> bool:
+    """Whether a write of ``info``'s model calls an ``invalidate_cache_for`` hook (its
+    repository overrides it, and a cache is invalidated): then what a write replaces is
+    worth loading first (``remove`` by id, a partial or script ``patch`` by id)."""
+    return info.cls in ctx.write_hooks and bool(ctx.written_caches(info))
 
 
 #: the keys ``Repository.add_to_cache_with_keys`` stored during an ``add_to_cache`` hook
@@ -150,10 +195,13 @@ def add_read(
     cache = ctx.documents_of(info)
     if hooks is None or cache is None or not documents:
         return
+    expires_in = cache.seconds(ttl)
+    if expires_in is not None and not expires_in > 0:
+        return  # an expires_at past by now: nothing is cached (the hook would be refused)
     made: list[str] = []
     recording = _stored.set(made) if alias is not None else None
     try:
-        hooks.add_to_cache(list(documents), expires_in=cache.seconds(ttl), dirty_read=dirty_read)
+        hooks.add_to_cache(list(documents), expires_in=expires_in, dirty_read=dirty_read)
     except Exception:
         log.exception(
             "%s.add_to_cache failed for %d document(s); they are not cached under their keys",

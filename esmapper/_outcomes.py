@@ -244,7 +244,7 @@ def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
     if len(set(map(_MODEL, actions))) == 1:  # the common case: one model
         info = actions[0].ref.info
         ctx.invalidate_ids(info, map(_ID, actions))
-        if ctx.custom_keys and info.cls in ctx.custom_keys:
+        if ctx.write_hooks and info.cls in ctx.write_hooks:
             invalidate_written(ctx, info, [a.ref for a in actions])
         return
     by_model: dict[ModelInfo, list[BulkAction]] = {}
@@ -252,7 +252,7 @@ def _invalidate(ctx: Context, actions: Sequence[BulkAction]) -> None:
         by_model.setdefault(action.ref.info, []).append(action)
     for info, mine in by_model.items():
         ctx.invalidate_ids(info, map(_ID, mine))
-        if ctx.custom_keys and info.cls in ctx.custom_keys:
+        if ctx.write_hooks and info.cls in ctx.write_hooks:
             invalidate_written(ctx, info, [a.ref for a in mine])
 
 

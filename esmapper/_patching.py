@@ -13,7 +13,10 @@ the model's cache entries:
   (the scan's tenant filter: another tenant's id is absent; see
   :mod:`esmapper.custom_fields._tenancy`). Otherwise:
 - ``patch(id, Partial|Script)`` is one ``update`` (server-side merge or script,
-  ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id.
+  ``detect_noop``); ``patch(ids, Partial|Script)`` one update per id. A model whose
+  repository overrides ``invalidate_cache_for`` (:func:`esmapper._cache_hooks.sees_writes`)
+  patches by id as over ``patch_all`` instead (each document read and written at the
+  version read): the hook sees the stored document and the patched one.
 - ``patch(id, Json|Action)`` GETs the document, applies the patch client-side and writes it
   back with ``if_seq_no``/``if_primary_term`` (the ``_source`` fields the model does not
   declare are kept); ``patch(ids, Json|Action)`` runs as ``patch_all`` over those ids and
@@ -80,6 +83,7 @@ from typing import TYPE_CHECKING
 from elasticsearch.dsl.query import Ids
 
 from esmapper._by_query import patch_all, remove_all
+from esmapper._cache_hooks import sees_writes
 from esmapper._features import WriteCall
 from esmapper._patch_actions import (
     announce,
@@ -138,6 +142,12 @@ def patch_ids(listing: Listing, ids: str | Iterable[str], patch: Patch, options:
         notify_all = isinstance(patch, JsonPatch | ActionPatch)  # as without tenant=
         _patch_scanned(listing, id_list, patch, options, notify_all=notify_all)
         return
+    if isinstance(patch, PartialPatch | ScriptPatch) and sees_writes(ctx, info):
+        # the repository's invalidate_cache_for drops keys made of the content: each
+        # document is read and written at the version read, so it sees what was stored
+        # (the partial patch merged in as the value; a script's result is not known)
+        _patch_scanned(listing, id_list, patch, options, notify_all=False, each=True)
+        return
     if isinstance(patch, PartialPatch) and per_document(info, patch):
         # a feature derives what is written from the stored document (custom fields'
         # idx) or judges the write by it (a soft delete is a removal only if the stored
@@ -185,10 +195,17 @@ def _patch_located(  # noqa: PLR0917
 
 
 def _patch_scanned(
-    listing: Listing, id_list: list[str], patch: Patch, options: Options, *, notify_all: bool
+    listing: Listing,
+    id_list: list[str],
+    patch: Patch,
+    options: Options,
+    *,
+    notify_all: bool,
+    each: bool = False,
 ) -> None:
     """``patch(ids)`` as a ``patch_all`` over those ids (each document written at the version
-    the scan read); ``notify_all``: one message per listed id once anything changed."""
+    the scan read); ``notify_all``: one message per listed id once anything changed;
+    ``each``: a script too is written per document."""
     seen: set[str] = set()
     # by id is real-time: refresh, so documents written a moment ago are found
     consistency = "immediate" if options.consistency == "eventual" else options.consistency
@@ -199,6 +216,7 @@ def _patch_scanned(
         options.merge(soft_deletes="all", consistency=consistency),
         notify_ids=id_list if notify_all else None,
         seen=seen,
+        each=each,
     )
     absent = [id for id in id_list if id not in seen]
     if absent and len(id_list) == 1:

@@ -344,9 +344,8 @@ class Reading(Searching[T]):
         filled = read.documents.fill(read.alias, id, raw, token, read.ttl)
         document = self._hydrate(raw)
         if filled and self.info.cls in self.services.custom_keys:
-            add_read(
-                self.services, self.info, [document], read.ttl, dirty_read=False, alias=read.alias
-            )
+            keyed = self._keyed([document])
+            add_read(self.services, self.info, keyed, read.ttl, dirty_read=False, alias=read.alias)
         return document
 
     @limited(_defaults)
@@ -407,7 +406,8 @@ class Reading(Searching[T]):
         if filled and self.info.cls in self.services.custom_keys:
             just = set(filled)
             fetched = [doc for doc in found if doc.id in just]  # type: ignore[attr-defined]
-            add_read(self.services, self.info, fetched, ttl, dirty_read=False, alias=read.alias)
+            keyed = self._keyed(fetched)
+            add_read(self.services, self.info, keyed, ttl, dirty_read=False, alias=read.alias)
         return only_shown(read.rules, found) if read.rules else found
 
     def _read_raw(self, raw: Any, wanted: list[str]) -> list[T]:

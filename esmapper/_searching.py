@@ -148,8 +148,19 @@ class Searching(Generic[T]):
         ttl = services.cache_ttl(self.info, opts)
         if ttl is not None and results:
             dirty = opts.consistency == "eventual"
-            add_read(services, self.info, results.documents, ttl, dirty_read=dirty)
+            add_read(services, self.info, self._keyed(results.documents), ttl, dirty_read=dirty)
         return results
+
+    def _keyed(self, documents: list[T]) -> list[T]:
+        """The documents of a cached read its ``add_to_cache`` hook is given: those a read
+        under the repository's defaults shows (the features' ``visible`` point: a
+        soft-deleted one, fetched by ``soft_deletes="all"`` or hidden by the read, is not
+        put under a key that the searches hiding it would be served)."""
+        hooks = self.info.points.visible
+        if not hooks:
+            return documents
+        rules = [rule for rule in (hook(self.defaults) for hook in hooks) if rule is not None]
+        return [doc for doc in documents if all(rule.test(doc) for rule in rules)]
 
     @limited(_defaults)
     def find_as(

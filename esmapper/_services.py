@@ -93,6 +93,9 @@ class Services:
     #: a model's custom cache keys: the repository whose class overrides the hooks of
     #: :mod:`esmapper._cache_hooks` (installed by the mapper)
     custom_keys: dict[type, Any] = attrs.field(init=False, factory=dict)
+    #: the models of :attr:`custom_keys` whose repository overrides
+    #: ``invalidate_cache_for`` (what a write loads the originals for)
+    write_hooks: set[type] = attrs.field(init=False, factory=set)
     _specs: dict[type, IndexSpec] = attrs.field(init=False, factory=dict)
     _extensions: dict[str, Any] = attrs.field(init=False, factory=dict)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
@@ -241,6 +244,20 @@ class Services:
         documents = self.documents_of(info)
         return None if documents is None else documents.client
 
+    def written_caches(self, info: ModelInfo) -> tuple[DocumentCache, ...]:
+        """The document caches a write of ``info``'s model invalidates: its own (its
+        repository's ``set_cache_client``) and the mapper's. A model given a client of its
+        own, or none (``disable_cache``), still drops what the mapper's client holds of
+        it: other mappers or processes sharing that client may cache it there."""
+        shared = self.documents
+        own = self.own_documents
+        mine = own.get(info.cls) if own else None
+        if mine is None:
+            return () if shared is None else (shared,)
+        if shared is None or shared.client is mine.client:
+            return (mine,)
+        return (mine, shared)
+
     def use_cache(self, model: type, client: CacheClient | None) -> None:
         """Give ``model`` its own cache client (``None``: no caching at all for it)."""
         self.own_documents[model] = None if client is None else DocumentCache(client)
@@ -292,17 +309,24 @@ class Services:
     def invalidate_ids(self, info: ModelInfo, ids: Iterable[str | None]) -> None:
         """Remove the cached entries of ``ids``, whatever the model's cache setting: the
         cache client may be shared with mappers (or processes) that did cache them."""
-        documents = self.documents_of(info)
-        if documents is None:
+        own = self.own_documents
+        if own and info.cls in own:  # (its own client, or none: see written_caches)
+            alias, listed = self.spec(info.cls).alias, [i for i in ids if i is not None]
+            for documents in self.written_caches(info):
+                documents.invalidate(alias, listed)
             return
-        documents.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
+        shared = self.documents
+        if shared is None:
+            return
+        shared.invalidate(self.spec(info.cls).alias, (i for i in ids if i is not None))
 
     def invalidate_model(self, info: ModelInfo) -> None:
         """Remove every cached document of ``info``'s model (a by-query write that cannot
-        list the ids it changed)."""
-        documents = self.documents_of(info)
-        if documents is not None:
-            documents.invalidate_all(self.spec(info.cls).alias)
+        list the ids it changed), from every cache a write invalidates
+        (:meth:`written_caches`)."""
+        alias = self.spec(info.cls).alias
+        for documents in self.written_caches(info):
+            documents.invalidate_all(alias)
 
 
 def _share(a: ModelInfo, b: ModelInfo) -> bool:

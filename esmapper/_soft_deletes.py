@@ -61,11 +61,14 @@ class SoftDeleteFeature(Feature):
         removal, a save clearing a stored ``is_deleted``, a patch clearing it, noops too)
         go to the shared recently-deleted list (``deleted_ttl`` seconds) that unrefreshed
         searches hide (by-query writes included). A script says nothing of it. Nothing
-        without a cache."""
+        without a cache; every cache a write of the model invalidates
+        (``Services.written_caches``: the mapper's too when the model has a client of its
+        own or none, for the mappers that read it there)."""
         if not confirmed:
             return
-        documents = call.ctx.documents_of(confirmed[0].info)  # (one model: its writes)
-        if documents is None:  # soft deletes and restores are shared through it
+        # (one model: its writes) soft deletes and restores are shared through them
+        caches = call.ctx.written_caches(confirmed[0].info)
+        if not caches:
             return
         gone: list[str] = []
         back: list[str] = []
@@ -83,10 +86,11 @@ class SoftDeleteFeature(Feature):
             elif pending.stored_value("is_deleted"):  # (bytes: that key only is read)
                 back.append(doc.id)  # a new document (add, nothing stored) is neither
         alias = call.ctx.spec(self.info.cls).alias
-        if gone:
-            documents.remember_deleted(alias, gone)
-        if back:
-            documents.forget_deleted(alias, back)
+        for documents in caches:
+            if gone:
+                documents.remember_deleted(alias, gone)
+            if back:
+                documents.forget_deleted(alias, back)
 
     def change_type(
         self, pending: PendingWrite, original: Mapping[str, Any] | None, written: Any

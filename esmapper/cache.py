@@ -472,12 +472,13 @@ class DocumentCache:
         ttl: _dt.timedelta | _dt.datetime | float | None,
     ) -> bool:
         """Store a fetched hit if this read's reservation ``token`` is still in place
-        (``ttl``: see :meth:`seconds`; an ``expires_at`` already past stores nothing, the
-        reservation left to expire)."""
+        (``ttl``: see :meth:`seconds`; an ``expires_at`` already past stores nothing and
+        releases the reservation: the next read fills the key)."""
         if token is None:
             return False
         seconds = self.seconds(ttl)
         if seconds is not None and not seconds > 0:
+            self.release(self.key(alias, id), token)
             return False
         return self.client.compare_and_set(self.key(alias, id), token, hit, seconds)
 

@@ -447,8 +447,7 @@ class Mapper:
 
     def _forget(self, spec: IndexSpec, *, deleted: bool) -> None:
         spec.forget_ensured()
-        documents = self.services.documents_of(spec.info)
-        if documents is not None:
+        for documents in self.services.written_caches(spec.info):
             documents.drop_model(spec.alias)
         if spec.info.cls is CustomFieldDefinition:  # the field mappings cached from it
             for model in self.models:
@@ -477,6 +476,8 @@ class Mapper:
                 repo = self._repositories.setdefault(model, made)
                 if repo is made and _has_cache_hooks(type(repo)):
                     self.services.custom_keys[model] = repo
+                    if type(repo).invalidate_cache_for is not Repository.invalidate_cache_for:
+                        self.services.write_hooks.add(model)
         return repo
 
     def custom_fields(self, model: type) -> CustomFieldRepository:

@@ -96,6 +96,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
+from esmapper._cache_hooks import invalidate_moved, sees_writes
 from esmapper._context import context_of
 from esmapper._transport import is_unknown_outcome, once
 from esmapper.ids import check_id
@@ -104,6 +105,7 @@ from esmapper.indexes.reads import sent_params
 if TYPE_CHECKING:
     from esmapper._context import Context, HasContext
     from esmapper.indexes.spec import IndexSpec
+    from esmapper.model.info import ModelInfo
 
 from esmapper._rekey_audit import (
     KEEP_ALIVE,
@@ -181,6 +183,8 @@ def rekey(
                     failure, resumed = _move(mapper.client, plan, _before_delete, spec=spec)
                 finally:  # both ids were written (or may have been): drop any cached copy
                     mapper.invalidate_ids(info, [plan.old_id, plan.new_id])
+                    if sees_writes(mapper, info):  # keys of one's own: the hook
+                        invalidate_moved(mapper, info, [_moved(info, plan)])
                 if failure is None:
                     report.rewritten += 1
                     report.interrupted += resumed
@@ -235,6 +239,13 @@ def _copy_source(plan: RekeyPlan) -> dict[str, Any]:
     if source.get("id") == plan.old_id:
         source["id"] = plan.new_id
     return source
+
+
+def _moved(info: ModelInfo, plan: RekeyPlan) -> tuple[Any, Any]:
+    """The documents a move touches (for the cache hooks): the old one, the new one."""
+    assert plan.source is not None and plan.new_id is not None
+    old = info.from_source(dict(plan.source), plan.old_id, None)
+    return old, info.from_source(_copy_source(plan), plan.new_id, None)
 
 
 def _describe(exc: ApiError) -> tuple[int, str]:

@@ -19,7 +19,7 @@ from elasticsearch.dsl.query import Query
 from typing_extensions import Unpack
 
 from esmapper import _patching, signals
-from esmapper._cache_hooks import invalidate_query, key_entries, stored
+from esmapper._cache_hooks import invalidate_query, key_entries, sees_writes, stored
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
@@ -115,7 +115,7 @@ class Repository(Reading[T]):
         if ids and (
             opts.tenant is not None
             or any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS)
-            or self.model in self.services.custom_keys
+            or sees_writes(self.services, self.info)
         ):
             found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant)
             loaded = {str(d.id): d for d in found}  # type: ignore[attr-defined]
@@ -233,13 +233,15 @@ class Repository(Reading[T]):
         """Drop cached entries: documents or ids (by-id entries), or custom cache keys
         (a ``cache_key=`` of a search, a key of :meth:`add_to_cache_with_keys`); a string
         is dropped as both. Sends nothing to Elasticsearch; removes the keys from the
-        model's cache client (nothing without one)."""
+        model's cache client and the mapper's (another mapper sharing it may cache the
+        model there: :meth:`set_cache_client`, :meth:`disable_cache`); nothing without
+        one."""
         listed = [items] if isinstance(items, str | self.model) else list(items)  # type: ignore[arg-type]
         ids = [i if isinstance(i, str) else i.id for i in listed]  # type: ignore[attr-defined]
         self.services.invalidate_ids(self.info, ids)
-        cache = self.services.cache_of(self.info)
-        if cache is not None:
-            cache.remove_many([i for i in ids if isinstance(i, str)])
+        keys = [i for i in ids if isinstance(i, str)]
+        for documents in self.services.written_caches(self.info):
+            documents.client.remove_many(keys)
 
     # -- cache hooks and settings (override the hooks in a subclass) -------------------
 
@@ -298,7 +300,9 @@ class Repository(Reading[T]):
         """Cache this model's documents, custom keys and recently soft-deleted ids in
         ``client`` instead of the mapper's cache client (every read and write of the
         model, sessions included). Call it in the subclass's ``__init__`` (register the
-        subclass: ``mapper.register(Model, repository=MyRepository)``)."""
+        subclass: ``mapper.register(Model, repository=MyRepository)``). Writes still drop
+        the model's entries and keys (:meth:`invalidate_cache`) from the mapper's cache
+        client as well: other mappers or processes sharing it may cache the model there."""
         needed = ("get", "set", "compare_and_set", "remove_many", "remove_by_prefix")
         if not all(callable(getattr(client, name, None)) for name in needed):
             raise TypeError(f"set_cache_client() takes a CacheClient, got {client!r}")
@@ -306,9 +310,10 @@ class Repository(Reading[T]):
         self._forget_reads()
 
     def disable_cache(self) -> None:
-        """No caching at all for this model in this mapper: reads never read or fill a
-        cache (``cache=True`` is ignored), writes send no invalidation. Other mappers or
-        processes that cache the model must not share its entries."""
+        """No caching for this model in this mapper: reads never read or fill a cache
+        (``cache=True`` is ignored). Writes still drop the model's entries from the
+        mapper's cache client, and the hooks still run (:meth:`invalidate_cache` removes
+        keys there): other mappers or processes sharing that client may cache the model."""
         self.services.use_cache(self.model, None)
         self._forget_reads()
 

@@ -254,6 +254,7 @@ class FakeMapper:
         self.client = client
 
         self.invalidated: list[str | None] = []
+        self.write_hooks: set[type] = set()  # (no repository with cache hooks)
 
     def spec(self, model: type) -> IndexSpec:
         return IndexSpec(model.__esmapper__)  # type: ignore[attr-defined]

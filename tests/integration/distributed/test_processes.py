@@ -8,6 +8,7 @@ from typing import Any
 
 import esmapper as em
 from esmapper.testing import RedisServer
+from tests.integration.repository.cache_hooks import Person
 
 from .history import Read, Write, check, from_json
 from .worker import Item
@@ -116,3 +117,43 @@ def test_redis_killed_and_restarted_under_load(
     saved = a.call("save", id="h0", name="after")
     assert b.call("get", id="h0") == {"name": "after", "version": saved["version"]}
     assert b.call("get", id="h0") == {"name": "after", "version": saved["version"]}
+
+
+def test_a_key_of_a_cache_hook_is_dropped_across_processes(
+    spawn: Any, redis_url: str, es_url: str, index_prefix: str
+) -> None:
+    """Two processes with the repository subclass keeping people cached by email: a key
+    one of them made (its search's page, its by-id read's add_to_cache) is served by the
+    other without a search, and a change of the email in either drops it in both (the
+    hook's removal goes through Redis and every process's L1)."""
+    with em.Mapper(es_url, models=[Person], index_prefix=index_prefix, redis="") as m:
+        m.configure_indexes()
+        m.repository(Person).add(Person(id="ann", name="Ann", email="ann@example.com"))
+    a, b = spawn(redis_url), spawn(redis_url)
+    assert a.call("ready") and b.call("ready")
+    a.call("person_hooked")
+    b.call("person_hooked")
+    # a's search stores the page under the key; b is served it without a search
+    assert a.call("person_by_email", email="ann@example.com")["searched"]
+    for _ in range(2):  # (the second from b's L1)
+        assert b.call("person_by_email", email="ann@example.com") == {
+            "email": "ann@example.com",
+            "searched": False,
+        }
+    a.call("person_email", id="ann", email="ann@new.example.com")
+    assert b.call("person_by_email", email="ann@example.com") == {
+        "email": None,
+        "searched": True,
+    }
+    # b's by-id read keys her by the new email (add_to_cache); a reads that key, then b
+    # patches the email by id: a's copy goes too
+    assert b.call("person_get", id="ann") == "ann@new.example.com"
+    assert a.call("person_by_email", email="ann@new.example.com") == {
+        "email": "ann@new.example.com",
+        "searched": False,
+    }
+    b.call("person_patch", id="ann", email="ann@third.example.com")
+    assert a.call("person_by_email", email="ann@new.example.com") == {
+        "email": None,
+        "searched": True,
+    }

@@ -17,7 +17,9 @@ import time
 from typing import Any
 
 import esmapper as em
+from esmapper import signals
 from esmapper.distributed import HybridCache
+from tests.integration.repository.cache_hooks import Person, PersonRepository
 
 
 class Item(em.Document, em.Versioned):
@@ -40,6 +42,7 @@ class Worker:
         )
         self.repo = self.mapper.repository(Item)
         self.messages: list[dict[str, Any]] = []
+        self.searches = 0
 
     def handle(self, command: dict[str, Any]) -> Any:
         op = command["op"]
@@ -77,7 +80,43 @@ class Worker:
             return {"hits": cache.stats.hits, "l1_hits": cache.l1_stats.hits}
         if op == "soak":
             return soak(self.repo, **command["args"])
+        if op.startswith("person_"):
+            return self._people(op, command)
         raise ValueError(op)
+
+    def _people(self, op: str, command: dict[str, Any]) -> Any:
+        """The people cached by email (the cache hooks' repository subclass): ``hooked``
+        registers it; ``by_email`` finds one (and says whether a search was sent),
+        ``get`` reads one by id (cached: its add_to_cache hook keys it by email),
+        ``email`` changes one's email (a save), ``patch`` by a partial patch."""
+        if op == "person_hooked":
+            self.mapper.register(Person, repository=PersonRepository)
+            self.searches = 0
+            signals.before_query.connect(self._searched, sender=Person, weak=False)
+            return None
+        people = self.mapper.repository(Person)
+        assert isinstance(people, PersonRepository)
+        if op == "person_by_email":
+            before = self.searches
+            found = people.get_by_email(command["email"], consistency="immediate")
+            email = None if found is None else found.email
+            return {"email": email, "searched": self.searches > before}
+        if op == "person_get":
+            doc = people.get(command["id"], cache=True)
+            return None if doc is None else doc.email
+        if op == "person_email":
+            doc = people.get(command["id"], cache=False)
+            assert doc is not None
+            doc.email = command["email"]
+            people.save(doc)
+            return None
+        if op == "person_patch":
+            people.patch(command["id"], em.PartialPatch({"email": command["email"]}))
+            return None
+        raise ValueError(op)
+
+    def _searched(self, sender: Any, **kwargs: Any) -> None:
+        self.searches += 1
 
     def _record(self, message: em.EntityChanged) -> None:
         self.messages.append(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import esmapper as em
-from esmapper import signals
+from esmapper import _cache_hooks, signals
 from esmapper.cache import InMemoryCache
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, ScriptPatch
 from esmapper.signals import ChangeType
@@ -111,18 +111,27 @@ def test_client_side_patches_pass_the_patched_document_and_the_stored_one(
     ]
 
 
-def test_partial_and_script_patches_by_id_load_nothing_and_are_not_passed(
-    people: PersonRepository, cache: InMemoryCache
+def test_partial_and_script_patches_by_id_pass_the_stored_document(
+    people: PersonRepository, cache: InMemoryCache, searches: list[Any]
 ) -> None:
-    """The reference's rule: id-based partial and script patches invalidate the ids only."""
+    """A partial or script patch by id is read and written at the version read when the
+    repository has invalidate_cache_for: the key made of the old email goes."""
     _ann(people)
-    people.get("ann", cache=True)
+    assert people.get_by_email("ann@example.com", consistency="immediate") is not None
+    assert cache.peek("email:ann@example.com") is not None
     people.calls.clear()
     people.patch("ann", PartialPatch({"email": "p@example.com"}))
-    people.patch("ann", ScriptPatch("ctx._source.visits += 1"))
-    assert people.of("invalidate") == []
+    assert people.of("invalidate") == [
+        ("invalidate", SAVED, [("p@example.com", "ann@example.com")])
+    ]
+    assert cache.peek("email:ann@example.com") is None  # not served stale any more
+    people.calls.clear()
+    people.patch(["ann"], ScriptPatch("ctx._source.visits += 1"))
+    assert people.of("invalidate") == [("invalidate", SAVED, [(None, "p@example.com")])]
     found = people.get("ann", cache=True)
     assert found is not None and found.email == "p@example.com" and found.visits == 1
+    with pytest.raises(em.DocumentNotFoundError):
+        people.patch("nobody", PartialPatch({"visits": 2}))
 
 
 def test_patch_all_passes_each_scanned_document_merged_and_calls_the_query_hook(
@@ -141,28 +150,31 @@ def test_patch_all_passes_each_scanned_document_merged_and_calls_the_query_hook(
     assert people.of("by_query") == [("by_query", SAVED, "dept:eng")]
 
 
-def test_an_update_by_query_calls_only_the_query_hook(people: PersonRepository) -> None:
+def test_a_script_patch_all_passes_each_document(people: PersonRepository) -> None:
+    """With invalidate_cache_for, patch_all(ScriptPatch) writes per document (as with
+    cache=True), never by query: the hook sees each stored document."""
     _ann(people)
     people.calls.clear()
-    script = ScriptPatch("ctx._source.visits += 1")
+    script = ScriptPatch("ctx._source.email = 'x@example.com'")
     assert people.patch_all("dept:eng", script, consistency="immediate") == 1
-    assert people.of("invalidate") == []
+    assert people.of("invalidate") == [("invalidate", SAVED, [(None, "ann@example.com")])]
     assert people.of("by_query") == [("by_query", SAVED, "dept:eng")]
 
 
-def test_remove_all_by_query_and_per_document(people: PersonRepository) -> None:
+def test_remove_all_passes_each_document(people: PersonRepository, cache: InMemoryCache) -> None:
+    """remove_all scans and removes per document: the key made of a removed person's
+    email goes (a delete-by-query left it serving her)."""
     _ann(people)
     people.add(Person(id="bob", name="Bob", email="bob@example.com", dept="eng"))
+    assert people.get_by_email("ann@example.com", consistency="immediate") is not None
     people.calls.clear()
-    assert people.remove_all("name:Ann", consistency="immediate") == 1  # delete-by-query
-    assert people.of("invalidate") == []
-    assert people.of("by_query") == [("by_query", REMOVED, "name:Ann")]
-    people.calls.clear()
-    assert people.remove_all("name:Bob", cache=True, consistency="immediate") == 1  # scanned
+    assert people.remove_all("name:Ann", consistency="immediate") == 1
     assert people.of("invalidate") == [
-        ("invalidate", REMOVED, [("bob@example.com", "bob@example.com")])
+        ("invalidate", REMOVED, [("ann@example.com", "ann@example.com")])
     ]
-    assert people.of("by_query") == [("by_query", REMOVED, "name:Bob")]
+    assert people.of("by_query") == [("by_query", REMOVED, "name:Ann")]
+    assert cache.peek("email:ann@example.com") is None
+    assert people.get_by_email("ann@example.com") is None
 
 
 def test_the_query_hook_runs_when_the_call_fails(people: PersonRepository) -> None:
@@ -197,6 +209,28 @@ def test_a_failing_hook_is_logged_and_the_write_stands(
         ann = _ann(people)
     assert ann.version is not None and people.get("ann") is not None
     assert "invalidate_cache_for failed" in caplog.text
+
+
+def test_a_failure_making_the_hooks_documents_is_logged_and_the_save_settles(
+    people: PersonRepository, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the hook is given is made after the write was sent: a failure there (a stored
+    source the model cannot load) is logged, the save settles (its version taken), and a
+    save after it is no conflict."""
+    ann = _ann(people)
+
+    def unloadable(pending: Any) -> Any:
+        raise TypeError("a _source must be an object")
+
+    monkeypatch.setattr(_cache_hooks, "_modified", unloadable)
+    ann.email = "ann2@example.com"
+    with caplog.at_level(logging.ERROR, logger="esmapper.cache"):
+        people.save(ann)
+    assert "could not be made" in caplog.text
+    ann.visits = 2
+    people.save(ann)  # at the version the first save settled
+    found = people.get("ann", cache=False)
+    assert found is not None and (found.email, found.visits) == ("ann2@example.com", 2)
 
 
 def test_a_failed_write_is_passed_too(people: PersonRepository) -> None:
@@ -295,9 +329,11 @@ def test_keys_of_several_documents_are_a_page(
     people.add_to_cache_with_keys({"list:dept:eng": [ann, bob]})
     page = people.find("dept:eng", cache_key="list:dept:eng")
     assert [p.id for p in page] == ["ann", "bob"] and page.total == 2 and searches == []
-    people.patch_all("dept:eng", ScriptPatch("ctx._source.visits += 1"))
+    script = ScriptPatch("ctx._source.visits += 1")
+    assert people.patch_all("dept:eng", script, consistency="immediate") == 2  # (scans)
+    searched = len(searches)
     page = people.find("dept:eng", cache_key="list:dept:eng", consistency="immediate")
-    assert len(searches) == 1 and {p.visits for p in page} == {1}
+    assert len(searches) == searched + 1 and {p.visits for p in page} == {1}
 
 
 def test_register_refuses_what_is_no_repository_or_comes_too_late(
@@ -321,6 +357,34 @@ def test_a_repository_without_hooks_costs_no_lookup(make_mapper: MakeMapper) -> 
     mapper.register(Person, repository=Plain)
     assert isinstance(mapper.repository(Person), Plain)
     assert Person not in mapper.services.custom_keys
+
+
+def test_a_repository_keying_reads_only_loads_nothing_for_its_writes(
+    make_mapper: MakeMapper, cache: InMemoryCache, searches: list[Any]
+) -> None:
+    """A subclass overriding add_to_cache alone: remove(id) loads nothing (no mget, so no
+    read to key either), a patch by id is one update (no search)."""
+
+    class KeysReads(em.Repository[Person]):
+        loads: list[list[str]] = []  # noqa: RUF012
+
+        def add_to_cache(self, documents: list[Person], **_: Any) -> None:
+            pass
+
+        def get_many(self, ids: Any, **options: Any) -> list[Person]:
+            self.loads.append(list(ids))
+            return super().get_many(ids, **options)
+
+    mapper = make_mapper(Person, configure=True, cache=cache)
+    mapper.register(Person, repository=KeysReads)
+    people = mapper.repository(Person)
+    assert Person in mapper.services.custom_keys
+    assert Person not in mapper.services.write_hooks
+    people.add(Person(id="ann", email="ann@example.com"))
+    people.patch("ann", PartialPatch({"visits": 1}), cache=True)
+    people.remove("ann", cache=True)
+    assert KeysReads.loads == [] and searches == []
+    assert people.get("ann", cache=False) is None
 
 
 def test_union_original_and_modified() -> None:
@@ -376,3 +440,41 @@ def test_a_search_racing_a_write_does_not_store_its_page(
     assert [p.id for p in found] == ["ann"] and cache.peek("list:eng") is None
     people.find("dept:eng", cache_key="list:eng")  # no race: stored
     assert cache.peek("list:eng") is not None
+
+
+class Member(em.Document, em.SoftDeletes, em.Versioned):
+    class Index:
+        name = "hooked_members"
+
+    email: str = em.field(em.Keyword(), default="")
+
+
+class MemberRepository(em.Repository[Member]):
+    """Keeps members under their email, from what the cached reads fetched."""
+
+    def add_to_cache(
+        self, documents: list[Member], *, expires_in: float | None, dirty_read: bool
+    ) -> None:
+        keyed = {f"member:{m.email}": m for m in documents}
+        self.add_to_cache_with_keys(keyed, expires_in=expires_in)
+
+    def by_email(self, email: str) -> Member | None:
+        return self.find_one(f'email:"{email}"', cache_key=f"member:{email}")
+
+
+def test_a_soft_deleted_document_a_read_fetched_is_not_keyed(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """add_to_cache is given what a read under the repository's defaults shows: a
+    soft-deleted member fetched (hidden by the read, or shown by soft_deletes="all") is
+    not served by a key to the searches that hide her."""
+    mapper = make_mapper(Member, configure=True, cache=cache)
+    mapper.register(Member, repository=MemberRepository)
+    members = mapper.repository(Member)
+    assert isinstance(members, MemberRepository)
+    members.add(Member(id="bo", email="bo@example.com", is_deleted=True))
+    assert members.get_many(["bo"], cache=True) == []
+    assert members.get("bo", cache=True, soft_deletes="all") is not None
+    assert members.find("email:*", cache=True, soft_deletes="all", consistency="immediate")
+    assert cache.peek("member:bo@example.com") is None
+    assert members.by_email("bo@example.com") is None

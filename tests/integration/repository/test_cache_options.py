@@ -6,6 +6,7 @@ and bad values refused before anything is sent."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import esmapper as em
 from esmapper.cache import InMemoryCache
 from tests.integration.conftest import MakeMapper
 
-from .cache_hooks import Person
+from .cache_hooks import Person, PersonRepository
 
 UTC = dt.timezone.utc
 EPOCH = 1_000_000.0  # the fake clocks' start (seconds)
@@ -109,6 +110,42 @@ def test_an_expires_at_already_past_caches_nothing(
     assert not isinstance(cache.peek(f"{mapper.spec(Person).alias}:ann"), dict)
 
 
+def test_a_read_whose_expiry_passed_leaves_no_reservation_behind(
+    mapper: em.Mapper, people: em.Repository[Person], cache: InMemoryCache
+) -> None:
+    """The key a read reserved and did not fill (its expires_at past) is released: the
+    next cached read fills it (a marker left for a minute would keep every read of the
+    id going to Elasticsearch)."""
+    _ann(people)
+    key = f"{mapper.spec(Person).alias}:ann"
+    past = dt.datetime.fromtimestamp(EPOCH - 1, UTC)
+    people.get("ann", expires_at=past)
+    people.get_many(["ann"], expires_at=past)
+    assert cache.peek(key) is None
+    assert people.get("ann", cache=True).name == "Ann"
+    assert isinstance(cache.peek(key), dict)
+
+
+def test_a_search_whose_expiry_passed_calls_no_add_to_cache(
+    make_mapper: MakeMapper, cache: InMemoryCache, timer: Timer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cached search given an expires_at already past caches nothing: the hook is not
+    called with a negative lifetime (which add_to_cache_with_keys would refuse)."""
+    mapper = make_mapper(Person, configure=True, cache=cache)
+    mapper.register(Person, repository=PersonRepository)
+    assert mapper.documents is not None
+    mapper.documents.clock = timer
+    people = mapper.repository(Person)
+    assert isinstance(people, PersonRepository)
+    _ann(people)
+    past = dt.datetime.fromtimestamp(EPOCH - 1, UTC)
+    with caplog.at_level(logging.ERROR, logger="esmapper.cache"):
+        found = people.find("name:Ann", expires_at=past, consistency="immediate")
+    assert found[0].email == "ann@example.com"
+    assert people.of("add") == [] and "failed" not in caplog.text
+    assert cache.peek("email:ann@example.com") is None
+
+
 def test_cache_false_wins_over_an_expiry(mapper: em.Mapper, people: em.Repository[Person]) -> None:
     _ann(people)
     people.get("ann", cache=False, expires_in=60)
@@ -198,9 +235,43 @@ def test_disable_cache_turns_caching_off_for_the_model(
     assert people.get("ann", cache=True).name == "Changed"  # the old entry is not read
     assert people.find("name:Changed", cache_key="k", consistency="immediate")[0].id == "ann"
     assert cache.peek("k") is None
-    before = cache.stats.removals
-    people.save(Person(id="ann", name="Saved"))
-    assert cache.stats.removals == before  # no invalidation sent
+
+
+def test_a_write_with_the_cache_disabled_still_drops_what_another_mapper_cached(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """disable_cache in one mapper; another shares the cache client and caches the model:
+    the first one's writes still remove the entries (nothing stale is served)."""
+    off = make_mapper(Person, configure=True, cache=cache)
+    on = make_mapper(Person, cache=cache)
+    off.repository(Person).disable_cache()
+    off.repository(Person).add(Person(id="ann", name="Ann"))
+    assert on.repository(Person).get("ann", cache=True).name == "Ann"
+    off.repository(Person).save(Person(id="ann", name="Saved"))
+    assert on.repository(Person).get("ann", cache=True).name == "Saved"
+    with off.session() as session:
+        session.remove(Person(id="ann"))
+    assert on.repository(Person).get("ann", cache=True) is None
+
+
+def test_a_write_with_a_cache_client_of_its_own_drops_the_shared_entries_too(
+    make_mapper: MakeMapper, cache: InMemoryCache
+) -> None:
+    """set_cache_client in one mapper; another caches the model in the mapper's client
+    they share: a write through the first drops the entry there too."""
+    own = InMemoryCache()
+    mine = make_mapper(Person, configure=True, cache=cache)
+    other = make_mapper(Person, cache=cache)
+    mine.repository(Person).set_cache_client(own)
+    mine.repository(Person).add(Person(id="ann", name="Ann"))
+    assert other.repository(Person).get("ann", cache=True).name == "Ann"
+    assert mine.repository(Person).get("ann", cache=True).name == "Ann"
+    assert len(own) == 1 and len(cache) == 1
+    mine.repository(Person).save(Person(id="ann", name="Saved"))
+    assert len(own) == 0 and len(cache) == 0
+    assert other.repository(Person).get("ann", cache=True).name == "Saved"
+    mine.repository(Person).patch_all("name:Saved", em.ScriptPatch("ctx._source.visits = 3"))
+    assert other.repository(Person).get("ann", cache=True).visits == 3
 
 
 @pytest.mark.parametrize(
