@@ -182,9 +182,9 @@ def written_since(client: Elasticsearch, index: str, before: WriteMarks | None) 
         return True
     entry = stats.get("indices", {}).get(index) or {}
     indexing = (entry.get("primaries") or {}).get("indexing") or {}
-    figures: tuple[Any, Any] = (indexing.get("index_total"), indexing.get("delete_total"))
+    indexed, deleted = indexing.get("index_total"), indexing.get("delete_total")
     if (stats.get("_shards") or {}).get("failed") != 0 or entry.get("uuid") != before.uuid:
         return True
-    if not all(type(f) is int for f in figures):
+    if type(indexed) is not int or type(deleted) is not int:
         return True
-    return int(figures[0]) + int(figures[1]) != before.operations
+    return indexed + deleted != before.operations
