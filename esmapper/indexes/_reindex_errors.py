@@ -7,9 +7,13 @@ recorded in the run's error index before the run fails and rolls back:
 
 - a ``versioned`` model: ``<alias>-vN-error`` (the new index's name plus ``-error``, as the
   reference names it: ``employees-v2-error``);
-- a time-series model: ``<alias>-error-vN``, one for all its partitions (``<partition>-error``
-  would match the model's index template ``<alias>-vN-*`` and join the umbrella alias:
-  reads through the model would return error entries).
+- a time-series model: ``<alias>-vN.error``, one for all its partitions (``<partition>-error``
+  or ``<alias>-vN-error`` would match the model's index template ``<alias>-vN-*`` and join
+  the umbrella alias: reads through the model would return error entries; and
+  ``<alias>-error-vN`` is the physical index of a model named ``<alias>-error``, which
+  the recording would write into and ``delete_indexes`` delete). No other naming rule
+  makes a name with ``.error`` after the version (physical names end in ``-v<N>`` or a
+  period), as fences end in ``.fence``.
 
 An entry (``_id``: the source index and the document id, ``<old>/<id>``) holds ``index``
 (the index the document was read from), ``target`` (the index it failed to go to), ``id``,
@@ -33,7 +37,8 @@ Elasticsearch stops a ``_reindex`` at the first batch with failures (only that b
 listed; later documents were not tried): once those are fixed, a rerun may find others.
 
 :func:`error_counts` (``esmapper status``, ``mapper.health()``) counts every error index of a
-model: ``GET /<alias>-v*-error,<alias>-error-v*/_count`` per index found.
+model: ``GET /<alias>-v*-error,<alias>-v*.error``, then ``GET /<index>/_count`` per index
+found.
 """
 
 from __future__ import annotations
@@ -91,18 +96,18 @@ ERROR_MAPPING: Final[dict[str, Any]] = {
 def error_index(spec: IndexSpec, new: str) -> str:
     """Where the failures of a reindex into ``new`` go (see the module docstring)."""
     if spec.is_time_series:
-        return f"{spec.alias}-error-v{spec.version}"
+        return f"{spec.alias}-v{spec.version}.error"
     return f"{new}-error"
 
 
 def is_error_index(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s error indexes (any version)."""
     alias = re.escape(spec.alias)
-    return re.fullmatch(rf"{alias}-v\d+-error|{alias}-error-v\d+", name) is not None
+    return re.fullmatch(rf"{alias}-v\d+(?:-|\.)error", name) is not None
 
 
 def _patterns(spec: IndexSpec) -> str:
-    return f"{spec.alias}-v*-error,{spec.alias}-error-v*"
+    return f"{spec.alias}-v*-error,{spec.alias}-v*.error"
 
 
 def _cause(cause: Any) -> tuple[str | None, str | None]:
