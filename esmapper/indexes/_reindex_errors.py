@@ -15,7 +15,8 @@ recorded in the run's error index before the run fails and rolls back:
   makes a name with ``.error`` after the version (physical names end in ``-v<N>`` or a
   period), as fences end in ``.fence``.
 
-An entry (``_id``: the source index and the document id, ``<old>/<id>``) holds ``index``
+An entry (``_id``: the source index and the document id, ``<old>/<id>``; over the 512 bytes
+Elasticsearch allows an ``_id``, ``<old>/sha256:<hex digest of the id>``) holds ``index``
 (the index the document was read from), ``target`` (the index it failed to go to), ``id``,
 ``version``, ``routing``, ``found`` and ``source`` (a real-time ``GET /<old>/_doc/<id>``
 with the id's request parameters, :func:`~esmapper.indexes._lookup.read_params`; a document
@@ -44,6 +45,7 @@ found.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -70,6 +72,7 @@ __all__ = [
 log = logging.getLogger("esmapper.indexes")
 
 _CHUNK: Final = 500  # entries per ``_bulk``
+_MAX_ID_BYTES: Final = 512  # Elasticsearch's limit on an ``_id``
 
 #: The error index's mapping: the fields to search on indexed, the document and the cause
 #: kept as they came.
@@ -122,6 +125,15 @@ def _cause(cause: Any) -> tuple[str | None, str | None]:
             reasons.append(str(cause["reason"]))
         cause = cause.get("caused_by")
     return kind, ": ".join(reasons) or None
+
+
+def _entry_id(old: str, doc_id: str) -> str:
+    """An entry's ``_id``: ``<old>/<id>``, or ``<old>/sha256:<digest>`` when that is over
+    the 512 bytes Elasticsearch allows (stable: a rerun overwrites the same entry)."""
+    plain = f"{old}/{doc_id}"
+    if len(plain.encode()) <= _MAX_ID_BYTES:
+        return plain
+    return f"{old}/sha256:{hashlib.sha256(doc_id.encode()).hexdigest()}"
 
 
 def _read(client: Elasticsearch, spec: IndexSpec, old: str, doc_id: str) -> dict[str, Any]:
@@ -190,7 +202,7 @@ def record_failures(
                     "phase": phase,
                     "failed_at": stamp,
                 }
-                operations += [{"index": {"_index": name, "_id": f"{old}/{doc_id}"}}, entry]
+                operations += [{"index": {"_index": name, "_id": _entry_id(old, doc_id)}}, entry]
                 log.error(
                     "reindexing %s/%s into %s failed: [%s] %s",
                     old, doc_id, new, failure.get("status"), reason,
@@ -204,6 +216,8 @@ def record_failures(
                     log.error("recording a failure in %s failed: %s", name, result.get("error"))
     except (ApiError, TransportError) as exc:
         log.error("recording %d reindex failure(s) in %s failed: %s", len(documents), name, exc)
+        return None, 0
+    if not written:
         return None, 0
     log.warning("%d document(s) that failed to reindex were recorded in %s", written, name)
     return name, written

@@ -123,6 +123,28 @@ def test_documents_that_fail_to_copy_are_recorded_with_the_reason_and_nothing_mo
     assert error_counts(es_client, mapper.spec(CodeV2)) == {f"{v2}-error": 2}
 
 
+def test_a_document_whose_id_is_near_the_limit_is_recorded_too(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """An ``_id`` may be 512 bytes: ``<old>/<id>`` would be longer, and Elasticsearch
+    refuses it (the entry was lost); the entry's ``_id`` is then the id's digest, stable
+    across reruns, and its ``id`` field the real id."""
+    long_id = "k" * 500
+    seed = make_mapper(CodeV1, configure=True)
+    seed.repository(CodeV1).add(CodeV1(id=long_id, code="x"), consistency="immediate")
+    mapper = make_mapper(CodeV2, configure=True)
+
+    for _ in range(2):  # a rerun overwrites the same entry
+        with pytest.raises(ReindexError) as failed:
+            reindex(mapper, CodeV2)
+        assert failed.value.result.error_count == 1
+
+    error = f"{index_prefix}codes-v2-error"
+    (entry,) = _entries(es_client, error).values()
+    assert (entry["id"], entry["index"]) == (long_id, f"{index_prefix}codes-v1")
+    assert entry["source"]["code"] == "x"
+
+
 def test_a_rerun_that_fails_on_the_same_documents_overwrites_their_entries(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
@@ -241,6 +263,7 @@ def test_a_time_series_error_index_never_takes_the_index_of_a_model_named_alias_
     assert theirs not in error_counts(mapper.client, mapper.spec(LogV2))
     mapper.delete_indexes([LogV2])
     assert other.repository(LogErrorV2).get("own") is not None
+    assert not es_client.indices.exists(index=str(failed.value.result.error_index))  # its own
 
 
 def test_a_lost_answer_to_the_recording_is_resent_and_the_run_fails_with_its_own_error(
