@@ -79,6 +79,7 @@ __all__ = [
     "TaskUnreachable",
     "forget",
     "has_tasks",
+    "interruptible",
     "jittered",
     "run_task",
 ]
@@ -227,6 +228,33 @@ class _Quiet:
 
 _QUIET: Final = _Quiet()
 
+_INTERRUPT = threading.local()  # ``event``: set when this thread's task is to be interrupted
+
+
+@contextlib.contextmanager
+def interruptible(event: threading.Event) -> Iterator[None]:
+    """Within it, the current thread's task waits (the default ``sleep`` of
+    :func:`run_task`) end in ``KeyboardInterrupt`` once ``event`` is set: the task is
+    cancelled and its final state read, as when Ctrl-C reaches the thread following it.
+    Ctrl-C reaches only the main thread: this is how it stops the tasks other threads
+    follow (``reindex_outdated(max_parallel=)``). Sends nothing."""
+    outer = getattr(_INTERRUPT, "event", None)
+    _INTERRUPT.event = event
+    try:
+        yield
+    finally:
+        _INTERRUPT.event = outer
+
+
+def _sleep(seconds: float) -> None:
+    """:func:`time.sleep` (looked up when called), or, inside :func:`interruptible`, a
+    wait on its event that raises ``KeyboardInterrupt`` once it is set."""
+    event: threading.Event | None = getattr(_INTERRUPT, "event", None)
+    if event is None:
+        time.sleep(seconds)
+    elif event.wait(seconds):
+        raise KeyboardInterrupt(f"interrupted while waiting {seconds:.2f}s for a task")
+
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
@@ -349,10 +377,11 @@ def run_task(
     ``timeout``: seconds after which the task is cancelled (:class:`TaskTimedOut`);
     ``stall``: seconds without progress after which it is cancelled
     (:class:`TaskStalled`). ``sleep`` defaults to :func:`time.sleep`, looked up when
-    called; ``jitter`` turns each poll's wait into the one slept (default :func:`jittered`,
-    +/-25%). Raises the client's ``ApiError`` for a start refused with an error status (not
-    a by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
-    pause = sleep if sleep is not None else time.sleep
+    called (inside :func:`interruptible`: a wait that its event interrupts); ``jitter``
+    turns each poll's wait into the one slept (default :func:`jittered`, +/-25%). Raises
+    the client's ``ApiError`` for a start refused with an error status (not a
+    by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
+    pause = sleep if sleep is not None else _sleep
     report = progress if progress is not None else (lambda done, total: None)
     started_at = monotonic()
     if not has_tasks(client):

@@ -19,7 +19,7 @@ not exist; the migrations cannot be planned.
 ``warning``: the cluster is yellow with replica copies its nodes could hold but do not
 (named, with Elasticsearch's reason for one of them); a reindex or a migrate runs now; old
 indexes left behind; reindex error indexes holding documents a reindex could not copy (``GET
-/<alias>-v*-error,<alias>-error-v*`` and a count of each); fields mapped on the server the
+/<alias>-v*-error,<alias>-v*.error`` and a count of each); fields mapped on the server the
 model does not know; 75% of the field limit; pending migrations; a defined pipeline not
 created yet (the first write creates it).
 

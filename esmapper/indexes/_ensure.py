@@ -11,8 +11,11 @@ What the first write of a model sends, once per mapper and process (later writes
 nothing more; ``configure_indexes`` counts as that first time):
 
 - versioned: ``GET /_alias/<alias>``; when an index holds it, ``HEAD
-  /<index>/_alias/<index>.fence`` (+ ``PUT`` when missing: an index made before fence
-  aliases existed gets its fence, :func:`ensure_fence`); when no index holds the alias,
+  /<index>/_alias/<index>.fence`` (when missing, ``GET /<index>/_alias`` + ``PUT``: an
+  index made before fence aliases existed gets its fence, :func:`fence_if_serving`; an
+  index a reindex replaced since the alias was read, deleted or no longer behind it, does
+  not: the alias is read again, up to 3 times, and the write goes through it to the new
+  index); when no index holds the alias,
   ``HEAD /<alias>`` (+ ``HEAD /_alias/<alias>``): a concrete index under the alias name
   raises :class:`~esmapper.errors.AliasNameTakenError`, nothing is created; else
   ``PUT /<alias>-v<N>`` with the model's mapping and settings **and the alias and its
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
 
@@ -57,6 +60,7 @@ __all__ = [
     "create_index",
     "ensure_fence",
     "ensure_index",
+    "fence_if_serving",
     "put_alias",
     "reason_of",
     "refused",
@@ -64,6 +68,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("esmapper.indexes")
+
+_REREADS: Final = 3  # alias reads by a first write while reindexes move it meanwhile
 
 
 def alias_targets(client: Elasticsearch, alias: str) -> list[str]:
@@ -153,25 +159,42 @@ def ensure_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> None:
         put_alias(client, physical, fence)
 
 
+def fence_if_serving(client: Elasticsearch, spec: IndexSpec, physical: str) -> bool:
+    """:func:`ensure_fence` on ``physical`` (read behind the model's write alias a moment
+    ago) only while it still serves: ``HEAD /<physical>/_alias/<fence>``; when missing,
+    ``GET /<physical>/_alias`` and, if ``physical`` still holds the write alias (the
+    versioned alias; a partition: its period's dated alias), ``PUT`` of the fence.
+    ``False`` when ``physical`` is gone or no longer holds that alias (a reindex replaced
+    it since it was read: its fence is gone on purpose and is not added again, a write
+    goes through the alias to the new index); ``True`` otherwise, also for an index the
+    model does not fence."""
+    fence = spec.fence_of(physical)
+    if fence is None or client.indices.exists_alias(name=fence, index=physical):
+        return True
+    try:
+        body = client.indices.get_alias(index=physical).body
+        aliases = (body.get(physical) or {}).get("aliases") or {}
+        if spec.write_name(physical) not in aliases:
+            return False  # no longer behind the model's write alias
+        put_alias(client, physical, fence)
+    except NotFoundError:  # deleted since it was read (a reindex replaced it)
+        return False
+    return True
+
+
 def restore_fence(client: Elasticsearch, spec: IndexSpec, physical: str) -> bool:
     """After a write to ``physical``'s fence alias was refused because the fence does not
     exist: whether ``physical`` still serves ``spec``'s model's writes (it holds the
     versioned alias; a partition: its period's dated alias), and if so its fence is added
-    (:func:`ensure_fence`), so the next read-and-write goes through. ``GET
-    /<physical>/_alias``; ``False`` when the index is gone or holds no such alias (a
-    reindex replaced it: its fence is never made again).
+    (:func:`fence_if_serving`), so the next read-and-write goes through. ``False`` when the
+    index is gone or holds no such alias (a reindex replaced it: its fence is never made
+    again).
 
     The window this leaves: a reindex swapping right between the read and the add leaves
     the fence on the replaced index; that index is write-blocked from before its swap
     until it is deleted, so a write through that fence is refused, never applied."""
-    try:
-        body = client.indices.get_alias(index=physical).body
-    except NotFoundError:
+    if spec.fence_of(physical) is None or not fence_if_serving(client, spec, physical):
         return False
-    aliases = (body.get(physical) or {}).get("aliases") or {}
-    if spec.fence_of(physical) is None or spec.write_name(physical) not in aliases:
-        return False  # not the model's, or no longer behind its write alias
-    ensure_fence(client, spec, physical)
     log.warning(
         "%s serves %s but had no fence alias (made before fences existed?): added",
         physical,
@@ -210,11 +233,16 @@ def ensure_index(client: Elasticsearch, spec: IndexSpec) -> None:
         if create_index(client, spec, with_alias=False):
             log.info("created index %s for %s on its first write", spec.alias, spec.info.name)
         return
-    targets = alias_targets(client, spec.alias)
-    if targets:
-        for target in targets:  # an index made before fences existed gets its fence
-            ensure_fence(client, spec, target)
-        return
+    for _ in range(_REREADS):
+        targets = alias_targets(client, spec.alias)
+        if not targets:
+            break
+        # an index made before fences existed gets its fence; one a reindex replaced since
+        # the alias was read (deleted, or no longer behind it) does not: read it again
+        if all([fence_if_serving(client, spec, target) for target in targets]):
+            return
+    else:
+        return  # the alias keeps moving: writes go through it all the same
     if concrete_index(client, spec.alias):
         raise alias_taken_error(spec.info.name, spec.alias, f"index {spec.physical_name()!r}")
     announce_create(spec)

@@ -7,11 +7,16 @@ recorded in the run's error index before the run fails and rolls back:
 
 - a ``versioned`` model: ``<alias>-vN-error`` (the new index's name plus ``-error``, as the
   reference names it: ``employees-v2-error``);
-- a time-series model: ``<alias>-error-vN``, one for all its partitions (``<partition>-error``
-  would match the model's index template ``<alias>-vN-*`` and join the umbrella alias:
-  reads through the model would return error entries).
+- a time-series model: ``<alias>-vN.error``, one for all its partitions (``<partition>-error``
+  or ``<alias>-vN-error`` would match the model's index template ``<alias>-vN-*`` and join
+  the umbrella alias: reads through the model would return error entries; and
+  ``<alias>-error-vN`` is the physical index of a model named ``<alias>-error``, which
+  the recording would write into and ``delete_indexes`` delete). No other naming rule
+  makes a name with ``.error`` after the version (physical names end in ``-v<N>`` or a
+  period), as fences end in ``.fence``.
 
-An entry (``_id``: the source index and the document id, ``<old>/<id>``) holds ``index``
+An entry (``_id``: the source index and the document id, ``<old>/<id>``; over the 512 bytes
+Elasticsearch allows an ``_id``, ``<old>/sha256:<hex digest of the id>``) holds ``index``
 (the index the document was read from), ``target`` (the index it failed to go to), ``id``,
 ``version``, ``routing``, ``found`` and ``source`` (a real-time ``GET /<old>/_doc/<id>``
 with the id's request parameters, :func:`~esmapper.indexes._lookup.read_params`; a document
@@ -33,12 +38,14 @@ Elasticsearch stops a ``_reindex`` at the first batch with failures (only that b
 listed; later documents were not tried): once those are fixed, a rerun may find others.
 
 :func:`error_counts` (``esmapper status``, ``mapper.health()``) counts every error index of a
-model: ``GET /<alias>-v*-error,<alias>-error-v*/_count`` per index found.
+model: ``GET /<alias>-v*-error,<alias>-v*.error``, then ``GET /<index>/_count`` per index
+found.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -65,6 +72,7 @@ __all__ = [
 log = logging.getLogger("esmapper.indexes")
 
 _CHUNK: Final = 500  # entries per ``_bulk``
+_MAX_ID_BYTES: Final = 512  # Elasticsearch's limit on an ``_id``
 
 #: The error index's mapping: the fields to search on indexed, the document and the cause
 #: kept as they came.
@@ -91,18 +99,18 @@ ERROR_MAPPING: Final[dict[str, Any]] = {
 def error_index(spec: IndexSpec, new: str) -> str:
     """Where the failures of a reindex into ``new`` go (see the module docstring)."""
     if spec.is_time_series:
-        return f"{spec.alias}-error-v{spec.version}"
+        return f"{spec.alias}-v{spec.version}.error"
     return f"{new}-error"
 
 
 def is_error_index(spec: IndexSpec, name: str) -> bool:
     """Whether ``name`` is one of ``spec``'s error indexes (any version)."""
     alias = re.escape(spec.alias)
-    return re.fullmatch(rf"{alias}-v\d+-error|{alias}-error-v\d+", name) is not None
+    return re.fullmatch(rf"{alias}-v\d+(?:-|\.)error", name) is not None
 
 
 def _patterns(spec: IndexSpec) -> str:
-    return f"{spec.alias}-v*-error,{spec.alias}-error-v*"
+    return f"{spec.alias}-v*-error,{spec.alias}-v*.error"
 
 
 def _cause(cause: Any) -> tuple[str | None, str | None]:
@@ -117,6 +125,15 @@ def _cause(cause: Any) -> tuple[str | None, str | None]:
             reasons.append(str(cause["reason"]))
         cause = cause.get("caused_by")
     return kind, ": ".join(reasons) or None
+
+
+def _entry_id(old: str, doc_id: str) -> str:
+    """An entry's ``_id``: ``<old>/<id>``, or ``<old>/sha256:<digest>`` when that is over
+    the 512 bytes Elasticsearch allows (stable: a rerun overwrites the same entry)."""
+    plain = f"{old}/{doc_id}"
+    if len(plain.encode()) <= _MAX_ID_BYTES:
+        return plain
+    return f"{old}/sha256:{hashlib.sha256(doc_id.encode()).hexdigest()}"
 
 
 def _read(client: Elasticsearch, spec: IndexSpec, old: str, doc_id: str) -> dict[str, Any]:
@@ -185,7 +202,7 @@ def record_failures(
                     "phase": phase,
                     "failed_at": stamp,
                 }
-                operations += [{"index": {"_index": name, "_id": f"{old}/{doc_id}"}}, entry]
+                operations += [{"index": {"_index": name, "_id": _entry_id(old, doc_id)}}, entry]
                 log.error(
                     "reindexing %s/%s into %s failed: [%s] %s",
                     old, doc_id, new, failure.get("status"), reason,
@@ -199,6 +216,8 @@ def record_failures(
                     log.error("recording a failure in %s failed: %s", name, result.get("error"))
     except (ApiError, TransportError) as exc:
         log.error("recording %d reindex failure(s) in %s failed: %s", len(documents), name, exc)
+        return None, 0
+    if not written:
         return None, 0
     log.warning("%d document(s) that failed to reindex were recorded in %s", written, name)
     return name, written

@@ -17,7 +17,7 @@ Idempotent and safe to call at every start. For each model it sends:
   esmapper leaves that to a version bump (the reindex creates the new index with it);
 - versioned: ``HEAD /<index>/_alias/<index>.fence`` on the index behind the alias (``PUT``
   when missing: an index made before fence aliases existed gets its fence,
-  :func:`~esmapper.indexes._ensure.ensure_fence`); a new index is created with it.
+  :func:`~esmapper.indexes._ensure.fence_if_serving`); a new index is created with it.
 
 The create and the alias are sent once, without the transport's retries
 (:mod:`esmapper._transport`); a lost answer is settled by reading back (``HEAD /<physical>``,
@@ -65,7 +65,7 @@ from esmapper.indexes._echo import covers
 from esmapper.indexes._ensure import (
     alias_targets,
     create_index,
-    ensure_fence,
+    fence_if_serving,
     put_alias,
     reason_of,
 )
@@ -245,7 +245,8 @@ def configure_indexes(client: Elasticsearch, specs: Iterable[IndexSpec]) -> list
             if spec.kind == "versioned" and current is None:
                 put_alias(client, expected, spec.alias)
         if spec.kind == "versioned":  # the index serving the model has its fence alias
-            ensure_fence(client, spec, current if current is not None else expected)
+            # (unless a reindex replaced it since it was read: the new one has its own)
+            fence_if_serving(client, spec, current if current is not None else expected)
         if is_outdated(spec, current=current, lowest=None):
             action = "outdated"
         spec.ensured.mark()  # the first write need not check again

@@ -7,7 +7,7 @@ What a model owns is decided by name, from the model's naming rules only (with t
 - indexes: ``<alias>`` itself (a plain index, or a concrete index squatting a versioned
   alias's name), ``<alias>-v<N>`` (every version, leftovers of reindexes included),
   ``<alias>-v<N>-<period>`` (time-series partitions, daily or monthly, any version), the
-  reindex error indexes (``<alias>-v<N>-error``, ``<alias>-error-v<N>``) and, for
+  reindex error indexes (``<alias>-v<N>-error``, ``<alias>-v<N>.error``) and, for
   time-series models, a concrete index named like a dated alias (``<alias>-<period>``);
 - aliases: ``<alias>`` and, for time-series models, the dated aliases ``<alias>-<period>``;
 - index templates: ``<alias>-v<N>-template``.

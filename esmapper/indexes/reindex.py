@@ -183,6 +183,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from esmapper._context import context_of
+from esmapper._server_tasks import interruptible
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._configured import clear_marker
 from esmapper.indexes._idx_owed import settle_idx_rebuild
@@ -408,7 +409,11 @@ def reindex_outdated(
     Raises what :func:`reindex` raises: the first failure stops the run (in parallel: no
     further model starts, those running finish, then the first failure is raised; the
     others are logged and passed to ``failed``); a bad throttle value before anything is
-    sent. Returns the results of the reindexed models, in the order they finished.
+    sent. Interrupted in parallel (Ctrl-C reaches the calling thread only), none starts
+    and the running ones stop as one reindex does on Ctrl-C, at their next task poll
+    (:func:`esmapper._server_tasks.interruptible`: the task cancelled, the run rolled
+    back); the interrupt is raised once they have. Returns the results of the reindexed
+    models, in the order they finished.
     """
     check_lock_options(lock_wait, lock_ttl)
     Throttle(batch_size, requests_per_second, stall_timeout)  # checked before any request
@@ -460,6 +465,7 @@ def _in_parallel(
     """Run ``one`` for every model of ``work``, up to ``max_parallel`` at once; after a
     failure none starts, the running ones finish and the first failure is raised."""
     stop = threading.Event()
+    interrupt = threading.Event()  # the caller was interrupted: so are the running reindexes
     guard = threading.Lock()
     results: list[ReindexResult] = []
     errors: list[BaseException] = []
@@ -468,7 +474,8 @@ def _in_parallel(
         if stop.is_set():
             return
         try:
-            result = one(model, spec, current, stop)
+            with interruptible(interrupt):
+                result = one(model, spec, current, stop)
         except BaseException as exc:
             with guard:
                 if errors:
@@ -484,8 +491,12 @@ def _in_parallel(
             try:
                 for future in [pool.submit(run, model, *found) for model, found in work]:
                     future.result()
-            except BaseException:  # e.g. Ctrl-C: none starts, the running ones finish
+            except BaseException:
+                # e.g. Ctrl-C (it reaches this thread only): none starts, and the running
+                # ones stop as a reindex does on Ctrl-C (at their next task poll: the task
+                # cancelled, the run rolled back), waited for before it is raised
                 stop.set()
+                interrupt.set()
                 raise
     if errors:
         raise errors[0]

@@ -43,7 +43,13 @@ from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 from esmapper._transport import once, send_or_read_back
 from esmapper.ids import ObjectId
 from esmapper.indexes._data_streams import data_stream_pattern
-from esmapper.indexes._ensure import announce_create, ensure_fence, reason_of, refused
+from esmapper.indexes._ensure import (
+    announce_create,
+    ensure_fence,
+    fence_if_serving,
+    reason_of,
+    refused,
+)
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._occupied import alias_taken_error, concrete_index
 from esmapper.indexes.errors import IndexMaxAgeExceededError
@@ -85,6 +91,7 @@ _FORMATS: Final = {"daily": "%Y.%m.%d", "monthly": "%Y.%m"}
 _SUFFIX_RE: Final = {"daily": r"\d{4}\.\d{2}\.\d{2}", "monthly": r"\d{4}\.\d{2}"}
 _AVG_MONTH: Final = _dt.timedelta(days=30.436875)
 _AVG_YEAR: Final = _dt.timedelta(days=365.2425)
+_REREADS: Final = 3  # dated-alias reads by a first write while reindexes move it meanwhile
 _UTC: Final = _dt.timezone.utc
 
 
@@ -293,15 +300,20 @@ class PartitionCache:
     @staticmethod
     def _ensure(client: Elasticsearch, spec: IndexSpec, start: _dt.datetime) -> str:
         dated = spec.dated_alias(start)
-        try:
-            holders = sorted(client.indices.get_alias(name=dated).body)
-        except NotFoundError:
-            holders = []
-        serving = [h for h in holders if parse_partition(spec, h) is not None]
-        if serving:
-            for holder in serving:  # a partition made before fences existed gets its fence
-                ensure_fence(client, spec, holder)
-            return dated
+        for _ in range(_REREADS):
+            try:
+                holders = sorted(client.indices.get_alias(name=dated).body)
+            except NotFoundError:
+                holders = []
+            serving = [h for h in holders if parse_partition(spec, h) is not None]
+            if not serving:
+                break
+            # a partition made before fences existed gets its fence; one a reindex replaced
+            # since the alias was read (deleted, or no longer behind it) does not: read again
+            if all([fence_if_serving(client, spec, holder) for holder in serving]):
+                return dated
+        else:
+            return dated  # the dated alias keeps moving: writes go through it all the same
         name = spec.partition_name(start)
         for alias, wanted in ((spec.alias, spec.index_pattern), (dated, name)):
             if concrete_index(client, alias):  # the new partition could not take the alias

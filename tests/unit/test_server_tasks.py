@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -451,3 +452,60 @@ def test_quieting_from_threads_interleaved_restores_the_filters_once_the_last_le
     assert heard == []  # the second was still quiet after the first left
     assert warnings.filters == before  # not left at "ignore everything"
     assert _server_tasks._QUIET.inside == 0
+
+
+# -- interrupting a task another thread follows ----------------------------------------
+
+
+def _polled(client: FakeClient) -> threading.Event:
+    """Set once ``client`` answered its first poll."""
+    polled = threading.Event()
+    get = client.tasks.get
+
+    def first_poll(task_id: str) -> Response:
+        answer = get(task_id)
+        polled.set()
+        return answer
+
+    client.tasks.get = first_poll  # type: ignore[method-assign]
+    return polled
+
+
+def test_a_task_followed_inside_interruptible_is_cancelled_once_its_event_is_set() -> None:
+    """Ctrl-C reaches the main thread only: the event is how it stops a task another thread
+    follows, as Ctrl-C in that thread would (the task cancelled, its end read)."""
+    client = FakeClient()
+    es: Any = client
+    polled = _polled(client)
+    interrupt = threading.Event()
+    raised: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            with _server_tasks.interruptible(interrupt):
+                run_task(es, "update_by_query", {"index": "x"}, what="patch", poll_interval=0.01)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    assert polled.wait(10)
+    interrupt.set()
+    thread.join(10)
+
+    assert not thread.is_alive()
+    assert [type(exc) for exc in raised] == [KeyboardInterrupt]
+    assert client.sent("cancel") == [TASK]
+    assert client.sent("delete") == [(".tasks", TASK)]  # its end was read after the cancel
+
+
+def test_outside_interruptible_the_default_wait_is_time_sleep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    es: Any = FakeClient(states=[completed(**DONE)])
+
+    run_task(es, "update_by_query", {"index": "x"}, what="patch", jitter=lambda s: s)
+
+    assert slept == [0.1]

@@ -14,7 +14,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.indexes import ReindexError, ReindexProgress, find_leftovers, reindex
+from esmapper.indexes import ReindexError, ReindexProgress, find_leftovers, reindex, timeseries
 from esmapper.indexes.leftovers import delete_leftovers
 from esmapper.migrations import plan
 from esmapper.testing.faults import FaultProxy
@@ -442,3 +442,38 @@ def test_a_document_added_again_while_its_partition_is_reindexed_is_not_stale(
     assert {id: s["message"] for id, s in sources.items()} == {
         log.id: "again" if log.id == logs[2].id else log.message for log in logs
     }
+
+
+def test_a_first_write_racing_a_partition_reindex_goes_to_the_new_partition(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    index_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process's first write of a period reads the dated alias (on the v1 partition),
+    then a reindex swaps it to v2 and deletes v1 before the write checks v1's fence: the
+    write lands in v2 (it got a 404 adding the fence to the deleted v1)."""
+    clock = FakeClock(NOW)
+    old = make_mapper(DailyLog, clock=clock)
+    old.repository(DailyLog).add(DailyLog(message="seed", created_utc=NOW), consistency="wait")
+    bump, writer = make_mapper(DailyLogV2, clock=clock), make_mapper(DailyLogV2, clock=clock)
+    v1 = f"{index_prefix}logs-v1-2026.03.10"
+    real = timeseries.parse_partition
+    ran: list[Any] = []
+
+    def parse_partition(spec: Any, index: str) -> Any:
+        if index == v1 and not ran:  # the reindex completes right after the alias read
+            ran.append(None)
+            ran.append(reindex(bump, DailyLogV2))
+        return real(spec, index)
+
+    monkeypatch.setattr(timeseries, "parse_partition", parse_partition)
+    writer.repository(DailyLogV2).add(
+        DailyLogV2(message="meanwhile", created_utc=NOW), consistency="wait"
+    )
+
+    assert ran[1].status == "reindexed"
+    names = es_client.options(ignore_status=404).indices.get(index=f"{index_prefix}logs*").body
+    assert sorted(names) == [f"{index_prefix}logs-v2-2026.03.10"]
+    stored = writer.repository(DailyLogV2).find(consistency="immediate").documents
+    assert sorted(d.message for d in stored) == ["meanwhile", "seed"]

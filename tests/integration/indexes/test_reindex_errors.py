@@ -66,6 +66,17 @@ class LogV2(em.Document, em.HasDates):
     code: int = em.field(em.Long(), default=0)
 
 
+class LogErrorV2(em.Document, em.HasDates, em.Versioned):
+    """Another model, named like the time-series ``logs`` model plus ``-error``."""
+
+    class Index:
+        name = "logs-error"
+        version = 2
+        settings = SETTINGS
+
+    code: str = em.field(em.Keyword(), default="")
+
+
 def _seed(make_mapper: MakeMapper, codes: list[str]) -> None:
     mapper = make_mapper(CodeV1, configure=True)
     mapper.repository(CodeV1).add(
@@ -110,6 +121,28 @@ def test_documents_that_fail_to_copy_are_recorded_with_the_reason_and_nothing_mo
     hits = es_client.search(index=f"{v2}-error", query={"term": {"id": "d3"}})["hits"]["hits"]
     assert [h["_id"] for h in hits] == [f"{v1}/d3"]
     assert error_counts(es_client, mapper.spec(CodeV2)) == {f"{v2}-error": 2}
+
+
+def test_a_document_whose_id_is_near_the_limit_is_recorded_too(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """An ``_id`` may be 512 bytes: ``<old>/<id>`` would be longer, and Elasticsearch
+    refuses it (the entry was lost); the entry's ``_id`` is then the id's digest, stable
+    across reruns, and its ``id`` field the real id."""
+    long_id = "k" * 500
+    seed = make_mapper(CodeV1, configure=True)
+    seed.repository(CodeV1).add(CodeV1(id=long_id, code="x"), consistency="immediate")
+    mapper = make_mapper(CodeV2, configure=True)
+
+    for _ in range(2):  # a rerun overwrites the same entry
+        with pytest.raises(ReindexError) as failed:
+            reindex(mapper, CodeV2)
+        assert failed.value.result.error_count == 1
+
+    error = f"{index_prefix}codes-v2-error"
+    (entry,) = _entries(es_client, error).values()
+    assert (entry["id"], entry["index"]) == (long_id, f"{index_prefix}codes-v1")
+    assert entry["source"]["code"] == "x"
 
 
 def test_a_rerun_that_fails_on_the_same_documents_overwrites_their_entries(
@@ -200,11 +233,37 @@ def test_a_partition_that_fails_records_in_the_models_error_index_outside_its_al
     with pytest.raises(ReindexError) as failed:
         reindex(mapper, LogV2)
 
-    error = f"{index_prefix}logs-error-v2"
+    error = f"{index_prefix}logs-v2.error"
     assert failed.value.result.error_index == error
     assert sorted(_entries(es_client, error)) == [f"{index_prefix}logs-v1-2026.11/a"]
     assert es_client.indices.get_alias(index=error).body[error]["aliases"] == {}
     assert mapper.repository(LogV2).count() == 2  # reads through the model: no entries
+
+
+def test_a_time_series_error_index_never_takes_the_index_of_a_model_named_alias_error(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """``logs-error`` is a model of its own (its index ``logs-error-v2``): the failures of
+    the time-series ``logs`` model are not written into it, not counted as ``logs``'s, and
+    ``delete_indexes`` of ``logs`` leaves it alone."""
+    other = make_mapper(LogErrorV2, configure=True)
+    other.repository(LogErrorV2).add(LogErrorV2(id="own", code="kept"), consistency="immediate")
+    theirs = f"{index_prefix}logs-error-v2"
+    when = dt.datetime(2026, 11, 3, tzinfo=dt.timezone.utc)
+    clock = lambda: when  # noqa: E731
+    old = make_mapper(LogV1, configure=True, clock=clock)
+    old.repository(LogV1).add([LogV1(id="a", code="x", created_utc=when)], consistency="immediate")
+    mapper = make_mapper(LogV2, configure=True, clock=clock)
+
+    with pytest.raises(ReindexError) as failed:
+        reindex(mapper, LogV2)
+
+    assert failed.value.result.error_index not in (theirs, None)
+    assert sorted(_entries(es_client, theirs)) == ["own"]
+    assert theirs not in error_counts(mapper.client, mapper.spec(LogV2))
+    mapper.delete_indexes([LogV2])
+    assert other.repository(LogErrorV2).get("own") is not None
+    assert not es_client.indices.exists(index=str(failed.value.result.error_index))  # its own
 
 
 def test_a_lost_answer_to_the_recording_is_resent_and_the_run_fails_with_its_own_error(

@@ -16,7 +16,14 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
-from esmapper.indexes import ReindexError, ReindexResult, _reindex_fence, _reindex_run, reindex
+from esmapper.indexes import (
+    ReindexError,
+    ReindexResult,
+    _ensure,
+    _reindex_fence,
+    _reindex_run,
+    reindex,
+)
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._reindex_pass import delete_extras
 from tests.integration.conftest import MakeMapper
@@ -99,6 +106,43 @@ def test_a_run_paused_past_its_lease_cannot_swap_onto_the_new_holders_index(
     assert repo.get(added[0].id) is not None
     aliases = es_client.indices.get_alias(index=v2).body[v2]["aliases"]
     assert sorted(aliases) == sorted([alias, fence_name(v2)])  # no run marker left
+
+
+@pytest.mark.parametrize("delete_old", [True, False], ids=["old-deleted", "old-kept"])
+def test_a_first_write_racing_a_version_bump_goes_to_the_new_index(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    index_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    delete_old: bool,
+) -> None:
+    """A process's first write reads the alias (v1), then a reindex swaps it to v2 (and
+    deletes v1, or keeps it) before the write checks v1's fence: the write lands in v2
+    (it got a 404 adding the fence to the deleted v1), and the replaced v1 gets no fence
+    back (a write conditioned on a version read from it must stay refused)."""
+    seed = make_mapper(ItemV1, configure=True)
+    seed.repository(ItemV1).add(ItemV1(name="seed", n=0), consistency="immediate")
+    bump, writer = make_mapper(ItemV2), make_mapper(ItemV2)
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    real = _ensure.alias_targets
+    bumped: list[ReindexResult] = []
+
+    def alias_targets(client: Elasticsearch, alias: str) -> list[str]:
+        targets = real(client, alias)
+        if not bumped:  # the version bump completes right after the write read the alias
+            bumped.append(reindex(bump, ItemV2, delete_old=delete_old))
+        return targets
+
+    monkeypatch.setattr(_ensure, "alias_targets", alias_targets)
+    added = writer.repository(ItemV2).add(ItemV2(name="meanwhile", n=1), consistency="immediate")
+
+    assert bumped[0].status == "reindexed"
+    assert _targets(es_client, f"{index_prefix}items") == [v2]
+    assert es_client.get(index=v2, id=added.id)["found"]
+    assert writer.repository(ItemV2).count(consistency="immediate") == 2
+    assert bool(es_client.indices.exists(index=v1)) is not delete_old
+    if not delete_old:
+        assert fence_name(v1) not in es_client.indices.get_alias(index=v1).body[v1]["aliases"]
 
 
 def test_a_failed_run_that_lost_its_target_does_not_delete_it(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from esmapper.cli import main
 from esmapper.indexes import ReindexError, ReindexProgress, reindex_outdated
 from esmapper.migrations import MigrationResult, run_migrations
 from tests.integration.conftest import MakeMapper
+from tests.integration.pausing import Child, children, linux_only
 
 SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
 WAIT = 60  # seconds a test waits for another thread before it counts as failed
@@ -269,3 +271,44 @@ def test_the_migrate_command_reindexes_in_parallel(
         main, ["--app", f"{__name__}:app_mapper", "migrate", "--parallel", "0"]
     )
     assert refused.exit_code == 2 and "--parallel" in refused.output
+
+
+@linux_only
+def test_a_parallel_migrate_killed_before_its_swaps_is_finished_by_the_rerun(
+    tmp_path: Path,
+    make_mapper: MakeMapper,
+    es_url: str,
+    es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:
+    """kill -9 while both reindexes stand write-blocked before their swaps: nothing is
+    lost, and the rerun (its locks' process gone: taken at once) clears the blocks,
+    drops the dead run's targets, reindexes both and leaves nothing behind."""
+    _seed(make_mapper, AV1, BV1)
+    p = index_prefix
+    with children() as started:
+        child = Child(
+            "tests.integration.indexes.reindex_parallel_worker", tmp_path, "killed", es_url, p
+        )
+        started.append(child)
+        child.wait_paused()
+        child.proc.kill()
+        child.proc.communicate()
+    for name in ("par_a", "par_b"):  # both were held before the swap, write-blocked
+        old = f"{p}{name}-v1"
+        assert sorted(es_client.indices.get_alias(name=f"{p}{name}").body) == [old]
+        settings = es_client.indices.get_settings(index=old).body[old]["settings"]["index"]
+        assert settings["blocks"]["write"] == "true"
+        assert es_client.indices.exists(index=f"{p}{name}-v2")
+
+    mapper = make_mapper(AV2, BV2)
+    run = run_migrations(mapper, max_parallel=2)
+
+    assert run.result is MigrationResult.SUCCESS, run
+    for name in ("par_a", "par_b"):
+        assert sorted(es_client.indices.get_alias(name=f"{p}{name}").body) == [f"{p}{name}-v2"]
+        hits = es_client.search(index=f"{p}{name}", size=100)["hits"]["hits"]
+        assert sorted(h["_source"]["n"] for h in hits) == list(range(5))
+        assert not es_client.indices.exists(index=f"{p}{name}-v1")
+    health = mapper.health()
+    assert [i for i in health.issues if i.model is not None] == []  # no block, no leftover
