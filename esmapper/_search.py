@@ -61,8 +61,9 @@ from esmapper.query import (
     parse_aggregations,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.fields import FieldSelection, named_fields
 from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
-from esmapper.query.sort import SortSpec, sorts_on_id
+from esmapper.query.sort import SortSpec, named_sort, sorts_on_id
 from esmapper.results import Count, FindResults, Shards, decode_token
 from esmapper.signals import QueryContext
 
@@ -159,8 +160,8 @@ class SearchRequest:
         limit: int | None = None,
         page: int | None = None,
         search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
+        includes: FieldSelection = None,
+        excludes: FieldSelection = None,
         snapshot: bool | str | _dt.timedelta | None = False,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
@@ -176,6 +177,10 @@ class SearchRequest:
         #: the names the search's fields resolve in (a feature may widen it: a tenant's
         #: custom fields), and the inputs as given (a feature may rewrite them for it)
         self.catalog = info.catalog
+        # typed field references (``Employee.name``, ``-Employee.age``) as names
+        includes = named_fields(includes, info.cls, keyword="includes")
+        excludes = named_fields(excludes, info.cls, keyword="excludes")
+        sort = named_sort(sort, info.cls)
         self.filter, self.includes, self.excludes = filter, includes, excludes
         #: the period ``partitions=`` asks for, and the names a feature pruned the search
         #: to (``None``: the model's alias)

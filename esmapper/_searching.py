@@ -22,6 +22,7 @@ from esmapper.errors import QueryValidationError
 from esmapper.options import Options, given, split
 from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.fields import named_fields
 from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
@@ -138,7 +139,8 @@ class Searching(Generic[T]):
         attribute the model does not declare or ``includes`` leave out (see
         :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
         kwargs = given(options)
-        project, projected = projection(self.info, result_type, kwargs.get("includes"))
+        includes = named_fields(kwargs.get("includes"), self.info.cls, keyword="includes")
+        project, projected = projection(self.info, result_type, includes)
         if projected is not None:
             kwargs["includes"] = projected
         request = self._request(filter, kwargs)

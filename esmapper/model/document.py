@@ -21,6 +21,7 @@ from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import _tracking as tracking
 from esmapper.model._kinds import DocumentKind, EmbeddedKind
+from esmapper.model._refs import install_refs, raw_class_attributes
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -179,16 +180,17 @@ class ModelMeta(type):
                 out.append(attribute.evolve(converter=make_converter(spec, name)))
             return out
 
-        cls = attrs.define(
-            plain,
-            slots=True,
-            kw_only=True,
-            eq=True,
-            order=False,
-            weakref_slot=True,
-            field_transformer=transform,
-            on_setattr=[attrs.setters.convert, tracking.mark_assigned],
-        )
+        with raw_class_attributes():  # attrs reads the bases' slot descriptors
+            cls = attrs.define(
+                plain,
+                slots=True,
+                kw_only=True,
+                eq=True,
+                order=False,
+                weakref_slot=True,
+                field_transformer=transform,
+                on_setattr=[attrs.setters.convert, tracking.mark_assigned],
+            )
         attributes = attrs.fields(cls)  # type: ignore[arg-type]
         # attrs hands ``transform`` every attribute, inherited ones included
         ordered = tuple(specs[a.name] for a in attributes)
@@ -206,7 +208,16 @@ class ModelMeta(type):
         type.__setattr__(cls, "__esm_watched__", watched)
         info = _build_info(cls, ordered, attributes, is_document, index_cls, raw_slots=raw_slots)
         type.__setattr__(cls, "__esmapper__", info)
+        install_refs(cls, FieldRefMeta)  # ``Employee.age`` -> FieldRef (see model._refs)
         return cls  # type: ignore[return-value]
+
+
+class FieldRefMeta(ModelMeta):
+    """The metaclass of a finished model: ``Model.<field>`` read on the class is a
+    :class:`~esmapper.model._refs.FieldRef` (see :mod:`esmapper.model._refs`); reads and
+    writes on instances are untouched."""
+
+    __slots__ = ()
 
 
 def _build_info(

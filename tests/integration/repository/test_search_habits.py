@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from elasticsearch.dsl import A
@@ -344,3 +344,23 @@ def test_a_single_bucket_count_reads_as_total_and_doc_count(
     expected = employees.count("_missing_:hired", consistency="immediate")
     assert expected > 0
     assert missing.total == missing.doc_count == expected
+
+
+# -- typed field references (the SQLAlchemy habit) ----------------------------------------------
+
+
+def test_find_sorts_and_selects_by_typed_field_references(
+    employees: em.Repository[Employee], staff: list[Employee]
+) -> None:
+    e: Any = Employee  # mypy types Employee.age on the class as an int
+    by_refs = employees.find(sort=[-e.age, e.name], includes=[e.name, e.age], limit=5)
+    by_names = employees.find(sort="-age name", includes=["name", "age"], limit=5)
+    assert [d.id for d in by_refs.documents] == [d.id for d in by_names.documents]
+    assert [d.age for d in by_refs.documents] == [25, 25, 25, 24, 24]
+    assert by_refs.documents[0].company_id == ""  # not loaded: only name, age and id
+    assert by_refs.documents[0].name == by_names.documents[0].name != ""
+
+
+def test_find_refuses_a_ref_of_another_model(employees: em.Repository[Employee]) -> None:
+    with pytest.raises(em.QueryValidationError, match="a field of Plain, in a search of Employee"):
+        employees.find(sort=-cast(Any, Plain).name)

@@ -1,0 +1,103 @@
+"""Typed field references: ``Employee.age`` on the class is a FieldRef; instances untouched."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import attrs
+import pytest
+
+import esmapper as em
+from esmapper.model._refs import FieldRef, field_name
+
+
+class Spot(em.InnerDoc):
+    city: str = ""
+
+
+class Staff(em.Document, em.HasDates):
+    name: str = em.field(em.Text(fields={"keyword": em.Keyword()}), default="")
+    age: int = 0
+    tags: list[str] = em.field(factory=list)
+    spot: Spot | None = None
+    mro: int = 0  # named like an attribute of ``type``
+
+
+class Lead(Staff):
+    reports: int = 0
+
+
+# mypy types ``Staff.age`` on the class as the value type: the tests read through ``Any``
+S: Any = Staff
+L: Any = Lead
+
+
+def test_a_field_read_on_the_class_is_a_field_ref() -> None:
+    assert S.age == FieldRef(Staff, "age")
+    assert str(S.name) == "name"
+    assert (-S.age).expression == "-age"
+    assert S.age.desc() == -S.age
+    assert S.age.desc().asc().expression == "age"
+    assert +S.age is not None and (+S.age).expression == "age"
+    assert S.tags.path == "tags"  # a watched (mutable) field too
+    assert S.id.path == "id" and S.created_utc.path == "created_utc"  # trait fields
+    assert repr(-S.age) == "-Staff.age"
+
+
+def test_embedded_fields_chain_into_a_dotted_path() -> None:
+    assert S.spot.city.path == "spot.city"
+    assert (-S.spot.city).expression == "-spot.city"
+    with pytest.raises(AttributeError, match=r"Staff.spot has no field 'town'.*city"):
+        _ = S.spot.town
+    with pytest.raises(AttributeError, match=r"Staff\.age has no field 'x'"):
+        _ = S.age.x
+
+
+def test_subclasses_name_their_own_and_inherited_fields() -> None:
+    assert L.reports == FieldRef(Lead, "reports")
+    assert L.age == FieldRef(Lead, "age")
+    assert Lead(age=3, reports=2).age == 3
+
+
+def test_instances_read_and_write_their_slots_as_before() -> None:
+    doc = Staff(name="Ann", age=3, spot=Spot(city="Oslo"))
+    assert doc.age == 3 and doc.name == "Ann" and doc.spot == Spot(city="Oslo")
+    doc.age = 4
+    assert doc.age == 4
+    # the class dict still holds the plain slot descriptor (no per-read cost)
+    assert type(vars(Staff)["age"]).__name__ == "member_descriptor"
+
+
+def test_a_field_named_like_an_attribute_of_type_keeps_its_slot_descriptor() -> None:
+    assert not isinstance(S.mro, FieldRef)
+    assert field_name(S.mro) == "mro"
+    assert Staff(mro=2).mro == 2
+
+
+def test_field_name_accepts_refs_descriptors_and_attrs_attributes() -> None:
+    assert field_name(S.age) == "age"
+    assert field_name(-S.age) == "age"
+    assert field_name(vars(Staff)["age"]) == "age"
+    assert field_name(attrs.fields(S).age) == "age"
+    assert field_name("age") is None
+    assert field_name(3) is None
+
+
+def test_class_attributes_named_like_fields_can_still_be_set() -> None:
+    class Other(em.Document):
+        age: int = 0
+
+    slot = vars(Other)["age"]
+    Other.age = slot  # reaches the class dict (a mock would)
+    assert vars(Other)["age"] is slot
+    assert isinstance(Other.age, FieldRef)
+    assert Other(age=1).age == 1
+
+
+def test_refs_pickle_and_hash() -> None:
+    ref = -S.spot.city
+    assert pickle.loads(pickle.dumps(ref)) == ref
+    assert len({S.age, S.age, -S.age}) == 2
+    with pytest.raises(AttributeError, match="immutable"):
+        ref.path = "x"  # type: ignore[misc]
