@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ from esmapper._pit import (
     release,
 )
 from esmapper._raw_answers import RawJson, answer, decode_search, parse
-from esmapper._search_answers import cached_page, page_entry
+from esmapper._search_answers import cached_page, hydrate_hit, page_entry
 from esmapper._search_answers import results as read_results
 from esmapper._shards import partial_error, sent, shards_of
 from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
@@ -497,16 +498,19 @@ class SearchRequest:
 
     def aggregate_only(self) -> Aggregations:
         """The aggregations of the matches (the matches are not counted): a ``size=0``
-        search; ``shards`` says how many shards answered (partial ones: see
-        :meth:`_settle`)."""
+        search; top hits are documents of the model, as in :meth:`find`; ``shards`` says
+        how many shards answered (partial ones: see :meth:`_settle`)."""
         self._refresh_for_consistency()
         response = self._send({**self.body(size=0), "track_total_hits": False}, None)
         if response is None:
             return parse_aggregations(None, request=self.aggs)
         shards = shards_of(response)
-        aggregations = attrs.evolve(
-            parse_aggregations(response.get("aggregations"), request=self.aggs), shards=shards
+        # top hits as models, as in find
+        hydrate = functools.partial(hydrate_hit, self.info)
+        parsed = parse_aggregations(
+            response.get("aggregations"), hydrate_hit=hydrate, request=self.aggs
         )
+        aggregations = attrs.evolve(parsed, shards=shards)
         self._settle(shards, "the aggregation", aggregations)
         return aggregations
 

@@ -364,3 +364,23 @@ def test_find_sorts_and_selects_by_typed_field_references(
 def test_find_refuses_a_ref_of_another_model(employees: em.Repository[Employee]) -> None:
     with pytest.raises(em.QueryValidationError, match="a field of Plain, in a search of Employee"):
         employees.find(sort=-cast(Any, Plain).name)
+
+
+# -- top hits: documents of the model, from aggregate() as from find() --------------------------
+
+
+def test_aggregate_gives_top_hits_as_models_like_find(
+    employees: em.Repository[Employee], staff: list[Employee]
+) -> None:
+    expression = "terms:(company_id tophits:_~2)"
+    from_aggregate = employees.aggregate("age:>=24", aggregations=expression)
+    from_find = employees.find("age:>=24", aggregations=expression, limit=0).aggregations
+    for aggs in (from_aggregate, from_find):
+        companies = aggs.terms("terms_company_id")
+        assert companies is not None
+        top = companies.buckets[0].aggregations.top_hits()
+        assert top is not None and len(top.documents) == 2
+        assert all(isinstance(doc, Employee) for doc in top.documents)
+        assert {doc.id for doc in top.documents} <= {e.id for e in staff if e.age >= 24}
+        assert [doc.id for doc in top.documents] == [hit["_id"] for hit in top.hits]
+    assert len(from_aggregate.terms("terms_company_id").buckets) == 2  # type: ignore[union-attr]
