@@ -122,10 +122,21 @@ class Target:
         )
 
     def exists(self) -> Leaf:
-        """Documents where the field has a value (a nested field: any nested object)."""
-        if self.info.type == "nested":
-            return Leaf(Q("match_all"), (*self.paths, self.info.path))
-        return Leaf(Q("exists", field=self.info.path), self.paths)
+        """Documents where the field has a value (a nested field: any nested object).
+
+        An empty string is no value, as the reference's ``FieldEmpty``/``FieldHasValue``
+        read it (null or empty): on a keyword field, or a text field with a keyword
+        subfield, the ``exists`` excludes the documents whose value is ``""``
+        (``_missing_:x``, the negation, matches them). A text field without a keyword
+        subfield cannot tell ``""`` apart: ``exists`` alone."""
+        info = self.info
+        if info.type == "nested":
+            return Leaf(Q("match_all"), (*self.paths, info.path))
+        exists = Q("exists", field=info.path)
+        exact = info.keyword if info.is_text else info.path
+        if exact is None or not (info.is_text or info.type in STRING_TYPES):
+            return Leaf(exists, self.paths)
+        return Leaf(Q("bool", filter=[exists], must_not=[Q("term", **{exact: ""})]), self.paths)
 
     def equals(self, value: str, position: int | None) -> Leaf:
         """``field:value``: ``match`` (operator and) on text, ``term`` on exact fields."""

@@ -384,3 +384,31 @@ def test_aggregate_gives_top_hits_as_models_like_find(
         assert {doc.id for doc in top.documents} <= {e.id for e in staff if e.age >= 24}
         assert [doc.id for doc in top.documents] == [hit["_id"] for hit in top.hits]
     assert len(from_aggregate.terms("terms_company_id").buckets) == 2  # type: ignore[union-attr]
+
+
+# -- _missing_ / _exists_: an empty string is no value (the reference's FieldEmpty) --------------
+
+
+def test_missing_matches_absent_and_empty_strings_and_exists_the_rest(
+    mapper: em.Mapper, employees: em.Repository[Employee], index_prefix: str
+) -> None:
+    employees.add(
+        [
+            Employee(id="blank", name="", email=""),
+            Employee(id="full", name="Ann Lee", email="ann@example.com"),
+        ]
+    )
+    # a document stored without the fields at all (written by another program)
+    alias = f"{index_prefix}employees"
+    mapper.client.index(
+        index=alias, id="absent", document={"age": 1, "is_deleted": False}, refresh=True
+    )
+
+    def ids(expression: str) -> set[str | None]:
+        return {d.id for d in employees.find(expression, limit=10)}
+
+    assert ids("_missing_:email") == {"blank", "absent"}
+    assert ids("_exists_:email") == ids("email:*") == {"full"}
+    assert ids("_missing_:name") == {"blank", "absent"}  # text: told apart on name.keyword
+    assert ids("NOT _missing_:name") == {"full"}
+    assert employees.count("_missing_:email OR _exists_:email") == 3
