@@ -256,6 +256,8 @@ class SearchRequest:
                 "search_after paging",
                 field="page",
             )
+        if self.search_after_mode and not self.snapshot:
+            _warn_unstable_keys(info, self.sort)
         if (
             (self.sort or self.search_after_mode)
             and TIEBREAKER_FIELD in catalog
@@ -629,6 +631,26 @@ class SearchRequest:
 
     def _close_pit(self, pit_id: str) -> None:
         release(self.ctx.client, pit_id)
+
+
+#: sort keys whose values are not stable between two requests of a live search
+_UNSTABLE_KEYS = ("_doc", "_score")
+
+
+def _warn_unstable_keys(info: ModelInfo, sort: Sequence[dict[str, Any]]) -> None:
+    """Log a warning (``esmapper.query``) when live search-after paging sorts on ``_doc`` or
+    ``_score`` (QY-18): their values change between requests as segments merge or
+    documents change, so a page may repeat or skip hits; a point in time (``snapshot=``)
+    freezes them."""
+    unstable = [key for entry in sort for key in entry if key in _UNSTABLE_KEYS]
+    if unstable:
+        log.warning(
+            "%s: search_after paging sorted on %s outside a point in time: these values"
+            " are not stable between requests, so pages may repeat or skip documents; sort"
+            " on fields, or page with snapshot=",
+            info.name,
+            " and ".join(unstable),
+        )
 
 
 def _sort_keys(sort: Sequence[dict[str, Any]]) -> str:

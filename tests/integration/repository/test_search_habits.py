@@ -412,3 +412,41 @@ def test_missing_matches_absent_and_empty_strings_and_exists_the_rest(
     assert ids("_missing_:name") == {"blank", "absent"}  # text: told apart on name.keyword
     assert ids("NOT _missing_:name") == {"full"}
     assert employees.count("_missing_:email OR _exists_:email") == 3
+
+
+# -- search_after on _doc / _score outside a point in time: a warning (QY-18) -------------------
+
+
+@pytest.mark.parametrize("sort", ["_doc", "-_score", "age _doc"])
+def test_live_search_after_on_doc_or_score_logs_a_warning(
+    employees: em.Repository[Employee],
+    staff: list[Employee],
+    sort: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="esmapper.query"):
+        results = employees.find(sort=sort, search_after=True, limit=5)
+    assert len(results) == 5  # the search runs
+    warned = [r for r in caplog.records if "outside a point in time" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelname == "WARNING"
+    assert sort.rsplit(maxsplit=1)[-1].lstrip("-") in warned[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"sort": "_doc", "snapshot": "1m"},  # a point in time: stable
+        {"sort": "-age", "search_after": True},  # fields (and the id tiebreaker)
+        {"sort": "_score"},  # no search_after paging
+        {"search_after": True},
+    ],
+)
+def test_no_warning_where_the_values_are_stable(
+    employees: em.Repository[Employee],
+    staff: list[Employee],
+    keywords: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="esmapper.query"):
+        employees.find(limit=5, **keywords)
+    assert not [r for r in caplog.records if "outside a point in time" in r.getMessage()]
