@@ -169,6 +169,7 @@ class SearchRequest:
         total: bool | int | None = None,
         partial_results: bool | None = None,
         complete_only: bool = False,
+        source_defaults: bool = False,
     ) -> None:
         self.ctx = ctx
         self.info = info
@@ -272,7 +273,9 @@ class SearchRequest:
                 " the same way",
                 field="search_after",
             )
-        inc, exc = merge_source_filter(self.includes, self.excludes, catalog=catalog)
+        inc, exc = merge_source_filter(
+            self.includes, self.excludes, catalog=catalog, **_source_rules(info, source_defaults)
+        )
         self.includes, self.excludes = inc, exc
         # how far search-after paging got (for SnapshotExpiredError)
         self.pages_read = 0
@@ -631,6 +634,21 @@ class SearchRequest:
 
     def _close_pit(self, pit_id: str) -> None:
         release(self.ctx.client, pit_id)
+
+
+def _source_rules(info: ModelInfo, source_defaults: bool) -> dict[str, Any]:
+    """The ``required`` fields and ``default_excludes`` of ``merge_source_filter`` for a
+    search of ``info``'s documents: with ``source_defaults`` (the searches that hand
+    documents to the caller: find, find_one, find_as, batch_process, a session's find),
+    the model's ``Index.default_excludes`` and ``id`` + ``Index.required_fields``
+    (QY-25/26); otherwise ``id`` only and no default excludes (the scans behind patch_all
+    and remove_all read what they need). Unlike the reference, ``created_utc`` is not
+    required by default: a partially loaded document is saved as a partial update, which
+    never needs it."""
+    index = info.index
+    if not source_defaults or index is None:
+        return {}
+    return {"required": ("id", *index.required_fields), "default_excludes": index.default_excludes}
 
 
 #: sort keys whose values are not stable between two requests of a live search

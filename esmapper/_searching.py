@@ -71,10 +71,14 @@ class Searching(Generic[T]):
         """
         return self._request(filter, given(options))
 
-    def _request(self, filter: str | Query | None, kwargs: dict[str, Any]) -> SearchRequest:
+    def _request(
+        self, filter: str | Query | None, kwargs: dict[str, Any], *, documents: bool = True
+    ) -> SearchRequest:
         """The compiled search of ``filter`` under the call's keywords ``kwargs`` (the
         search's own, those of :meth:`find`, and the options)."""
         search_args = split(kwargs, SEARCH_OPTIONS)
+        # the searches that return documents apply Index.default_excludes/required_fields
+        search_args["source_defaults"] = documents
         return self._listing().request(filter, self.options(**kwargs), search_args)
 
     def _listing(self) -> _scan.Listing:
@@ -170,7 +174,7 @@ class Searching(Generic[T]):
         never returned as if it were exact: it raises
         :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
         with ``partial_results=True``, is returned with ``partial`` set."""
-        return self._request(filter, given(options)).count()
+        return self._request(filter, given(options), documents=False).count()
 
     @limited(_defaults)
     def aggregate(
@@ -200,7 +204,7 @@ class Searching(Generic[T]):
                 " filter) before)"
             )
         kwargs = {**given(options), "aggregations": aggregations}
-        return self._request(filter, kwargs).aggregate_only()
+        return self._request(filter, kwargs, documents=False).aggregate_only()
 
     @limited(_defaults)
     def batch_process(
@@ -251,5 +255,6 @@ class Searching(Generic[T]):
             self.options(**kwargs),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,
+            source_defaults=True,
             **scan_args,
         )

@@ -52,7 +52,10 @@ class IndexOptions:
     :mod:`esmapper.custom_fields`) are also read as attributes. ``pipeline``: the ingest
     pipeline every create and index write runs through: the name of an existing one, or
     its definition (``{"processors": [...], ...}``, created as ``<alias>-pipeline``; see
-    :mod:`esmapper.indexes.pipelines`).
+    :mod:`esmapper.indexes.pipelines`). ``default_excludes``: fields (or patterns) a search
+    for documents leaves out of ``_source`` when the call gives no ``excludes=`` (QY-25);
+    ``required_fields``: fields every search for documents with a field selection still
+    loads (QY-26; ``id`` always is).
     """
 
     name: str
@@ -68,6 +71,8 @@ class IndexOptions:
     reindex_scripts: Mapping[int, ReindexScriptValue] = attrs.field(factory=dict)
     dynamic: bool | str = False
     pipeline: str | Mapping[str, Any] | None = None
+    default_excludes: tuple[str, ...] = ()
+    required_fields: tuple[str, ...] = ()
     #: the options a registered feature reads (its ``Feature.index_options``), by name
     extras: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -93,7 +98,7 @@ class IndexOptions:
                 f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
-        for key in ("id_fields", "default_search_fields"):
+        for key in ("id_fields", "default_search_fields", "default_excludes", "required_fields"):
             value = raw.get(key)
             if isinstance(value, str):
                 raise IndexConfigurationError(
@@ -170,8 +175,9 @@ def _cache_lifetime(value: object, where: str) -> _dt.timedelta | None:
 
 def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[FieldSpec]) -> None:
     """The checks of a document model's ``class Index:`` and ``id`` that need its fields:
-    ``id_fields`` name attributes, a time-series model has the datetime field that picks
-    each document's partition, and ``id`` is a string. Raises IndexConfigurationError."""
+    ``id_fields``, ``default_excludes`` and ``required_fields`` name attributes, a
+    time-series model has the datetime field that picks each document's partition, and
+    ``id`` is a string. Raises IndexConfigurationError."""
     by_name = {spec.name: spec for spec in specs}
     unknown = [f for f in index.id_fields if f not in by_name]
     if unknown:
@@ -185,6 +191,17 @@ def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[F
             "keep Document's `id: str | None`, and compose ids from other attributes with "
             "Index.id_fields"
         )
+    for key in ("default_excludes", "required_fields"):
+        named = [
+            f
+            for f in getattr(index, key)
+            if not isinstance(f, str) or ("*" not in f and f.split(".")[0] not in by_name)
+        ]
+        if named:
+            raise IndexConfigurationError(
+                f"{model_name}.Index.{key} names unknown attribute(s): "
+                f"{', '.join(map(repr, named))}"
+            )
     if index.kind in ("daily", "monthly"):
         field = index.date_field or "created_utc"
         spec = by_name.get(field)
