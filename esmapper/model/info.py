@@ -55,7 +55,9 @@ class IndexOptions:
     :mod:`esmapper.indexes.pipelines`). ``default_excludes``: fields (or patterns) a search
     for documents leaves out of ``_source`` when the call gives no ``excludes=`` (QY-25);
     ``required_fields``: fields every search for documents with a field selection still
-    loads (QY-26; ``id`` always is).
+    loads (QY-26; ``id`` always is). ``validator``: a callable (or a sequence of them)
+    given each document added or saved, returning its error messages (``None``, a string
+    or an iterable of strings); see :meth:`validation_errors` (VA-5).
     """
 
     name: str
@@ -73,6 +75,7 @@ class IndexOptions:
     pipeline: str | Mapping[str, Any] | None = None
     default_excludes: tuple[str, ...] = ()
     required_fields: tuple[str, ...] = ()
+    validator: Callable[[Any], Any] | tuple[Callable[[Any], Any], ...] | None = None
     #: the options a registered feature reads (its ``Feature.index_options``), by name
     extras: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -107,12 +110,36 @@ class IndexOptions:
                 )
             if value is not None:
                 raw[key] = tuple(value)
+        if isinstance(raw.get("validator"), list | tuple):
+            raw["validator"] = tuple(raw["validator"])
         raw.setdefault("name", _default_name(model_name))
         if "cache" in raw:
             raw["cache"] = _cache_lifetime(raw["cache"], f"{model_name}.Index.cache")
         options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
+
+    def validation_errors(self, doc: Any) -> list[str]:
+        """The messages ``validator`` gives for ``doc``, in order (each validator's
+        ``None`` or empty result adds none, a string adds itself, an iterable its
+        strings). A message that is not a string raises ``TypeError`` naming the
+        validator."""
+        validators = self.validator if isinstance(self.validator, tuple) else (self.validator,)
+        messages: list[str] = []
+        for validator in validators:
+            if validator is None:
+                continue
+            result = validator(doc)
+            found = [] if result is None else [result] if isinstance(result, str) else result
+            for message in found:
+                if not isinstance(message, str):
+                    raise TypeError(
+                        f"Index.validator {getattr(validator, '__name__', validator)!r} "
+                        f"returned {message!r}; it returns error messages (strings)"
+                    )
+                if message:
+                    messages.append(message)
+        return messages
 
     # the custom-field feature's options (esmapper.custom_fields._feature), read where the
     # model layer's callers always read them
@@ -150,6 +177,12 @@ class IndexOptions:
             and (not isinstance(self.max_age, _dt.timedelta))
         ):
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
+        validators = self.validator if isinstance(self.validator, tuple) else (self.validator,)
+        if any(v is not None and not callable(v) for v in validators):
+            raise IndexConfigurationError(
+                f"{where}.validator must be a callable taking the document and returning its"
+                f" error messages, or a sequence of those; got {self.validator!r}"
+            )
         check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
         _check_pipeline(self.pipeline, f"{where}.pipeline")
 
