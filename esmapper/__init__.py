@@ -80,6 +80,7 @@ from esmapper.model import (
     SoftDeletes,
     Versioned,
     field,
+    keyword_and_sort_fields,
 )
 from esmapper.model.fields import (
     Binary,
@@ -220,6 +221,7 @@ __all__ = [
     "compose_id",
     "decompose_id",
     "field",
+    "keyword_and_sort_fields",
     "maintain",
     "migrate",
     "plan",
