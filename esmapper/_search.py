@@ -640,9 +640,9 @@ def _source_rules(info: ModelInfo, source_defaults: bool) -> dict[str, Any]:
     """The ``required`` fields and ``default_excludes`` of ``merge_source_filter`` for a
     search of ``info``'s documents: with ``source_defaults`` (the searches that hand
     documents to the caller: find, find_one, find_as, batch_process, a session's find),
-    the model's ``Index.default_excludes`` and ``id`` + ``Index.required_fields``
-    (QY-25/26); otherwise ``id`` only and no default excludes (the scans behind patch_all
-    and remove_all read what they need). Unlike the reference, ``created_utc`` is not
+    the model's ``Index.default_excludes`` and ``id`` + ``Index.required_fields``;
+    otherwise ``id`` only and no default excludes (the scans behind patch_all and
+    remove_all read what they need). Unlike the reference, ``created_utc`` is not
     required by default: a partially loaded document is saved as a partial update, which
     never needs it."""
     index = info.index
@@ -657,7 +657,7 @@ _UNSTABLE_KEYS = ("_doc", "_score")
 
 def _warn_unstable_keys(info: ModelInfo, sort: Sequence[dict[str, Any]]) -> None:
     """Log a warning (``esmapper.query``) when live search-after paging sorts on ``_doc`` or
-    ``_score`` (QY-18): their values change between requests as segments merge or
+    ``_score``: their values change between requests as segments merge or
     documents change, so a page may repeat or skip hits; a point in time (``snapshot=``)
     freezes them."""
     unstable = [key for entry in sort for key in entry if key in _UNSTABLE_KEYS]

@@ -532,7 +532,7 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
 
 def _check_validator(index: IndexOptions, doc: Any) -> None:
     """Raise :class:`DocumentValidationError` when ``Index.validator`` finds errors in
-    ``doc``: their messages joined with ``"; "`` (VA-5), listed in ``errors``."""
+    ``doc``: their messages joined with ``"; "``, listed in ``errors``."""
     messages = index.validation_errors(doc)
     if messages:
         raise DocumentValidationError(

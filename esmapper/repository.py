@@ -167,7 +167,7 @@ class Repository(Reading[T]):
     ) -> T:
         """Read document ``id``, let ``fn`` change it, and save it with its version check;
         when another writer saved it in between (:class:`VersionConflictError`), read it
-        again and call ``fn`` again on the fresh copy (VE-8, the reference's
+        again and call ``fn`` again on the fresh copy (the reference's
         optimistic-locking helper). Returns the document as saved.
 
         ``fn(doc)`` changes ``doc`` in place; returning ``False`` means "no change": nothing

@@ -1,4 +1,4 @@
-"""Text fields with a keyword and a sort subfield (ES-8, the reference's
+"""Text fields with a keyword and a sort subfield (the reference's
 ``AddKeywordAndSortFields()`` and ``AddSortNormalizer()``).
 
 :func:`keyword_and_sort_fields` gives the subfields of a text field: ``keyword`` (exact

@@ -53,11 +53,11 @@ class IndexOptions:
     pipeline every create and index write runs through: the name of an existing one, or
     its definition (``{"processors": [...], ...}``, created as ``<alias>-pipeline``; see
     :mod:`esmapper.indexes.pipelines`). ``default_excludes``: fields (or patterns) a search
-    for documents leaves out of ``_source`` when the call gives no ``excludes=`` (QY-25);
+    for documents leaves out of ``_source`` when the call gives no ``excludes=``;
     ``required_fields``: fields every search for documents with a field selection still
-    loads (QY-26; ``id`` always is). ``validator``: a callable (or a sequence of them)
+    loads (``id`` always is). ``validator``: a callable (or a sequence of them)
     given each document added or saved, returning its error messages (``None``, a string
-    or an iterable of strings); see :meth:`validation_errors` (VA-5).
+    or an iterable of strings); see :meth:`validation_errors`.
     """
 
     name: str

@@ -414,7 +414,7 @@ def test_missing_matches_absent_and_empty_strings_and_exists_the_rest(
     assert employees.count("_missing_:email OR _exists_:email") == 3
 
 
-# -- search_after on _doc / _score outside a point in time: a warning (QY-18) -------------------
+# -- search_after on _doc / _score outside a point in time: a warning -------------------
 
 
 @pytest.mark.parametrize("sort", ["_doc", "-_score", "age _doc"])

@@ -1,4 +1,4 @@
-"""``Index.default_excludes`` and ``Index.required_fields`` (QY-25, QY-26): what the
+"""``Index.default_excludes`` and ``Index.required_fields``: what the
 searches that hand out documents load, and what the other paths leave alone."""
 
 from __future__ import annotations

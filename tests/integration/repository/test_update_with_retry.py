@@ -1,5 +1,5 @@
 """``repo.update_with_retry(id, fn)``: read, change, save with the version check; a
-conflict re-reads and calls ``fn`` again (VE-8)."""
+conflict re-reads and calls ``fn`` again."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``class Index: validator = fn``: fn returns a document's error messages; an add or save
-with any raises one DocumentValidationError joining them with "; " (VA-5)."""
+with any raises one DocumentValidationError joining them with "; "."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""keyword_and_sort_fields() and the ``sort`` normalizer it needs (ES-8)."""
+"""keyword_and_sort_fields() and the ``sort`` normalizer it needs."""
 
 from __future__ import annotations
 

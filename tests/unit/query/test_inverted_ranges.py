@@ -1,5 +1,5 @@
 """A range whose bounds are the wrong way round matches nothing: refused before sending
-(QY-13, the reference's "start < end"), with the field and the position."""
+(the reference's "start < end"), with the field and the position."""
 
 from __future__ import annotations
 
