@@ -16,6 +16,7 @@ PUBLIC = {
     "esmapper.bulk",
     "esmapper.cli",
     "esmapper.contrib.flask",
+    "esmapper.contrib.mypy",
     "esmapper.errors",
     "esmapper.ids",
     "esmapper.model.fields",
