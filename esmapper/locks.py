@@ -218,7 +218,6 @@ class Lock:
                     document=body,
                     if_seq_no=self._seq_no,
                     if_primary_term=self._primary_term,
-                    refresh=True,
                 )
             except (ConflictError, NotFoundError) as exc:
                 if unknown is None:
@@ -288,7 +287,6 @@ class Lock:
                     id=self.name,
                     if_seq_no=self._seq_no,
                     if_primary_term=self._primary_term,
-                    refresh=True,
                 )
                 return
             except (ConflictError, NotFoundError):
@@ -433,7 +431,7 @@ class LockProvider:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 response = once(self.client).index(
-                    index=self.index, id=name, document=body, op_type="create", refresh=True
+                    index=self.index, id=name, document=body, op_type="create"
                 )
             except ConflictError:
                 return self._take_over_expired(lock)  # reads the document: ours is held
@@ -480,7 +478,6 @@ class LockProvider:
                 document=body,
                 if_seq_no=current["_seq_no"],
                 if_primary_term=current["_primary_term"],
-                refresh=True,
             )
         except ConflictError:
             return None

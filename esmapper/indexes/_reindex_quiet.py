@@ -33,6 +33,12 @@ would have raised ``max_seq_no``. Anything else (a missing figure, a failed shar
 decrease, a stats request that fails) is "unknown", and the run does every pass as when
 writes went on. The check sends one request and never decides anything else: with writes
 going on, the bump sends what it sent without it.
+
+Between the copy and the write block the bump only asks whether to run its catch-up pass
+before the block (to keep the blocked window short): :func:`written_since` answers from the
+index-level counters (one ``GET /<index>/_stats/indexing``, cheaper than the shard level),
+and a wrong "nothing" costs only a longer final pass, since the proof is read again under
+the block.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Any
 import attrs
 from elasticsearch import Elasticsearch, TransportError
 
-__all__ = ["WriteMarks", "unchanged", "write_marks"]
+__all__ = ["WriteMarks", "unchanged", "write_marks", "written_since"]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -59,6 +65,13 @@ class WriteMarks:
     uuid: str | None
     seq_nos: dict[str, int] | None
     shards: dict[str, tuple[Any, ...]] | None
+
+    @property
+    def operations(self) -> int | None:
+        """The primaries' ``index_total`` plus ``delete_total`` (``None``: not proved)."""
+        if self.shards is None:
+            return None
+        return sum(int(mark[3]) + int(mark[4]) for mark in self.shards.values())
 
 
 _UNKNOWN = WriteMarks(None, None, None)
@@ -149,3 +162,29 @@ def unchanged(before: WriteMarks | None, after: WriteMarks) -> bool:
         and before.uuid == after.uuid
         and before.shards == after.shards
     )
+
+
+def written_since(client: Elasticsearch, index: str, before: WriteMarks | None) -> bool:
+    """A hint, not a proof: whether ``index``'s primaries took a write since ``before`` was
+    read, from one ``GET /<index>/_stats/indexing`` (index level: the primaries'
+    ``index_total`` and ``delete_total``, which a server answers without walking every
+    shard copy). True whenever it cannot tell (``before`` proves nothing, a figure is
+    missing, the request fails). A reset counter can make it say False after a write:
+    a caller may only use it to leave out work that a later :func:`unchanged` check
+    under the write block would order again (the bump's catch-up pass before its
+    block)."""
+    if before is None or before.operations is None:
+        return True
+    try:
+        stats = client.indices.stats(index=index, metric="indexing").body
+    except TransportError as exc:
+        log.warning("reading the indexing stats of %s failed: %s", index, exc)
+        return True
+    entry = stats.get("indices", {}).get(index) or {}
+    indexing = (entry.get("primaries") or {}).get("indexing") or {}
+    indexed, deleted = indexing.get("index_total"), indexing.get("delete_total")
+    if (stats.get("_shards") or {}).get("failed") != 0 or entry.get("uuid") != before.uuid:
+        return True
+    if type(indexed) is not int or type(deleted) is not int:
+        return True
+    return indexed + deleted != before.operations

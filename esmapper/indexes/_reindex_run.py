@@ -39,7 +39,7 @@ from esmapper.indexes._reindex_pass import (
     refreshes_itself,
     run_pass,
 )
-from esmapper.indexes._reindex_quiet import WriteMarks, unchanged, write_marks
+from esmapper.indexes._reindex_quiet import WriteMarks, unchanged, write_marks, written_since
 from esmapper.indexes._reindex_stale import floor_of, recreate_ids, stale_ids
 from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
@@ -425,8 +425,9 @@ def run_phases(
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
         caught_up = skipped = 0
         # Nothing written since the copy's refresh: no catch-up (the final pass, if one is
-        # needed after all, starts from the copy's start).
-        if spec.info.has_dates and run.quiet() is None:
+        # needed after all, starts from the copy's start). A hint from the index-level
+        # counters: the proof is read under the block.
+        if spec.info.has_dates and written_since(client, old, run.marks):
             since, previous = clock() - margin, since
             # A write made during the copy is visible by itself within the refresh interval:
             # when that is at most a quarter of the margin (the rest is for clock skew), what

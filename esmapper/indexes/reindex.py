@@ -19,17 +19,20 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    lease that resumes after another run took over is refused by the server. A
    custom-field model with scripts: the ``idx`` rebuild of step 8 is recorded in ``-vN``'s
    ``_meta`` now (:mod:`esmapper.indexes._idx_owed`), so a run killed after the swap leaves
-   it owed. Then ``GET /<alias>-vK/_stats/docs?level=shards``: the primaries'
-   ``max_seq_no`` before the copy (step 4).
+   it owed. Then ``GET /<alias>-vK/_stats/indexing?level=shards``: the primaries'
+   ``max_seq_no`` and write counters before the copy (step 4,
+   :mod:`esmapper.indexes._reindex_quiet`).
 2. **copy**: ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
    (the scripts of the versions K < v <= N: one is sent as is, several are wrapped into
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,
    or synchronously on servers without tasks; external versions; ``conflicts=proceed``):
    :mod:`esmapper.indexes._reindex_pass`. The old index keeps serving reads and writes.
-3. **catch_up** (``HasDates`` models): the documents with ``updated_utc`` >= the copy's
-   start (the mapper's clock minus ``catch_up_margin``, for clock skew between writers)
-   are copied again, while writes still go to the old index. The old index is refreshed
-   first only when it does not refresh itself within a quarter of the margin
+3. **catch_up** (``HasDates`` models, when ``GET /<alias>-vK/_stats/indexing`` shows the
+   primaries' write counters moved since before the copy): the documents with
+   ``updated_utc`` >= the copy's start (the mapper's clock minus ``catch_up_margin``, for
+   clock skew between writers) are copied again, while writes still go to the old index.
+   The old index is refreshed first only when it does not refresh itself within a quarter
+   of the margin
    (``index.refresh_interval``, 1 s by default; ``-1`` always refreshes): a write this
    pass cannot see yet is younger than the final pass's start, and that pass follows a
    refresh. (The copy always follows a refresh: documents written before the run are

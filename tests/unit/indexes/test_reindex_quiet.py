@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from elasticsearch import ConnectionError as TransportConnectionError
 
-from esmapper.indexes._reindex_quiet import unchanged, write_marks
+from esmapper.indexes._reindex_quiet import unchanged, write_marks, written_since
 
 
 def _shard(node: str = "n1", seq: int = 7, indexed: int = 8, deleted: int = 1) -> dict[str, Any]:
@@ -107,3 +107,38 @@ def test_a_replica_answered_behind_its_primary_proves_nothing() -> None:
     body["indices"]["old"]["shards"]["0"][1]["seq_no"] = {"max_seq_no": 6, "local_checkpoint": 6}
     assert _marks(body).shards is None
     assert _marks(_stats(_shard())).shards is not None
+
+
+def _index_level(indexed: int, deleted: int, *, failed: int = 0, uuid: str = "u1") -> Any:
+    primaries = {"indexing": {"index_total": indexed, "delete_total": deleted}}
+    entry = {"uuid": uuid, "primaries": primaries}
+    return {"_shards": {"failed": failed}, "indices": {"old": entry}}
+
+
+def test_the_index_level_hint_says_nothing_was_written_when_the_sums_are_equal() -> None:
+    before = _marks(_stats(_shard(indexed=8, deleted=1), _shard(indexed=5, deleted=0)))
+    assert before.operations == 14
+    assert not written_since(_Client(_index_level(13, 1)), "old", before)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        _index_level(14, 1),  # a write
+        _index_level(13, 2),  # a delete
+        _index_level(13, 1, failed=1),  # a shard did not answer
+        _index_level(13, 1, uuid="u2"),  # another index under the name
+        {"_shards": {"failed": 0}, "indices": {"old": {"uuid": "u1"}}},  # no figures
+        TransportConnectionError("down"),
+    ],
+)
+def test_the_index_level_hint_says_written_when_it_cannot_tell(after: Any) -> None:
+    before = _marks(_stats(_shard(indexed=8, deleted=1), _shard(indexed=5, deleted=0)))
+    assert written_since(_Client(after), "old", before)  # type: ignore[arg-type]
+
+
+def test_the_hint_without_a_proof_before_the_copy_says_written() -> None:
+    unproved = _marks(_stats(_shard(), failed=1))
+    assert unproved.operations is None
+    assert written_since(_Client(_index_level(0, 0)), "old", unproved)  # type: ignore[arg-type]
+    assert written_since(_Client(_index_level(0, 0)), "old", None)  # type: ignore[arg-type]
