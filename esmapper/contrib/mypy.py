@@ -10,8 +10,9 @@ plugin, mypy types it as ``FieldRef``. Enable it in the mypy configuration::
     plugins = esmapper.contrib.mypy
 
 Only class-level reads change: ``doc.age`` on an instance is still an ``int``. Methods,
-``ClassVar`` attributes, names starting with ``_`` and names of ``type`` itself (``mro``)
-keep their types, as they do at run time.
+``ClassVar`` attributes, unannotated class attributes (``limit = 5``: no field), names
+starting with ``_`` and names of ``type`` itself (``mro``) keep their types, as they do at
+run time.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def _field_ref_type(plugin: Plugin, name: str) -> Callable[[AttributeContext], T
             return ctx.default_attr_type
         symbol = info.get(name)
         node = symbol.node if symbol is not None else None
-        if not isinstance(node, Var) or node.is_classvar or node.is_property:
+        if not isinstance(node, Var) or node.is_classvar or node.is_property or node.is_inferred:
+            # an unannotated class attribute (``limit = 5``) is no field: attrs makes fields
+            # of annotated names only, so ``Model.limit`` stays the value at run time
             return ctx.default_attr_type
         ref = plugin.lookup_fully_qualified(_FIELD_REF)
         if ref is None or not isinstance(ref.node, TypeInfo):  # esmapper not analysed

@@ -126,9 +126,11 @@ class Target:
 
         An empty string is no value, as the reference's ``FieldEmpty``/``FieldHasValue``
         read it (null or empty): on a keyword field, or a text field with a keyword
-        subfield, the ``exists`` excludes the documents whose value is ``""``
-        (``_missing_:x``, the negation, matches them). A text field without a keyword
-        subfield cannot tell ``""`` apart: ``exists`` alone."""
+        subfield, the ``exists`` excludes the documents whose only value is ``""``
+        (``_missing_:x``, the negation, matches them): the ``must_not`` is "holds ``""``
+        and no other (non-empty) term", so a list ``["x", ""]`` still has a value (a
+        ``range`` ``gt ""`` on the exact field: any non-empty term). A text field without
+        a keyword subfield cannot tell ``""`` apart: ``exists`` alone."""
         info = self.info
         if info.type == "nested":
             return Leaf(Q("match_all"), (*self.paths, info.path))
@@ -136,7 +138,12 @@ class Target:
         exact = info.keyword if info.is_text else info.path
         if exact is None or not (info.is_text or info.type in STRING_TYPES):
             return Leaf(exists, self.paths)
-        return Leaf(Q("bool", filter=[exists], must_not=[Q("term", **{exact: ""})]), self.paths)
+        only_empty = Q(
+            "bool",
+            filter=[Q("term", **{exact: ""})],
+            must_not=[Q("range", **{exact: {"gt": ""}})],
+        )
+        return Leaf(Q("bool", filter=[exists], must_not=[only_empty]), self.paths)
 
     def equals(self, value: str, position: int | None) -> Leaf:
         """``field:value``: ``match`` (operator and) on text, ``term`` on exact fields."""

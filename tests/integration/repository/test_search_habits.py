@@ -416,6 +416,26 @@ def test_missing_matches_absent_and_empty_strings_and_exists_the_rest(
     assert employees.count("_missing_:email OR _exists_:email") == 3
 
 
+def test_a_list_holding_an_empty_string_and_a_value_has_a_value(
+    employees: em.Repository[Employee],
+) -> None:
+    employees.add(
+        [
+            Employee(id="mixed", tags=["x", ""]),
+            Employee(id="blank", tags=[""]),
+            Employee(id="none", tags=[]),
+        ],
+        consistency="wait",
+    )
+
+    def ids(expression: str) -> set[str | None]:
+        return {d.id for d in employees.find(expression, limit=10)}
+
+    # "" is no value, but "x" is one: the document has a value (not every value is "")
+    assert ids("_exists_:tags") == ids("tags:*") == {"mixed"}
+    assert ids("_missing_:tags") == {"blank", "none"}
+
+
 # -- search_after on _doc / _score outside a point in time: a warning -------------------
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -93,6 +93,26 @@ def test_class_attributes_named_like_fields_can_still_be_set() -> None:
     assert vars(Other)["age"] is slot
     assert isinstance(Other.age, FieldRef)
     assert Other(age=1).age == 1
+
+
+class Paged(em.Document):
+    page_size: int = 0  # a field here: FieldRefMeta gains a descriptor for the name
+
+
+class Limited(em.Document):
+    age: int = 0
+    page_size = 20  # unannotated: a class attribute, no field (attrs makes none)
+    label: ClassVar[str] = "limited"
+
+
+def test_class_attributes_that_are_no_fields_keep_their_values_and_types() -> None:
+    # typed as their values by the mypy plugin (enabled for this project): before, the
+    # unannotated one was typed FieldRef, while at run time it is its value
+    page_size: int = Limited.page_size
+    label: str = Limited.label
+    assert (page_size, label) == (20, "limited")
+    assert isinstance(Paged.page_size, FieldRef)
+    assert "page_size" not in attrs.fields_dict(Limited)  # type: ignore[arg-type]
 
 
 def test_refs_pickle_and_hash() -> None:

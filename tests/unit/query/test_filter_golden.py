@@ -28,8 +28,18 @@ def must_not(*clauses: dict[str, Any]) -> dict[str, Any]:
     return {"bool": {"must_not": list(clauses)}}
 
 
+def only_empty(field: str) -> dict[str, Any]:
+    """Holds "" and no non-empty term: no value (a list ``["x", ""]`` has one)."""
+    return {
+        "bool": {
+            "filter": [{"term": {field: ""}}],
+            "must_not": [{"range": {field: {"gt": ""}}}],
+        }
+    }
+
+
 HAS_EMAIL = {
-    "bool": {"filter": [{"exists": {"field": "email"}}], "must_not": [{"term": {"email": ""}}]}
+    "bool": {"filter": [{"exists": {"field": "email"}}], "must_not": [only_empty("email")]}
 }
 
 
@@ -119,7 +129,7 @@ GOLDEN: list[tuple[str, dict[str, Any]]] = [
         {
             "bool": {
                 "filter": [{"exists": {"field": "name"}}],
-                "must_not": [{"term": {"name.keyword": ""}}],
+                "must_not": [only_empty("name.keyword")],
             }
         },
     ),
