@@ -3,10 +3,11 @@ redeploying, only by restoring what was there before.
 
 :func:`recent_snapshot` finds the newest successful snapshot of a repository that covers
 every physical index behind a model's alias and ended at most ``max_age`` ago: ``GET
-/<alias>/_alias`` (the indexes) and ``GET /_snapshot/<repository>/_all`` (the snapshots; a
-missing repository raises :class:`~esmapper.errors.MigrationError`). It sends nothing else
-and changes nothing. The CLI (``esmapper ids rekey --apply``) refuses to run without such a
-snapshot (``--snapshot-repository R``) or the operator's word (``--i-have-a-backup``).
+/<alias>/_alias`` (the indexes) and ``GET /_snapshot/<repository>/_all?ignore_unavailable``
+(the snapshots, an unreadable one left out; a missing repository raises
+:class:`~esmapper.errors.MigrationError`). It sends nothing else and changes nothing. The
+CLI (``esmapper ids rekey --apply``) refuses to run without such a snapshot
+(``--snapshot-repository R``) or the operator's word (``--i-have-a-backup``).
 """
 
 from __future__ import annotations
@@ -56,10 +57,19 @@ def recent_snapshot(
     if not wanted:
         return None
     try:
-        listed = ctx.client.snapshot.get(repository=repository, snapshot="_all").body
+        # ignore_unavailable: a snapshot whose metadata cannot be read is left out, instead
+        # of failing the whole listing (404 snapshot_missing_exception on a real cluster)
+        listed = ctx.client.snapshot.get(
+            repository=repository, snapshot="_all", ignore_unavailable=True
+        ).body
     except NotFoundError as exc:
+        what = (
+            "does not exist"
+            if exc.message == "repository_missing_exception"
+            else "cannot be listed"
+        )
         raise MigrationError(
-            f"snapshot repository {repository!r} does not exist ({exc.message})",
+            f"snapshot repository {repository!r} {what} ({exc.message})",
             error_type=str(exc.message),
         ) from None
     now = now or _dt.datetime.now(_dt.timezone.utc)

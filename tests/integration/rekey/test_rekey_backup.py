@@ -4,10 +4,13 @@ per-type audit of ``esmapper ids audit`` without a model."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import click
 import pytest
-from elasticsearch import Elasticsearch
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch._sync.client.snapshot import SnapshotClient
 
 import esmapper as em
 from esmapper._rekey_audit import audit_types
@@ -72,6 +75,29 @@ def test_apply_is_refused_without_a_snapshot_and_accepted_with_one(
     snapshot(es_client, repository, "before-rekey", ",".join(model_indexes(mapper, Inbox)))
     _require_snapshot(mapper, Inbox, repository, day)
     assert f"backup: {repository}/before-rekey (SUCCESS" in capsys.readouterr().out
+
+
+def test_a_snapshot_whose_metadata_is_unreadable_does_not_fail_the_listing(
+    mapper: em.Mapper,
+    es_client: Elasticsearch,
+    repository: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snapshot(es_client, repository, "inbox", ",".join(model_indexes(mapper, Inbox)))
+    listing = SnapshotClient.get
+
+    def as_a_cluster(self: SnapshotClient, **kwargs: Any) -> Any:
+        # a real cluster answers the whole listing 404 snapshot_missing_exception when one
+        # snapshot of the repository cannot be read, unless ignore_unavailable
+        if not kwargs.get("ignore_unavailable"):
+            meta = ApiResponseMeta(404, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "h", 9200))
+            body = {"error": {"type": "snapshot_missing_exception"}, "status": 404}
+            raise NotFoundError("snapshot_missing_exception", meta, body)
+        return listing(self, **kwargs)
+
+    monkeypatch.setattr(SnapshotClient, "get", as_a_cluster)
+    found = recent_snapshot(mapper, Inbox, repository)
+    assert found is not None and found.name == "inbox"
 
 
 def test_the_per_type_audit_says_which_models_are_affected(
