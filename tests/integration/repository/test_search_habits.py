@@ -388,6 +388,33 @@ def test_aggregate_gives_top_hits_as_models_like_find(
     assert len(from_aggregate.terms("terms_company_id").buckets) == 2  # type: ignore[union-attr]
 
 
+def test_a_top_hit_with_a_filtered_source_saves_only_what_changed(
+    employees: em.Repository[Employee],
+) -> None:
+    employees.add(
+        Employee(id="a", name="Ann", email="ann@example.com", company_id="c1", age=30),
+        consistency="wait",
+    )
+    # the aggregation's own body filters the hit's _source: the search cannot see it
+    top_hits = {"top_hits": {"_source": ["name"], "size": 1}}
+    aggs = employees.aggregate(
+        aggregations={"by": {"terms": {"field": "company_id"}, "aggs": {"top": top_hits}}}
+    )
+    doc = aggs["by"].buckets[0].aggregations["top"].documents[0]  # type: ignore[union-attr]
+    assert (doc.name, doc.email) == ("Ann", "")  # email not loaded: the default
+    doc.name = "Anna"
+    employees.save(doc, consistency="wait")
+    stored = employees.get("a", cache=False)
+    assert stored is not None
+    # a partial update of the changed field: not the defaults over what was not loaded
+    assert (stored.name, stored.email, stored.company_id, stored.age) == (
+        "Anna",
+        "ann@example.com",
+        "c1",
+        30,
+    )
+
+
 # -- _missing_ / _exists_: an empty string is no value (the reference's FieldEmpty) --------------
 
 
