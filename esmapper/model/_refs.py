@@ -173,7 +173,8 @@ class _ClassAccess:
 
 
 class _PlainClass:
-    """Context: ``cls`` has the plain model metaclass (the base of its field-reference one)
+    """Context: ``cls`` has the plain model metaclass (the nearest class of its metaclass's
+    MRO without field references: ModelMeta, or a user's metaclass derived from it)
     meanwhile, so that setting or deleting a class attribute named like a field reaches the
     class's ``__dict__`` (the model's own machinery does so while building it)."""
 
@@ -183,7 +184,10 @@ class _PlainClass:
 
     def __enter__(self) -> None:
         _class_lock.acquire()
-        self.cls.__class__ = self.meta.__base__
+        # the nearest metaclass without field references: ModelMeta, or a user's own
+        self.cls.__class__ = next(
+            m for m in self.meta.__mro__ if not getattr(m, "__esm_field_refs__", False)
+        )
 
     def __exit__(self, *exc: object) -> None:
         try:

@@ -208,7 +208,8 @@ class ModelMeta(type):
         type.__setattr__(cls, "__esm_watched__", watched)
         info = _build_info(cls, ordered, attributes, is_document, index_cls, raw_slots=raw_slots)
         type.__setattr__(cls, "__esmapper__", info)
-        install_refs(cls, FieldRefMeta)  # ``Employee.age`` -> FieldRef (see model._refs)
+        # ``Employee.age`` -> FieldRef (see model._refs)
+        install_refs(cls, _field_ref_meta(type(cls)))
         return cls  # type: ignore[return-value]
 
 
@@ -218,6 +219,29 @@ class FieldRefMeta(ModelMeta):
     writes on instances are untouched."""
 
     __slots__ = ()
+    #: marks the field-reference metaclasses (and the subclasses made of a user's own)
+    __esm_field_refs__ = True
+
+
+#: a user's metaclass derived from ModelMeta -> its field-reference subclass
+_DERIVED_REF_METAS: dict[type, type] = {}
+
+
+def _field_ref_meta(meta: type) -> type:
+    """The metaclass a finished model of metaclass ``meta`` gets: ``meta`` itself when it
+    is a :class:`FieldRefMeta` already (a subclass of a finished model), FieldRefMeta for
+    ModelMeta, and for a user's metaclass derived from ModelMeta (its own ``__call__`` or
+    methods) a subclass of both, made once, so the model keeps that metaclass's
+    behaviour (the same layout: ``__class__`` assignment allows it)."""
+    if issubclass(meta, FieldRefMeta):
+        return meta
+    if meta is ModelMeta:
+        return FieldRefMeta
+    derived = _DERIVED_REF_METAS.get(meta)
+    if derived is None:
+        ns = {"__slots__": (), "__module__": meta.__module__, "__qualname__": meta.__qualname__}
+        derived = _DERIVED_REF_METAS[meta] = type(meta.__name__, (meta, FieldRefMeta), ns)
+    return derived
 
 
 def _build_info(

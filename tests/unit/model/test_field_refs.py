@@ -10,6 +10,7 @@ import pytest
 
 import esmapper as em
 from esmapper.model._refs import FieldRef, field_name
+from esmapper.model.document import ModelMeta
 
 
 class Spot(em.InnerDoc):
@@ -113,6 +114,42 @@ def test_class_attributes_that_are_no_fields_keep_their_values_and_types() -> No
     assert (page_size, label) == (20, "limited")
     assert isinstance(Paged.page_size, FieldRef)
     assert "page_size" not in attrs.fields_dict(Limited)  # type: ignore[arg-type]
+
+
+class Counting(ModelMeta):
+    """A user's metaclass derived from the model metaclass (its own ``__call__``)."""
+
+    made: ClassVar[list[str]] = []
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        Counting.made.append(cls.__name__)
+        return super().__call__(*args, **kwargs)
+
+    def describe(cls) -> str:
+        return f"model {cls.__name__}"
+
+
+class Counted(em.Document, metaclass=Counting):
+    age: int = 0
+
+
+class CountedLead(Counted):
+    level: int = 0
+
+
+def test_a_metaclass_derived_from_the_model_metaclass_keeps_its_behaviour() -> None:
+    assert isinstance(Counted, Counting) and isinstance(CountedLead, Counting)
+    assert Counted.describe() == "model Counted"
+    Counting.made.clear()
+    # (mypy does not apply dataclass_transform through a user's metaclass)
+    assert Counted(age=1).age == 1  # type: ignore[call-arg]
+    assert CountedLead(level=2).level == 2  # type: ignore[call-arg]
+    assert Counting.made == ["Counted", "CountedLead"]
+    refs: Any = CountedLead
+    assert (refs.age, refs.level) == (FieldRef(CountedLead, "age"), FieldRef(CountedLead, "level"))
+    slot = vars(Counted)["age"]
+    Counted.age = slot  # reaches the class dict, and the class keeps its metaclass
+    assert vars(Counted)["age"] is slot and isinstance(Counted, Counting)
 
 
 def test_refs_pickle_and_hash() -> None:
