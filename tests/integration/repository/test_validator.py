@@ -90,3 +90,22 @@ def test_a_bad_validator_is_refused() -> None:
 
     with pytest.raises(TypeError, match="returned 3; it returns error messages"):
         Odd.__esmapper__.index.validation_errors(Odd())
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        em.PartialPatch({"age": 40}),
+        em.ScriptPatch("ctx._source.age = params.age", params={"age": 40}),
+        em.JsonPatch([{"op": "replace", "path": "/age", "value": 40}]),
+    ],
+    ids=["partial", "script", "json"],
+)
+def test_patches_by_id_and_query_are_not_given_to_the_validator(
+    contacts: em.Repository[Contact], patch: em.Patch
+) -> None:
+    # the validator takes documents; a patch by id or query has none to give it
+    contacts.add(Contact(id="c1", name="Ann", email="ann@example.com", age=30), consistency="wait")
+    contacts.patch("c1", patch, consistency="wait")
+    contacts.patch_all("name:Ann", patch, consistency="wait")
+    assert contacts.get("c1", cache=False).age == 40  # type: ignore[union-attr]
