@@ -78,11 +78,15 @@ def date_span(text: str) -> tuple[dt.datetime, dt.datetime] | None:
     """The first and last instant (aware, UTC when ``text`` names no zone, as Elasticsearch
     reads it without ``time_zone``) that the absolute date ``text`` covers: ``2026`` spans the
     year, ``2026-01-31`` the day, ``2026-01-31T10:00:00.5Z`` one instant, epoch milliseconds
-    one instant. ``None`` for date math (``now-1d``, ``2026-01-01||+1M``) and for anything
-    :func:`is_date_value` refuses: those are not compared."""
+    one instant. ``None`` for date math (``now-1d``, ``2026-01-01||+1M``), for anything
+    :func:`is_date_value` refuses and for epoch milliseconds beyond year 9999: those are
+    not compared. A span reaching past year 9999 (``9999-12-31``) ends at ``datetime.max``."""
     match = _ISO_DATE.fullmatch(text)  # first, as the default format does: 2026 is a year
     if match is None and _EPOCH_MILLIS.fullmatch(text):
-        instant = _EPOCH + dt.timedelta(milliseconds=int(text))
+        try:
+            instant = _EPOCH + dt.timedelta(milliseconds=int(text))
+        except OverflowError:  # beyond what a datetime holds: not compared
+            return None
         return instant, instant
     if match is None or not _valid_anchor(text):
         return None
@@ -109,16 +113,21 @@ def date_span(text: str) -> tuple[dt.datetime, dt.datetime] | None:
         first += dt.timedelta(microseconds=int((digits + "00000")[:6]))
         return first, first
     unit = next(k for k in reversed(_UNITS) if k in parts)
-    if unit == "year":
-        after = first.replace(year=first.year + 1)
-    elif unit == "month":
-        after = first.replace(year=first.year + first.month // 12, month=first.month % 12 + 1)
-    else:
-        after = first + dt.timedelta(**{f"{unit}s": 1})
+    try:
+        if unit == "year":
+            after = first.replace(year=first.year + 1)
+        elif unit == "month":
+            after = first.replace(year=first.year + first.month // 12, month=first.month % 12 + 1)
+        else:
+            after = first + dt.timedelta(**{f"{unit}s": 1})
+    except (OverflowError, ValueError):  # the span of 9999-12-31 (or 9999) runs to the end
+        return first, _LAST
     return first, after - dt.timedelta(microseconds=1)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+#: the last instant a datetime holds: the end of a span reaching past year 9999
+_LAST = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
 
 
 def _valid_anchor(text: str) -> bool:

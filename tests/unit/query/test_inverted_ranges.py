@@ -50,6 +50,13 @@ def test_an_inverted_range_is_refused(expression: str, words: str) -> None:
         "age:[5 TO 5]",
         "age:[20 TO 30]",
         "email:[b TO a]",  # strings: their order is the server's
+        # the far-future "forever" bound: its span ends past what a datetime holds
+        "created_utc:[2020-01-01 TO 9999-12-31]",
+        "created_utc:[2020 TO 9999]",
+        "created_utc:[now TO 9999-12]",
+        "created_utc:[2020-01-01 TO 9999-12-31T23:59:59]",
+        "created_utc:[0 TO 99999999999999999]",  # epoch ms beyond a datetime: not compared
+        "created_utc:{9999-12-31 TO 9999-12-31T23:59:59.999Z]",
     ],
 )
 def test_ranges_that_can_match_are_accepted(expression: str) -> None:
