@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from mypy.nodes import TypeInfo, Var
 from mypy.plugin import AttributeContext, Plugin
-from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
+from mypy.types import CallableType, Instance, Type, TypeType, TypeVarType, get_proper_type
 
 __all__ = ["EsmapperPlugin", "plugin"]
 
@@ -37,6 +37,8 @@ def _class_of(tp: Type) -> TypeInfo | None:
         return proper.type_object()
     if isinstance(proper, TypeType):
         item = get_proper_type(proper.item)
+        if isinstance(item, TypeVarType):  # type[Self], type[M] with M bound to a model
+            item = get_proper_type(item.upper_bound)
         if isinstance(item, Instance):
             return item.type
     return None

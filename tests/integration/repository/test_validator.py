@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import esmapper as em
+from esmapper.patches import Patch
 from tests.integration.conftest import MakeMapper
 
 
@@ -102,7 +103,7 @@ def test_a_bad_validator_is_refused() -> None:
     ids=["partial", "script", "json"],
 )
 def test_patches_by_id_and_query_are_not_given_to_the_validator(
-    contacts: em.Repository[Contact], patch: em.Patch
+    contacts: em.Repository[Contact], patch: Patch
 ) -> None:
     # the validator takes documents; a patch by id or query has none to give it
     contacts.add(Contact(id="c1", name="Ann", email="ann@example.com", age=30), consistency="wait")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pickle
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 import pytest
+from typing_extensions import Self
 
 import esmapper as em
 from esmapper.model._refs import FieldRef, field_name
@@ -150,6 +151,26 @@ def test_a_metaclass_derived_from_the_model_metaclass_keeps_its_behaviour() -> N
     slot = vars(Counted)["age"]
     Counted.age = slot  # reaches the class dict, and the class keeps its metaclass
     assert vars(Counted)["age"] is slot and isinstance(Counted, Counting)
+
+
+class Ranked(em.Document):
+    rank: int = 0
+
+    @classmethod
+    def by_rank(cls: type[Self]) -> FieldRef:
+        return -cls.rank  # type[Self]: a FieldRef for the mypy plugin too
+
+
+RankedT = TypeVar("RankedT", bound=Ranked)
+
+
+def rank_of(model: type[RankedT]) -> FieldRef:
+    return model.rank  # type[M] of a model type variable: a FieldRef for the plugin too
+
+
+def test_class_reads_through_self_and_type_variables_are_field_refs() -> None:
+    assert Ranked.by_rank() == FieldRef(Ranked, "rank", True)
+    assert rank_of(Ranked) == FieldRef(Ranked, "rank")
 
 
 def test_refs_pickle_and_hash() -> None:
