@@ -82,6 +82,7 @@ from esmapper.model import (
     SoftDeletes,
     Versioned,
     field,
+    keyword_and_sort_fields,
 )
 from esmapper.model.fields import (
     Binary,
@@ -233,6 +234,7 @@ __all__ = [
     "field",
     "has_child",
     "has_parent",
+    "keyword_and_sort_fields",
     "maintain",
     "migrate",
     "parent_id",

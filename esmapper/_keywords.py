@@ -22,7 +22,6 @@ is the tenant it works on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +29,7 @@ from typing_extensions import TypedDict
 
 from esmapper.options import Consistency, LogLevel, Snapshot, SoftDeleteMode, Timeout
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.fields import FieldSelection
 from esmapper.query.highlight import HighlightSpec
 from esmapper.query.sort import SortSpec
 
@@ -99,8 +99,8 @@ class _FindOneOwn(_PartitionKeywords, total=False):
     aggregations: AggregationsSpec
     page: int | None
     search_after: Any
-    includes: Sequence[str] | None
-    excludes: Sequence[str] | None
+    includes: FieldSelection
+    excludes: FieldSelection
     snapshot: Snapshot
     highlight: HighlightSpec
 
@@ -138,7 +138,7 @@ class ScanKeywords(OptionKeywords, total=False):
 
     sort: SortSpec
     search_after: Any
-    includes: Sequence[str] | None
-    excludes: Sequence[str] | None
+    includes: FieldSelection
+    excludes: FieldSelection
     snapshot: Snapshot
     partitions: tuple[Any, Any] | None

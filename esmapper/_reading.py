@@ -454,7 +454,7 @@ class Reading(Searching[T]):
         if filter is not _NO_FILTER:
             if id is not None:
                 raise TypeError("exists() takes an id or filter=, not both")
-            return self._request(filter, given(options)).exists()
+            return self._request(filter, given(options), documents=False).exists()
         if id is None:
             raise TypeError("exists() takes an id, or filter= to test whether anything matches")
         if options.get("partitions") is not None or options.get("partial_results") is not None:

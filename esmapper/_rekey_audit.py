@@ -31,7 +31,9 @@ __all__ = [
     "RekeyPlan",
     "RekeyReport",
     "Status",
+    "TypeAudit",
     "audit",
+    "audit_types",
     "id_info",
     "plan_for",
 ]
@@ -112,6 +114,73 @@ def id_info(model: type) -> ModelInfo:
             "so there is nothing to re-key"
         )
     return info
+
+
+@attrs.frozen(slots=True)
+class TypeAudit:
+    """The re-keying decision for one model.
+
+    ``parts`` counts the id terms once the routing term is set aside
+    (``Index.id_fields`` minus ``routing_field``; 0: generated ids); ``affected`` is true
+    when there are several (joining them is what an old composition may have done
+    differently), ``reason`` says why it is or is not. ``ok``/``rewrite``/``blocked`` count
+    the stored documents by :func:`audit` status (``None``: not scanned, the model composes
+    no ids).
+    """
+
+    model: str
+    index: str
+    parts: int
+    affected: bool
+    reason: str
+    ok: int | None = None
+    rewrite: int | None = None
+    blocked: int | None = None
+
+    @property
+    def line(self) -> str:
+        """``Message  index=inbox  id parts=3 -> AFFECTED (2 to rewrite, 0 blocked, 5 ok)``."""
+        verdict = "AFFECTED" if self.affected else "not affected"
+        counts = (
+            f"{self.rewrite} to rewrite, {self.blocked} blocked, {self.ok} ok"
+            if self.ok is not None
+            else self.reason
+        )
+        return f"{self.model}  index={self.index}  id parts={self.parts} -> {verdict} ({counts})"
+
+
+def audit_types(
+    mapper: Context | HasContext, models: list[type], *, batch_size: int = 500
+) -> Iterator[TypeAudit]:
+    """The :class:`TypeAudit` of each of ``models`` (documents only), in order: models that
+    compose their ids (``Index.id_fields``) are scanned with :func:`audit` (read only; a
+    model whose index does not exist yet counts 0 of each); the others are reported
+    without a request."""
+    ctx = context_of(mapper)
+    for model in models:
+        info: ModelInfo | None = getattr(model, "__esmapper__", None)
+        if info is None or not info.is_document or info.index is None:
+            continue
+        fields = info.index.id_fields
+        routing = info.index.extras.get("routing_field")
+        parts = len([f for f in fields if f != routing])
+        index = ctx.spec(model).alias
+        if not fields:
+            yield TypeAudit(model.__name__, index, 0, False, "generated ids: nothing to re-key")
+            continue
+        counts = {"ok": 0, "rewrite": 0, "blocked": 0}
+        try:
+            plans: Iterator[RekeyPlan] = audit(ctx, model, batch_size=batch_size)
+        except MigrationError:  # its index does not exist yet: nothing stored
+            plans = iter(())
+        for plan in plans:  # a scan lost midway raises (counts would be short)
+            counts[plan.status] += 1
+        reason = (
+            f"{parts} terms joined into one id"
+            if parts > 1
+            else "one term: escaping alone can change it"
+        )
+        yield TypeAudit(model.__name__, index, parts, parts > 1, reason, **counts)
 
 
 def _terms(info: ModelInfo, source: Mapping[str, Any]) -> list[str] | str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ from esmapper._pit import (
     release,
 )
 from esmapper._raw_answers import RawJson, answer, decode_search, parse
-from esmapper._search_answers import cached_page, page_entry
+from esmapper._search_answers import cached_page, hydrate_hit, page_entry
 from esmapper._search_answers import results as read_results
 from esmapper._shards import partial_error, sent, shards_of
 from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
@@ -61,8 +62,9 @@ from esmapper.query import (
     parse_aggregations,
 )
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.fields import FieldSelection, named_fields
 from esmapper.query.highlight import HighlightSpec, highlight_body, needs_version
-from esmapper.query.sort import SortSpec, sorts_on_id
+from esmapper.query.sort import SortSpec, named_sort, sorts_on_id
 from esmapper.results import Count, FindResults, Shards, decode_token
 from esmapper.signals import QueryContext
 
@@ -159,14 +161,15 @@ class SearchRequest:
         limit: int | None = None,
         page: int | None = None,
         search_after: Any = None,
-        includes: Sequence[str] | None = None,
-        excludes: Sequence[str] | None = None,
+        includes: FieldSelection = None,
+        excludes: FieldSelection = None,
         snapshot: bool | str | _dt.timedelta | None = False,
         partitions: tuple[Any, Any] | None = None,
         highlight: HighlightSpec = None,
         total: bool | int | None = None,
         partial_results: bool | None = None,
         complete_only: bool = False,
+        source_defaults: bool = False,
     ) -> None:
         self.ctx = ctx
         self.info = info
@@ -176,6 +179,10 @@ class SearchRequest:
         #: the names the search's fields resolve in (a feature may widen it: a tenant's
         #: custom fields), and the inputs as given (a feature may rewrite them for it)
         self.catalog = info.catalog
+        # typed field references (``Employee.name``, ``-Employee.age``) as names
+        includes = named_fields(includes, info.cls, keyword="includes")
+        excludes = named_fields(excludes, info.cls, keyword="excludes")
+        sort = named_sort(sort, info.cls)
         self.filter, self.includes, self.excludes = filter, includes, excludes
         #: the hits may hold part of each ``_source`` whatever ``includes``/``excludes``
         #: say (an async search read by id: the submit's source filter is not known)
@@ -265,6 +272,8 @@ class SearchRequest:
                 "search_after paging",
                 field="page",
             )
+        if self.search_after_mode and not self.snapshot:
+            _warn_unstable_keys(info, self.sort)
         if (
             (self.sort or self.search_after_mode)
             and TIEBREAKER_FIELD in catalog
@@ -279,7 +288,9 @@ class SearchRequest:
                 " the same way",
                 field="search_after",
             )
-        inc, exc = merge_source_filter(self.includes, self.excludes, catalog=catalog)
+        inc, exc = merge_source_filter(
+            self.includes, self.excludes, catalog=catalog, **_source_rules(info, source_defaults)
+        )
         self.includes, self.excludes = inc, exc
         # how far search-after paging got (for SnapshotExpiredError)
         self.pages_read = 0
@@ -522,16 +533,19 @@ class SearchRequest:
 
     def aggregate_only(self) -> Aggregations:
         """The aggregations of the matches (the matches are not counted): a ``size=0``
-        search; ``shards`` says how many shards answered (partial ones: see
-        :meth:`_settle`)."""
+        search; top hits are documents of the model, as in :meth:`find`; ``shards`` says
+        how many shards answered (partial ones: see :meth:`_settle`)."""
         self._refresh_for_consistency()
         response = self._send({**self.body(size=0), "track_total_hits": False}, None)
         if response is None:
             return parse_aggregations(None, request=self.aggs)
         shards = shards_of(response)
-        aggregations = attrs.evolve(
-            parse_aggregations(response.get("aggregations"), request=self.aggs), shards=shards
+        # top hits as models, as in find
+        hydrate = functools.partial(hydrate_hit, self.info)
+        parsed = parse_aggregations(
+            response.get("aggregations"), hydrate_hit=hydrate, request=self.aggs
         )
+        aggregations = attrs.evolve(parsed, shards=shards)
         self._settle(shards, "the aggregation", aggregations)
         return aggregations
 
@@ -676,6 +690,41 @@ class SearchRequest:
 
     def _close_pit(self, pit_id: str) -> None:
         release(self.ctx.client, pit_id)
+
+
+def _source_rules(info: ModelInfo, source_defaults: bool) -> dict[str, Any]:
+    """The ``required`` fields and ``default_excludes`` of ``merge_source_filter`` for a
+    search of ``info``'s documents: with ``source_defaults`` (the searches that hand
+    documents to the caller: find, find_one, find_as, batch_process, a session's find),
+    the model's ``Index.default_excludes`` and ``id`` + ``Index.required_fields``;
+    otherwise ``id`` only and no default excludes (the scans behind patch_all and
+    remove_all read what they need). Unlike the reference, ``created_utc`` is not
+    required by default: a partially loaded document is saved as a partial update, which
+    never needs it."""
+    index = info.index
+    if not source_defaults or index is None:
+        return {}
+    return {"required": ("id", *index.required_fields), "default_excludes": index.default_excludes}
+
+
+#: sort keys whose values are not stable between two requests of a live search
+_UNSTABLE_KEYS = ("_doc", "_score")
+
+
+def _warn_unstable_keys(info: ModelInfo, sort: Sequence[dict[str, Any]]) -> None:
+    """Log a warning (``esmapper.query``) when live search-after paging sorts on ``_doc`` or
+    ``_score``: their values change between requests as segments merge or
+    documents change, so a page may repeat or skip hits; a point in time (``snapshot=``)
+    freezes them."""
+    unstable = [key for entry in sort for key in entry if key in _UNSTABLE_KEYS]
+    if unstable:
+        log.warning(
+            "%s: search_after paging sorted on %s outside a point in time: these values"
+            " are not stable between requests, so pages may repeat or skip documents; sort"
+            " on fields, or page with snapshot=",
+            info.name,
+            " and ".join(unstable),
+        )
 
 
 def _sort_keys(sort: Sequence[dict[str, Any]]) -> str:

@@ -164,5 +164,15 @@ def total_of(
 
 
 def hydrate_hit(info: ModelInfo, raw: dict[str, Any]) -> Any:
-    version, _ = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
-    return info.from_source(raw.get("_source") or {}, raw.get("_id"), version)
+    """A top hit of an aggregation as a document of the model, loaded *partially*: the
+    aggregation's own body may filter its ``_source`` (``top_hits: {_source: [...]}``),
+    which the search cannot see, so a save writes only the fields that changed (never the
+    defaults of the fields the hit left out). The hit of a nested object (a top hit under
+    a ``nested`` aggregation: ``_nested`` names its place) is no document: its
+    ``_source`` dict."""
+    source = raw.get("_source") or {}
+    if "_nested" in raw:
+        return source
+    version, condition = version_of(raw.get("_seq_no"), raw.get("_primary_term"))
+    state = DocState(source, raw.get("_index"), None, True, version, condition)
+    return info.from_source(source, raw.get("_id"), version, state)

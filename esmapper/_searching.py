@@ -24,6 +24,7 @@ from esmapper.errors import QueryValidationError
 from esmapper.options import Options, given, split
 from esmapper.query import Aggregations
 from esmapper.query._dsl_aggs import AggregationsSpec
+from esmapper.query.fields import named_fields
 from esmapper.results import Count, FindResults
 
 if TYPE_CHECKING:
@@ -72,10 +73,14 @@ class Searching(Generic[T]):
         """
         return self._request(filter, given(options))
 
-    def _request(self, filter: str | Query | None, kwargs: dict[str, Any]) -> SearchRequest:
+    def _request(
+        self, filter: str | Query | None, kwargs: dict[str, Any], *, documents: bool = True
+    ) -> SearchRequest:
         """The compiled search of ``filter`` under the call's keywords ``kwargs`` (the
         search's own, those of :meth:`find`, and the options)."""
         search_args = split(kwargs, SEARCH_OPTIONS)
+        # the searches that return documents apply Index.default_excludes/required_fields
+        search_args["source_defaults"] = documents
         return self._listing().request(filter, self.options(**kwargs), search_args)
 
     def _listing(self) -> _scan.Listing:
@@ -179,7 +184,8 @@ class Searching(Generic[T]):
         attribute the model does not declare or ``includes`` leave out (see
         :mod:`esmapper._projection`), ``TypeError`` for another ``result_type``."""
         kwargs = given(options)
-        project, projected = projection(self.info, result_type, kwargs.get("includes"))
+        includes = named_fields(kwargs.get("includes"), self.info.cls, keyword="includes")
+        project, projected = projection(self.info, result_type, includes)
         if projected is not None:
             kwargs["includes"] = projected
         request = self._request(filter, kwargs)
@@ -210,7 +216,7 @@ class Searching(Generic[T]):
         never returned as if it were exact: it raises
         :class:`~esmapper.errors.PartialResultsError` (``.results``: the lower count), or,
         with ``partial_results=True``, is returned with ``partial`` set."""
-        return self._request(filter, given(options)).count()
+        return self._request(filter, given(options), documents=False).count()
 
     @limited(_defaults)
     def aggregate(
@@ -240,7 +246,7 @@ class Searching(Generic[T]):
                 " filter) before)"
             )
         kwargs = {**given(options), "aggregations": aggregations}
-        return self._request(filter, kwargs).aggregate_only()
+        return self._request(filter, kwargs, documents=False).aggregate_only()
 
     @limited(_defaults)
     def batch_process(
@@ -291,5 +297,6 @@ class Searching(Generic[T]):
             self.options(**kwargs),
             limit=batch_size,
             snapshot=True if snapshot is None else snapshot,
+            source_defaults=True,
             **scan_args,
         )

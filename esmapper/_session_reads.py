@@ -185,6 +185,7 @@ class SessionReads:
         kwargs = given(options)
         search_args = split(kwargs, SEARCH_OPTIONS)
         opts = self._read_options(repo, kwargs)
+        search_args = {**search_args, "source_defaults": True}  # Index.default_excludes...
         results = repo._listing().request(filter, opts, search_args).find()
         results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next

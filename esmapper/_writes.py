@@ -70,6 +70,7 @@ from esmapper.ids import MAX_ID_BYTES, ObjectId, check_id, compose_id, id_term
 from esmapper.model._wire_encode import encode_many, source_encoder
 from esmapper.model.codec import parse_datetime
 from esmapper.model.document import Document
+from esmapper.model.info import IndexOptions
 from esmapper.model.state import state_of
 from esmapper.options import Options, refresh_param
 
@@ -394,10 +395,16 @@ def _before_write(
     states.extend(_prepare_points(call, groups))  # values features derive (idx)
     if options.validate:
         for (_cls, kind), group in groups.items():
+            if kind == "remove":
+                continue
             validate = getattr(group[0].info.cls, "validate", None)
-            if kind != "remove" and validate is not Document.validate:  # (it checks nothing)
+            if validate is not Document.validate:  # (it checks nothing)
                 for pending in group:
                     pending.doc.validate()
+            index = group[0].info.index
+            if index is not None and index.validator is not None:
+                for pending in group:
+                    _check_validator(index, pending.doc)
     if not call.inherited_tenant:  # tenant= given for a model that has no tenants...
         for info in {group[0].info.cls: group[0].info for group in groups.values()}.values():
             check_call_options(info, options)
@@ -531,3 +538,13 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
         for i, target in zip(positions, chosen, strict=True):
             targets[i] = target
     return targets
+
+
+def _check_validator(index: IndexOptions, doc: Any) -> None:
+    """Raise :class:`DocumentValidationError` when ``Index.validator`` finds errors in
+    ``doc``: their messages joined with ``"; "``, listed in ``errors``."""
+    messages = index.validation_errors(doc)
+    if messages:
+        raise DocumentValidationError(
+            "; ".join(messages), errors=messages, index=index.name, ids=[doc.id]
+        )

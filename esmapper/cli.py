@@ -56,12 +56,14 @@ from esmapper._cli_indexes import stats as index_stats
 from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
-from esmapper._cli_types import ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._cli_types import POSITIVE_DURATION, ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._rekey_audit import audit_types
+from esmapper._rekey_backup import model_indexes, recent_snapshot
 from esmapper._shards import count_all
 from esmapper._text import table
 from esmapper._version import __version__
 from esmapper.custom_fields.cli import fields
-from esmapper.errors import PartialResultsError
+from esmapper.errors import MigrationError, PartialResultsError
 from esmapper.indexes._reindex_errors import error_counts
 from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
@@ -470,11 +472,18 @@ def ids() -> None:
 
 
 @ids.command()
-@click.argument("model_name", metavar="MODEL")
+@click.argument("model_name", metavar="[MODEL]", required=False)
 @click.pass_context
-def audit(ctx: click.Context, model_name: str) -> None:
-    """Report documents whose id no longer matches the model's id_fields (read-only)."""
+def audit(ctx: click.Context, model_name: str | None) -> None:
+    """Report documents whose id no longer matches the model's id_fields (read-only).
+
+    Without MODEL: one line per model, whether re-keying concerns it (its id terms) and how
+    many stored documents each status counts."""
     mapper = mapper_of(ctx)
+    if model_name is None:
+        for kind in audit_types(mapper, mapper.models):
+            click.echo(kind.line)
+        return
     counts = {"ok": 0, "rewrite": 0, "blocked": 0}
     for item in rekey_audit(mapper, find_model(mapper, model_name)):
         counts[item.status] = counts.get(item.status, 0) + 1
@@ -491,17 +500,63 @@ def audit(ctx: click.Context, model_name: str) -> None:
 @click.option("--apply", is_flag=True, help="Write the changes (default: report only).")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               metavar="N", help="Documents read per page of the scan.")  # fmt: skip
+@click.option("--snapshot-repository", metavar="R", default=None,
+              help="With --apply: run only if R holds a successful snapshot of the model's "
+                   "indexes, taken within --snapshot-max-age.")  # fmt: skip
+@click.option("--snapshot-max-age", type=POSITIVE_DURATION, default="24h", show_default=True,
+              metavar="AGE", help="How old that snapshot may be (30m, 24h, 7d).")  # fmt: skip
+@click.option("--i-have-a-backup", "backup", is_flag=True,
+              help="With --apply: run without checking for a snapshot (you restore from "
+                   "your own backup if needed).")  # fmt: skip
 @click.pass_context
-def rekey(ctx: click.Context, model_name: str, apply: bool, batch_size: int) -> None:
+def rekey(
+    ctx: click.Context,
+    *,
+    model_name: str,
+    apply: bool,
+    batch_size: int,
+    snapshot_repository: str | None,
+    snapshot_max_age: timedelta,
+    backup: bool,
+) -> None:
     """Re-key documents whose id no longer matches id_fields (dry run unless --apply).
 
-    An interrupted run (killed, disconnected) is completed by running it again."""
+    Re-keying cannot be undone by redeploying: --apply needs a recent snapshot
+    (--snapshot-repository) or --i-have-a-backup. An interrupted run (killed,
+    disconnected) is completed by running it again."""
     mapper = mapper_of(ctx)
     model = find_model(mapper, model_name)
+    if apply and not backup:
+        _require_snapshot(mapper, model, snapshot_repository, snapshot_max_age)
     report = rekey_model(mapper, model, apply=apply, echo=click.echo, batch_size=batch_size)
     click.echo(report.summary)
     if report.failed:
         raise CliError(f"{report.failed} document(s) could not be re-keyed")
+
+
+def _require_snapshot(
+    mapper: Mapper, model: type, repository: str | None, max_age: timedelta
+) -> None:
+    """Refuse ``rekey --apply`` (CliError) unless ``repository`` holds a successful snapshot
+    of every index of ``model`` taken within ``max_age``; echo the one found."""
+    advice = (
+        "rekey --apply rewrites document ids, which redeploying cannot undo: take a snapshot"
+        " first (esmapper snapshot create --repository R) and pass --snapshot-repository R,"
+        " or pass --i-have-a-backup"
+    )
+    if repository is None:
+        raise CliError(advice)
+    try:
+        found = recent_snapshot(mapper, model, repository, max_age=max_age)
+    except MigrationError as exc:
+        raise CliError(f"{exc}; {advice}") from None
+    if found is None:
+        indexes = ", ".join(model_indexes(mapper, model)) or "-"
+        raise CliError(
+            f"no successful snapshot in {repository!r} of {indexes} ended within "
+            f"{max_age}; {advice}"
+        )
+    click.echo(f"backup: {found}")
 
 
 main.add_command(fields)

@@ -218,11 +218,21 @@ class OutcomeUnknownError(DocumentError):
 
 
 class DocumentValidationError(DocumentError, ValueError):
-    """A document failed validation: ``field`` names the attribute, when one is to blame."""
+    """A document failed validation: ``field`` names the attribute, when one is to blame;
+    ``errors`` lists the messages of an ``Index.validator`` (the message joins them with
+    ``"; "``), empty otherwise."""
 
-    def __init__(self, message: str, *, field: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        errors: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(message, **kwargs)
         self.field = field
+        self.errors = list(errors)
 
 
 class ScriptError(DocumentError, ValueError):

@@ -11,7 +11,8 @@ session. The searches (``find`` and its relatives, ``batch_process``) live in
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
@@ -21,11 +22,13 @@ from typing_extensions import Unpack
 from esmapper import _patching, signals
 from esmapper._cache_hooks import invalidate_query, key_entries, sees_writes, stored
 from esmapper._keywords import OptionKeywords
+from esmapper._limits import current as current_limits
 from esmapper._limits import limited
 from esmapper._pending import WriteKind
 from esmapper._reading import Reading
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
+from esmapper.errors import DocumentNotFoundError, VersionConflictError
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
 from esmapper.options import Options, check_expires_in, given
@@ -45,6 +48,10 @@ _REMOVE_SIGNALS = (
     signals.documents_changing,
     signals.documents_changed,
 )
+
+#: Re-reads after a conflict of ``update_with_retry`` when neither the call nor the mapper
+#: sets ``retries``.
+_UPDATE_RETRIES = 3
 
 #: A model: a subclass of :class:`~esmapper.model.Document`.
 T = TypeVar("T", bound="Document")
@@ -159,6 +166,46 @@ class Repository(Reading[T]):
             write_documents(
                 self.services, [PendingWrite(kind, d, self.info) for d in docs], options
             )
+
+    @limited(_defaults)
+    def update_with_retry(
+        self, id: str, fn: Callable[[T], bool | None], **options: Unpack[OptionKeywords]
+    ) -> T:
+        """Read document ``id``, let ``fn`` change it, and save it with its version check;
+        when another writer saved it in between (:class:`VersionConflictError`), read it
+        again and call ``fn`` again on the fresh copy (the reference's
+        optimistic-locking helper). Returns the document as saved.
+
+        ``fn(doc)`` changes ``doc`` in place; returning ``False`` means "no change": nothing
+        is saved and the document is returned as read. Each attempt is a real-time GET
+        (never the cache) and a save through the whole write pipeline (validation, signals,
+        dates), under the call's options. ``retries`` (the option, default the mapper's
+        ``max_retries``) bounds the re-reads after a conflict; the last conflict is raised.
+        Raises :class:`DocumentNotFoundError` when ``id`` is missing (or hidden by the
+        soft-delete mode), ``TypeError`` for a model without ``em.Versioned`` (its saves
+        carry no version, so another writer's change would be overwritten silently, not
+        retried), and whatever ``fn`` or the save raises otherwise (a save whose outcome is
+        unknown is never retried)."""
+        if not self.info.versioned:
+            raise TypeError(
+                f"update_with_retry needs a versioned model: {self.model.__name__} does not "
+                "derive from em.Versioned, so a save cannot tell that another writer changed "
+                "the document in between"
+            )
+        given_options = given(options)
+        read_options = {k: v for k, v in given_options.items() if k != "cache"}
+        for attempt in itertools.count():
+            doc = self.get(id, cache=False, **read_options)
+            if doc is None:
+                raise DocumentNotFoundError(id, index=self.info.name)
+            if fn(doc) is False:
+                return doc
+            try:
+                return self.save(doc, **given_options)
+            except VersionConflictError:
+                if attempt >= current_limits().retry_rounds(_UPDATE_RETRIES):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- by query and patches ------------------------------------------------------------
 

@@ -3,6 +3,9 @@
 - :mod:`esmapper.contrib.flask`: one session per Flask request, committed on success.
 - :mod:`esmapper.contrib.fastapi`: one session per FastAPI request, committed on success.
 
+- :mod:`esmapper.contrib.mypy`: a mypy plugin typing ``Model.<field>`` read on a model
+  class as the field reference it is at run time.
+
 Both end a request's session by one rule, owned by ``esmapper.contrib._request``: commit
 before the response is sent when it is not an error (status below 400), roll back on an
 error status or an exception, close always.

@@ -58,7 +58,8 @@ VIRTUAL_METHODS = (
 
 def raw_attribute(doc: Any, name: str) -> Any:
     """An attribute read without marking the document watched (see model.tracking)."""
-    descriptor = getattr(type(doc), name)
+    # the descriptor in the class dicts (``Model.<field>`` on the class is a FieldRef)
+    descriptor = next(vars(k)[name] for k in type(doc).__mro__ if name in vars(k))
     slot = getattr(descriptor, "slot", descriptor)
     return slot.__get__(doc, type(doc))
 

@@ -14,6 +14,7 @@ from esmapper.indexes._data_streams import refuse_model_names
 from esmapper.indexes._ensure import EnsuredIndex
 from esmapper.indexes._fence import FENCE_SUFFIX, fence_name, is_fence
 from esmapper.indexes.pipelines import Pipeline
+from esmapper.model._sortable import with_sort_normalizer
 from esmapper.model.info import IndexOptions, ModelInfo
 
 if TYPE_CHECKING:
@@ -307,10 +308,14 @@ class IndexSpec:
         return self.client
 
     def body(self, *, with_alias: bool) -> dict[str, Any]:
-        """The create-index body: settings, mappings and (optionally) the alias."""
+        """The create-index body: settings (``Index.settings``, plus the ``sort``
+        normalizer when the mapping names it: :mod:`esmapper.model._sortable`), mappings
+        and (optionally) the alias."""
         body: dict[str, Any] = {"mappings": self.info.mapping}
-        if self.options.settings:
-            body["settings"] = dict(self.options.settings)
+        # the ``sort`` normalizer of keyword_and_sort_fields() when the mapping names it
+        settings = with_sort_normalizer(self.options.settings, self.info.mapping)
+        if settings:
+            body["settings"] = settings
         if with_alias and self.kind != "plain":
             body["aliases"] = {self.alias: {}}
         return body

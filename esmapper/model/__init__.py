@@ -1,5 +1,6 @@
 """Declarative models: documents, embedded objects, traits, fields and their mappings."""
 
+from esmapper.model._sortable import keyword_and_sort_fields
 from esmapper.model.catalog import FieldCatalog, FieldInfo
 from esmapper.model.document import (
     Document,
@@ -26,4 +27,5 @@ __all__ = [
     "SoftDeletes",
     "Versioned",
     "field",
+    "keyword_and_sort_fields",
 ]

@@ -21,6 +21,7 @@ from typing_extensions import Self, dataclass_transform
 
 from esmapper.model import _tracking as tracking
 from esmapper.model._kinds import DocumentKind, EmbeddedKind
+from esmapper.model._refs import install_refs, raw_class_attributes
 from esmapper.model.codec import compile_codec, make_converter
 from esmapper.model.fields import (
     FieldSpec,
@@ -179,16 +180,17 @@ class ModelMeta(type):
                 out.append(attribute.evolve(converter=make_converter(spec, name)))
             return out
 
-        cls = attrs.define(
-            plain,
-            slots=True,
-            kw_only=True,
-            eq=True,
-            order=False,
-            weakref_slot=True,
-            field_transformer=transform,
-            on_setattr=[attrs.setters.convert, tracking.mark_assigned],
-        )
+        with raw_class_attributes():  # attrs reads the bases' slot descriptors
+            cls = attrs.define(
+                plain,
+                slots=True,
+                kw_only=True,
+                eq=True,
+                order=False,
+                weakref_slot=True,
+                field_transformer=transform,
+                on_setattr=[attrs.setters.convert, tracking.mark_assigned],
+            )
         attributes = attrs.fields(cls)  # type: ignore[arg-type]
         # attrs hands ``transform`` every attribute, inherited ones included
         ordered = tuple(specs[a.name] for a in attributes)
@@ -206,7 +208,40 @@ class ModelMeta(type):
         type.__setattr__(cls, "__esm_watched__", watched)
         info = _build_info(cls, ordered, attributes, is_document, index_cls, raw_slots=raw_slots)
         type.__setattr__(cls, "__esmapper__", info)
+        # ``Employee.age`` -> FieldRef (see model._refs)
+        install_refs(cls, _field_ref_meta(type(cls)))
         return cls  # type: ignore[return-value]
+
+
+class FieldRefMeta(ModelMeta):
+    """The metaclass of a finished model: ``Model.<field>`` read on the class is a
+    :class:`~esmapper.model._refs.FieldRef` (see :mod:`esmapper.model._refs`); reads and
+    writes on instances are untouched."""
+
+    __slots__ = ()
+    #: marks the field-reference metaclasses (and the subclasses made of a user's own)
+    __esm_field_refs__ = True
+
+
+#: a user's metaclass derived from ModelMeta -> its field-reference subclass
+_DERIVED_REF_METAS: dict[type, type] = {}
+
+
+def _field_ref_meta(meta: type) -> type:
+    """The metaclass a finished model of metaclass ``meta`` gets: ``meta`` itself when it
+    is a :class:`FieldRefMeta` already (a subclass of a finished model), FieldRefMeta for
+    ModelMeta, and for a user's metaclass derived from ModelMeta (its own ``__call__`` or
+    methods) a subclass of both, made once, so the model keeps that metaclass's
+    behaviour (the same layout: ``__class__`` assignment allows it)."""
+    if issubclass(meta, FieldRefMeta):
+        return meta
+    if meta is ModelMeta:
+        return FieldRefMeta
+    derived = _DERIVED_REF_METAS.get(meta)
+    if derived is None:
+        ns = {"__slots__": (), "__module__": meta.__module__, "__qualname__": meta.__qualname__}
+        derived = _DERIVED_REF_METAS[meta] = type(meta.__name__, (meta, FieldRefMeta), ns)
+    return derived
 
 
 def _build_info(

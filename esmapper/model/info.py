@@ -69,7 +69,12 @@ class IndexOptions:
     call and change type (``id=None``, ``ids`` the documents) instead of one per
     document, ``originals`` reads the stored source of a document saved without being
     loaded, so that receivers get its original and a soft delete is published as
-    ``REMOVED`` (per call: ``originals=``).
+    ``REMOVED`` (per call: ``originals=``). ``default_excludes``: fields (or patterns) a search
+    for documents leaves out of ``_source`` when the call gives no ``excludes=``;
+    ``required_fields``: fields every search for documents with a field selection still
+    loads (``id`` always is). ``validator``: a callable (or a sequence of them)
+    given each document added or saved, returning its error messages (``None``, a string
+    or an iterable of strings); see :meth:`validation_errors`.
     """
 
     name: str
@@ -89,6 +94,9 @@ class IndexOptions:
     notification_delay: _dt.timedelta | None = None
     batch_notifications: bool = False
     originals: bool = False
+    default_excludes: tuple[str, ...] = ()
+    required_fields: tuple[str, ...] = ()
+    validator: Callable[[Any], Any] | tuple[Callable[[Any], Any], ...] | None = None
     #: the options a registered feature reads (its ``Feature.index_options``), by name
     extras: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -114,7 +122,7 @@ class IndexOptions:
                 f"{model_name}.Index: unknown option(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
-        for key in ("id_fields", "default_search_fields"):
+        for key in ("id_fields", "default_search_fields", "default_excludes", "required_fields"):
             value = raw.get(key)
             if isinstance(value, str):
                 raise IndexConfigurationError(
@@ -123,6 +131,8 @@ class IndexOptions:
                 )
             if value is not None:
                 raw[key] = tuple(value)
+        if isinstance(raw.get("validator"), list | tuple):
+            raw["validator"] = tuple(raw["validator"])
         raw.setdefault("name", _default_name(model_name))
         if "cache" in raw:
             raw["cache"] = _cache_lifetime(raw["cache"], f"{model_name}.Index.cache")
@@ -140,6 +150,28 @@ class IndexOptions:
         options = cls(**raw, extras=extras)
         options.check(model_name)
         return options
+
+    def validation_errors(self, doc: Any) -> list[str]:
+        """The messages ``validator`` gives for ``doc``, in order (each validator's
+        ``None`` or empty result adds none, a string adds itself, an iterable its
+        strings). A message that is not a string raises ``TypeError`` naming the
+        validator."""
+        validators = self.validator if isinstance(self.validator, tuple) else (self.validator,)
+        messages: list[str] = []
+        for validator in validators:
+            if validator is None:
+                continue
+            result = validator(doc)
+            found = [] if result is None else [result] if isinstance(result, str) else result
+            for message in found:
+                if not isinstance(message, str):
+                    raise TypeError(
+                        f"Index.validator {getattr(validator, '__name__', validator)!r} "
+                        f"returned {message!r}; it returns error messages (strings)"
+                    )
+                if message:
+                    messages.append(message)
+        return messages
 
     # the custom-field feature's options (esmapper.custom_fields._feature), read where the
     # model layer's callers always read them
@@ -177,6 +209,12 @@ class IndexOptions:
             and (not isinstance(self.max_age, _dt.timedelta))
         ):
             raise IndexConfigurationError(f"{where}.max_age must be a timedelta")
+        validators = self.validator if isinstance(self.validator, tuple) else (self.validator,)
+        if any(v is not None and not callable(v) for v in validators):
+            raise IndexConfigurationError(
+                f"{where}.validator must be a callable taking the document and returning its"
+                f" error messages, or a sequence of those; got {self.validator!r}"
+            )
         check_reindex_scripts(self.reindex_scripts, f"{where}.reindex_scripts")
         _check_pipeline(self.pipeline, f"{where}.pipeline")
 
@@ -261,8 +299,9 @@ def date_fields(
 
 def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[FieldSpec]) -> None:
     """The checks of a document model's ``class Index:`` and ``id`` that need its fields:
-    ``id_fields`` name attributes, a time-series model has the datetime field that picks
-    each document's partition, and ``id`` is a string. Raises IndexConfigurationError."""
+    ``id_fields``, ``default_excludes`` and ``required_fields`` name attributes, a
+    time-series model has the datetime field that picks each document's partition, and
+    ``id`` is a string. Raises IndexConfigurationError."""
     by_name = {spec.name: spec for spec in specs}
     unknown = [f for f in index.id_fields if f not in by_name]
     if unknown:
@@ -276,6 +315,17 @@ def check_against_fields(model_name: str, index: IndexOptions, specs: Sequence[F
             "keep Document's `id: str | None`, and compose ids from other attributes with "
             "Index.id_fields"
         )
+    for key in ("default_excludes", "required_fields"):
+        named = [
+            f
+            for f in getattr(index, key)
+            if not isinstance(f, str) or ("*" not in f and f.split(".")[0] not in by_name)
+        ]
+        if named:
+            raise IndexConfigurationError(
+                f"{model_name}.Index.{key} names unknown attribute(s): "
+                f"{', '.join(map(repr, named))}"
+            )
     if index.kind in ("daily", "monthly"):
         field = index.date_field or date_fields(model_name, index, specs, True)[0] or ""
         spec = by_name.get(field)

@@ -16,9 +16,9 @@ import attrs
 from elasticsearch.dsl import Q
 
 from esmapper.errors import QueryValidationError
-from esmapper.model.catalog import EXACT_TYPES, FieldCatalog, FieldInfo
+from esmapper.model.catalog import EXACT_TYPES, NUMERIC_TYPES, FieldCatalog, FieldInfo
 from esmapper.query._nested import Leaf
-from esmapper.query._values import coerce_value
+from esmapper.query._values import coerce_value, date_span
 
 __all__ = [
     "STRING_TYPES",
@@ -122,10 +122,28 @@ class Target:
         )
 
     def exists(self) -> Leaf:
-        """Documents where the field has a value (a nested field: any nested object)."""
-        if self.info.type == "nested":
-            return Leaf(Q("match_all"), (*self.paths, self.info.path))
-        return Leaf(Q("exists", field=self.info.path), self.paths)
+        """Documents where the field has a value (a nested field: any nested object).
+
+        An empty string is no value, as the reference's ``FieldEmpty``/``FieldHasValue``
+        read it (null or empty): on a keyword field, or a text field with a keyword
+        subfield, the ``exists`` excludes the documents whose only value is ``""``
+        (``_missing_:x``, the negation, matches them): the ``must_not`` is "holds ``""``
+        and no other (non-empty) term", so a list ``["x", ""]`` still has a value (a
+        ``range`` ``gt ""`` on the exact field: any non-empty term). A text field without
+        a keyword subfield cannot tell ``""`` apart: ``exists`` alone."""
+        info = self.info
+        if info.type == "nested":
+            return Leaf(Q("match_all"), (*self.paths, info.path))
+        exists = Q("exists", field=info.path)
+        exact = info.keyword if info.is_text else info.path
+        if exact is None or not (info.is_text or info.type in STRING_TYPES):
+            return Leaf(exists, self.paths)
+        only_empty = Q(
+            "bool",
+            filter=[Q("term", **{exact: ""})],
+            must_not=[Q("range", **{exact: {"gt": ""}})],
+        )
+        return Leaf(Q("bool", filter=[exists], must_not=[only_empty]), self.paths)
 
     def equals(self, value: str, position: int | None) -> Leaf:
         """``field:value``: ``match`` (operator and) on text, ``term`` on exact fields."""
@@ -211,7 +229,38 @@ class Target:
             body["gte" if include_low else "gt"] = self.coerce(low[0], low[1], info)
         if high is not None:
             body["lte" if include_high else "lt"] = self.coerce(high[0], high[1], info)
+        if low is not None and high is not None:
+            exclusive = not (include_low and include_high)
+            self._check_not_inverted(info, low[0], high[0], exclusive, position)
         return Leaf(Q("range", **{info.path: body}), self.paths)
+
+    def _check_not_inverted(
+        self, info: FieldInfo, low: str, high: str, exclusive: bool, position: int | None
+    ) -> None:
+        """Refuse a range that can match nothing because its bounds are the wrong way round:
+        a start after the end (numbers; absolute dates, the start's first instant after the
+        end's last: ``[2026-02 TO 2026-01]``), or the same bound on both sides with one
+        side excluded (``{5 TO 5]``). Date math (``now-1d``) is not compared; strings are
+        not either (their order is the server's)."""
+        if low == high:
+            inverted = exclusive and (info.is_date or info.type in NUMERIC_TYPES)
+        elif info.is_date:
+            first, last = date_span(low), date_span(high)
+            inverted = first is not None and last is not None and first[0] > last[1]
+        elif info.type in NUMERIC_TYPES:
+            inverted = float(low) > float(high)
+        else:
+            inverted = False
+        if inverted:
+            raise self.error(
+                f"the range from {low} to {high} on {self._describe()} matches nothing: its"
+                + (
+                    f" bounds are equal and one is excluded (write [{low} TO {high}])"
+                    if low == high
+                    else " start is after its end (write the earlier bound first)"
+                ),
+                position,
+            )
 
 
 def default_field_search(

@@ -17,7 +17,7 @@ from typing import Any
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import INTEGER_TYPES, NUMERIC_TYPES, FieldInfo
 
-__all__ = ["coerce_value", "is_date_value"]
+__all__ = ["coerce_value", "date_span", "is_date_value"]
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -38,9 +38,9 @@ _ISO_DATE = re.compile(
       (?:-(?P<day>\d{2})
         (?:T(?P<hour>\d{2})
           (?::(?P<minute>\d{2})
-            (?::(?P<second>\d{2})(?:[.,]\d{1,9})?)?
+            (?::(?P<second>\d{2})(?P<fraction>[.,]\d{1,9})?)?
           )?
-          (?:Z|[+-]\d{2}(?::?\d{2})?)?
+          (?P<zone>Z|[+-]\d{2}(?::?\d{2})?)?
         )?
       )?
     )?
@@ -71,13 +71,72 @@ def is_date_value(text: str) -> bool:
     return not anchor or _valid_anchor(anchor)
 
 
+_UNITS = ("year", "month", "day", "hour", "minute", "second")
+
+
+def date_span(text: str) -> tuple[dt.datetime, dt.datetime] | None:
+    """The first and last instant (aware, UTC when ``text`` names no zone, as Elasticsearch
+    reads it without ``time_zone``) that the absolute date ``text`` covers: ``2026`` spans the
+    year, ``2026-01-31`` the day, ``2026-01-31T10:00:00.5Z`` one instant, epoch milliseconds
+    one instant. ``None`` for date math (``now-1d``, ``2026-01-01||+1M``), for anything
+    :func:`is_date_value` refuses and for epoch milliseconds beyond year 9999: those are
+    not compared. A span reaching past year 9999 (``9999-12-31``) ends at ``datetime.max``."""
+    match = _ISO_DATE.fullmatch(text)  # first, as the default format does: 2026 is a year
+    if match is None and _EPOCH_MILLIS.fullmatch(text):
+        try:
+            instant = _EPOCH + dt.timedelta(milliseconds=int(text))
+        except OverflowError:  # beyond what a datetime holds: not compared
+            return None
+        return instant, instant
+    if match is None or not _valid_anchor(text):
+        return None
+    groups = match.groupdict()
+    parts = {k: int(groups[k]) for k in _UNITS if groups[k] is not None}
+    zone = groups["zone"]
+    if zone is None or zone == "Z":
+        tz = dt.timezone.utc
+    else:
+        digits = zone[1:].replace(":", "")
+        offset = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+        tz = dt.timezone(offset if zone[0] == "+" else -offset)
+    first = dt.datetime(
+        parts["year"],
+        parts.get("month", 1),
+        parts.get("day", 1),
+        parts.get("hour", 0),
+        parts.get("minute", 0),
+        parts.get("second", 0),
+        tzinfo=tz,
+    )
+    if groups["fraction"] is not None:
+        digits = groups["fraction"][1:]  # after "." or ","; beyond microseconds: dropped
+        first += dt.timedelta(microseconds=int((digits + "00000")[:6]))
+        return first, first
+    unit = next(k for k in reversed(_UNITS) if k in parts)
+    try:
+        if unit == "year":
+            after = first.replace(year=first.year + 1)
+        elif unit == "month":
+            after = first.replace(year=first.year + first.month // 12, month=first.month % 12 + 1)
+        else:
+            after = first + dt.timedelta(**{f"{unit}s": 1})
+    except (OverflowError, ValueError):  # the span of 9999-12-31 (or 9999) runs to the end
+        return first, _LAST
+    return first, after - dt.timedelta(microseconds=1)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+#: the last instant a datetime holds: the end of a span reaching past year 9999
+_LAST = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+
+
 def _valid_anchor(text: str) -> bool:
     if _EPOCH_MILLIS.fullmatch(text):
         return True
     match = _ISO_DATE.fullmatch(text)
     if match is None:
         return False
-    parts = {k: int(v) for k, v in match.groupdict().items() if v is not None}
+    parts = {k: int(v) for k, v in match.groupdict().items() if v is not None and k in _UNITS}
     try:
         dt.datetime(
             parts["year"],

@@ -4,18 +4,72 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
+from typing import Any
 
 from esmapper.errors import QueryValidationError
+from esmapper.model._refs import FieldRef, field_name
 from esmapper.model.catalog import FieldCatalog
 from esmapper.query._resolve import ID_NAMES, unknown_field_message
 
-__all__ = ["field_paths", "merge_source_filter", "parse_field_mask", "validate_source_fields"]
+__all__ = [
+    "FieldSelection",
+    "check_ref_owner",
+    "field_paths",
+    "merge_source_filter",
+    "named_fields",
+    "parse_field_mask",
+    "validate_source_fields",
+]
 
 #: Deepest accepted parenthesis nesting in a field mask.
 MAX_MASK_DEPTH = 32
 _DELIMITERS = frozenset(",()")
 
-FieldSelection = str | Iterable[str] | None
+#: What ``includes=`` / ``excludes=`` accept: names or field masks, typed field references
+#: (``Employee.name``), one or an iterable of them.
+FieldSelection = str | FieldRef | Iterable[str | FieldRef] | None
+
+
+def check_ref_owner(ref: Any, model: type | None, keyword: str) -> None:
+    """Refuse a :class:`~esmapper.model._refs.FieldRef` of a model unrelated to ``model`` (the
+    one searched): ``QueryValidationError`` naming both."""
+    owner = ref.model if isinstance(ref, FieldRef) else getattr(ref, "__objclass__", None)
+    if model is None or not isinstance(owner, type):
+        return
+    if not (issubclass(model, owner) or issubclass(owner, model)):
+        raise QueryValidationError(
+            f"{keyword} names {owner.__name__}.{field_name(ref)}, a field of "
+            f"{owner.__name__}, in a search of {model.__name__}",
+            field=field_name(ref),
+        )
+
+
+def named_fields(selection: Any, model: type | None = None, *, keyword: str = "includes") -> Any:
+    """``selection`` (``includes=`` / ``excludes=``) with each typed field reference
+    (``Employee.name``, ``Employee.address.city``: see :mod:`esmapper.model._refs`) replaced
+    by its field path; strings and anything else pass unchanged (checked later). A reference
+    with a direction (``-Employee.age``) or of a model unrelated to ``model`` raises
+    :class:`~esmapper.errors.QueryValidationError` naming ``keyword``."""
+    if selection is None or isinstance(selection, str):
+        return selection
+    if field_name(selection) is not None:
+        return _named(selection, model, keyword)
+    if isinstance(selection, Iterable):
+        return [_named(item, model, keyword) for item in selection]
+    return selection
+
+
+def _named(item: Any, model: type | None, keyword: str) -> Any:
+    name = field_name(item)
+    if name is None:
+        return item
+    if isinstance(item, FieldRef) and item.descending:
+        raise QueryValidationError(
+            f"{keyword} takes fields, not a sort direction: {item!r} (write {name})",
+            field=name,
+        )
+    check_ref_owner(item, model, keyword)
+    return name
 
 
 def parse_field_mask(mask: str) -> list[str]:
@@ -100,7 +154,8 @@ def _expand(selection: FieldSelection) -> list[tuple[str, int, str]]:
     """(path, position, mask) for every entry; each string is read as a field mask."""
     if selection is None:
         return []
-    masks = [selection] if isinstance(selection, str) else list(selection)
+    named: Any = named_fields(selection)
+    masks = [named] if isinstance(named, str) else list(named)
     out: list[tuple[str, int, str]] = []
     for mask in masks:
         if not isinstance(mask, str):

@@ -12,7 +12,7 @@ Supported syntax (``field`` is a model attribute name, dotted for objects and ne
     field:>=25  >25  <x  <=x, field:[a TO b], {a TO b}, [a TO *]   ranges (dates: date math)
     field:jo*n?          wildcard (case-sensitive on keyword, case-insensitive on text)
     field:/jo.n/         regexp;  field:jon~ / jon~1   fuzzy
-    field:*  _exists_:field  _missing_:field          has a value / has none
+    field:*  _exists_:field  _missing_:field          has a value / has none ("" is none)
     a AND b, a OR b, NOT a, -a, +a, a b (implicit AND), (...), field:(a OR b), expr^2
     a && b, a || b, !a   (Lucene's symbol spellings of AND, OR, NOT)
     age:-3               a negative number on a numeric field (not NOT age:3)

@@ -7,13 +7,42 @@ from typing import Any, TypeAlias
 
 from esmapper._text import article
 from esmapper.errors import QueryValidationError
+from esmapper.model._refs import FieldRef, field_name
 from esmapper.model.catalog import FieldCatalog
 from esmapper.query._resolve import resolve_field
+from esmapper.query.fields import check_ref_owner
 
-__all__ = ["SortSpec", "compile_sort", "sorts_on_id"]
+__all__ = ["SortSpec", "compile_sort", "named_sort", "sorts_on_id"]
 
-#: What ``sort=`` accepts: an expression, a dsl-style dict, or a list of either.
-SortSpec: TypeAlias = str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]] | None
+#: What ``sort=`` accepts: an expression, a dsl-style dict, a typed field reference
+#: (``Employee.name``, ``-Employee.age``), or a list of those.
+SortSpec: TypeAlias = (
+    str | FieldRef | Mapping[str, Any] | Sequence[str | FieldRef | Mapping[str, Any]] | None
+)
+
+
+def named_sort(expr: Any, model: type | None = None) -> Any:
+    """``expr`` (``sort=``) with each typed field reference replaced by its sort expression:
+    ``-Employee.age`` -> ``"-age"``, ``Employee.address.city`` -> ``"address.city"`` (see
+    :mod:`esmapper.model._refs`); the rest passes unchanged (checked by :func:`compile_sort`).
+    A reference of a model unrelated to ``model`` raises
+    :class:`~esmapper.errors.QueryValidationError`."""
+    if expr is None or isinstance(expr, str | Mapping):
+        return expr
+    if field_name(expr) is not None:
+        return _sort_named(expr, model)
+    if isinstance(expr, Sequence) and not isinstance(expr, bytes | bytearray):
+        return [_sort_named(item, model) for item in expr]
+    return expr
+
+
+def _sort_named(item: Any, model: type | None) -> Any:
+    name = field_name(item)
+    if name is None:
+        return item
+    check_ref_owner(item, model, "sort")
+    return item.expression if isinstance(item, FieldRef) else name
+
 
 _ORDERS = ("asc", "desc")
 _MODES = ("min", "max", "sum", "avg", "median")
@@ -35,7 +64,10 @@ def compile_sort(expr: SortSpec, catalog: FieldCatalog) -> list[dict[str, Any]]:
       ``avg``, ``median``), ``numeric_type`` (``double``, ``long``, ``date``,
       ``date_nanos``), ``unmapped_type``, ``format`` and ``nested`` (its ``path`` must be
       the field's outermost nested path; without it the nested context is added for you);
-    - a list of expressions and dicts, in sort order (an empty dict or list: no sort).
+    - a typed field reference: ``Employee.name``, ``-Employee.age`` (descending; see
+      :mod:`esmapper.model._refs`);
+    - a list of expressions, dicts and references, in sort order (an empty dict or list: no
+      sort).
 
     Field names are checked like the expression syntax:
 
@@ -53,6 +85,7 @@ def compile_sort(expr: SortSpec, catalog: FieldCatalog) -> list[dict[str, Any]]:
     above, a list holding something other than strings and dicts) raises
     :class:`~esmapper.errors.QueryValidationError` naming ``sort``.
     """
+    expr = named_sort(expr)
     if expr is None:
         return []
     if isinstance(expr, str):

@@ -17,6 +17,7 @@ PUBLIC = {
     "esmapper.cli",
     "esmapper.contrib.fastapi",
     "esmapper.contrib.flask",
+    "esmapper.contrib.mypy",
     "esmapper.errors",
     "esmapper.ids",
     "esmapper.model.fields",

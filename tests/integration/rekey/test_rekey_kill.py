@@ -214,7 +214,7 @@ class Cli:
         held request, then forward or drop that request."""
         held = proxy.hold(method=point.method, path=point.path, skip=point.skip)
         log = self.app_dir / f"killed-{run}.log"
-        args = ("ids", "rekey", "Inbox", "--apply", "--batch-size", str(BATCH))
+        args = ("ids", "rekey", "Inbox", "--apply", "--i-have-a-backup", "--batch-size", str(BATCH))
         with log.open("w") as out:
             process = subprocess.Popen(
                 self.command(*args, url=proxy.url),
@@ -409,7 +409,7 @@ def test_killed_at_every_point_then_rerun_to_completion(
         assert observe(es_client, data) == state
 
     assert len(state.both) == 1  # the last kill interrupted the last move
-    rerun = cli.rekey("--apply")
+    rerun = cli.rekey("--apply", "--i-have-a-backup")
     assert (rerun.returncode, rerun.stderr) == (0, "")
     *lines, summary = rerun.stdout.splitlines()
     left = sorted(state.pending | state.both)
@@ -437,7 +437,7 @@ def test_killed_after_the_last_move_the_rerun_has_nothing_to_do(
     assert not state.pending and not state.both
 
     check_dry_run(cli, data, state)
-    rerun = cli.rekey("--apply")
+    rerun = cli.rekey("--apply", "--i-have-a-backup")
     assert (rerun.returncode, rerun.stderr) == (0, "")
     assert sorted(rerun.stdout.splitlines()) == sorted(
         [

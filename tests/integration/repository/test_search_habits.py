@@ -344,3 +344,158 @@ def test_a_single_bucket_count_reads_as_total_and_doc_count(
     expected = employees.count("_missing_:hired", consistency="immediate")
     assert expected > 0
     assert missing.total == missing.doc_count == expected
+
+
+# -- typed field references (the SQLAlchemy habit) ----------------------------------------------
+
+
+def test_find_sorts_and_selects_by_typed_field_references(
+    employees: em.Repository[Employee], staff: list[Employee]
+) -> None:
+    # typed as FieldRef by the mypy plugin (esmapper.contrib.mypy, enabled in setup.cfg)
+    by_refs = employees.find(
+        sort=[-Employee.age, Employee.name], includes=[Employee.name, Employee.age], limit=5
+    )
+    by_names = employees.find(sort="-age name", includes=["name", "age"], limit=5)
+    assert [d.id for d in by_refs.documents] == [d.id for d in by_names.documents]
+    assert [d.age for d in by_refs.documents] == [25, 25, 25, 24, 24]
+    assert by_refs.documents[0].company_id == ""  # not loaded: only name, age and id
+    assert by_refs.documents[0].name == by_names.documents[0].name != ""
+
+
+def test_find_refuses_a_ref_of_another_model(employees: em.Repository[Employee]) -> None:
+    with pytest.raises(em.QueryValidationError, match="a field of Plain, in a search of Employee"):
+        employees.find(sort=-Plain.name)
+
+
+# -- top hits: documents of the model, from aggregate() as from find() --------------------------
+
+
+def test_aggregate_gives_top_hits_as_models_like_find(
+    employees: em.Repository[Employee], staff: list[Employee]
+) -> None:
+    expression = "terms:(company_id tophits:_~2)"
+    from_aggregate = employees.aggregate("age:>=24", aggregations=expression)
+    from_find = employees.find("age:>=24", aggregations=expression, limit=0).aggregations
+    for aggs in (from_aggregate, from_find):
+        companies = aggs.terms("terms_company_id")
+        assert companies is not None
+        top = companies.buckets[0].aggregations.top_hits()
+        assert top is not None and len(top.documents) == 2
+        assert all(isinstance(doc, Employee) for doc in top.documents)
+        assert {doc.id for doc in top.documents} <= {e.id for e in staff if e.age >= 24}
+        assert [doc.id for doc in top.documents] == [hit["_id"] for hit in top.hits]
+    assert len(from_aggregate.terms("terms_company_id").buckets) == 2  # type: ignore[union-attr]
+
+
+def test_a_top_hit_with_a_filtered_source_saves_only_what_changed(
+    employees: em.Repository[Employee],
+) -> None:
+    employees.add(
+        Employee(id="a", name="Ann", email="ann@example.com", company_id="c1", age=30),
+        consistency="wait",
+    )
+    # the aggregation's own body filters the hit's _source: the search cannot see it
+    top_hits = {"top_hits": {"_source": ["name"], "size": 1}}
+    aggs = employees.aggregate(
+        aggregations={"by": {"terms": {"field": "company_id"}, "aggs": {"top": top_hits}}}
+    )
+    doc = aggs["by"].buckets[0].aggregations["top"].documents[0]  # type: ignore[union-attr]
+    assert (doc.name, doc.email) == ("Ann", "")  # email not loaded: the default
+    doc.name = "Anna"
+    employees.save(doc, consistency="wait")
+    stored = employees.get("a", cache=False)
+    assert stored is not None
+    # a partial update of the changed field: not the defaults over what was not loaded
+    assert (stored.name, stored.email, stored.company_id, stored.age) == (
+        "Anna",
+        "ann@example.com",
+        "c1",
+        30,
+    )
+
+
+# -- _missing_ / _exists_: an empty string is no value (the reference's FieldEmpty) --------------
+
+
+def test_missing_matches_absent_and_empty_strings_and_exists_the_rest(
+    mapper: em.Mapper, employees: em.Repository[Employee], index_prefix: str
+) -> None:
+    employees.add(
+        [
+            Employee(id="blank", name="", email=""),
+            Employee(id="full", name="Ann Lee", email="ann@example.com"),
+        ]
+    )
+    # a document stored without the fields at all (written by another program)
+    alias = f"{index_prefix}employees"
+    mapper.client.index(
+        index=alias, id="absent", document={"age": 1, "is_deleted": False}, refresh=True
+    )
+
+    def ids(expression: str) -> set[str | None]:
+        return {d.id for d in employees.find(expression, limit=10)}
+
+    assert ids("_missing_:email") == {"blank", "absent"}
+    assert ids("_exists_:email") == ids("email:*") == {"full"}
+    assert ids("_missing_:name") == {"blank", "absent"}  # text: told apart on name.keyword
+    assert ids("NOT _missing_:name") == {"full"}
+    assert employees.count("_missing_:email OR _exists_:email") == 3
+
+
+def test_a_list_holding_an_empty_string_and_a_value_has_a_value(
+    employees: em.Repository[Employee],
+) -> None:
+    employees.add(
+        [
+            Employee(id="mixed", tags=["x", ""]),
+            Employee(id="blank", tags=[""]),
+            Employee(id="none", tags=[]),
+        ],
+        consistency="wait",
+    )
+
+    def ids(expression: str) -> set[str | None]:
+        return {d.id for d in employees.find(expression, limit=10)}
+
+    # "" is no value, but "x" is one: the document has a value (not every value is "")
+    assert ids("_exists_:tags") == ids("tags:*") == {"mixed"}
+    assert ids("_missing_:tags") == {"blank", "none"}
+
+
+# -- search_after on _doc / _score outside a point in time: a warning -------------------
+
+
+@pytest.mark.parametrize("sort", ["_doc", "-_score", "age _doc"])
+def test_live_search_after_on_doc_or_score_logs_a_warning(
+    employees: em.Repository[Employee],
+    staff: list[Employee],
+    sort: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="esmapper.query"):
+        results = employees.find(sort=sort, search_after=True, limit=5)
+    assert len(results) == 5  # the search runs
+    warned = [r for r in caplog.records if "outside a point in time" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelname == "WARNING"
+    assert sort.rsplit(maxsplit=1)[-1].lstrip("-") in warned[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"sort": "_doc", "snapshot": "1m"},  # a point in time: stable
+        {"sort": "-age", "search_after": True},  # fields (and the id tiebreaker)
+        {"sort": "_score"},  # no search_after paging
+        {"search_after": True},
+    ],
+)
+def test_no_warning_where_the_values_are_stable(
+    employees: em.Repository[Employee],
+    staff: list[Employee],
+    keywords: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="esmapper.query"):
+        employees.find(limit=5, **keywords)
+    assert not [r for r in caplog.records if "outside a point in time" in r.getMessage()]

@@ -252,3 +252,26 @@ def test_a_soft_delete_by_patch_is_hidden_from_unrefreshed_searches(
     repo.add(Thing(id="s1"), consistency="immediate")
     repo.patch("s1", em.PartialPatch({"is_deleted": True}))
     assert repo.count("id:s1") == 0
+
+
+# -- update_with_retry: a lost answer is read back, never a second call of fn -------------
+
+
+def test_update_with_retry_settles_a_lost_save_by_reading_it_back(
+    proxied: tuple[FaultProxy, em.Mapper], raw: Elasticsearch
+) -> None:
+    proxy, m = proxied
+    repo = m.repository(Thing)
+    repo.add(Thing(id="u", age=1), consistency="wait")
+    seen: list[int] = []
+
+    def bump(thing: Thing) -> None:
+        seen.append(thing.age)
+        thing.age += 1
+
+    proxy.drop_connection(path=r"/_bulk$", after_forwarding=True)  # applied, answer lost
+    saved = repo.update_with_retry("u", bump)
+    assert saved.age == 2
+    assert seen == [1]  # fn ran once: the applied save was read back, not retried
+    assert stored(raw, repo, "u")["age"] == 2
+    assert proxy.count(r"/_bulk$") == 2  # the add and the save: nothing resent

@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 import esmapper as em
 from esmapper._cli_app import find_model, load_mapper
+from esmapper._rekey_audit import TypeAudit
 from esmapper.cli import main
 from esmapper.indexes import ReindexProgress, ReindexResult
 from esmapper.rekey import RekeyPlan, RekeyReport, Status
@@ -310,12 +311,37 @@ def test_ids_commands_call_the_rekey_module(app: str, monkeypatch: pytest.Monkey
     assert invoke(*base, "rekey", "Employee").stdout == (
         "DRY RUN a/b -> a%2Fb\ndry run: 1 to rewrite, 0 blocked, 0 ok; nothing was changed\n"
     )
-    applied = invoke(*base, "rekey", "Employee", "--apply", "--batch-size", "50")
+    unguarded = invoke(*base, "rekey", "Employee", "--apply")
+    assert_one_error_line(unguarded, "take a snapshot first")
+    assert "--i-have-a-backup" in unguarded.stderr
+    applied = invoke(
+        *base, "rekey", "Employee", "--apply", "--i-have-a-backup", "--batch-size", "50"
+    )
     assert applied.stdout == "REWRITE a/b -> a%2Fb\n0 rewritten, 1 failed, 0 blocked, 0 ok\n"
     assert_one_error_line(applied, "1 document(s) could not be re-keyed")
     assert seen == [("audit", "Employee"), ("rekey", False, 500), ("rekey", True, 50)]
     too_big = invoke(*base, "rekey", "Employee", "--batch-size", "0")
     assert too_big.exit_code == 2 and "--batch-size" in too_big.stderr
+
+
+def test_ids_audit_without_a_model_prints_one_line_per_type(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+
+    def audit_types(mapper: em.Mapper, models: list[type]) -> Iterator[TypeAudit]:
+        seen.append([m.__name__ for m in models])
+        yield TypeAudit("Inbox", "inbox", 3, True, "3 terms", ok=5, rewrite=2, blocked=0)
+        yield TypeAudit("Employee", "employees", 0, False, "generated ids: nothing to re-key")
+
+    monkeypatch.setattr("esmapper.cli.audit_types", audit_types)
+    result = invoke("--app", f"{app}:mapper", "ids", "audit")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "Inbox  index=inbox  id parts=3 -> AFFECTED (2 to rewrite, 0 blocked, 5 ok)",
+        "Employee  index=employees  id parts=0 -> not affected (generated ids: nothing to re-key)",
+    ]
+    assert seen == [["Employee"]]
 
 
 def test_migrate_passes_the_lock_options(app: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,21 @@ def must_not(*clauses: dict[str, Any]) -> dict[str, Any]:
     return {"bool": {"must_not": list(clauses)}}
 
 
+def only_empty(field: str) -> dict[str, Any]:
+    """Holds "" and no non-empty term: no value (a list ``["x", ""]`` has one)."""
+    return {
+        "bool": {
+            "filter": [{"term": {field: ""}}],
+            "must_not": [{"range": {field: {"gt": ""}}}],
+        }
+    }
+
+
+HAS_EMAIL = {
+    "bool": {"filter": [{"exists": {"field": "email"}}], "must_not": [only_empty("email")]}
+}
+
+
 def term(field: str, value: Any) -> dict[str, Any]:
     return {"term": {field: value}}
 
@@ -104,10 +119,22 @@ GOLDEN: list[tuple[str, dict[str, Any]]] = [
         {"match": {"name": {"query": "jon", "operator": "and", "fuzziness": 2}}},
     ),
     # -- exists / missing -------------------------------------------------------------------
-    ("email:*", {"exists": {"field": "email"}}),
-    ("_exists_:email", {"exists": {"field": "email"}}),
-    ("_missing_:email", must_not({"exists": {"field": "email"}})),
-    ("NOT _exists_:email", must_not({"exists": {"field": "email"}})),
+    # a string field: "" is no value (the reference's null-or-empty)
+    ("email:*", HAS_EMAIL),
+    ("_exists_:email", HAS_EMAIL),
+    ("_missing_:email", must_not(HAS_EMAIL)),
+    ("NOT _exists_:email", must_not(HAS_EMAIL)),
+    (
+        "_exists_:name",  # text: "" is told apart on its keyword subfield
+        {
+            "bool": {
+                "filter": [{"exists": {"field": "name"}}],
+                "must_not": [only_empty("name.keyword")],
+            }
+        },
+    ),
+    ("_exists_:bio", {"exists": {"field": "bio"}}),  # text without keyword: cannot tell ""
+    ("_missing_:age", must_not({"exists": {"field": "age"}})),
     ("_exists_:address", {"exists": {"field": "address"}}),
     ("_exists_:reviews", nested("reviews", {"match_all": {}})),
     ("_exists_:reviews.rating", nested("reviews", {"exists": {"field": "reviews.rating"}})),
