@@ -39,9 +39,9 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def check_timeout(value: Any) -> float | None:
-    """``value`` as seconds (``None`` stays ``None``); anything but a positive number of
-    seconds or a positive ``timedelta`` raises ``ValueError`` naming ``timeout``."""
+def _duration(name: str, value: Any, example: str) -> float | None:
+    """``value`` as seconds (``None`` stays ``None``); anything but a positive, finite
+    number of seconds or ``timedelta`` raises ``ValueError`` naming option ``name``."""
     if value is None:
         return None
     if isinstance(value, _dt.timedelta):
@@ -50,11 +50,17 @@ def check_timeout(value: Any) -> float | None:
         seconds = float(value)
     else:
         raise ValueError(
-            f"timeout={value!r} must be a number of seconds or a timedelta (e.g. timeout=5)"
+            f"{name}={value!r} must be a number of seconds or a timedelta (e.g. {example})"
         )
     if not seconds > 0 or seconds == float("inf"):
-        raise ValueError(f"timeout={value!r} must be a positive, finite duration")
+        raise ValueError(f"{name}={value!r} must be a positive, finite duration")
     return seconds
+
+
+def check_timeout(value: Any) -> float | None:
+    """``value`` as seconds (``None`` stays ``None``); anything but a positive number of
+    seconds or a positive ``timedelta`` raises ``ValueError`` naming ``timeout``."""
+    return _duration("timeout", value, "timeout=5")
 
 
 def check_retries(value: Any) -> int | None:
@@ -136,20 +142,7 @@ def _cache_key(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  
 def check_expires_in(value: Any) -> float | None:
     """``expires_in=`` as seconds (``None`` stays ``None``): a positive, finite number of
     seconds or ``timedelta``; anything else raises ``ValueError`` naming ``expires_in``."""
-    if value is None:
-        return None
-    if isinstance(value, _dt.timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise ValueError(
-            f"expires_in={value!r} must be a number of seconds or a timedelta "
-            "(e.g. expires_in=timedelta(minutes=30))"
-        )
-    if not seconds > 0 or seconds == float("inf"):
-        raise ValueError(f"expires_in={value!r} must be a positive, finite duration")
-    return seconds
+    return _duration("expires_in", value, "expires_in=timedelta(minutes=30)")
 
 
 def _expires_at(instance: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
