@@ -77,7 +77,7 @@ from elasticsearch.dsl.query import Query
 from esmapper._features import Feature, register
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
-from esmapper.ids import routing_of
+from esmapper.ids import Id, routing_of
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -413,6 +413,12 @@ class ChildJoin(Feature):
         """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
         read searches by id: :mod:`esmapper.indexes.reads`)."""
         return {"routing": routing_of(id)}
+
+    def read_id(self, pending: PendingWrite) -> str | None:
+        """The document's id with the routing its write sends (the originals read of a
+        child saved without being loaded finds it on its parent's shard, in real time)."""
+        routing = self.routing(pending)
+        return None if routing is None else Id(str(pending.doc.id), routing=routing)
 
     # -- search (points: search_catalog, search) -------------------------------------------
 

@@ -8,7 +8,8 @@ memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without o
 its ``original`` is ``None`` and its soft delete publishes ``SAVED``. With originals on,
 :func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
 per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
-time-series partitions included) before the "-ing" signals, into
+time-series partitions included; a child of a join is read with its parent's routing,
+the features' ``read_id`` point) before the "-ing" signals, into
 ``PendingWrite.read_original``. What it read is compared with, never written: the save's
 body stays the document's (stored keys the model does not declare are not kept, as
 without originals), and it is not a version condition (a ``Versioned`` document's own
@@ -61,7 +62,7 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
 
 
 def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
-    ids = list(dict.fromkeys(str(p.doc.id) for p in pendings))
+    ids = list(dict.fromkeys(_read_id(p) for p in pendings))
     try:
         hits = get_documents(ctx.client, ctx.spec(model), ids)
     except NotFoundError as exc:
@@ -79,3 +80,13 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
             rule.test(info.from_source(source, pending.doc_id, None)) for rule in rules
         ):
             pending.read_original = source
+
+
+def _read_id(pending: PendingWrite) -> str:
+    """The id to read ``pending``'s stored copy by: what the features' ``read_id`` point
+    gives (a child's id with its parent's routing), else the document's own."""
+    for hook in pending.info.points.read_id:
+        read: str | None = hook(pending)
+        if read is not None:
+            return read
+    return str(pending.doc.id)

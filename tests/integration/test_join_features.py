@@ -1,0 +1,136 @@
+"""A child of a join (:mod:`esmapper._join`) with the other features built beside it: the
+originals read, a repository with cache hooks (its removals and patches by id load the
+documents first), ``update_with_retry`` and batch notifications. Each keeps the child's
+routing (its parent id)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper import signals
+from esmapper.cache import InMemoryCache
+from esmapper.patches import PartialPatch
+from esmapper.signals import ChangeType, ModifiedDocument
+from tests.integration.conftest import MakeMapper
+
+
+class Firm(em.Document):
+    class Index:
+        name = "join-firms"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Clerk(em.Document, em.Versioned):
+    class Index:
+        name = "join-firms"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Firm
+        parent_field = "firm_id"
+
+    firm_id: str | None = em.field(em.Keyword(), default=None)
+    email: str = em.field(em.Keyword(), default="")
+    age: int = em.field(em.Integer(), default=0)
+
+
+class ClerkRepository(em.Repository[Clerk]):
+    """Records the documents its ``invalidate_cache_for`` hook is given."""
+
+    def __init__(self, mapper: em.Mapper, model: type[Clerk]) -> None:
+        super().__init__(mapper, model)
+        self.calls: list[tuple[ChangeType, list[tuple[Any, Any]]]] = []
+
+    def invalidate_cache_for(
+        self, documents: list[ModifiedDocument], change_type: ChangeType
+    ) -> None:
+        pairs = [
+            (
+                None if d.value is None else d.value.email,
+                None if d.original is None else d.original.email,
+            )
+            for d in documents
+        ]
+        self.calls.append((change_type, pairs))
+
+
+@pytest.fixture
+def mapper(make_mapper: MakeMapper) -> em.Mapper:
+    mapper = make_mapper(Firm, Clerk, configure=True, cache=InMemoryCache())
+    mapper.register(Clerk, repository=ClerkRepository)
+    return mapper
+
+
+@pytest.fixture
+def clerks(mapper: em.Mapper) -> ClerkRepository:
+    repo = mapper.repository(Clerk)
+    assert isinstance(repo, ClerkRepository)
+    return repo
+
+
+@pytest.fixture
+def acme(mapper: em.Mapper) -> Firm:
+    return mapper.repository(Firm).add(Firm(name="acme"))
+
+
+def test_originals_of_a_child_are_read_with_its_routing_in_real_time(
+    make_mapper: MakeMapper, acme: Firm
+) -> None:
+    clerks = make_mapper(Firm, Clerk).repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme", age=30))  # not refreshed
+    originals: list[Any] = []
+
+    def saving(sender: type, documents: list[ModifiedDocument], **_: object) -> None:
+        originals.extend(None if d.original is None else d.original.email for d in documents)
+
+    with signals.documents_saving.connected_to(saving, sender=Clerk):
+        clerks.save(Clerk(id=ann.id, firm_id=acme.id, email="ann2@acme"), originals=True)
+    assert originals == ["ann@acme"]
+
+
+def test_a_hooked_child_removed_by_routed_id_shows_the_hook_its_original(
+    clerks: ClerkRepository, acme: Firm, es_client: Elasticsearch
+) -> None:
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))
+    clerks.calls.clear()
+    clerks.remove(em.Id(ann.id, routing=acme.id))
+    assert clerks.calls == [(ChangeType.REMOVED, [("ann@acme", "ann@acme")])]
+    assert clerks.get(em.Id(ann.id, routing=acme.id)) is None
+
+
+def test_a_hooked_child_removed_by_a_plain_id_it_cannot_find_is_refused(
+    clerks: ClerkRepository, acme: Firm
+) -> None:
+    """Without hooks a plain id of a child is refused (its shard is not known); loading it
+    first (a near-real-time search by id) must not turn a child not found yet into a
+    silent no-op."""
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))  # not refreshed
+    with pytest.raises(em.DocumentValidationError, match="routing"):
+        clerks.remove(ann.id)
+    assert clerks.get(em.Id(ann.id, routing=acme.id)) is not None
+
+
+def test_a_hooked_child_patched_by_routed_id(clerks: ClerkRepository, acme: Firm) -> None:
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))
+    clerks.calls.clear()
+    clerks.patch(em.Id(ann.id, routing=acme.id), PartialPatch({"email": "ann2@acme"}))
+    assert clerks.calls == [(ChangeType.SAVED, [("ann2@acme", "ann@acme")])]
+    got = clerks.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.email == "ann2@acme" and got.firm_id == acme.id
+
+
+def test_update_with_retry_of_a_child_by_routed_id(clerks: ClerkRepository, acme: Firm) -> None:
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme", age=1))
+
+    def older(clerk: Clerk) -> None:
+        clerk.age += 1
+
+    saved = clerks.update_with_retry(em.Id(ann.id, routing=acme.id), older)
+    assert saved.age == 2
+    got = clerks.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.age == 2
