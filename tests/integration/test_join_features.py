@@ -15,6 +15,7 @@ from esmapper import signals
 from esmapper.cache import InMemoryCache
 from esmapper.patches import PartialPatch
 from esmapper.signals import ChangeType, ModifiedDocument
+from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
 
 
@@ -134,3 +135,85 @@ def test_update_with_retry_of_a_child_by_routed_id(clerks: ClerkRepository, acme
     assert saved.age == 2
     got = clerks.get(em.Id(ann.id, routing=acme.id))
     assert got is not None and got.age == 2
+
+
+def test_a_hooked_child_patched_by_a_plain_id_is_found_by_its_scan(
+    clerks: ClerkRepository, acme: Firm
+) -> None:
+    """A hooked patch by id runs as a scan (refreshed first): the hit gives the routing."""
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))  # not refreshed
+    clerks.patch(ann.id, PartialPatch({"email": "ann2@acme"}))
+    got = clerks.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.email == "ann2@acme"
+    assert clerks.calls[-1] == (ChangeType.SAVED, [("ann2@acme", "ann@acme")])
+
+
+def test_an_async_search_of_each_side_keeps_to_its_relation(
+    make_mapper: MakeMapper, cluster: ClusterProxy, acme: Firm
+) -> None:
+    seeded = make_mapper(Firm, Clerk)
+    seeded.repository(Clerk).add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
+    mapper = make_mapper(Firm, Clerk, url=cluster.url)
+    clerks = mapper.repository(Clerk).async_search.submit(wait="5s")
+    assert [c.email for c in clerks] == ["ann@acme"]
+    firms = mapper.repository(Firm).async_search.submit(wait="5s")
+    assert [f.name for f in firms] == ["acme"]
+
+
+def test_a_session_flush_calls_each_hook_once_per_change_type(
+    mapper: em.Mapper, clerks: ClerkRepository, acme: Firm
+) -> None:
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
+    clerks.calls.clear()
+    with mapper.session() as session:
+        got = session.get(Clerk, em.Id(ann.id, routing=acme.id))
+        assert got is not None
+        got.email = "ann2@acme"
+        session.add(Clerk(firm_id=acme.id, email="bob@acme"))
+        session.add(Clerk(firm_id=acme.id, email="cy@acme"))
+    assert sorted(clerks.calls, key=lambda c: c[0].value) == sorted(
+        [
+            (ChangeType.ADDED, [("bob@acme", None), ("cy@acme", None)]),
+            (ChangeType.SAVED, [("ann2@acme", "ann@acme")]),
+        ],
+        key=lambda c: c[0].value,
+    )
+
+
+class Temp(em.Document):
+    class Index:
+        name = "join-agency"
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Shift(em.Document):
+    class Index:
+        name = "join-agency"
+        parent = Temp
+        parent_field = "temp_id"
+        default_excludes = ("temp_id", "note")
+
+    temp_id: str | None = em.field(em.Keyword(), default=None)
+    note: str = em.field(em.Keyword(), default="")
+    hours: int = em.field(em.Integer(), default=0)
+
+
+def test_a_child_found_without_its_parent_field_is_saved_on_its_parents_shard(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    mapper = make_mapper(Temp, Shift, configure=True)
+    temp = mapper.repository(Temp).add(Temp(name="t"))
+    shifts = mapper.repository(Shift)
+    shift = shifts.add(Shift(temp_id=temp.id, note="n", hours=1), consistency="immediate")
+    found = shifts.find_one("hours:1")
+    assert found is not None and found.hours == 1
+    found.hours = 2
+    shifts.save(found, consistency="immediate")
+    stored = es_client.get(index=shifts.spec.read_target, id=shift.id, routing=temp.id)
+    assert stored["_source"]["hours"] == 2 and stored["_source"]["temp_id"] == temp.id
+    assert stored["_source"]["relation"] == {"name": "shift", "parent": temp.id}
+    assert found.note == ""  # (the other default exclude is left out)
+    partial = shifts.find_one("hours:2", includes=["hours"])
+    assert partial is not None and partial.temp_id == temp.id
