@@ -217,3 +217,16 @@ def test_a_child_found_without_its_parent_field_is_saved_on_its_parents_shard(
     assert found.note == ""  # (the other default exclude is left out)
     partial = shifts.find_one("hours:2", includes=["hours"])
     assert partial is not None and partial.temp_id == temp.id
+
+
+def test_configure_once_marks_a_parent_and_child_pair(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    """Both models of the one index are configured, then skipped by the next worker; a
+    mapper with another pair has its own marker."""
+    states = make_mapper(Firm, Clerk).configure_indexes()
+    assert [s.action for s in states] == ["created", "unchanged"]  # (one index)
+    again = make_mapper(Firm, Clerk).configure_indexes()
+    assert [s.action for s in again] == ["skipped", "skipped"]
+    grown = make_mapper(Temp, Shift).configure_indexes()
+    assert "skipped" not in [s.action for s in grown]
