@@ -5,6 +5,7 @@ routing (its parent id)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -230,3 +231,70 @@ def test_configure_once_marks_a_parent_and_child_pair(
     assert [s.action for s in again] == ["skipped", "skipped"]
     grown = make_mapper(Temp, Shift).configure_indexes()
     assert "skipped" not in [s.action for s in grown]
+
+
+def test_hooked_patch_all_and_remove_all_of_children_go_per_document_with_routing(
+    clerks: ClerkRepository, acme: Firm, es_client: Elasticsearch
+) -> None:
+    ann, bob = clerks.add(
+        [Clerk(firm_id=acme.id, email="ann@acme"), Clerk(firm_id=acme.id, email="bob@acme")],
+        consistency="immediate",
+    )
+    clerks.calls.clear()
+    clerks.patch_all("email:ann*", PartialPatch({"age": 5}), consistency="immediate")
+    assert clerks.calls == [(ChangeType.SAVED, [("ann@acme", "ann@acme")])]
+    got = clerks.get(em.Id(ann.id, routing=acme.id))
+    assert got is not None and got.age == 5
+    clerks.remove_all("email:bob*", consistency="immediate")
+    assert clerks.calls[-1] == (ChangeType.REMOVED, [("bob@acme", "bob@acme")])
+    assert clerks.get(em.Id(bob.id, routing=acme.id)) is None
+    assert clerks.count() == 1
+
+
+class Office(em.Document):
+    class Index:
+        name = "join-offices"
+        join_field = "relation"
+        dates = ("made", "changed")
+
+    name: str = em.field(em.Keyword(), default="")
+    made: dt.datetime | None = None
+    changed: dt.datetime | None = None
+
+
+class Desk(em.Document):
+    class Index:
+        name = "join-offices"
+        parent = Office
+        parent_field = "office_id"
+        dates = ("made", "changed")
+
+    office_id: str | None = em.field(em.Keyword(), default=None)
+    label: str = em.field(em.Keyword(), default="")
+    made: dt.datetime | None = None
+    changed: dt.datetime | None = None
+
+
+def test_a_pair_dated_in_renamed_fields_dates_a_childs_writes(make_mapper: MakeMapper) -> None:
+    mapper = make_mapper(Office, Desk, configure=True)
+    office = mapper.repository(Office).add(Office(name="hq"))
+    desks = mapper.repository(Desk)
+    desk = desks.add(Desk(office_id=office.id, label="a"))
+    assert desk.made is not None and desk.changed is not None
+    desks.patch(em.Id(desk.id, routing=office.id), PartialPatch({"label": "b"}))
+    got = desks.get(em.Id(desk.id, routing=office.id))
+    assert got is not None and got.label == "b" and got.changed is not None
+    assert got.changed >= desk.changed and got.made == desk.made
+
+
+def test_a_session_removes_a_hooked_child_it_loaded(
+    mapper: em.Mapper, clerks: ClerkRepository, acme: Firm
+) -> None:
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))
+    clerks.calls.clear()
+    with mapper.session() as session:
+        got = session.get(Clerk, em.Id(ann.id, routing=acme.id))
+        assert got is not None
+        session.remove(got)
+    assert clerks.calls == [(ChangeType.REMOVED, [("ann@acme", "ann@acme")])]
+    assert clerks.get(em.Id(ann.id, routing=acme.id)) is None
