@@ -14,10 +14,12 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper import signals
 from esmapper.cache import InMemoryCache
+from esmapper.indexes import ReindexError, reindex
 from esmapper.patches import PartialPatch
 from esmapper.signals import ChangeType, ModifiedDocument
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
+from tests.integration.test_join_indexes import _RoutedHits
 
 
 class Firm(em.Document):
@@ -298,3 +300,74 @@ def test_a_session_removes_a_hooked_child_it_loaded(
         session.remove(got)
     assert clerks.calls == [(ChangeType.REMOVED, [("ann@acme", "ann@acme")])]
     assert clerks.get(em.Id(ann.id, routing=acme.id)) is None
+
+
+class Port(em.Document):
+    class Index:
+        name = "join-ports"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Berth(em.Document):
+    class Index:
+        name = "join-ports"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Port
+        parent_field = "port_id"
+
+    port_id: str | None = em.field(em.Keyword(), default=None)
+    code: str = em.field(em.Keyword(), default="")
+
+
+class PortV2(em.Document):
+    class Index:
+        name = "join-ports"
+        version = 2
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class BerthV2(em.Document):
+    """``code`` becomes a number: "x" cannot be copied."""
+
+    class Index:
+        name = "join-ports"
+        version = 2
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = PortV2
+        parent_field = "port_id"
+
+    port_id: str | None = em.field(em.Keyword(), default=None)
+    code: int = em.field(em.Long(), default=0)
+
+
+def test_the_reindex_error_index_records_a_child_with_its_stored_source(
+    make_mapper: MakeMapper, cluster: ClusterProxy, es_client: Elasticsearch
+) -> None:
+    """A child's plain id does not tell its shard: its entry is read by a search by id
+    (hits carry ``_routing`` as a cluster answers them: the rule)."""
+    cluster.add_rule(_RoutedHits(es_client))
+    seeded = make_mapper(Port, Berth, url=cluster.url, configure=True)
+    ports = seeded.repository(Port).add([Port(id=f"p{n}", name=f"p{n}") for n in range(4)])
+    seeded.repository(Berth).add(
+        [Berth(id=f"b{n}", port_id=ports[n % 4].id, code="x") for n in range(8)],
+        consistency="immediate",
+    )
+    mapper = make_mapper(PortV2, BerthV2, url=cluster.url, configure=True)
+    with pytest.raises(ReindexError) as failed:
+        reindex(mapper, BerthV2)
+    error = failed.value.result.error_index
+    assert error is not None
+    hits = es_client.search(index=error, size=100)["hits"]["hits"]
+    entries = {h["_source"]["id"]: h["_source"] for h in hits}
+    assert entries  # (the server stops at the first batch with failures)
+    for id, entry in entries.items():
+        n = int(id[1:])
+        assert entry["found"] is True, entry
+        assert entry["routing"] == f"p{n % 4}"
+        assert entry["source"]["code"] == "x"
