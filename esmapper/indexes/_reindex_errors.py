@@ -20,8 +20,9 @@ Elasticsearch allows an ``_id``, ``<old>/sha256:<hex digest of the id>``) holds 
 (the index the document was read from), ``target`` (the index it failed to go to), ``id``,
 ``version``, ``routing``, ``found`` and ``source`` (a real-time ``GET /<old>/_doc/<id>``
 with the id's request parameters, :func:`~esmapper.indexes._lookup.read_params`, or a search
-by id when they do not tell its routing; a document deleted since is ``found: false``), ``status``, ``type`` and ``reason`` (the cause's type
-and the reasons down its ``caused_by`` chain joined) and ``cause`` (Elasticsearch's whole
+by id when they do not tell its routing; a document deleted since is ``found: false``),
+``status``, ``type`` and ``reason`` (the cause's type and the reasons down its ``caused_by``
+chain joined) and ``cause`` (Elasticsearch's whole
 cause object), ``phase`` (the pass) and ``failed_at``. ``source`` and ``cause`` are stored,
 not indexed (``"enabled": false``): the document's own fields may be what the mapping
 refused.
