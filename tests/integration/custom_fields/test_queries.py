@@ -179,9 +179,12 @@ def test_exists_of_a_custom_string_field_does_not_match_an_empty_value(
     fields.add_field("acme", "Code", "keyword")
     repo.add(
         [
-            Employee(name="full", company_id="acme", custom_fields={"Department": "Eng", "Code": "c"}),
-            Employee(name="empty", company_id="acme", custom_fields={"Department": "", "Code": ""}),
-            Employee(name="none", company_id="acme", custom_fields={}),
+            Employee(name=name, company_id="acme", custom_fields=values)
+            for name, values in (
+                ("full", {"Department": "E", "Code": "c"}),
+                ("empty", {"Department": "", "Code": ""}),
+                ("none", {}),
+            )
         ],
         consistency="immediate",
     )
