@@ -371,3 +371,16 @@ def test_the_reindex_error_index_records_a_child_with_its_stored_source(
         assert entry["found"] is True, entry
         assert entry["routing"] == f"p{n % 4}"
         assert entry["source"]["code"] == "x"
+
+
+def test_originals_still_see_a_child_saved_under_another_parent(
+    make_mapper: MakeMapper, acme: Firm
+) -> None:
+    """The routed read looks on the new parent's shard; a copy stored under the old parent
+    is still found (a search by id), so the move is refused as for a loaded child."""
+    mapper = make_mapper(Firm, Clerk)
+    other = mapper.repository(Firm).add(Firm(name="other"))
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
+    with pytest.raises(em.DocumentValidationError, match="moves"):
+        clerks.save(Clerk(id=ann.id, firm_id=other.id, email="ann@other"), originals=True)
