@@ -384,3 +384,54 @@ def test_originals_still_see_a_child_saved_under_another_parent(
     ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
     with pytest.raises(em.DocumentValidationError, match="moves"):
         clerks.save(Clerk(id=ann.id, firm_id=other.id, email="ann@other"), originals=True)
+
+
+def _grown_up(clerk: Any) -> str | None:
+    return None if clerk.age >= 18 else f"{clerk.email}: too young"
+
+
+class Trainee(em.Document):
+    class Index:
+        name = "join-schools"
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Pupil(em.Document):
+    class Index:
+        name = "join-schools"
+        parent = Trainee
+        parent_field = "school_id"
+        batch_notifications = True
+        validator = _grown_up
+
+    school_id: str | None = em.field(em.Keyword(), default=None)
+    email: str = em.field(em.Keyword(), default="")
+    age: int = em.field(em.Integer(), default=0)
+
+
+def test_a_child_with_a_validator_batch_notifications_and_field_refs(
+    make_mapper: MakeMapper,
+) -> None:
+    mapper = make_mapper(Trainee, Pupil, configure=True)
+    school = mapper.repository(Trainee).add(Trainee(name="s"))
+    pupils = mapper.repository(Pupil)
+    with pytest.raises(em.DocumentValidationError, match="too young"):
+        pupils.add(Pupil(school_id=school.id, email="kid", age=3))
+    messages: list[em.EntityChanged] = []
+
+    def receiver(sender: type, message: em.EntityChanged, **_: object) -> None:
+        messages.append(message)
+
+    with signals.entity_changed.connected_to(receiver, sender=Pupil):
+        added = pupils.add(
+            [Pupil(school_id=school.id, email=e, age=a) for e, a in (("a", 20), ("b", 30))],
+            consistency="immediate",
+        )
+    assert [(m.id, sorted(m.ids), m.change_type) for m in messages] == [
+        (None, sorted(p.id for p in added), ChangeType.ADDED)
+    ]
+    assert [p.email for p in pupils.find(sort=-Pupil.age)] == ["b", "a"]
+    assert [p.age for p in pupils.find(sort=Pupil.age, includes=[Pupil.age])] == [20, 30]
+    assert all(p.school_id == school.id for p in pupils.find(excludes=[Pupil.school_id]))
