@@ -75,6 +75,7 @@ POINTS: tuple[str, ...] = (
     "search_targets",
     "by_query",
     "read_params",
+    "read_id",
     "visible",
     "rebuild",
     "reads_stored",
@@ -229,6 +230,13 @@ class Feature:
         searches for it by id on every shard instead."""
         return {}
 
+    def read_id(self, pending: Any) -> str | None:
+        """The id a real-time by-id read of the stored copy of the document ``pending``
+        writes names (:mod:`esmapper._originals`): an :class:`~esmapper.ids.Id` carrying
+        the routing the write itself sends, when the document tells it and its id does
+        not (a child's parent id); ``None``: the document's id as it is."""
+        return None
+
     def visible(self, options: Any) -> Visibility | None:
         """The rule a by-id read (``get``, ``get_many``, ``exists``, a session's) under
         ``options`` applies to what it found (``None``: every document is visible). It must
@@ -273,6 +281,7 @@ class Points:
     search_targets: tuple[Callable[..., Any], ...] = ()
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
+    read_id: tuple[Callable[..., Any], ...] = ()
     visible: tuple[Callable[..., Any], ...] = ()
     rebuild: tuple[Callable[..., Any], ...] = ()
     reads_stored: tuple[Callable[..., Any], ...] = ()

@@ -27,7 +27,8 @@ What each point does:
   one index), the same updated date field or none (a version bump's catch-up reads
   that field), its ``parent_field`` is a ``str`` field, its fields do not map a name the
   parent (or a sibling) maps differently; one level (a parent is not a child); no
-  ``routing_field`` on either;
+  ``routing_field`` on either; a child's ``parent_field`` joins its
+  ``Index.required_fields`` (a child found without it could not be saved: it is the routing);
 - ``shares_index``: a mapper takes the parent and its children on one alias;
 - ``mapping``: both models give the same mapping, the index's
   (:meth:`ParentJoin.index_mapping`): the parent's and every child's properties and what
@@ -71,13 +72,14 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
 from esmapper._features import Feature, register
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
-from esmapper.ids import routing_of
+from esmapper.ids import Id, routing_of
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -324,7 +326,12 @@ class ChildJoin(Feature):
             raise IndexConfigurationError(
                 f"{where} sets routing_field and {_PARENT}: a child is routed by its parent id"
             )
-        child = cls(info, parent, str(field))
+        field = str(field)
+        if field not in index.required_fields:
+            # loaded whatever a search's includes/excludes or Index.default_excludes say:
+            # a child found without its parent id could not be saved (no routing)
+            info.index = attrs.evolve(index, required_fields=(*index.required_fields, field))
+        child = cls(info, parent, field)
         parent.adopt(child)
         return child
 
@@ -413,6 +420,12 @@ class ChildJoin(Feature):
         """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
         read searches by id: :mod:`esmapper.indexes.reads`)."""
         return {"routing": routing_of(id)}
+
+    def read_id(self, pending: PendingWrite) -> str | None:
+        """The document's id with the routing its write sends (the originals read of a
+        child saved without being loaded finds it on its parent's shard, in real time)."""
+        routing = self.routing(pending)
+        return None if routing is None else Id(str(pending.doc.id), routing=routing)
 
     # -- search (points: search_catalog, search) -------------------------------------------
 

@@ -1,22 +1,24 @@
 """Originals of documents saved without being loaded (``originals=``, ``class Index:
 originals``): the reference's ``OriginalsEnabled``.
 
-A document loaded through a repository or session carries the stored source it was read
-from (``DocState.original``): its save's receivers get ``ModifiedDocument.original`` and a
-soft delete (``is_deleted`` false -> true) is published as ``REMOVED``. A document built in
-memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without originals
-its ``original`` is ``None`` and its soft delete publishes ``SAVED``. With originals on,
+A document loaded through a repository or session carries the stored source it was read from
+(``DocState.original``): its save's receivers get ``ModifiedDocument.original`` and a soft
+delete (``is_deleted`` false -> true) is published as ``REMOVED``. A document built in
+memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without originals its
+``original`` is ``None`` and its soft delete publishes ``SAVED``. With originals on,
 :func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
 per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
-time-series partitions included) before the "-ing" signals, into
-``PendingWrite.read_original``. What it read is compared with, never written: the save's
-body stays the document's (stored keys the model does not declare are not kept, as
-without originals), and it is not a version condition (a ``Versioned`` document's own
-version is). A document not stored yet has no original (``None``); neither has one the
-call may not see (the features' ``visible`` point, as for a ``get``, whatever its soft
-delete: another tenant's document under ``tenant=`` is not there, so no receiver is shown
-it before the tenant rule refuses the save). A read that fails raises before anything is
-written.
+time-series partitions included; a child of a join is read with its parent's routing, the
+features' ``read_id`` point, and searched for by id when not found there: a copy stored
+under another parent is its original, and the join's check refuses the move) before the
+"-ing" signals, into ``PendingWrite.read_original``. What it read is compared with, never
+written: the save's body stays the document's (stored keys the model does not declare are
+not kept, as without originals), and it is not a version condition (a ``Versioned``
+document's own version is). A document not stored yet has no original (``None``); neither
+has one the call may not see (the features' ``visible`` point, as for a ``get``, whatever
+its soft delete: another tenant's document under ``tenant=`` is not there, so no receiver is
+shown it before the tenant rule refuses the save). A read that fails raises before anything
+is written.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from elasticsearch import NotFoundError
 from esmapper._pending import PendingWrite
 from esmapper._search import is_index_missing
 from esmapper._settle import Groups
+from esmapper.ids import routing_of
 from esmapper.indexes.reads import get_documents
 
 if TYPE_CHECKING:
@@ -61,9 +64,17 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
 
 
 def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
-    ids = list(dict.fromkeys(str(p.doc.id) for p in pendings))
+    ids = list(dict.fromkeys(_read_id(p) for p in pendings))
+    spec = ctx.spec(model)
     try:
-        hits = get_documents(ctx.client, ctx.spec(model), ids)
+        hits = get_documents(ctx.client, spec, ids)
+        # a routed id not found where its document's routing points may be stored under
+        # another routing (a child saved under a new parent): searched for by id, so the
+        # features' check sees that copy (and refuses the move)
+        found = {str(h["_id"]) for h in hits}
+        moved = [str(id) for id in ids if routing_of(id) is not None and str(id) not in found]
+        if moved:
+            hits += get_documents(ctx.client, spec, moved)
     except NotFoundError as exc:
         if is_index_missing(exc):
             return
@@ -79,3 +90,13 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
             rule.test(info.from_source(source, pending.doc_id, None)) for rule in rules
         ):
             pending.read_original = source
+
+
+def _read_id(pending: PendingWrite) -> str:
+    """The id to read ``pending``'s stored copy by: what the features' ``read_id`` point
+    gives (a child's id with its parent's routing), else the document's own."""
+    for hook in pending.info.points.read_id:
+        read: str | None = hook(pending)
+        if read is not None:
+            return read
+    return str(pending.doc.id)

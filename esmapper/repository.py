@@ -29,6 +29,7 @@ from esmapper._reading import Reading
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
 from esmapper.errors import DocumentNotFoundError, VersionConflictError
+from esmapper.indexes._lookup import unrouted
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
 from esmapper.options import Options, check_expires_in, given
@@ -117,6 +118,7 @@ class Repository(Reading[T]):
         ids = [item for item in items if isinstance(item, str)]
         opts = self.options(**given(options))
         loaded: dict[str, Any] | None = None
+        unknown: set[str] = set()
         # with tenant=, an id is loaded to know its tenant: another tenant's is not there
         # its custom cache keys are made of the content (invalidate_cache_for sees it)
         if ids and (
@@ -126,12 +128,20 @@ class Repository(Reading[T]):
         ):
             found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant)
             loaded = {str(d.id): d for d in found}  # type: ignore[attr-defined]
+            # an id whose shard it does not tell (a child's plain id) was searched for,
+            # near-real-time: not found is no proof it is missing, so it is written as
+            # without the load (the model's check refuses it, naming the routing it needs)
+            unknown = set(unrouted(self.spec, [id for id in ids if id not in loaded]))
         pendings = []
         for item in items:
             if not isinstance(item, str):
                 pendings.append(PendingWrite("remove", item, self.info))
-            elif loaded is None or item in loaded:
-                doc = loaded[item] if loaded else self.info.from_source({}, item, None)
+            elif loaded is None or item in loaded or item in unknown:
+                doc = (
+                    loaded[item]
+                    if loaded and item in loaded
+                    else self.info.from_source({}, item, None)
+                )
                 # with tenant=: delete what was read and found to be the tenant's
                 state = state_of(doc) if opts.tenant is not None else None
                 guard = state.version if state is not None else None

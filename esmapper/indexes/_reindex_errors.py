@@ -19,9 +19,10 @@ An entry (``_id``: the source index and the document id, ``<old>/<id>``; over th
 Elasticsearch allows an ``_id``, ``<old>/sha256:<hex digest of the id>``) holds ``index``
 (the index the document was read from), ``target`` (the index it failed to go to), ``id``,
 ``version``, ``routing``, ``found`` and ``source`` (a real-time ``GET /<old>/_doc/<id>``
-with the id's request parameters, :func:`~esmapper.indexes._lookup.read_params`; a document
-deleted since is ``found: false``), ``status``, ``type`` and ``reason`` (the cause's type
-and the reasons down its ``caused_by`` chain joined) and ``cause`` (Elasticsearch's whole
+with the id's request parameters, :func:`~esmapper.indexes._lookup.read_params`, or a search
+by id when they do not tell its routing; a document deleted since is ``found: false``),
+``status``, ``type`` and ``reason`` (the cause's type and the reasons down its ``caused_by``
+chain joined) and ``cause`` (Elasticsearch's whole
 cause object), ``phase`` (the pass) and ``failed_at``. ``source`` and ``cause`` are stored,
 not indexed (``"enabled": false``): the document's own fields may be what the mapping
 refused.
@@ -55,7 +56,7 @@ from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundErro
 
 from esmapper._shards import count_all
 from esmapper._transport import once, send_or_read_back
-from esmapper.indexes._lookup import read_params
+from esmapper.indexes._lookup import is_unrouted, read_params
 from esmapper.model.codec import format_datetime
 
 if TYPE_CHECKING:
@@ -137,9 +138,19 @@ def _entry_id(old: str, doc_id: str) -> str:
 
 
 def _read(client: Elasticsearch, spec: IndexSpec, old: str, doc_id: str) -> dict[str, Any]:
-    """The stored document (real-time ``GET``): its version, routing, source, found."""
+    """The stored document (real-time ``GET``): its version, routing, source, found. A
+    document whose routing its id does not tell (a child of a join): a search by id on
+    every shard of ``old`` instead (``version=true``; the pass read it through a scroll,
+    so it is searchable), as :mod:`esmapper.indexes.reads` finds it."""
+    params = read_params(spec, doc_id)
     try:
-        got = client.get(index=old, id=doc_id, **read_params(spec, doc_id)).body
+        if is_unrouted(params):
+            hits = client.search(
+                index=old, query={"ids": {"values": [doc_id]}}, version=True, size=1
+            ).body["hits"]["hits"]
+            got = hits[0] if hits else {"found": False}
+        else:
+            got = client.get(index=old, id=doc_id, **params).body
     except NotFoundError:
         return {"found": False, "version": None, "routing": None, "source": None}
     return {

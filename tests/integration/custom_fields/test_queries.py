@@ -168,3 +168,29 @@ def test_a_rename_needs_no_reindex_and_the_old_name_stops_resolving(
     fields.remove_field("acme", "Grade")  # soft delete: the name stops resolving
     with pytest.raises(em.QueryValidationError, match="grade"):
         repo.find("grade:5", tenant="acme")
+
+
+def test_exists_of_a_custom_string_field_does_not_match_an_empty_value(
+    fields: em.CustomFieldRepository, repo: em.Repository[Employee]
+) -> None:
+    """``_exists_:x`` never matches ``""`` (``_missing_:x`` does), for a tenant's custom
+    string and keyword fields as for declared ones (the names are mapped to ``idx``)."""
+    fields.add_field("acme", "Department", "string")
+    fields.add_field("acme", "Code", "keyword")
+    repo.add(
+        [
+            Employee(name=name, company_id="acme", custom_fields=values)
+            for name, values in (
+                ("full", {"Department": "E", "Code": "c"}),
+                ("empty", {"Department": "", "Code": ""}),
+                ("none", {}),
+            )
+        ],
+        consistency="immediate",
+    )
+    for field in ("department", "code"):
+        assert names(repo.find(f"_exists_:{field}", tenant="acme")) == ["full"]
+        assert names(repo.find(f"{field}:*", tenant="acme")) == ["full"]
+        assert names(repo.find(f"_missing_:{field}", tenant="acme", sort="name")) == [
+            "empty", "none",
+        ]  # fmt: skip
