@@ -21,25 +21,21 @@ import html
 import os
 import secrets
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from http.client import HTTPConnection
-from pathlib import Path
 
 import attrs
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from esmapper.testing.server import free_port
+from examples._workers import Workers as _Workers
+from examples._workers import listening_socket
 from examples.webapp.forms import employee_values
 from examples.webapp.models import Employee
 
 __all__ = ["Page", "Workers", "edit_name", "main", "page"]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @attrs.frozen
@@ -59,86 +55,23 @@ class _Quiet(WSGIRequestHandler):
         pass  # quiet: two workers would interleave their access logs
 
 
-def _reuse_port_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
-
-
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-class Workers:
-    """``n`` worker processes on ``host:port`` (``port`` 0: a free one, chosen here);
-    ``env`` is added to this process's environment for them. A context manager."""
+class Workers(_Workers):
+    """``n`` worker processes of the directory on ``host:port`` (``port`` 0: a free one)
+    (:class:`examples._workers.Workers`), sharing one session key."""
+
+    module = "examples.webapp.workers"
+    what = "web app"
 
     def __init__(self, n: int, host: str, port: int, env: Mapping[str, str]) -> None:
-        if port == 0:
-            with _reuse_port_socket(host, 0) as probe:
-                port = probe.getsockname()[1]
-        self.host, self.port = host, port
-        self.url = f"http://{host}:{port}"
-        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-        self._env = {**os.environ, **env, "PYTHONPATH": path}
+        super().__init__(n, host, port, env)
         # one key for every worker: a flash message set by one is shown by another (the
         # page after a redirect may land on either); $SECRET_KEY, when set, is that key
         if not self._env.get("SECRET_KEY"):
             self._env["SECRET_KEY"] = secrets.token_hex(32)
-        self._n = n
-        self.private_urls: list[str] = []
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def start(self) -> Workers:
-        """Start every worker and wait until each serves (raises ``RuntimeError`` if one
-        exits first)."""
-        for _ in range(self._n):
-            private = free_port()
-            command = [sys.executable, "-m", "examples.webapp.workers", self.host]
-            command += [str(self.port), str(private)]
-            self.procs.append(
-                subprocess.Popen(
-                    command, env=self._env, cwd=ROOT, stdout=subprocess.PIPE, text=True
-                )
-            )
-            self.private_urls.append(f"http://{self.host}:{private}")
-        for proc in self.procs:
-            assert proc.stdout is not None
-            if not proc.stdout.readline().startswith("serving"):
-                self.stop()
-                raise RuntimeError("a web app worker did not start (see its error above)")
-        return self
-
-    def wait(self) -> None:
-        """Wait until every worker exited (Ctrl-C stops them all)."""
-        try:
-            for proc in self.procs:
-                proc.wait()
-        finally:
-            self.stop()
-
-    def stop(self) -> None:
-        """SIGTERM every worker and wait for them (idempotent)."""
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-
-    def __enter__(self) -> Workers:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def page(url: str, path: str, form: Mapping[str, str] | None = None, *, cookie: str = "") -> Page:
@@ -185,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with mapper:
         app = create_app(mapper)
-        sock = _reuse_port_socket(host, int(port))
+        sock = listening_socket(host, int(port))
         shared = make_server(
             host, int(port), app, threaded=True, request_handler=_Quiet, fd=sock.fileno()
         )

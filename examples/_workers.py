@@ -1,0 +1,123 @@
+"""Worker processes of an example web app behind one port, shared by the Flask directory
+(:mod:`examples.webapp.workers`) and the FastAPI contacts API
+(:mod:`examples.contacts_api.workers`).
+
+Each worker is its own Python process (``python -m <module> HOST PORT PRIVATE_PORT``) with
+its own mapper; the mappers share the by-id cache and the change notifications through
+Redis (``ESMAPPER_REDIS_URL``). Each worker binds its own socket to the same address with
+``SO_REUSEPORT`` (Linux), and the kernel spreads new connections over them; each also
+listens on a port of its own (:attr:`Workers.private_urls`), so a test or a demo can talk to
+one worker on purpose. A worker prints ``serving <pid>`` once it serves.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from typing_extensions import Self
+
+from esmapper.testing.server import free_port
+
+__all__ = ["ROOT", "Workers", "listening_socket"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def listening_socket(host: str, port: int, *, shared: bool = True) -> socket.socket:
+    """A socket listening on ``host:port``; ``shared``: other processes may bind the same
+    address (``SO_REUSEPORT``)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+class Workers:
+    """``n`` worker processes on ``host:port`` (``port`` 0: a free one, chosen here);
+    ``env`` is added to this process's environment for them. A context manager.
+
+    Subclasses name the worker's ``module`` and what it is (``what``, for errors); with a
+    ``watch_stdin`` variable, each worker gets it set to ``"1"`` and a pipe as stdin, whose
+    end (this process exits or dies) tells it to stop."""
+
+    module: ClassVar[str]
+    what: ClassVar[str]
+    watch_stdin: ClassVar[str | None] = None
+
+    def __init__(self, n: int, host: str, port: int, env: Mapping[str, str]) -> None:
+        if port == 0:
+            with listening_socket(host, 0) as probe:
+                port = probe.getsockname()[1]
+        self.host, self.port = host, port
+        self.url = f"http://{host}:{port}"
+        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        self._env = {**os.environ, **env, "PYTHONPATH": path}
+        self._n = n
+        self.private_urls: list[str] = []
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self) -> Self:
+        """Start every worker and wait until each serves; raises ``RuntimeError`` if one
+        exits first."""
+        watch = self.watch_stdin
+        env = self._env if watch is None else {**self._env, watch: "1"}
+        for _ in range(self._n):
+            private = free_port()
+            command = [sys.executable, "-m", self.module, self.host]
+            command += [str(self.port), str(private)]
+            self.procs.append(
+                subprocess.Popen(
+                    command,
+                    env=env,
+                    cwd=ROOT,
+                    stdin=None if watch is None else subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            self.private_urls.append(f"http://{self.host}:{private}")
+        for proc in self.procs:
+            assert proc.stdout is not None
+            if not proc.stdout.readline().startswith("serving"):
+                self.stop()
+                raise RuntimeError(f"a {self.what} worker did not start (see its error above)")
+        return self
+
+    def wait(self) -> None:
+        """Wait until every worker exited (Ctrl-C stops them all)."""
+        try:
+            for proc in self.procs:
+                proc.wait()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM every worker and wait for them (idempotent)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
