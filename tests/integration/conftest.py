@@ -15,7 +15,7 @@ import esmapper as em
 from esmapper.testing.cluster import ClusterProxy
 from esmapper.testing.faults import FaultProxy
 
-__all__ = ["FakeClock", "MakeMapper"]
+__all__ = ["FakeClock", "MakeMapper", "ManualScheduler"]
 
 MakeMapper = Callable[..., em.Mapper]
 
@@ -28,6 +28,21 @@ class FakeClock:
 
     def __call__(self) -> dt.datetime:
         return self.now
+
+
+class ManualScheduler:
+    """A :data:`esmapper.bus.Scheduler` the test runs by hand: what is due, when it says."""
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[float, Callable[[], None]]] = []
+
+    def __call__(self, seconds: float, deliver: Callable[[], None]) -> None:
+        self.waiting.append((seconds, deliver))
+
+    def run_all(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for _seconds, deliver in waiting:
+            deliver()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 import esmapper as em
 from esmapper import signals
 from esmapper.distributed import RedisMessageBus
+from tests.integration.conftest import ManualScheduler
 
 from .conftest import wait_leased
 
@@ -33,19 +34,6 @@ class Grouped(em.Document):
         batch_notifications = True
 
     n: int = 0
-
-
-class ManualScheduler:
-    def __init__(self) -> None:
-        self.waiting: list[tuple[float, Callable[[], None]]] = []
-
-    def __call__(self, seconds: float, deliver: Callable[[], None]) -> None:
-        self.waiting.append((seconds, deliver))
-
-    def run_all(self) -> None:
-        waiting, self.waiting = self.waiting, []
-        for _seconds, deliver in waiting:
-            deliver()
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0) -> Any:

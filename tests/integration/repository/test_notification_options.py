@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from elasticsearch.dsl.query import Ids
 import esmapper as em
 from esmapper import signals
 from esmapper.testing.faults import FaultProxy
-from tests.integration.conftest import MakeMapper
+from tests.integration.conftest import MakeMapper, ManualScheduler
 
 from .models import Employee
 
@@ -38,21 +38,6 @@ class Batched(em.Document, em.SoftDeletes):
         batch_notifications = True
 
     n: int = em.field(em.Integer(), default=0)
-
-
-class ManualScheduler:
-    """A :data:`esmapper.bus.Scheduler` the test runs by hand: what is due, when it says."""
-
-    def __init__(self) -> None:
-        self.waiting: list[tuple[float, Callable[[], None]]] = []
-
-    def __call__(self, seconds: float, deliver: Callable[[], None]) -> None:
-        self.waiting.append((seconds, deliver))
-
-    def run_all(self) -> None:
-        waiting, self.waiting = self.waiting, []
-        for _seconds, deliver in waiting:
-            deliver()
 
 
 Seen = list[em.EntityChanged]
