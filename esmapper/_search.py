@@ -49,6 +49,7 @@ from esmapper._pit import (
 from esmapper._raw_answers import RawJson, answer, decode_search, parse
 from esmapper._search_answers import cached_page, hydrate_hit, page_entry
 from esmapper._search_answers import results as read_results
+from esmapper._server_mapping import server_fields
 from esmapper._shards import partial_error, sent, shards_of
 from esmapper.errors import PartialResultsError, QueryValidationError, SnapshotExpiredError
 from esmapper.options import Options
@@ -205,6 +206,8 @@ class SearchRequest:
         self.subqueries: dict[str, Callable[[str], Any]] = {}
         for hook in points.search_catalog:
             hook(ctx, self)
+        # a name the catalog does not declare: the fields the server maps (read only then)
+        self.catalog = self.catalog.with_server(server_fields(ctx, info))
         catalog = self.catalog
         index = info.index
         assert index is not None

@@ -20,6 +20,7 @@ from esmapper._keywords import CountKeywords, FindKeywords, FindOneKeywords, Sca
 from esmapper._limits import limited
 from esmapper._projection import projection
 from esmapper._search import SEARCH_OPTIONS, SearchRequest
+from esmapper._server_mapping import forget
 from esmapper.errors import QueryValidationError
 from esmapper.options import Options, given, split
 from esmapper.query import Aggregations
@@ -87,6 +88,14 @@ class Searching(Generic[T]):
         """This repository's searches as a scan or a by-query write runs them (the
         repository's mapper as their context, its model, spec and scope)."""
         return _scan.Listing(self.services, self.info, self.services.spec(self.model), self._scope)
+
+    def refresh_mapping(self) -> None:
+        """Forget the server mapping read for this model: the next filter, sort,
+        aggregation, highlight or field selection naming a field the model does not
+        declare reads ``GET /<alias>/_mapping`` again, instead of using a read up to a
+        minute old. Sends nothing itself; a name the model declares never needs the read
+        (see :mod:`esmapper._server_mapping`)."""
+        forget(self.services, self.model)
 
     @property
     def async_search(self) -> AsyncSearch[T]:

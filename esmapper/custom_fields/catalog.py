@@ -65,7 +65,7 @@ def model_names(info: ModelInfo) -> dict[str, str]:
     aliases). The one rule for names: a custom field may not be called like any of them,
     whatever the case (``add_field`` refuses it; a stored definition that does is ignored),
     and under ``tenant=`` such a name resolves to the model's field in any case."""
-    names = {name.lower(): name for name in info.catalog.names()}
+    names = {name.lower(): name for name in info.catalog.declared_names()}
     aliases: Mapping[str, str] = info.index.aliases if info.index is not None else {}
     for alias in aliases:
         names.setdefault(alias.lower(), alias)
@@ -225,14 +225,19 @@ class TenantCatalog(FieldCatalog):
         self._logical = logical
         self._model = model_names(info)
 
-    def resolve(self, name: str) -> FieldInfo:
+    def declared(self, name: str) -> FieldInfo:
         try:
-            return super().resolve(name)
+            return super().declared(name)
         except KeyError:
             path = self.model_name(name) or self.custom_path(name)
             if path is None:
                 raise
-            return super().resolve(path)
+            return super().declared(path)
+
+    def server_allows(self, path: str) -> bool:
+        """The slots under ``idx`` are the tenant's custom fields only: another tenant's
+        slot the server maps is never resolved."""
+        return path.split(".", 1)[0] != "idx"
 
     def model_name(self, name: str) -> str | None:
         """The model's own spelling of ``name`` when it differs only by case (``AGE`` ->
@@ -260,5 +265,5 @@ class TenantCatalog(FieldCatalog):
         name = self._logical.get(head) if dot else None
         return None if name is None else f"{name}.{rest}"
 
-    def names(self) -> list[str]:
-        return sorted({*super().names(), *self._custom})
+    def declared_names(self) -> list[str]:
+        return sorted({*super().declared_names(), *self._custom})

@@ -7,11 +7,18 @@ enclose it and the exact-match / sortable subfield of a text field.
 
 Attribute names are Elasticsearch field names (snake_case everywhere), so no renaming happens
 here; ``aliases`` lets an index accept friendly names for real ones.
+
+A catalog may be *widened* with the server's mapping (:meth:`FieldCatalog.with_server`,
+:mod:`esmapper._server_mapping`): a name the catalog does not declare is then looked up in
+the fields the server maps (read lazily: only when such a name comes up). Declared names
+always win; ``in`` and :meth:`FieldCatalog.declared_names` answer for the declared names
+only, so asking them never sends a request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import copy
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -90,13 +97,15 @@ class FieldCatalog:
     :class:`~esmapper.errors.QueryValidationError` naming the field.
     """
 
-    __slots__ = ("_aliases", "_fields")
+    __slots__ = ("_aliases", "_fields", "_server")
 
     def __init__(
         self, mapping: Mapping[str, Any], *, aliases: Mapping[str, str] | None = None
     ) -> None:
         self._fields: dict[str, FieldInfo] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
+        #: the server's fields, read when first needed (see :meth:`with_server`)
+        self._server: Callable[[], FieldCatalog | None] | None = None
         self._walk(mapping.get("properties", {}), prefix="", nested=())
 
     def _walk(self, properties: Mapping[str, Any], *, prefix: str, nested: tuple[str, ...]) -> None:
@@ -135,10 +144,42 @@ class FieldCatalog:
             if "properties" in spec:
                 self._walk(spec["properties"], prefix=f"{path}.", nested=inner_nested)
 
-    def resolve(self, name: str) -> FieldInfo:
-        """The field called ``name`` (an alias is followed first); ``KeyError`` if unknown."""
+    def with_server(self, server: Callable[[], FieldCatalog | None]) -> FieldCatalog:
+        """A copy of this catalog that looks a name it does not declare up in ``server()``
+        (the fields the server maps; ``None``: none known), called only when such a name
+        comes up, so a search whose names are all declared never calls it."""
+        widened = copy.copy(self)
+        widened._server = server
+        return widened
+
+    def declared(self, name: str) -> FieldInfo:
+        """The declared field called ``name`` (an alias is followed first); ``KeyError`` if
+        the catalog does not declare it (the server is not asked)."""
         name = self._aliases.get(name, name)
         return self._fields[name]
+
+    def server_allows(self, path: str) -> bool:
+        """Whether a server field at ``path`` may be resolved (a subclass keeps a subtree
+        it owns to itself)."""
+        return True
+
+    def resolve(self, name: str) -> FieldInfo:
+        """The field called ``name``: a declared one (:meth:`declared`), else one the
+        server maps when the catalog was widened (:meth:`with_server`); ``KeyError`` if
+        unknown."""
+        try:
+            return self.declared(name)
+        except KeyError:
+            found = self._server_field(name)
+            if found is None:
+                raise
+            return found
+
+    def _server_field(self, name: str) -> FieldInfo | None:
+        if self._server is None or not self.server_allows(name):
+            return None
+        server = self._server()
+        return None if server is None else server.get(name)
 
     def get(self, name: str) -> FieldInfo | None:
         try:
@@ -147,11 +188,31 @@ class FieldCatalog:
             return None
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.get(name) is not None
+        """Whether the catalog *declares* ``name`` (never asks the server)."""
+        if not isinstance(name, str):
+            return False
+        try:
+            self.declared(name)
+        except KeyError:
+            return False
+        return True
 
     def __iter__(self) -> Iterator[FieldInfo]:
         return iter(self._fields.values())
 
-    def names(self) -> list[str]:
-        """Every resolvable dotted path, sorted (for "did you mean" messages)."""
+    def declared_names(self) -> list[str]:
+        """Every declared dotted path, sorted."""
         return sorted(self._fields)
+
+    def names(self) -> list[str]:
+        """Every resolvable dotted path, sorted (for "did you mean" messages and wildcard
+        patterns): the declared ones and, for a widened catalog, the server's (read
+        when not yet known)."""
+        declared = self.declared_names()
+        if self._server is None:
+            return declared
+        server = self._server()
+        if server is None:
+            return declared
+        extra = [n for n in server.declared_names() if self.server_allows(n)]
+        return sorted({*declared, *extra})

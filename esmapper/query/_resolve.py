@@ -9,11 +9,19 @@ close names (``difflib``).
 from __future__ import annotations
 
 import difflib
+import fnmatch
 
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog, FieldInfo
 
-__all__ = ["ID_NAMES", "is_document_id", "resolve_field", "suggest", "unknown_field_message"]
+__all__ = [
+    "ID_NAMES",
+    "is_document_id",
+    "matches_any",
+    "resolve_field",
+    "suggest",
+    "unknown_field_message",
+]
 
 #: Names that mean "the document id" in expressions (``id`` only when the mapping has no
 #: ``id`` field of its own).
@@ -30,8 +38,18 @@ def is_document_id(name: str, catalog: FieldCatalog) -> bool:
     return name == "id" and name not in catalog
 
 
+def matches_any(pattern: str, catalog: FieldCatalog) -> bool:
+    """Whether the wildcard ``pattern`` matches a field: a declared one first, the server's
+    (:meth:`FieldCatalog.names`) only when none does (so a pattern of declared fields sends
+    nothing)."""
+    if any(fnmatch.fnmatchcase(n, pattern) for n in catalog.declared_names()):
+        return True
+    return any(fnmatch.fnmatchcase(n, pattern) for n in catalog.names())
+
+
 def suggest(name: str, catalog: FieldCatalog) -> list[str]:
-    """Up to three mapped names close to ``name`` (for "did you mean" messages)."""
+    """Up to three mapped names close to ``name`` (for "did you mean" messages): declared
+    ones and, in a catalog widened with the server's mapping, the server's."""
     return difflib.get_close_matches(name, catalog.names(), n=3, cutoff=0.6)
 
 

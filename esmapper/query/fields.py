@@ -9,7 +9,7 @@ from typing import Any
 from esmapper.errors import QueryValidationError
 from esmapper.model._refs import FieldRef, field_name
 from esmapper.model.catalog import FieldCatalog
-from esmapper.query._resolve import ID_NAMES, unknown_field_message
+from esmapper.query._resolve import ID_NAMES, matches_any, unknown_field_message
 
 __all__ = [
     "FieldSelection",
@@ -177,19 +177,18 @@ def validate_source_fields(fields: FieldSelection, catalog: FieldCatalog) -> lis
     with close names suggested.
     """
     entries = _expand(fields)
-    names = catalog.names()
     for path, position, mask in entries:
         if path in ID_NAMES:
             continue
         if "*" in path or "?" in path:
-            if not any(fnmatch.fnmatchcase(n, path) for n in names):
+            if not matches_any(path, catalog):
                 raise QueryValidationError(
                     f"Field pattern {path!r} matches no field",
                     field=path,
                     position=position,
                     expression=mask,
                 )
-        elif path not in catalog:
+        elif catalog.get(path) is None:
             raise QueryValidationError(
                 unknown_field_message(path, catalog),
                 field=path,

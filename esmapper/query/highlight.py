@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog
-from esmapper.query._resolve import resolve_field
+from esmapper.query._resolve import matches_any, resolve_field
 
 __all__ = ["HighlightSpec", "compile_highlight", "highlight_body", "needs_version"]
 
@@ -88,7 +87,7 @@ def highlight_body(highlight: Mapping[str, Any], version: tuple[int, int] | None
 
 def _field_path(name: str, catalog: FieldCatalog) -> str:
     if "*" in name or "?" in name:
-        if not any(fnmatch.fnmatchcase(n, name) for n in catalog.names()):
+        if not matches_any(name, catalog):
             raise QueryValidationError(
                 f"highlight: the field pattern {name!r} matches no field", field=name
             )

@@ -1,0 +1,126 @@
+"""The server's mapping of a model, for field resolution: what a name the model does
+not declare may still mean.
+
+A field can exist on the server without the model declaring it: added by hand with
+``PUT /<index>/_mapping``, mapped by a newer deploy of another service, or mapped by a
+dynamic template. A search widens the model's catalog with the fields the server maps
+(:meth:`~esmapper.model.catalog.FieldCatalog.with_server`), read here:
+
+- only when a name the catalog does not declare comes up (a search whose names are all
+  declared sends nothing more);
+- ``GET /<alias>/_mapping`` at most once per minute per model and mapper (:data:`REFRESH`,
+  timed by the mapper's ``clock``), the mappings of every index behind the alias merged (the
+  index named last wins on a path two map differently);
+- a server that refuses the read (403), or a missing index: no server fields until the
+  next read a minute later (declared names only); a read that failed otherwise (a dropped
+  connection, a 5xx): no server fields for this search, read again next time.
+
+:func:`forget` (``repo.refresh_mapping()``) drops what was read, so the next name not
+declared reads the mapping again at once. The dynamic setting of the index does not
+matter: ``GET _mapping`` lists mapped fields only, so under ``dynamic: false`` a value no
+mapping covers (not searchable on the server either) stays an unknown field, and under
+``dynamic: "strict"`` a field mapped by hand is found like any other.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from elasticsearch import ApiError, AuthorizationException, NotFoundError, TransportError
+
+from esmapper.model.catalog import FieldCatalog
+
+if TYPE_CHECKING:
+    from esmapper._context import Context
+    from esmapper.model.info import ModelInfo
+
+__all__ = ["REFRESH", "ServerMappings", "forget", "server_fields"]
+
+log = logging.getLogger("esmapper.query")
+
+#: How long a server mapping read is used before the next name not declared reads it again.
+REFRESH = _dt.timedelta(seconds=60)
+_KEY = "esmapper.server-mapping"
+
+
+class ServerMappings:
+    """A mapper's reads of its models' server mappings: ``model -> (read at, catalog)``."""
+
+    def __init__(self) -> None:
+        self._read: dict[type, tuple[_dt.datetime, FieldCatalog | None]] = {}
+        self._lock = threading.Lock()
+
+    def catalog(self, ctx: Context, info: ModelInfo) -> FieldCatalog | None:
+        """The fields the server maps for ``info``'s alias (``None``: none known), read when
+        the last read is :data:`REFRESH` old or was never made (one ``GET
+        /<alias>/_mapping``; several threads wait for one read)."""
+        with self._lock:
+            now = ctx.clock()
+            found = self._read.get(info.cls)
+            if found is not None and now - found[0] < REFRESH:
+                return found[1]
+            try:
+                catalog = _read(ctx, info)
+            except _Unavailable:
+                return None
+            self._read[info.cls] = (now, catalog)
+            return catalog
+
+    def forget(self, model: type) -> None:
+        with self._lock:
+            self._read.pop(model, None)
+
+
+class _Unavailable(Exception):
+    """The read failed in a way a next search should retry."""
+
+
+def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:
+    alias = ctx.spec(info.cls).alias
+    try:
+        body: dict[str, Any] = dict(ctx.client.indices.get_mapping(index=alias).body)
+    except AuthorizationException:
+        log.info("%s: the server refused GET %s/_mapping; declared fields only", info.name, alias)
+        return None
+    except NotFoundError:
+        return None
+    except (ApiError, TransportError) as exc:
+        log.warning("%s: could not read the mapping of %s: %s", info.name, alias, exc)
+        raise _Unavailable from exc
+    properties: dict[str, Any] = {}
+    for index in sorted(body, reverse=True):  # the last name first (usually the newest)
+        mapping = (body[index] or {}).get("mappings") or {}
+        _merge(properties, mapping.get("properties") or {})
+    aliases = dict(info.index.aliases) if info.index is not None else {}
+    return FieldCatalog({"properties": properties}, aliases=aliases)
+
+
+def _merge(into: dict[str, Any], properties: dict[str, Any]) -> None:
+    """Add to ``into`` the paths of ``properties`` it does not have yet (what is there wins)."""
+    for name, spec in properties.items():
+        have = into.get(name)
+        if have is None:
+            into[name] = spec
+        elif "properties" in spec and "properties" in have:
+            inner = dict(have["properties"])
+            _merge(inner, spec["properties"])
+            into[name] = {**have, "properties": inner}
+
+
+def _mappings(ctx: Context) -> ServerMappings:
+    return ctx.extension(_KEY, ServerMappings)
+
+
+def server_fields(ctx: Context, info: ModelInfo) -> Callable[[], FieldCatalog | None]:
+    """What widens a search's catalog: reads (when due) the server fields of ``info``."""
+    return lambda: _mappings(ctx).catalog(ctx, info)
+
+
+def forget(ctx: Context, model: type) -> None:
+    """Drop the server mapping read for ``model``: the next name it does not declare reads
+    it again (nothing is sent now)."""
+    _mappings(ctx).forget(model)

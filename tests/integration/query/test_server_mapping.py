@@ -1,0 +1,138 @@
+"""Field resolution consults the server mapping: a field added by hand with PUT
+mapping is found after ``repo.refresh_mapping()`` or after a minute, never before; declared
+names never send the read; a server refusing GET mapping leaves the declared fields."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import pytest
+from elasticsearch import Elasticsearch
+
+import esmapper as em
+from esmapper.testing.faults import FaultProxy
+from tests.integration.conftest import FakeClock, MakeMapper
+
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+MAPPING_PATH = r".*/_mapping"
+
+
+class Gadget(em.Document, em.Versioned):
+    class Index:
+        name = "gadgets"
+        dynamic = "strict"
+
+    name: str = ""
+    price: int = 0
+
+
+def put_color(es_client: Elasticsearch, repo: em.Repository[Gadget]) -> None:
+    """Map ``color`` by hand and store a red gadget holding it."""
+    alias = repo.spec.alias
+    es_client.indices.put_mapping(index=alias, properties={"color": {"type": "keyword"}})
+    es_client.index(
+        index=alias, id="g1", document={"id": "g1", "name": "lamp", "color": "red"}, refresh=True
+    )
+    es_client.index(
+        index=alias, id="g2", document={"id": "g2", "name": "desk", "color": "blue"}, refresh=True
+    )
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(NOW)
+
+
+def test_a_field_put_by_hand_is_found_after_refresh_mapping(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    with pytest.raises(em.QueryValidationError, match="Unknown field 'color'"):
+        repo.find("color:red")  # the server does not map it yet (and this read is cached)
+    put_color(es_client, repo)
+    with pytest.raises(em.QueryValidationError, match="Unknown field 'color'"):
+        repo.find("color:red")  # the read of a minute ago is still used
+    repo.refresh_mapping()
+    found = repo.find("color:red")
+    assert [doc.id for doc in found.documents] == ["g1"]
+    # sort, aggregations, includes and highlight resolve it too
+    assert [d.id for d in repo.find(sort="-color").documents] == ["g1", "g2"]
+    assert repo.aggregate(aggregations="terms:color") is not None
+    repo.find("color:red", includes=["name", "color"])
+
+
+def test_a_field_put_by_hand_is_found_a_minute_later(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    with pytest.raises(em.QueryValidationError):
+        repo.find("color:red")
+    put_color(es_client, repo)
+    clock.now = NOW + dt.timedelta(seconds=59)
+    with pytest.raises(em.QueryValidationError):
+        repo.find("color:red")
+    clock.now = NOW + dt.timedelta(seconds=60)
+    assert [doc.id for doc in repo.find("color:red").documents] == ["g1"]
+
+
+def test_declared_names_send_no_mapping_read(
+    make_mapper: MakeMapper, proxy: FaultProxy, clock: FakeClock
+) -> None:
+    repo = make_mapper(Gadget, url=proxy.url, configure=True, clock=clock).repository(Gadget)
+    repo.add(Gadget(id="g1", name="lamp", price=3))
+    proxy.reset_counts()
+    repo.search("name:lamp price:>1", sort="-price", aggregations="terms:name", includes=["name*"])
+    repo.find("name:lamp", highlight="name", excludes=["price"])
+    repo.count("price:3")
+    assert proxy.count(MAPPING_PATH) == 0
+    assert proxy.count() == 2  # the find and the count, nothing else
+    # an unknown name reads the mapping once per minute, however many searches name it
+    for _ in range(3):
+        with pytest.raises(em.QueryValidationError):
+            repo.search("colour:red")
+    assert proxy.count(MAPPING_PATH, method="GET") == 1
+
+
+def test_unknown_field_suggests_server_fields(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    put_color(es_client, repo)
+    with pytest.raises(em.QueryValidationError, match=r"did you mean 'color'\?"):
+        repo.find("colour:red")
+
+
+def test_declared_fields_win_over_the_server_mapping(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    put_color(es_client, repo)
+    # the server's ``name.raw`` is found, ``name`` stays the declared keyword
+    es_client.indices.put_mapping(
+        index=repo.spec.alias,
+        properties={"name": {"type": "keyword", "fields": {"raw": {"type": "keyword"}}}},
+    )
+    request = repo.search("name:lamp name.raw:lamp")
+    assert request.catalog.resolve("name") is repo.info.catalog.resolve("name")
+    assert [d.id for d in repo.find("name.raw:lamp").documents] == ["g1"]
+
+
+def test_a_server_refusing_get_mapping_leaves_the_declared_fields(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    proxy: FaultProxy,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    repo = make_mapper(Gadget, url=proxy.url, configure=True, clock=clock).repository(Gadget)
+    put_color(es_client, repo)
+    proxy.reply_status(403, times=5, method="GET", path=MAPPING_PATH)
+    with caplog.at_level(logging.INFO, logger="esmapper.query"):
+        with pytest.raises(em.QueryValidationError, match="Unknown field 'color'"):
+            repo.find("color:red")
+        with pytest.raises(em.QueryValidationError, match="Unknown field 'color'"):
+            repo.find("color:red")
+    assert proxy.count(MAPPING_PATH, method="GET") == 1  # the refusal is kept for the minute
+    assert "refused" in caplog.text
+    assert [d.id for d in repo.find("name:lamp").documents] == ["g1"]
