@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from esmapper.model.info import ModelInfo
     from esmapper.options import Options
 
-__all__ = ["read_originals", "wants_originals"]
+__all__ = ["read_id_of", "read_originals", "wants_originals"]
 
 
 def wants_originals(info: ModelInfo, options: Options) -> bool:
@@ -64,7 +64,7 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
 
 
 def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
-    ids = list(dict.fromkeys(_read_id(p) for p in pendings))
+    ids = list(dict.fromkeys(read_id_of(p) for p in pendings))
     spec = ctx.spec(model)
     try:
         hits = get_documents(ctx.client, spec, ids)
@@ -92,7 +92,7 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
             pending.read_original = source
 
 
-def _read_id(pending: PendingWrite) -> str:
+def read_id_of(pending: PendingWrite) -> str:
     """The id to read ``pending``'s stored copy by: what the features' ``read_id`` point
     gives (a child's id with its parent's routing), else the document's own."""
     for hook in pending.info.points.read_id:

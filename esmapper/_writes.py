@@ -50,6 +50,7 @@ from esmapper._dates import CLOCK_SKEW, needs_fixing
 from esmapper._features import Feature, WriteCall, check_call_options
 from esmapper._originals import read_originals
 from esmapper._outcomes import send, send_answers
+from esmapper._partial_views import as_stored
 from esmapper._pending import KINDS, PendingWrite
 from esmapper._settle import (
     Groups,
@@ -403,8 +404,10 @@ def _before_write(
                     pending.doc.validate()
             index = group[0].info.index
             if index is not None and index.validator is not None:
-                for pending in group:
-                    _check_validator(index, pending.doc)
+                # a partly loaded document: as its save leaves it stored (_partial_views)
+                stored = as_stored(ctx, group)
+                for position, pending in enumerate(group):
+                    _check_validator(index, stored.get(position, pending.doc), pending.doc.id)
     if not call.inherited_tenant:  # tenant= given for a model that has no tenants...
         for info in {group[0].info.cls: group[0].info for group in groups.values()}.values():
             check_call_options(info, options)
@@ -540,11 +543,12 @@ def _targets(ctx: Context, pendings: Sequence[PendingWrite], one_model: bool) ->
     return targets
 
 
-def _check_validator(index: IndexOptions, doc: Any) -> None:
+def _check_validator(index: IndexOptions, doc: Any, id: str) -> None:
     """Raise :class:`DocumentValidationError` when ``Index.validator`` finds errors in
-    ``doc``: their messages joined with ``"; "``, listed in ``errors``."""
+    ``doc`` (the document ``id`` saved, or what it leaves stored): their messages joined
+    with ``"; "``, listed in ``errors``."""
     messages = index.validation_errors(doc)
     if messages:
         raise DocumentValidationError(
-            "; ".join(messages), errors=messages, index=index.name, ids=[doc.id]
+            "; ".join(messages), errors=messages, index=index.name, ids=[id]
         )

@@ -110,3 +110,28 @@ def test_patches_by_id_and_query_are_not_given_to_the_validator(
     contacts.patch("c1", patch, consistency="wait")
     contacts.patch_all("name:Ann", patch, consistency="wait")
     assert contacts.get("c1", cache=False).age == 40  # type: ignore[union-attr]
+
+
+def test_a_partly_loaded_document_is_validated_as_it_will_be_stored(
+    contacts: em.Repository[Contact],
+) -> None:
+    # a document read with includes= holds defaults for what it did not load; the
+    # validator sees the stored values there, merged with the changes the save writes
+    contacts.add(Contact(id="c1", name="Ann", email="ann@example.com", age=30), consistency="wait")
+    doc = contacts.find("id:c1", includes=["age"]).documents[0]
+    assert doc.name == "" and doc.email == ""  # not loaded: defaults
+    doc.age = 31
+    contacts.save(doc, consistency="wait")  # name and email are stored: valid
+    assert contacts.get("c1", cache=False).age == 31  # type: ignore[union-attr]
+    doc = contacts.find("id:c1", includes=["name", "age"]).documents[0]
+    doc.age = 12  # and a change is still checked, with what was not loaded
+    with pytest.raises(em.DocumentValidationError, match=r"^Age must be 18 or more$"):
+        contacts.save(doc)
+    doc = contacts.find("id:c1", excludes=["age"]).documents[0]
+    doc.email = "nobody"
+    with pytest.raises(em.DocumentValidationError, match=r"^Email 'nobody' is not an address$"):
+        contacts.save(doc)
+    with contacts.mapper.session() as s:  # a session's flush the same way
+        doc = s.find(Contact, "id:c1", includes=["age"]).documents[0]
+        doc.age = 50
+    assert contacts.get("c1", cache=False).age == 50  # type: ignore[union-attr]
