@@ -278,13 +278,6 @@ def _dump_expr(spec: FieldSpec, var: str, ns: dict[str, Any]) -> str:
     return f"(None if {var} is None else {one.format(var)})"
 
 
-#: The dates a write sets to one ``now`` for every document of a batch: the compiled
-#: serializer of a model with both remembers the last ``updated_utc`` it formatted, and
-#: ``created_utc`` reuses that text when it is the same object
-#: (:func:`_remembered_date_expr`).
-_BATCH_DATES = frozenset({"created_utc", "updated_utc"})
-
-
 def _format_remembered(value: _dt.datetime, last: list[tuple[Any, str | None]]) -> str:
     """``format_datetime(value)``, remembered in ``last`` as ``(value, text)``."""
     text = format_datetime(value)
@@ -292,16 +285,16 @@ def _format_remembered(value: _dt.datetime, last: list[tuple[Any, str | None]]) 
     return text
 
 
-def _remembered_date_expr(ns: dict[str, Any]) -> str:
-    """``updated_utc``'s JSON form, reusing the text of the previous document's value when
-    it is the same object (the pipeline's ``now``: one for a whole batch). The pair read
-    once into ``_c_updated_utc`` holds the value it was made from, so an ``is`` match
-    cannot be a reused ``id``."""
-    ns["_last_updated_utc"] = [(None, None)]
+def _remembered_date_expr(name: str, ns: dict[str, Any]) -> str:
+    """The JSON form of the updated date ``name``, reusing the text of the previous
+    document's value when it is the same object (the pipeline's ``now``: one for a whole
+    batch). The pair read once into ``_c_<name>`` holds the value it was made from, so an
+    ``is`` match cannot be a reused ``id``."""
+    ns[f"_last_{name}"] = [(None, None)]
     ns["_fmt_remembered"] = _format_remembered
     return (
-        "(None if _f_updated_utc is None else (_c_updated_utc[1] if _c_updated_utc[0] is "
-        "_f_updated_utc else _fmt_remembered(_f_updated_utc, _last_updated_utc)))"
+        f"(None if _f_{name} is None else (_c_{name}[1] if _c_{name}[0] is "
+        f"_f_{name} else _fmt_remembered(_f_{name}, _last_{name})))"
     )
 
 
@@ -356,6 +349,7 @@ def compile_codec(
     has_id: bool,
     has_version: bool,
     raw_slots: Mapping[str, Any] | None = None,
+    dates: tuple[str | None, str | None] = (None, None),
 ) -> tuple[Callable[[Any], dict[str, Any]], FromSource, LenientCodec]:
     """Generate ``to_source(doc)`` and ``from_source(src, id, version, state=None)`` for
     ``cls``, and the :class:`LenientCodec` their ``except`` branches fall back to (its
@@ -364,7 +358,9 @@ def compile_codec(
     path).
 
     ``raw_slots`` maps tracked field names to their slot descriptors: serializing reads
-    those directly, so it does not mark a document as possibly changed.
+    those directly, so it does not mark a document as possibly changed. ``dates``: the
+    ``(created, updated)`` datetime attributes the writes set to one ``now`` per batch
+    (:func:`esmapper.model.info.date_fields`), whose text is formatted once per batch.
     """
     ns: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_set": object.__setattr__}
     raw_slots = raw_slots or {}
@@ -373,9 +369,11 @@ def compile_codec(
     reads: list[str] = []  # values read once into locals (expressions use them twice)
     late_reads: list[str] = []  # locals computed from those
     entries: list[str] = []
-    batch_dates = {
-        spec.name for spec in specs if spec.stored and spec.kind == "datetime" and not spec.many
-    } >= _BATCH_DATES
+    # the dates a write sets to one ``now`` for every document of a batch (the model's
+    # ``created_field``/``updated_field``: em.HasDates' or what Index.dates names): the
+    # updated date remembers the last text it formatted, the created date reuses the
+    # updated date's text when it is the same object
+    created, updated = dates
     for spec in specs:
         if spec.stored:
             getter = f"self.{spec.name}"
@@ -386,12 +384,12 @@ def compile_codec(
                 reads.append(f"        _f_{spec.name} = {getter}")
                 getter = f"_f_{spec.name}"
             expression = _dump_expr(spec, getter, ns)
-            if batch_dates and spec.name == "updated_utc":
-                reads.append("        _c_updated_utc = _last_updated_utc[0]")
-                late_reads.append(f"        _t_updated_utc = {_remembered_date_expr(ns)}")
-                expression = "_t_updated_utc"
-            elif batch_dates and spec.name == "created_utc":  # usually the same object
-                expression = f"(_t_updated_utc if {getter} is _f_updated_utc else {expression})"
+            if spec.name == updated:
+                reads.append(f"        _c_{updated} = _last_{updated}[0]")
+                late_reads.append(f"        _t_{updated} = {_remembered_date_expr(updated, ns)}")
+                expression = f"_t_{updated}"
+            elif spec.name == created and updated is not None:  # usually the same object
+                expression = f"(_t_{updated} if {getter} is _f_{updated} else {expression})"
             entries.append(f"            {spec.name!r}: {expression},")
     dump_lines = ["def to_source(self):", "    try:", *reads, *late_reads, "        return {"]
     dump_lines += entries

@@ -254,14 +254,6 @@ def _build_info(
     raw_slots: dict[str, Any],
 ) -> ModelInfo:
     has_version = is_document and issubclass(cls, Versioned)
-    to_source, from_source, lenient = compile_codec(
-        cls,
-        specs,
-        attributes,
-        has_id=is_document,
-        has_version=has_version,
-        raw_slots=raw_slots,
-    )
     index = None
     if is_document:
         if index_cls is None:
@@ -277,6 +269,15 @@ def _build_info(
         date_fields(cls.__name__, index, specs, issubclass(cls, HasDates))
         if is_document
         else (None, None)
+    )
+    to_source, from_source, lenient = compile_codec(
+        cls,
+        specs,
+        attributes,
+        has_id=is_document,
+        has_version=has_version,
+        raw_slots=raw_slots,
+        dates=(created, updated),  # formatted once per batch (one ``now``)
     )
     return ModelInfo(
         cls=cls,

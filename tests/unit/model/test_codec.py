@@ -575,3 +575,42 @@ def test_from_hit_keeps_the_numbers_of_its_version_for_a_conditional_save() -> N
     state = state_of(doc)
     assert state is not None and doc.version == "3:7"
     assert state.condition == ("3:7", 7, 3) and state.condition[0] is doc.version
+
+
+class Renamed(em.Document):
+    class Index:
+        name = "renamed-dates"
+        dates = ("created", "modified")
+
+    name: str = ""
+    created: dt.datetime | None = None
+    modified: dt.datetime | None = None
+    #: named like the usual dates but not the dates the writes set: formatted each time
+    created_utc: dt.datetime | None = None
+    updated_utc: dt.datetime | None = None
+
+
+class UpdatedOnly(em.Document):
+    class Index:
+        name = "updated-only"
+        dates = (None, "touched")
+
+    touched: dt.datetime | None = None
+
+
+def test_renamed_dates_reuse_the_batch_text_as_the_usual_names_do() -> None:
+    # Index.dates names the dates the write sets to one ``now``: the same rule applies
+    first = Renamed(id="a", created=NOON, modified=NOON, created_utc=NOON, updated_utc=NOON)
+    second = Renamed(id="b", created=NOON, modified=NOON, created_utc=NOON, updated_utc=NOON)
+    a, b = first.to_source(), second.to_source()
+    assert a["modified"] == "2026-03-04T12:00:00Z" and a == {**b, "id": "a"}
+    assert a["modified"] is b["modified"] and a["created"] is a["modified"]
+    assert a["updated_utc"] == a["created_utc"] == "2026-03-04T12:00:00Z"
+    assert a["updated_utc"] is not a["modified"]  # not a date the writes set
+    one, two = UpdatedOnly(id="a", touched=NOON), UpdatedOnly(id="b", touched=NOON)
+    assert one.to_source()["touched"] is two.to_source()["touched"]
+    later = NOON + dt.timedelta(microseconds=5)
+    assert UpdatedOnly(id="c", touched=later).to_source()["touched"] == (
+        "2026-03-04T12:00:00.000005Z"
+    )
+    assert UpdatedOnly(id="d").to_source()["touched"] is None
