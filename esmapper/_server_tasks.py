@@ -56,16 +56,16 @@ import random
 import threading
 import time
 import uuid
-import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal
+from urllib.parse import quote
 
 import attrs
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
-from esmapper._transport import is_unknown_outcome, once
+from esmapper._transport import is_unknown_outcome, once, unwarned
 
 __all__ = [
     "ACTIONS",
@@ -197,37 +197,6 @@ class TaskStalled(TaskError):
         self.seconds, self.cancelled = seconds, cancelled
 
 
-class _Quiet:
-    """The process's warning filters switched to "ignore" while at least one thread is
-    inside :func:`_quiet`. ``warnings.catch_warnings`` saves and restores the process-wide
-    filter list: entered and left by two threads interleaved (reindexes run in parallel,
-    ``reindex_outdated(max_parallel=)``), the first to leave would restore the filters
-    under the other, and the last would leave "ignore everything" installed for good. So
-    the first thread in enters it and the last one out leaves it."""
-
-    def __init__(self) -> None:
-        self.guard = threading.Lock()
-        self.inside = 0
-        self.saved: warnings.catch_warnings[Any] | None = None
-
-    def enter(self) -> None:
-        with self.guard:
-            if self.inside == 0:
-                self.saved = warnings.catch_warnings()
-                self.saved.__enter__()
-                warnings.simplefilter("ignore")
-            self.inside += 1
-
-    def leave(self) -> None:
-        with self.guard:
-            self.inside -= 1
-            if self.inside == 0 and self.saved is not None:
-                self.saved.__exit__(None, None, None)
-                self.saved = None
-
-
-_QUIET: Final = _Quiet()
-
 _INTERRUPT = threading.local()  # ``event``: set when this thread's task is to be interrupted
 
 
@@ -256,16 +225,18 @@ def _sleep(seconds: float) -> None:
         raise KeyboardInterrupt(f"interrupted while waiting {seconds:.2f}s for a task")
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The tasks API is "technical preview", and ``.tasks`` a system index: the server's
-    deprecation warnings about them are not the caller's business (thread-safe:
-    :class:`_Quiet`)."""
-    _QUIET.enter()
-    try:
-        yield
-    finally:
-        _QUIET.leave()
+def _tasks_api(client: Elasticsearch, method: str, path: str, **params: Any) -> dict[str, Any]:
+    """One request of the tasks API (``GET /_tasks``, ``GET /_tasks/<id>``, ``POST
+    /_tasks/<id>/_cancel``), its JSON answer. The API is "technical preview" and its
+    answers may warn about the ``.tasks`` system index: none of that is the caller's
+    business, and the process's ``warnings`` filters are not ours to switch, so it is sent
+    with the client's generic ``perform_request`` (``client.tasks.*`` warn on every call,
+    client-side) through :func:`~esmapper._transport.unwarned` (the server's ``Warning``
+    headers dropped). Raises what the client raises."""
+    answer = unwarned(client).perform_request(
+        method, path, params=params or None, headers={"accept": "application/json"}
+    )
+    return dict(answer.body)
 
 
 def _key(client: Elasticsearch) -> Any:
@@ -294,8 +265,7 @@ def has_tasks(client: Elasticsearch) -> bool:
 
 def _probe(client: Elasticsearch) -> bool:
     try:
-        with _quiet():
-            client.tasks.list(actions=",".join(ACTIONS.values()), detailed=False)
+        _tasks_api(client, "GET", "/_tasks", actions=",".join(ACTIONS.values()), detailed=False)
     except ApiError as exc:
         log.info(
             "the tasks of the server cannot be read (%s); by-query writes and reindex passes "
@@ -485,8 +455,7 @@ def _run_synchronously(
 def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
     """The running task of ``kind`` started with ``X-Opaque-Id: opaque`` (not a slice of
     it), from ``GET /_tasks?actions=<action>&detailed=true``; ``None`` when none runs."""
-    with _quiet():
-        listing = client.tasks.list(actions=ACTIONS[kind], detailed=True).body
+    listing = _tasks_api(client, "GET", "/_tasks", actions=ACTIONS[kind], detailed=True)
     for task_id, info in _listed(listing):
         headers = info.get("headers") or {}
         ours = any(k.lower() == "x-opaque-id" and v == opaque for k, v in headers.items())
@@ -515,8 +484,7 @@ def _cancel(client: Elasticsearch, task: str, what: str) -> bool:
     unless every failure says the task is no longer running
     (``resource_not_found_exception``: it ended, its final state is read next)."""
     try:
-        with _quiet():
-            answer = once(client).tasks.cancel(task_id=task).body
+        answer = _tasks_api(once(client), "POST", f"/_tasks/{quote(task, ',*')}/_cancel")
     except (ApiError, TransportError) as exc:
         log.error("%s: cancelling its task %s failed (it may still run): %s", what, task, exc)
         return False
@@ -547,8 +515,7 @@ def _failure_type(failure: Any) -> str | None:
 def _delete_result(client: Elasticsearch, task: str) -> None:
     """``DELETE /.tasks/_doc/<task>``, best effort (logged at DEBUG when refused)."""
     try:
-        with _quiet():
-            once(client).delete(index=".tasks", id=task)
+        once(unwarned(client)).delete(index=".tasks", id=task)
     except (ApiError, TransportError) as exc:
         log.debug("the result of task %s was not deleted from .tasks: %s", task, exc)
 
@@ -572,8 +539,7 @@ class _Poller:
 
     def get(self) -> dict[str, Any]:
         """One ``GET /_tasks/<id>``."""
-        with _quiet():
-            return dict(self.client.tasks.get(task_id=self.task).body)
+        return _tasks_api(self.client, "GET", f"/_tasks/{quote(self.task, ',*')}")
 
     def run(self) -> TaskResult:
         errors = 0

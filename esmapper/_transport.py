@@ -37,10 +37,19 @@ A server that cannot be connected to at all is said once, in esmapper's words:
   ``elastic_transport.transport`` logger is enabled for DEBUG (then the tracebacks stay).
   The logger is the process's: the filter leaves the records of every other transport
   (the program's own clients, a client handed to a Mapper) as elastic_transport made them.
+
+:func:`unwarned` gives a view of a client whose answers' ``Warning`` headers are dropped
+before the client reads them, for the requests whose server warnings are esmapper's
+business, not the caller's (the tasks API's "technical preview", the ``.tasks`` system
+index): elasticsearch-py turns each such header into an ``ElasticsearchWarning``, and the
+only other way to hide them, switching the process's ``warnings`` filters, is a library
+changing its user's process-wide state (and not thread-safe: another thread's warnings
+would be swallowed meanwhile, a filter it set undone).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import socket
@@ -48,7 +57,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from elastic_transport import ApiError, Transport, TransportError
+from elastic_transport import ApiError, HttpHeaders, Transport, TransportApiResponse, TransportError
 from elastic_transport import ConnectionError as TransportConnectionError
 from elasticsearch import Elasticsearch
 
@@ -61,6 +70,7 @@ __all__ = [
     "quiet_transport_retries",
     "send_or_read_back",
     "unreachable",
+    "unwarned",
 ]
 
 T = TypeVar("T")
@@ -72,6 +82,39 @@ def once(client: Elasticsearch) -> Elasticsearch:
     """``client`` with the transport's own retries switched off (a view sharing its
     connections): a request sent through it is sent once, whatever happens."""
     return client.options(max_retries=0, retry_on_status=(), retry_on_timeout=False)
+
+
+class _Unwarned:
+    """A transport whose answers carry no ``Warning`` header (every other attribute is the
+    wrapped transport's: its connections, retries and sniffing are shared)."""
+
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def perform_request(self, *args: Any, **kwargs: Any) -> TransportApiResponse:
+        answer = self._inner.perform_request(*args, **kwargs)
+        headers = answer.meta.headers
+        if "warning" not in headers:
+            return answer
+        kept = HttpHeaders({k: v for k, v in headers.items() if k.lower() != "warning"})
+        return TransportApiResponse(dataclasses.replace(answer.meta, headers=kept), answer.body)
+
+
+def unwarned(client: Elasticsearch) -> Elasticsearch:
+    """A view of ``client`` (its connections shared; its ``options()`` views keep this)
+    whose answers' ``Warning`` headers raise no ``ElasticsearchWarning``; the process's
+    ``warnings`` filters are not touched. A client that is not an elasticsearch-py client
+    (a test's stand-in) is returned as it is."""
+    view = client.options()
+    if not isinstance(view, Elasticsearch):
+        return view
+    transport = view.transport
+    if not isinstance(transport, _Unwarned):
+        view._transport = _Unwarned(transport)  # type: ignore[assignment]
+    return view
 
 
 def is_unknown_outcome(exc: BaseException) -> bool:

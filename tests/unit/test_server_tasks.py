@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from esmapper._server_tasks import (
     has_tasks,
     run_task,
 )
+from tests.unit.tasks_api import answer_tasks_request
 
 TASK = "node:7"
 DONE = {"total": 3, "updated": 3, "failures": []}
@@ -106,6 +106,11 @@ class FakeClient:
     def options(self, **kwargs: Any) -> FakeClient:
         self.opaque = kwargs.get("opaque_id", self.opaque)
         return self
+
+    def perform_request(
+        self, method: str, path: str, *, params: Any = None, headers: Any = None
+    ) -> Response:
+        return answer_tasks_request(self.tasks, method, path, params)  # type: ignore[no-any-return]
 
     def info(self) -> Response:
         return Response(version={"build_hash": self.root})
@@ -422,36 +427,6 @@ def test_failed_polls_are_logged_and_giving_up_says_how_many_in_a_row(
     errors = [m for m in messages if m.startswith("error getting task status while running patch")]
     assert len(errors) == 6 and "6 in a row" in errors[-1]
     assert f"failed to get the status 6 times in a row for patch task {TASK}" in messages
-
-
-def test_quieting_from_threads_interleaved_restores_the_filters_once_the_last_leaves() -> None:
-    before = list(warnings.filters)
-    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
-    heard: list[str] = []
-
-    def first() -> None:
-        with _server_tasks._quiet():
-            first_in.set()
-            assert second_in.wait(10)
-        first_out.set()
-
-    def second() -> None:
-        assert first_in.wait(10)
-        with _server_tasks._quiet():
-            second_in.set()
-            assert first_out.wait(10)  # the first one left: still quiet here
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.warn("inside", UserWarning, stacklevel=1)
-            heard.extend(str(w.message) for w in caught)
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert heard == []  # the second was still quiet after the first left
-    assert warnings.filters == before  # not left at "ignore everything"
-    assert _server_tasks._QUIET.inside == 0
 
 
 # -- interrupting a task another thread follows ----------------------------------------

@@ -12,6 +12,7 @@ from elasticsearch import BadRequestError, NotFoundError
 from esmapper import _server_tasks
 from esmapper.indexes import ReindexError, ReindexResult, compose_reindex_script
 from esmapper.indexes._reindex_pass import PassStalled, Throttle, run_pass
+from tests.unit.tasks_api import answer_tasks_request
 
 
 def test_compose_reindex_script() -> None:
@@ -68,6 +69,11 @@ class FakeClient:
 
     def options(self, **_: Any) -> FakeClient:
         return self
+
+    def perform_request(
+        self, method: str, path: str, *, params: Any = None, headers: Any = None
+    ) -> Response:
+        return answer_tasks_request(self.tasks, method, path, params)  # type: ignore[no-any-return]
 
     def info(self) -> Response:
         build = "noida" if self.tasks.statuses is None else "0" * 40
