@@ -28,7 +28,12 @@ from esmapper._pending import WriteKind
 from esmapper._reading import Reading
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
-from esmapper.errors import DocumentNotFoundError, VersionConflictError
+from esmapper.errors import (
+    BulkWriteError,
+    DocumentError,
+    DocumentNotFoundError,
+    VersionConflictError,
+)
 from esmapper.indexes._lookup import unrouted
 from esmapper.model.partial import check_finite, check_partial
 from esmapper.model.state import state_of
@@ -49,6 +54,10 @@ _REMOVE_SIGNALS = (
     signals.documents_changing,
     signals.documents_changed,
 )
+
+#: Re-loads of ``remove(ids)`` after its delete at the version loaded conflicted, when
+#: neither the call nor the mapper sets ``retries``.
+_REMOVE_ROUNDS = 5
 
 #: Re-reads after a conflict of ``update_with_retry`` when neither the call nor the mapper
 #: sets ``retries``.
@@ -108,48 +117,97 @@ class Repository(Reading[T]):
         a no-op. A ``Versioned`` document is deleted only at the version it holds
         (``if_seq_no``/``if_primary_term``; stale: :class:`VersionConflictError`); an id
         deletes whatever is stored. Ids are loaded first (one mget) when removal signals
-        have receivers, so those see the documents' content, and with ``tenant=``: an id of
-        another tenant's document is a no-op (not there for it), the tenant's own is deleted
-        at the version read (changed meanwhile: :class:`VersionConflictError`), and a
-        document stored under another tenant (whatever the object says) raises
+        have receivers, when the repository's ``invalidate_cache_for`` needs the content,
+        or with ``tenant=``; such an id is then deleted at the version loaded, so the
+        receivers see the content that is deleted: one changed meanwhile (a conflict) is
+        loaded again (not from the cache) and deleted at its new version, the "-ing"
+        receivers called again with it, up to 5 rounds (the call's ``retries=``), then
+        :class:`VersionConflictError` names the ids that kept changing (not deleted). With
+        ``tenant=``: an id of another tenant's document is a no-op (not there for it), and
+        a document stored under another tenant (whatever the object says) raises
         DocumentValidationError before anything is sent (see
         :mod:`esmapper.custom_fields._tenancy`)."""
         items = self._items("remove", docs, ids_too=True)
         ids = [item for item in items if isinstance(item, str)]
         opts = self.options(**given(options))
-        loaded: dict[str, Any] | None = None
-        unknown: set[str] = set()
         # with tenant=, an id is loaded to know its tenant: another tenant's is not there
         # its custom cache keys are made of the content (invalidate_cache_for sees it)
-        if ids and (
+        if not ids or not (
             opts.tenant is not None
             or any(signals.has_receivers(s, self.model) for s in _REMOVE_SIGNALS)
             or sees_writes(self.services, self.info)
         ):
-            found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant)
-            loaded = {str(d.id): d for d in found}  # type: ignore[attr-defined]
-            # an id whose shard it does not tell (a child's plain id) was searched for,
-            # near-real-time: not found is no proof it is missing, so it is written as
-            # without the load (the model's check refuses it, naming the routing it needs)
-            unknown = set(unrouted(self.spec, [id for id in ids if id not in loaded]))
+            pendings = [
+                PendingWrite("remove", item, self.info)
+                if not isinstance(item, str)
+                else PendingWrite(
+                    "remove", self.info.from_source({}, item, None), self.info, conditional=False
+                )
+                for item in items
+            ]
+            if pendings:
+                write_documents(self.services, pendings, opts)
+            return
+        loaded = self._load_for_removal(ids, opts, cached=True)
+        # an id whose shard it does not tell (a child's plain id) was searched for,
+        # near-real-time: not found is no proof it is missing, so it is written as
+        # without the load (the model's check refuses it, naming the routing it needs)
+        unknown = set(unrouted(self.spec, [id for id in ids if id not in loaded]))
         pendings = []
         for item in items:
             if not isinstance(item, str):
                 pendings.append(PendingWrite("remove", item, self.info))
-            elif loaded is None or item in loaded or item in unknown:
-                doc = (
-                    loaded[item]
-                    if loaded and item in loaded
-                    else self.info.from_source({}, item, None)
-                )
-                # with tenant=: delete what was read and found to be the tenant's
-                state = state_of(doc) if opts.tenant is not None else None
-                guard = state.version if state is not None else None
-                pendings.append(
-                    PendingWrite("remove", doc, self.info, conditional=False, guard=guard)
-                )
-        if pendings:
+            elif item in loaded:
+                pendings.append(self._guarded_removal(loaded[item]))
+            elif item in unknown:
+                doc = self.info.from_source({}, item, None)
+                pendings.append(PendingWrite("remove", doc, self.info, conditional=False))
+        conflicted = self._remove_loaded(pendings, opts, set(loaded))
+        for _round in range(current_limits().retry_rounds(_REMOVE_ROUNDS)):
+            if not conflicted:
+                return
+            again = self._load_for_removal(conflicted, opts, cached=False)
+            retry = [self._guarded_removal(again[id]) for id in conflicted if id in again]
+            conflicted = self._remove_loaded(retry, opts, set(again)) if retry else []
+        if conflicted:
+            raise VersionConflictError(
+                f"remove on {self.info.name}: {len(conflicted)} document(s) kept changing "
+                "concurrently and were not removed",
+                ids=conflicted,
+                index=self.spec.alias,
+                error_type="version_conflict_engine_exception",
+            )
+
+    def _load_for_removal(self, ids: list[str], opts: Options, *, cached: bool) -> dict[str, T]:
+        """The stored documents among ``ids`` as ``remove`` deletes them (soft-deleted ones
+        too; under the call's tenant); ``cached=False``: read from the server."""
+        extra: dict[str, Any] = {} if cached else {"cache": False}
+        found = self.get_many(ids, soft_deletes="all", tenant=opts.tenant, **extra)
+        return {str(d.id): d for d in found}  # type: ignore[attr-defined]
+
+    def _guarded_removal(self, doc: T) -> PendingWrite:
+        """The delete of a loaded document at the version it was loaded at."""
+        state = state_of(doc)
+        guard = state.version if state is not None else None
+        return PendingWrite("remove", doc, self.info, conditional=False, guard=guard)
+
+    def _remove_loaded(
+        self, pendings: list[PendingWrite], opts: Options, guarded: set[str]
+    ) -> list[str]:
+        """Write ``pendings``; the ids among ``guarded`` (deleted at the version loaded)
+        that got a version conflict. Any other failure raises as the write raised it."""
+        if not pendings:
+            return []
+        try:
             write_documents(self.services, pendings, opts)
+        except (BulkWriteError, DocumentError) as exc:
+            conflicts = [str(f.id) for f in exc.failures if f.status == 409]
+            if not exc.failures or len(conflicts) != len(exc.failures):
+                raise
+            if not set(conflicts) <= guarded:
+                raise
+            return conflicts
+        return []
 
     def _write(
         self, kind: WriteKind, docs: T | Sequence[T], options: dict[str, Any]
