@@ -57,6 +57,7 @@ from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
 from esmapper._cli_types import POSITIVE_DURATION, ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._cli_work import jobs
 from esmapper._rekey_audit import audit_types
 from esmapper._rekey_backup import model_indexes, recent_snapshot
 from esmapper._shards import count_all
@@ -410,6 +411,7 @@ def reindex(
 
 main.add_command(maintain)
 main.add_command(snapshot)
+main.add_command(jobs)
 
 
 @main.group()

@@ -92,6 +92,7 @@ __all__ = [
     "SessionClosedError",
     "SnapshotExpiredError",
     "VersionConflictError",
+    "WorkItemError",
 ]
 
 
@@ -656,6 +657,12 @@ class MigrationCancelled(MigrationError):
 class JobError(EsmapperError):
     """A job cannot do its work as asked (an unknown snapshot repository, a snapshot name
     taken, a snapshot that failed); its result is ``failed`` with this as ``error``."""
+
+
+class WorkItemError(EsmapperError, ValueError):
+    """A reindex work item this worker cannot run: no model of its mapper has the item's
+    alias, or the model's target version, script or timestamp field differ from the
+    item's (a worker of another release); raised before anything is sent."""
 
 
 class JobCancelled(EsmapperError):

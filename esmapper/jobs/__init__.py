@@ -12,7 +12,13 @@ DEBUG and a one-line summary at INFO (:mod:`esmapper.jobs.base`):
 - :class:`SnapshotJob` / :class:`CleanupSnapshotsJob`: take a snapshot and wait for it;
   delete old ones, never the newest successful one (lock ``snapshots:<repository>``);
 - :class:`JobRunner`: run jobs once or in a loop with an interval, stopping cleanly on a
-  signal (``esmapper maintain --loop --interval 1h``).
+  signal (``esmapper maintain --loop --interval 1h``);
+- the queue path of reindexing: :class:`ReindexWorkItem` (:mod:`esmapper.jobs.work_items`),
+  the :class:`WorkQueue` protocol with :class:`InMemoryWorkQueue`
+  (:mod:`esmapper.jobs.work_queue`) and :class:`RedisWorkQueue`
+  (:mod:`esmapper.jobs.redis_queue`), :func:`handle_reindex_work_item` and
+  :class:`ReindexWorker` (:mod:`esmapper.jobs.reindex_items`;
+  ``esmapper jobs reindex-worker``).
 
 The CLI commands (``esmapper maintain``, ``esmapper snapshot create|cleanup``,
 ``esmapper indexes cleanup``) are thin shells over these.
@@ -26,6 +32,8 @@ from esmapper.jobs.indexes import (
     IndexCleanupReport,
     MaintainIndexesJob,
 )
+from esmapper.jobs.redis_queue import RedisWorkQueue
+from esmapper.jobs.reindex_items import ReindexWorker, handle_reindex_work_item
 from esmapper.jobs.runner import JobRunner, LoopOutcome, RunOutcome, stop_on_signals
 from esmapper.jobs.snapshots import (
     DEFAULT_NAME,
@@ -37,13 +45,16 @@ from esmapper.jobs.snapshots import (
     SnapshotProgress,
     snapshot_name,
 )
+from esmapper.jobs.work_items import ReindexWorkItem
+from esmapper.jobs.work_queue import InMemoryWorkQueue, Lease, QueueCounts, WorkQueue
 
 __all__ = [
-    "DEFAULT_NAME",
-    "DEFAULT_REPOSITORY",
     "CleanupIndexesJob",
     "CleanupItem",
     "CleanupSnapshotsJob",
+    "DEFAULT_NAME",
+    "DEFAULT_REPOSITORY",
+    "InMemoryWorkQueue",
     "IndexCleanupReport",
     "Job",
     "JobContext",
@@ -51,14 +62,21 @@ __all__ = [
     "JobResult",
     "JobRunner",
     "JobStatus",
+    "Lease",
     "LoopOutcome",
     "MaintainIndexesJob",
+    "QueueCounts",
+    "RedisWorkQueue",
+    "ReindexWorkItem",
+    "ReindexWorker",
     "RunOutcome",
     "SnapshotCleanupReport",
     "SnapshotInfo",
     "SnapshotJob",
     "SnapshotProgress",
+    "WorkQueue",
     "format_duration",
+    "handle_reindex_work_item",
     "parse_duration",
     "snapshot_name",
     "stop_on_signals",
