@@ -13,6 +13,7 @@ import logging
 
 from esmapper.indexes._configured import LOCK_WAIT, SKIPPED
 from esmapper.indexes.configure import IndexState
+from esmapper.locks import check_duration
 from esmapper.mapper import Mapper
 
 __all__ = ["bootstrap"]
@@ -44,6 +45,11 @@ def bootstrap(
     ``TypeError``/``ValueError`` for a bad argument before anything is sent."""
     if not isinstance(mapper, Mapper):
         raise TypeError(f"bootstrap takes an esmapper.Mapper, not {mapper!r}")
+    if not isinstance(begin_reindexing_outdated, bool):
+        raise TypeError(
+            f"begin_reindexing_outdated must be True or False, not {begin_reindexing_outdated!r}"
+        )
+    check_duration("wait", wait, zero=True)
     states = mapper.configure_indexes(
         begin_reindexing_outdated=begin_reindexing_outdated, lock_wait=wait
     )

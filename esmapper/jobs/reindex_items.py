@@ -52,7 +52,7 @@ import attrs
 
 from esmapper._context import context_of
 from esmapper._server_tasks import interruptible
-from esmapper.errors import IndexConfigurationError, WorkItemError
+from esmapper.errors import IndexConfigurationError, JobCancelled, WorkItemError
 from esmapper.indexes._reindex_pass import Throttle
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.reindex import (
@@ -299,30 +299,36 @@ class ReindexWorker:
     def run_once(self, cancel: threading.Event | None = None) -> JobResult | None:
         """Dequeue one item and run it: its :class:`~esmapper.jobs.JobResult` (``details``
         the :class:`ReindexResult`; ``failed`` with the error, the item abandoned), or
-        ``None`` when no item is pending. ``cancel`` set: the reindex stops at its next task
-        poll (rolled back) and the item is abandoned. Raises the queue's errors (Redis
+        ``None`` when no item is pending. ``cancel`` set: the reindex stops at its next
+        progress report or task poll (rolled back) and the item is abandoned (a
+        ``cancelled`` result). Raises the queue's errors (Redis
         unreachable)."""
         lease = self.queue.dequeue(self.lease)
         if lease is None:
             return None
         item = lease.item
         started = time.monotonic()
+        cancel = cancel or threading.Event()
+
+        def progress(report: ReindexProgress) -> None:
+            if cancel.is_set():  # raised from a report: the reindex rolls back
+                raise JobCancelled("cancelled before it finished")
+            if self.progress is not None:
+                self.progress(report)
+
         try:
-            with (
-                _LeaseKeeper(self.queue, lease, self.lease),
-                interruptible(cancel or threading.Event()),
-            ):
+            with _LeaseKeeper(self.queue, lease, self.lease), interruptible(cancel):
                 result = handle_reindex_work_item(
-                    self.mapper, item, progress=self.progress, **self.options
+                    self.mapper, item, progress=progress, **self.options
                 )
         except (Exception, KeyboardInterrupt) as exc:
             why = describe_error(exc)
-            if not isinstance(exc, KeyboardInterrupt | WorkItemError):
+            if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
                 log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
             if not self.queue.abandon(lease, why):
                 log.warning("%s: its lease was taken over; another worker has it", item.key)
             failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
             return _timed(failed, started)
         if not self.queue.complete(lease):

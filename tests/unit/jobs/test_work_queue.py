@@ -109,9 +109,7 @@ def test_a_lease_that_runs_out_goes_to_another_worker_and_the_first_changes_noth
     assert queue.counts() == em.jobs.QueueCounts(0, 0, 0)
 
 
-def test_an_abandoned_item_is_retried_after_the_delay_then_failed_after_its_last_attempt() -> (
-    None
-):
+def test_an_abandoned_item_is_retried_after_the_delay_then_failed_after_its_last_attempt() -> None:
     clock = Clock()
     queue = InMemoryWorkQueue(clock=clock, max_attempts=2, retry_delay=dt.timedelta(seconds=30))
     queue.enqueue(item())
@@ -161,7 +159,7 @@ def test_bad_leases_and_urls_are_refused() -> None:
     queue = InMemoryWorkQueue()
     with pytest.raises(ValueError, match="lease must be more than 0"):
         queue.dequeue(dt.timedelta(0))
-    with pytest.raises(TypeError, match="lease must be a datetime.timedelta"):
+    with pytest.raises(TypeError, match=r"lease must be a datetime\.timedelta"):
         queue.dequeue(30)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="enqueue takes a ReindexWorkItem"):
         queue.enqueue({"alias": "items"})  # type: ignore[arg-type]
