@@ -7,7 +7,6 @@ is refused and changes nothing."""
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
