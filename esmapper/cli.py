@@ -7,7 +7,8 @@ returning one, imported with the current directory on ``sys.path``) and override
 [--no-reindex] [--lock-wait S] [--lock-ttl S] [--parallel N] [THROTTLE]``, ``status [--health]``,
 ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
 [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes configure [MODEL...] [--force]
-[--lock-wait S]``, ``indexes list``, ``indexes mapping MODEL [--declared]``, ``indexes
+[--lock-wait S] [--begin-reindexing-outdated]``, ``jobs reindex-worker [--once | --loop]``
+(:mod:`esmapper._cli_work`), ``indexes list``, ``indexes mapping MODEL [--declared]``, ``indexes
 stats [MODEL...]`` (:mod:`esmapper._cli_indexes`), ``indexes delete MODEL... [--yes]`` and
 ``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
 :mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
