@@ -1,6 +1,6 @@
 """``esmapper jobs reindex-worker [--once | --loop]``: run the reindex work items that
 ``configure_indexes(begin_reindexing_outdated=True)`` enqueued on the mapper's
-``work_queue`` (:class:`~esmapper.jobs.reindex_items.ReindexWorker`).
+``work_queue`` (:class:`~esmapper.jobs.ReindexWorker`).
 
 ``--once`` (the default) runs at most one item: exit 0 when it is done or when none is
 pending, 1 (one ``error:`` line) when it failed (the item goes back to the queue, or to
@@ -20,8 +20,8 @@ from esmapper._cli_app import Cancelled, CliError, mapper_of
 from esmapper._cli_types import Seconds
 from esmapper.indexes.reindex import LOCK_TTL, LOCK_WAIT
 from esmapper.jobs import JobResult, stop_on_signals
-from esmapper.jobs.reindex_items import ReindexWorker
-from esmapper.jobs.work_queue import DEFAULT_LEASE
+from esmapper.jobs._reindex_items import ReindexWorker
+from esmapper.jobs._work_queue import DEFAULT_LEASE
 
 __all__ = ["jobs"]
 

@@ -32,6 +32,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- MigrationCancelled       a migration stopped because the run was cancelled
      +-- JobError                      a job cannot do its work as asked
      +-- JobCancelled                  a job stopped at a checkpoint because it was cancelled
+     +-- WorkItemError                 a reindex work item this worker cannot run (another
+     |                                 release's; also ValueError)
      +-- LockError                     a lock could not be acquired, renewed or released
      +-- RedisUnavailable              Redis did not answer (the cache and bus fall back)
      +-- ServerStartError              a test server did not start (also RuntimeError)

@@ -36,8 +36,8 @@ from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
-from esmapper.jobs.reindex_items import enqueue_outdated
-from esmapper.jobs.work_queue import WorkQueue
+from esmapper.jobs._reindex_items import enqueue_outdated
+from esmapper.jobs._work_queue import WorkQueue
 from esmapper.locks import DEFAULT_TTL, LOCK_INDEX, LockProvider, check_duration
 from esmapper.migrations import MigrationResult, migrate
 from esmapper.migrations.planning import decide_before_first_index
@@ -161,11 +161,11 @@ class Mapper:
     :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
     made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
 
-    ``work_queue`` (an :class:`~esmapper.jobs.work_queue.InMemoryWorkQueue`, a
-    :class:`~esmapper.jobs.redis_queue.RedisWorkQueue` or any
-    :class:`~esmapper.jobs.work_queue.WorkQueue`; default none) is where
+    ``work_queue`` (an :class:`~esmapper.jobs.InMemoryWorkQueue`, a
+    :class:`~esmapper.jobs.RedisWorkQueue` or any
+    :class:`~esmapper.jobs.WorkQueue`; default none) is where
     ``configure_indexes(begin_reindexing_outdated=True)`` enqueues the reindexes of
-    outdated models, for workers to run (:mod:`esmapper.jobs.reindex_items`).
+    outdated models, for workers to run (:mod:`esmapper.jobs._reindex_items`).
 
     A prefix, or a versioned or plain model, whose index names one of Elasticsearch's
     built-in data-stream templates claims (``index_prefix="logs-eu-"``, ``Index.name =
@@ -208,7 +208,7 @@ class Mapper:
         if work_queue is not None and not isinstance(work_queue, WorkQueue):
             raise TypeError(f"work_queue must be a WorkQueue, not {work_queue!r}")
         #: where ``configure_indexes(begin_reindexing_outdated=True)`` enqueues reindexes
-        #: and ``esmapper jobs reindex-worker`` takes them (:mod:`esmapper.jobs.reindex_items`)
+        #: and ``esmapper jobs reindex-worker`` takes them (:mod:`esmapper.jobs._reindex_items`)
         self.work_queue = work_queue
         if pause_gc:
             _gcpause.enable(True)
@@ -374,9 +374,9 @@ class Mapper:
 
         ``begin_reindexing_outdated=True``: a model found ``outdated`` (its alias on an
         older version) is not reindexed here; a
-        :class:`~esmapper.jobs.work_items.ReindexWorkItem` is enqueued on the mapper's
+        :class:`~esmapper.jobs.ReindexWorkItem` is enqueued on the mapper's
         ``work_queue`` for a worker (``esmapper jobs reindex-worker``,
-        :mod:`esmapper.jobs.reindex_items`), inside the lock (once for the fleet) and never
+        :mod:`esmapper.jobs._reindex_items`), inside the lock (once for the fleet) and never
         while an item for the same alias and version is pending or running. With no
         ``work_queue`` an outdated model raises
         :class:`~esmapper.errors.IndexConfigurationError` (the configuration is then not

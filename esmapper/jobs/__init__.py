@@ -13,17 +13,21 @@ DEBUG and a one-line summary at INFO (:mod:`esmapper.jobs.base`):
   delete old ones, never the newest successful one (lock ``snapshots:<repository>``);
 - :class:`JobRunner`: run jobs once or in a loop with an interval, stopping cleanly on a
   signal (``esmapper maintain --loop --interval 1h``);
-- the queue path of reindexing: :class:`ReindexWorkItem` (:mod:`esmapper.jobs.work_items`),
+- the queue path of reindexing: :class:`ReindexWorkItem` (:mod:`esmapper.jobs._work_items`),
   the :class:`WorkQueue` protocol with :class:`InMemoryWorkQueue`
-  (:mod:`esmapper.jobs.work_queue`) and :class:`RedisWorkQueue`
-  (:mod:`esmapper.jobs.redis_queue`), :func:`handle_reindex_work_item` and
-  :class:`ReindexWorker` (:mod:`esmapper.jobs.reindex_items`;
+  (:mod:`esmapper.jobs._work_queue`) and :class:`RedisWorkQueue`
+  (:mod:`esmapper.jobs._redis_queue`), :func:`handle_reindex_work_item` and
+  :class:`ReindexWorker` (:mod:`esmapper.jobs._reindex_items`;
   ``esmapper jobs reindex-worker``).
 
 The CLI commands (``esmapper maintain``, ``esmapper snapshot create|cleanup``,
 ``esmapper indexes cleanup``) are thin shells over these.
 """
 
+from esmapper.jobs._redis_queue import RedisWorkQueue
+from esmapper.jobs._reindex_items import ReindexWorker, handle_reindex_work_item
+from esmapper.jobs._work_items import ReindexWorkItem
+from esmapper.jobs._work_queue import InMemoryWorkQueue, Lease, QueueCounts, WorkQueue
 from esmapper.jobs.base import Job, JobContext, JobError, JobResult, JobStatus
 from esmapper.jobs.durations import format_duration, parse_duration
 from esmapper.jobs.indexes import (
@@ -32,8 +36,6 @@ from esmapper.jobs.indexes import (
     IndexCleanupReport,
     MaintainIndexesJob,
 )
-from esmapper.jobs.redis_queue import RedisWorkQueue
-from esmapper.jobs.reindex_items import ReindexWorker, handle_reindex_work_item
 from esmapper.jobs.runner import JobRunner, LoopOutcome, RunOutcome, stop_on_signals
 from esmapper.jobs.snapshots import (
     DEFAULT_NAME,
@@ -45,8 +47,6 @@ from esmapper.jobs.snapshots import (
     SnapshotProgress,
     snapshot_name,
 )
-from esmapper.jobs.work_items import ReindexWorkItem
-from esmapper.jobs.work_queue import InMemoryWorkQueue, Lease, QueueCounts, WorkQueue
 
 __all__ = [
     "CleanupIndexesJob",

@@ -17,7 +17,7 @@ from elasticsearch import Elasticsearch
 from esmapper.jobs import QueueCounts, RedisWorkQueue
 from tests.unit.cli.apps import subprocess_env
 
-APP = '''
+APP = """
 import esmapper as em
 
 
@@ -32,7 +32,7 @@ class Employee(em.Document):
 
 queue = em.RedisWorkQueue({redis!r}, name={queue!r}) if {redis!r} else None
 mapper = em.Mapper({url!r}, models=[Employee], index_prefix={prefix!r}, work_queue=queue)
-'''
+"""
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_the_loop_runs_until_sigterm(
         started = proc.stderr.readline()
         assert "running items until SIGTERM" in started
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -146,7 +146,7 @@ def test_bad_bootstrap_options_are_refused_before_anything_is_sent(
 
 
 def test_the_configure_lock_takes_the_ttl_given(
-    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+    make_mapper: MakeMapper, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mapper = make_mapper(ItemV1)
     seen: list[Any] = []
@@ -156,11 +156,8 @@ def test_the_configure_lock_takes_the_ttl_given(
         seen.append((name, ttl))
         return real(self, name, ttl, **kw)
 
-    LockProvider.acquire = acquire  # type: ignore[method-assign]
-    try:
-        mapper.configure_indexes(lock_ttl=dt.timedelta(minutes=20))
-    finally:
-        LockProvider.acquire = real  # type: ignore[method-assign]
+    monkeypatch.setattr(LockProvider, "acquire", acquire)
+    mapper.configure_indexes(lock_ttl=dt.timedelta(minutes=20))
     assert seen == [("configure-indexes", dt.timedelta(minutes=20))]
 
 
@@ -169,7 +166,7 @@ def test_a_worker_of_another_release_refuses_the_item_before_sending_anything(
 ) -> None:
     alias = f"{index_prefix}items"
     mapper = make_mapper(ItemV2, url="http://127.0.0.1:9")  # nothing listens there
-    base = {"old_index": f"{alias}-v1", "new_index": f"{alias}-v2", "alias": alias}
+    base: dict[str, Any] = {"old_index": f"{alias}-v1", "new_index": f"{alias}-v2", "alias": alias}
     base["timestamp_field"] = "updated_utc"
     cases = [
         ({**base, "new_index": f"{alias}-v3"}, "a worker of another release"),

@@ -1,5 +1,5 @@
 """The reindex work item: what ``configure_indexes(begin_reindexing_outdated=True)``
-enqueues and a worker (:mod:`esmapper.jobs.reindex_items`) runs.
+enqueues and a worker (:mod:`esmapper.jobs._reindex_items`) runs.
 
 A :class:`ReindexWorkItem` names one reindex as it was seen by the process that enqueued
 it: the index the alias pointed at (``old_index``), the index of the model's version
@@ -9,7 +9,7 @@ between, ``delete_old``, the model's ``timestamp_field`` (its updated date, whic
 catch-up passes select on) and the throttle (``batch_size``, ``requests_per_second``).
 The worker checks the item against its own model before running (same target, same
 script, same timestamp field): a worker of another release refuses it, see
-:func:`~esmapper.jobs.reindex_items.handle_reindex_work_item`.
+:func:`~esmapper.jobs.handle_reindex_work_item`.
 
 Its :attr:`~ReindexWorkItem.key` (``reindex:<alias>:<new_index>``: the alias and the
 target version) is what a queue deduplicates on: one item per outdated alias and target

@@ -1,4 +1,4 @@
-"""The :class:`~esmapper.jobs.work_queue.WorkQueue` of a fleet, on Redis (redis-py).
+"""The :class:`~esmapper.jobs.WorkQueue` of a fleet, on Redis (redis-py).
 
 ``RedisWorkQueue(url_or_client, name="esmapper:work")`` keeps its items under ``<name>:``
 (give each application, or index prefix, its own ``name``):
@@ -35,8 +35,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from esmapper.jobs.work_items import ReindexWorkItem
-from esmapper.jobs.work_queue import DEFAULT_LEASE, Lease, QueueCounts, check_queue_options
+from esmapper.jobs._work_items import ReindexWorkItem
+from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, QueueCounts, check_queue_options
 from esmapper.locks import check_duration
 
 __all__ = ["RedisWorkQueue"]
@@ -135,7 +135,7 @@ def _ms(duration: _dt.timedelta) -> int:
 
 
 class RedisWorkQueue:
-    """A :class:`~esmapper.jobs.work_queue.WorkQueue` on Redis (see the module
+    """A :class:`~esmapper.jobs.WorkQueue` on Redis (see the module
     docstring). ``url_or_client``: a ``redis://`` URL (a client is made with
     ``socket_timeout`` and no retries, closed by :meth:`close`) or a ``redis.Redis``."""
 

@@ -1,8 +1,8 @@
-"""The queue path of reindexing (IM-3 (b), JB-6): enqueue outdated models, run the items.
+"""The queue path of reindexing: enqueue outdated models, run the items.
 
 **Enqueue.** ``Mapper.configure_indexes(begin_reindexing_outdated=True)`` (and
 :func:`esmapper.bootstrap`) hands the states it found to :func:`enqueue_outdated`, which
-enqueues one :class:`~esmapper.jobs.work_items.ReindexWorkItem` per ``outdated`` model on
+enqueues one :class:`~esmapper.jobs.ReindexWorkItem` per ``outdated`` model on
 the mapper's ``work_queue`` and starts no reindex. It runs inside configure's
 ``configure-indexes`` lock (once per fleet), and the queue deduplicates on the item's key
 (alias and target version), so an item is never enqueued twice while one is pending or
@@ -64,9 +64,9 @@ from esmapper.indexes.reindex import (
     reindex,
 )
 from esmapper.indexes.spec import IndexSpec
+from esmapper.jobs._work_items import ReindexWorkItem
+from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, WorkQueue
 from esmapper.jobs.base import JobResult, describe_error
-from esmapper.jobs.work_items import ReindexWorkItem
-from esmapper.jobs.work_queue import DEFAULT_LEASE, Lease, WorkQueue
 from esmapper.locks import check_duration
 from esmapper.reindex_scripts import compose
 

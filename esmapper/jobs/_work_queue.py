@@ -1,6 +1,6 @@
 """Work queues of reindex items: the :class:`WorkQueue` protocol and the in-process queue.
 
-A queue holds :class:`~esmapper.jobs.work_items.ReindexWorkItem`\\ s, each under its
+A queue holds :class:`~esmapper.jobs.ReindexWorkItem`\\ s, each under its
 ``key`` (one per alias and target version), in one of three states:
 
 - **pending**: waiting for a worker, oldest first;
@@ -20,9 +20,9 @@ A queue holds :class:`~esmapper.jobs.work_items.ReindexWorkItem`\\ s, each under
 once.
 
 Implementations: :class:`InMemoryWorkQueue` (one process: tests, a single-process
-application whose worker is a thread) and :class:`~esmapper.jobs.redis_queue.
-RedisWorkQueue` (every process of a fleet, on Redis). Both take ``max_attempts``
-(default 3) and ``retry_delay`` (default 30 s).
+application whose worker is a thread) and :class:`~esmapper.jobs.RedisWorkQueue` (every
+process of a fleet, on Redis). Both take ``max_attempts`` (default 3) and
+``retry_delay`` (default 30 s).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
-from esmapper.jobs.work_items import ReindexWorkItem
+from esmapper.jobs._work_items import ReindexWorkItem
 from esmapper.locks import check_duration
 
 __all__ = [
