@@ -379,9 +379,11 @@ class Mapper:
         :mod:`esmapper.jobs._reindex_items`), inside the lock (once for the fleet) and never
         while an item for the same alias and version is pending or running. With no
         ``work_queue`` an outdated model raises
-        :class:`~esmapper.errors.IndexConfigurationError` (the configuration is then not
-        marked done). The marker of such a call is its own: a configuration marked by a
-        call without it is configured again (idempotent) so that the items are enqueued.
+        :class:`~esmapper.errors.IndexConfigurationError`, and a queue that fails (Redis
+        unreachable) raises its own error; either way the configuration is not marked
+        done, so the next start configures and enqueues again. The marker of such a call
+        is its own: a configuration marked by a call without it is configured again
+        (idempotent) so that the items are enqueued.
 
         Raises :class:`~esmapper.errors.LockError` when the lock stays held past
         ``lock_wait``, :class:`~esmapper.errors.IndexConfigurationError` for a mapping
