@@ -1,5 +1,6 @@
 """The ``esmapper indexes`` commands that configure and inspect the models' indexes:
-``configure [MODEL...] [--force] [--lock-wait S] [--begin-reindexing-outdated]``,
+``configure [MODEL...] [--force] [--lock-wait S] [--lock-ttl S]
+[--begin-reindexing-outdated]``,
 ``list``, ``mapping MODEL [--declared]`` and ``stats [MODEL...]`` (``delete`` and
 ``cleanup``: :mod:`esmapper.cli`, :mod:`esmapper._cli_jobs`).
 
@@ -26,6 +27,7 @@ from esmapper._cli_types import Seconds
 from esmapper._text import table
 from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL, SKIPPED
 from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import DEFAULT_TTL
 from esmapper.mapper import Mapper
 
 __all__ = ["configure", "list_indexes", "mapping", "stats"]
@@ -70,12 +72,26 @@ def _models(mapper: Mapper, names: tuple[str, ...]) -> list[type]:
     show_default=True,
     help="How long to wait for another process configuring now.",
 )
+@click.option(
+    "--lock-ttl",
+    type=Seconds(1),
+    default=DEFAULT_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Lease of the configure lock (renewed every third of it while configuring).",
+)
 @click.option("--begin-reindexing-outdated", "enqueue", is_flag=True,
               help="Enqueue a reindex work item for each outdated model on the mapper's "
               "work queue (run by esmapper jobs reindex-worker).")  # fmt: skip
 @click.pass_context
 def configure(
-    ctx: click.Context, model_names: tuple[str, ...], force: bool, lock_wait: float, enqueue: bool
+    ctx: click.Context,
+    model_names: tuple[str, ...],
+    *,
+    force: bool,
+    lock_wait: float,
+    lock_ttl: float,
+    enqueue: bool,
 ) -> None:
     """Create missing indexes and aliases, add new fields to mappings (every model, once
     for processes starting together; each MODEL: that model, no lock, no marker)."""
@@ -89,7 +105,10 @@ def configure(
     else:
         wait = _dt.timedelta(seconds=lock_wait)
         states = mapper.configure_indexes(
-            force=force, lock_wait=wait, begin_reindexing_outdated=enqueue
+            force=force,
+            lock_wait=wait,
+            lock_ttl=_dt.timedelta(seconds=lock_ttl),
+            begin_reindexing_outdated=enqueue,
         )
     if states and all(s.action == SKIPPED for s in states):
         minutes = int(MARKER_TTL.total_seconds() // 60)
