@@ -91,8 +91,8 @@ def reindex_worker(
             raise CliError(result.message)
         click.echo(result.message)
         return
-    click.echo("reindex-worker: running items until SIGTERM or Ctrl-C", err=True)
-    with stop_on_signals(stop, cancel):
+    with stop_on_signals(stop, cancel):  # announced once a signal is handled, not before
+        click.echo("reindex-worker: running items until SIGTERM or Ctrl-C", err=True)
         runs = worker.loop(
             stop,
             cancel,

@@ -94,10 +94,13 @@ def test_configure_queues_the_outdated_model_and_the_worker_reindexes_it(
     assert (empty.returncode, empty.stdout.strip()) == (0, "no reindex work item pending")
 
 
-def test_the_loop_runs_until_sigterm(
+def test_the_loop_runs_items_until_sigterm(
     tmp_path: Path, es_url: str, index_prefix: str, redis_url: str, queue: RedisWorkQueue
 ) -> None:
+    v1 = app(tmp_path, es_url, index_prefix, 1, redis_url, queue.name)
     v2 = app(tmp_path, es_url, index_prefix, 2, redis_url, queue.name)
+    assert cli(tmp_path, v1, "indexes", "configure").returncode == 0
+    assert cli(tmp_path, v2, "indexes", "configure", "--begin-reindexing-outdated").returncode == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "esmapper.cli", "--app", v2, "jobs", "reindex-worker", "--loop",
          "--idle", "0.2"],
@@ -105,16 +108,17 @@ def test_the_loop_runs_until_sigterm(
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert proc.stderr is not None
-        started = proc.stderr.readline()
-        assert "running items until SIGTERM" in started
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "running items until SIGTERM" in proc.stderr.readline()
+        assert proc.stdout.readline().startswith(f"reindex:{index_prefix}employees:")
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert "reindex-worker: stopped after 0 items" in err and "Traceback" not in err
+    assert "reindex-worker: stopped after 1 items" in err and "Traceback" not in err
+    assert queue.counts() == QueueCounts(0, 0, 0)
 
 
 def test_errors_are_one_line_and_non_zero(
