@@ -5,6 +5,7 @@
 
 import esmapper._builtin_features  # noqa: F401 (registers the built-in features)
 from esmapper import signals
+from esmapper._bootstrap import bootstrap
 from esmapper._join import has_child, has_parent, parent_id
 from esmapper._version import __version__
 from esmapper.bus import BlinkerMessageBus, MessageBus
@@ -42,6 +43,7 @@ from esmapper.errors import (
     ServerUnreachableError,
     SnapshotExpiredError,
     VersionConflictError,
+    WorkItemError,
 )
 from esmapper.ids import Id, ObjectId, check_id, compose_id, decompose_id
 from esmapper.indexes import (
@@ -55,12 +57,18 @@ from esmapper.indexes import (
 from esmapper.jobs import (
     CleanupIndexesJob,
     CleanupSnapshotsJob,
+    InMemoryWorkQueue,
     JobError,
     JobResult,
     JobRunner,
     JobStatus,
     MaintainIndexesJob,
+    RedisWorkQueue,
+    ReindexWorker,
+    ReindexWorkItem,
     SnapshotJob,
+    WorkQueue,
+    handle_reindex_work_item,
 )
 from esmapper.mapper import Mapper
 from esmapper.migrations import (
@@ -165,6 +173,7 @@ __all__ = [
     "Id",
     "IdTooLongError",
     "InMemoryCache",
+    "InMemoryWorkQueue",
     "IndexConfigurationError",
     "IndexMaxAgeExceededError",
     "InnerDoc",
@@ -203,9 +212,12 @@ __all__ = [
     "QueryValidationError",
     "RedisCache",
     "RedisMessageBus",
+    "RedisWorkQueue",
     "ReindexError",
     "ReindexProgress",
     "ReindexResult",
+    "ReindexWorkItem",
+    "ReindexWorker",
     "Repository",
     "ScaledFloat",
     "ScriptError",
@@ -227,11 +239,15 @@ __all__ = [
     "VersionConflictError",
     "Versioned",
     "Wildcard",
+    "WorkItemError",
+    "WorkQueue",
     "__version__",
+    "bootstrap",
     "check_id",
     "compose_id",
     "decompose_id",
     "field",
+    "handle_reindex_work_item",
     "has_child",
     "has_parent",
     "keyword_and_sort_fields",

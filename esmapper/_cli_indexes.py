@@ -1,7 +1,8 @@
 """The ``esmapper indexes`` commands that configure and inspect the models' indexes:
-``configure [MODEL...] [--force] [--lock-wait S]``, ``list``, ``mapping MODEL
-[--declared]`` and ``stats [MODEL...]`` (``delete`` and ``cleanup``: :mod:`esmapper.cli`,
-:mod:`esmapper._cli_jobs`).
+``configure [MODEL...] [--force] [--lock-wait S] [--lock-ttl S]
+[--begin-reindexing-outdated]``,
+``list``, ``mapping MODEL [--declared]`` and ``stats [MODEL...]`` (``delete`` and
+``cleanup``: :mod:`esmapper.cli`, :mod:`esmapper._cli_jobs`).
 
 What each sends: ``configure`` what :meth:`~esmapper.Mapper.configure_indexes` sends (its
 marker and lock for every model, none for named ones); ``list`` one ``GET
@@ -26,6 +27,7 @@ from esmapper._cli_types import Seconds
 from esmapper._text import table
 from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL, SKIPPED
 from esmapper.indexes.spec import IndexSpec
+from esmapper.locks import DEFAULT_TTL
 from esmapper.mapper import Mapper
 
 __all__ = ["configure", "list_indexes", "mapping", "stats"]
@@ -70,9 +72,26 @@ def _models(mapper: Mapper, names: tuple[str, ...]) -> list[type]:
     show_default=True,
     help="How long to wait for another process configuring now.",
 )
+@click.option(
+    "--lock-ttl",
+    type=Seconds(1),
+    default=DEFAULT_TTL.total_seconds(),
+    metavar="SECONDS",
+    show_default=True,
+    help="Lease of the configure lock (renewed every third of it while configuring).",
+)
+@click.option("--begin-reindexing-outdated", "enqueue", is_flag=True,
+              help="Enqueue a reindex work item for each outdated model on the mapper's "
+              "work queue (run by esmapper jobs reindex-worker).")  # fmt: skip
 @click.pass_context
 def configure(
-    ctx: click.Context, model_names: tuple[str, ...], force: bool, lock_wait: float
+    ctx: click.Context,
+    model_names: tuple[str, ...],
+    *,
+    force: bool,
+    lock_wait: float,
+    lock_ttl: float,
+    enqueue: bool,
 ) -> None:
     """Create missing indexes and aliases, add new fields to mappings (every model, once
     for processes starting together; each MODEL: that model, no lock, no marker)."""
@@ -80,10 +99,17 @@ def configure(
     if model_names:
         if force:
             raise click.UsageError("--force applies to every model; named models always run")
-        states = mapper.configure_indexes(_models(mapper, model_names))
+        states = mapper.configure_indexes(
+            _models(mapper, model_names), begin_reindexing_outdated=enqueue
+        )
     else:
         wait = _dt.timedelta(seconds=lock_wait)
-        states = mapper.configure_indexes(force=force, lock_wait=wait)
+        states = mapper.configure_indexes(
+            force=force,
+            lock_wait=wait,
+            lock_ttl=_dt.timedelta(seconds=lock_ttl),
+            begin_reindexing_outdated=enqueue,
+        )
     if states and all(s.action == SKIPPED for s in states):
         minutes = int(MARKER_TTL.total_seconds() // 60)
         click.echo(
@@ -96,7 +122,9 @@ def configure(
     for line in table(rows):
         click.echo(line)
     outdated = [s.model for s in states if s.action == "outdated"]
-    if outdated:
+    if outdated and enqueue:
+        click.echo(f"outdated, reindex queued for a worker: {', '.join(outdated)}")
+    elif outdated:
         click.echo(f"outdated (run esmapper migrate or reindex): {', '.join(outdated)}")
 
 

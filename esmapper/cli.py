@@ -4,20 +4,21 @@ Global options name the application's mapper (``--app module:attribute`` or
 ``ESMAPPER_APP``; the attribute is a :class:`~esmapper.Mapper` or a zero-argument callable
 returning one, imported with the current directory on ``sys.path``) and override its address
 (``--url`` or ``ESMAPPER_URL``). Commands: ``migrate [--dry-run] [--retry-failed]
-[--no-reindex] [--lock-wait S] [--lock-ttl S] [--parallel N] [THROTTLE]``, ``status [--health]``,
-``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex NAME
-[--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes configure [MODEL...] [--force]
-[--lock-wait S]``, ``indexes list``, ``indexes mapping MODEL [--declared]``, ``indexes
-stats [MODEL...]`` (:mod:`esmapper._cli_indexes`), ``indexes delete MODEL... [--yes]`` and
-``indexes cleanup [MODEL...] [--yes]`` (dry runs without ``--yes``; the job commands:
-:mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey MODEL [--apply]
-[--batch-size N]``, ``fields list|add|rename|remove MODEL --tenant T``
+[--no-reindex] [--lock-wait S] [--lock-ttl S] [--parallel N] [THROTTLE]``, ``status
+[--health]``, ``maintain [--loop --interval 1h]``, ``snapshot create|cleanup``, ``reindex
+NAME [--lock-wait S] [--lock-ttl S] [THROTTLE]``, ``indexes configure [MODEL...] [--force]
+[--lock-wait S] [--lock-ttl S] [--begin-reindexing-outdated]``, ``jobs reindex-worker
+[--once | --loop]`` (:mod:`esmapper._cli_work`), ``indexes list``, ``indexes mapping MODEL
+[--declared]``, ``indexes stats [MODEL...]`` (:mod:`esmapper._cli_indexes`), ``indexes
+delete MODEL... [--yes]`` and ``indexes cleanup [MODEL...] [--yes]`` (dry runs without
+``--yes``; the job commands: :mod:`esmapper._cli_jobs`), ``ids audit MODEL``, ``ids rekey
+MODEL [--apply] [--batch-size N]``, ``fields list|add|rename|remove MODEL --tenant T``
 (:mod:`esmapper.custom_fields.cli`) and ``server [--port N] [--data-dir DIR]`` (a local
 Elasticsearch-compatible server for development; needs no ``--app``); a model NAME is its
 class name or its index name (with or without the prefix), case-insensitive. THROTTLE is
-``--batch-size N --requests-per-second N --stall-timeout S``.
-``migrate`` and ``reindex`` show a progress bar per reindexed model (click's: a bar on a
-terminal, its label once elsewhere).
+``--batch-size N --requests-per-second N --stall-timeout S``. ``migrate`` and ``reindex``
+show a progress bar per reindexed model (click's: a bar on a terminal, its label once
+elsewhere).
 
 Exit codes: 0 success; 1 failure (a failed migration or job, an unreachable server, any
 esmapper error, ``status --health`` finding something that needs attention); 2 a lock is
@@ -57,6 +58,7 @@ from esmapper._cli_jobs import indexes_cleanup, maintain, print_health, snapshot
 from esmapper._cli_reindex import ReindexBars, throttle, throttle_options
 from esmapper._cli_server import server
 from esmapper._cli_types import POSITIVE_DURATION, ElasticsearchUrl, Seconds, cli_spelling
+from esmapper._cli_work import jobs
 from esmapper._rekey_audit import audit_types
 from esmapper._rekey_backup import model_indexes, recent_snapshot
 from esmapper._shards import count_all
@@ -410,6 +412,7 @@ def reindex(
 
 main.add_command(maintain)
 main.add_command(snapshot)
+main.add_command(jobs)
 
 
 @main.group()

@@ -32,6 +32,8 @@ Every error the library raises on purpose derives from :class:`EsmapperError`::
      |    +-- MigrationCancelled       a migration stopped because the run was cancelled
      +-- JobError                      a job cannot do its work as asked
      +-- JobCancelled                  a job stopped at a checkpoint because it was cancelled
+     +-- WorkItemError                 a reindex work item this worker cannot run (another
+     |                                 release's; also ValueError)
      +-- LockError                     a lock could not be acquired, renewed or released
      +-- RedisUnavailable              Redis did not answer (the cache and bus fall back)
      +-- ServerStartError              a test server did not start (also RuntimeError)
@@ -92,6 +94,7 @@ __all__ = [
     "SessionClosedError",
     "SnapshotExpiredError",
     "VersionConflictError",
+    "WorkItemError",
 ]
 
 
@@ -656,6 +659,12 @@ class MigrationCancelled(MigrationError):
 class JobError(EsmapperError):
     """A job cannot do its work as asked (an unknown snapshot repository, a snapshot name
     taken, a snapshot that failed); its result is ``failed`` with this as ``error``."""
+
+
+class WorkItemError(EsmapperError, ValueError):
+    """A reindex work item this worker cannot run: no model of its mapper has the item's
+    alias, or the model's target version, script or timestamp field differ from the
+    item's (a worker of another release); raised before anything is sent."""
 
 
 class JobCancelled(EsmapperError):

@@ -36,7 +36,9 @@ from esmapper.indexes._data_streams import refuse_names
 from esmapper.indexes.configure import IndexState, configure_indexes
 from esmapper.indexes.deletion import IndexDeletion, delete_indexes
 from esmapper.indexes.spec import IndexSpec
-from esmapper.locks import LOCK_INDEX, LockProvider
+from esmapper.jobs._reindex_items import enqueue_outdated
+from esmapper.jobs._work_queue import WorkQueue
+from esmapper.locks import DEFAULT_TTL, LOCK_INDEX, LockProvider, check_duration
 from esmapper.migrations import MigrationResult, migrate
 from esmapper.migrations.planning import decide_before_first_index
 from esmapper.migrations.state import STATE_INDEX
@@ -159,6 +161,12 @@ class Mapper:
     :class:`~esmapper.distributed.RedisLink` in the namespace ``esmapper:<index_prefix>``
     made with ``redis_options`` (``socket_timeout``, ``lease``, ...); ``close()`` stops it.
 
+    ``work_queue`` (an :class:`~esmapper.jobs.InMemoryWorkQueue`, a
+    :class:`~esmapper.jobs.RedisWorkQueue` or any
+    :class:`~esmapper.jobs.WorkQueue`; default none) is where
+    ``configure_indexes(begin_reindexing_outdated=True)`` enqueues the reindexes of
+    outdated models, for workers to run (:mod:`esmapper.jobs._reindex_items`).
+
     A prefix, or a versioned or plain model, whose index names one of Elasticsearch's
     built-in data-stream templates claims (``index_prefix="logs-eu-"``, ``Index.name =
     "logs-app"``) raises :class:`~esmapper.errors.IndexConfigurationError`: no such index
@@ -187,6 +195,7 @@ class Mapper:
         redis: str | None = None,
         redis_options: dict[str, Any] | None = None,
         partial_results: bool = False,
+        work_queue: WorkQueue | None = None,
         **client_options: Any,
     ) -> None:
         if index_prefix and index_prefix != index_prefix.lower():
@@ -196,6 +205,11 @@ class Mapper:
             f"index_prefix {index_prefix!r}",
             [f"{index_prefix}{LOCK_INDEX}", f"{index_prefix}{STATE_INDEX}"],
         )
+        if work_queue is not None and not isinstance(work_queue, WorkQueue):
+            raise TypeError(f"work_queue must be a WorkQueue, not {work_queue!r}")
+        #: where ``configure_indexes(begin_reindexing_outdated=True)`` enqueues reindexes
+        #: and ``esmapper jobs reindex-worker`` takes them (:mod:`esmapper.jobs._reindex_items`)
+        self.work_queue = work_queue
         if pause_gc:
             _gcpause.enable(True)
         self._client, self._owns_client = _client_from(url_or_client, client_options)
@@ -334,6 +348,8 @@ class Mapper:
         *,
         force: bool = False,
         lock_wait: _dt.timedelta = CONFIGURE_LOCK_WAIT,
+        lock_ttl: _dt.timedelta = DEFAULT_TTL,
+        begin_reindexing_outdated: bool = False,
     ) -> list[IndexState]:
         """Create missing indexes and aliases, add new fields to existing mappings; returns
         what was found or done per model. Idempotent; call it at every start. A model with
@@ -352,24 +368,58 @@ class Mapper:
         shared (Redis); a user or cluster that refuses that index configures unlocked and
         unmarked, as when every model is named. ``force=True`` configures even when
         marked. An explicit ``models`` list configures those models, no lock, no marker.
+        ``lock_ttl`` (default 90 s) is the lease of the ``configure-indexes`` lock,
+        renewed by a heartbeat every third of it while this process configures: a process
+        killed while configuring holds the others up that long at most.
+
+        ``begin_reindexing_outdated=True``: a model found ``outdated`` (its alias on an
+        older version) is not reindexed here; a
+        :class:`~esmapper.jobs.ReindexWorkItem` is enqueued on the mapper's
+        ``work_queue`` for a worker (``esmapper jobs reindex-worker``,
+        :mod:`esmapper.jobs._reindex_items`), inside the lock (once for the fleet) and never
+        while an item for the same alias and version is pending or running. With no
+        ``work_queue`` an outdated model raises
+        :class:`~esmapper.errors.IndexConfigurationError`, and a queue that fails (Redis
+        unreachable) raises its own error; either way the configuration is not marked
+        done, so the next start configures and enqueues again. The marker of such a call
+        is its own: a configuration marked by a call without it is configured again
+        (idempotent) so that the items are enqueued.
+
         Raises :class:`~esmapper.errors.LockError` when the lock stays held past
         ``lock_wait``, :class:`~esmapper.errors.IndexConfigurationError` for a mapping
-        Elasticsearch cannot change in place."""
-        if not isinstance(force, bool):
-            raise TypeError(f"force must be True or False, not {force!r}")
+        Elasticsearch cannot change in place, ``TypeError``/``ValueError`` for a bad
+        option before anything is sent."""
+        for name, flag in (
+            ("force", force),
+            ("begin_reindexing_outdated", begin_reindexing_outdated),
+        ):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, not {flag!r}")
+        check_duration("lock_wait", lock_wait, zero=True)
+        check_duration("lock_ttl", lock_ttl)
+        queue = self.work_queue
+
+        def configure(specs: list[IndexSpec]) -> list[IndexState]:
+            states = configure_indexes(self.client, specs)
+            if begin_reindexing_outdated:
+                enqueue_outdated(self.services, queue, states)
+            return states
+
         if models is not None:
-            return configure_indexes(self.client, self._with_definitions(list(models)))
+            return configure(self._with_definitions(list(models)))
         specs = self._with_definitions(self.models)
+        key = configuration_key(specs)
         services = self.services
         locks = LockProvider(self.client, index_prefix=self.index_prefix, clock=self.clock)
         return configure_once(
             locks,
             ConfigureMarker.of(services),
-            configuration_key(specs),
-            lambda: configure_indexes(self.client, specs),
+            f"{key}+queued" if begin_reindexing_outdated else key,
+            lambda: configure(specs),
             skipped=skipped_states(specs),
             force=force,
             lock_wait=lock_wait,
+            lock_ttl=lock_ttl,
         )
 
     def _with_definitions(self, chosen: list[type]) -> list[IndexSpec]:

@@ -251,19 +251,23 @@ def configure_once(
     skipped: list[Any],
     force: bool = False,
     lock_wait: _dt.timedelta = LOCK_WAIT,
+    lock_ttl: _dt.timedelta = DEFAULT_TTL,
 ) -> list[Any]:
     """Run ``configure`` unless configuration ``key`` is marked done, under the
     ``configure-indexes`` lock (steps 1 to 5 of the module docstring); its states, or
     ``skipped`` (:func:`skipped_states`) when the marker said it was done. The locks index
-    refused (see the module docstring): ``configure`` runs unlocked and unmarked. Raises
+    refused (see the module docstring): ``configure`` runs unlocked and unmarked. The lock's
+    lease is ``lock_ttl``, renewed by its heartbeat. Raises
     :class:`~esmapper.errors.LockError` when the lock stays held past ``lock_wait``,
-    ``ValueError`` for a negative ``lock_wait`` (before anything is sent)."""
+    ``ValueError`` for a negative ``lock_wait`` or a ``lock_ttl`` not above zero (before
+    anything is sent)."""
     check_duration("lock_wait", lock_wait, zero=True)
+    check_duration("lock_ttl", lock_ttl)
     try:
         if not force and marker.is_set(key):
             log.debug("configure_indexes: configuration %s marked done, skipped", key)
             return list(skipped)
-        lock = locks.acquire(LOCK_NAME, DEFAULT_TTL, wait=lock_wait, poll=0.2)
+        lock = locks.acquire(LOCK_NAME, lock_ttl, wait=lock_wait, poll=0.2)
     except ApiError as exc:
         if not _unusable(exc):
             raise

@@ -40,7 +40,9 @@ fields requires a new index version.``, the reference's lines) and raises
 :class:`~esmapper.errors.IndexConfigurationError` telling to bump ``Index.version``. An alias
 that points at an older version is reported as ``outdated``: moving it needs a reindex,
 which ``configure_indexes`` never starts (see
-:func:`esmapper.indexes.reindex.reindex_outdated`).
+:func:`esmapper.indexes.reindex.reindex_outdated`; ``Mapper.configure_indexes(
+begin_reindexing_outdated=True)`` queues it for a worker instead:
+:mod:`esmapper.jobs._reindex_items`).
 
 Time-series models (``daily``/``monthly``) get an index template instead
 (``PUT /_index_template/<alias>-v<N>-template``, pattern ``<alias>-v<N>-*``, the mapping,

@@ -159,6 +159,7 @@ EXAMPLES: dict[type[BaseException], Callable[[], BaseException]] = {
     errors.MigrationCancelled: lambda: errors.MigrationCancelled("the run was cancelled"),
     errors.JobError: lambda: errors.JobError("snapshot failed", error_type="PARTIAL"),
     errors.JobCancelled: lambda: errors.JobCancelled("cancelled before it finished"),
+    errors.WorkItemError: lambda: errors.WorkItemError("reindex:items:items-v3: another release"),
     errors.LockError: lambda: errors.LockError("lock reindex is held", index="locks"),
     errors.RedisUnavailable: lambda: errors.RedisUnavailable("Redis at redis://x is unavailable"),
     errors.ServerStartError: lambda: errors.ServerStartError("port 9200 is already in use"),

@@ -3,7 +3,8 @@ tests.integration.indexes.configure_worker CONTROL NAME URL PREFIX MODE [LOCK_TT
 from the repository root).
 
 MODE ``start``: wait for ``<CONTROL>/go`` (so several workers start at once), then
-configure. MODE ``pause``: configure with a configure-lock lease of LOCK_TTL seconds, held
+configure. MODE ``pause``: configure with a configure-lock lease of LOCK_TTL seconds
+(``configure_indexes(lock_ttl=)``), held
 (:func:`tests.integration.pausing.hold_here`) under the lock right before configuring.
 
 Prints one JSON line: ``{"actions": [...]}`` (``"skipped"`` each: marked done) or ``{"error":
@@ -21,7 +22,6 @@ from typing import Any
 
 import esmapper as em
 from esmapper import mapper as mapper_module
-from esmapper.indexes import _configured as configured
 from tests.integration.pausing import hold_here
 
 
@@ -44,13 +44,14 @@ class Plain(em.Document):
 
 def main(argv: list[str]) -> int:
     control, name, url, prefix, mode, *rest = argv
+    options: dict[str, Any] = {"lock_wait": dt.timedelta(seconds=60)}
     if mode == "start":
         go = Path(control) / "go"
         deadline = time.monotonic() + 60
         while not go.exists() and time.monotonic() < deadline:
             time.sleep(0.001)
     else:
-        configured.DEFAULT_TTL = dt.timedelta(seconds=float(rest[0]))  # type: ignore[attr-defined]
+        options["lock_ttl"] = dt.timedelta(seconds=float(rest[0]))
         real = mapper_module.configure_indexes  # type: ignore[attr-defined]
 
         def paused(*args: Any, **kwargs: Any) -> Any:
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
     outcome: dict[str, Any]
     with em.Mapper(url, models=[Thing, Plain], index_prefix=prefix) as mapper:
         try:
-            states = mapper.configure_indexes(lock_wait=dt.timedelta(seconds=60))
+            states = mapper.configure_indexes(**options)
             outcome = {"actions": [s.action for s in states]}
         except Exception as exc:
             outcome = {"error": type(exc).__name__, "message": str(exc)}

@@ -1,0 +1,160 @@
+"""The Redis work queue against a real Redis: the same contract as the in-process queue
+(deduplication, leases that run out on Redis's clock, retries, failed items), two queue
+objects (two processes' views) sharing one queue, and a fleet starting at once enqueuing
+one item."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+import esmapper as em
+from esmapper.jobs import QueueCounts, RedisWorkQueue, ReindexWorkItem
+from tests.integration.conftest import MakeMapper
+from tests.integration.indexes.models import ItemV1, ItemV2
+
+SHORT = dt.timedelta(milliseconds=200)
+
+
+def item(n: int = 2) -> ReindexWorkItem:
+    return ReindexWorkItem(old_index="items-v1", new_index=f"items-v{n}", alias="items")
+
+
+@pytest.fixture
+def queue_name() -> str:
+    return f"esmapper-test:{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def queues(redis_url: str, queue_name: str) -> Iterator[list[RedisWorkQueue]]:
+    """Two queue objects on one Redis queue, as two processes have."""
+    made = [
+        RedisWorkQueue(redis_url, name=queue_name, max_attempts=2, retry_delay=SHORT)
+        for _ in range(2)
+    ]
+    yield made
+    client = made[0].client
+    client.delete(*made[0].keys.values())
+    for queue in made:
+        queue.close()
+
+
+def test_items_are_deduplicated_leased_completed_and_seen_by_every_process(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues
+    assert a.enqueue(item())
+    assert not b.enqueue(item())  # pending: the same key
+    assert b.enqueue(item(3))
+    lease = b.dequeue(dt.timedelta(minutes=1))
+    assert lease is not None and lease.item == item() and lease.attempt == 1
+    assert not a.enqueue(item())  # running
+    assert a.counts() == QueueCounts(pending=1, leased=1, failed=0)
+    other = a.dequeue(dt.timedelta(minutes=1))
+    assert other is not None and other.item == item(3)
+    assert a.dequeue() is None
+    assert not a.complete(em.jobs.Lease(lease.item, "not-the-token", 1))
+    assert b.complete(lease) and a.complete(other)
+    assert not b.complete(lease)  # sent again (a lost answer): already gone
+    assert a.counts() == QueueCounts(0, 0, 0)
+    assert a.enqueue(item())  # done: a new one may come
+
+
+def _dequeue_within(queue: RedisWorkQueue, seconds: float = 30.0) -> em.jobs.Lease:
+    deadline = time.monotonic() + seconds
+    while True:
+        lease = queue.dequeue(dt.timedelta(minutes=1))
+        if lease is not None:
+            return lease
+        assert time.monotonic() < deadline, "the item never came back"
+        time.sleep(0.05)
+
+
+def test_a_lease_that_runs_out_goes_to_another_worker_and_the_first_changes_nothing(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues
+    a.enqueue(item())
+    first = a.dequeue(SHORT)
+    assert first is not None
+    assert a.renew(first, dt.timedelta(minutes=1))
+    assert b.dequeue() is None  # renewed for a minute: nobody else gets it
+    assert a.renew(first, SHORT)
+    second = _dequeue_within(b)
+    assert second.item == item() and second.attempt == 2
+    assert not a.renew(first) and not a.complete(first) and not a.abandon(first, "late")
+    assert b.complete(second)
+    assert a.counts() == QueueCounts(0, 0, 0) and a.failed() == []
+
+
+def test_abandoned_items_are_retried_after_the_delay_then_failed(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues
+    a.enqueue(item())
+    lease = a.dequeue()
+    assert lease is not None and a.abandon(lease, "boom 1")
+    assert a.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    again = _dequeue_within(b)
+    assert again.attempt == 2
+    assert b.abandon(again, "boom 2")
+    assert a.failed() == [(item(), "boom 2")]
+    assert a.counts() == QueueCounts(0, 0, 1)
+    assert a.enqueue(item()) and a.failed() == []
+
+
+def test_a_lease_running_out_on_the_last_attempt_fails_the_item(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues
+    a.enqueue(item())
+    assert a.dequeue(SHORT) is not None
+    assert _dequeue_within(b).attempt == 2  # ran out once: retried
+    # ... and lapses again (the second worker died too)
+    b.client.zadd(b.keys["leases"], {item().key: 0})
+    assert a.dequeue() is None
+    ((failed, why),) = a.failed()
+    assert failed == item() and "lease ran out 2 times" in why
+
+
+def test_a_fleet_starting_at_once_enqueues_one_item(
+    make_mapper: MakeMapper, redis_url: str, queue_name: str, index_prefix: str
+) -> None:
+    old = make_mapper(ItemV1, configure=True)
+    old.repository(ItemV1).add([ItemV1(n=i) for i in range(10)])
+    processes = 6
+    mappers = [
+        make_mapper(ItemV2, work_queue=RedisWorkQueue(redis_url, name=queue_name))
+        for _ in range(processes)
+    ]
+    start = threading.Barrier(processes)
+    errors: list[BaseException] = []
+
+    def boot(mapper: em.Mapper) -> None:
+        start.wait()
+        try:
+            em.bootstrap(mapper, begin_reindexing_outdated=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=boot, args=(m,)) for m in mappers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    queue = mappers[0].work_queue
+    assert isinstance(queue, RedisWorkQueue)
+    assert queue.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    lease = queue.dequeue()
+    assert lease is not None and lease.item.new_index == f"{index_prefix}items-v2"
+    assert queue.complete(lease)
+    for mapper in mappers:
+        assert isinstance(mapper.work_queue, RedisWorkQueue)
+        mapper.work_queue.close()
