@@ -95,8 +95,9 @@ def test_a_snapshot_whose_metadata_is_unreadable_does_not_fail_the_listing(
             raise NotFoundError("snapshot_missing_exception", meta, body)
         return listing(self, **kwargs)
 
-    monkeypatch.setattr(SnapshotClient, "get", as_a_cluster)
-    found = recent_snapshot(mapper, Inbox, repository)
+    with monkeypatch.context() as patched:  # undone before the repository's teardown lists
+        patched.setattr(SnapshotClient, "get", as_a_cluster)
+        found = recent_snapshot(mapper, Inbox, repository)
     assert found is not None and found.name == "inbox"
 
 
