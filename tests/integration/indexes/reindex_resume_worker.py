@@ -32,9 +32,9 @@ def main(argv: list[str]) -> int:
     if point == "copied":
         real_record = _reindex_run.Run.record
 
-        def record(run: _reindex_run.Run, value: Record) -> None:
-            real_record(run, value)
-            if value.completed:
+        def record(self: _reindex_run.Run, record: Record) -> None:
+            real_record(self, record)
+            if record.completed:
                 hold_here(control, name)
 
         _reindex_run.Run.record = record  # type: ignore[method-assign]
