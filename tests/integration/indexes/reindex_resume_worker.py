@@ -1,9 +1,11 @@
 """A reindex in a process of its own, for the ``kill -9`` tests of the resumed rerun:
 ``python -m tests.integration.indexes.reindex_resume_worker CONTROL NAME URL PREFIX MODEL
-POINT`` (run from the repository root) reindexes MODEL (``ItemV2`` or ``PlainV2``, with a
-catch-up margin of 0) and holds (:func:`tests.integration.pausing.hold_here`) at POINT:
+POINT`` (run from the repository root) reindexes MODEL (``ItemV2``, ``PlainV2`` or the
+time-series ``Log2Plain``, with a catch-up margin of 0) and holds
+(:func:`tests.integration.pausing.hold_here`) at POINT:
 
-- ``copied``: the copy completed and its record says so (before the catch-up and the block);
+- ``copied``: the copy completed and its record says so (before the catch-up and the block;
+  of a time-series model: the first partition's);
 - ``copying``: during the copy, at its first progress report (its task started; with URL a
   :class:`~esmapper.testing.cluster.ClusterProxy` whose tasks the test holds, the task
   waits at the proxy and outlives the process, as a real cluster's does).
@@ -21,8 +23,9 @@ from esmapper.indexes._reindex_resume import Record
 from tests.integration.pausing import hold_here
 
 from .models import ItemV2, PlainV2
+from .test_partition_reindex import Log2Plain
 
-MODELS: dict[str, type[Any]] = {"ItemV2": ItemV2, "PlainV2": PlainV2}
+MODELS: dict[str, type[Any]] = {"ItemV2": ItemV2, "Log2Plain": Log2Plain, "PlainV2": PlainV2}
 
 
 def main(argv: list[str]) -> int:

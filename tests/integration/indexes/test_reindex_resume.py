@@ -22,6 +22,7 @@ from tests.integration.conftest import MakeMapper
 from tests.integration.pausing import Child, children, linux_only
 
 from .models import SETTINGS, ItemV1, ItemV2, ItemV2Scripted, PlainV1, PlainV2
+from .test_partition_reindex import Log1, Log2Plain
 
 pytestmark = linux_only
 
@@ -315,3 +316,46 @@ def test_writers_during_the_resumed_rerun_lose_nothing(
     assert len(latest) >= 10, "the writer barely ran"
     expected = {i: n for i, n in {**base, **latest}.items() if i not in removed}
     _settled(es_client, v2, expected)
+
+
+def test_a_partition_left_by_a_killed_run_is_resumed_and_the_others_copied(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    p, now = index_prefix, dt.datetime.now(dt.timezone.utc)
+    old = make_mapper(Log1)
+    repo = old.repository(Log1)
+    days = [now - dt.timedelta(days=2), now - dt.timedelta(days=1)]
+    docs = [
+        Log1(id=f"{day}-{i}", message=f"m{i}", created_utc=at)
+        for day, at in enumerate(days)
+        for i in range(10)
+    ]
+    repo.add(docs, consistency="immediate")
+    first, second = (f"{p}tlogs-v{{}}-{at:%Y.%m.%d}" for at in days)
+    _killed(tmp_path, es_url, index_prefix, "Log2Plain", "copied")  # after the first's copy
+    es_client.indices.refresh(index=first.format(2))
+    assert es_client.count(index=first.format(2))["count"] == 10
+    assert not es_client.indices.exists(index=second.format(2))
+    # between the runs, in the first partition: one updated, one removed, one added
+    doc = repo.get("0-3")
+    assert doc is not None
+    doc.message = "changed"
+    repo.save(doc, consistency="immediate")
+    repo.remove("0-4", consistency="immediate")
+    repo.add(Log1(id="0-new", message="added", created_utc=days[0]), consistency="immediate")
+    expected = {
+        d.id: ("changed" if d.id == "0-3" else d.message) for d in docs if d.id != "0-4"
+    } | {"0-new": "added"}
+
+    result, _ = _rerun(make_mapper(Log2Plain), Log2Plain)
+
+    resumed, copied = result.partitions
+    assert resumed.old_index == first.format(1) and resumed.resumed_from is not None
+    assert (resumed.copied, resumed.removed) == (2, 1)  # the updated and the added one
+    assert (copied.resumed_from, copied.copied) == (None, 10)
+    assert result.resumed_from == resumed.resumed_from
+    es_client.indices.refresh(index=f"{p}tlogs")
+    hits = es_client.search(index=f"{p}tlogs", size=100)["hits"]["hits"]
+    assert {h["_id"]: h["_source"]["message"] for h in hits} == expected
+    assert {h["_index"] for h in hits} == {first.format(2), second.format(2)}
