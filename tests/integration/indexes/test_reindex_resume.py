@@ -101,7 +101,9 @@ def test_a_rerun_after_a_kill_past_the_copy_copies_only_what_changed_since(
     assert es_client.count(index=v2)["count"] == 200  # what the killed run copied
 
     expected = _change(old, ItemV1, es_client, v1)
-    result, messages = _rerun(make_mapper(ItemV2), ItemV2)
+    # the new version of the application starts (configure_indexes puts the mapping on the
+    # half-built v2: the record in its ``_meta`` stays), then reindexes
+    result, messages = _rerun(make_mapper(ItemV2, configure=True), ItemV2)
 
     assert result.status == "reindexed" and result.swapped and result.old_deleted
     assert result.resumed_from == record.started
@@ -359,3 +361,24 @@ def test_a_partition_left_by_a_killed_run_is_resumed_and_the_others_copied(
     hits = es_client.search(index=f"{p}tlogs", size=100)["hits"]["hits"]
     assert {h["_id"]: h["_source"]["message"] for h in hits} == expected
     assert {h["_index"] for h in hits} == {first.format(2), second.format(2)}
+
+
+def test_a_killed_runs_task_is_stopped_before_a_full_copy_too(
+    tmp_path: Path, make_mapper: MakeMapper, cluster: ClusterProxy, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    _seed(make_mapper, ItemV1, 40)
+    gate = cluster.tasks.hold()
+    _killed(tmp_path, cluster.url, index_prefix, "ItemV2", "copying")  # its task outlives it
+    assert gate.wait_reached() and cluster.tasks.running == 1
+    es_client.reindex(source={"index": v1}, dest={"index": v2}, refresh=True)  # half done
+    es_client.delete(index=v1, id="d0007", refresh=True)  # must not come back
+
+    # another script: v2 is deleted and built again, but only once the old task is gone (it
+    # would write the documents it read, d0007 included, into the new v2)
+    result, _ = _rerun(make_mapper(ItemV2Scripted, url=cluster.url), ItemV2Scripted)
+
+    assert cluster.tasks.cancels == 1 and cluster.tasks.running == 0
+    assert (result.resumed_from, result.copied) == (None, 39)
+    _settled(es_client, v2, {f"d{i:04}": i for i in range(40) if i != 7})
