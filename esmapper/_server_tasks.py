@@ -77,11 +77,13 @@ __all__ = [
     "TaskStartUnknown",
     "TaskTimedOut",
     "TaskUnreachable",
+    "cancel_task",
     "forget",
     "has_tasks",
     "interruptible",
     "jittered",
     "run_task",
+    "running_tasks",
 ]
 
 log = logging.getLogger("esmapper.tasks")
@@ -462,6 +464,21 @@ def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
         if ours and not info.get("parent_task_id"):
             return task_id
     return None
+
+
+def running_tasks(client: Elasticsearch, kind: Kind) -> list[tuple[str, dict[str, Any]]]:
+    """``(task id, info)`` of every running task of ``kind``, slices included (their info
+    has a ``parent_task_id``): ``GET /_tasks?actions=<action>&detailed=true``. Raises the
+    client's errors."""
+    with _quiet():
+        listing = client.tasks.list(actions=ACTIONS[kind], detailed=True).body
+    return list(_listed(listing))
+
+
+def cancel_task(client: Elasticsearch, task: str, what: str) -> bool:
+    """``POST /_tasks/<task>/_cancel`` (sent once); whether the server accepted it (see
+    :func:`_cancel`: a refusal or error is logged, the task may still run)."""
+    return _cancel(client, task, what)
 
 
 def _listed(listing: Any) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -76,6 +76,7 @@ from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
 from esmapper.migrations.planning import in_progress, index_version, view_index
 from esmapper.migrations.runner import LOCK_TTL
+from esmapper.model.dates import format_datetime
 from esmapper.rekey import audit as rekey_audit
 from esmapper.rekey import rekey as rekey_model
 
@@ -399,6 +400,11 @@ def reindex(
     if result.status == "up_to_date":
         click.echo(f"{model.__name__} is up to date ({result.new_index})")
         return
+    if result.resumed_from is not None:
+        click.echo(
+            "resumed the interrupted reindex: copied only what changed since its copy began "
+            f"({format_datetime(result.resumed_from)})"
+        )
     partitions = result.partitions
     old = "old partitions" if partitions else "old index"
     writes = f", writes blocked {result.blocked_seconds:.2f}s"

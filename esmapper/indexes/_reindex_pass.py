@@ -47,6 +47,7 @@ from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
 from esmapper.indexes._lookup import listed_id, stored_params
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
+from esmapper.indexes._reindex_resume import stop_leftover_passes
 
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
@@ -378,21 +379,34 @@ def count(client: Elasticsearch, index: str) -> int:
     return count_all(client, what=f"the count of {index}", index=index)
 
 
-def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
-    """Create ``new`` with ``spec``'s mapping and settings, no alias (``PUT /<new>``).
+def prepare_target(
+    client: Elasticsearch,
+    spec: IndexSpec,
+    new: str,
+    *,
+    reuse: Callable[[], bool] | None = None,
+) -> bool:
+    """Create ``new`` with ``spec``'s mapping and settings, no alias (``PUT /<new>``);
+    returns whether a non-empty ``new`` was kept (``reuse``).
 
-    An existing empty ``new`` (made by ``configure_indexes``) gets ``PUT _mapping`` and is
-    reused; a non-empty one (an interrupted run's leftover) is deleted and recreated, never
-    while the alias points at it and only while it carries the run markers it was read
-    with (:func:`esmapper.indexes._reindex_fence.delete_unclaimed`). The
-    ``PUT`` is sent once; after an unknown outcome ``HEAD /<new>`` decides (there: created;
-    missing: sent once more).
+    An existing ``new`` is first rid of the ``_reindex`` tasks a killed run may have left
+    writing into it (:func:`esmapper.indexes._reindex_resume.stop_leftover_passes`). An
+    empty one (made by ``configure_indexes``) then gets ``PUT _mapping`` and is reused. A
+    non-empty one (an interrupted run's leftover) is kept when ``reuse()`` says so (the
+    rerun resumes from it: :mod:`esmapper.indexes._reindex_resume`), else deleted and
+    recreated, never while the alias points at it and only while it carries the run
+    markers it was read with (:func:`esmapper.indexes._reindex_fence.delete_unclaimed`).
+    The ``PUT`` is sent once; after an unknown outcome ``HEAD /<new>`` decides (there:
+    created; missing: sent once more).
     """
     if client.indices.exists(index=new):
+        stop_leftover_passes(client, new)
         client.indices.refresh(index=new)
         if count(client, new) == 0:
             client.indices.put_mapping(index=new, body=spec.info.mapping)
-            return
+            return False
+        if reuse is not None and reuse():
+            return True
         log.warning("deleting %s: a non-empty leftover of an interrupted reindex", new)
         delete_unclaimed(client, new, serving_aliases(spec, new), spec.write_name(new))
     send_or_read_back(
@@ -400,6 +414,7 @@ def prepare_target(client: Elasticsearch, spec: IndexSpec, new: str) -> None:
         lambda: bool(client.indices.exists(index=new)),
         what=f"PUT /{new}",
     )
+    return False
 
 
 def alias_target(client: Elasticsearch, spec: IndexSpec) -> str | None:

@@ -21,6 +21,7 @@ from esmapper.errors import LockError
 from esmapper.indexes._ensure import put_alias
 from esmapper.indexes._fence import fence_name
 from esmapper.indexes._idx_owed import owe_idx_rebuild
+from esmapper.indexes._meta import put_meta
 from esmapper.indexes._reindex_errors import record_failures
 from esmapper.indexes._reindex_fence import (
     aliases_of,
@@ -41,6 +42,15 @@ from esmapper.indexes._reindex_pass import (
     run_pass,
 )
 from esmapper.indexes._reindex_quiet import WriteMarks, unchanged, write_marks, written_since
+from esmapper.indexes._reindex_resume import (
+    RECORD,
+    Record,
+    Resume,
+    decide,
+    fingerprint,
+    read_record,
+    source_uuid,
+)
 from esmapper.indexes._reindex_stale import floor_of, recreate_ids, stale_ids
 from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
@@ -111,13 +121,18 @@ class ReindexResult:
     write block a killed reindex had left on the old index, how long that block had been
     on (``None``: there was none). ``error_index`` / ``error_count``: where the documents a
     pass could not copy were recorded, and how many (:mod:`esmapper.indexes._reindex_errors`;
-    ``None`` / 0: none failed).
+    ``None`` / 0: none failed). ``resumed_from``: when the run reused the new index an
+    interrupted run had left (same old index, same script, pipeline, mapping and settings:
+    :mod:`esmapper.indexes._reindex_resume`), the start of that run's copy; ``copied`` is
+    then what the rerun's first pass wrote (the documents missing or changed since),
+    ``None`` when the run copied everything.
 
     Time-series models: the totals over the partitions reindexed, one result each in
     ``partitions`` (oldest version, then oldest period first); ``old_index`` /
     ``new_index`` are the patterns ``<alias>-v<K>-*`` / ``<alias>-v<N>-*``;
     ``blocked_seconds`` is the longest window of one partition (each blocks only its
-    period's writes) and ``cleared_block_seconds`` the longest leftover block lifted.
+    period's writes), ``cleared_block_seconds`` the longest leftover block lifted and
+    ``resumed_from`` the earliest start a partition resumed from.
     """
 
     model: str
@@ -139,6 +154,7 @@ class ReindexResult:
     partitions: tuple[ReindexResult, ...] = ()
     error_index: str | None = None
     error_count: int = 0
+    resumed_from: _dt.datetime | None = None
 
 
 @attrs.define(slots=True, eq=False)
@@ -178,6 +194,10 @@ class Run:
     marker: str | None = attrs.field(init=False, default=None)
     """The run's marker alias on ``new``, its fencing token
     (:mod:`esmapper.indexes._reindex_fence`); ``None`` until it is claimed."""
+    resume: Resume | None = attrs.field(init=False, default=None)
+    """How the run goes on from the ``new`` an interrupted run left (:meth:`prepare`);
+    ``None``: a full copy."""
+    prepared: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self.result = ReindexResult(
@@ -217,6 +237,44 @@ class Run:
         if ("add", new_fence) not in named:
             actions.append({"add": {"index": self.new, "alias": new_fence}})
         return [*swap_conditions(self.new, self.marker), *actions]
+
+    @property
+    def fingerprint(self) -> str:
+        """What decides how a copied document looks (the script, the pipeline, ``new``'s
+        mapping and settings): :func:`~esmapper.indexes._reindex_resume.fingerprint`."""
+        return fingerprint(self.spec, self.script, reindex_dest(self.spec, {"index": self.new}))
+
+    def prepare(self) -> None:
+        """Make ``new`` ready for the copy, once
+        (:func:`~esmapper.indexes._reindex_pass.prepare_target`). A non-empty ``new`` left
+        by an interrupted run is kept when its record matches this run
+        (:func:`~esmapper.indexes._reindex_resume.decide`: ``GET /<new>/_mapping``, ``GET
+        /<old>/_settings/index.uuid``), setting :attr:`resume`; else it is built again (the
+        reason is logged)."""
+        if self.prepared:
+            return
+
+        def reuse() -> bool:
+            found = decide(
+                read_record(self.client, self.new),
+                source=self.old,
+                source_uuid=source_uuid(self.client, self.old),
+                fingerprint=self.fingerprint,
+                dated=self.spec.info.updated_field is not None,
+            )
+            if isinstance(found, str):
+                log.warning("%s: not resuming the interrupted reindex: %s", self.new, found)
+                return False
+            self.resume = found
+            return True
+
+        prepare_target(self.client, self.spec, self.new, reuse=reuse)
+        self.prepared = True
+
+    def record(self, record: Record) -> None:
+        """Write ``record`` into ``new``'s ``_meta`` through the run's marker alias (a run
+        another one took over cannot: 404), :func:`~esmapper.indexes._meta.put_meta`."""
+        put_meta(self.client, self.target, RECORD, record.to_meta())
 
     def update(self, **changes: Any) -> None:
         self.result = attrs.evolve(self.result, **changes)
@@ -426,7 +484,8 @@ def run_phases(
     client, spec, old, new, clock = run.client, run.spec, run.old, run.new, run.ctx.clock
     try:  # until the swap, any failure leaves the old index serving and drops the new one
         run.report("prepare", message=f"Reindexing {old} -> {new}")
-        prepare_target(client, spec, new)
+        run.prepare()
+        resume = run.resume
         run.marker = new_marker(new)  # before sending: a lost answer is undone too
         claim(client, new, run.marker)  # another run's marker on ``new`` is taken off
         if run.script is not None and spec.info.points.rebuild:  # derived values to rebuild
@@ -442,10 +501,28 @@ def run_phases(
             # count: they prove nothing, every pass runs
             run.marks = None
         since = started = clock() - margin
-        first = run.copy("copy", None)
+        if resume is None:
+            record = Record(old, source_uuid(client, old), run.fingerprint, started, run.seq_nos)
+            run.record(record)  # before the pass: a run killed during it leaves what it began
+            first = run.copy("copy", None)
+        else:
+            # what the interrupted run copied stays: its record's floors are this run's
+            # (documents written, removed or added again since its copy began); no proof
+            # that nothing was written spans two runs, and ``new`` was not empty
+            record, started = resume.record, resume.started
+            run.marks = WriteMarks(run.marks.uuid if run.marks else None, record.seq_nos, None)
+            run.counted = False
+            run.update(resumed_from=started)
+            message = f"Resuming {old} -> {new} from {resume.describe()}"
+            log.warning("%s", message)
+            run.report("copy", message=message)
+            first = run.copy("copy", run.since(started) if resume.mode == "since" else None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
-        caught_up = skipped = 0
+        run.record(attrs.evolve(record, completed=True))  # a rerun copies only what changed
+        # a resumed pass skipped what the interrupted run copied: a copy left stale by a
+        # removal and re-add between the runs is among them (see ``recreate_stale``)
+        caught_up, skipped = 0, first.skipped if resume is not None else 0
         # Nothing written since the copy's refresh: no catch-up (the final pass, if one is
         # needed after all, starts from the copy's start). A hint from the index-level
         # counters: the proof is read under the block.
@@ -460,7 +537,7 @@ def run_phases(
             second = run.copy("catch_up", run.since(previous))
             if second.failures:
                 raise run.fail("the catch-up reported failures", second.failures)
-            caught_up, skipped = second.copied, second.skipped
+            caught_up, skipped = second.copied, skipped + second.skipped
         run.blocked_at = time.monotonic()  # before sending: a lost answer is undone too
         block_writes(client, old, lock=run.lock, into=new)
         # Under the block (it waits for writes in flight): nothing written since the copy's

@@ -17,7 +17,9 @@ Per partition, before those steps:
 - a write block a killed run left on the old partition is lifted (under the lock held,
   :func:`esmapper.indexes.blocks.clear_leftover_block`); a block someone else set refuses
   the partition (:class:`~esmapper.errors.IndexConfigurationError`);
-- ``PUT /<alias>-vN-<period>`` (:func:`~esmapper.indexes._reindex_pass.prepare_target`);
+- ``PUT /<alias>-vN-<period>`` (:meth:`Run.prepare <esmapper.indexes._reindex_run.Run.prepare>`:
+  a non-empty one an interrupted run left is resumed when its record matches,
+  :mod:`esmapper.indexes._reindex_resume`);
   the model's index template gives a new partition the umbrella alias, so it is taken off
   at once (``POST /_aliases``, the partition is still empty): the umbrella shows the period
   once, through the old partition, until the swap;
@@ -39,7 +41,8 @@ fine, a lost answer read back).
 The first failing partition stops the run with :class:`ReindexError` (the partitions done
 before it stay done; its ``result.partitions`` lists them); run it again to continue. A
 process killed mid-run leaves at most one partition half done; the rerun resumes it
-(a leftover write block is removed, a leftover new partition recreated, an old partition
+(a leftover write block is removed, a leftover new partition resumed, or recreated when
+its record does not match, an old partition
 whose swap happened is deleted by ``migrate``, see :mod:`esmapper.indexes.leftovers`).
 """
 
@@ -60,7 +63,7 @@ from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._fence import is_fence
 from esmapper.indexes._reindex_fence import is_marker
-from esmapper.indexes._reindex_pass import Throttle, prepare_target
+from esmapper.indexes._reindex_pass import Throttle
 from esmapper.indexes._reindex_run import (
     LOCK_TTL,
     LOCK_WAIT,
@@ -174,8 +177,6 @@ def _upgrade(
     log.info("reindexing partition %s -> %s", old, new)
     cleared = clear_leftover_block(lock.provider, old, held=lock, lock_ttl=lock.ttl)
     refuse_foreign_block(client, old, spec.info.name, mapper.clock())
-    prepare_target(client, spec, new)
-    _take_aliases_off(client, new)
     dated = spec.dated_alias(upgrade.partition.start)
     # every alias but fences moves; the old partition's fence is removed and the new one's
     # added by the same request (Run.swap_actions)
@@ -187,6 +188,8 @@ def _upgrade(
     actions += [{"add": {"index": new, "alias": alias}} for alias in moved]
     script = compose(spec.options.reindex_scripts, upgrade.partition.version, spec.version)
     run = Run(mapper, spec, lock, progress, old, new, script, throttle, tuple(actions), dated)
+    run.prepare()  # a leftover of an interrupted run resumed when its record matches
+    _take_aliases_off(client, new)
     if cleared is not None:
         run.update(cleared_block_seconds=cleared.seconds(mapper.clock()))
     return run_phases(
@@ -274,6 +277,9 @@ def _total(
             default=None,
         ),
         partitions=tuple(results),
+        resumed_from=min(
+            (r.resumed_from for r in results if r.resumed_from is not None), default=None
+        ),
         error_index=next((r.error_index for r in results if r.error_index), None),
         error_count=sum(r.error_count for r in results),
     )

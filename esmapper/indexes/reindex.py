@@ -8,12 +8,16 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    (marked in its ``_meta``, its lock not live) is removed at once, before anything else,
    also when the alias turns out to be up to date (:mod:`esmapper.indexes.blocks`). A
    block someone else set refuses the reindex.
-1. **prepare**: ``PUT /<alias>-vN`` with the current mapping and settings and no alias (an
-   empty ``-vN`` left by ``configure_indexes`` is reused; a non-empty one, the leftover of
-   an interrupted run, is deleted first so every document gets the current script, never
-   while the alias points at it). Then the run **claims** ``-vN``: one ``POST /_aliases``
-   puts its marker alias ``<alias>-vN.reindex-run-<token>`` on it and takes every other
-   run's marker off. The marker is the run's fencing token
+1. **prepare**: ``PUT /<alias>-vN`` with the current mapping and settings and no alias. An
+   existing ``-vN`` is first rid of the ``_reindex`` tasks a killed run left writing into
+   it (they outlive their client: cancelled and waited for). An empty one (left by
+   ``configure_indexes``) is reused; a non-empty one, the leftover of an interrupted run,
+   is **resumed** when the record that run wrote into its ``_meta`` matches this run (the
+   same old index by ``uuid``, the same scripts, pipeline, mapping and settings), else
+   deleted first so every document gets the current script (never while the alias points
+   at it): :mod:`esmapper.indexes._reindex_resume`. Then the run **claims** ``-vN``: one
+   ``POST /_aliases`` puts its marker alias ``<alias>-vN.reindex-run-<token>`` on it and
+   takes every other run's marker off. The marker is the run's fencing token
    (:mod:`esmapper.indexes._reindex_fence`): the swap, the rollback's delete of ``-vN`` and
    the deletes of documents from it are conditioned on it, so a run paused past its
    lease that resumes after another run took over is refused by the server. A
@@ -22,7 +26,15 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
    it owed. Then ``GET /<alias>-vK/_stats/indexing?level=shards``: the primaries'
    ``max_seq_no`` and write counters before the copy (step 4,
    :mod:`esmapper.indexes._reindex_quiet`).
-2. **copy**: ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
+2. **copy**: the run's record (the old index's ``uuid``, the fingerprint, the copy's start
+   and ``max_seq_no``) is written into ``-vN``'s ``_meta`` through the run's marker alias,
+   and again, marked completed, after the pass. A resumed run's pass copies only the
+   documents changed since the recorded start (a completed copy of a model with an
+   updated date), else reads every document and writes only those missing or changed
+   (external versions skip the rest); the rest of the run is a normal run's, always with
+   the catch-up and final passes, the stale-copy comparison from the recorded
+   ``max_seq_no`` and the id reconciliation by counts (deletes between the runs).
+   ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
    (the scripts of the versions K < v <= N: one is sent as is, several are wrapped into
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,
    or synchronously on servers without tasks; external versions; ``conflicts=proceed``):
@@ -276,7 +288,9 @@ def reindex(
     when a pass fails or stalls. Returns ``status="up_to_date"`` without copying when the
     alias already points at the current version (e.g. another process finished the same
     reindex while this one waited); a write block a killed reindex left is removed first in
-    every case (``cleared_block_seconds``).
+    every case (``cleared_block_seconds``). A rerun after a killed reindex reuses what it
+    copied when nothing that shapes the copy changed (``resumed_from``, see
+    :mod:`esmapper.indexes._reindex_resume`).
     """
     check_lock_options(lock_wait, lock_ttl)
     check_duration("catch_up_margin", catch_up_margin, zero=True)

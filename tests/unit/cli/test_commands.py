@@ -266,6 +266,21 @@ def test_reindex_passes_the_lock_and_throttle_options(
         assert refused.exit_code == 2 and bad[0] in refused.stderr, refused.output
 
 
+def test_reindex_says_when_it_resumed_an_interrupted_run(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import datetime, timezone
+
+    began = datetime(2026, 12, 5, 3, 0, tzinfo=timezone.utc)
+    fake_reindex(monkeypatch, reindexed(seconds=1.0, resumed_from=began))
+    done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[-2] == (
+        "resumed the interrupted reindex: copied only what changed since its copy began "
+        "(2026-12-05T03:00:00Z)"
+    )
+
+
 def test_reindex_up_to_date(app: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_reindex(monkeypatch, reindexed(status="up_to_date", old_index="e-v1", new_index="e-v1"))
     done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
