@@ -470,8 +470,7 @@ def running_tasks(client: Elasticsearch, kind: Kind) -> list[tuple[str, dict[str
     """``(task id, info)`` of every running task of ``kind``, slices included (their info
     has a ``parent_task_id``): ``GET /_tasks?actions=<action>&detailed=true``. Raises the
     client's errors."""
-    with _quiet():
-        listing = client.tasks.list(actions=ACTIONS[kind], detailed=True).body
+    listing = _tasks_api(client, "GET", "/_tasks", actions=ACTIONS[kind], detailed=True)
     return list(_listed(listing))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -182,11 +183,20 @@ class _Body:
 
 
 class _Client:
+    """The client's generic ``perform_request``, which the tasks API goes through."""
+
     def __init__(self, tasks: _Tasks) -> None:
         self.tasks = tasks
 
     def options(self, **_: Any) -> _Client:
         return self
+
+    def perform_request(self, method: str, path: str, **kwargs: Any) -> Any:
+        if (method, path) == ("GET", "/_tasks"):
+            return self.tasks.list(**(kwargs.get("params") or {}))
+        assert method == "POST" and path.startswith("/_tasks/") and path.endswith("/_cancel")
+        task = unquote(path.removeprefix("/_tasks/").removesuffix("/_cancel"))
+        return self.tasks.cancel(task_id=task)
 
 
 def test_a_killed_runs_pass_is_cancelled_and_waited_for() -> None:
