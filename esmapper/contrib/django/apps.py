@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 
+from esmapper.contrib.django._mapper import get_config
+
 __all__ = ["EsmapperConfig"]
 
 
@@ -20,6 +22,4 @@ class EsmapperConfig(AppConfig):
     verbose_name = "esmapper"
 
     def ready(self) -> None:
-        from esmapper.contrib.django._mapper import get_config
-
         get_config()

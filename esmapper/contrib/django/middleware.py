@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
 from esmapper.contrib import _request
-from esmapper.contrib._request import RequestSession
+from esmapper.contrib._request import RequestSession, error_status
 from esmapper.contrib.django._mapper import get_config, get_mapper
 from esmapper.errors import EsmapperError
 from esmapper.session import Session
@@ -67,6 +67,7 @@ __all__ = [
     "commit_on_success",
     "current_request_state",
     "error_response",
+    "error_status",
     "session",
 ]
 
@@ -162,7 +163,7 @@ def error_response(request: HttpRequest, error: EsmapperError) -> HttpResponse:
     """The response for ``error`` (status from ``_request.ERROR_STATUSES``): JSON for a JSON
     request, plain text otherwise. Raises ``Http404`` for the 404 of a non-JSON request (the
     site's 404 page), and ``error`` itself when it has no status."""
-    status = _request.error_status(error)
+    status = error_status(error)
     if status is None:
         raise error
     if _wants_json(request):
