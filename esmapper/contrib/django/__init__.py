@@ -1,7 +1,7 @@
 """esmapper in a Django project.
 
-- ``settings.ESMAPPER`` (see :mod:`esmapper.contrib.django._settings`) says where
-  Elasticsearch is and which models the mapper has; ``"esmapper.contrib.django"`` in
+- ``settings.ESMAPPER`` (checked by :func:`read_config`) says where Elasticsearch is and
+  which models the mapper has; ``"esmapper.contrib.django"`` in
   ``INSTALLED_APPS`` checks it at start-up and adds ``manage.py esmapper ...``.
 - :func:`get_mapper`: the process's mapper (built on first use, thread-safe, closed at exit).
 - :class:`~esmapper.contrib.django.middleware.EsmapperMiddleware` in ``MIDDLEWARE``: one
@@ -18,6 +18,7 @@ Requires Django 4.2 or later (the ``django`` extra).
 from __future__ import annotations
 
 from esmapper.contrib.django._mapper import close_mapper, get_mapper, use_mapper
+from esmapper.contrib.django._settings import read_config
 from esmapper.contrib.django._sync import Sync, sync
 from esmapper.contrib.django.middleware import EsmapperMiddleware, session
 
@@ -26,6 +27,7 @@ __all__ = [
     "Sync",
     "close_mapper",
     "get_mapper",
+    "read_config",
     "session",
     "sync",
     "use_mapper",
