@@ -44,6 +44,7 @@ import attrs
 from django.db import models, transaction
 from django.db.models.signals import post_delete, post_save
 
+from esmapper.contrib import _request
 from esmapper.contrib.django._mapper import get_config, get_mapper
 from esmapper.contrib.django.middleware import current_request_state
 from esmapper.errors import (
@@ -86,10 +87,10 @@ class Sync(Generic[D]):
         self.to = to
         self.convert = convert
         self.id = id
-        self.session_options = session_options
-        self.attempts = 0  #: writes started (a conflict starts one again), for the curious
+        self.session_options = _request.checked_options(session_options)
         uid = f"esmapper.sync.{model._meta.label}.{to.__module__}.{to.__qualname__}"
         self._uid = uid
+        self.disconnect()  # an earlier sync() of the same pair: this one replaces it
         post_save.connect(self._saved, sender=model, weak=False, dispatch_uid=uid)
         post_delete.connect(self._deleted, sender=model, weak=False, dispatch_uid=uid)
 
@@ -148,7 +149,6 @@ class Sync(Generic[D]):
         manager = self.model._base_manager
         rows = manager.using(using) if using else manager.all()
         for _ in range(MAX_ATTEMPTS):
-            self.attempts += 1
             with get_mapper().session(**self._options()) as session:
                 stored: Any = session.get(self.to, id, **reads)  # 1. the version
                 row = rows.filter(pk=pk).first()  # 2. then the row
@@ -202,7 +202,8 @@ def sync(
     ``convert(row)`` returns the document for a row (its id is set from the row's primary
     key, ``id(pk)``, default ``str``), or ``None`` for a row that has no document (deleted
     from Elasticsearch). ``session_options`` are added to ``settings.ESMAPPER["session"]``
-    for the writes. Raises ``TypeError`` when ``to`` is not ``em.Versioned``. Call it once,
+    for the writes. Raises ``TypeError`` when ``to`` is not ``em.Versioned`` (or for an
+    unknown option), ``ValueError`` for a bad option value. Call it once,
     e.g. in your ``AppConfig.ready()`` (calling it again for the same pair replaces the
     receivers)."""
     return Sync(model, to, convert, id=id, **session_options)

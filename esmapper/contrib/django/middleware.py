@@ -28,12 +28,12 @@ What happens in each request:
    :func:`esmapper.contrib.django.sync`) are written, whatever the response: the database
    committed them.
 
-Errors: ``DocumentNotFoundError`` raised by a view, or by the commit, is a 404,
-``VersionConflictError`` and ``DuplicateDocumentError`` 409, ``DocumentValidationError``
-and ``QueryValidationError`` 422. A request that asks for JSON (its ``Accept`` prefers
-``application/json``, or it sent JSON) gets the JSON body ``{"detail", "error", "ids",
-...}``; any other a plain-text one; a 404 of an HTML request goes through Django's own 404
-handling (``Http404``: the site's 404 page).
+Errors (:func:`error_status`): ``DocumentNotFoundError`` raised by a view, or by the
+commit, is a 404, ``VersionConflictError`` and ``DuplicateDocumentError`` 409,
+``DocumentValidationError`` and ``QueryValidationError`` 422. A request that asks for JSON
+(its ``Accept`` prefers ``application/json``, or it sent JSON) gets the JSON body
+``{"detail", "error", "ids", ...}``; any other a plain-text one; a 404 of an HTML request
+goes through Django's own 404 handling (``Http404``: the site's 404 page).
 
 The middleware is synchronous: under ASGI, Django runs it, and the views below it, in a
 thread (``sync_to_async``), one request per thread. An ``async def`` view cannot use the

@@ -178,6 +178,21 @@ def test_sync_needs_a_versioned_model() -> None:
         sync(Row, to=Plain, convert=lambda row: None)
     with pytest.raises(TypeError, match="Django model"):
         sync(Note, to=RowDoc, convert=lambda row: None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="soon"):
+        sync(Row, to=RowDoc, convert=lambda row: None, consistency="soon")
+
+
+def test_a_second_sync_of_a_pair_replaces_the_first(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    again = Converter()
+    replacing = sync(Row, to=RowDoc, convert=again)
+    try:
+        row = Row.objects.create(title="once")
+        assert converter.calls == [] and again.calls == ["once"]  # written once, by the new one
+        assert es(esmapper_django_mapper, row.pk).title == "once"
+    finally:
+        replacing.disconnect()
 
 
 def test_backfill_writes_rows_saved_without_signals(
