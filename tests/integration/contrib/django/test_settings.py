@@ -3,12 +3,15 @@ ImproperlyConfigured naming the key; a change of the setting gives a new mapper.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
+import esmapper as em
 from esmapper.contrib.django import get_mapper
 from esmapper.contrib.django._settings import read_config
 
@@ -59,3 +62,18 @@ def test_a_changed_setting_builds_a_new_mapper() -> None:
         pytest.raises(ImproperlyConfigured),
     ):
         get_mapper()
+
+
+def test_threads_asking_at_once_share_one_mapper_closed_with_the_setting() -> None:
+    with override_settings(ESMAPPER={**GOOD, "index_prefix": "threads-"}):
+        start = threading.Barrier(8, timeout=60)
+
+        def ask(_: int) -> em.Mapper:
+            start.wait()
+            return get_mapper()
+
+        with ThreadPoolExecutor(8) as pool:
+            mappers = list(pool.map(ask, range(8)))
+        assert len({id(m) for m in mappers}) == 1
+    with override_settings(ESMAPPER={**GOOD, "index_prefix": "threads-"}):
+        assert get_mapper() is not mappers[0]  # the setting changed twice: built again
