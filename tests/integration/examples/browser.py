@@ -29,9 +29,14 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+#: What the test modules take from Selenium: through here, so that they are skipped (by the
+#: importorskip above) rather than broken when Selenium is missing.
 __all__ = [
+    "By",
+    "Select",
+    "WebDriver",
     "PNG_MAGIC",
     "SCREENSHOTS",
     "WRITTEN",

@@ -7,15 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import Select
 
 import esmapper as em
 from examples.contacts_api.models import Contact, build_mapper
 from examples.django_contacts.workers import Workers
 
-from .browser import click, fill, heading, shot, wait_text, workers_seen
+from .browser import By, Select, WebDriver, click, fill, heading, shot, wait_text, workers_seen
 
 
 @pytest.fixture

@@ -12,9 +12,6 @@ from collections.abc import Iterator
 
 import pytest
 from flask import Flask
-from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import Select
 
 import esmapper as em
 from examples.webapp.app import create_app
@@ -26,6 +23,9 @@ from .browser import (
     PNG_MAGIC,
     SCREENSHOTS,
     WRITTEN,
+    By,
+    Select,
+    WebDriver,
     click,
     click_link,
     fill,
