@@ -15,17 +15,23 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from typing_extensions import Self
 
 from esmapper.testing.server import free_port
 
-__all__ = ["ROOT", "Workers", "listening_socket"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
+
+__all__ = ["ROOT", "Workers", "listening_socket", "serve_wsgi"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +46,42 @@ def listening_socket(host: str, port: int, *, shared: bool = True) -> socket.soc
     sock.bind((host, port))
     sock.listen(128)
     return sock
+
+
+class _ThreadedServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass  # quiet: two workers would interleave their access logs
+
+
+def serve_wsgi(app: WSGIApplication, host: str, port: int, private: int) -> None:
+    """Serve the WSGI ``app`` (a thread per request, standard library only) on
+    ``host:port`` (shared with the other workers) and ``host:private`` (this worker's own),
+    print ``serving <pid>``, and serve until ``KeyboardInterrupt`` (SIGTERM, by the
+    worker's handler)."""
+    servers = []
+    for sock in (listening_socket(host, port), listening_socket(host, private, shared=False)):
+        server = _ThreadedServer(sock.getsockname(), _QuietHandler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = sock  # already bound and listening
+        server.server_name, server.server_port = host, sock.getsockname()[1]
+        server.setup_environ()
+        server.set_app(app)
+        servers.append(server)
+    shared, own = servers
+    threading.Thread(target=own.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    print(f"serving {os.getpid()}", flush=True)
+    try:
+        shared.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        own.shutdown()
+        for server in servers:
+            server.server_close()
 
 
 class Workers:

@@ -2,6 +2,9 @@
 
 The plugin names its fixtures ``esmapper_...`` so that it never shadows a fixture of an
 application using esmapper; these tests predate that and use the short names.
+
+pytest-django (for ``tests/integration/contrib/django``) is loaded in every session; one
+of its autouse fixtures is replaced below so that it changes nothing for the other tests.
 """
 
 from __future__ import annotations
@@ -40,3 +43,11 @@ def redis_url(esmapper_redis_url: str) -> str:
 @pytest.fixture
 def index_prefix(esmapper_index_prefix: str) -> str:
     return esmapper_index_prefix
+
+
+@pytest.fixture(autouse=True)
+def _template_string_if_invalid_marker() -> None:
+    """Replaces pytest-django's autouse fixture of this name (the ``ignore_template_errors``
+    marker, which these tests never use): it takes ``monkeypatch`` in every test, so every
+    test's patches would be undone last, after the teardown of the fixtures the test asked
+    for (a fixture cleaning up through a patched client would meet the patch)."""

@@ -1,7 +1,7 @@
 """The one rule for a session per web request, shared by every web integration.
 
-Each integration (:mod:`esmapper.contrib.flask`, :mod:`esmapper.contrib.fastapi`, and any
-other: a Django middleware calls the same three steps) ends a request's session here:
+Each integration (:mod:`esmapper.contrib.flask`, :mod:`esmapper.contrib.fastapi`,
+:mod:`esmapper.contrib.django`'s middleware, and any other) ends a request's session here:
 
 1. **open**: :meth:`RequestSession.open` (``mapper.session(**options)``, the options checked
    once at set-up time by :func:`checked_options`).

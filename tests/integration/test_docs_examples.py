@@ -9,6 +9,10 @@ the guide) starts from an empty server: what an earlier one left is deleted firs
 pages may declare ``employees`` differently, as two readers' sessions would. Tracebacks
 give the document's own line numbers.
 
+A document that sets up something once per process (Django's settings) runs in a Python
+process of its own (:data:`OWN_PROCESS`, with the reason), its blocks in order in one module
+named after it, which Django may import (``ROOT_URLCONF = __name__``).
+
 Documents and blocks are found, not listed: a section added to the README later is run
 too. A block that cannot run here says so in an HTML comment on the line before it, with
 the reason shown to readers of the source: ``<!-- not run: needs a Flask app -->``. Such
@@ -17,8 +21,12 @@ exceptions are kept few (:data:`MAX_NOT_RUN`).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import textwrap
+import types
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +43,10 @@ from esmapper.testing.cleanup import delete_prefixed
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MAX_NOT_RUN = 3
+#: The documents run in a Python process of their own, and why.
+OWN_PROCESS = {
+    "docs/django.md": "Django's settings are configured once per process",
+}
 """How many blocks may be marked ``not run`` in all: a block that cannot run is a block
 nobody checks, so each one needs a reason and they stay few."""
 
@@ -154,10 +166,35 @@ def run_document(path: Path, url: str, monkeypatch: pytest.MonkeyPatch, cwd: Pat
     return len(blocks)
 
 
+def _exec_blocks(path: Path) -> int:
+    """Run the runnable blocks of ``path`` in order in a new module registered in
+    ``sys.modules`` (the other process of :func:`run_in_own_process`); returns how many."""
+    blocks = [b for b in python_blocks(path) if b.not_run is None]
+    module = types.ModuleType(f"docs_{path.stem.replace('-', '_')}")
+    sys.modules[module.__name__] = module
+    for block in blocks:
+        padded = "\n" * (block.line - 1) + block.source  # the document's line numbers
+        exec(compile(padded, str(path), "exec"), module.__dict__)
+    return len(blocks)
+
+
+def run_in_own_process(path: Path, url: str, cwd: Path) -> int:
+    """:func:`run_document` in another Python process (started in ``cwd``, with
+    ``ESMAPPER_URL``); returns how many blocks ran, fails with the process's traceback."""
+    empty_server(url)
+    env = {**os.environ, "ESMAPPER_URL": url}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    command = [sys.executable, "-m", "tests.integration.test_docs_examples", str(path)]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{_document_id(path)} failed:\n{done.stderr}"
+    return int(done.stdout.split()[-1])
+
+
 #: The guide's pages with Python blocks (each runs on its own, from an empty server).
 GUIDE = (
     "getting-started", "models", "querying", "sessions", "signals", "custom-fields", "redis",
-    "migrations", "operations", "testing-your-app", "from-elasticsearch-dsl",
+    "migrations", "operations", "testing-your-app", "from-elasticsearch-dsl", "django",
 )  # fmt: skip
 
 
@@ -200,7 +237,10 @@ RUNNABLE = [p for p in DOCUMENTS if any(b.not_run is None for b in python_blocks
 def test_the_python_blocks_run_as_printed(
     path: Path, docs_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert run_document(path, docs_server, monkeypatch, tmp_path) > 0
+    if _document_id(path) in OWN_PROCESS:
+        assert run_in_own_process(path, docs_server, tmp_path) > 0
+    else:
+        assert run_document(path, docs_server, monkeypatch, tmp_path) > 0
 
 
 def test_blocks_not_run_say_why_and_are_few() -> None:
@@ -231,3 +271,7 @@ def test_the_harness_reads_markers_indents_and_line_numbers(tmp_path: Path) -> N
     with pytest.raises(ValueError) as raised:
         exec(compile("\n" * 3 + python_blocks(failing)[0].source, str(failing), "exec"), {})
     assert raised.traceback[-1].lineno + 1 == 5
+
+
+if __name__ == "__main__":  # one document, in this process: see run_in_own_process
+    print(_exec_blocks(Path(sys.argv[1])))

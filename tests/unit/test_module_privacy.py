@@ -15,6 +15,10 @@ PACKAGE = Path(esmapper.__file__).resolve().parent
 PUBLIC = {
     "esmapper.bulk",
     "esmapper.cli",
+    "esmapper.contrib.django.apps",  # Django finds these by their names
+    "esmapper.contrib.django.management.commands.esmapper",
+    "esmapper.contrib.django.middleware",
+    "esmapper.contrib.django.testing",
     "esmapper.contrib.fastapi",
     "esmapper.contrib.flask",
     "esmapper.contrib.mypy",

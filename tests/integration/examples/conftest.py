@@ -1,8 +1,10 @@
-"""Fixtures for the example web application: its mapper on the test server, the app, a client."""
+"""Fixtures for the example web applications: the Flask directory's mapper on the test
+server, its app and client; the browser (``driver``) of every example's browser tests."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -11,6 +13,14 @@ from flask.testing import FlaskClient
 import esmapper as em
 from examples.webapp.app import create_app
 from examples.webapp.models import Address, Employee, Team, build_mapper
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """Headless Chromium for the module's tests (see :mod:`.browser`; skipped without one)."""
+    from .browser import browser
+
+    yield from browser()
 
 
 @pytest.fixture

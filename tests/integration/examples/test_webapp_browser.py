@@ -2,52 +2,39 @@
 
 The app is served on a real port by a thread, against the test server with this test's own
 index prefix. Every page visited is photographed into ``build/screenshots/`` (gitignored),
-on every run. The browser is the system's: ``/usr/bin/chromium`` with
-``/usr/bin/chromedriver`` (``python3 dev.py test`` installs them with apt-get when it can);
-Selenium is given the driver's path so it never downloads one. Without them the tests are
-skipped, saying so; ``ESMAPPER_SKIP_BROWSER_TESTS=1`` skips them on any machine.
+on every run. The browser and the helpers are :mod:`.browser`'s (shared with the Django
+example's tests).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from flask import Flask
 
-import dev
 import esmapper as em
 from examples.webapp.app import create_app
 from examples.webapp.models import Address, Employee, Team
 from examples.webapp.run import serve_in_background
 from examples.webapp.workers import Workers
 
+from .browser import (
+    PNG_MAGIC,
+    SCREENSHOTS,
+    WRITTEN,
+    By,
+    Select,
+    WebDriver,
+    click,
+    click_link,
+    fill,
+    heading,
+    shot,
+    wait_text,
+    workers_seen,
+)
 from .conftest import make_employee
-
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-
-from selenium.common.exceptions import TimeoutException, WebDriverException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
-from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[3]
-SCREENSHOTS = ROOT / "build" / "screenshots"
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
-#: How long a page may take to show what a test waits for (a condition, not a sleep).
-WAIT = 20
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-#: The screenshots written by this run.
-WRITTEN: set[Path] = set()
 
 FORM = {
     "name": "Jane Roe",
@@ -61,44 +48,6 @@ FORM = {
     "address.postcode": "69002",
     "address.country": "FR",
 }
-
-
-def _browser() -> str | None:
-    for path in (os.environ.get("CHROME_BINARY", ""), *BROWSERS):
-        if path and os.path.exists(path):
-            return path
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[WebDriver]:
-    if dev.browser_tests_skipped():
-        pytest.skip(f"browser tests skipped: {dev.SKIP_BROWSER} is set")
-    browser = _browser()
-    if browser is None or not os.path.exists(CHROMEDRIVER):
-        pytest.skip(
-            "browser tests skipped: no Chromium and chromedriver on this machine "
-            "(python3 dev.py test installs them with apt-get when run as root; or "
-            "apt-get install chromium chromium-driver)"
-        )
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",  # root in containers
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(argument)
-    # the answers' headers (X-Worker: which process served a page) in the performance log
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not go online
-    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture
@@ -119,51 +68,6 @@ def url(app: Flask, driver: WebDriver) -> Iterator[str]:
 
 
 # -- helpers -----------------------------------------------------------------------------
-
-
-def shot(driver: WebDriver, name: str) -> None:
-    """Photograph the page as ``build/screenshots/<name>.png``."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    assert driver.save_screenshot(str(path))
-    WRITTEN.add(path)
-
-
-def _wait(driver: WebDriver) -> WebDriverWait:  # type: ignore[type-arg]
-    """A wait that polls through a page being replaced: while a click's navigation loads,
-    chromium may answer "Node with given id does not belong to the document" (a
-    WebDriverException, not a stale element) for an element of the old page."""
-    return WebDriverWait(driver, WAIT, ignored_exceptions=(WebDriverException,))
-
-
-def wait_text(driver: WebDriver, css: str, text: str) -> WebElement:
-    """The element ``css`` once it contains ``text``."""
-    try:
-        _wait(driver).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
-    except TimeoutException:
-        shown = driver.find_element(By.TAG_NAME, "body").text
-        raise AssertionError(f"{css!r} never showed {text!r}; the page shows:\n{shown}") from None
-    return driver.find_element(By.CSS_SELECTOR, css)
-
-
-def heading(driver: WebDriver, text: str) -> None:
-    wait_text(driver, "h1", text)
-
-
-def click(driver: WebDriver, css: str) -> None:
-    """Click ``css`` once the page shows it (the previous click may still be loading)."""
-    _wait(driver).until(ec.element_to_be_clickable((By.CSS_SELECTOR, css))).click()
-
-
-def click_link(driver: WebDriver, text: str) -> None:
-    driver.find_element(By.LINK_TEXT, text).click()
-
-
-def fill(driver: WebDriver, values: dict[str, str]) -> None:
-    for name, value in values.items():
-        element = driver.find_element(By.NAME, name)
-        element.clear()
-        element.send_keys(value)
 
 
 def names(driver: WebDriver) -> list[str]:
@@ -519,19 +423,6 @@ def test_unknown_pages_are_a_styled_404(
         heading(driver, "Not found")
         assert driver.find_element(By.CSS_SELECTOR, "header .brand").text == "esmapper directory"
     shot(driver, "not-found")
-
-
-def workers_seen(driver: WebDriver) -> set[str]:
-    """The ``X-Worker`` of every page answer since the last call (the performance log)."""
-    seen = set()
-    log = driver.get_log("performance")  # type: ignore[attr-defined]
-    for entry in log:
-        event = json.loads(entry["message"])["message"]
-        if event.get("method") == "Network.responseReceived":
-            headers = {k.lower(): v for k, v in event["params"]["response"]["headers"].items()}
-            if "x-worker" in headers:
-                seen.add(headers["x-worker"])
-    return seen
 
 
 def test_every_confirmation_shows_whichever_worker_serves_the_next_page(

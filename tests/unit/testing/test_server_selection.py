@@ -185,7 +185,10 @@ def test_plugin_skips_real_es_on_the_local_server_and_local_only_elsewhere(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     pytester.makepyfile(_REAL_ES_TESTS.format(kind=kind))
-    result = pytester.runpytest("-rs", "--strict-markers")  # the plugin registers the marker
+    # in this process, where the Django tests configured Django: pytest-django (of the test
+    # extra) would set its test environment up a second time, which it refuses
+    result = pytester.runpytest("-rs", "--strict-markers", "-p", "no:django")  # the plugin
+    # registers the marker
     result.assert_outcomes(**outcome)
     if kind == "local":
         result.stdout.fnmatch_lines(["*real_es: the local noida-db test server*"])

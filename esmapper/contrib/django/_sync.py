@@ -1,0 +1,209 @@
+"""Mirror Django models into Elasticsearch: :func:`sync` (django-elasticsearch-dsl's main
+use), written so that two requests saving one row never leave Elasticsearch stale.
+
+``sync(Article, to=ArticleDoc, convert=article_doc)`` connects ``post_save`` and
+``post_delete`` of the Django model ``Article``. A save or delete records the row's primary
+key when its database transaction **commits** (``transaction.on_commit``: a rolled-back
+transaction writes nothing). Inside a request served by
+:class:`~esmapper.contrib.django.middleware.EsmapperMiddleware` the recorded rows are
+written when the request's esmapper session ends (committed or rolled back: the database
+committed them either way), once per row however often it was saved; outside a request,
+at once.
+
+**The write** of one row never sends what the row was when the signal fired: it reads the
+row again, in a loop guarded by Elasticsearch's optimistic concurrency:
+
+1. read the document, in real time, with its version (``_seq_no``/``_primary_term``);
+2. **then** read the row from the database (``_base_manager``, the alias it was saved to);
+3. write ``convert(row)`` over the document on the condition that its version is still
+   the one read in 1 (a create when there was none: create-only; no row, or ``convert``
+   returning ``None``: a delete, conditioned the same way); nothing is sent when the
+   document already holds that content;
+4. on a conflict (someone wrote the document since 1), start again at 1.
+
+Why no update is lost: let *C* be the last commit of the row. The write that *C* triggers
+reads the document after *C* (step 1 follows the commit), so its database read (step 2)
+sees *C*'s row. Any write that succeeds after it was conditioned on a version read after
+it, so it too read the row after *C*; any write conditioned on an older version fails and
+starts again. So once the writes end, the document holds the row as of its last commit.
+The limits: the database read must see committed data (autocommit or READ COMMITTED, the
+default of every Django backend but MySQL's REPEATABLE READ inside a transaction; the
+write runs outside the request's transaction); the target model must be ``em.Versioned``
+(checked); saves that send no signal (``QuerySet.update``, ``bulk_create``, raw SQL) are
+not seen: call :meth:`Sync.write` with their keys, or :meth:`Sync.backfill`; and a write
+that fails (Elasticsearch down) raises after the database committed, leaving the document
+behind until the row's next save or a backfill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+import attrs
+from django.db import models, transaction
+from django.db.models.signals import post_delete, post_save
+
+from esmapper.contrib import _request
+from esmapper.contrib.django._mapper import get_config, get_mapper
+from esmapper.contrib.django.middleware import current_request_state
+from esmapper.errors import (
+    DocumentNotFoundError,
+    DuplicateDocumentError,
+    VersionConflictError,
+)
+from esmapper.model.document import HasDates, SoftDeletes, Versioned
+
+__all__ = ["Sync", "sync"]
+
+D = TypeVar("D")
+
+#: How many times one row's write starts again after a conflict before giving up.
+MAX_ATTEMPTS = 50
+
+
+class Sync(Generic[D]):
+    """The link between a Django model and an esmapper model made by :func:`sync`."""
+
+    def __init__(
+        self,
+        model: type[models.Model],
+        to: type[D],
+        convert: Callable[[Any], D | None],
+        *,
+        id: Callable[[Any], str] = str,
+        **session_options: Any,
+    ) -> None:
+        if not (isinstance(model, type) and issubclass(model, models.Model)):
+            raise TypeError(f"sync() takes a Django model class, not {model!r}")
+        if not (isinstance(to, type) and issubclass(to, Versioned)):
+            raise TypeError(
+                f"sync(..., to={getattr(to, '__name__', to)!r}) needs an esmapper model with "
+                "the em.Versioned trait: its version guards each write against a lost update"
+            )
+        if not callable(convert) or not callable(id):
+            raise TypeError("sync(): convert= and id= must be callables")
+        self.model = model
+        self.to = to
+        self.convert = convert
+        self.id = id
+        self.session_options = _request.checked_options(session_options)
+        uid = f"esmapper.sync.{model._meta.label}.{to.__module__}.{to.__qualname__}"
+        self._uid = uid
+        self.disconnect()  # an earlier sync() of the same pair: this one replaces it
+        post_save.connect(self._saved, sender=model, weak=False, dispatch_uid=uid)
+        post_delete.connect(self._deleted, sender=model, weak=False, dispatch_uid=uid)
+
+    def disconnect(self) -> None:
+        """Stop following the model's saves and deletes."""
+        post_save.disconnect(sender=self.model, dispatch_uid=self._uid)
+        post_delete.disconnect(sender=self.model, dispatch_uid=self._uid)
+
+    def _saved(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
+        self._on_commit(instance.pk, using)
+
+    def _deleted(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
+        self._on_commit(instance.pk, using)
+
+    def _on_commit(self, pk: Any, using: str) -> None:
+        transaction.on_commit(lambda: self._committed(pk, using), using=using)
+
+    def _committed(self, pk: Any, using: str) -> None:
+        state = current_request_state()
+        if state is not None and not state.ended:
+            state.record(self, using, pk)  # written when the request's session ends
+        else:
+            self.write([pk], using=using)
+
+    def write(self, pks: Iterable[Any], *, using: str | None = None) -> None:
+        """Write the rows of ``pks`` (as the database holds them now) to Elasticsearch, one
+        by one, by the loop of the module docstring: the document of a missing row is
+        deleted. Raises ``VersionConflictError`` when one row's write met a conflict
+        ``MAX_ATTEMPTS`` times in a row, and what the writes raise (its other rows are
+        still tried first)."""
+        error: BaseException | None = None
+        for pk in pks:
+            try:
+                self._write_one(pk, using)
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def backfill(self, queryset: Iterable[Any] | None = None) -> int:
+        """Write every row of ``queryset`` (default: every row of the model) through
+        :meth:`write`; returns how many."""
+        rows = self.model._base_manager.all() if queryset is None else queryset
+        pks = [row.pk for row in rows]
+        self.write(pks)
+        return len(pks)
+
+    def _options(self) -> dict[str, Any]:
+        return {**get_config().session_options, **self.session_options}
+
+    def _write_one(self, pk: Any, using: str | None) -> None:
+        id = self.id(pk)
+        reads: dict[str, Any] = {"cache": False}
+        if issubclass(self.to, SoftDeletes):
+            reads["soft_deletes"] = "all"
+        manager = self.model._base_manager
+        rows = manager.using(using) if using else manager.all()
+        for _ in range(MAX_ATTEMPTS):
+            with get_mapper().session(**self._options()) as session:
+                stored: Any = session.get(self.to, id, **reads)  # 1. the version
+                row = rows.filter(pk=pk).first()  # 2. then the row
+                wanted = None if row is None else self.convert(row)
+                if wanted is None:
+                    if stored is None:
+                        return
+                    session.remove(stored)
+                elif stored is None:
+                    doc: Any = wanted
+                    doc.id = id
+                    session.add(doc)
+                else:
+                    _copy(wanted, stored)
+                try:
+                    session.commit()  # 3. conditioned on the version of 1
+                    return
+                except (VersionConflictError, DuplicateDocumentError, DocumentNotFoundError):
+                    session.rollback()  # 4. someone wrote it since 1: again
+        raise VersionConflictError(
+            f"{self.to.__name__} {id!r}: the write from {self.model._meta.label} met a "
+            f"conflict {MAX_ATTEMPTS} times in a row",
+            ids=[id],
+        )
+
+
+def _copy(source: Any, target: Any) -> None:
+    """``source``'s values onto ``target`` (a document read with its version), but its id
+    and version, and the dates when ``source`` leaves them unset."""
+    kept = {"id", "version"}
+    if isinstance(target, HasDates):
+        kept |= {
+            name for name in ("created_utc", "updated_utc") if getattr(source, name, None) is None
+        }
+    for field in attrs.fields(type(source)):
+        if field.name not in kept and not field.name.startswith("_"):
+            value = getattr(source, field.name)
+            if getattr(target, field.name) != value:
+                setattr(target, field.name, value)
+
+
+def sync(
+    model: type[models.Model],
+    *,
+    to: type[D],
+    convert: Callable[[Any], D | None],
+    id: Callable[[Any], str] = str,
+    **session_options: Any,
+) -> Sync[D]:
+    """Mirror ``model`` into the esmapper model ``to`` (see the module docstring):
+    ``convert(row)`` returns the document for a row (its id is set from the row's primary
+    key, ``id(pk)``, default ``str``), or ``None`` for a row that has no document (deleted
+    from Elasticsearch). ``session_options`` are added to ``settings.ESMAPPER["session"]``
+    for the writes. Raises ``TypeError`` when ``to`` is not ``em.Versioned`` (or for an
+    unknown option), ``ValueError`` for a bad option value. Call it once,
+    e.g. in your ``AppConfig.ready()`` (calling it again for the same pair replaces the
+    receivers)."""
+    return Sync(model, to, convert, id=id, **session_options)

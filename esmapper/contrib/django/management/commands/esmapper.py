@@ -1,0 +1,47 @@
+"""``manage.py esmapper <command> ...``: the ``esmapper`` command line (``migrate``,
+``status``, ``reindex``, ... and their options, as ``esmapper --help`` lists them) with the
+mapper built from ``settings.ESMAPPER`` (``--app`` is set for you; ``--url`` still points
+it at another cluster)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from esmapper.cli import main
+
+__all__ = ["Command"]
+
+#: What the command passes as ``--app``: the process's mapper, built from the settings.
+APP = "esmapper.contrib.django._mapper:get_mapper"
+
+
+class Command(BaseCommand):
+    help = "Run an esmapper command (migrate, status, ...) with the mapper of settings.ESMAPPER."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("arguments", nargs="*", help="the esmapper command and its options")
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """``manage.py esmapper ...``: everything after ``esmapper`` goes to the click CLI
+        as is (its ``--help``, its one-line errors and exit codes)."""
+        prog = f"{os.path.basename(argv[0])} {argv[1]}"
+        main.main(args=["--app", APP, *argv[2:]], prog_name=prog)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """``call_command("esmapper", "status")``: the CLI's errors become
+        ``CommandError`` (with the CLI's exit code)."""
+        arguments = [*options.get("arguments", ()), *args]
+        try:
+            main.main(args=["--app", APP, *arguments], prog_name="esmapper", standalone_mode=False)
+        except click.exceptions.Exit as done:
+            if done.exit_code:
+                raise CommandError(f"exit {done.exit_code}", returncode=done.exit_code) from None
+        except click.ClickException as exc:
+            raise CommandError(exc.format_message(), returncode=exc.exit_code) from None
+        finally:
+            sys.stdout.flush()

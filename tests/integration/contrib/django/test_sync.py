@@ -1,0 +1,207 @@
+"""esmapper.contrib.django.sync: a row is written to Elasticsearch after its database commit
+(never for a rolled-back one), and two writers of one row never leave the document stale:
+the write reads the row again after the document's version, and starts again on a
+conflict."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from django.db import connections, transaction
+from django.test import Client
+
+import esmapper as em
+from esmapper.contrib.django import Sync, sync
+
+from .documents import Note, RowDoc
+from .rows.models import JITTER, Row
+
+pytestmark = pytest.mark.django_db(transaction=True)  # real commits; threads
+
+
+class Converter:
+    """``convert`` for the tests: counts its calls per title, and may hold one call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.hold: dict[str, tuple[threading.Event, threading.Event]] = {}
+
+    def __call__(self, row: Row) -> RowDoc | None:
+        self.calls.append(row.title)
+        held = self.hold.pop(row.title, None)
+        if held is not None:
+            reached, release = held
+            reached.set()
+            assert release.wait(60)
+        if row.hidden:
+            return None
+        return RowDoc(title=row.title, counter=row.counter)
+
+
+@pytest.fixture
+def converter() -> Converter:
+    return Converter()
+
+
+@pytest.fixture
+def synced(esmapper_django_mapper: em.Mapper, converter: Converter) -> Iterator[Sync[RowDoc]]:
+    link = sync(Row, to=RowDoc, convert=converter, consistency="eventual")
+    yield link
+    link.disconnect()
+
+
+def es(mapper: em.Mapper, pk: int) -> RowDoc | None:
+    return mapper.repository(RowDoc).get(str(pk), cache=False)
+
+
+def test_saves_and_deletes_are_written_after_the_commit(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper
+) -> None:
+    row = Row.objects.create(title="a", counter=1)
+    assert es(esmapper_django_mapper, row.pk).title == "a"
+    row.title = "b"
+    row.save()
+    assert es(esmapper_django_mapper, row.pk).title == "b"
+    row.hidden = True  # convert says: no document
+    row.save()
+    assert es(esmapper_django_mapper, row.pk) is None
+    row.hidden = False
+    row.save()
+    pk = row.pk
+    row.delete()
+    assert es(esmapper_django_mapper, pk) is None
+
+
+def test_a_rolled_back_transaction_writes_nothing(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        row = Row.objects.create(title="never")
+        assert es(esmapper_django_mapper, row.pk) is None  # not before the commit
+        raise RuntimeError("rolled back")
+    assert not Row.objects.exists()
+    assert es(esmapper_django_mapper, row.pk) is None and converter.calls == []
+    with transaction.atomic():
+        kept = Row.objects.create(title="kept")
+        assert es(esmapper_django_mapper, kept.pk) is None  # written once committed
+    assert es(esmapper_django_mapper, kept.pk).title == "kept"
+
+
+def test_a_write_that_read_the_row_before_another_commit_is_done_again(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    """The trap: A reads the row (v1); B commits v2 and writes it; A then writes v1. A's
+    write is conditioned on the version it read first, so it fails and reads v2."""
+    row = Row.objects.create(title="v0")
+    reached, release = threading.Event(), threading.Event()
+    converter.hold["v1"] = (reached, release)
+    Row.objects.filter(pk=row.pk).update(title="v1")  # no signal: A is written by hand
+
+    def writer_a() -> None:
+        try:
+            synced.write([row.pk])
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(1) as pool:
+        a = pool.submit(writer_a)
+        assert reached.wait(60)  # A has read v1 and is about to write it
+        row.refresh_from_db()
+        row.title = "v2"
+        row.save()  # B: committed and written
+        assert es(esmapper_django_mapper, row.pk).title == "v2"
+        release.set()
+        a.result(60)
+    assert es(esmapper_django_mapper, row.pk).title == "v2"
+    assert converter.calls.count("v2") >= 2  # B's write, and A's again after its conflict
+
+
+def test_concurrent_savers_never_leave_the_document_stale(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    row = Row.objects.create(title="start")
+    JITTER.set()  # each write's read of the row waits a little before and after it
+    rounds, writers, stale = 25, 3, []
+
+    def save(round: int, writer: int, ready: threading.Barrier) -> None:
+        try:
+            ready.wait()
+            with transaction.atomic():
+                mine = Row.objects.select_for_update().get(pk=row.pk)
+                mine.counter += 1
+                mine.title = f"r{round}w{writer}"
+                mine.save()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(writers) as pool:
+        for round in range(rounds):
+            ready = threading.Barrier(writers, timeout=60)
+            done = [pool.submit(save, round, w, ready) for w in range(writers)]
+            for future in done:
+                future.result(120)
+            row.refresh_from_db()
+            doc = es(esmapper_django_mapper, row.pk)
+            if (doc.title, doc.counter) != (row.title, row.counter):
+                stale.append((round, doc.title, row.title))
+    JITTER.clear()
+    assert row.counter == rounds * writers
+    assert stale == []
+
+
+def test_in_a_request_the_rows_are_written_when_its_session_ends(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    client = Client(raise_request_exception=False)
+    assert client.get("/rows/7?title=first").status_code == 200
+    assert es(esmapper_django_mapper, 7).title == "first"
+    # the view raises: ATOMIC_REQUESTS rolls the database back, so nothing is written
+    assert client.get("/rows/7?title=lost&then=fail").status_code == 500
+    assert Row.objects.get(pk=7).title == "first"
+    assert es(esmapper_django_mapper, 7).title == "first" and "lost" not in converter.calls
+    # a 400 rolls the esmapper session back, but the database committed the row: written
+    assert client.get("/rows/7?title=kept&then=refuse").status_code == 400
+    assert Row.objects.get(pk=7).title == "kept"
+    assert es(esmapper_django_mapper, 7).title == "kept"
+
+
+def test_sync_needs_a_versioned_model() -> None:
+    class Plain(em.Document):
+        class Index:
+            name = "plain_rows"
+
+    with pytest.raises(TypeError, match=r"em\.Versioned"):
+        sync(Row, to=Plain, convert=lambda row: None)
+    with pytest.raises(TypeError, match="Django model"):
+        sync(Note, to=RowDoc, convert=lambda row: None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="soon"):
+        sync(Row, to=RowDoc, convert=lambda row: None, consistency="soon")
+
+
+def test_a_second_sync_of_a_pair_replaces_the_first(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    again = Converter()
+    replacing = sync(Row, to=RowDoc, convert=again)
+    try:
+        row = Row.objects.create(title="once")
+        assert converter.calls == [] and again.calls == ["once"]  # written once, by the new one
+        assert es(esmapper_django_mapper, row.pk).title == "once"
+    finally:
+        replacing.disconnect()
+
+
+def test_backfill_writes_rows_saved_without_signals(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper
+) -> None:
+    Row.objects.bulk_create([Row(pk=pk, title=f"bulk {pk}") for pk in (11, 12)])
+    assert es(esmapper_django_mapper, 11) is None  # bulk_create sends no signal
+    assert synced.backfill() == 2
+    titles: dict[str, Any] = {
+        d.id: d.title for d in esmapper_django_mapper.repository(RowDoc).get_many(["11", "12"])
+    }
+    assert titles == {"11": "bulk 11", "12": "bulk 12"}

@@ -1,0 +1,80 @@
+"""The views of the middleware and sync tests (each does what its name says). The views of
+notes use no database: they are out of ATOMIC_REQUESTS (whose transactions the test
+settings make take the write lock at once, which would queue concurrent requests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import path
+
+import esmapper as em
+from esmapper.contrib.django import session
+
+from .documents import Note
+from .rows.models import Row
+
+
+class Hooks:
+    """What the edit view does between its read and its return (set by a test)."""
+
+    between: Callable[[], object] = staticmethod(lambda: None)
+
+
+@transaction.non_atomic_requests
+def create(request: HttpRequest, id: str) -> HttpResponse:
+    session(request).add(Note(id=id, text=request.GET.get("text", "")))
+    return JsonResponse({"id": id}, status=201)
+
+
+@transaction.non_atomic_requests
+def create_then_fail(request: HttpRequest, id: str) -> HttpResponse:
+    session(request).add(Note(id=id, text="never"))
+    raise RuntimeError("the request fails after its write")
+
+
+@transaction.non_atomic_requests
+def create_then_refuse(request: HttpRequest, id: str) -> HttpResponse:
+    session(request).add(Note(id=id, text="never"))
+    return HttpResponse("refused after the write", status=400)
+
+
+@transaction.non_atomic_requests
+def edit(request: HttpRequest, id: str) -> HttpResponse:
+    note = session(request).get(Note, id, cache=False)
+    if note is None:
+        raise em.DocumentNotFoundError(id)
+    note.text = request.GET["text"]
+    Hooks.between()
+    return JsonResponse({"id": id, "text": note.text})
+
+
+@transaction.non_atomic_requests
+def search(request: HttpRequest) -> HttpResponse:
+    return JsonResponse([n.text for n in session(request).find(Note, request.GET["q"])], safe=False)
+
+
+def save_row(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save the row with ``title``; ``then`` = ``fail`` raises after it (the database rolls
+    back: ATOMIC_REQUESTS), ``refuse`` answers 400 (the database commits)."""
+    row, _ = Row.objects.get_or_create(pk=pk)
+    row.title = request.GET["title"]
+    row.save()
+    then = request.GET.get("then")
+    if then == "fail":
+        raise RuntimeError("the request fails after saving the row")
+    if then == "refuse":
+        return HttpResponse("refused", status=400)
+    return HttpResponse("saved")
+
+
+urlpatterns = [
+    path("notes/<str:id>", create),
+    path("notes/<str:id>/then-fail", create_then_fail),
+    path("notes/<str:id>/then-refuse", create_then_refuse),
+    path("notes/<str:id>/edit", edit),
+    path("search", search),
+    path("rows/<int:pk>", save_row),
+]
