@@ -59,7 +59,11 @@ What each point does:
   (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
   default reads; restored, they show again; an unrefreshed search also hides the children
   of parents on the recently-deleted list). By-id reads of a child do not look at its
-  parent, nor does a parent's by-id read check that the id is a parent's.
+  parent;
+- ``visible``: every by-id read (``get``, ``get_many``, ``exists``, a session's reads,
+  a cached entry, the originals read) of a model finds only the documents of its own
+  relation (:func:`relation_rule`: a child's repository given a parent's id finds
+  nothing, and the other way round).
 
 The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`parent_id`;
 ``em.has_child``...) are at the end of the module.
@@ -76,10 +80,12 @@ import attrs
 from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Query
 
-from esmapper._features import Feature, register
+from esmapper._features import Feature, Visibility, register
+from esmapper._pending import source_value
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import Id, routing_of
+from esmapper.model.state import state_of
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -98,6 +104,7 @@ __all__ = [
     "parent_id",
     "relation_clause",
     "relation_name",
+    "relation_rule",
 ]
 
 _JOIN = "join_field"
@@ -129,13 +136,15 @@ class ParentJoin(Feature):
 
     name = "join_parent"
     index_options = (_JOIN,)
-    __slots__ = ("children", "field", "relation")
+    __slots__ = ("children", "field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, field: str) -> None:
         super().__init__(info)
         #: the join field's name, the parent's relation name and its children by relation
         self.field, self.relation = field, relation_name(info)
         self.children: dict[str, ChildJoin] = {}
+        #: the by-id reads' rule (:meth:`visible`)
+        self.rule = relation_rule(field, self.relation)
 
     @classmethod
     def attach(cls, info: ModelInfo) -> ParentJoin | None:
@@ -263,6 +272,12 @@ class ParentJoin(Feature):
         """Parents only: :func:`relation_clause`."""
         return [relation_clause(self.field, self.relation)], []
 
+    # -- reads (point: visible) -----------------------------------------------------------
+
+    def visible(self, options: Any) -> Visibility:
+        """By id: a parent only (:func:`relation_rule`)."""
+        return self.rule
+
 
 @register
 class ChildJoin(Feature):
@@ -270,13 +285,15 @@ class ChildJoin(Feature):
 
     name = "join_child"
     index_options = (_PARENT, _PARENT_FIELD)
-    __slots__ = ("parent", "parent_field", "relation")
+    __slots__ = ("parent", "parent_field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
         super().__init__(info)
         #: the parent's join feature, the attribute holding the parent id, the relation name
         self.parent, self.parent_field = parent, parent_field
         self.relation = relation_name(info)
+        #: the by-id reads' rule (:meth:`visible`)
+        self.rule = relation_rule(parent.field, self.relation)
 
     @classmethod
     def attach(cls, info: ModelInfo) -> ChildJoin | None:
@@ -414,12 +431,16 @@ class ChildJoin(Feature):
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         return _expected(self, source)
 
-    # -- reads (point: read_params) -------------------------------------------------------
+    # -- reads (points: read_params, visible, read_id) -------------------------------------
 
     def read_params(self, id: str) -> dict[str, Any]:
         """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
         read searches by id: :mod:`esmapper.indexes.reads`)."""
         return {"routing": routing_of(id)}
+
+    def visible(self, options: Any) -> Visibility:
+        """By id: a child of this relation only (:func:`relation_rule`)."""
+        return self.rule
 
     def read_id(self, pending: PendingWrite) -> str | None:
         """The document's id with the routing its write sends (the originals read of a
@@ -476,6 +497,28 @@ def relation_clause(field: str, relation: str) -> dict[str, Any]:
             "minimum_should_match": 1,
         }
     }
+
+
+def relation_rule(field: str, relation: str) -> Visibility:
+    """The rule every by-id read of a model of the join applies (its ``visible`` point:
+    ``get``, ``get_many``, ``exists``, a session's reads, cached entries, the originals
+    read): a document whose stored join value (``"<parent relation>"`` or ``{"name":
+    "<child relation>", ...}``) names another relation is not found, as the searches'
+    :func:`relation_clause` does not find it. The join value is read from the loaded
+    ``_source`` (:class:`~esmapper.model.state.DocState`; ``exists`` asks the GET for
+    that field only); a document without one (built in memory, or loaded by a search
+    limited by ``includes=``, which its relation clause already chose) is not judged."""
+
+    def test(doc: Any) -> bool:
+        state = state_of(doc)
+        if state is None:
+            return True
+        value = source_value(state.original_or_bytes, field)
+        if isinstance(value, Mapping):
+            value = value.get("name")
+        return value is None or value == relation
+
+    return Visibility(test, (field,))
 
 
 def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:

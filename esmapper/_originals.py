@@ -33,6 +33,7 @@ from esmapper._search import is_index_missing
 from esmapper._settle import Groups
 from esmapper.ids import routing_of
 from esmapper.indexes.reads import get_documents
+from esmapper.model.state import DocState
 
 if TYPE_CHECKING:
     from esmapper._context import Context
@@ -87,7 +88,8 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
     for pending in pendings:
         source = stored.get(str(pending.doc.id))
         if isinstance(source, dict) and all(
-            rule.test(info.from_source(source, pending.doc_id, None)) for rule in rules
+            rule.test(info.from_source(source, pending.doc_id, None, DocState(source)))
+            for rule in rules
         ):
             pending.read_original = source
 

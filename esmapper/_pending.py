@@ -32,6 +32,7 @@ __all__ = [
     "PendingWrite",
     "WriteKind",
     "change_type",
+    "source_value",
     "split_version",
 ]
 
@@ -156,13 +157,22 @@ class PendingWrite:
         original = self._original
         if original is None:  # the one read for a save of a document not loaded, if any
             return None if self.read_original is None else self.read_original.get(key)
-        if type(original) is dict:
-            return original.get(key)
-        try:
-            return _one_key(key).decode(original).value  # type: ignore[arg-type]
-        except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it
-            source = self.original_source
-            return source.get(key) if isinstance(source, dict) else None
+        return source_value(original, key)
+
+
+def source_value(source: Mapping[str, Any] | bytes | None, key: str) -> Any:
+    """``source.get(key)`` of a ``_source`` held as a dict or as its JSON bytes (a
+    msgspec decode of that one key, the rest skipped in C); ``None`` also when there is
+    no source."""
+    if source is None:
+        return None
+    if isinstance(source, Mapping):
+        return source.get(key)
+    try:
+        return _one_key(key).decode(source).value
+    except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it
+        decoded = msgspec.json.decode(source)
+        return decoded.get(key) if isinstance(decoded, dict) else None
 
 
 #: key -> the decoder reading only that top-level key of a JSON object (``.value``)

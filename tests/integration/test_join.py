@@ -7,6 +7,8 @@ children of a soft-deleted parent: tests/integration/test_join_real_es.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from elasticsearch import Elasticsearch
 
@@ -167,14 +169,11 @@ class Hand(em.Document):
     firm_id: str | None = em.field(em.Keyword(), default=None)
 
 
-def test_a_version_bump_copies_parents_and_children_together(
-    make_mapper: MakeMapper, es_client: Elasticsearch
-) -> None:
-    old = make_mapper(Firm, Hand, configure=True)
-    firm = old.repository(Firm).add(Firm(name="initech"))
-    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+def _version_2() -> tuple[type[Any], type[Any]]:
+    """Firm and Hand of index version 2, of the same class names: their relation names
+    (the stored join values the copy keeps) are the same."""
 
-    class FirmV2(em.Document):
+    class Firm(em.Document):
         class Index:
             name = "join-firms"
             version = 2
@@ -183,15 +182,26 @@ def test_a_version_bump_copies_parents_and_children_together(
         name: str = em.field(em.Keyword(), default="")
         size: int = em.field(em.Integer(), default=0)
 
-    class HandV2(em.Document):
+    class Hand(em.Document):
         class Index:
             name = "join-firms"
             version = 2
-            parent = FirmV2
+            parent = Firm
             parent_field = "firm_id"
 
         firm_id: str | None = em.field(em.Keyword(), default=None)
 
+    return Firm, Hand
+
+
+def test_a_version_bump_copies_parents_and_children_together(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    old = make_mapper(Firm, Hand, configure=True)
+    firm = old.repository(Firm).add(Firm(name="initech"))
+    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+
+    FirmV2, HandV2 = _version_2()  # the same class names: the same relation names
     new = make_mapper(FirmV2, HandV2)
     (result,) = em.reindex_outdated(new)  # one index: the first model's reindex copies both
     assert (result.copied, result.new_index) == (2, new.spec(HandV2).physical_name())
@@ -346,3 +356,33 @@ def test_a_child_first_creates_the_index_its_parents_custom_fields_need(
     index = mapper.spec(Guild).write_target
     stored = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
     assert stored["properties"]["idx"]["dynamic"] in (True, "true") and stored["dynamic_templates"]
+
+
+# -- by-id reads see only their own relation --------------------------------------------
+
+
+def test_a_read_by_id_of_the_other_relation_finds_nothing(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Firm, Desk, Hand, configure=True)
+    mapper = make_mapper(Firm, Desk, Hand, url=proxy.url)
+    firms, desks = mapper.repository(Firm), mapper.repository(Desk)
+    firm = firms.add(Firm(name="initech"))
+    desk = desks.add(Desk(firm_id=firm.id, label="a"), consistency="immediate")
+    routed_firm = em.Id(firm.id, routing=firm.id)  # a child read of the parent's id
+    for _ in range(2):  # the second: Desk's reads are cached (an entry must not cross)
+        assert desks.get(routed_firm) is None
+        assert desks.get(firm.id) is None  # a plain id: the search by id
+        assert desks.get_many([routed_firm, firm.id]) == []
+        assert not desks.exists(routed_firm) and not desks.exists(routed_firm, soft_deletes="all")
+    assert desks.get_many([routed_firm], read_cache=False) == []
+    hands = mapper.repository(Hand)  # not cached: get_many's _mget answer hydrated raw
+    assert hands.get_many([routed_firm]) == [] and hands.get(routed_firm) is None
+    assert firms.get(desk.id) is None and firms.get_many([desk.id]) == []
+    assert not firms.exists(desk.id)
+    assert firms.get(firm.id) is not None and desks.get(em.Id(desk.id, routing=firm.id))
+    with mapper.session() as session:
+        assert session.get(Desk, routed_firm) is None
+        assert session.get_many(Desk, [routed_firm]) == []
+        assert session.get(Firm, desk.id) is None
+        assert session.get(Firm, firm.id) is not None
