@@ -65,6 +65,9 @@ What each point does:
   relation (:func:`relation_rule`: a child's repository given a parent's id finds
   nothing, and the other way round).
 
+- ``compile_search``: every ``has_child``/``has_parent`` of a search's query carries
+  the other model's default clauses (:func:`with_defaults`: the tenant of ``tenant=``).
+
 The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`parent_id`;
 ``em.has_child``...) are at the end of the module.
 """
@@ -78,7 +81,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from elasticsearch.dsl import Q
-from elasticsearch.dsl.query import Query
+from elasticsearch.dsl.query import Bool, MatchAll, Query
 
 from esmapper._features import Feature, Visibility, register
 from esmapper._pending import source_value
@@ -105,6 +108,7 @@ __all__ = [
     "relation_clause",
     "relation_name",
     "relation_rule",
+    "with_defaults",
 ]
 
 _JOIN = "join_field"
@@ -267,6 +271,12 @@ class ParentJoin(Feature):
         in that child model's language."""
         for relation, child in self.children.items():
             request.subqueries[relation] = partial(has_child, child.info.cls)
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """The ``has_child`` queries of the search carry their model's default clauses
+        (:func:`with_defaults`: a tenant's search matches through its children only)."""
+        if request.query is not None:
+            request.query = with_defaults(ctx, request.options, self, request.query)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """Parents only: :func:`relation_clause`."""
@@ -454,6 +464,13 @@ class ChildJoin(Feature):
         """``<parent relation>:(expr)`` in the filter language: :func:`has_parent` of
         ``expr`` in the parent model's language."""
         request.subqueries[self.parent.relation] = partial(has_parent, self.parent.info.cls)
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """The ``has_parent`` queries of the search carry the parent model's default
+        clauses (:func:`with_defaults`: a tenant's search matches through its parents
+        only)."""
+        if request.query is not None:
+            request.query = with_defaults(ctx, request.options, self.parent, request.query)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
@@ -671,3 +688,67 @@ def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) 
     if not clauses:
         return compiled.query
     return Q("bool", must=[compiled.query], filter=clauses)
+
+
+def _filtered(query: Query, clauses: list[Any], hidden: list[str]) -> Query:
+    """``query`` with ``clauses`` added to its filter and ``hidden`` ids excluded: one
+    ``bool`` (a ``bool`` without ``must``/``should`` of its own, such as :func:`_inner`'s
+    soft-delete filter of a ``match_all``, takes them in its filter)."""
+    extra: dict[str, Any] = {"filter": clauses} if clauses else {}
+    if hidden:
+        extra["must_not"] = [Q("ids", values=hidden)]
+    if isinstance(query, Bool):
+        params = dict(query._params)
+        if not params.keys() - {"filter", "must_not"} or "filter" in params:
+            for key, more in extra.items():
+                params[key] = [*params.get(key, ()), *more]
+            return Bool(**params)
+    if isinstance(query, MatchAll):
+        return Q("bool", **extra)
+    return Q("bool", must=[query], **extra)
+
+
+def with_defaults(ctx: Context, options: Any, parent: ParentJoin, query: Query) -> Query:
+    """``query`` with every ``has_child``/``has_parent`` in it (at any depth, built by
+    :func:`has_child`/:func:`has_parent`, the filter language or by hand) carrying the
+    default clauses of the model its inner query runs on, as a search of that model gets
+    them: that model's features' ``search`` point under ``options`` (the tenant, a
+    feature's own clauses), the join's own clauses left out, and the soft-delete mode
+    ``"all"``: the soft-delete clause is the join query's own (its ``soft_deletes=``,
+    written into it when it was built). A new query; ``query`` (the caller's object) is
+    not changed."""
+    params: dict[str, Any] = {}
+    changed = False
+    for key, value in query._params.items():
+        if isinstance(value, Query):
+            new: Any = with_defaults(ctx, options, parent, value)
+        elif isinstance(value, list) and any(isinstance(item, Query) for item in value):
+            new = [
+                with_defaults(ctx, options, parent, item) if isinstance(item, Query) else item
+                for item in value
+            ]
+            new = value if all(a is b for a, b in zip(new, value, strict=True)) else new
+        else:
+            new = value
+        changed = changed or new is not value
+        params[key] = new
+    name = getattr(query, "name", None)
+    relation = params.get("type") if name == "has_child" else params.get("parent_type")
+    if name not in ("has_child", "has_parent") or not isinstance(params.get("query"), Query):
+        return type(query)(**params) if changed else query
+    side = parent if relation == parent.relation else parent.children.get(str(relation))
+    if side is None:  # another index's relation: Elasticsearch's to refuse
+        return type(query)(**params) if changed else query
+    seen = attrs.evolve(options, soft_deletes="all")
+    clauses: list[Any] = []
+    hidden: list[str] = []
+    for hook in side.info.points.search:
+        if isinstance(getattr(hook, "__self__", None), ParentJoin | ChildJoin):
+            continue
+        more, ids = hook(ctx, seen)
+        clauses.extend(more)
+        hidden.extend(ids)
+    if not clauses and not hidden:
+        return type(query)(**params) if changed else query
+    params["query"] = _filtered(params["query"], clauses, hidden)
+    return type(query)(**params)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from elasticsearch.dsl import Q
 
 import esmapper as em
 from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
@@ -238,5 +239,109 @@ def test_the_searches_as_sent_and_a_clusters_answer_read_back(
             }
         }
     ]
+    checker = load_checker(KIT)
+    assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+# -- the queries across the join carry the other model's default filters ------------------
+
+
+class Agency(em.Document, em.HasCustomFields, em.SoftDeletes):
+    class Index:
+        name = "join-agencies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Agent(em.Document, em.HasCustomFields, em.SoftDeletes):
+    class Index:
+        name = "join-agencies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Agency
+        parent_field = "agency_id"
+        tenant_field = "tenant"
+
+    agency_id: str | None = em.field(em.Keyword(), default=None)
+    tenant: str = em.field(em.Keyword(), default="")
+    name: str = em.field(em.Keyword(), default="")
+
+
+def _agencies(make_mapper: MakeMapper) -> tuple[Any, Any, Agency, Agency]:
+    """Agency a1 of tenant t1 whose one agent "bond" is t2's (written as the other tenant
+    may have: by id, without tenant=), agency a2 of t2 with its agent "bond"."""
+    mapper = make_mapper(Agency, Agent, configure=True)
+    agencies, agents = mapper.repository(Agency), mapper.repository(Agent)
+    a1 = agencies.add(Agency(tenant="t1", name="a1"))
+    a2 = agencies.add(Agency(tenant="t2", name="a2"))
+    agents.add(
+        [
+            Agent(agency_id=a1.id, tenant="t2", name="bond"),
+            Agent(agency_id=a2.id, tenant="t2", name="bond"),
+            Agent(agency_id=a1.id, tenant="t1", name="gone", is_deleted=True),
+        ],
+        consistency="immediate",
+    )
+    return agencies, agents, a1, a2
+
+
+@pytest.mark.real_es
+def test_a_tenant_matches_nothing_through_another_tenants_children(
+    make_mapper: MakeMapper,
+) -> None:
+    agencies, agents, a1, a2 = _agencies(make_mapper)
+    assert agencies.count(em.has_child(Agent, "name:bond")) == 2  # no tenant: both
+    assert agencies.count(em.has_child(Agent, "name:bond"), tenant="t1") == 0
+    assert [a.id for a in agencies.find("agent:(name:bond)", tenant="t2").documents] == [a2.id]
+    assert agents.count(em.has_parent(Agency, "name:a1"), tenant="t2") == 0
+    assert agencies.count(em.has_child(Agent, "name:gone"), tenant="t1") == 0  # soft-deleted
+    assert agencies.count(em.has_child(Agent, "name:gone", soft_deletes="all"), tenant="t1") == 1
+    assert a1.id != a2.id
+
+
+def test_the_join_queries_as_sent_carry_the_tenant_and_soft_delete_clauses(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    make_mapper(Agency, Agent, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Agency, Agent, url=proxy.url)
+        rule = _Played(_answer(mapper.spec(Agent).write_target, []))
+        proxy.add_rule(rule)
+        agencies, agents = mapper.repository(Agency), mapper.repository(Agent)
+        bond_agents = em.has_child(Agent, "name:bond")
+        agencies.count(bond_agents, tenant="t1")
+        agencies.find("agent:(name:bond)", tenant="t1")  # the filter language
+        agents.count(em.has_parent(Agency, "name:a1") | em.parent_id(Agent, "x"), tenant="t1")
+        agencies.count(em.has_child(Agent, "name:gone", soft_deletes="all"), tenant="t1")
+        agencies.count(Q({"has_child": {"type": "agent", "query": {"match_all": {}}}}), tenant="t1")
+        agencies.count(bond_agents)  # no tenant: the soft deletes only (the query unchanged)
+    index = mapper.spec(Agent).alias
+    mine = [r for r in rule.sent if r["path"].startswith(f"/{index}/")]  # (not the definitions')
+    queries = [r["body"]["query"]["bool"]["must"][0] for r in mine]
+    assert len(queries) == 6
+    tenant = {"term": {"tenant": "t1"}}
+    active = {"term": {"is_deleted": False}}
+    bond = {"term": {"name": "bond"}}
+
+    def inner(query: dict[str, Any], kind: str) -> dict[str, Any]:
+        found: dict[str, Any] = query[kind]["query"]
+        return found
+
+    assert inner(queries[0], "has_child") == {"bool": {"must": [bond], "filter": [active, tenant]}}
+    assert inner(queries[1], "has_child") == {"bool": {"must": [bond], "filter": [active, tenant]}}
+    has_parent = queries[2]["bool"]["should"][0]
+    assert inner(has_parent, "has_parent") == {
+        "bool": {"must": [{"term": {"name": "a1"}}], "filter": [active, tenant]}
+    }
+    assert inner(queries[3], "has_child") == {
+        "bool": {"must": [{"term": {"name": "gone"}}], "filter": [tenant]}
+    }
+    assert inner(queries[4], "has_child") == {
+        "bool": {"filter": [tenant]}  # a hand-built one too
+    }
+    assert inner(queries[5], "has_child") == {"bool": {"must": [bond], "filter": [active]}}
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
