@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
 
-from esmapper._pending import PendingWrite
+from esmapper._pending import PendingWrite, routed_id
 from esmapper._search import is_index_missing
 from esmapper._settle import Groups
 from esmapper.ids import routing_of
@@ -65,7 +65,7 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
 
 
 def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
-    ids = list(dict.fromkeys(_read_id(p) for p in pendings))
+    ids = list(dict.fromkeys(routed_id(p) for p in pendings))
     spec = ctx.spec(model)
     try:
         hits = get_documents(ctx.client, spec, ids)
@@ -92,13 +92,3 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
             for rule in rules
         ):
             pending.read_original = source
-
-
-def _read_id(pending: PendingWrite) -> str:
-    """The id to read ``pending``'s stored copy by: what the features' ``read_id`` point
-    gives (a child's id with its parent's routing), else the document's own."""
-    for hook in pending.info.points.read_id:
-        read: str | None = hook(pending)
-        if read is not None:
-            return read
-    return str(pending.doc.id)

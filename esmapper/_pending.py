@@ -32,6 +32,7 @@ __all__ = [
     "PendingWrite",
     "WriteKind",
     "change_type",
+    "routed_id",
     "source_value",
     "split_version",
 ]
@@ -203,3 +204,16 @@ def split_version(
             field="version",
             ids=[id],
         ) from None
+
+
+def routed_id(pending: PendingWrite) -> str:
+    """The id of ``pending``'s document with the routing its write sends, when its id does
+    not tell it (the features' ``read_id`` point: a join child's
+    :class:`~esmapper.ids.Id` with its parent id), else the document's own id: what the
+    originals read reads by, and what the change notification of the write names (a
+    listener reloading it by that id finds it on its shard, in real time)."""
+    for hook in pending.info.points.read_id:
+        read: str | None = hook(pending)
+        if read is not None:
+            return read
+    return pending.doc.id  # type: ignore[no-any-return]
