@@ -39,9 +39,17 @@ What each point does:
 - ``check``: a child written without a parent id (add, save) is refused, and a removal or
   patch by id of a child that gives no routing (a plain ``str`` id, not an
   :class:`~esmapper.ids.Id` with ``routing=``, no document, no scanned source), before
-  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a write that moves
-  a stored child to another parent too (a save or client-side patch changing the parent
-  field, a ``PartialPatch`` setting it: its old copy would stay on the old parent's shard);
+  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a patch that moves
+  a stored child to another parent too (a client-side patch changing the parent field, a
+  ``PartialPatch`` setting it), a save that moves one whose stored version is not known,
+  and a save with ``originals=False`` of a child not loaded (its stored copy, maybe under
+  another parent, would not be looked up);
+- ``prepare``/``finish``: a save that moves a stored child to another parent (the stored
+  copy, loaded or read by the originals read, names another parent) is a move: the new
+  copy written, then the old one deleted on the old parent's shard, conditioned on the
+  version it was read at (:meth:`ChildJoin.finish`); a child model reads the originals of
+  saves of documents not loaded by default (``Index.originals``), so a copy under another
+  parent is found;
 - ``shape``: ``create``/``index`` actions get the join value in their ``_source``
   (``"organization"``; ``{"name": "employee", "parent": <id>}``), a child's every action
   the routing of its parent id (``expected_source``: the read-back of a lost answer
@@ -74,6 +82,7 @@ The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`paren
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -89,6 +98,7 @@ from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import Id, routing_of
 from esmapper.model.state import state_of
+from esmapper.options import refresh_param
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -110,6 +120,8 @@ __all__ = [
     "relation_rule",
     "with_defaults",
 ]
+
+_log = logging.getLogger("esmapper.join")
 
 _JOIN = "join_field"
 _PARENT = "parent"
@@ -358,6 +370,10 @@ class ChildJoin(Feature):
             # loaded whatever a search's includes/excludes or Index.default_excludes say:
             # a child found without its parent id could not be saved (no routing)
             info.index = attrs.evolve(index, required_fields=(*index.required_fields, field))
+        # a save of a child not loaded reads its stored copy first (in real time on the
+        # shard of the parent it names, else by id on every shard): a copy under another
+        # parent is then known, and moved (see prepare/finish), not left beside the new one
+        info.index = attrs.evolve(info.index or index, originals=True)
         child = cls(info, parent, field)
         parent.adopt(child)
         return child
@@ -396,7 +412,9 @@ class ChildJoin(Feature):
 
     def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
         """Refuse a child without a parent id, a removal or patch by id without a routing,
-        and a write that moves a stored child to another parent; before anything is sent."""
+        a patch that moves a stored child to another parent, a move whose old copy's
+        version is not known and a save with ``originals=False`` of a child not loaded;
+        before anything is sent."""
         name, field = self.info.name, self.parent_field
         for pending in pendings:
             form = pending.form
@@ -423,15 +441,122 @@ class ChildJoin(Feature):
                     f"pass em.Id({id!r}, routing=<{field}>) or the document",
                     field=field,
                 )
-            if pending.doc is not None and pending.kind != "add":
-                stored = pending.stored_value(field)
-                if isinstance(stored, str) and stored != routing:
-                    raise DocumentValidationError(
-                        f"{name} {pending.doc.id!r} moves from {field} {stored!r} to "
-                        f"{routing!r}: a child stays with its parent (its stored copy is on "
-                        "that parent's shard); remove it and add it again",
-                        field=field,
+            if (
+                pending.kind == "save"
+                and call.options.originals is False
+                and pending.original_as_held is None
+            ):
+                raise DocumentValidationError(
+                    f"a save of {name} {pending.doc.id!r} not loaded with originals=False: "
+                    "its stored copy (maybe under another parent, on another shard) would "
+                    "not be looked up and could stay beside the new one; save it with "
+                    "originals=True (a child's default) or load it first",
+                    field=field,
+                )
+            move = self._move(pending)
+            if move is not None and (pending.kind != "save" or move[1] is None):
+                how = (
+                    "a patch cannot move a child: save the document"
+                    if pending.kind != "save"
+                    else "the version of its stored copy is not known, so that copy could "
+                    f"not be deleted: load it first (get em.Id({str(pending.doc.id)!r}, "
+                    f"routing={move[0]!r})) or save it with originals=True"
+                )
+                raise DocumentValidationError(
+                    f"{name} {pending.doc.id!r} moves from {field} {move[0]!r} to "
+                    f"{routing!r}: its stored copy is on the old parent's shard and {how}",
+                    field=field,
+                )
+
+    def _move(self, pending: PendingWrite) -> tuple[str, tuple[int, int, str | None] | None] | None:
+        """``(old parent id, (seq_no, primary_term, index) of the stored copy or None)``
+        when ``pending`` writes a stored child under another parent than the stored copy
+        names (known: the document was loaded, or its original read), else ``None``."""
+        if pending.doc is None or pending.kind in ("add", "remove"):
+            return None
+        stored, routing = pending.stored_value(self.parent_field), self.routing(pending)
+        if not isinstance(stored, str) or routing is None or stored == routing:
+            return None
+        if pending.read_original is not None:  # read by the originals read
+            return stored, pending.read_condition
+        state = state_of(pending.doc)
+        if state is None or state.condition is None:
+            return stored, None
+        _, seq_no, primary_term = state.condition
+        return stored, (seq_no, primary_term, state.index)
+
+    def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
+        """The saves that move a stored child to another parent, with where its old copy
+        is (its routing, version and index, known before anything is written):
+        ``{id(pending): (old parent id, seq_no, primary_term, index)}``, for
+        :meth:`finish`; ``None`` when there is none."""
+        moves: dict[int, tuple[str, int, int, str | None]] = {}
+        for pending in pendings:
+            move = self._move(pending) if pending.kind == "save" else None
+            if move is not None and move[1] is not None:
+                moves[id(pending)] = (move[0], *move[1])
+        return moves or None
+
+    def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
+        """Delete the old copy of every child moved to another parent, once its new copy
+        is stored (confirmed): one ``_bulk`` of ``delete`` actions routed by the old parent
+        id, conditioned on the version the old copy was read at (``if_seq_no``/
+        ``if_primary_term``; where the old and the new routing land on one shard the new
+        copy replaced the old one, and the condition makes the delete a harmless 409),
+        then their cache entries dropped again (a read of the old copy may have cached it
+        meanwhile). The new copy first: a process killed between the two leaves both
+        copies (nothing is lost; the old one is then found by a search by id, beside the
+        new). A delete refused otherwise is logged."""
+        if not state:
+            return
+        ctx = call.ctx
+        spec = ctx.spec(self.info.cls)
+        operations: list[dict[str, Any]] = []
+        ids: list[str] = []
+        for pending in confirmed:
+            move = state.get(id(pending))
+            if move is None or self.routing(pending) == move[0]:
+                continue
+            old, seq_no, primary_term, index = move
+            target = spec.conditioned_target(spec.write_name(index), index)
+            doc_id = str.__str__(pending.doc.id)
+            ids.append(doc_id)
+            operations.append(
+                {
+                    "delete": {
+                        "_index": target,
+                        "_id": doc_id,
+                        "routing": old,
+                        "if_seq_no": seq_no,
+                        "if_primary_term": primary_term,
+                    }
+                }
+            )
+        if not operations:
+            return
+        refresh = refresh_param(call.options.consistency)
+        try:
+            params: dict[str, Any] = {} if refresh is None else {"refresh": refresh}
+            answer = ctx.client.bulk(operations=operations, **params).body
+            for item in answer.get("items") or ():
+                result: dict[str, Any] = next(iter(item.values()), {})
+                gone = result.get("status") in (200, 409) or result.get("result") == "not_found"
+                if not gone:
+                    _log.warning(
+                        "the old copy of %s %r was not deleted after its move: %s",
+                        self.info.name,
+                        result.get("_id"),
+                        result.get("error"),
                     )
+        except Exception as exc:  # (the write is stored: its caller must not see a failure)
+            _log.warning(
+                "the old copies of %s %s were not deleted after their move: %s",
+                self.info.name,
+                ids,
+                exc,
+            )
+        finally:
+            ctx.invalidate_ids(self.info, ids)
 
     def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
         for action in actions:

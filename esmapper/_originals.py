@@ -9,8 +9,9 @@ memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without o
 :func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
 per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
 time-series partitions included; a child of a join is read with its parent's routing, the
-features' ``read_id`` point, and searched for by id when not found there: a copy stored
-under another parent is its original, and the join's check refuses the move) before the
+features' ``read_id`` point, and searched for by id on every shard when not found there,
+after a refresh of the model's alias: a copy stored under another parent is its original,
+which the join moves) before the
 "-ing" signals, into ``PendingWrite.read_original``. What it read is compared with, never
 written: the save's body stays the document's (stored keys the model does not declare are
 not kept, as without originals), and it is not a version condition (a ``Versioned``
@@ -70,17 +71,20 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
     try:
         hits = get_documents(ctx.client, spec, ids)
         # a routed id not found where its document's routing points may be stored under
-        # another routing (a child saved under a new parent): searched for by id, so the
-        # features' check sees that copy (and refuses the move)
+        # another routing (a child saved under a new parent): searched for by id on every
+        # shard, after a refresh (a copy written a moment ago is found too), so the
+        # features see that copy (the join moves it: its old copy is deleted)
         found = {str(h["_id"]) for h in hits}
         moved = [str(id) for id in ids if routing_of(id) is not None and str(id) not in found]
         if moved:
+            ctx.client.indices.refresh(index=spec.alias)
             hits += get_documents(ctx.client, spec, moved)
     except NotFoundError as exc:
         if is_index_missing(exc):
             return
         raise
     stored: dict[str, Any] = {str(h["_id"]): h.get("_source") for h in hits}
+    read_at = {str(h["_id"]): _condition(h) for h in hits}
     info = pendings[0].info
     # what a get would show (a soft-deleted one too: its restore is judged by it)
     seen = options.merge(soft_deletes="all")
@@ -92,3 +96,12 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
             for rule in rules
         ):
             pending.read_original = source
+            pending.read_condition = read_at.get(str(pending.doc.id))
+
+
+def _condition(hit: Any) -> tuple[int, int, str | None] | None:
+    """``(seq_no, primary_term, index)`` of a GET/search hit (``None``: no numbers)."""
+    seq_no, term = hit.get("_seq_no"), hit.get("_primary_term")
+    if isinstance(seq_no, int) and isinstance(term, int):
+        return seq_no, term, hit.get("_index")
+    return None

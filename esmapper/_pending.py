@@ -129,6 +129,9 @@ class PendingWrite:
     #: (``originals=``, :mod:`esmapper._originals`): seen by receivers and the change
     #: type only, never written back (the body is the document's, as without it)
     read_original: dict[str, Any] | None = None
+    #: ``(seq_no, primary_term, index)`` of :attr:`read_original` (what the stored copy
+    #: was read at, and from: a feature may write that copy conditioned on it)
+    read_condition: tuple[int, int, str | None] | None = None
 
     @property
     def doc_id(self) -> str | None:

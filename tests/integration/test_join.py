@@ -7,12 +7,15 @@ children of a soft-deleted parent: tests/integration/test_join_real_es.py."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.testing._rules import Exchange, Reply, Rule
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 
@@ -144,12 +147,20 @@ def test_bad_child_writes_are_refused_before_anything_is_sent(
     with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
         workers.patch(ann.id, em.PartialPatch({"age": 3}))
     assert proxy.requests == []
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
+        workers.patch(em.Id(ann.id, routing=acme.id), em.PartialPatch({"company_id": "x"}))
     moved = workers.require(em.Id(ann.id, routing=acme.id))
     moved.company_id = "another"
     proxy.reset_counts()
-    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
-        workers.save(moved)
-    assert proxy.requests == []
+    with pytest.raises(em.DocumentValidationError, match="a patch cannot move a child"):
+        workers.patch(
+            em.Id(ann.id, routing=acme.id),
+            em.ActionPatch(lambda w: setattr(w, "company_id", "another")),
+        )
+    with pytest.raises(em.DocumentValidationError, match="originals=True"):
+        workers.save(Worker(id=ann.id, company_id="another"), originals=False)
+    assert [r for r in proxy.requests if r.method != "GET"] == []
 
 
 class Firm(em.Document):
@@ -386,3 +397,106 @@ def test_a_read_by_id_of_the_other_relation_finds_nothing(
         assert session.get_many(Desk, [routed_firm]) == []
         assert session.get(Firm, desk.id) is None
         assert session.get(Firm, firm.id) is not None
+
+
+# -- a child saved under another parent: moved, never copied ------------------------------
+
+
+def _copies(es_client: Elasticsearch, index: str, id: str) -> list[str]:
+    """The parent of every stored copy of ``id`` in ``index`` (all shards)."""
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, query={"ids": {"values": [id]}}, size=10)
+    return sorted(h["_source"]["company_id"] for h in hits["hits"]["hits"])
+
+
+class _Bulks(Rule):
+    """Keeps the action lines of every ``_bulk`` body forwarded."""
+
+    def __init__(self) -> None:
+        self.actions: list[dict[str, Any]] = []
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        if exchange.path.endswith("/_bulk"):
+            lines = [json.loads(line) for line in exchange.body.splitlines() if line.strip()]
+            self.actions += [line for line in lines if set(line) & {"delete", "index"}]
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        return reply
+
+
+def _move_each_way(mapper: em.Mapper, es_client: Elasticsearch) -> list[tuple[Worker, str, str]]:
+    """Children moved to another parent: a loaded one, one held by a session, one built
+    by hand (its stored copy looked up first: a child's saves read their originals);
+    checks each is read back under its new parent only. ``(child, old, new)``."""
+    index = mapper.spec(Worker).write_target
+    parents = mapper.repository(Company).add([Company(name=f"c{n}") for n in range(7)])
+    workers = mapper.repository(Worker)
+    moved = []
+    for n, (old, new) in enumerate(itertools.pairwise(parents)):
+        kind = ("loaded", "session", "built")[n % 3]
+        ann = workers.add(Worker(company_id=old.id, email=f"ann{n}@x"))  # not refreshed
+        if kind == "loaded":
+            loaded = workers.require(em.Id(ann.id, routing=old.id))
+            loaded.company_id = new.id
+            workers.save(loaded)
+        elif kind == "session":
+            with mapper.session() as session:
+                held = session.get(Worker, em.Id(ann.id, routing=old.id))
+                assert held is not None
+                held.company_id = new.id
+        else:
+            workers.save(Worker(id=ann.id, company_id=new.id, email=f"ann{n}@x"))
+        assert _copies(es_client, index, ann.id) == [new.id], kind
+        got = workers.get(em.Id(ann.id, routing=new.id))
+        assert got is not None and got.company_id == new.id and got.email == f"ann{n}@x"
+        moved.append((ann, old.id, new.id))
+    return moved
+
+
+def test_a_child_saved_under_another_parent_moves_there(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """On the local server every copy of an id is one (it keeps no shards apart): the
+    move's conditional delete of the old copy meets the new one and is refused (409),
+    as on a cluster where both routings land on one shard; nothing is lost. The copies
+    on distinct shards of a cluster: test_join_real_es.py."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    bulks = _Bulks()
+    proxy.add_rule(bulks)
+    moved = _move_each_way(mapper, es_client)
+    deletes = [action["delete"] for action in bulks.actions if "delete" in action]
+    assert [(d["_id"], d["routing"]) for d in deletes] == [(a.id, old) for a, old, _ in moved]
+    assert all(isinstance(d["if_seq_no"], int) and d["if_primary_term"] for d in deletes)
+
+
+def test_a_move_loses_nothing_when_either_write_fails(
+    make_mapper: MakeMapper, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The new copy is written first, the old one deleted once the new one is stored:
+    the new copy refused, the old one stays (nothing deleted); the delete refused (or the
+    process gone before it), both copies stay: never none."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme, globex = mapper.repository(Company).add([Company(name="a"), Company(name="g")])
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@x"), consistency="immediate")
+    bulks = _Bulks()
+    proxy.add_rule(bulks)
+
+    loaded = workers.require(em.Id(ann.id, routing=acme.id))
+    loaded.company_id = globex.id
+    proxy.fail_bulk_items(1, status=500)  # the new copy refused
+    with pytest.raises(em.EsmapperError):
+        workers.save(loaded)
+    assert not [a for a in bulks.actions if "delete" in a]  # the old copy untouched
+    kept = workers.get(em.Id(ann.id, routing=acme.id))
+    assert kept is not None and kept.company_id == acme.id
+
+    kept.company_id = globex.id
+    proxy.reply_status(500, path=r"/_bulk$", skip=1)  # the delete of the old copy refused
+    workers.save(kept)
+    assert "were not deleted after their move" in caplog.text  # logged, the save stored
+    got = workers.get(em.Id(ann.id, routing=globex.id))
+    assert got is not None and got.company_id == globex.id

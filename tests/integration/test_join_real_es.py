@@ -16,7 +16,7 @@ from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 from esmapper.testing._spec_check import load_checker
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
-from tests.integration.test_join import Company, Worker
+from tests.integration.test_join import Company, Worker, _move_each_way
 
 KIT = Path(__file__).resolve().parents[2] / "tools" / "es_spec"
 
@@ -73,6 +73,16 @@ def test_a_soft_deleted_parent_hides_its_children_until_restored(make_mapper: Ma
     companies.save(acme, consistency="immediate")
     assert workers.count() == 3
     assert workers.find(em.parent_id(Worker, acme.id)).total == 2
+
+
+@pytest.mark.real_es
+def test_a_moved_child_leaves_no_copy_on_its_old_parents_shard(
+    make_mapper: MakeMapper, es_client: Any
+) -> None:
+    """On 3 shards most parent pairs route apart: the old copy would stay beside the new
+    one (two hits for one id) unless the move deletes it."""
+    mapper = make_mapper(Company, Worker, configure=True)
+    assert len(_move_each_way(mapper, es_client)) == 6  # each checked: one copy, new parent
 
 
 @pytest.mark.real_es
