@@ -93,10 +93,12 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Bool, MatchAll, Query
 
 from esmapper._features import Feature, Visibility, register
+from esmapper._join_recent import RecentRoutings
 from esmapper._pending import source_value
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import Id, routing_of
+from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of
 from esmapper.options import refresh_param
 from esmapper.query.filter import compile_filter
@@ -582,6 +584,39 @@ class ChildJoin(Feature):
         child saved without being loaded finds it on its parent's shard, in real time)."""
         routing = self.routing(pending)
         return None if routing is None else Id(str(pending.doc.id), routing=routing)
+
+    def stray_copies(self, ctx: Context, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored copies of the ``ids`` (each an :class:`~esmapper.ids.Id` routed by
+        the parent its save names) that their real-time read did not find on that
+        parent's shard: in real time where this process last wrote each
+        (:class:`~esmapper._join_recent.RecentRoutings`, a routed ``_mget``), the rest
+        by id on every shard (a search, as the index was last refreshed: no refresh is
+        sent, a new child, the common miss, costs one search)."""
+        spec = ctx.spec(self.info.cls)
+        recent = ctx.extension(self.name, RecentRoutings)
+        elsewhere: list[str] = []
+        for id in ids:
+            routing = recent.get(spec.alias, str.__str__(id))
+            if routing is not None and routing != routing_of(id):
+                elsewhere.append(Id(str.__str__(id), routing=routing))
+        hits = get_documents(ctx.client, spec, elsewhere) if elsewhere else []
+        found = {str(h["_id"]) for h in hits}
+        rest = [str.__str__(id) for id in ids if str.__str__(id) not in found]
+        return hits + get_documents(ctx.client, spec, rest) if rest else hits
+
+    def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
+        """Remember where each confirmed write put its child (its routing; a removal:
+        forgotten), for :meth:`stray_copies`."""
+        if not confirmed:
+            return
+        alias = call.ctx.spec(self.info.cls).alias
+        recent = call.ctx.extension(self.name, RecentRoutings)
+        for pending in confirmed:
+            id = pending.doc.id if pending.doc is not None else pending.id
+            if id is None or (pending.kind == "patch" and pending.doc is None):
+                continue
+            routing = None if pending.kind == "remove" else self.routing(pending)
+            recent.written(alias, str.__str__(id), routing)
 
     # -- search (points: search_catalog, search) -------------------------------------------
 

@@ -9,9 +9,9 @@ memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without o
 :func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
 per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
 time-series partitions included; a child of a join is read with its parent's routing, the
-features' ``read_id`` point, and searched for by id on every shard when not found there,
-after a refresh of the model's alias: a copy stored under another parent is its original,
-which the join moves) before the
+features' ``read_id`` point, and looked for elsewhere when not found there, the
+``stray_copies`` point: a copy stored under another parent is its original, which the join
+moves) before the
 "-ing" signals, into ``PendingWrite.read_original``. What it read is compared with, never
 written: the save's body stays the document's (stored keys the model does not declare are
 not kept, as without originals), and it is not a version condition (a ``Versioned``
@@ -71,14 +71,15 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
     try:
         hits = get_documents(ctx.client, spec, ids)
         # a routed id not found where its document's routing points may be stored under
-        # another routing (a child saved under a new parent): searched for by id on every
-        # shard, after a refresh (a copy written a moment ago is found too), so the
+        # another routing (a child saved under a new parent): the features' stray_copies
+        # point looks for it elsewhere (the join: where this process last wrote it, in
+        # real time, else by id on every shard, never after a refresh of its own), so the
         # features see that copy (the join moves it: its old copy is deleted)
         found = {str(h["_id"]) for h in hits}
-        moved = [str(id) for id in ids if routing_of(id) is not None and str(id) not in found]
+        moved = [id for id in ids if routing_of(id) is not None and str(id) not in found]
         if moved:
-            ctx.client.indices.refresh(index=spec.alias)
-            hits += get_documents(ctx.client, spec, moved)
+            for hook in pendings[0].info.points.stray_copies:
+                hits += hook(ctx, moved)
     except NotFoundError as exc:
         if is_index_missing(exc):
             return

@@ -500,3 +500,30 @@ def test_a_move_loses_nothing_when_either_write_fails(
     assert "were not deleted after their move" in caplog.text  # logged, the save stored
     got = workers.get(em.Id(ann.id, routing=globex.id))
     assert got is not None and got.company_id == globex.id
+
+
+def test_saving_new_children_not_loaded_sends_no_refresh(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """A save of a child not loaded reads its stored copy on its parent's shard; a miss
+    (a new child, the common case) is searched for by id on every shard as the index was
+    last refreshed, never after a refresh of its own (on a real cluster a refresh per save
+    makes a segment per save). A copy this process wrote a moment ago under another parent
+    (not yet searchable) is still found: read in real time with the routing it was
+    written with."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme, globex = mapper.repository(Company).add([Company(name="a"), Company(name="g")])
+    workers = mapper.repository(Worker)
+    proxy.reset_counts()
+    for n in range(3):
+        workers.save(Worker(id=f"w{n}", company_id=acme.id))
+    with mapper.session() as session:
+        session.add_all([Worker(id=f"s{n}", company_id=acme.id) for n in range(3)])
+    workers.save(Worker(id="w0", company_id=globex.id, email="moved"))  # not searchable yet
+    paths = [r.path for r in proxy.requests]
+    assert not [p for p in paths if p.endswith("/_refresh")], paths
+    index = mapper.spec(Worker).write_target
+    assert _copies(es_client, index, "w0") == [globex.id]
+    got = workers.get(em.Id("w0", routing=globex.id))
+    assert got is not None and got.email == "moved"
