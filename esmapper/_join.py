@@ -290,7 +290,7 @@ class ParentJoin(Feature):
         """The ``has_child`` queries of the search carry their model's default clauses
         (:func:`with_defaults`: a tenant's search matches through its children only)."""
         if request.query is not None:
-            request.query = with_defaults(ctx, request.options, self, request.query)
+            request.query = with_defaults(ctx, _inner_options(request), self, request.query)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """Parents only: :func:`relation_clause`."""
@@ -630,7 +630,7 @@ class ChildJoin(Feature):
         clauses (:func:`with_defaults`: a tenant's search matches through its parents
         only)."""
         if request.query is not None:
-            request.query = with_defaults(ctx, request.options, self.parent, request.query)
+            request.query = with_defaults(ctx, _inner_options(request), self.parent, request.query)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
@@ -866,6 +866,18 @@ def _filtered(query: Query, clauses: list[Any], hidden: list[str]) -> Query:
     if isinstance(query, MatchAll):
         return Q("bool", **extra)
     return Q("bool", must=[query], **extra)
+
+
+def _inner_options(request: Any) -> Any:
+    """The options the inner queries of ``request``'s join queries get their model's
+    default clauses under: the search's; a session's tenant too when the searched model
+    has no tenants (the session's reads of it drop it), so a tenant's session does not
+    match through another tenant's parents or children."""
+    options = request.options
+    tenant = request.session_tenant
+    if tenant is not None and options.tenant is None:
+        return attrs.evolve(options, tenant=tenant)
+    return options
 
 
 def with_defaults(ctx: Context, options: Any, parent: ParentJoin, query: Query) -> Query:

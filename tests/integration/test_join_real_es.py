@@ -16,7 +16,7 @@ from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 from esmapper.testing._spec_check import load_checker
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
-from tests.integration.test_join import Company, Worker, _move_each_way
+from tests.integration.test_join import Company, Crafter, Guild, Worker, _move_each_way
 
 KIT = Path(__file__).resolve().parents[2] / "tools" / "es_spec"
 
@@ -353,5 +353,35 @@ def test_the_join_queries_as_sent_carry_the_tenant_and_soft_delete_clauses(
         "bool": {"filter": [tenant]}  # a hand-built one too
     }
     assert inner(queries[5], "has_child") == {"bool": {"must": [bond], "filter": [active]}}
+    checker = load_checker(KIT)
+    assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+def test_a_tenant_sessions_join_queries_carry_its_tenant_into_a_model_without_one(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    """A session of a tenant scopes every read; a child model without tenants searched
+    through ``has_parent`` of its parent, which has them, must not match through another
+    tenant's parents (the inner query is the parent's: its tenant clause), nor a parent
+    without tenants through ``has_child`` of such children (the other way round)."""
+    make_mapper(Guild, Crafter, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Guild, Crafter, url=proxy.url)
+        rule = _Played(_answer(mapper.spec(Crafter).write_target, []))
+        proxy.add_rule(rule)
+        with mapper.session(tenant="t1") as session:
+            session.find(Crafter, em.has_parent(Guild, Q("match_all")))
+            session.find(Crafter, "guild:(tenant:t2)")  # the filter language
+        mapper.repository(Crafter).find(em.has_parent(Guild, Q("match_all")))  # no tenant
+    index = mapper.spec(Crafter).alias
+    mine = [r for r in rule.sent if r["path"].startswith(f"/{index}/")]
+    queries = [r["body"]["query"]["bool"]["must"][0] for r in mine]
+    assert len(queries) == 3
+    tenant = {"term": {"tenant": "t1"}}
+    assert queries[0]["has_parent"]["query"] == {"bool": {"filter": [tenant]}}
+    assert queries[1]["has_parent"]["query"] == {
+        "bool": {"must": [{"term": {"tenant": "t2"}}], "filter": [tenant]}
+    }
+    assert queries[2]["has_parent"]["query"] == {"match_all": {}}
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
