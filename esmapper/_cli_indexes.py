@@ -26,7 +26,7 @@ from esmapper._cli_app import CliError, find_model, mapper_of
 from esmapper._cli_types import Seconds
 from esmapper._text import table
 from esmapper.indexes._configured import LOCK_WAIT, MARKER_TTL, SKIPPED
-from esmapper.indexes.spec import IndexSpec
+from esmapper.indexes.spec import IndexSpec, index_owners
 from esmapper.locks import DEFAULT_TTL
 from esmapper.mapper import Mapper
 
@@ -134,17 +134,16 @@ def list_indexes(ctx: click.Context) -> None:
     """Every model's physical indexes, and which one its alias points at."""
     mapper = mapper_of(ctx)
     rows = [["MODEL", "KIND", "VERSION", "INDEX", "ALIAS"]]
-    for model in mapper.models:
-        spec = mapper.spec(model)
+    for owners, spec in index_owners(mapper.spec(model) for model in mapper.models):
         found = _read(mapper.client, mapper.client.indices.get_alias, spec)
         names = _own(spec, found)
         version = "-" if spec.kind == "plain" else str(spec.version)
         if not names:
-            rows.append([model.__name__, spec.kind, version, "-", "(missing)"])
+            rows.append([owners, spec.kind, version, "-", "(missing)"])
         for name in names:
             aliases = found[name].get("aliases") or {}
             holds = spec.alias if spec.alias in aliases else ""
-            rows.append([model.__name__, spec.kind, version, name, holds])
+            rows.append([owners, spec.kind, version, name, holds])
     for line in table(rows):
         click.echo(line)
 
@@ -188,18 +187,17 @@ def stats(ctx: click.Context, model_names: tuple[str, ...]) -> None:
     (primaries)."""
     mapper = mapper_of(ctx)
     rows = [["MODEL", "INDEX", "DOCS", "DELETED", "SIZE"]]
-    for model in _models(mapper, model_names):
-        spec = mapper.spec(model)
+    for owners, spec in index_owners(mapper.spec(m) for m in _models(mapper, model_names)):
         found = _read(mapper.client, _stats_of(mapper.client), spec)
         indices = found.get("indices") or {}
         names = _own(spec, indices)
         if not names:
-            rows.append([model.__name__, "(missing)", "-", "-", "-"])
+            rows.append([owners, "(missing)", "-", "-", "-"])
         for name in names:
             primaries = indices[name].get("primaries") or {}
             docs, store = primaries.get("docs") or {}, primaries.get("store") or {}
             rows.append([
-                model.__name__, name, str(docs.get("count", 0)), str(docs.get("deleted", 0)),
+                owners, name, str(docs.get("count", 0)), str(docs.get("deleted", 0)),
                 _size(int(store.get("size_in_bytes", 0))),
             ])  # fmt: skip
     for line in table(rows):

@@ -76,6 +76,7 @@ POINTS: tuple[str, ...] = (
     "by_query",
     "read_params",
     "read_id",
+    "stray_copies",
     "visible",
     "rebuild",
     "reads_stored",
@@ -237,6 +238,12 @@ class Feature:
         not (a child's parent id); ``None``: the document's id as it is."""
         return None
 
+    def stray_copies(self, ctx: Context, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored hits (as a GET answers them: ``_source``, ``_seq_no``...) of the
+        ``ids`` a real-time read by :meth:`read_id` missed, found elsewhere (a child stored
+        under another parent, on that parent's shard: :mod:`esmapper._originals`)."""
+        return []
+
     def visible(self, options: Any) -> Visibility | None:
         """The rule a by-id read (``get``, ``get_many``, ``exists``, a session's) under
         ``options`` applies to what it found (``None``: every document is visible). It must
@@ -282,6 +289,7 @@ class Points:
     by_query: tuple[Callable[..., Any], ...] = ()
     read_params: tuple[Callable[..., Any], ...] = ()
     read_id: tuple[Callable[..., Any], ...] = ()
+    stray_copies: tuple[Callable[..., Any], ...] = ()
     visible: tuple[Callable[..., Any], ...] = ()
     rebuild: tuple[Callable[..., Any], ...] = ()
     reads_stored: tuple[Callable[..., Any], ...] = ()

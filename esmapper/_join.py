@@ -39,9 +39,17 @@ What each point does:
 - ``check``: a child written without a parent id (add, save) is refused, and a removal or
   patch by id of a child that gives no routing (a plain ``str`` id, not an
   :class:`~esmapper.ids.Id` with ``routing=``, no document, no scanned source), before
-  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a write that moves
-  a stored child to another parent too (a save or client-side patch changing the parent
-  field, a ``PartialPatch`` setting it: its old copy would stay on the old parent's shard);
+  anything is sent (:class:`~esmapper.errors.DocumentValidationError`); a patch that moves
+  a stored child to another parent too (a client-side patch changing the parent field, a
+  ``PartialPatch`` setting it), a save that moves one whose stored version is not known,
+  and a save with ``originals=False`` of a child not loaded (its stored copy, maybe under
+  another parent, would not be looked up);
+- ``prepare``/``finish``: a save that moves a stored child to another parent (the stored
+  copy, loaded or read by the originals read, names another parent) is a move: the new
+  copy written, then the old one deleted on the old parent's shard, conditioned on the
+  version it was read at (:meth:`ChildJoin.finish`); a child model reads the originals of
+  saves of documents not loaded by default (``Index.originals``), so a copy under another
+  parent is found;
 - ``shape``: ``create``/``index`` actions get the join value in their ``_source``
   (``"organization"``; ``{"name": "employee", "parent": <id>}``), a child's every action
   the routing of its parent id (``expected_source``: the read-back of a lost answer
@@ -59,7 +67,14 @@ What each point does:
   (``has_parent`` of ``is_deleted: false``: a soft-deleted parent hides its children in
   default reads; restored, they show again; an unrefreshed search also hides the children
   of parents on the recently-deleted list). By-id reads of a child do not look at its
-  parent, nor does a parent's by-id read check that the id is a parent's.
+  parent;
+- ``visible``: every by-id read (``get``, ``get_many``, ``exists``, a session's reads,
+  a cached entry, the originals read) of a model finds only the documents of its own
+  relation (:func:`relation_rule`: a child's repository given a parent's id finds
+  nothing, and the other way round).
+
+- ``compile_search``: every ``has_child``/``has_parent`` of a search's query carries
+  the other model's default clauses (:func:`with_defaults`: the tenant of ``tenant=``).
 
 The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`parent_id`;
 ``em.has_child``...) are at the end of the module.
@@ -67,6 +82,7 @@ The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`paren
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -74,12 +90,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from elasticsearch.dsl import Q
-from elasticsearch.dsl.query import Query
+from elasticsearch.dsl.query import Bool, MatchAll, Query
 
-from esmapper._features import Feature, register
+from esmapper._features import Feature, Visibility, register
+from esmapper._join_recent import RecentRoutings
+from esmapper._pending import source_value
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import Id, routing_of
+from esmapper.indexes.reads import get_documents
+from esmapper.model.state import state_of
+from esmapper.options import refresh_param
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -98,7 +119,11 @@ __all__ = [
     "parent_id",
     "relation_clause",
     "relation_name",
+    "relation_rule",
+    "with_defaults",
 ]
+
+_log = logging.getLogger("esmapper.join")
 
 _JOIN = "join_field"
 _PARENT = "parent"
@@ -129,13 +154,15 @@ class ParentJoin(Feature):
 
     name = "join_parent"
     index_options = (_JOIN,)
-    __slots__ = ("children", "field", "relation")
+    __slots__ = ("children", "field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, field: str) -> None:
         super().__init__(info)
         #: the join field's name, the parent's relation name and its children by relation
         self.field, self.relation = field, relation_name(info)
         self.children: dict[str, ChildJoin] = {}
+        #: the by-id reads' rule (:meth:`visible`)
+        self.rule = relation_rule(field, self.relation)
 
     @classmethod
     def attach(cls, info: ModelInfo) -> ParentJoin | None:
@@ -259,9 +286,21 @@ class ParentJoin(Feature):
         for relation, child in self.children.items():
             request.subqueries[relation] = partial(has_child, child.info.cls)
 
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """The ``has_child`` queries of the search carry their model's default clauses
+        (:func:`with_defaults`: a tenant's search matches through its children only)."""
+        if request.query is not None:
+            request.query = with_defaults(ctx, _inner_options(request), self, request.query)
+
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """Parents only: :func:`relation_clause`."""
         return [relation_clause(self.field, self.relation)], []
+
+    # -- reads (point: visible) -----------------------------------------------------------
+
+    def visible(self, options: Any) -> Visibility:
+        """By id: a parent only (:func:`relation_rule`)."""
+        return self.rule
 
 
 @register
@@ -270,13 +309,15 @@ class ChildJoin(Feature):
 
     name = "join_child"
     index_options = (_PARENT, _PARENT_FIELD)
-    __slots__ = ("parent", "parent_field", "relation")
+    __slots__ = ("parent", "parent_field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
         super().__init__(info)
         #: the parent's join feature, the attribute holding the parent id, the relation name
         self.parent, self.parent_field = parent, parent_field
         self.relation = relation_name(info)
+        #: the by-id reads' rule (:meth:`visible`)
+        self.rule = relation_rule(parent.field, self.relation)
 
     @classmethod
     def attach(cls, info: ModelInfo) -> ChildJoin | None:
@@ -331,6 +372,10 @@ class ChildJoin(Feature):
             # loaded whatever a search's includes/excludes or Index.default_excludes say:
             # a child found without its parent id could not be saved (no routing)
             info.index = attrs.evolve(index, required_fields=(*index.required_fields, field))
+        # a save of a child not loaded reads its stored copy first (in real time on the
+        # shard of the parent it names, else by id on every shard): a copy under another
+        # parent is then known, and moved (see prepare/finish), not left beside the new one
+        info.index = attrs.evolve(info.index or index, originals=True)
         child = cls(info, parent, field)
         parent.adopt(child)
         return child
@@ -369,7 +414,9 @@ class ChildJoin(Feature):
 
     def check(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> None:
         """Refuse a child without a parent id, a removal or patch by id without a routing,
-        and a write that moves a stored child to another parent; before anything is sent."""
+        a patch that moves a stored child to another parent, a move whose old copy's
+        version is not known and a save with ``originals=False`` of a child not loaded;
+        before anything is sent."""
         name, field = self.info.name, self.parent_field
         for pending in pendings:
             form = pending.form
@@ -396,15 +443,122 @@ class ChildJoin(Feature):
                     f"pass em.Id({id!r}, routing=<{field}>) or the document",
                     field=field,
                 )
-            if pending.doc is not None and pending.kind != "add":
-                stored = pending.stored_value(field)
-                if isinstance(stored, str) and stored != routing:
-                    raise DocumentValidationError(
-                        f"{name} {pending.doc.id!r} moves from {field} {stored!r} to "
-                        f"{routing!r}: a child stays with its parent (its stored copy is on "
-                        "that parent's shard); remove it and add it again",
-                        field=field,
+            if (
+                pending.kind == "save"
+                and call.options.originals is False
+                and pending.original_as_held is None
+            ):
+                raise DocumentValidationError(
+                    f"a save of {name} {pending.doc.id!r} not loaded with originals=False: "
+                    "its stored copy (maybe under another parent, on another shard) would "
+                    "not be looked up and could stay beside the new one; save it with "
+                    "originals=True (a child's default) or load it first",
+                    field=field,
+                )
+            move = self._move(pending)
+            if move is not None and (pending.kind != "save" or move[1] is None):
+                how = (
+                    "a patch cannot move a child: save the document"
+                    if pending.kind != "save"
+                    else "the version of its stored copy is not known, so that copy could "
+                    f"not be deleted: load it first (get em.Id({str(pending.doc.id)!r}, "
+                    f"routing={move[0]!r})) or save it with originals=True"
+                )
+                raise DocumentValidationError(
+                    f"{name} {pending.doc.id!r} moves from {field} {move[0]!r} to "
+                    f"{routing!r}: its stored copy is on the old parent's shard and {how}",
+                    field=field,
+                )
+
+    def _move(self, pending: PendingWrite) -> tuple[str, tuple[int, int, str | None] | None] | None:
+        """``(old parent id, (seq_no, primary_term, index) of the stored copy or None)``
+        when ``pending`` writes a stored child under another parent than the stored copy
+        names (known: the document was loaded, or its original read), else ``None``."""
+        if pending.doc is None or pending.kind in ("add", "remove"):
+            return None
+        stored, routing = pending.stored_value(self.parent_field), self.routing(pending)
+        if not isinstance(stored, str) or routing is None or stored == routing:
+            return None
+        if pending.read_original is not None:  # read by the originals read
+            return stored, pending.read_condition
+        state = state_of(pending.doc)
+        if state is None or state.condition is None:
+            return stored, None
+        _, seq_no, primary_term = state.condition
+        return stored, (seq_no, primary_term, state.index)
+
+    def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
+        """The saves that move a stored child to another parent, with where its old copy
+        is (its routing, version and index, known before anything is written):
+        ``{id(pending): (old parent id, seq_no, primary_term, index)}``, for
+        :meth:`finish`; ``None`` when there is none."""
+        moves: dict[int, tuple[str, int, int, str | None]] = {}
+        for pending in pendings:
+            move = self._move(pending) if pending.kind == "save" else None
+            if move is not None and move[1] is not None:
+                moves[id(pending)] = (move[0], *move[1])
+        return moves or None
+
+    def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
+        """Delete the old copy of every child moved to another parent, once its new copy
+        is stored (confirmed): one ``_bulk`` of ``delete`` actions routed by the old parent
+        id, conditioned on the version the old copy was read at (``if_seq_no``/
+        ``if_primary_term``; where the old and the new routing land on one shard the new
+        copy replaced the old one, and the condition makes the delete a harmless 409),
+        then their cache entries dropped again (a read of the old copy may have cached it
+        meanwhile). The new copy first: a process killed between the two leaves both
+        copies (nothing is lost; the old one is then found by a search by id, beside the
+        new). A delete refused otherwise is logged."""
+        if not state:
+            return
+        ctx = call.ctx
+        spec = ctx.spec(self.info.cls)
+        operations: list[dict[str, Any]] = []
+        ids: list[str] = []
+        for pending in confirmed:
+            move = state.get(id(pending))
+            if move is None or self.routing(pending) == move[0]:
+                continue
+            old, seq_no, primary_term, index = move
+            target = spec.conditioned_target(spec.write_name(index), index)
+            doc_id = str.__str__(pending.doc.id)
+            ids.append(doc_id)
+            operations.append(
+                {
+                    "delete": {
+                        "_index": target,
+                        "_id": doc_id,
+                        "routing": old,
+                        "if_seq_no": seq_no,
+                        "if_primary_term": primary_term,
+                    }
+                }
+            )
+        if not operations:
+            return
+        refresh = refresh_param(call.options.consistency)
+        try:
+            params: dict[str, Any] = {} if refresh is None else {"refresh": refresh}
+            answer = ctx.client.bulk(operations=operations, **params).body
+            for item in answer.get("items") or ():
+                result: dict[str, Any] = next(iter(item.values()), {})
+                gone = result.get("status") in (200, 409) or result.get("result") == "not_found"
+                if not gone:
+                    _log.warning(
+                        "the old copy of %s %r was not deleted after its move: %s",
+                        self.info.name,
+                        result.get("_id"),
+                        result.get("error"),
                     )
+        except Exception as exc:  # (the write is stored: its caller must not see a failure)
+            _log.warning(
+                "the old copies of %s %s were not deleted after their move: %s",
+                self.info.name,
+                ids,
+                exc,
+            )
+        finally:
+            ctx.invalidate_ids(self.info, ids)
 
     def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
         for action in actions:
@@ -414,12 +568,16 @@ class ChildJoin(Feature):
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         return _expected(self, source)
 
-    # -- reads (point: read_params) -------------------------------------------------------
+    # -- reads (points: read_params, visible, read_id) -------------------------------------
 
     def read_params(self, id: str) -> dict[str, Any]:
         """``{"routing": <the Id's>}``; ``{"routing": None}`` for an id without one (the
         read searches by id: :mod:`esmapper.indexes.reads`)."""
         return {"routing": routing_of(id)}
+
+    def visible(self, options: Any) -> Visibility:
+        """By id: a child of this relation only (:func:`relation_rule`)."""
+        return self.rule
 
     def read_id(self, pending: PendingWrite) -> str | None:
         """The document's id with the routing its write sends (the originals read of a
@@ -427,12 +585,52 @@ class ChildJoin(Feature):
         routing = self.routing(pending)
         return None if routing is None else Id(str(pending.doc.id), routing=routing)
 
+    def stray_copies(self, ctx: Context, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored copies of the ``ids`` (each an :class:`~esmapper.ids.Id` routed by
+        the parent its save names) that their real-time read did not find on that
+        parent's shard: in real time where this process last wrote each
+        (:class:`~esmapper._join_recent.RecentRoutings`, a routed ``_mget``), the rest
+        by id on every shard (a search, as the index was last refreshed: no refresh is
+        sent, a new child, the common miss, costs one search)."""
+        spec = ctx.spec(self.info.cls)
+        recent = ctx.extension(self.name, RecentRoutings)
+        elsewhere: list[str] = []
+        for id in ids:
+            routing = recent.get(spec.alias, str.__str__(id))
+            if routing is not None and routing != routing_of(id):
+                elsewhere.append(Id(str.__str__(id), routing=routing))
+        hits = get_documents(ctx.client, spec, elsewhere) if elsewhere else []
+        found = {str(h["_id"]) for h in hits}
+        rest = [str.__str__(id) for id in ids if str.__str__(id) not in found]
+        return hits + get_documents(ctx.client, spec, rest) if rest else hits
+
+    def settle(self, call: WriteCall, confirmed: Sequence[PendingWrite]) -> None:
+        """Remember where each confirmed write put its child (its routing; a removal:
+        forgotten), for :meth:`stray_copies`."""
+        if not confirmed:
+            return
+        alias = call.ctx.spec(self.info.cls).alias
+        recent = call.ctx.extension(self.name, RecentRoutings)
+        for pending in confirmed:
+            id = pending.doc.id if pending.doc is not None else pending.id
+            if id is None or (pending.kind == "patch" and pending.doc is None):
+                continue
+            routing = None if pending.kind == "remove" else self.routing(pending)
+            recent.written(alias, str.__str__(id), routing)
+
     # -- search (points: search_catalog, search) -------------------------------------------
 
     def search_catalog(self, ctx: Context, request: Any) -> None:
         """``<parent relation>:(expr)`` in the filter language: :func:`has_parent` of
         ``expr`` in the parent model's language."""
         request.subqueries[self.parent.relation] = partial(has_parent, self.parent.info.cls)
+
+    def compile_search(self, ctx: Context, request: Any) -> None:
+        """The ``has_parent`` queries of the search carry the parent model's default
+        clauses (:func:`with_defaults`: a tenant's search matches through its parents
+        only)."""
+        if request.query is not None:
+            request.query = with_defaults(ctx, _inner_options(request), self.parent, request.query)
 
     def search(self, ctx: Context, options: Any) -> tuple[list[Any], list[str]]:
         """This relation's documents; with the parent model's soft deletes and the mode
@@ -476,6 +674,28 @@ def relation_clause(field: str, relation: str) -> dict[str, Any]:
             "minimum_should_match": 1,
         }
     }
+
+
+def relation_rule(field: str, relation: str) -> Visibility:
+    """The rule every by-id read of a model of the join applies (its ``visible`` point:
+    ``get``, ``get_many``, ``exists``, a session's reads, cached entries, the originals
+    read): a document whose stored join value (``"<parent relation>"`` or ``{"name":
+    "<child relation>", ...}``) names another relation is not found, as the searches'
+    :func:`relation_clause` does not find it. The join value is read from the loaded
+    ``_source`` (:class:`~esmapper.model.state.DocState`; ``exists`` asks the GET for
+    that field only); a document without one (built in memory, or loaded by a search
+    limited by ``includes=``, which its relation clause already chose) is not judged."""
+
+    def test(doc: Any) -> bool:
+        state = state_of(doc)
+        if state is None:
+            return True
+        value = source_value(state.original_or_bytes, field)
+        if isinstance(value, Mapping):
+            value = value.get("name")
+        return value is None or value == relation
+
+    return Visibility(test, (field,))
 
 
 def _put_join(join: ParentJoin | ChildJoin, actions: Sequence[BulkAction]) -> None:
@@ -628,3 +848,79 @@ def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) 
     if not clauses:
         return compiled.query
     return Q("bool", must=[compiled.query], filter=clauses)
+
+
+def _filtered(query: Query, clauses: list[Any], hidden: list[str]) -> Query:
+    """``query`` with ``clauses`` added to its filter and ``hidden`` ids excluded: one
+    ``bool`` (a ``bool`` without ``must``/``should`` of its own, such as :func:`_inner`'s
+    soft-delete filter of a ``match_all``, takes them in its filter)."""
+    extra: dict[str, Any] = {"filter": clauses} if clauses else {}
+    if hidden:
+        extra["must_not"] = [Q("ids", values=hidden)]
+    if isinstance(query, Bool):
+        params = dict(query._params)
+        if not params.keys() - {"filter", "must_not"} or "filter" in params:
+            for key, more in extra.items():
+                params[key] = [*params.get(key, ()), *more]
+            return Bool(**params)
+    if isinstance(query, MatchAll):
+        return Q("bool", **extra)
+    return Q("bool", must=[query], **extra)
+
+
+def _inner_options(request: Any) -> Any:
+    """The options the inner queries of ``request``'s join queries get their model's
+    default clauses under: the search's; a session's tenant too when the searched model
+    has no tenants (the session's reads of it drop it), so a tenant's session does not
+    match through another tenant's parents or children."""
+    options = request.options
+    tenant = request.session_tenant
+    if tenant is not None and options.tenant is None:
+        return attrs.evolve(options, tenant=tenant)
+    return options
+
+
+def with_defaults(ctx: Context, options: Any, parent: ParentJoin, query: Query) -> Query:
+    """``query`` with every ``has_child``/``has_parent`` in it (at any depth, built by
+    :func:`has_child`/:func:`has_parent`, the filter language or by hand) carrying the
+    default clauses of the model its inner query runs on, as a search of that model gets
+    them: that model's features' ``search`` point under ``options`` (the tenant, a
+    feature's own clauses), the join's own clauses left out, and the soft-delete mode
+    ``"all"``: the soft-delete clause is the join query's own (its ``soft_deletes=``,
+    written into it when it was built). A new query; ``query`` (the caller's object) is
+    not changed."""
+    params: dict[str, Any] = {}
+    changed = False
+    for key, value in query._params.items():
+        if isinstance(value, Query):
+            new: Any = with_defaults(ctx, options, parent, value)
+        elif isinstance(value, list) and any(isinstance(item, Query) for item in value):
+            new = [
+                with_defaults(ctx, options, parent, item) if isinstance(item, Query) else item
+                for item in value
+            ]
+            new = value if all(a is b for a, b in zip(new, value, strict=True)) else new
+        else:
+            new = value
+        changed = changed or new is not value
+        params[key] = new
+    name = getattr(query, "name", None)
+    relation = params.get("type") if name == "has_child" else params.get("parent_type")
+    if name not in ("has_child", "has_parent") or not isinstance(params.get("query"), Query):
+        return type(query)(**params) if changed else query
+    side = parent if relation == parent.relation else parent.children.get(str(relation))
+    if side is None:  # another index's relation: Elasticsearch's to refuse
+        return type(query)(**params) if changed else query
+    seen = attrs.evolve(options, soft_deletes="all")
+    clauses: list[Any] = []
+    hidden: list[str] = []
+    for hook in side.info.points.search:
+        if isinstance(getattr(hook, "__self__", None), ParentJoin | ChildJoin):
+            continue
+        more, ids = hook(ctx, seen)
+        clauses.extend(more)
+        hidden.extend(ids)
+    if not clauses and not hidden:
+        return type(query)(**params) if changed else query
+    params["query"] = _filtered(params["query"], clauses, hidden)
+    return type(query)(**params)

@@ -9,8 +9,9 @@ memory and saved (``repo.save(Employee(id="e1", ...))``) carries none: without o
 :func:`read_originals` reads the stored documents of those saves (one real-time ``_mget``
 per model and batch, through :func:`esmapper.indexes.reads.get_documents`: routing and
 time-series partitions included; a child of a join is read with its parent's routing, the
-features' ``read_id`` point, and searched for by id when not found there: a copy stored
-under another parent is its original, and the join's check refuses the move) before the
+features' ``read_id`` point, and looked for elsewhere when not found there, the
+``stray_copies`` point: a copy stored under another parent is its original, which the join
+moves) before the
 "-ing" signals, into ``PendingWrite.read_original``. What it read is compared with, never
 written: the save's body stays the document's (stored keys the model does not declare are
 not kept, as without originals), and it is not a version condition (a ``Versioned``
@@ -28,18 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from elasticsearch import NotFoundError
 
-from esmapper._pending import PendingWrite
+from esmapper._pending import PendingWrite, routed_id
 from esmapper._search import is_index_missing
 from esmapper._settle import Groups
 from esmapper.ids import routing_of
 from esmapper.indexes.reads import get_documents
+from esmapper.model.state import DocState
 
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
     from esmapper.options import Options
 
-__all__ = ["read_id_of", "read_originals", "wants_originals"]
+__all__ = ["read_originals", "wants_originals"]
 
 
 def wants_originals(info: ModelInfo, options: Options) -> bool:
@@ -64,22 +66,26 @@ def read_originals(ctx: Context, options: Options, groups: Groups) -> None:
 
 
 def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: Options) -> None:
-    ids = list(dict.fromkeys(read_id_of(p) for p in pendings))
+    ids = list(dict.fromkeys(routed_id(p) for p in pendings))
     spec = ctx.spec(model)
     try:
         hits = get_documents(ctx.client, spec, ids)
         # a routed id not found where its document's routing points may be stored under
-        # another routing (a child saved under a new parent): searched for by id, so the
-        # features' check sees that copy (and refuses the move)
+        # another routing (a child saved under a new parent): the features' stray_copies
+        # point looks for it elsewhere (the join: where this process last wrote it, in
+        # real time, else by id on every shard, never after a refresh of its own), so the
+        # features see that copy (the join moves it: its old copy is deleted)
         found = {str(h["_id"]) for h in hits}
-        moved = [str(id) for id in ids if routing_of(id) is not None and str(id) not in found]
+        moved = [id for id in ids if routing_of(id) is not None and str(id) not in found]
         if moved:
-            hits += get_documents(ctx.client, spec, moved)
+            for hook in pendings[0].info.points.stray_copies:
+                hits += hook(ctx, moved)
     except NotFoundError as exc:
         if is_index_missing(exc):
             return
         raise
     stored: dict[str, Any] = {str(h["_id"]): h.get("_source") for h in hits}
+    read_at = {str(h["_id"]): _condition(h) for h in hits}
     info = pendings[0].info
     # what a get would show (a soft-deleted one too: its restore is judged by it)
     seen = options.merge(soft_deletes="all")
@@ -87,16 +93,16 @@ def _read(ctx: Context, model: type, pendings: Sequence[PendingWrite], options: 
     for pending in pendings:
         source = stored.get(str(pending.doc.id))
         if isinstance(source, dict) and all(
-            rule.test(info.from_source(source, pending.doc_id, None)) for rule in rules
+            rule.test(info.from_source(source, pending.doc_id, None, DocState(source)))
+            for rule in rules
         ):
             pending.read_original = source
+            pending.read_condition = read_at.get(str(pending.doc.id))
 
 
-def read_id_of(pending: PendingWrite) -> str:
-    """The id to read ``pending``'s stored copy by: what the features' ``read_id`` point
-    gives (a child's id with its parent's routing), else the document's own."""
-    for hook in pending.info.points.read_id:
-        read: str | None = hook(pending)
-        if read is not None:
-            return read
-    return str(pending.doc.id)
+def _condition(hit: Any) -> tuple[int, int, str | None] | None:
+    """``(seq_no, primary_term, index)`` of a GET/search hit (``None``: no numbers)."""
+    seq_no, term = hit.get("_seq_no"), hit.get("_primary_term")
+    if isinstance(seq_no, int) and isinstance(term, int):
+        return seq_no, term, hit.get("_index")
+    return None

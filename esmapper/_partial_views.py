@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from elasticsearch import NotFoundError
 
 from esmapper._bodies import merged, partial_changes
-from esmapper._originals import read_id_of
+from esmapper._pending import routed_id
 from esmapper._search import is_index_missing
 from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of
@@ -57,7 +57,7 @@ def as_stored(ctx: Context, pendings: Sequence[PendingWrite]) -> dict[int, Any]:
         return {}
     info = partial[0][1].info
     spec = ctx.spec(info.cls)
-    ids = list(dict.fromkeys(read_id_of(p) for _, p, _ in partial))
+    ids = list(dict.fromkeys(routed_id(p) for _, p, _ in partial))
     try:
         hits = get_documents(ctx.client, spec, ids)
     except NotFoundError as exc:

@@ -20,6 +20,7 @@ from esmapper._pending import PatchForm, PendingWrite, change_type
 from esmapper._settle import failure_error, publish_changes
 from esmapper.bulk import BulkOutcome
 from esmapper.errors import DocumentError, DocumentNotFoundError, VersionConflictError
+from esmapper.ids import Id
 from esmapper.model.dates import parse_datetime
 from esmapper.options import Options
 from esmapper.patches import ActionPatch, JsonPatch, PartialPatch, Patch, ScriptPatch
@@ -186,7 +187,13 @@ def removed_ids(info: ModelInfo, outcomes: Iterable[BulkOutcome]) -> set[str]:
 
 
 def changed_ids(outcomes: Iterable[BulkOutcome]) -> list[str | None]:
-    return [o.id for o in outcomes if o.ok and o.result != "noop"]
+    """The ids the ``outcomes`` changed (not a noop), each with the routing its action
+    sent (an :class:`~esmapper.ids.Id`: what its change notification names)."""
+    return [
+        o.id if o.id is None or o.action.routing is None else Id(o.id, routing=o.action.routing)
+        for o in outcomes
+        if o.ok and o.result != "noop"
+    ]
 
 
 def patch_written(pending: PendingWrite) -> Mapping[str, Any] | None:

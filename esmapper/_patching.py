@@ -9,6 +9,9 @@ two by-query requests (:mod:`esmapper._by_query_send`), which are sent once (nev
 by the transport), run as server tasks where the server keeps them (see below) and drop
 the model's cache entries:
 
+- Every patch by id or ids is first given to the features' ``check`` point as writes by
+  those ids (:func:`check_by_id`), before anything is read: whichever path below it takes,
+  one rule refuses what a feature refuses by id (a join child's plain id).
 - With ``tenant=`` every patch by id or ids runs as the ``patch_all`` over those ids
   (the scan's tenant filter: another tenant's id is absent; see
   :mod:`esmapper.custom_fields._tenancy`). Otherwise:
@@ -77,7 +80,7 @@ here) in :mod:`esmapper._by_query`; what both build and do after a write in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from elasticsearch.dsl.query import Ids
@@ -111,7 +114,7 @@ if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
     from esmapper.model.info import ModelInfo
 
-__all__ = ["check_patch", "patch_all", "patch_ids", "remove_all"]
+__all__ = ["check_by_id", "check_patch", "patch_all", "patch_ids", "remove_all"]
 
 
 def check_patch(ctx: Context, info: ModelInfo, patch: Patch, options: Options) -> None:
@@ -121,9 +124,24 @@ def check_patch(ctx: Context, info: ModelInfo, patch: Patch, options: Options) -
     if not info.points.check:
         return
     form = PatchForm(patch, isinstance(patch, PartialPatch | ScriptPatch))
+    check_by_id(ctx, info, options, [PendingWrite("patch", None, info, form=form)])
+
+
+def check_by_id(
+    ctx: Context, info: ModelInfo, options: Options, pendings: Sequence[PendingWrite]
+) -> None:
+    """The ``check`` point of the model's features for writes by id (``pendings``: of
+    no document, their ``id`` set), before anything is read or sent, whatever path the
+    write then takes (one update per id, a scan over the ids with ``tenant=`` or
+    repository hooks, a client-side patch, a removal that loads its documents first): a
+    child's plain id (its shard not known) is refused on every path, not only where
+    nothing is loaded (:mod:`esmapper._join`). Raises what a feature's check raises
+    (DocumentValidationError)."""
+    if not info.points.check or not pendings:
+        return
     call = WriteCall(ctx, options, ctx.clock())
     for hook in info.points.check:
-        hook(call, [PendingWrite("patch", None, info, form=form)])
+        hook(call, pendings)
 
 
 def patch_ids(listing: Listing, ids: str | Iterable[str], patch: Patch, options: Options) -> None:
@@ -135,6 +153,10 @@ def patch_ids(listing: Listing, ids: str | Iterable[str], patch: Patch, options:
     if not id_list:
         return
     ctx, info, spec = listing.ctx, listing.info, listing.spec
+    form = PatchForm(patch, isinstance(patch, PartialPatch | ScriptPatch))
+    check_by_id(
+        ctx, info, options, [PendingWrite("patch", None, info, id, form=form) for id in id_list]
+    )
     if options.tenant is not None:
         # the tenant rule (custom_fields._tenancy): the scan's tenant filter makes another
         # tenant's id absent, whatever the patch type (and refuses tenant= on a model

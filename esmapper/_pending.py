@@ -32,6 +32,8 @@ __all__ = [
     "PendingWrite",
     "WriteKind",
     "change_type",
+    "routed_id",
+    "source_value",
     "split_version",
 ]
 
@@ -127,6 +129,9 @@ class PendingWrite:
     #: (``originals=``, :mod:`esmapper._originals`): seen by receivers and the change
     #: type only, never written back (the body is the document's, as without it)
     read_original: dict[str, Any] | None = None
+    #: ``(seq_no, primary_term, index)`` of :attr:`read_original` (what the stored copy
+    #: was read at, and from: a feature may write that copy conditioned on it)
+    read_condition: tuple[int, int, str | None] | None = None
 
     @property
     def doc_id(self) -> str | None:
@@ -156,13 +161,22 @@ class PendingWrite:
         original = self._original
         if original is None:  # the one read for a save of a document not loaded, if any
             return None if self.read_original is None else self.read_original.get(key)
-        if type(original) is dict:
-            return original.get(key)
-        try:
-            return _one_key(key).decode(original).value  # type: ignore[arg-type]
-        except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it
-            source = self.original_source
-            return source.get(key) if isinstance(source, dict) else None
+        return source_value(original, key)
+
+
+def source_value(source: Mapping[str, Any] | bytes | None, key: str) -> Any:
+    """``source.get(key)`` of a ``_source`` held as a dict or as its JSON bytes (a
+    msgspec decode of that one key, the rest skipped in C); ``None`` also when there is
+    no source."""
+    if source is None:
+        return None
+    if isinstance(source, Mapping):
+        return source.get(key)
+    try:
+        return _one_key(key).decode(source).value
+    except (msgspec.DecodeError, msgspec.ValidationError):  # not an object: decode it
+        decoded = msgspec.json.decode(source)
+        return decoded.get(key) if isinstance(decoded, dict) else None
 
 
 #: key -> the decoder reading only that top-level key of a JSON object (``.value``)
@@ -193,3 +207,16 @@ def split_version(
             field="version",
             ids=[id],
         ) from None
+
+
+def routed_id(pending: PendingWrite) -> str:
+    """The id of ``pending``'s document with the routing its write sends, when its id does
+    not tell it (the features' ``read_id`` point: a join child's
+    :class:`~esmapper.ids.Id` with its parent id), else the document's own id: what the
+    originals read reads by, and what the change notification of the write names (a
+    listener reloading it by that id finds it on its shard, in real time)."""
+    for hook in pending.info.points.read_id:
+        read: str | None = hook(pending)
+        if read is not None:
+            return read
+    return pending.doc.id  # type: ignore[no-any-return]

@@ -171,10 +171,15 @@ class SearchRequest:
         partial_results: bool | None = None,
         complete_only: bool = False,
         source_defaults: bool = False,
+        session_tenant: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.info = info
         self.options = options
+        #: the tenant of the session searching (``None``: not a session's, or none): it
+        #: scopes the models a query reaches beyond this one (a join query's inner model
+        #: with tenants, when this model has none: :mod:`esmapper._join`)
+        self.session_tenant = session_tenant
         points = info.points
         check_call_options(info, options)  # tenant= of a model no feature gives one
         #: the names the search's fields resolve in (a feature may widen it: a tenant's

@@ -185,7 +185,13 @@ class SessionReads:
         kwargs = given(options)
         search_args = split(kwargs, SEARCH_OPTIONS)
         opts = self._read_options(repo, kwargs)
-        search_args = {**search_args, "source_defaults": True}  # Index.default_excludes...
+        # Index.default_excludes...; the session's tenant for the models a join query
+        # reaches (its inner query's model may have tenants where this one has none)
+        search_args = {
+            **search_args,
+            "source_defaults": True,
+            "session_tenant": self.options.tenant,
+        }
         results = repo._listing().request(filter, opts, search_args).find()
         results._replace_documents(self._adopt_hit)
         fetch = results._fetch_next

@@ -18,7 +18,7 @@ import attrs
 from esmapper import signals
 from esmapper._bulk_answers import BulkItem
 from esmapper._outcomes import UNKNOWN
-from esmapper._pending import KINDS, PendingWrite, WriteKind
+from esmapper._pending import KINDS, PendingWrite, WriteKind, routed_id
 from esmapper._pending import change_type as _judged_change
 from esmapper.bulk import BulkAction, BulkAnswer, BulkOutcome
 from esmapper.errors import (
@@ -365,5 +365,5 @@ def _after_write(
         _fire_after(signals.documents_changed, cls, group, change_type=change, options=options)
         if options.notifications and ctx.has_subscribers(cls):
             publish_changes(
-                ctx, group[0].info, [(p.doc.id, _change_type(p)) for p in group], options
+                ctx, group[0].info, [(routed_id(p), _change_type(p)) for p in group], options
             )

@@ -71,6 +71,7 @@ from esmapper.indexes.blocks import block_report
 from esmapper.indexes.leftovers import Leftover, find_leftovers
 from esmapper.indexes.reindex import LOCK_WAIT as REINDEX_LOCK_WAIT
 from esmapper.indexes.reindex import reindex as reindex_model
+from esmapper.indexes.spec import index_owners
 from esmapper.locks import LockProvider
 from esmapper.mapper import Mapper
 from esmapper.migrations import MigrationResult, plan, run_migrations
@@ -300,8 +301,7 @@ def status(ctx: click.Context, health: bool) -> None:
     blocks: list[str] = []
     errors: dict[str, int] = {}
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
-    for model in mapper.models:
-        spec = mapper.spec(model)
+    for owners, spec in index_owners(mapper.spec(model) for model in mapper.models):
         view = view_index(mapper.client, spec)
         index, version = view.current or "-", str(spec.version)
         if spec.kind == "plain":
@@ -328,7 +328,7 @@ def status(ctx: click.Context, health: bool) -> None:
             state = "write-blocked"
             blocks.extend(blocked)
         count = "-" if view.empty else _doc_count(mapper, spec.alias)
-        rows.append([model.__name__, spec.alias, index, version, count, state])
+        rows.append([owners, spec.alias, index, version, count, state])
     for line in table(rows) if len(rows) > 1 else ["no models"]:
         click.echo(line)
     if left:

@@ -49,6 +49,7 @@ from esmapper.indexes.blocks import read_block, serving_blocked
 from esmapper.indexes.drift import MappingDrift, count_fields, field_limit, mapping_drift
 from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.maintenance import list_partitions
+from esmapper.indexes.spec import index_owners
 from esmapper.locks import LockProvider
 from esmapper.migrations.planning import in_progress, plan, view_index
 
@@ -72,6 +73,7 @@ class HealthIssue:
     nothing to do), ``code`` (``cluster``, ``missing``, ``no_alias``, ``reindex_pending``,
     ``reindex_running``, ``write_block``, ``leftover``, ``reindex_errors``,
     ``mapping_drift``, ``fields``, ``pipeline``, ``migrations``), the ``model`` (class name,
+    or the names of the models sharing the index joined by ``","``,
     ``None`` for the cluster and migrations) and a ``message``."""
 
     severity: Severity
@@ -86,7 +88,9 @@ class HealthIssue:
 
 @attrs.frozen
 class ModelHealth:
-    """One model: its ``alias`` and the ``indexes`` behind it (time-series: the number
+    """One model's index (``model``: its class name; the names of the models sharing
+    it joined by ``","``, a parent and its children: ``"Company,Worker"``): its ``alias``
+    and the ``indexes`` behind it (time-series: the number
     of partitions in ``partitions``), the ``expected`` index (or partition pattern),
     ``state`` (``ok``, ``missing``, ``no alias``, ``outdated``), the checked index's
     ``fields`` and ``field_limit``, its ``drift``, the ``pipeline`` writes run and its
@@ -174,8 +178,8 @@ def check_health(mapper: Context | HasContext) -> HealthReport:
     )
     locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     models = []
-    for model in mapper.models:
-        health = _model_health(client, mapper.spec(model), locks)
+    for owners, spec in index_owners(mapper.spec(model) for model in mapper.models):
+        health = _model_health(client, spec, locks, owners)
         models.append(health)
         issues += health.issues
     issues += _migration_issues(mapper)
@@ -272,8 +276,11 @@ def _migration_issues(ctx: Context) -> list[HealthIssue]:
     return issues
 
 
-def _model_health(client: Elasticsearch, spec: IndexSpec, locks: LockProvider) -> ModelHealth:
-    name = spec.info.name
+def _model_health(
+    client: Elasticsearch, spec: IndexSpec, locks: LockProvider, name: str
+) -> ModelHealth:
+    """The health of ``spec``'s index, reported under ``name`` (the models sharing it,
+    :func:`~esmapper.indexes.spec.index_owners`)."""
     issues: list[HealthIssue] = []
 
     def issue(severity: Severity, code: str, message: str) -> None:

@@ -130,6 +130,10 @@ class Repository(Reading[T]):
         items = self._items("remove", docs, ids_too=True)
         ids = [item for item in items if isinstance(item, str)]
         opts = self.options(**given(options))
+        # the features' check of removals by id, before anything is loaded (one rule
+        # whichever path follows: a child's plain id is refused)
+        by_id = [PendingWrite("remove", None, self.info, id, conditional=False) for id in ids]
+        _patching.check_by_id(self.services, self.info, opts, by_id)
         # with tenant=, an id is loaded to know its tenant: another tenant's is not there
         # its custom cache keys are made of the content (invalidate_cache_for sees it)
         if not ids or not (

@@ -100,7 +100,10 @@ class EntityChanged:
     """The change notification published for each changed document.
 
     ``type`` is the model name, ``id`` the document id (``None`` for a change by query, and
-    for a batch: then ``ids`` lists the documents, see ``Index.batch_notifications``),
+    for a batch: then ``ids`` lists the documents, see ``Index.batch_notifications``; the
+    id of a document routed by something its id does not tell, a join child, is an
+    :class:`~esmapper.ids.Id` with that ``routing``, its parent id, also when delivered
+    by a distributed bus: a receiver reloads it by that id on its shard, in real time),
     ``data`` free-form enrichment added by ``before_publish_entity_changed`` receivers,
     ``origin`` ``"local"`` (written by this process) or ``"remote"`` (delivered by a
     distributed bus from another process).

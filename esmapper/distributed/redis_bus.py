@@ -13,6 +13,12 @@ held in this process (:class:`esmapper.bus.HeldMessages`: one delivery thread, o
 :meth:`RedisMessageBus.close` (and ``Mapper.close()``) deliver what is held first, while the
 link is open; a process that exits before that loses it (pub/sub keeps nothing).
 
+A routed id (an :class:`~esmapper.ids.Id` with ``routing``: a join child's id, with its
+parent id) travels with its routing (``"r"``; a batch's ``ids``: ``"sr"``, one routing or
+``null`` per id) and is delivered as such an ``Id``: a listener reloading the document by
+``message.id`` reads it on its shard in real time. A message without them (another
+version's) gives plain ids.
+
 Delivery is Redis pub/sub: at most once, to the processes subscribed at that moment. While
 Redis is unreachable the messages of this process reach only this process (the failure is
 logged once per outage by the link); the listener reconnects with back-off.
@@ -26,6 +32,7 @@ from typing import Any
 from esmapper import _json, signals
 from esmapper.bus import HeldMessages, Scheduler, Subscription, subscribe
 from esmapper.distributed.link import RedisLink, RedisUnavailable
+from esmapper.ids import Id, routing_of
 
 __all__ = ["RedisMessageBus"]
 
@@ -88,8 +95,14 @@ class RedisMessageBus:
             "c": int(message.change_type),
             "d": message.data,
         }
+        routing = routing_of(message.id) if message.id is not None else None
+        if routing is not None:
+            payload["r"] = routing
         if message.ids:
             payload["s"] = list(message.ids)
+            routings = [routing_of(id) for id in message.ids]
+            if any(r is not None for r in routings):
+                payload["sr"] = routings
 
         def deliver() -> None:
             signals.send_safely(signals.entity_changed, model, message=message, **context)
@@ -122,12 +135,16 @@ class RedisMessageBus:
 
     def _deliver(self, payload: dict[str, Any]) -> None:
         name = payload.get("t")
+        ids = list(payload.get("s") or ())
+        routings = payload.get("sr")
+        if isinstance(routings, list) and len(routings) == len(ids):
+            ids = [_routed(id, routing) for id, routing in zip(ids, routings, strict=True)]
         message = signals.EntityChanged(
             type=name or "",
-            id=payload.get("i"),
+            id=_routed(payload.get("i"), payload.get("r")),
             change_type=signals.ChangeType(payload.get("c", signals.ChangeType.SAVED)),
             data=payload.get("d") or {},
-            ids=tuple(payload.get("s") or ()),
+            ids=tuple(ids),
             origin="remote",
         )
         sender: Any = self._models.get(name or "", name)
@@ -146,3 +163,11 @@ class RedisMessageBus:
 
     def __repr__(self) -> str:
         return f"RedisMessageBus({self.link!r})"
+
+
+def _routed(id: Any, routing: Any) -> Any:
+    """``id`` as an :class:`~esmapper.ids.Id` with ``routing`` when both are non-empty
+    strings (a message's routed id), else as it came."""
+    if isinstance(id, str) and isinstance(routing, str) and routing:
+        return Id(id, routing=routing)
+    return id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from esmapper.errors import IndexConfigurationError
@@ -20,7 +20,7 @@ from esmapper.model.info import IndexOptions, ModelInfo
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-__all__ = ["FENCE_SUFFIX", "IndexSpec", "fence_name", "is_fence"]
+__all__ = ["FENCE_SUFFIX", "IndexSpec", "fence_name", "index_owners", "is_fence"]
 
 
 def _utcnow() -> _dt.datetime:
@@ -322,3 +322,16 @@ class IndexSpec:
 
     def __repr__(self) -> str:
         return f"IndexSpec({self.info.name}, alias={self.alias!r}, kind={self.kind!r})"
+
+
+def index_owners(specs: Iterable[IndexSpec]) -> list[tuple[str, IndexSpec]]:
+    """One entry per index among the models' ``specs``, in their order: the names of the
+    models sharing it joined by ``","`` (a parent and its children,
+    :mod:`esmapper._join`: ``"Company,Worker"``) and the first one's spec. What lists,
+    counts and checks indexes (``esmapper indexes list``/``stats``, ``health``) goes
+    through, so a shared index is shown, counted and checked once."""
+    owners: dict[str, tuple[list[str], IndexSpec]] = {}
+    for spec in specs:
+        names, _ = owners.setdefault(spec.alias, ([], spec))
+        names.append(spec.info.name)
+    return [(",".join(names), spec) for names, spec in owners.values()]

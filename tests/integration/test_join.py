@@ -7,10 +7,15 @@ children of a soft-deleted parent: tests/integration/test_join_real_es.py."""
 
 from __future__ import annotations
 
+import itertools
+import json
+from typing import Any
+
 import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
+from esmapper.testing._rules import Exchange, Reply, Rule
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 
@@ -142,12 +147,20 @@ def test_bad_child_writes_are_refused_before_anything_is_sent(
     with pytest.raises(em.DocumentValidationError, match=r"em\.Id\("):
         workers.patch(ann.id, em.PartialPatch({"age": 3}))
     assert proxy.requests == []
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
+        workers.patch(em.Id(ann.id, routing=acme.id), em.PartialPatch({"company_id": "x"}))
     moved = workers.require(em.Id(ann.id, routing=acme.id))
     moved.company_id = "another"
     proxy.reset_counts()
-    with pytest.raises(em.DocumentValidationError, match="a child stays with its parent"):
-        workers.save(moved)
-    assert proxy.requests == []
+    with pytest.raises(em.DocumentValidationError, match="a patch cannot move a child"):
+        workers.patch(
+            em.Id(ann.id, routing=acme.id),
+            em.ActionPatch(lambda w: setattr(w, "company_id", "another")),
+        )
+    with pytest.raises(em.DocumentValidationError, match="originals=True"):
+        workers.save(Worker(id=ann.id, company_id="another"), originals=False)
+    assert [r for r in proxy.requests if r.method != "GET"] == []
 
 
 class Firm(em.Document):
@@ -167,14 +180,11 @@ class Hand(em.Document):
     firm_id: str | None = em.field(em.Keyword(), default=None)
 
 
-def test_a_version_bump_copies_parents_and_children_together(
-    make_mapper: MakeMapper, es_client: Elasticsearch
-) -> None:
-    old = make_mapper(Firm, Hand, configure=True)
-    firm = old.repository(Firm).add(Firm(name="initech"))
-    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+def _version_2() -> tuple[type[Any], type[Any]]:
+    """Firm and Hand of index version 2, of the same class names: their relation names
+    (the stored join values the copy keeps) are the same."""
 
-    class FirmV2(em.Document):
+    class Firm(em.Document):
         class Index:
             name = "join-firms"
             version = 2
@@ -183,15 +193,26 @@ def test_a_version_bump_copies_parents_and_children_together(
         name: str = em.field(em.Keyword(), default="")
         size: int = em.field(em.Integer(), default=0)
 
-    class HandV2(em.Document):
+    class Hand(em.Document):
         class Index:
             name = "join-firms"
             version = 2
-            parent = FirmV2
+            parent = Firm
             parent_field = "firm_id"
 
         firm_id: str | None = em.field(em.Keyword(), default=None)
 
+    return Firm, Hand
+
+
+def test_a_version_bump_copies_parents_and_children_together(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    old = make_mapper(Firm, Hand, configure=True)
+    firm = old.repository(Firm).add(Firm(name="initech"))
+    hand = old.repository(Hand).add(Hand(firm_id=firm.id), consistency="immediate")
+
+    FirmV2, HandV2 = _version_2()  # the same class names: the same relation names
     new = make_mapper(FirmV2, HandV2)
     (result,) = em.reindex_outdated(new)  # one index: the first model's reindex copies both
     assert (result.copied, result.new_index) == (2, new.spec(HandV2).physical_name())
@@ -346,3 +367,163 @@ def test_a_child_first_creates_the_index_its_parents_custom_fields_need(
     index = mapper.spec(Guild).write_target
     stored = next(iter(es_client.indices.get_mapping(index=index).body.values()))["mappings"]
     assert stored["properties"]["idx"]["dynamic"] in (True, "true") and stored["dynamic_templates"]
+
+
+# -- by-id reads see only their own relation --------------------------------------------
+
+
+def test_a_read_by_id_of_the_other_relation_finds_nothing(
+    make_mapper: MakeMapper, proxy: FaultProxy
+) -> None:
+    make_mapper(Firm, Desk, Hand, configure=True)
+    mapper = make_mapper(Firm, Desk, Hand, url=proxy.url)
+    firms, desks = mapper.repository(Firm), mapper.repository(Desk)
+    firm = firms.add(Firm(name="initech"))
+    desk = desks.add(Desk(firm_id=firm.id, label="a"), consistency="immediate")
+    routed_firm = em.Id(firm.id, routing=firm.id)  # a child read of the parent's id
+    for _ in range(2):  # the second: Desk's reads are cached (an entry must not cross)
+        assert desks.get(routed_firm) is None
+        assert desks.get(firm.id) is None  # a plain id: the search by id
+        assert desks.get_many([routed_firm, firm.id]) == []
+        assert not desks.exists(routed_firm) and not desks.exists(routed_firm, soft_deletes="all")
+    assert desks.get_many([routed_firm], read_cache=False) == []
+    hands = mapper.repository(Hand)  # not cached: get_many's _mget answer hydrated raw
+    assert hands.get_many([routed_firm]) == [] and hands.get(routed_firm) is None
+    assert firms.get(desk.id) is None and firms.get_many([desk.id]) == []
+    assert not firms.exists(desk.id)
+    assert firms.get(firm.id) is not None and desks.get(em.Id(desk.id, routing=firm.id))
+    with mapper.session() as session:
+        assert session.get(Desk, routed_firm) is None
+        assert session.get_many(Desk, [routed_firm]) == []
+        assert session.get(Firm, desk.id) is None
+        assert session.get(Firm, firm.id) is not None
+
+
+# -- a child saved under another parent: moved, never copied ------------------------------
+
+
+def _copies(es_client: Elasticsearch, index: str, id: str) -> list[str]:
+    """The parent of every stored copy of ``id`` in ``index`` (all shards)."""
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, query={"ids": {"values": [id]}}, size=10)
+    return sorted(h["_source"]["company_id"] for h in hits["hits"]["hits"])
+
+
+class _Bulks(Rule):
+    """Keeps the action lines of every ``_bulk`` body forwarded."""
+
+    def __init__(self) -> None:
+        self.actions: list[dict[str, Any]] = []
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        if exchange.path.endswith("/_bulk"):
+            lines = [json.loads(line) for line in exchange.body.splitlines() if line.strip()]
+            self.actions += [line for line in lines if set(line) & {"delete", "index"}]
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        return reply
+
+
+def _move_each_way(mapper: em.Mapper, es_client: Elasticsearch) -> list[tuple[Worker, str, str]]:
+    """Children moved to another parent: a loaded one, one held by a session, one built
+    by hand (its stored copy looked up first: a child's saves read their originals);
+    checks each is read back under its new parent only. ``(child, old, new)``."""
+    index = mapper.spec(Worker).write_target
+    parents = mapper.repository(Company).add([Company(name=f"c{n}") for n in range(7)])
+    workers = mapper.repository(Worker)
+    moved = []
+    for n, (old, new) in enumerate(itertools.pairwise(parents)):
+        kind = ("loaded", "session", "built")[n % 3]
+        ann = workers.add(Worker(company_id=old.id, email=f"ann{n}@x"))  # not refreshed
+        if kind == "loaded":
+            loaded = workers.require(em.Id(ann.id, routing=old.id))
+            loaded.company_id = new.id
+            workers.save(loaded)
+        elif kind == "session":
+            with mapper.session() as session:
+                held = session.get(Worker, em.Id(ann.id, routing=old.id))
+                assert held is not None
+                held.company_id = new.id
+        else:
+            workers.save(Worker(id=ann.id, company_id=new.id, email=f"ann{n}@x"))
+        assert _copies(es_client, index, ann.id) == [new.id], kind
+        got = workers.get(em.Id(ann.id, routing=new.id))
+        assert got is not None and got.company_id == new.id and got.email == f"ann{n}@x"
+        moved.append((ann, old.id, new.id))
+    return moved
+
+
+def test_a_child_saved_under_another_parent_moves_there(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """On the local server every copy of an id is one (it keeps no shards apart): the
+    move's conditional delete of the old copy meets the new one and is refused (409),
+    as on a cluster where both routings land on one shard; nothing is lost. The copies
+    on distinct shards of a cluster: test_join_real_es.py."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    bulks = _Bulks()
+    proxy.add_rule(bulks)
+    moved = _move_each_way(mapper, es_client)
+    deletes = [action["delete"] for action in bulks.actions if "delete" in action]
+    assert [(d["_id"], d["routing"]) for d in deletes] == [(a.id, old) for a, old, _ in moved]
+    assert all(isinstance(d["if_seq_no"], int) and d["if_primary_term"] for d in deletes)
+
+
+def test_a_move_loses_nothing_when_either_write_fails(
+    make_mapper: MakeMapper, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The new copy is written first, the old one deleted once the new one is stored:
+    the new copy refused, the old one stays (nothing deleted); the delete refused (or the
+    process gone before it), both copies stay: never none."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme, globex = mapper.repository(Company).add([Company(name="a"), Company(name="g")])
+    workers = mapper.repository(Worker)
+    ann = workers.add(Worker(company_id=acme.id, email="ann@x"), consistency="immediate")
+    bulks = _Bulks()
+    proxy.add_rule(bulks)
+
+    loaded = workers.require(em.Id(ann.id, routing=acme.id))
+    loaded.company_id = globex.id
+    proxy.fail_bulk_items(1, status=500)  # the new copy refused
+    with pytest.raises(em.EsmapperError):
+        workers.save(loaded)
+    assert not [a for a in bulks.actions if "delete" in a]  # the old copy untouched
+    kept = workers.get(em.Id(ann.id, routing=acme.id))
+    assert kept is not None and kept.company_id == acme.id
+
+    kept.company_id = globex.id
+    proxy.reply_status(500, path=r"/_bulk$", skip=1)  # the delete of the old copy refused
+    workers.save(kept)
+    assert "were not deleted after their move" in caplog.text  # logged, the save stored
+    got = workers.get(em.Id(ann.id, routing=globex.id))
+    assert got is not None and got.company_id == globex.id
+
+
+def test_saving_new_children_not_loaded_sends_no_refresh(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """A save of a child not loaded reads its stored copy on its parent's shard; a miss
+    (a new child, the common case) is searched for by id on every shard as the index was
+    last refreshed, never after a refresh of its own (on a real cluster a refresh per save
+    makes a segment per save). A copy this process wrote a moment ago under another parent
+    (not yet searchable) is still found: read in real time with the routing it was
+    written with."""
+    make_mapper(Company, Worker, configure=True)
+    mapper = make_mapper(Company, Worker, url=proxy.url)
+    acme, globex = mapper.repository(Company).add([Company(name="a"), Company(name="g")])
+    workers = mapper.repository(Worker)
+    proxy.reset_counts()
+    for n in range(3):
+        workers.save(Worker(id=f"w{n}", company_id=acme.id))
+    with mapper.session() as session:
+        session.add_all([Worker(id=f"s{n}", company_id=acme.id) for n in range(3)])
+    workers.save(Worker(id="w0", company_id=globex.id, email="moved"))  # not searchable yet
+    paths = [r.path for r in proxy.requests]
+    assert not [p for p in paths if p.endswith("/_refresh")], paths
+    index = mapper.spec(Worker).write_target
+    assert _copies(es_client, index, "w0") == [globex.id]
+    got = workers.get(em.Id("w0", routing=globex.id))
+    assert got is not None and got.email == "moved"

@@ -6,6 +6,7 @@ routing (its parent id)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from esmapper.indexes import ReindexError, reindex
 from esmapper.patches import PartialPatch
 from esmapper.signals import ChangeType, ModifiedDocument
 from esmapper.testing.cluster import ClusterProxy
+from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
 from tests.integration.test_join_indexes import _RoutedHits
 
@@ -140,12 +142,15 @@ def test_update_with_retry_of_a_child_by_routed_id(clerks: ClerkRepository, acme
     assert got is not None and got.age == 2
 
 
-def test_a_hooked_child_patched_by_a_plain_id_is_found_by_its_scan(
+def test_a_hooked_child_patched_by_a_plain_id_is_refused_as_unhooked(
     clerks: ClerkRepository, acme: Firm
 ) -> None:
-    """A hooked patch by id runs as a scan (refreshed first): the hit gives the routing."""
-    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))  # not refreshed
-    clerks.patch(ann.id, PartialPatch({"email": "ann2@acme"}))
+    """A hooked patch by id runs as a scan, which would find a plain id once refreshed:
+    refused all the same (the rule of the unhooked patch, before anything is read)."""
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
+    with pytest.raises(em.DocumentValidationError, match="needs its parent's id"):
+        clerks.patch(ann.id, PartialPatch({"email": "ann2@acme"}))
+    clerks.patch(em.Id(ann.id, routing=acme.id), PartialPatch({"email": "ann2@acme"}))
     got = clerks.get(em.Id(ann.id, routing=acme.id))
     assert got is not None and got.email == "ann2@acme"
     assert clerks.calls[-1] == (ChangeType.SAVED, [("ann2@acme", "ann@acme")])
@@ -377,13 +382,22 @@ def test_originals_still_see_a_child_saved_under_another_parent(
     make_mapper: MakeMapper, acme: Firm
 ) -> None:
     """The routed read looks on the new parent's shard; a copy stored under the old parent
-    is still found (a search by id), so the move is refused as for a loaded child."""
+    is still found (a search by id), so the save moves it, as for a loaded child, and its
+    receivers see that copy as the original."""
     mapper = make_mapper(Firm, Clerk)
     other = mapper.repository(Firm).add(Firm(name="other"))
     clerks = mapper.repository(Clerk)
-    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
-    with pytest.raises(em.DocumentValidationError, match="moves"):
-        clerks.save(Clerk(id=ann.id, firm_id=other.id, email="ann@other"), originals=True)
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"))  # not refreshed
+    originals: list[Any] = []
+
+    def saving(sender: type, documents: list[ModifiedDocument], **_: object) -> None:
+        originals.extend(None if d.original is None else d.original.firm_id for d in documents)
+
+    with signals.documents_saving.connected_to(saving, sender=Clerk):
+        clerks.save(Clerk(id=ann.id, firm_id=other.id, email="ann@other"))
+    assert originals == [acme.id]
+    got = clerks.get(em.Id(ann.id, routing=other.id))
+    assert got is not None and (got.firm_id, got.email) == (other.id, "ann@other")
 
 
 def _grown_up(clerk: Any) -> str | None:
@@ -435,3 +449,40 @@ def test_a_child_with_a_validator_batch_notifications_and_field_refs(
     assert [p.email for p in pupils.find(sort=-Pupil.age)] == ["b", "a"]
     assert [p.age for p in pupils.find(sort=Pupil.age, includes=[Pupil.age])] == [20, 30]
     assert all(p.school_id == school.id for p in pupils.find(excludes=[Pupil.school_id]))
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["plain", "hooked"])
+def test_a_write_by_a_plain_child_id_is_refused_on_every_path(
+    make_mapper: MakeMapper, proxy: FaultProxy, hooked: bool
+) -> None:
+    """One rule, with or without repository hooks (which load what a write by id
+    replaces, searching a plain id on every shard): a patch or removal by a child's plain
+    id is refused before anything is read or sent."""
+    make_mapper(Firm, Clerk, configure=True)
+    mapper = make_mapper(Firm, Clerk, url=proxy.url, cache=InMemoryCache() if hooked else None)
+    if hooked:
+        mapper.register(Clerk, repository=ClerkRepository)
+    acme = mapper.repository(Firm).add(Firm(name="acme"))
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=acme.id, email="ann@acme"), consistency="immediate")
+    proxy.reset_counts()
+    replace = em.JsonPatch([{"op": "replace", "path": "/age", "value": 6}])
+    writes: list[Callable[[], None]] = [
+        lambda: clerks.patch(ann.id, em.PartialPatch({"age": 3})),
+        lambda: clerks.patch(ann.id, em.ScriptPatch("ctx._source.age = 4")),
+        lambda: clerks.patch([ann.id, "other"], em.PartialPatch({"age": 5})),
+        lambda: clerks.patch(ann.id, replace),
+        lambda: clerks.remove(ann.id),
+        lambda: clerks.remove([ann.id, "other"]),
+    ]
+    for write in writes:
+        with pytest.raises(em.DocumentValidationError, match=r"em\.Id\(") as err:
+            write()
+        assert err.value.field == "firm_id"
+    assert proxy.requests == []  # refused before anything is read or sent
+    routed = em.Id(ann.id, routing=acme.id)
+    clerks.patch(routed, em.PartialPatch({"age": 7}))
+    got = clerks.get(routed)
+    assert got is not None and got.age == 7
+    clerks.remove(routed)
+    assert clerks.get(routed) is None

@@ -173,25 +173,30 @@ class Seat(em.Document, em.HasDates):  # as its parent: a child without dates is
     hall_id: str | None = em.field(em.Keyword(), default=None)
 
 
-class HallV2(em.Document, em.HasDates):
-    class Index:
-        name = "join-halls"
-        version = 2
-        settings = SETTINGS
-        join_field = "relation"
+def _version_2() -> tuple[type[Any], type[Any]]:
+    """Hall and Seat of index version 2, of the same class names: the same relation names
+    (the join values the copy keeps)."""
 
-    name: str = em.field(em.Keyword(), default="")
+    class Hall(em.Document, em.HasDates):
+        class Index:
+            name = "join-halls"
+            version = 2
+            settings = SETTINGS
+            join_field = "relation"
 
+        name: str = em.field(em.Keyword(), default="")
 
-class SeatV2(em.Document, em.HasDates):
-    class Index:
-        name = "join-halls"
-        version = 2
-        settings = SETTINGS
-        parent = HallV2
-        parent_field = "hall_id"
+    class Seat(em.Document, em.HasDates):
+        class Index:
+            name = "join-halls"
+            version = 2
+            settings = SETTINGS
+            parent = Hall
+            parent_field = "hall_id"
 
-    hall_id: str | None = em.field(em.Keyword(), default=None)
+        hall_id: str | None = em.field(em.Keyword(), default=None)
+
+    return Hall, Seat
 
 
 def test_a_child_added_during_a_bump_of_a_dated_index_is_caught_up(
@@ -200,6 +205,7 @@ def test_a_child_added_during_a_bump_of_a_dated_index_is_caught_up(
     seeded = make_mapper(Hall, Seat, configure=True)
     hall = seeded.repository(Hall).add(Hall(id="h1", name="main"))
     seeded.repository(Seat).add(Seat(id="s1", hall_id=hall.id))
+    HallV2, SeatV2 = _version_2()
     mapper = make_mapper(HallV2, SeatV2)
     seats = mapper.repository(SeatV2)
     done: list[bool] = []

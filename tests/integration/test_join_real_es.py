@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from elasticsearch.dsl import Q
 
 import esmapper as em
 from esmapper.testing._rules import Exchange, Reply, Rule, json_reply
 from esmapper.testing._spec_check import load_checker
 from esmapper.testing.faults import FaultProxy
 from tests.integration.conftest import MakeMapper
-from tests.integration.test_join import Company, Worker
+from tests.integration.test_join import Company, Crafter, Guild, Worker, _move_each_way
 
 KIT = Path(__file__).resolve().parents[2] / "tools" / "es_spec"
 
@@ -72,6 +73,16 @@ def test_a_soft_deleted_parent_hides_its_children_until_restored(make_mapper: Ma
     companies.save(acme, consistency="immediate")
     assert workers.count() == 3
     assert workers.find(em.parent_id(Worker, acme.id)).total == 2
+
+
+@pytest.mark.real_es
+def test_a_moved_child_leaves_no_copy_on_its_old_parents_shard(
+    make_mapper: MakeMapper, es_client: Any
+) -> None:
+    """On 3 shards most parent pairs route apart: the old copy would stay beside the new
+    one (two hits for one id) unless the move deletes it."""
+    mapper = make_mapper(Company, Worker, configure=True)
+    assert len(_move_each_way(mapper, es_client)) == 6  # each checked: one copy, new parent
 
 
 @pytest.mark.real_es
@@ -238,5 +249,139 @@ def test_the_searches_as_sent_and_a_clusters_answer_read_back(
             }
         }
     ]
+    checker = load_checker(KIT)
+    assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+# -- the queries across the join carry the other model's default filters ------------------
+
+
+class Agency(em.Document, em.HasCustomFields, em.SoftDeletes):
+    class Index:
+        name = "join-agencies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        join_field = "relation"
+        tenant_field = "tenant"
+
+    tenant: str = em.field(em.Keyword(), default="")
+    name: str = em.field(em.Keyword(), default="")
+
+
+class Agent(em.Document, em.HasCustomFields, em.SoftDeletes):
+    class Index:
+        name = "join-agencies"
+        settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
+        parent = Agency
+        parent_field = "agency_id"
+        tenant_field = "tenant"
+
+    agency_id: str | None = em.field(em.Keyword(), default=None)
+    tenant: str = em.field(em.Keyword(), default="")
+    name: str = em.field(em.Keyword(), default="")
+
+
+def _agencies(make_mapper: MakeMapper) -> tuple[Any, Any, Agency, Agency]:
+    """Agency a1 of tenant t1 whose one agent "bond" is t2's (written as the other tenant
+    may have: by id, without tenant=), agency a2 of t2 with its agent "bond"."""
+    mapper = make_mapper(Agency, Agent, configure=True)
+    agencies, agents = mapper.repository(Agency), mapper.repository(Agent)
+    a1 = agencies.add(Agency(tenant="t1", name="a1"))
+    a2 = agencies.add(Agency(tenant="t2", name="a2"))
+    agents.add(
+        [
+            Agent(agency_id=a1.id, tenant="t2", name="bond"),
+            Agent(agency_id=a2.id, tenant="t2", name="bond"),
+            Agent(agency_id=a1.id, tenant="t1", name="gone", is_deleted=True),
+        ],
+        consistency="immediate",
+    )
+    return agencies, agents, a1, a2
+
+
+@pytest.mark.real_es
+def test_a_tenant_matches_nothing_through_another_tenants_children(
+    make_mapper: MakeMapper,
+) -> None:
+    agencies, agents, a1, a2 = _agencies(make_mapper)
+    assert agencies.count(em.has_child(Agent, "name:bond")) == 2  # no tenant: both
+    assert agencies.count(em.has_child(Agent, "name:bond"), tenant="t1") == 0
+    assert [a.id for a in agencies.find("agent:(name:bond)", tenant="t2").documents] == [a2.id]
+    assert agents.count(em.has_parent(Agency, "name:a1"), tenant="t2") == 0
+    assert agencies.count(em.has_child(Agent, "name:gone"), tenant="t1") == 0  # soft-deleted
+    assert agencies.count(em.has_child(Agent, "name:gone", soft_deletes="all"), tenant="t1") == 1
+    assert a1.id != a2.id
+
+
+def test_the_join_queries_as_sent_carry_the_tenant_and_soft_delete_clauses(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    make_mapper(Agency, Agent, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Agency, Agent, url=proxy.url)
+        rule = _Played(_answer(mapper.spec(Agent).write_target, []))
+        proxy.add_rule(rule)
+        agencies, agents = mapper.repository(Agency), mapper.repository(Agent)
+        bond_agents = em.has_child(Agent, "name:bond")
+        agencies.count(bond_agents, tenant="t1")
+        agencies.find("agent:(name:bond)", tenant="t1")  # the filter language
+        agents.count(em.has_parent(Agency, "name:a1") | em.parent_id(Agent, "x"), tenant="t1")
+        agencies.count(em.has_child(Agent, "name:gone", soft_deletes="all"), tenant="t1")
+        agencies.count(Q({"has_child": {"type": "agent", "query": {"match_all": {}}}}), tenant="t1")
+        agencies.count(bond_agents)  # no tenant: the soft deletes only (the query unchanged)
+    index = mapper.spec(Agent).alias
+    mine = [r for r in rule.sent if r["path"].startswith(f"/{index}/")]  # (not the definitions')
+    queries = [r["body"]["query"]["bool"]["must"][0] for r in mine]
+    assert len(queries) == 6
+    tenant = {"term": {"tenant": "t1"}}
+    active = {"term": {"is_deleted": False}}
+    bond = {"term": {"name": "bond"}}
+
+    def inner(query: dict[str, Any], kind: str) -> dict[str, Any]:
+        found: dict[str, Any] = query[kind]["query"]
+        return found
+
+    assert inner(queries[0], "has_child") == {"bool": {"must": [bond], "filter": [active, tenant]}}
+    assert inner(queries[1], "has_child") == {"bool": {"must": [bond], "filter": [active, tenant]}}
+    has_parent = queries[2]["bool"]["should"][0]
+    assert inner(has_parent, "has_parent") == {
+        "bool": {"must": [{"term": {"name": "a1"}}], "filter": [active, tenant]}
+    }
+    assert inner(queries[3], "has_child") == {
+        "bool": {"must": [{"term": {"name": "gone"}}], "filter": [tenant]}
+    }
+    assert inner(queries[4], "has_child") == {
+        "bool": {"filter": [tenant]}  # a hand-built one too
+    }
+    assert inner(queries[5], "has_child") == {"bool": {"must": [bond], "filter": [active]}}
+    checker = load_checker(KIT)
+    assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+def test_a_tenant_sessions_join_queries_carry_its_tenant_into_a_model_without_one(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    """A session of a tenant scopes every read; a child model without tenants searched
+    through ``has_parent`` of its parent, which has them, must not match through another
+    tenant's parents (the inner query is the parent's: its tenant clause), nor a parent
+    without tenants through ``has_child`` of such children (the other way round)."""
+    make_mapper(Guild, Crafter, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Guild, Crafter, url=proxy.url)
+        rule = _Played(_answer(mapper.spec(Crafter).write_target, []))
+        proxy.add_rule(rule)
+        with mapper.session(tenant="t1") as session:
+            session.find(Crafter, em.has_parent(Guild, Q("match_all")))
+            session.find(Crafter, "guild:(tenant:t2)")  # the filter language
+        mapper.repository(Crafter).find(em.has_parent(Guild, Q("match_all")))  # no tenant
+    index = mapper.spec(Crafter).alias
+    mine = [r for r in rule.sent if r["path"].startswith(f"/{index}/")]
+    queries = [r["body"]["query"]["bool"]["must"][0] for r in mine]
+    assert len(queries) == 3
+    tenant = {"term": {"tenant": "t1"}}
+    assert queries[0]["has_parent"]["query"] == {"bool": {"filter": [tenant]}}
+    assert queries[1]["has_parent"]["query"] == {
+        "bool": {"must": [{"term": {"tenant": "t2"}}], "filter": [tenant]}
+    }
+    assert queries[2]["has_parent"]["query"] == {"match_all": {}}
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []

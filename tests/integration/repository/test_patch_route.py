@@ -84,9 +84,11 @@ def test_a_partial_patch_by_id_goes_through_the_points(
     assert employees.get("r1").age == 41
     for point in ("prepare", "settle", "finish"):
         assert _seen(spy, point) == [("patch", "r1", True)], point
-    # checked before anything is read (the patch as a write of no document yet), then
-    # as the write
-    assert _seen(spy, "check") == [("patch", None, True), ("patch", "r1", True)]
+    # checked before anything is read (the patch as a write of no document yet, then as
+    # a write by the id: _patching.check_by_id), then as the write
+    assert _seen(spy, "check") == [
+        ("patch", None, True), ("patch", "r1", True), ("patch", "r1", True)
+    ]  # fmt: skip
 
 
 def test_a_script_patch_by_ids_goes_through_the_points(
