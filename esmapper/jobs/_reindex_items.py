@@ -301,8 +301,8 @@ class ReindexWorker:
         the :class:`ReindexResult`; ``failed`` with the error, the item abandoned), or
         ``None`` when no item is pending. ``cancel`` set: the reindex stops at its next
         progress report or task poll (rolled back) and the item is abandoned (a
-        ``cancelled`` result). Raises the queue's errors (Redis
-        unreachable)."""
+        ``cancelled`` result). Raises the queue's errors (Redis unreachable), and a
+        ``KeyboardInterrupt`` that is not ``cancel``'s once the item is abandoned."""
         lease = self.queue.dequeue(self.lease)
         if lease is None:
             return None
@@ -327,6 +327,8 @@ class ReindexWorker:
                 log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
             if not self.queue.abandon(lease, why):
                 log.warning("%s: its lease was taken over; another worker has it", item.key)
+            if isinstance(exc, KeyboardInterrupt) and not cancel.is_set():
+                raise  # a Ctrl-C, not this worker's cancel: the item is back, the caller stops
             failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
             if cancel.is_set():
                 failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
