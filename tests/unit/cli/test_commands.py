@@ -415,3 +415,32 @@ def click_context() -> Any:
     import click
 
     return click.Context(main)
+
+
+def test_maintain_loop_announces_itself_only_once_its_signal_handlers_are_in_place(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A supervisor that sends SIGTERM as soon as it reads the line must find the handler
+    installed (the default action would kill the process mid-run)."""
+    import contextlib
+
+    import click
+
+    from esmapper import _cli_jobs
+    from esmapper.jobs import JobRunner
+
+    @contextlib.contextmanager
+    def handlers(stop: Any, cancel: Any) -> Iterator[None]:
+        click.echo("<handlers installed>", err=True)
+        yield
+
+    def stopped(self: Any, stop: Any, cancel: Any = None) -> Any:
+        raise click.exceptions.Exit(0)
+
+    monkeypatch.setattr(_cli_jobs, "stop_on_signals", handlers)
+    monkeypatch.setattr(JobRunner, "loop", stopped)
+    result = invoke("--app", f"{app}:mapper", "maintain", "--loop")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "<handlers installed>", lines
+    assert lines[1].startswith("maintain: every 1h until SIGTERM"), lines
