@@ -21,8 +21,14 @@ must move in order under one lock, which several items would only fight over.
 **Run.** :func:`handle_reindex_work_item` checks the item against the worker's own model
 (the alias is a registered model's, the target and the script and the timestamp field are
 the ones this worker's code composes; a worker of another release refuses the item with
-:class:`~esmapper.errors.WorkItemError` and leaves it to a worker of the right release)
-and then calls :func:`esmapper.indexes.reindex.reindex`: the same run, the same
+:class:`~esmapper.errors.WorkItemError`). An item for a newer release, or for another
+application sharing the queue (no model has its alias), is ``foreign``: the worker
+releases it (:meth:`~esmapper.jobs.WorkQueue.release`: to the back of the queue, its
+attempt not counted) and its loop waits before the next poll, so old workers still
+running in a rolling deploy cannot use up the attempts of the new release's item. Any
+other refusal (an older release's item, another script) counts as a failed attempt: such
+an item ends in the failed items.
+A checked item runs :func:`esmapper.indexes.reindex.reindex`: the same run, the same
 ``reindex:<alias>`` lock as a direct reindex (its heartbeat renews it, every progress
 report checks it), so the direct path and the queue path never overlap. A worker that gets
 the lock after another finished the same reindex finds the alias on the target and
@@ -66,7 +72,7 @@ from esmapper.indexes.reindex import (
 from esmapper.indexes.spec import IndexSpec
 from esmapper.jobs._work_items import ReindexWorkItem
 from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, WorkQueue
-from esmapper.jobs.base import JobResult, describe_error
+from esmapper.jobs.base import JobResult, JobStatus, describe_error
 from esmapper.locks import check_duration
 from esmapper.reindex_scripts import compose
 
@@ -174,9 +180,11 @@ def _model_of(ctx: Context, item: ReindexWorkItem) -> type:
         target = _target(spec)
         old_version = _version_in(spec, item.old_index)
         if item.new_index != target or old_version is None:
+            item_version = _version_in(spec, item.new_index)
             raise WorkItemError(
                 f"{item.key}: this worker's {spec.info.name} is at {target!r}, the item moves "
-                f"{item.old_index!r} to {item.new_index!r} (a worker of another release)"
+                f"{item.old_index!r} to {item.new_index!r} (a worker of another release)",
+                foreign=item_version is not None and item_version > spec.version,
             )
         script = compose(spec.options.reindex_scripts, old_version, spec.version)
         if item.script != script:
@@ -190,7 +198,9 @@ def _model_of(ctx: Context, item: ReindexWorkItem) -> type:
                 f"{spec.info.name}'s {spec.info.updated_field!r}"
             )
         return model
-    raise WorkItemError(f"{item.key}: no model of this mapper has the alias {item.alias!r}")
+    raise WorkItemError(
+        f"{item.key}: no model of this mapper has the alias {item.alias!r}", foreign=True
+    )
 
 
 def handle_reindex_work_item(
@@ -298,10 +308,12 @@ class ReindexWorker:
 
     def run_once(self, cancel: threading.Event | None = None) -> JobResult | None:
         """Dequeue one item and run it: its :class:`~esmapper.jobs.JobResult` (``details``
-        the :class:`ReindexResult`; ``failed`` with the error, the item abandoned), or
-        ``None`` when no item is pending. ``cancel`` set: the reindex stops at its next
-        progress report or task poll (rolled back) and the item is abandoned (a
-        ``cancelled`` result). Raises the queue's errors (Redis unreachable), and a
+        the :class:`ReindexResult`; ``failed`` with the error, the item abandoned;
+        ``skipped`` when the item is for another worker, a
+        :attr:`WorkItemError.foreign <esmapper.errors.WorkItemError>` one: released, its
+        attempt not counted), or ``None`` when no item is pending. ``cancel`` set: the
+        reindex stops at its next progress report or task poll (rolled back) and the item
+        is abandoned (a ``cancelled`` result). Raises the queue's errors (Redis unreachable), and a
         ``KeyboardInterrupt`` that is not ``cancel``'s once the item is abandoned."""
         lease = self.queue.dequeue(self.lease)
         if lease is None:
@@ -321,22 +333,39 @@ class ReindexWorker:
                 result = handle_reindex_work_item(
                     self.mapper, item, progress=progress, **self.options
                 )
-        except (Exception, KeyboardInterrupt) as exc:
-            why = describe_error(exc)
-            if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
-                log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
-            if not self.queue.abandon(lease, why):
+        except WorkItemError as exc:
+            if not exc.foreign:
+                return self._abandoned(lease, exc, cancel, started)
+            if not self.queue.release(lease):
                 log.warning("%s: its lease was taken over; another worker has it", item.key)
-            if isinstance(exc, KeyboardInterrupt) and not cancel.is_set():
-                raise  # a Ctrl-C, not this worker's cancel: the item is back, the caller stops
-            failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
-            if cancel.is_set():
-                failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
-            return _timed(failed, started)
+            message = f"{item.key}: left for another worker: {describe_error(exc)}"
+            log.info("%s", message)
+            released = JobResult(_JOB, JobStatus.SUCCESS, message, skipped=True)
+            return _timed(released, started)
+        except (Exception, KeyboardInterrupt) as exc:
+            return self._abandoned(lease, exc, cancel, started)
         if not self.queue.complete(lease):
             log.warning("%s done, but its lease had been taken over", item.key)
         message = f"{item.key}: {result.status} ({result.old_index} -> {result.new_index})"
         return _timed(JobResult.success(_JOB, message, details=result), started)
+
+    def _abandoned(
+        self, lease: Lease, exc: BaseException, cancel: threading.Event, started: float
+    ) -> JobResult:
+        """Abandon ``lease`` for ``exc``: its failed (or cancelled) result; a Ctrl-C that
+        is not ``cancel``'s raised again once the item is back."""
+        item = lease.item
+        why = describe_error(exc)
+        if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
+            log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
+        if not self.queue.abandon(lease, why):
+            log.warning("%s: its lease was taken over; another worker has it", item.key)
+        if isinstance(exc, KeyboardInterrupt) and not cancel.is_set():
+            raise exc  # a Ctrl-C, not this worker's cancel: the item is back, the caller stops
+        failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
+        if cancel.is_set():
+            failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
+        return _timed(failed, started)
 
     def loop(
         self,
@@ -347,8 +376,8 @@ class ReindexWorker:
         on_result: Callable[[JobResult], None] | None = None,
     ) -> int:
         """Run items until ``stop`` is set (the item in progress finishes first; ``cancel``
-        stops it), waiting ``idle`` when the queue is empty or did not answer; the number
-        of items run."""
+        stops it), waiting ``idle`` when the queue is empty or did not answer or the item
+        was for another worker; the number of items run (not those left for another)."""
         check_duration("idle", idle)
         runs = 0
         while not stop.is_set():
@@ -360,11 +389,13 @@ class ReindexWorker:
             if result is None:
                 stop.wait(idle.total_seconds())
                 continue
-            runs += 1
+            runs += 0 if result.skipped else 1
             if on_result is not None:
                 on_result(result)
             if cancel is not None and cancel.is_set():
                 break
+            if result.skipped:  # an item for another worker, back in the queue: no spin
+                stop.wait(idle.total_seconds())
         return runs
 
 

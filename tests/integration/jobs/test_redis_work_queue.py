@@ -6,6 +6,7 @@ one item."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 import uuid
@@ -120,6 +121,49 @@ def test_a_lease_running_out_on_the_last_attempt_fails_the_item(
     assert a.dequeue() is None
     ((failed, why),) = a.failed()
     assert failed == item() and "lease ran out 2 times" in why
+
+
+def test_a_released_item_goes_to_the_back_with_its_attempt_not_counted(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues  # max_attempts=2
+    a.enqueue(item())
+    a.enqueue(item(3))
+    for _ in range(3):  # a worker that cannot run it, again and again
+        lease = a.dequeue()
+        assert lease is not None and lease.item == item() and lease.attempt == 1
+        assert a.release(lease)
+        other = b.dequeue()  # the item behind it goes first
+        assert other is not None and other.item == item(3) and other.attempt == 1
+        assert b.release(other)
+    assert a.failed() == [] and a.counts() == QueueCounts(pending=2, leased=0, failed=0)
+    lease = a.dequeue(SHORT)
+    assert lease is not None and lease.item == item() and lease.attempt == 1
+    other = b.dequeue()
+    assert other is not None and b.complete(other)
+    taken = _dequeue_within(b)  # its lease ran out: another worker has it
+    assert taken.item == item() and taken.attempt == 2
+    assert not a.release(lease)  # no longer a's: changes nothing
+    assert b.complete(taken)
+
+
+def test_an_item_this_release_cannot_read_is_left_for_a_release_that_can(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, _b = queues  # max_attempts=2
+    newer = {**item().to_dict(), "slices": 4}  # a field a newer release added
+    a.client.hset(a.keys["items"], item().key, json.dumps(newer))
+    a.client.rpush(a.keys["pending"], item().key)
+    a.enqueue(item(3))
+    for _ in range(3):
+        lease = a.dequeue()
+        assert lease is not None and lease.item == item(3)
+        assert a.release(lease)
+    a.client.hdel(a.keys["items"], item(3).key)  # only the unreadable one is left
+    for _ in range(3):
+        assert a.dequeue() is None
+    assert a.failed() == [] and a.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    assert a.client.hget(a.keys["attempts"], item().key) in (None, b"0")
 
 
 def test_a_fleet_starting_at_once_enqueues_one_item(

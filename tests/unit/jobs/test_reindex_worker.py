@@ -1,5 +1,6 @@
 """The reindex worker around its handler (patched here: no server): a Ctrl-C that is not
-the worker's own cancel puts the item back and reaches the caller."""
+the worker's own cancel puts the item back and reaches the caller; an item for another
+worker is released, its attempts kept for the worker that can run it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import esmapper as em
 from esmapper.jobs import (
     InMemoryWorkQueue,
     QueueCounts,
@@ -39,3 +41,39 @@ def test_a_ctrl_c_puts_the_item_back_and_reaches_the_caller(
     with pytest.raises(KeyboardInterrupt):  # the loop ends too, it does not take the next
         worker.loop(threading.Event(), idle=dt.timedelta(seconds=60))
     assert queue.counts() == QueueCounts(pending=1, leased=0, failed=0)
+
+
+def test_an_item_for_another_worker_is_released_without_using_up_its_attempts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Old workers still running in a rolling deploy meet the new release's item: they
+    leave it, however often, and the new release's worker still gets every attempt."""
+    refusal = em.WorkItemError("reindex:items:items-v2: another release", foreign=True)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise refusal
+
+    monkeypatch.setattr(_reindex_items, "handle_reindex_work_item", refuse)
+    queue = InMemoryWorkQueue(max_attempts=1)
+    queue.enqueue(item())
+    worker = ReindexWorker(object(), queue)
+    for _ in range(3):
+        result = worker.run_once()
+        assert result is not None and result.is_success and result.skipped
+        assert "left for another worker" in result.message
+    assert queue.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    stop = threading.Event()
+    seen: list[em.JobResult] = []
+
+    def stop_after_one(result: em.JobResult) -> None:
+        seen.append(result)
+        stop.set()
+
+    assert worker.loop(stop, idle=dt.timedelta(seconds=60), on_result=stop_after_one) == 0
+    assert len(seen) == 1 and seen[0].skipped
+
+    # a refusal that is not foreign (an older release's item) counts: failed at once here
+    refusal = em.WorkItemError("reindex:items:items-v2: an older release")
+    result = worker.run_once()
+    assert result is not None and result.is_failed
+    assert queue.counts() == QueueCounts(pending=0, leased=0, failed=1)
