@@ -91,6 +91,25 @@ def test_url_rebuilds_the_mapper_with_the_same_setup(app: str) -> None:
     assert nodes == ["http://127.0.0.1:9999"]
 
 
+def test_url_keeps_the_mapper_s_work_queue(
+    app: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--url`` with the reindex worker (or ``configure --begin-reindexing-outdated``)
+    must still find the application's queue."""
+    (tmp_path / f"{app}_queued.py").write_text(
+        f"import esmapper as em\nfrom {app} import Employee\n"
+        "mapper = em.Mapper('http://127.0.0.1:1', models=[Employee], index_prefix='unit-',"
+        " work_queue=em.InMemoryWorkQueue())\n",
+        encoding="utf-8",
+    )
+    original = load_mapper(f"{app}_queued:mapper")
+    moved = load_mapper(f"{app}_queued:mapper", "http://127.0.0.1:9999")
+    assert moved.work_queue is original.work_queue is not None
+    result = invoke("--app", f"{app}_queued:mapper", "--url", UNREACHABLE, "jobs",
+                    "reindex-worker", "--once")  # fmt: skip
+    assert (result.exit_code, result.stdout) == (0, "no reindex work item pending\n"), result.output
+
+
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
