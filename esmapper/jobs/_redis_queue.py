@@ -21,8 +21,9 @@ added a field) is released by ``dequeue``, not handed out nor failed.
 Unknown outcomes: the client is made without retries (a dequeue whose answer was lost
 must not be sent twice). A lost answer raises redis-py's error: an ``enqueue`` sent again
 is harmless (deduplicated on the key); a lost ``dequeue`` leases the item to nobody until
-its lease runs out, then another worker gets it; a ``complete`` sent again answers
-``False`` once the first applied (the item is gone).
+its lease runs out, then another worker gets it; a ``complete`` (``abandon``,
+``release``) sent again answers ``False`` once the first applied (the token is gone), so
+the worker sends them again after a lost answer.
 """
 
 from __future__ import annotations

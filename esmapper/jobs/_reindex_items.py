@@ -40,7 +40,10 @@ completes the item (done, or ``up_to_date``) or abandons it with the error (retr
 the queue's delay, failed after its last attempt). A worker killed or stopped stops
 renewing: its lease runs out and another worker takes the item; that worker waits for the
 dead one's reindex lock to lapse (at once on the same machine) and resumes the reindex
-(its fencing refuses the stopped one if it ever resumes). ``esmapper jobs reindex-worker
+(its fencing refuses the stopped one if it ever resumes). A ``complete``, ``abandon`` or
+``release`` that gets no answer (a dropped connection: applied or not, unknown) is sent
+again a few times: the queue applies it only under the lease's token, so a second send
+after the first applied changes nothing. ``esmapper jobs reindex-worker
 --once|--loop`` is this worker in a command.
 """
 
@@ -94,6 +97,8 @@ NO_QUEUE: Final = (
     "Must specify a work queue (Mapper(work_queue=...)) in order to migrate index versions"
 )
 _JOB: Final = "reindex-worker"
+#: Waits before sending ``complete``/``abandon``/``release`` again after no answer.
+_RESEND_WAITS: Final = (0.2, 1.0, 3.0)
 
 
 def _target(spec: IndexSpec) -> str:
@@ -271,6 +276,23 @@ class _LeaseKeeper:
         self._thread.join()
 
 
+def _settle(what: str, call: Callable[[], bool], key: str) -> bool:
+    """``call`` (a queue's ``complete``/``abandon``/``release``), sent again after each of
+    :data:`_RESEND_WAITS` while it raises (no answer: a dropped connection, a failover).
+    Safe: the queue applies it only while the lease's token is the item's, so a call sent
+    again after the first applied answers ``False`` and changes nothing. The last error is
+    raised (the lease then runs out and another worker takes the item)."""
+    for wait in (*_RESEND_WAITS, None):
+        try:
+            return call()
+        except Exception as exc:
+            if wait is None:
+                raise
+            log.warning("%s: no answer to %s (%s); asking again", key, what, describe_error(exc))
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
 class ReindexWorker:
     """Dequeues reindex items and runs them (see the module docstring).
 
@@ -336,7 +358,7 @@ class ReindexWorker:
         except WorkItemError as exc:
             if not exc.foreign:
                 return self._abandoned(lease, exc, cancel, started)
-            if not self.queue.release(lease):
+            if not _settle("release", lambda: self.queue.release(lease), item.key):
                 log.warning("%s: its lease was taken over; another worker has it", item.key)
             message = f"{item.key}: left for another worker: {describe_error(exc)}"
             log.info("%s", message)
@@ -344,7 +366,7 @@ class ReindexWorker:
             return _timed(released, started)
         except (Exception, KeyboardInterrupt) as exc:
             return self._abandoned(lease, exc, cancel, started)
-        if not self.queue.complete(lease):
+        if not _settle("complete", lambda: self.queue.complete(lease), item.key):
             log.warning("%s done, but its lease had been taken over", item.key)
         message = f"{item.key}: {result.status} ({result.old_index} -> {result.new_index})"
         return _timed(JobResult.success(_JOB, message, details=result), started)
@@ -358,7 +380,7 @@ class ReindexWorker:
         why = describe_error(exc)
         if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
             log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
-        if not self.queue.abandon(lease, why):
+        if not _settle("abandon", lambda: self.queue.abandon(lease, why), item.key):
             log.warning("%s: its lease was taken over; another worker has it", item.key)
         if isinstance(exc, KeyboardInterrupt) and not cancel.is_set():
             raise exc  # a Ctrl-C, not this worker's cancel: the item is back, the caller stops

@@ -13,6 +13,7 @@ import pytest
 import esmapper as em
 from esmapper.jobs import (
     InMemoryWorkQueue,
+    Lease,
     QueueCounts,
     ReindexWorker,
     ReindexWorkItem,
@@ -77,3 +78,58 @@ def test_an_item_for_another_worker_is_released_without_using_up_its_attempts(
     result = worker.run_once()
     assert result is not None and result.is_failed
     assert queue.counts() == QueueCounts(pending=0, leased=0, failed=1)
+
+
+class LostAnswers(InMemoryWorkQueue):
+    """The answer to the first ``complete``/``abandon`` is lost: after the queue applied
+    it (``applied=True``) or before."""
+
+    def __init__(self, applied: bool) -> None:
+        super().__init__(retry_delay=dt.timedelta(0))
+        self.applied = applied
+        self.lost: list[str] = []
+
+    def _lose(self, name: str, call: Any) -> bool:
+        if name not in self.lost:
+            self.lost.append(name)
+            if self.applied:
+                call()
+            raise ConnectionError(f"connection dropped during {name}")
+        return bool(call())
+
+    def complete(self, lease: Lease) -> bool:
+        return self._lose("complete", lambda: super(LostAnswers, self).complete(lease))
+
+    def abandon(self, lease: Lease, error: str = "") -> bool:
+        return self._lose("abandon", lambda: super(LostAnswers, self).abandon(lease, error))
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_lost_answer_to_complete_or_abandon_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch, applied: bool
+) -> None:
+    """The queue calls are token-checked, so sending them again is safe: an item done is
+    reported done and not run again, an item that failed is back in the queue once."""
+    runs: list[ReindexWorkItem] = []
+
+    def reindexed(mapper: Any, work: ReindexWorkItem, **kwargs: Any) -> Any:
+        runs.append(work)
+        if len(runs) == 2:
+            raise RuntimeError("boom")
+        return em.ReindexResult(
+            model="Item", alias=work.alias, old_index=work.old_index,
+            new_index=work.new_index, status="reindexed", swapped=True,
+        )  # fmt: skip
+
+    monkeypatch.setattr(_reindex_items, "handle_reindex_work_item", reindexed)
+    queue = LostAnswers(applied)
+    queue.enqueue(item())
+    worker = ReindexWorker(object(), queue)
+    done = worker.run_once()
+    assert done is not None and done.is_success, done
+    assert queue.counts() == QueueCounts(pending=0, leased=0, failed=0)
+    queue.enqueue(item())
+    failed = worker.run_once()
+    assert failed is not None and failed.is_failed and "boom" in failed.message
+    assert queue.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    assert queue.lost == ["complete", "abandon"] and len(runs) == 2
