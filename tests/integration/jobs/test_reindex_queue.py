@@ -246,6 +246,39 @@ def test_a_cancelled_worker_rolls_back_and_puts_the_item_back(
     assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
 
 
+def test_a_worker_waiting_for_the_reindex_lock_is_cancelled_at_once(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """A direct reindex (``esmapper migrate``) holds ``reindex:<alias>``: the worker waits
+    for it (up to ``lock_wait``, 30 min by default), and a cancel (a SIGTERM to ``--once``,
+    a second one to ``--loop``) must end that wait, not be ignored until the lock comes."""
+    _seed(make_mapper)
+    queue = InMemoryWorkQueue(retry_delay=dt.timedelta(0))
+    mapper = make_mapper(ItemV2, work_queue=queue)
+    mapper.configure_indexes(begin_reindexing_outdated=True)
+    alias = f"{index_prefix}items"
+    locks = LockProvider(mapper.client, index_prefix=index_prefix)
+    held = locks.acquire(f"reindex:{alias}", dt.timedelta(minutes=10))
+    cancel = threading.Event()
+    worker = ReindexWorker(mapper, lock_wait=dt.timedelta(minutes=5))
+    results: list[em.JobResult | None] = []
+    thread = threading.Thread(target=lambda: results.append(worker.run_once(cancel)))
+    try:
+        thread.start()
+        while queue.counts().leased == 0 and thread.is_alive():
+            threading.Event().wait(0.05)
+        cancel.set()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the cancel was ignored while waiting for the lock"
+    finally:
+        held.release()
+        thread.join()
+    ((result,),) = [results]
+    assert result is not None and result.is_cancelled
+    assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
+    assert _targets(es_client, alias) == [f"{alias}-v1"]
+
+
 def test_a_time_series_model_gets_one_item_that_moves_every_partition(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
