@@ -160,7 +160,9 @@ class InMemoryWorkQueue:
             return True
 
     def _reclaim(self, now: float) -> None:
-        for key, entry in sorted(self._waiting.items(), key=lambda kv: kv[1].until):
+        # latest first: each goes to the front, so the earliest due ends up first (as on Redis)
+        by_due = sorted(self._waiting.items(), key=lambda kv: kv[1].until, reverse=True)
+        for key, entry in by_due:
             if entry.until > now:
                 continue
             del self._waiting[key]

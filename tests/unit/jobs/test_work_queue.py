@@ -187,3 +187,20 @@ def test_a_released_item_goes_to_the_back_with_its_attempt_not_counted() -> None
     assert taken is not None and taken.item == item(new_index="items-v3")
     assert not queue.release(lease)  # no longer this worker's: changes nothing
     assert queue.counts() == em.jobs.QueueCounts(pending=0, leased=1, failed=1)
+
+
+def test_items_whose_leases_ran_out_come_back_oldest_first_as_on_redis() -> None:
+    clock = Clock()
+    queue = InMemoryWorkQueue(clock=clock)
+    for n in (2, 3, 4):
+        queue.enqueue(item(new_index=f"items-v{n}"))
+    first = queue.dequeue(dt.timedelta(seconds=10))
+    second = queue.dequeue(dt.timedelta(seconds=20))
+    assert first is not None and second is not None
+    clock.now += 30  # both ran out: they go before the item never taken, first one first
+    order = [queue.dequeue() for _ in range(3)]
+    assert [lease.item.new_index for lease in order if lease] == [
+        "items-v2",
+        "items-v3",
+        "items-v4",
+    ]
