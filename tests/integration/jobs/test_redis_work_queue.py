@@ -166,6 +166,25 @@ def test_an_item_this_release_cannot_read_is_left_for_a_release_that_can(
     assert a.client.hget(a.keys["attempts"], item().key) in (None, b"0")
 
 
+def test_a_redis_that_lost_its_data_leaves_the_holder_changing_nothing(
+    queues: list[RedisWorkQueue],
+) -> None:
+    """Redis restarted without persistence while a worker held an item: the worker's
+    calls answer ``False`` (nothing to resurrect), and the next configure enqueues anew."""
+    a, _b = queues
+    a.enqueue(item())
+    lease = a.dequeue()
+    assert lease is not None
+    a.client.delete(*a.keys.values())  # the restart
+    a.client.script_flush()  # its scripts are gone too: redis-py loads them again
+    assert not a.renew(lease) and not a.complete(lease)
+    assert not a.abandon(lease, "late") and not a.release(lease)
+    assert a.counts() == QueueCounts(0, 0, 0) and a.failed() == []
+    assert a.enqueue(item())
+    again = a.dequeue()
+    assert again is not None and again.attempt == 1
+
+
 def test_a_fleet_starting_at_once_enqueues_one_item(
     make_mapper: MakeMapper, redis_url: str, queue_name: str, index_prefix: str
 ) -> None:
