@@ -19,19 +19,21 @@ the one ``reindex:<alias>`` lock). Not one item per partition: the partitions of
 must move in order under one lock, which several items would only fight over.
 
 **Run.** :func:`handle_reindex_work_item` checks the item against the worker's own model
-(the alias is a registered model's, the target and the script and the timestamp field are
-the ones this worker's code composes; a worker of another release refuses the item with
-:class:`~esmapper.errors.WorkItemError`). An item for a newer release, or for another
-application sharing the queue (no model has its alias), is ``foreign``: the worker
-releases it (:meth:`~esmapper.jobs.WorkQueue.release`: to the back of the queue, its
-attempt not counted) and its loop waits before the next poll, so old workers still
-running in a rolling deploy cannot use up the attempts of the new release's item. Any
-other refusal (an older release's item, another script) counts as a failed attempt: such
-an item ends in the failed items.
-A checked item runs :func:`esmapper.indexes.reindex.reindex`: the same run, the same
+(the alias is a registered model's, the target and the script and the timestamp field
+are the ones this worker's code composes; a worker of another release refuses the item
+with :class:`~esmapper.errors.WorkItemError`). An item for a newer release, or for
+another application sharing the queue (no model has its alias), is ``foreign``: the
+worker releases it (:meth:`~esmapper.jobs.WorkQueue.release`: to the back of the queue,
+its attempt not counted) and its loop waits before the next poll, so old workers still
+running in a rolling deploy cannot use up the attempts of the new release's item. An
+item whose ``reindex:<alias>`` lock stays held past ``lock_wait`` by a reindex running
+elsewhere (a direct ``esmapper migrate`` started first) is released too, not failed: the
+lock holder is read after the ``LockError``. Any other refusal (an older release's item,
+another script) counts as a failed attempt: such an item ends in the failed items. A
+checked item runs :func:`esmapper.indexes.reindex.reindex`: the same run, the same
 ``reindex:<alias>`` lock as a direct reindex (its heartbeat renews it, every progress
-report checks it), so the direct path and the queue path never overlap. A worker that gets
-the lock after another finished the same reindex finds the alias on the target and
+report checks it), so the direct path and the queue path never overlap. A worker that
+gets the lock after another finished the same reindex finds the alias on the target and
 returns ``up_to_date`` at once.
 
 **Workers.** :class:`ReindexWorker` dequeues one item at a time with a lease, renews the
@@ -61,7 +63,7 @@ import attrs
 
 from esmapper._context import context_of
 from esmapper._server_tasks import interruptible
-from esmapper.errors import IndexConfigurationError, JobCancelled, WorkItemError
+from esmapper.errors import IndexConfigurationError, JobCancelled, LockError, WorkItemError
 from esmapper.indexes._reindex_pass import Throttle
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.reindex import (
@@ -76,7 +78,7 @@ from esmapper.indexes.spec import IndexSpec
 from esmapper.jobs._work_items import ReindexWorkItem
 from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, WorkQueue
 from esmapper.jobs.base import JobResult, JobStatus, describe_error
-from esmapper.locks import check_duration
+from esmapper.locks import LockHolder, LockProvider, check_duration
 from esmapper.reindex_scripts import compose
 
 if TYPE_CHECKING:
@@ -331,12 +333,14 @@ class ReindexWorker:
     def run_once(self, cancel: threading.Event | None = None) -> JobResult | None:
         """Dequeue one item and run it: its :class:`~esmapper.jobs.JobResult` (``details``
         the :class:`ReindexResult`; ``failed`` with the error, the item abandoned;
-        ``skipped`` when the item is for another worker, a
-        :attr:`WorkItemError.foreign <esmapper.errors.WorkItemError>` one: released, its
-        attempt not counted), or ``None`` when no item is pending. ``cancel`` set: the
-        reindex stops at its next progress report or task poll (rolled back) and the item
-        is abandoned (a ``cancelled`` result). Raises the queue's errors (Redis unreachable), and a
-        ``KeyboardInterrupt`` that is not ``cancel``'s once the item is abandoned."""
+        ``skipped`` when the item is for another worker, a :attr:`WorkItemError.foreign
+        <esmapper.errors.WorkItemError>` one, or when its reindex lock stayed held past
+        ``lock_wait`` by a reindex running elsewhere (a ``GET`` of the lock after the
+        ``LockError``): released, its attempt not counted), or ``None`` when no item is
+        pending. ``cancel`` set: the reindex stops at its next progress report or task
+        poll (rolled back) and the item is abandoned (a ``cancelled`` result). Raises
+        the queue's errors (Redis unreachable), and a ``KeyboardInterrupt`` that is not
+        ``cancel``'s once the item is abandoned."""
         lease = self.queue.dequeue(self.lease)
         if lease is None:
             return None
@@ -358,18 +362,40 @@ class ReindexWorker:
         except WorkItemError as exc:
             if not exc.foreign:
                 return self._abandoned(lease, exc, cancel, started)
-            if not _settle("release", lambda: self.queue.release(lease), item.key):
-                log.warning("%s: its lease was taken over; another worker has it", item.key)
-            message = f"{item.key}: left for another worker: {describe_error(exc)}"
-            log.info("%s", message)
-            released = JobResult(_JOB, JobStatus.SUCCESS, message, skipped=True)
-            return _timed(released, started)
+            why = f"left for another worker: {describe_error(exc)}"
+            return self._released(lease, why, started)
+        except LockError as exc:
+            holder = None if cancel.is_set() else self._reindex_holder(item)
+            if holder is None:
+                return self._abandoned(lease, exc, cancel, started)
+            why = f"its reindex is running elsewhere ({holder}); left in the queue"
+            return self._released(lease, why, started)
         except (Exception, KeyboardInterrupt) as exc:
             return self._abandoned(lease, exc, cancel, started)
         if not _settle("complete", lambda: self.queue.complete(lease), item.key):
             log.warning("%s done, but its lease had been taken over", item.key)
         message = f"{item.key}: {result.status} ({result.old_index} -> {result.new_index})"
         return _timed(JobResult.success(_JOB, message, details=result), started)
+
+    def _released(self, lease: Lease, why: str, started: float) -> JobResult:
+        """Release ``lease`` (not an attempt): a ``skipped`` result saying ``why``."""
+        key = lease.item.key
+        if not _settle("release", lambda: self.queue.release(lease), key):
+            log.warning("%s: its lease was taken over; another worker has it", key)
+        log.info("%s: %s", key, why)
+        released = JobResult(_JOB, JobStatus.SUCCESS, f"{key}: {why}", skipped=True)
+        return _timed(released, started)
+
+    def _reindex_holder(self, item: ReindexWorkItem) -> LockHolder | None:
+        """Who holds ``reindex:<alias>`` now (a ``GET`` of the lock), ``None`` when nobody
+        does or the read failed."""
+        try:
+            ctx = context_of(self.mapper)
+            locks = LockProvider(ctx.client, index_prefix=ctx.index_prefix, clock=ctx.clock)
+            return locks.live_holder(f"reindex:{item.alias}")
+        except Exception as exc:
+            log.warning("%s: its reindex lock not read: %s", item.key, describe_error(exc))
+            return None
 
     def _abandoned(
         self, lease: Lease, exc: BaseException, cancel: threading.Event, started: float

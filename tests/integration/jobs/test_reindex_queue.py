@@ -279,6 +279,33 @@ def test_a_worker_waiting_for_the_reindex_lock_is_cancelled_at_once(
     assert _targets(es_client, alias) == [f"{alias}-v1"]
 
 
+def test_an_item_whose_reindex_runs_elsewhere_waits_for_it_without_using_up_attempts(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """``bootstrap(begin_reindexing_outdated=True)`` racing a direct ``esmapper migrate``
+    longer than the worker's ``lock_wait``: the item is not failed for a reindex that is
+    running; once that ends, the item finds the alias moved (or runs)."""
+    _seed(make_mapper)
+    queue = InMemoryWorkQueue(max_attempts=1)
+    mapper = make_mapper(ItemV2, work_queue=queue)
+    em.bootstrap(mapper, begin_reindexing_outdated=True)
+    alias = f"{index_prefix}items"
+    migrate = LockProvider(mapper.client, index_prefix=index_prefix)
+    held = migrate.acquire(f"reindex:{alias}", dt.timedelta(minutes=10))
+    worker = ReindexWorker(mapper, lock_wait=dt.timedelta(0))
+    try:
+        for _ in range(3):
+            waited = worker.run_once()
+            assert waited is not None and waited.skipped, waited
+            assert "running elsewhere" in waited.message
+    finally:
+        held.release()
+    assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
+    done = worker.run_once()
+    assert done is not None and done.is_success and "reindexed" in done.message
+    assert _targets(es_client, alias) == [f"{alias}-v2"]
+
+
 def test_a_time_series_model_gets_one_item_that_moves_every_partition(
     make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
 ) -> None:
