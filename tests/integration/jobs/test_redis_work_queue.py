@@ -221,3 +221,41 @@ def test_a_fleet_starting_at_once_enqueues_one_item(
     for mapper in mappers:
         assert isinstance(mapper.work_queue, RedisWorkQueue)
         mapper.work_queue.close()
+
+
+def test_two_applications_sharing_one_queue_run_their_own_items_and_fail_none(
+    es_url: str, redis_url: str, queue_name: str, index_prefix: str
+) -> None:
+    """Two index prefixes (two applications) on one Redis queue: the keys differ (the alias
+    carries the prefix) and each worker leaves the other's item for it."""
+    apps = []
+    for prefix in (f"{index_prefix}a-", f"{index_prefix}b-"):
+        with em.Mapper(es_url, models=[ItemV1], index_prefix=prefix) as old:
+            old.configure_indexes()
+            old.repository(ItemV1).add([ItemV1(n=i) for i in range(5)], consistency="wait")
+        queue = RedisWorkQueue(redis_url, name=queue_name, retry_delay=dt.timedelta(0))
+        apps.append(em.Mapper(es_url, models=[ItemV2], index_prefix=prefix, work_queue=queue))
+    try:
+        for app in apps:
+            em.bootstrap(app, begin_reindexing_outdated=True)
+        queue = apps[0].work_queue
+        assert isinstance(queue, RedisWorkQueue)
+        assert queue.counts() == QueueCounts(pending=2, leased=0, failed=0)
+        a, b = (em.ReindexWorker(app) for app in apps)
+        first = a.run_once()  # its own item was first
+        assert first is not None and first.is_success and not first.skipped
+        left = a.run_once()  # b's: left for b's workers, however often
+        assert left is not None and left.skipped
+        assert a.run_once() is not None and queue.counts().failed == 0
+        done = b.run_once()
+        assert done is not None and done.is_success and not done.skipped
+        assert b.run_once() is None and queue.failed() == []
+        for app in apps:
+            alias = f"{app.index_prefix}items"
+            assert list(app.client.indices.get_alias(name=alias).body) == [f"{alias}-v2"]
+            assert app.repository(ItemV2).count() == 5
+    finally:
+        for app in apps:
+            assert isinstance(app.work_queue, RedisWorkQueue)
+            app.work_queue.close()
+            app.close()
