@@ -463,3 +463,36 @@ def test_maintain_loop_announces_itself_only_once_its_signal_handlers_are_in_pla
     lines = result.stderr.splitlines()
     assert lines[0] == "<handlers installed>", lines
     assert lines[1].startswith("maintain: every 1h until SIGTERM"), lines
+
+
+def test_reindex_worker_loop_announces_itself_only_once_its_signal_handlers_are_in_place(
+    app: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    import click
+
+    from esmapper import _cli_work
+    from esmapper.jobs import ReindexWorker
+
+    (tmp_path / f"{app}_worker.py").write_text(
+        f"import esmapper as em\nfrom {app} import Employee\n"
+        "mapper = em.Mapper('http://127.0.0.1:1', models=[Employee], index_prefix='unit-',"
+        " work_queue=em.InMemoryWorkQueue())\n",
+        encoding="utf-8",
+    )
+
+    @contextlib.contextmanager
+    def handlers(stop: Any, cancel: Any) -> Iterator[None]:
+        click.echo("<handlers installed>", err=True)
+        yield
+
+    monkeypatch.setattr(_cli_work, "stop_on_signals", handlers)
+    monkeypatch.setattr(ReindexWorker, "loop", lambda self, stop, cancel, **kw: 0)
+    result = invoke("--app", f"{app}_worker:mapper", "jobs", "reindex-worker", "--loop")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[:2] == [
+        "<handlers installed>",
+        "reindex-worker: running items until SIGTERM or Ctrl-C",
+    ], lines
