@@ -233,8 +233,8 @@ def test_two_applications_sharing_one_queue_run_their_own_items_and_fail_none(
         with em.Mapper(es_url, models=[ItemV1], index_prefix=prefix) as old:
             old.configure_indexes()
             old.repository(ItemV1).add([ItemV1(n=i) for i in range(5)], consistency="wait")
-        queue = RedisWorkQueue(redis_url, name=queue_name, retry_delay=dt.timedelta(0))
-        apps.append(em.Mapper(es_url, models=[ItemV2], index_prefix=prefix, work_queue=queue))
+        own = RedisWorkQueue(redis_url, name=queue_name, retry_delay=dt.timedelta(0))
+        apps.append(em.Mapper(es_url, models=[ItemV2], index_prefix=prefix, work_queue=own))
     try:
         for app in apps:
             em.bootstrap(app, begin_reindexing_outdated=True)
