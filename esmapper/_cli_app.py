@@ -133,8 +133,8 @@ def _import(module_name: str) -> ModuleType:
 
 def load_mapper(app: str | None, url: str | None = None) -> Mapper:
     """The Mapper named by ``module:attribute`` (see the module docstring); ``url`` builds a
-    new one with the same models, prefix and migrations at that address (the application's
-    own mapper is left open: it is not ours to close). Raises CliError."""
+    new one with the same models, prefix, migrations and work queue at that address (the
+    application's own mapper is left open: it is not ours to close). Raises CliError."""
     if not app:
         raise CliError("no application: pass --app module:attribute or set ESMAPPER_APP")
     module_name, _, attr = app.partition(":")
@@ -157,7 +157,7 @@ def load_mapper(app: str | None, url: str | None = None) -> Mapper:
     if not url:
         return mapper
     return Mapper(url, models=mapper.models, index_prefix=mapper.index_prefix,
-                  migrations=mapper.migrations)  # fmt: skip
+                  migrations=mapper.migrations, work_queue=mapper.work_queue)  # fmt: skip
 
 
 def mapper_of(ctx: click.Context) -> Mapper:

@@ -177,8 +177,8 @@ def maintain(
             raise LockHeld(f"{skipped[0].job} skipped: {skipped[0].message}")
         return
     stop, cancel = threading.Event(), threading.Event()
-    click.echo(f"maintain: every {format_duration(interval)} until SIGTERM or Ctrl-C", err=True)
-    with stop_on_signals(stop, cancel):
+    with stop_on_signals(stop, cancel):  # announced once a signal is handled, not before
+        click.echo(f"maintain: every {format_duration(interval)} until SIGTERM or Ctrl-C", err=True)
         ended = runner.loop(stop, cancel)
     if ended.reason == "cancelled":
         raise Cancelled(f"maintain cancelled during run {ended.runs}")

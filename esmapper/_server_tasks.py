@@ -81,6 +81,7 @@ __all__ = [
     "forget",
     "has_tasks",
     "interruptible",
+    "interruptible_sleep",
     "jittered",
     "run_task",
     "running_tasks",
@@ -217,14 +218,15 @@ def interruptible(event: threading.Event) -> Iterator[None]:
         _INTERRUPT.event = outer
 
 
-def _sleep(seconds: float) -> None:
+def interruptible_sleep(seconds: float) -> None:
     """:func:`time.sleep` (looked up when called), or, inside :func:`interruptible`, a
-    wait on its event that raises ``KeyboardInterrupt`` once it is set."""
+    wait on its event that raises ``KeyboardInterrupt`` once it is set (also the lock waits
+    of a reindex: a cancelled worker does not wait out ``lock_wait``)."""
     event: threading.Event | None = getattr(_INTERRUPT, "event", None)
     if event is None:
         time.sleep(seconds)
     elif event.wait(seconds):
-        raise KeyboardInterrupt(f"interrupted while waiting {seconds:.2f}s for a task")
+        raise KeyboardInterrupt(f"interrupted while waiting {seconds:.2f}s")
 
 
 def _tasks_api(client: Elasticsearch, method: str, path: str, **params: Any) -> dict[str, Any]:
@@ -353,7 +355,7 @@ def run_task(
     turns each poll's wait into the one slept (default :func:`jittered`, +/-25%). Raises
     the client's ``ApiError`` for a start refused with an error status (not a
     by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
-    pause = sleep if sleep is not None else _sleep
+    pause = sleep if sleep is not None else interruptible_sleep
     report = progress if progress is not None else (lambda done, total: None)
     started_at = monotonic()
     if not has_tasks(client):

@@ -664,7 +664,18 @@ class JobError(EsmapperError):
 class WorkItemError(EsmapperError, ValueError):
     """A reindex work item this worker cannot run: no model of its mapper has the item's
     alias, or the model's target version, script or timestamp field differ from the
-    item's (a worker of another release); raised before anything is sent."""
+    item's (a worker of another release); raised before anything is sent.
+
+    ``foreign`` is ``True`` when the item is for another worker: no model of this mapper
+    has its alias (another application on the same queue) or its target is a newer version
+    than this worker's model (a worker of a newer release). A
+    :class:`~esmapper.jobs.ReindexWorker` releases such an item without counting the
+    attempt (:meth:`~esmapper.jobs.WorkQueue.release`); other refusals count, so an item
+    of an older release ends in the failed items."""
+
+    def __init__(self, message: str, *, foreign: bool = False, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.foreign = foreign
 
 
 class JobCancelled(EsmapperError):

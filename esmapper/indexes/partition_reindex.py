@@ -59,6 +59,7 @@ import attrs
 from elasticsearch import Elasticsearch
 
 from esmapper._context import context_of
+from esmapper._server_tasks import interruptible_sleep
 from esmapper._transport import once, send_or_read_back
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._fence import is_fence
@@ -120,7 +121,10 @@ def reindex_partitions(
         )
     client = mapper.client
     began = time.monotonic()
-    locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    # its wait for the lock ends like a task wait once an interruptible() event is set
+    locks = LockProvider(
+        client, index_prefix=mapper.index_prefix, clock=mapper.clock, sleep=interruptible_sleep
+    )
     with locks.acquire(f"reindex:{spec.alias}", lock_ttl, wait=lock_wait) as lock:
         versions = partition_versions(client, spec, mapper.clock())
         if versions.newer:

@@ -195,7 +195,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from esmapper._context import context_of
-from esmapper._server_tasks import interruptible
+from esmapper._server_tasks import interruptible, interruptible_sleep
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._configured import clear_marker
 from esmapper.indexes._idx_owed import settle_idx_rebuild
@@ -320,7 +320,10 @@ def reindex(
         )
     client = mapper.client
     new = spec.physical_name()
-    locks = LockProvider(client, index_prefix=mapper.index_prefix, clock=mapper.clock)
+    # its wait for the lock ends like a task wait once an interruptible() event is set
+    locks = LockProvider(
+        client, index_prefix=mapper.index_prefix, clock=mapper.clock, sleep=interruptible_sleep
+    )
     with locks.acquire(f"reindex:{spec.alias}", lock_ttl, wait=lock_wait) as lock:
         old = alias_target(client, spec)
         if old is None:

@@ -14,20 +14,23 @@ Every operation is one Lua script, so it is atomic, and the time is Redis's own
 (``TIME``): the workers' clocks do not matter. ``dequeue`` first moves the items whose
 lease or retry delay ended back to the front of ``pending`` (or to ``failed`` after
 ``max_attempts`` leases ran out), then pops one, counts the attempt and leases it under a
-new random token. ``renew``, ``complete`` and ``abandon`` apply only while the token is
-the item's.
+new random token. ``renew``, ``complete``, ``abandon`` and ``release`` apply only while
+the token is the item's. An item whose JSON this release cannot read (a newer release
+added a field) is released by ``dequeue``, not handed out nor failed.
 
 Unknown outcomes: the client is made without retries (a dequeue whose answer was lost
 must not be sent twice). A lost answer raises redis-py's error: an ``enqueue`` sent again
 is harmless (deduplicated on the key); a lost ``dequeue`` leases the item to nobody until
-its lease runs out, then another worker gets it; a ``complete`` sent again answers
-``False`` once the first applied (the item is gone).
+its lease runs out, then another worker gets it; a ``complete`` (``abandon``,
+``release``) sent again answers ``False`` once the first applied (the token is gone), so
+the worker sends them again after a lost answer.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import uuid
 from typing import Any, Final
 
@@ -40,6 +43,13 @@ from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, QueueCounts, check_q
 from esmapper.locks import check_duration
 
 __all__ = ["RedisWorkQueue"]
+
+log = logging.getLogger("esmapper.jobs")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -130,6 +140,17 @@ return 1
 )
 
 
+# KEYS: leases tokens attempts pending; ARGV: key token
+_RELEASE: Final = """
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HINCRBY', KEYS[3], ARGV[1], -1)
+redis.call('RPUSH', KEYS[4], ARGV[1])
+return 1
+"""
+
+
 def _ms(duration: _dt.timedelta) -> int:
     return max(1, round(duration.total_seconds() * 1000))
 
@@ -175,6 +196,7 @@ class RedisWorkQueue:
         self._renew = self.client.register_script(_RENEW)
         self._complete = self.client.register_script(_COMPLETE)
         self._abandon = self.client.register_script(_ABANDON)
+        self._release = self.client.register_script(_RELEASE)
 
     def _k(self, *names: str) -> list[str]:
         return [self.keys[n] for n in names]
@@ -187,15 +209,40 @@ class RedisWorkQueue:
         return bool(self._enqueue(keys=keys, args=[item.key, body]))
 
     def dequeue(self, lease: _dt.timedelta = DEFAULT_LEASE) -> Lease | None:
+        """The oldest pending item this release can read, leased for ``lease``. An item
+        it cannot read (a newer release's fields) is released for a worker that can (to
+        the back of the queue, its attempt not counted, a WARNING logged) and the next one
+        taken; ``None`` when none is pending or none of them can be read."""
         check_duration("lease", lease)
-        token = uuid.uuid4().hex
         keys = self._k("items", "pending", "leases", "tokens", "attempts", "failed")
-        found = self._dequeue(keys=keys, args=[token, _ms(lease), self.max_attempts])
-        if not found:
-            return None
-        _key, body, attempt = found
-        item = ReindexWorkItem.from_dict(json.loads(body))
-        return Lease(item, token, int(attempt))
+        unreadable: set[str] = set()
+        while True:
+            token = uuid.uuid4().hex
+            found = self._dequeue(keys=keys, args=[token, _ms(lease), self.max_attempts])
+            if not found:
+                return None
+            key, body, attempt = (_text(found[0]), found[1], int(found[2]))
+            try:
+                item = ReindexWorkItem.from_dict(json.loads(body))
+            except (TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+                self._release_key(key, token)
+                if key in unreadable:  # every pending item was tried
+                    return None
+                unreadable.add(key)
+                log.warning("%s: an item this release cannot read, left for another: %s",
+                            key, " ".join(str(exc).split()))  # fmt: skip
+                continue
+            return Lease(item, token, attempt)
+
+    def _release_key(self, key: str, token: str) -> bool:
+        keys = self._k("leases", "tokens", "attempts", "pending")
+        return bool(self._release(keys=keys, args=[key, token]))
+
+    def _retry_ms(self) -> int:
+        return _ms(self.retry_delay) if self.retry_delay else 0
+
+    def release(self, lease: Lease) -> bool:
+        return self._release_key(lease.item.key, lease.token)
 
     def renew(self, lease: Lease, duration: _dt.timedelta = DEFAULT_LEASE) -> bool:
         check_duration("duration", duration)
@@ -208,8 +255,7 @@ class RedisWorkQueue:
 
     def abandon(self, lease: Lease, error: str = "") -> bool:
         keys = self._k("items", "leases", "tokens", "attempts", "failed")
-        retry = _ms(self.retry_delay) if self.retry_delay else 0
-        args = [lease.item.key, lease.token, self.max_attempts, error, retry]
+        args = [lease.item.key, lease.token, self.max_attempts, error, self._retry_ms()]
         return bool(self._abandon(keys=keys, args=args))
 
     def counts(self) -> QueueCounts:

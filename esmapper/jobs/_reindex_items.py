@@ -19,13 +19,21 @@ the one ``reindex:<alias>`` lock). Not one item per partition: the partitions of
 must move in order under one lock, which several items would only fight over.
 
 **Run.** :func:`handle_reindex_work_item` checks the item against the worker's own model
-(the alias is a registered model's, the target and the script and the timestamp field are
-the ones this worker's code composes; a worker of another release refuses the item with
-:class:`~esmapper.errors.WorkItemError` and leaves it to a worker of the right release)
-and then calls :func:`esmapper.indexes.reindex.reindex`: the same run, the same
+(the alias is a registered model's, the target and the script and the timestamp field
+are the ones this worker's code composes; a worker of another release refuses the item
+with :class:`~esmapper.errors.WorkItemError`). An item for a newer release, or for
+another application sharing the queue (no model has its alias), is ``foreign``: the
+worker releases it (:meth:`~esmapper.jobs.WorkQueue.release`: to the back of the queue,
+its attempt not counted) and its loop waits before the next poll, so old workers still
+running in a rolling deploy cannot use up the attempts of the new release's item. An
+item whose ``reindex:<alias>`` lock stays held past ``lock_wait`` by a reindex running
+elsewhere (a direct ``esmapper migrate`` started first) is released too, not failed: the
+lock holder is read after the ``LockError``. Any other refusal (an older release's item,
+another script) counts as a failed attempt: such an item ends in the failed items. A
+checked item runs :func:`esmapper.indexes.reindex.reindex`: the same run, the same
 ``reindex:<alias>`` lock as a direct reindex (its heartbeat renews it, every progress
-report checks it), so the direct path and the queue path never overlap. A worker that gets
-the lock after another finished the same reindex finds the alias on the target and
+report checks it), so the direct path and the queue path never overlap. A worker that
+gets the lock after another finished the same reindex finds the alias on the target and
 returns ``up_to_date`` at once.
 
 **Workers.** :class:`ReindexWorker` dequeues one item at a time with a lease, renews the
@@ -34,7 +42,10 @@ completes the item (done, or ``up_to_date``) or abandons it with the error (retr
 the queue's delay, failed after its last attempt). A worker killed or stopped stops
 renewing: its lease runs out and another worker takes the item; that worker waits for the
 dead one's reindex lock to lapse (at once on the same machine) and resumes the reindex
-(its fencing refuses the stopped one if it ever resumes). ``esmapper jobs reindex-worker
+(its fencing refuses the stopped one if it ever resumes). A ``complete``, ``abandon`` or
+``release`` that gets no answer (a dropped connection: applied or not, unknown) is sent
+again a few times: the queue applies it only under the lease's token, so a second send
+after the first applied changes nothing. ``esmapper jobs reindex-worker
 --once|--loop`` is this worker in a command.
 """
 
@@ -52,7 +63,7 @@ import attrs
 
 from esmapper._context import context_of
 from esmapper._server_tasks import interruptible
-from esmapper.errors import IndexConfigurationError, JobCancelled, WorkItemError
+from esmapper.errors import IndexConfigurationError, JobCancelled, LockError, WorkItemError
 from esmapper.indexes._reindex_pass import Throttle
 from esmapper.indexes.configure import IndexState
 from esmapper.indexes.reindex import (
@@ -66,8 +77,8 @@ from esmapper.indexes.reindex import (
 from esmapper.indexes.spec import IndexSpec
 from esmapper.jobs._work_items import ReindexWorkItem
 from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, WorkQueue
-from esmapper.jobs.base import JobResult, describe_error
-from esmapper.locks import check_duration
+from esmapper.jobs.base import JobResult, JobStatus, describe_error
+from esmapper.locks import LockHolder, LockProvider, check_duration
 from esmapper.reindex_scripts import compose
 
 if TYPE_CHECKING:
@@ -88,6 +99,8 @@ NO_QUEUE: Final = (
     "Must specify a work queue (Mapper(work_queue=...)) in order to migrate index versions"
 )
 _JOB: Final = "reindex-worker"
+#: Waits before sending ``complete``/``abandon``/``release`` again after no answer.
+_RESEND_WAITS: Final = (0.2, 1.0, 3.0)
 
 
 def _target(spec: IndexSpec) -> str:
@@ -174,9 +187,11 @@ def _model_of(ctx: Context, item: ReindexWorkItem) -> type:
         target = _target(spec)
         old_version = _version_in(spec, item.old_index)
         if item.new_index != target or old_version is None:
+            item_version = _version_in(spec, item.new_index)
             raise WorkItemError(
                 f"{item.key}: this worker's {spec.info.name} is at {target!r}, the item moves "
-                f"{item.old_index!r} to {item.new_index!r} (a worker of another release)"
+                f"{item.old_index!r} to {item.new_index!r} (a worker of another release)",
+                foreign=item_version is not None and item_version > spec.version,
             )
         script = compose(spec.options.reindex_scripts, old_version, spec.version)
         if item.script != script:
@@ -190,7 +205,9 @@ def _model_of(ctx: Context, item: ReindexWorkItem) -> type:
                 f"{spec.info.name}'s {spec.info.updated_field!r}"
             )
         return model
-    raise WorkItemError(f"{item.key}: no model of this mapper has the alias {item.alias!r}")
+    raise WorkItemError(
+        f"{item.key}: no model of this mapper has the alias {item.alias!r}", foreign=True
+    )
 
 
 def handle_reindex_work_item(
@@ -261,6 +278,23 @@ class _LeaseKeeper:
         self._thread.join()
 
 
+def _settle(what: str, call: Callable[[], bool], key: str) -> bool:
+    """``call`` (a queue's ``complete``/``abandon``/``release``), sent again after each of
+    :data:`_RESEND_WAITS` while it raises (no answer: a dropped connection, a failover).
+    Safe: the queue applies it only while the lease's token is the item's, so a call sent
+    again after the first applied answers ``False`` and changes nothing. The last error is
+    raised (the lease then runs out and another worker takes the item)."""
+    for wait in (*_RESEND_WAITS, None):
+        try:
+            return call()
+        except Exception as exc:
+            if wait is None:
+                raise
+            log.warning("%s: no answer to %s (%s); asking again", key, what, describe_error(exc))
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
 class ReindexWorker:
     """Dequeues reindex items and runs them (see the module docstring).
 
@@ -298,11 +332,15 @@ class ReindexWorker:
 
     def run_once(self, cancel: threading.Event | None = None) -> JobResult | None:
         """Dequeue one item and run it: its :class:`~esmapper.jobs.JobResult` (``details``
-        the :class:`ReindexResult`; ``failed`` with the error, the item abandoned), or
-        ``None`` when no item is pending. ``cancel`` set: the reindex stops at its next
-        progress report or task poll (rolled back) and the item is abandoned (a
-        ``cancelled`` result). Raises the queue's errors (Redis
-        unreachable)."""
+        the :class:`ReindexResult`; ``failed`` with the error, the item abandoned;
+        ``skipped`` when the item is for another worker, a :attr:`WorkItemError.foreign
+        <esmapper.errors.WorkItemError>` one, or when its reindex lock stayed held past
+        ``lock_wait`` by a reindex running elsewhere (a ``GET`` of the lock after the
+        ``LockError``): released, its attempt not counted), or ``None`` when no item is
+        pending. ``cancel`` set: the reindex stops at its next progress report or task
+        poll (rolled back) and the item is abandoned (a ``cancelled`` result). Raises
+        the queue's errors (Redis unreachable), and a ``KeyboardInterrupt`` that is not
+        ``cancel``'s once the item is abandoned."""
         lease = self.queue.dequeue(self.lease)
         if lease is None:
             return None
@@ -321,20 +359,61 @@ class ReindexWorker:
                 result = handle_reindex_work_item(
                     self.mapper, item, progress=progress, **self.options
                 )
+        except WorkItemError as exc:
+            if not exc.foreign:
+                return self._abandoned(lease, exc, cancel, started)
+            why = f"left for another worker: {describe_error(exc)}"
+            return self._released(lease, why, started)
+        except LockError as exc:
+            holder = None if cancel.is_set() else self._reindex_holder(item)
+            if holder is None:
+                return self._abandoned(lease, exc, cancel, started)
+            why = f"its reindex is running elsewhere ({holder}); left in the queue"
+            return self._released(lease, why, started)
         except (Exception, KeyboardInterrupt) as exc:
-            why = describe_error(exc)
-            if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
-                log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
-            if not self.queue.abandon(lease, why):
-                log.warning("%s: its lease was taken over; another worker has it", item.key)
-            failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
-            if cancel.is_set():
-                failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
-            return _timed(failed, started)
-        if not self.queue.complete(lease):
+            return self._abandoned(lease, exc, cancel, started)
+        if not _settle("complete", lambda: self.queue.complete(lease), item.key):
             log.warning("%s done, but its lease had been taken over", item.key)
         message = f"{item.key}: {result.status} ({result.old_index} -> {result.new_index})"
         return _timed(JobResult.success(_JOB, message, details=result), started)
+
+    def _released(self, lease: Lease, why: str, started: float) -> JobResult:
+        """Release ``lease`` (not an attempt): a ``skipped`` result saying ``why``."""
+        key = lease.item.key
+        if not _settle("release", lambda: self.queue.release(lease), key):
+            log.warning("%s: its lease was taken over; another worker has it", key)
+        log.info("%s: %s", key, why)
+        released = JobResult(_JOB, JobStatus.SUCCESS, f"{key}: {why}", skipped=True)
+        return _timed(released, started)
+
+    def _reindex_holder(self, item: ReindexWorkItem) -> LockHolder | None:
+        """Who holds ``reindex:<alias>`` now (a ``GET`` of the lock), ``None`` when nobody
+        does or the read failed."""
+        try:
+            ctx = context_of(self.mapper)
+            locks = LockProvider(ctx.client, index_prefix=ctx.index_prefix, clock=ctx.clock)
+            return locks.live_holder(f"reindex:{item.alias}")
+        except Exception as exc:
+            log.warning("%s: its reindex lock not read: %s", item.key, describe_error(exc))
+            return None
+
+    def _abandoned(
+        self, lease: Lease, exc: BaseException, cancel: threading.Event, started: float
+    ) -> JobResult:
+        """Abandon ``lease`` for ``exc``: its failed (or cancelled) result; a Ctrl-C that
+        is not ``cancel``'s raised again once the item is back."""
+        item = lease.item
+        why = describe_error(exc)
+        if not isinstance(exc, KeyboardInterrupt | JobCancelled | WorkItemError):
+            log.warning("%s (attempt %d) failed: %s", item.key, lease.attempt, why)
+        if not _settle("abandon", lambda: self.queue.abandon(lease, why), item.key):
+            log.warning("%s: its lease was taken over; another worker has it", item.key)
+        if isinstance(exc, KeyboardInterrupt) and not cancel.is_set():
+            raise exc  # a Ctrl-C, not this worker's cancel: the item is back, the caller stops
+        failed = JobResult.from_exception(_JOB, exc, f"{item.key}: {why}")
+        if cancel.is_set():
+            failed = JobResult.cancelled(_JOB, f"{item.key}: cancelled; back in the queue")
+        return _timed(failed, started)
 
     def loop(
         self,
@@ -345,8 +424,8 @@ class ReindexWorker:
         on_result: Callable[[JobResult], None] | None = None,
     ) -> int:
         """Run items until ``stop`` is set (the item in progress finishes first; ``cancel``
-        stops it), waiting ``idle`` when the queue is empty or did not answer; the number
-        of items run."""
+        stops it), waiting ``idle`` when the queue is empty or did not answer or the item
+        was for another worker; the number of items run (not those left for another)."""
         check_duration("idle", idle)
         runs = 0
         while not stop.is_set():
@@ -358,11 +437,13 @@ class ReindexWorker:
             if result is None:
                 stop.wait(idle.total_seconds())
                 continue
-            runs += 1
+            runs += 0 if result.skipped else 1
             if on_result is not None:
                 on_result(result)
             if cancel is not None and cancel.is_set():
                 break
+            if result.skipped:  # an item for another worker, back in the queue: no spin
+                stop.wait(idle.total_seconds())
         return runs
 
 

@@ -11,7 +11,11 @@ A queue holds :class:`~esmapper.jobs.ReindexWorkItem`\\ s, each under its
   it was dequeued ``max_attempts`` times). A lease that runs out (a worker killed, or
   stopped) makes the item pending again at the next dequeue (failed once it ran out
   ``max_attempts`` times): another worker takes it. A worker whose lease was taken over
-  gets ``False`` from ``renew``/``complete``/``abandon`` and changes nothing;
+  gets ``False`` from ``renew``/``complete``/``abandon``/``release`` and changes nothing.
+  A worker that cannot run the item (one of a newer release, or of another application
+  sharing the queue) :meth:`WorkQueue.release`\\ s it: pending again at the back of the
+  queue, the attempt not counted, so a worker that can run it still gets its attempts
+  (such an item waits until one comes);
 - **failed**: kept with the last error (:meth:`failed`) until the same item is enqueued
   again.
 
@@ -95,6 +99,11 @@ class WorkQueue(Protocol):
         """The leased item failed: pending again after the retry delay, or failed (with
         ``error``) after its last attempt; ``False`` when the lease was taken over."""
 
+    def release(self, lease: Lease) -> bool:
+        """This worker cannot run the leased item: pending again at once, at the back of
+        the queue (the items behind it go first), the dequeue not counted as an attempt;
+        ``False`` when the lease was taken over."""
+
     def counts(self) -> QueueCounts:
         """How many items are in each state."""
 
@@ -151,7 +160,9 @@ class InMemoryWorkQueue:
             return True
 
     def _reclaim(self, now: float) -> None:
-        for key, entry in sorted(self._waiting.items(), key=lambda kv: kv[1].until):
+        # latest first: each goes to the front, so the earliest due ends up first (as on Redis)
+        by_due = sorted(self._waiting.items(), key=lambda kv: kv[1].until, reverse=True)
+        for key, entry in by_due:
             if entry.until > now:
                 continue
             del self._waiting[key]
@@ -208,6 +219,17 @@ class InMemoryWorkQueue:
                 return True
             entry.token = None
             entry.until = self.clock() + self.retry_delay.total_seconds()
+            return True
+
+    def release(self, lease: Lease) -> bool:
+        with self._lock:
+            entry = self._held(lease)
+            if entry is None:
+                return False
+            del self._waiting[lease.item.key]
+            entry.attempts -= 1
+            entry.token = None
+            self._pending[lease.item.key] = entry  # at the back
             return True
 
     def counts(self) -> QueueCounts:

@@ -6,6 +6,7 @@ one item."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 import uuid
@@ -122,6 +123,68 @@ def test_a_lease_running_out_on_the_last_attempt_fails_the_item(
     assert failed == item() and "lease ran out 2 times" in why
 
 
+def test_a_released_item_goes_to_the_back_with_its_attempt_not_counted(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, b = queues  # max_attempts=2
+    a.enqueue(item())
+    a.enqueue(item(3))
+    for _ in range(3):  # a worker that cannot run it, again and again
+        lease = a.dequeue()
+        assert lease is not None and lease.item == item() and lease.attempt == 1
+        assert a.release(lease)
+        other = b.dequeue()  # the item behind it goes first
+        assert other is not None and other.item == item(3) and other.attempt == 1
+        assert b.release(other)
+    assert a.failed() == [] and a.counts() == QueueCounts(pending=2, leased=0, failed=0)
+    lease = a.dequeue(SHORT)
+    assert lease is not None and lease.item == item() and lease.attempt == 1
+    other = b.dequeue()
+    assert other is not None and b.complete(other)
+    taken = _dequeue_within(b)  # its lease ran out: another worker has it
+    assert taken.item == item() and taken.attempt == 2
+    assert not a.release(lease)  # no longer a's: changes nothing
+    assert b.complete(taken)
+
+
+def test_an_item_this_release_cannot_read_is_left_for_a_release_that_can(
+    queues: list[RedisWorkQueue],
+) -> None:
+    a, _b = queues  # max_attempts=2
+    newer = {**item().to_dict(), "slices": 4}  # a field a newer release added
+    a.client.hset(a.keys["items"], item().key, json.dumps(newer))
+    a.client.rpush(a.keys["pending"], item().key)
+    a.enqueue(item(3))
+    for _ in range(3):
+        lease = a.dequeue()
+        assert lease is not None and lease.item == item(3)
+        assert a.release(lease)
+    a.client.hdel(a.keys["items"], item(3).key)  # only the unreadable one is left
+    for _ in range(3):
+        assert a.dequeue() is None
+    assert a.failed() == [] and a.counts() == QueueCounts(pending=1, leased=0, failed=0)
+    assert a.client.hget(a.keys["attempts"], item().key) in (None, b"0")
+
+
+def test_a_redis_that_lost_its_data_leaves_the_holder_changing_nothing(
+    queues: list[RedisWorkQueue],
+) -> None:
+    """Redis restarted without persistence while a worker held an item: the worker's
+    calls answer ``False`` (nothing to resurrect), and the next configure enqueues anew."""
+    a, _b = queues
+    a.enqueue(item())
+    lease = a.dequeue()
+    assert lease is not None
+    a.client.delete(*a.keys.values())  # the restart
+    a.client.script_flush()  # its scripts are gone too: redis-py loads them again
+    assert not a.renew(lease) and not a.complete(lease)
+    assert not a.abandon(lease, "late") and not a.release(lease)
+    assert a.counts() == QueueCounts(0, 0, 0) and a.failed() == []
+    assert a.enqueue(item())
+    again = a.dequeue()
+    assert again is not None and again.attempt == 1
+
+
 def test_a_fleet_starting_at_once_enqueues_one_item(
     make_mapper: MakeMapper, redis_url: str, queue_name: str, index_prefix: str
 ) -> None:
@@ -158,3 +221,41 @@ def test_a_fleet_starting_at_once_enqueues_one_item(
     for mapper in mappers:
         assert isinstance(mapper.work_queue, RedisWorkQueue)
         mapper.work_queue.close()
+
+
+def test_two_applications_sharing_one_queue_run_their_own_items_and_fail_none(
+    es_url: str, redis_url: str, queue_name: str, index_prefix: str
+) -> None:
+    """Two index prefixes (two applications) on one Redis queue: the keys differ (the alias
+    carries the prefix) and each worker leaves the other's item for it."""
+    apps = []
+    for prefix in (f"{index_prefix}a-", f"{index_prefix}b-"):
+        with em.Mapper(es_url, models=[ItemV1], index_prefix=prefix) as old:
+            old.configure_indexes()
+            old.repository(ItemV1).add([ItemV1(n=i) for i in range(5)], consistency="wait")
+        own = RedisWorkQueue(redis_url, name=queue_name, retry_delay=dt.timedelta(0))
+        apps.append(em.Mapper(es_url, models=[ItemV2], index_prefix=prefix, work_queue=own))
+    try:
+        for app in apps:
+            em.bootstrap(app, begin_reindexing_outdated=True)
+        queue = apps[0].work_queue
+        assert isinstance(queue, RedisWorkQueue)
+        assert queue.counts() == QueueCounts(pending=2, leased=0, failed=0)
+        a, b = (em.ReindexWorker(app) for app in apps)
+        first = a.run_once()  # its own item was first
+        assert first is not None and first.is_success and not first.skipped
+        left = a.run_once()  # b's: left for b's workers, however often
+        assert left is not None and left.skipped
+        assert a.run_once() is not None and queue.counts().failed == 0
+        done = b.run_once()
+        assert done is not None and done.is_success and not done.skipped
+        assert b.run_once() is None and queue.failed() == []
+        for app in apps:
+            alias = f"{app.index_prefix}items"
+            assert list(app.client.indices.get_alias(name=alias).body) == [f"{alias}-v2"]
+            assert app.repository(ItemV2).count() == 5
+    finally:
+        for app in apps:
+            assert isinstance(app.work_queue, RedisWorkQueue)
+            app.work_queue.close()
+            app.close()

@@ -168,15 +168,17 @@ def test_a_worker_of_another_release_refuses_the_item_before_sending_anything(
     mapper = make_mapper(ItemV2, url="http://127.0.0.1:9")  # nothing listens there
     base: dict[str, Any] = {"old_index": f"{alias}-v1", "new_index": f"{alias}-v2", "alias": alias}
     base["timestamp_field"] = "updated_utc"
-    cases = [
-        ({**base, "new_index": f"{alias}-v3"}, "a worker of another release"),
-        ({**base, "script": "ctx._source.x = 1"}, "reindex script is not the one"),
-        ({**base, "timestamp_field": None}, "timestamp field None"),
-        ({**base, "alias": "nothing", "old_index": "nothing-v1"}, "no model of this mapper"),
+    cases = [  # foreign: for a newer release or another application (released, not failed)
+        ({**base, "new_index": f"{alias}-v3"}, "a worker of another release", True),
+        ({**base, "new_index": f"{alias}-v1"}, "a worker of another release", False),
+        ({**base, "script": "ctx._source.x = 1"}, "reindex script is not the one", False),
+        ({**base, "timestamp_field": None}, "timestamp field None", False),
+        ({**base, "alias": "nothing", "old_index": "nothing-v1"}, "no model of this", True),
     ]
-    for fields, text in cases:
-        with pytest.raises(em.WorkItemError, match=text):
+    for fields, text, foreign in cases:
+        with pytest.raises(em.WorkItemError, match=text) as refused:
             em.handle_reindex_work_item(mapper, ReindexWorkItem(**fields))
+        assert refused.value.foreign is foreign, fields
     with pytest.raises(TypeError, match="takes a ReindexWorkItem"):
         em.handle_reindex_work_item(mapper, base)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="stall_timeout"):
@@ -192,24 +194,32 @@ def test_a_worker_runs_items_completes_them_and_abandons_failures(
     queue = InMemoryWorkQueue(max_attempts=2, retry_delay=dt.timedelta(0))
     mapper = make_mapper(ItemV2, work_queue=queue)
     alias = f"{index_prefix}items"
-    # an item of another release: refused, retried, then failed
-    stranger = ReindexWorkItem(old_index=f"{alias}-v1", new_index=f"{alias}-v9", alias=alias)
+    # an item this release refuses (another script): retried, then failed
+    stranger = ReindexWorkItem(
+        old_index=f"{alias}-v1", new_index=f"{alias}-v2", alias=alias, script="ctx.op = 'noop'"
+    )
     queue.enqueue(stranger)
-    mapper.configure_indexes(begin_reindexing_outdated=True)
+    # an item of a newer release: left for its workers, never failed by this one
+    newer = ReindexWorkItem(old_index=f"{alias}-v1", new_index=f"{alias}-v9", alias=alias)
+    queue.enqueue(newer)
     reports: list[em.ReindexProgress] = []
     worker = ReindexWorker(mapper, progress=reports.append)
 
-    results = [worker.run_once() for _ in range(4)]
-
-    # the refused item is retried first (no retry delay here), then failed for good
-    first, second, third, last = results
-    assert first is not None and first.is_failed and "another release" in first.message
+    first, second = worker.run_once(), worker.run_once()  # no retry delay here
+    assert first is not None and first.is_failed and "reindex script is not" in first.message
     assert second is not None and second.is_failed
-    assert third is not None and third.is_success
-    assert isinstance(third.details, em.ReindexResult) and third.details.status == "reindexed"
-    assert last is None  # nothing pending
     assert [i for i, _ in queue.failed()] == [stranger]
-    assert queue.counts() == em.jobs.QueueCounts(pending=0, leased=0, failed=1)
+    third = worker.run_once()
+    assert third is not None and third.skipped and "left for another worker" in third.message
+    # this release's own item has the failed one's key: enqueued again, no longer failed
+    mapper.configure_indexes(begin_reindexing_outdated=True)
+    assert queue.failed() == []
+    fourth = worker.run_once()  # the newer release's item again (it was first): left
+    assert fourth is not None and fourth.skipped
+    done = worker.run_once()
+    assert done is not None and done.is_success
+    assert isinstance(done.details, em.ReindexResult) and done.details.status == "reindexed"
+    assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
     assert _targets(es_client, alias) == [f"{alias}-v2"]
     assert _stored(es_client, alias) == expected
     assert reports and reports[-1].percent == 100
@@ -234,6 +244,66 @@ def test_a_cancelled_worker_rolls_back_and_puts_the_item_back(
     alias = f"{index_prefix}items"
     assert _targets(es_client, alias) == [f"{alias}-v1"]
     assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
+
+
+def test_a_worker_waiting_for_the_reindex_lock_is_cancelled_at_once(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """A direct reindex (``esmapper migrate``) holds ``reindex:<alias>``: the worker waits
+    for it (up to ``lock_wait``, 30 min by default), and a cancel (a SIGTERM to ``--once``,
+    a second one to ``--loop``) must end that wait, not be ignored until the lock comes."""
+    _seed(make_mapper)
+    queue = InMemoryWorkQueue(retry_delay=dt.timedelta(0))
+    mapper = make_mapper(ItemV2, work_queue=queue)
+    mapper.configure_indexes(begin_reindexing_outdated=True)
+    alias = f"{index_prefix}items"
+    locks = LockProvider(mapper.client, index_prefix=index_prefix)
+    held = locks.acquire(f"reindex:{alias}", dt.timedelta(minutes=10))
+    cancel = threading.Event()
+    worker = ReindexWorker(mapper, lock_wait=dt.timedelta(minutes=5))
+    results: list[em.JobResult | None] = []
+    thread = threading.Thread(target=lambda: results.append(worker.run_once(cancel)))
+    try:
+        thread.start()
+        while queue.counts().leased == 0 and thread.is_alive():
+            threading.Event().wait(0.05)
+        cancel.set()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the cancel was ignored while waiting for the lock"
+    finally:
+        held.release()
+        thread.join()
+    ((result,),) = [results]
+    assert result is not None and result.is_cancelled
+    assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
+    assert _targets(es_client, alias) == [f"{alias}-v1"]
+
+
+def test_an_item_whose_reindex_runs_elsewhere_waits_for_it_without_using_up_attempts(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """``bootstrap(begin_reindexing_outdated=True)`` racing a direct ``esmapper migrate``
+    longer than the worker's ``lock_wait``: the item is not failed for a reindex that is
+    running; once that ends, the item finds the alias moved (or runs)."""
+    _seed(make_mapper)
+    queue = InMemoryWorkQueue(max_attempts=1)
+    mapper = make_mapper(ItemV2, work_queue=queue)
+    em.bootstrap(mapper, begin_reindexing_outdated=True)
+    alias = f"{index_prefix}items"
+    migrate = LockProvider(mapper.client, index_prefix=index_prefix)
+    held = migrate.acquire(f"reindex:{alias}", dt.timedelta(minutes=10))
+    worker = ReindexWorker(mapper, lock_wait=dt.timedelta(0))
+    try:
+        for _ in range(3):
+            waited = worker.run_once()
+            assert waited is not None and waited.skipped, waited
+            assert "running elsewhere" in waited.message
+    finally:
+        held.release()
+    assert queue.counts() == em.jobs.QueueCounts(pending=1, leased=0, failed=0)
+    done = worker.run_once()
+    assert done is not None and done.is_success and "reindexed" in done.message
+    assert _targets(es_client, alias) == [f"{alias}-v2"]
 
 
 def test_a_time_series_model_gets_one_item_that_moves_every_partition(

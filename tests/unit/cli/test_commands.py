@@ -91,6 +91,25 @@ def test_url_rebuilds_the_mapper_with_the_same_setup(app: str) -> None:
     assert nodes == ["http://127.0.0.1:9999"]
 
 
+def test_url_keeps_the_mapper_s_work_queue(
+    app: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--url`` with the reindex worker (or ``configure --begin-reindexing-outdated``)
+    must still find the application's queue."""
+    (tmp_path / f"{app}_queued.py").write_text(
+        f"import esmapper as em\nfrom {app} import Employee\n"
+        "mapper = em.Mapper('http://127.0.0.1:1', models=[Employee], index_prefix='unit-',"
+        " work_queue=em.InMemoryWorkQueue())\n",
+        encoding="utf-8",
+    )
+    original = load_mapper(f"{app}_queued:mapper")
+    moved = load_mapper(f"{app}_queued:mapper", "http://127.0.0.1:9999")
+    assert moved.work_queue is original.work_queue is not None
+    result = invoke("--app", f"{app}_queued:mapper", "--url", UNREACHABLE, "jobs",
+                    "reindex-worker", "--once")  # fmt: skip
+    assert (result.exit_code, result.stdout) == (0, "no reindex work item pending\n"), result.output
+
+
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
@@ -430,3 +449,65 @@ def click_context() -> Any:
     import click
 
     return click.Context(main)
+
+
+def test_maintain_loop_announces_itself_only_once_its_signal_handlers_are_in_place(
+    app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A supervisor that sends SIGTERM as soon as it reads the line must find the handler
+    installed (the default action would kill the process mid-run)."""
+    import contextlib
+
+    import click
+
+    from esmapper import _cli_jobs
+    from esmapper.jobs import JobRunner
+
+    @contextlib.contextmanager
+    def handlers(stop: Any, cancel: Any) -> Iterator[None]:
+        click.echo("<handlers installed>", err=True)
+        yield
+
+    def stopped(self: Any, stop: Any, cancel: Any = None) -> Any:
+        raise click.exceptions.Exit(0)
+
+    monkeypatch.setattr(_cli_jobs, "stop_on_signals", handlers)
+    monkeypatch.setattr(JobRunner, "loop", stopped)
+    result = invoke("--app", f"{app}:mapper", "maintain", "--loop")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "<handlers installed>", lines
+    assert lines[1].startswith("maintain: every 1h until SIGTERM"), lines
+
+
+def test_reindex_worker_loop_announces_itself_only_once_its_signal_handlers_are_in_place(
+    app: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    import click
+
+    from esmapper import _cli_work
+    from esmapper.jobs import ReindexWorker
+
+    (tmp_path / f"{app}_worker.py").write_text(
+        f"import esmapper as em\nfrom {app} import Employee\n"
+        "mapper = em.Mapper('http://127.0.0.1:1', models=[Employee], index_prefix='unit-',"
+        " work_queue=em.InMemoryWorkQueue())\n",
+        encoding="utf-8",
+    )
+
+    @contextlib.contextmanager
+    def handlers(stop: Any, cancel: Any) -> Iterator[None]:
+        click.echo("<handlers installed>", err=True)
+        yield
+
+    monkeypatch.setattr(_cli_work, "stop_on_signals", handlers)
+    monkeypatch.setattr(ReindexWorker, "loop", lambda self, stop, cancel, **kw: 0)
+    result = invoke("--app", f"{app}_worker:mapper", "jobs", "reindex-worker", "--loop")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[:2] == [
+        "<handlers installed>",
+        "reindex-worker: running items until SIGTERM or Ctrl-C",
+    ], lines

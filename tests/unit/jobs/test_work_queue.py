@@ -165,3 +165,42 @@ def test_bad_leases_and_urls_are_refused() -> None:
         queue.enqueue({"alias": "items"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a Redis URL"):
         em.RedisWorkQueue("http://127.0.0.1:6379")
+
+
+def test_a_released_item_goes_to_the_back_with_its_attempt_not_counted() -> None:
+    clock = Clock()
+    queue = InMemoryWorkQueue(clock=clock, max_attempts=1)
+    queue.enqueue(item())
+    queue.enqueue(item(new_index="items-v3"))
+    for _ in range(3):  # a worker that cannot run it, again and again
+        lease = queue.dequeue()
+        assert lease is not None and lease.item == item() and lease.attempt == 1
+        assert queue.release(lease)
+        other = queue.dequeue()  # the item behind it goes first
+        assert other is not None and other.item.new_index == "items-v3"
+        assert queue.release(other)
+    assert queue.failed() == []
+    lease = queue.dequeue(dt.timedelta(seconds=10))
+    assert lease is not None and lease.attempt == 1
+    clock.now += 11  # the lease runs out: another worker takes it over
+    taken = queue.dequeue()
+    assert taken is not None and taken.item == item(new_index="items-v3")
+    assert not queue.release(lease)  # no longer this worker's: changes nothing
+    assert queue.counts() == em.jobs.QueueCounts(pending=0, leased=1, failed=1)
+
+
+def test_items_whose_leases_ran_out_come_back_oldest_first_as_on_redis() -> None:
+    clock = Clock()
+    queue = InMemoryWorkQueue(clock=clock)
+    for n in (2, 3, 4):
+        queue.enqueue(item(new_index=f"items-v{n}"))
+    first = queue.dequeue(dt.timedelta(seconds=10))
+    second = queue.dequeue(dt.timedelta(seconds=20))
+    assert first is not None and second is not None
+    clock.now += 30  # both ran out: they go before the item never taken, first one first
+    order = [queue.dequeue() for _ in range(3)]
+    assert [lease.item.new_index for lease in order if lease] == [
+        "items-v2",
+        "items-v3",
+        "items-v4",
+    ]
