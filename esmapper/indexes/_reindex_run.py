@@ -32,6 +32,7 @@ from esmapper.indexes._reindex_fence import (
     swap_conditions,
 )
 from esmapper.indexes._reindex_pass import (
+    CANCELLED,
     PassOutcome,
     PassStalled,
     Throttle,
@@ -307,7 +308,8 @@ class Run:
         """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents)
         with external versions, or with ``op_type: create`` when ``create`` (only documents
         missing from ``new`` are written); a stalled pass raises :class:`ReindexError`
-        naming the task and how far it got. Documents the pass could not copy are recorded
+        naming the task and how far it got, and so does a pass whose task someone else
+        cancelled (it copied an unknown part). Documents the pass could not copy are recorded
         in the error index (:mod:`esmapper.indexes._reindex_errors`) before the caller fails
         the run."""
         source: dict[str, Any] = {"index": self.old}
@@ -343,6 +345,13 @@ class Run:
             )
             if name is not None:
                 self.update(error_index=name, error_count=self.result.error_count + written)
+        cancelled = [f for f in outcome.failures if f.get("type") == CANCELLED]
+        if cancelled:  # part of the documents copied, and no failure says which
+            raise self.fail(
+                f"the {phase} pass was stopped: {cancelled[0]['reason']} (by another process: "
+                "an operator, or a rerun that took over this run's lapsed lock)",
+                outcome.failures,
+            )
         self.report(
             phase,
             outcome.total,
