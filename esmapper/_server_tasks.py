@@ -70,6 +70,7 @@ from esmapper._transport import is_unknown_outcome, once
 __all__ = [
     "ACTIONS",
     "Kind",
+    "Listing",
     "TaskError",
     "TaskLost",
     "TaskResult",
@@ -497,13 +498,26 @@ def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
     return None
 
 
-def running_tasks(client: Elasticsearch, kind: Kind) -> list[tuple[str, dict[str, Any]]]:
-    """``(task id, info)`` of every running task of ``kind``, slices included (their info
-    has a ``parent_task_id``): ``GET /_tasks?actions=<action>&detailed=true``. Raises the
-    client's errors."""
+@attrs.frozen(slots=True)
+class Listing:
+    """A ``GET /_tasks`` answer: ``tasks`` (``(task id, info)``, slices included: their
+    info has a ``parent_task_id``) and ``failures``, its ``node_failures`` and
+    ``task_failures`` (Elasticsearch answers 200 with the tasks of the nodes that
+    answered: a task on a node that failed is missing)."""
+
+    tasks: list[tuple[str, dict[str, Any]]]
+    failures: list[Any]
+
+
+def running_tasks(client: Elasticsearch, kind: Kind) -> Listing:
+    """Every running task of ``kind``: ``GET /_tasks?actions=<action>&detailed=true``.
+    Raises the client's errors."""
     with _quiet():
         listing = client.tasks.list(actions=ACTIONS[kind], detailed=True).body
-    return list(_listed(listing))
+    failures: list[Any] = []
+    if isinstance(listing, dict):
+        failures = [*(listing.get("node_failures") or ()), *(listing.get("task_failures") or ())]
+    return Listing(list(_listed(listing)), failures)
 
 
 def cancel_task(client: Elasticsearch, task: str, what: str) -> bool:

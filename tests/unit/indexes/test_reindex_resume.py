@@ -8,6 +8,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from elastic_transport import ConnectionTimeout
 
 import esmapper as em
 from esmapper.errors import IndexConfigurationError
@@ -158,6 +159,8 @@ class _Tasks:
         self.cancelled: list[str] = []
 
     def list(self, **params: Any) -> Any:
+        if params.get("detailed") is False:  # the client's probe: the server keeps tasks
+            return _Body({"nodes": {}})
         assert params == {"actions": "indices:data/write/reindex", "detailed": True}
         self.listings += 1
         running = not self.cancelled or self.stops_after is None or self.stops_after > 0
@@ -188,6 +191,9 @@ class _Client:
     def options(self, **_: Any) -> _Client:
         return self
 
+    def info(self) -> Any:
+        return _Body({"version": {"number": "8.19.0", "build_hash": "8b0b1f2"}})
+
 
 def test_a_killed_runs_pass_is_cancelled_and_waited_for() -> None:
     tasks, naps = _Tasks(stops_after=2), list[float]()
@@ -212,3 +218,56 @@ def test_nothing_to_stop_sends_only_the_listing() -> None:
     tasks = _Tasks(stops_after=0)
     assert stop_leftover_passes(_Client(tasks), "p-nothing-v2") == 0  # type: ignore[arg-type]
     assert (tasks.listings, tasks.cancelled) == (1, [])
+
+
+class _Partial(_Tasks):
+    """A cluster where the node running the killed run's pass does not answer the listing
+    (status 200 with ``node_failures``: Elasticsearch lists the nodes that answered) for
+    ``silent`` listings, or the listing fails outright (``error``)."""
+
+    def __init__(self, silent: int, error: Exception | None = None) -> None:
+        super().__init__(stops_after=0)
+        self.silent, self.error = silent, error
+
+    def list(self, **params: Any) -> Any:
+        if params.get("detailed") is False:
+            return super().list(**params)
+        if self.error is not None:
+            self.listings += 1
+            raise self.error
+        if self.silent > 0:
+            self.silent -= 1
+            self.listings += 1
+            failure = {"type": "failed_node_exception", "reason": "Failed node [n]"}
+            return _Body({"node_failures": [failure], "nodes": {}})
+        return super().list(**params)
+
+
+def test_a_listing_a_node_did_not_answer_proves_nothing() -> None:
+    """The killed run's pass may run on the node that did not answer: not "nothing runs"."""
+    tasks, naps = _Partial(silent=2), list[float]()
+    found = stop_leftover_passes(_Client(tasks), "p-items-v2", sleep=naps.append)  # type: ignore[arg-type]
+    assert (found, tasks.cancelled) == (1, ["n:7"])  # seen once the node answered
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(IndexConfigurationError, match=r"did not answer"):
+        stop_leftover_passes(
+            _Client(_Partial(silent=1000)),  # type: ignore[arg-type]
+            "p-items-v2",
+            wait=60,
+            sleep=lambda _: None,
+            monotonic=lambda: float(next(clock)),
+        )
+
+
+def test_a_listing_that_fails_refuses_the_run() -> None:
+    """A server that keeps tasks and cannot list them now (a timeout, 503): a killed run's
+    pass may be writing, the run must not go on as if none were."""
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(IndexConfigurationError, match=r"could not be listed"):
+        stop_leftover_passes(
+            _Client(_Partial(0, error=ConnectionTimeout("timed out"))),  # type: ignore[arg-type]
+            "p-items-v2",
+            wait=60,
+            sleep=lambda _: None,
+            monotonic=lambda: float(next(clock)),
+        )
