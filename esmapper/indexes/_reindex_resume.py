@@ -37,7 +37,10 @@ When the record matches, the rerun keeps ``-vN`` and its first pass copies only 
 missing or changed (:class:`Resume`):
 
 - ``since``: the recorded pass completed and the model has an updated date: the pass
-  selects the documents with an updated date at or above the recorded floor; those
+  selects the documents with an updated date at or above the recorded floor less the
+  rerun's catch-up margin (the record carries the margin of the run that wrote it; the
+  rerun's catch-up passes allow for the writers' clocks with their own, so does this
+  pass, its first catch-up); those
   already copied at their current version are skipped by the external versions.
 - ``compare``: the recorded pass was interrupted, or the model has no updated date: the
   pass reads every document of the old index and writes only those missing from ``-vN``

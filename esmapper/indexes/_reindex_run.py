@@ -518,10 +518,12 @@ def run_phases(
             # what the interrupted run copied stays: its record's floors are this run's
             # (documents written, removed or added again since its copy began); no proof
             # that nothing was written spans two runs, and ``new`` was not empty
-            record, started = resume.record, resume.started
+            # its floor allows for the writers' clocks as this run's catch-up passes do
+            # (the record's start carries the margin of the run that wrote it, maybe less)
+            record, started = resume.record, resume.started - margin
             run.marks = WriteMarks(run.marks.uuid if run.marks else None, record.seq_nos, None)
             run.counted = False
-            run.update(resumed_from=started)
+            run.update(resumed_from=resume.started)
             message = f"Resuming {old} -> {new} from {resume.describe()}"
             log.warning("%s", message)
             run.report("copy", message=message)

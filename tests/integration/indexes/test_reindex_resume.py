@@ -17,6 +17,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper.indexes import ReindexProgress, ReindexResult, reindex
 from esmapper.indexes._reindex_resume import read_record
+from esmapper.model.dates import format_datetime
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
 from tests.integration.pausing import Child, children, linux_only
@@ -28,6 +29,7 @@ pytestmark = linux_only
 
 WORKER = "tests.integration.indexes.reindex_resume_worker"
 NO_MARGIN = dt.timedelta(0)
+FIVE_MINUTES = dt.timedelta(minutes=5)
 
 
 def _seed(make_mapper: MakeMapper, model: type[Any], count: int) -> em.Mapper:
@@ -384,3 +386,32 @@ def test_a_killed_runs_task_is_stopped_before_a_full_copy_too(
     assert cluster.tasks.cancels == 1 and cluster.tasks.running == 0
     assert (result.resumed_from, result.copied) == (None, 39)
     _settled(es_client, v2, {f"d{i:04}": i for i in range(40) if i != 7})
+
+
+def test_the_resumed_pass_takes_the_reruns_catch_up_margin(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """The killed run recorded its copy's start with its own margin (0 here); the rerun's
+    margin (the default minute) is what its catch-up passes allow for writers' clocks
+    behind the reindexer's: the resumed pass, the first catch-up of the rerun, allows it
+    too. A write stamped 30 s before the copy began and applied after it would otherwise
+    be lost (a normal run with the same margin catches it up)."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    old = _seed(make_mapper, ItemV1, 30)
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")  # margin 0
+    record = read_record(es_client, v2)
+    assert record is not None and record.completed
+    # an application server whose clock is 30 s behind writes after the copy
+    stamp = format_datetime(record.started - dt.timedelta(seconds=30))
+    doc = {"name": "late", "n": 99, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="skewed", document=doc, refresh=True)
+    expected = _stored(es_client, v1)
+    assert "skewed" in expected and old is not None
+
+    # the rerun comes 5 minutes later (its own catch-up passes start after the write)
+    later = make_mapper(ItemV2, clock=lambda: dt.datetime.now(dt.timezone.utc) + FIVE_MINUTES)
+    result = reindex(later, ItemV2)  # the default catch-up margin
+
+    assert result.resumed_from == record.started
+    _settled(es_client, v2, expected)
