@@ -40,7 +40,10 @@ missing or changed (:class:`Resume`):
   selects the documents with an updated date at or above the recorded floor less the
   rerun's catch-up margin (the record carries the margin of the run that wrote it; the
   rerun's catch-up passes allow for the writers' clocks with their own, so does this
-  pass, its first catch-up); those
+  pass, its first catch-up), *or* a ``_seq_no`` above the recorded ``seq_nos`` (the time
+  between two runs is not a copy's: an import keeping its own dates, or a clock far
+  behind, must not lose a document; :meth:`Run.copy_since
+  <esmapper.indexes._reindex_run.Run.copy_since>`); those
   already copied at their current version are skipped by the external versions.
 - ``compare``: the recorded pass was interrupted, or the model has no updated date: the
   pass reads every document of the old index and writes only those missing from ``-vN``

@@ -52,7 +52,13 @@ from esmapper.indexes._reindex_resume import (
     read_record,
     source_uuid,
 )
-from esmapper.indexes._reindex_stale import floor_of, recreate_ids, stale_ids
+from esmapper.indexes._reindex_stale import (
+    floor_of,
+    recreate_ids,
+    seq_no_query,
+    stale_ids,
+    written_ids,
+)
 from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
@@ -419,6 +425,46 @@ class Run:
             created += outcome.created
         return created
 
+    def copy_since(self, start: _dt.datetime) -> PassOutcome:
+        """The first pass of a run resumed after a completed copy (its outcome, the sum of
+        its passes): the documents changed since ``start`` (:meth:`since`) *or* written
+        since that copy began by their ``_seq_no`` (above the lowest of :attr:`seq_nos`,
+        the recorded ``max_seq_no``: every write since has a higher one, whatever updated
+        date it carries). Between two runs lie minutes or days, not a copy's duration: an
+        import or restore that keeps its documents' own dates, a patch whose caller gave
+        one, or a clock far behind would otherwise go unseen. One pass with both in a
+        ``bool`` ``should`` where the server answers a ``_seq_no`` range
+        (:func:`~esmapper.indexes._reindex_stale.seq_no_query`: two counts of ``old``),
+        else the date pass and then passes of the ``ids`` listed by their ``_seq_no``
+        (:func:`~esmapper.indexes._reindex_stale.written_ids`); an unknown floor reads
+        every document. A superset of the delta (with several shards the lowest floor
+        takes in some older documents of the others): what is already copied is skipped
+        by its version. Stops at the first pass with failures."""
+        dated, floor = self.since(start), floor_of(self.seq_nos)
+        if dated is None or floor < 0:
+            return self.copy("copy", None)
+        written = seq_no_query(self.client, self.old, floor)
+        if written is not None:
+            return self.copy(
+                "copy", {"bool": {"should": [dated, written], "minimum_should_match": 1}}
+            )
+        outcome = self.copy("copy", dated)
+        for batch in written_ids(self.client, self.old, floor):
+            for begin in range(0, len(batch), _IDS_PER_PASS):
+                if outcome.failures:
+                    return outcome
+                ids = [str.__str__(i) for i in batch[begin : begin + _IDS_PER_PASS]]
+                more = self.copy("copy", {"ids": {"values": ids}})
+                outcome = PassOutcome(
+                    total=outcome.total + more.total,
+                    created=outcome.created + more.created,
+                    updated=outcome.updated + more.updated,
+                    version_conflicts=outcome.version_conflicts + more.version_conflicts,
+                    failures=outcome.failures + more.failures,
+                    exact=outcome.exact and more.exact,
+                )
+        return outcome
+
     def since(self, start: _dt.datetime) -> dict[str, Any] | None:
         """The catch-up query: changed since ``start`` (``None``: every document)."""
         field = self.spec.info.updated_field  # every write sets it (esmapper._dates)
@@ -527,7 +573,7 @@ def run_phases(
             message = f"Resuming {old} -> {new} from {resume.describe()}"
             log.warning("%s", message)
             run.report("copy", message=message)
-            first = run.copy("copy", run.since(started) if resume.mode == "since" else None)
+            first = run.copy_since(started) if resume.mode == "since" else run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
         run.record(attrs.evolve(record, completed=True))  # a rerun copies only what changed

@@ -415,3 +415,29 @@ def test_the_resumed_pass_takes_the_reruns_catch_up_margin(
 
     assert result.resumed_from == record.started
     _settled(es_client, v2, expected)
+
+
+def test_a_document_written_between_the_runs_with_an_old_updated_date_is_copied(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """Between the runs (minutes, days: longer than any copy) an import writes documents
+    that keep their own updated date (a restore, a migration from another store, a patch
+    whose caller gave one). The resumed pass selects by date *or* by ``_seq_no`` above the
+    recorded ``max_seq_no`` (every write since the copy began has one), so neither such a
+    date nor a clock far behind loses a document the interrupted copy never saw."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    _seed(make_mapper, ItemV1, 30)
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")
+    stamp = "2020-01-01T00:00:00Z"
+    imported = {"name": "imported", "n": 7, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="imported", document=imported, refresh=True)
+    changed = es_client.get(index=v1, id="d0003")["_source"] | {"n": 3003}
+    es_client.index(index=v1, id="d0003", document=changed, refresh=True)  # date kept too
+    expected = _stored(es_client, v1)
+
+    result, messages = _rerun(make_mapper(ItemV2), ItemV2)
+
+    assert result.resumed_from is not None
+    assert "copy: Total: 2 Copied: 2 VersionConflicts: 0 Failures: 0" in messages
+    _settled(es_client, v2, expected)
