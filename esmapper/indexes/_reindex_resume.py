@@ -266,8 +266,9 @@ def stop_leftover_passes(
     server runs it on after its client died) and wait until a complete listing shows none;
     returns how many were cancelled. Sends ``GET
     /_tasks?actions=indices:data/write/reindex&detailed=true`` every half second until
-    then, and ``POST /_tasks/<id>/_cancel`` (once; an error is logged) for each task the
-    first time it is listed. A listing is complete when it did not fail and names no
+    then, and ``POST /_tasks/<id>/_cancel`` for each task listed until the server accepted
+    it (idempotent; a refusal or a lost answer is logged and the cancel sent again with the
+    next listing). A listing is complete when it did not fail and names no
     ``node_failures`` / ``task_failures`` (a node that did not answer may be running a
     pass). Raises :class:`IndexConfigurationError` when, after ``wait`` seconds, a pass
     still runs or no listing was complete (nothing was deleted or reused). A server whose
@@ -277,7 +278,8 @@ def stop_leftover_passes(
     if not has_tasks(client):
         return 0
     deadline = monotonic() + wait
-    cancelled: list[str] = []
+    cancelled: list[str] = []  # listed, cancel accepted or not
+    accepted: set[str] = set()
     while True:
         failed: ApiError | TransportError | None = None
         try:
@@ -285,10 +287,14 @@ def stop_leftover_passes(
         except (ApiError, TransportError) as exc:
             running, unanswered, failed = [], [], exc
         new = [task for task in running if task not in cancelled]
-        for task in new:
-            log.warning("%s: cancelling the reindex task %s a killed run left", index, task)
-            cancel_task(client, task, f"the interrupted reindex into {index}")
-            cancelled.append(task)
+        for task in running:
+            if task in accepted:
+                continue
+            if task in new:
+                log.warning("%s: cancelling the reindex task %s a killed run left", index, task)
+                cancelled.append(task)
+            if cancel_task(client, task, f"the interrupted reindex into {index}"):
+                accepted.add(task)
         if not (running or unanswered or failed):
             return len(cancelled)
         if new:

@@ -8,7 +8,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from elastic_transport import ConnectionTimeout
+from elastic_transport import ConnectionError, ConnectionTimeout
 
 import esmapper as em
 from esmapper.errors import IndexConfigurationError
@@ -271,3 +271,30 @@ def test_a_listing_that_fails_refuses_the_run() -> None:
             sleep=lambda _: None,
             monotonic=lambda: float(next(clock)),
         )
+
+
+class _LostCancel(_Tasks):
+    """The first cancel's answer is lost before it reached the server: the task runs on."""
+
+    def __init__(self) -> None:
+        super().__init__(stops_after=0)
+        self.lost = 1
+
+    def cancel(self, *, task_id: str) -> Any:
+        if self.lost:
+            self.lost -= 1
+            raise ConnectionError("connection reset")
+        return super().cancel(task_id=task_id)
+
+
+def test_a_cancel_that_did_not_go_through_is_sent_again() -> None:
+    """Cancelling is idempotent: a task still listed whose cancel was not accepted (a
+    dropped connection, ``node_failures``) is cancelled again rather than waited on."""
+    tasks, clock = _LostCancel(), iter(range(0, 1000, 10))
+    found = stop_leftover_passes(
+        _Client(tasks),  # type: ignore[arg-type]
+        "p-items-v2",
+        sleep=lambda _: None,
+        monotonic=lambda: float(next(clock)),
+    )
+    assert (found, tasks.cancelled) == (1, ["n:7"])
