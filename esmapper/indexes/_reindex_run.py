@@ -390,7 +390,8 @@ class Run:
         first catch-up could not see yet, is in its window, and it follows a refresh).
         Compares the documents of the old index written since the copy began (none when
         no shard's ``max_seq_no`` moved; else ``_seq_no`` above the lowest of
-        :attr:`seq_nos`; ``HasDates`` models: also ``updated_utc`` >= ``started``)
+        :attr:`seq_nos`; ``HasDates`` models: also ``updated_utc`` >= ``started``, except
+        in a resumed run, whose window spans the time between two runs)
         with their copies, deletes the stale copies and copies them again with
         ``op_type: create``; returns how many were created. A failing pass raises
         :class:`ReindexError`."""
@@ -403,7 +404,9 @@ class Run:
             self.new,
             spec=self.spec,
             floor=floor_of(self.seq_nos),
-            since=self.since(started),
+            # a resumed run's window spans the time between two runs: a document added
+            # again there may carry any updated date (an import): by ``_seq_no`` alone
+            since=None if self.resume is not None else self.since(started),
             scripted=self.script is not None,
         )
         if not stale:

@@ -441,3 +441,33 @@ def test_a_document_written_between_the_runs_with_an_old_updated_date_is_copied(
     assert result.resumed_from is not None
     assert "copy: Total: 2 Copied: 2 VersionConflicts: 0 Failures: 0" in messages
     _settled(es_client, v2, expected)
+
+
+def test_a_document_removed_and_imported_again_between_the_runs_replaces_its_copy(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """Removed and written again under its id between the runs, by an import that keeps an
+    old updated date: it restarts at ``_version`` 1 (below its copy's), so the passes skip
+    it, and the stale-copy comparison must find it by its ``_seq_no`` alone, not narrowed
+    to recent dates as within one run."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    old = _seed(make_mapper, ItemV1, 20)
+    repo = old.repository(ItemV1)
+    for n in (105, 205):  # the copy will carry _version 3
+        doc = repo.get("d0005")
+        assert doc is not None
+        doc.n = n
+        repo.save(doc, consistency="immediate")
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")
+    es_client.delete(index=v1, id="d0005", refresh=True)
+    stamp = "2020-01-01T00:00:00Z"
+    imported = {"name": "imported", "n": 5005, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="d0005", document=imported, refresh=True)
+    assert es_client.get(index=v1, id="d0005")["_version"] == 1  # (no tombstone kept)
+    expected = _stored(es_client, v1)
+
+    result, _ = _rerun(make_mapper(ItemV2), ItemV2)
+
+    assert result.resumed_from is not None
+    _settled(es_client, v2, expected)
