@@ -57,7 +57,8 @@ What a resumed run then does is what every run does (catch-up, write block, fina
 verify, swap, delete), with three differences: the write marks of the old index are the
 recorded ``seq_nos`` (no proof that nothing was written is possible across two runs, so
 the catch-up and final passes always run and the stale-copy comparison starts from the
-recorded pass's start, covering documents removed and added again between the runs); the
+recorded pass's start, covering documents removed and added again between the runs, by
+their ``_seq_no`` alone: such a document may carry any updated date); the
 new index's count is read, not taken from the passes' figures (it was not empty); and the
 id reconciliation compares ids unless the counts prove there is nothing to delete, so a
 document deleted from the old index between the runs does not survive in the new one.
