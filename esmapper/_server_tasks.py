@@ -19,10 +19,12 @@ it answers with is followed:
   ±25% (``jitter``): many processes following tasks of one cluster (a fleet's
   reindexes, by-query writes failing for the same reason) do not poll in lockstep.
 - When the call's ``timeout`` passes, or the task's processed count does not move for
-  ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), the
+  ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), or
+  its ``progress`` callback raises (a reindex whose lock was found lost: another run took
+  over, the task must not write on into what that run builds), the
   task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
   and :class:`TaskTimedOut` / :class:`TaskStalled` is raised, or the
-  ``KeyboardInterrupt`` re-raised.
+  ``KeyboardInterrupt`` (the callback's exception) re-raised.
 - Once the task completed, its result document is deleted from the ``.tasks`` system index
   (``DELETE /.tasks/_doc/<id>``), best effort: a user without access to system indices gets
   403 (or 404): logged at DEBUG, nothing else.
@@ -446,6 +448,13 @@ def run_task(
         return poller.run()
     except KeyboardInterrupt:
         log.warning("%s: interrupted; cancelling its task %s", what, poller.task)
+        if _cancel(client, poller.task, what):
+            poller.final()
+        raise
+    except TaskError:
+        raise  # the poller's own outcomes: it cancelled what it had to
+    except Exception as exc:  # the caller's progress callback: it no longer follows
+        log.warning("%s: no longer followed (%s); cancelling its task %s", what, exc, poller.task)
         if _cancel(client, poller.task, what):
             poller.final()
         raise
