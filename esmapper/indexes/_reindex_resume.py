@@ -304,7 +304,7 @@ def stop_leftover_passes(
             if running:
                 why = (
                     f"the reindex task(s) {', '.join(running)} of an interrupted run still "
-                    f"write into it after being cancelled"
+                    "write into it after being cancelled"
                 )
             elif failed is not None:
                 why = (
