@@ -19,10 +19,12 @@ it answers with is followed:
   ±25% (``jitter``): many processes following tasks of one cluster (a fleet's
   reindexes, by-query writes failing for the same reason) do not poll in lockstep.
 - When the call's ``timeout`` passes, or the task's processed count does not move for
-  ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), the
+  ``stall`` seconds, or the caller is interrupted (``KeyboardInterrupt``, e.g. Ctrl-C), or
+  its ``progress`` callback raises (a reindex whose lock was found lost: another run took
+  over, the task must not write on into what that run builds), the
   task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
   and :class:`TaskTimedOut` / :class:`TaskStalled` is raised, or the
-  ``KeyboardInterrupt`` re-raised.
+  ``KeyboardInterrupt`` (the callback's exception) re-raised.
 - Once the task completed, its result document is deleted from the ``.tasks`` system index
   (``DELETE /.tasks/_doc/<id>``), best effort: a user without access to system indices gets
   403 (or 404): logged at DEBUG, nothing else.
@@ -70,6 +72,7 @@ from esmapper._transport import is_unknown_outcome, once, unwarned
 __all__ = [
     "ACTIONS",
     "Kind",
+    "Listing",
     "TaskError",
     "TaskLost",
     "TaskResult",
@@ -420,6 +423,13 @@ def run_task(
         if _cancel(client, poller.task, what):
             poller.final()
         raise
+    except TaskError:
+        raise  # the poller's own outcomes: it cancelled what it had to
+    except Exception as exc:  # the caller's progress callback: it no longer follows
+        log.warning("%s: no longer followed (%s); cancelling its task %s", what, exc, poller.task)
+        if _cancel(client, poller.task, what):
+            poller.final()
+        raise
 
 
 def _run_synchronously(
@@ -468,12 +478,25 @@ def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
     return None
 
 
-def running_tasks(client: Elasticsearch, kind: Kind) -> list[tuple[str, dict[str, Any]]]:
-    """``(task id, info)`` of every running task of ``kind``, slices included (their info
-    has a ``parent_task_id``): ``GET /_tasks?actions=<action>&detailed=true``. Raises the
-    client's errors."""
+@attrs.frozen(slots=True)
+class Listing:
+    """A ``GET /_tasks`` answer: ``tasks`` (``(task id, info)``, slices included: their
+    info has a ``parent_task_id``) and ``failures``, its ``node_failures`` and
+    ``task_failures`` (Elasticsearch answers 200 with the tasks of the nodes that
+    answered: a task on a node that failed is missing)."""
+
+    tasks: list[tuple[str, dict[str, Any]]]
+    failures: list[Any]
+
+
+def running_tasks(client: Elasticsearch, kind: Kind) -> Listing:
+    """Every running task of ``kind``: ``GET /_tasks?actions=<action>&detailed=true``.
+    Raises the client's errors."""
     listing = _tasks_api(client, "GET", "/_tasks", actions=ACTIONS[kind], detailed=True)
-    return list(_listed(listing))
+    failures: list[Any] = []
+    if isinstance(listing, dict):
+        failures = [*(listing.get("node_failures") or ()), *(listing.get("task_failures") or ())]
+    return Listing(list(_listed(listing)), failures)
 
 
 def cancel_task(client: Elasticsearch, task: str, what: str) -> bool:

@@ -401,9 +401,10 @@ def reindex(
         click.echo(f"{model.__name__} is up to date ({result.new_index})")
         return
     if result.resumed_from is not None:
+        began = format_datetime(result.resumed_from)
         click.echo(
-            "resumed the interrupted reindex: copied only what changed since its copy began "
-            f"({format_datetime(result.resumed_from)})"
+            f"resumed the interrupted reindex (its copy began {began}): copied only the "
+            "documents it lacked or that changed since"
         )
     partitions = result.partitions
     old = "old partitions" if partitions else "old index"

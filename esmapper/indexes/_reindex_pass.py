@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
 __all__ = [
+    "CANCELLED",
     "PassOutcome",
     "PassStalled",
     "Throttle",
@@ -155,8 +156,20 @@ class Throttle:
 PassStalled = TaskStalled
 
 
+#: the failure type of a pass whose task someone cancelled (:func:`_outcome`)
+CANCELLED: Final = "task_cancelled"
+
+
 def _outcome(response: dict[str, Any]) -> PassOutcome:
+    """A pass's answer; a task someone else cancelled (``POST _tasks/<id>/_cancel``: an
+    operator, or the rerun of a reindex that took over this one's lapsed lock) ends
+    "completed" with ``canceled`` and no failure, having copied part of the documents:
+    that is a failure of type :data:`CANCELLED`, never a complete pass."""
     failures = tuple(f for f in response.get("failures") or () if isinstance(f, dict))
+    cancelled = response.get("canceled")
+    if cancelled:
+        reason = f"its task was cancelled ({cancelled}) before it copied every document"
+        failures += ({"status": None, "type": CANCELLED, "reason": reason},)
     return PassOutcome(
         total=int(response.get("total") or 0),
         created=int(response.get("created") or 0),
@@ -212,7 +225,7 @@ def run_pass(
     cancelled and :class:`PassStalled` raised (a warning is logged half-way). Otherwise:
     ``wait_for_completion=true`` with a 24 h request timeout, ``progress`` called at the
     start and the end. Returns the outcome; errors of the request itself (a failing
-    script, a refused document) become ``failures``.
+    script, a refused document, a task someone else cancelled) become ``failures``.
 
     The start is sent once (no transport retries). When its outcome is unknown and no task
     of it runs (listed by its ``X-Opaque-Id``), or the server has no record of the task it

@@ -25,7 +25,9 @@ the client that started it dies, so a killed run's pass may still be copying (th
 ``_reindex`` tasks whose description names ``-vN`` as destination are listed, cancelled
 and waited for, :func:`stop_leftover_passes`; one still running after :data:`STOP_WAIT`
 refuses the run: a pass that goes on writing could bring a deleted document back after the
-id reconciliation, into a resumed index or into one built again). When ``-vN`` is not
+id reconciliation, into a resumed index or into one built again. So does a listing that
+cannot prove none runs for that long: it failed, or nodes did not answer it, which
+Elasticsearch reports with status 200 and ``node_failures``). When ``-vN`` is not
 empty, :func:`decide` compares its record with the rerun: the same old index (name and
 ``uuid``), the same fingerprint. Anything else (no record, another source, a recreated
 source, a changed script, pipeline, mapping or settings) is a full copy: the leftover is
@@ -35,7 +37,13 @@ When the record matches, the rerun keeps ``-vN`` and its first pass copies only 
 missing or changed (:class:`Resume`):
 
 - ``since``: the recorded pass completed and the model has an updated date: the pass
-  selects the documents with an updated date at or above the recorded floor; those
+  selects the documents with an updated date at or above the recorded floor less the
+  rerun's catch-up margin (the record carries the margin of the run that wrote it; the
+  rerun's catch-up passes allow for the writers' clocks with their own, so does this
+  pass, its first catch-up), *or* a ``_seq_no`` above the recorded ``seq_nos`` (the time
+  between two runs is not a copy's: an import keeping its own dates, or a clock far
+  behind, must not lose a document; :meth:`Run.copy_since
+  <esmapper.indexes._reindex_run.Run.copy_since>`); those
   already copied at their current version are skipped by the external versions.
 - ``compare``: the recorded pass was interrupted, or the model has no updated date: the
   pass reads every document of the old index and writes only those missing from ``-vN``
@@ -49,7 +57,8 @@ What a resumed run then does is what every run does (catch-up, write block, fina
 verify, swap, delete), with three differences: the write marks of the old index are the
 recorded ``seq_nos`` (no proof that nothing was written is possible across two runs, so
 the catch-up and final passes always run and the stale-copy comparison starts from the
-recorded pass's start, covering documents removed and added again between the runs); the
+recorded pass's start, covering documents removed and added again between the runs, by
+their ``_seq_no`` alone: such a document may carry any updated date); the
 new index's count is read, not taken from the passes' figures (it was not empty); and the
 id reconciliation compares ids unless the counts prove there is nothing to delete, so a
 document deleted from the old index between the runs does not survive in the new one.
@@ -68,7 +77,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
-from esmapper._server_tasks import cancel_task, running_tasks
+from esmapper._server_tasks import cancel_task, has_tasks, running_tasks
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._meta import read_meta
 from esmapper.model.dates import format_datetime, parse_datetime
@@ -227,14 +236,23 @@ def source_uuid(client: Elasticsearch, index: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _passes_into(client: Elasticsearch, index: str) -> list[str]:
-    """The running ``_reindex`` tasks (not slices) whose destination is ``index``: their
-    description (``reindex from [<source>] to [<dest>]``) names it."""
-    return [
+def _passes_into(client: Elasticsearch, index: str) -> tuple[list[str], list[str]]:
+    """The running ``_reindex`` tasks (not slices) whose destination is ``index`` (their
+    description, ``reindex from [<source>] to [<dest>]``, names it), and what keeps the
+    listing from being complete: the ``node_failures`` / ``task_failures`` of an answer
+    with status 200 (Elasticsearch lists the tasks of the nodes that answered; a pass may
+    run on one that did not). Raises the client's errors."""
+    listing = running_tasks(client, "reindex")
+    tasks = [
         task
-        for task, info in running_tasks(client, "reindex")
+        for task, info in listing.tasks
         if not info.get("parent_task_id") and f" to [{index}]" in str(info.get("description"))
     ]
+    return tasks, [str(_reason(f)) for f in listing.failures]
+
+
+def _reason(failure: Any) -> Any:
+    return failure.get("reason") or failure.get("type") if isinstance(failure, dict) else failure
 
 
 def stop_leftover_passes(
@@ -246,30 +264,61 @@ def stop_leftover_passes(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
     """Cancel the ``_reindex`` tasks still writing into ``index`` (a killed run's pass: the
-    server runs it on after its client died) and wait until none is listed; returns how
-    many were found. Sends ``GET /_tasks?actions=indices:data/write/reindex&detailed=true``,
-    then per task ``POST /_tasks/<id>/_cancel`` (once; an error is logged) and the listing
-    again every half second. Raises :class:`IndexConfigurationError` when one still runs
-    after ``wait`` seconds (nothing was deleted or reused). A server without a task list
-    (it runs passes synchronously: a pass ends with its request) has nothing to stop."""
-    try:
-        running = _passes_into(client, index)
-    except (ApiError, TransportError) as exc:
-        log.debug("listing the reindex tasks failed (%s); none is stopped", exc)
+    server runs it on after its client died) and wait until a complete listing shows none;
+    returns how many were cancelled. Sends ``GET
+    /_tasks?actions=indices:data/write/reindex&detailed=true`` every half second until
+    then, and ``POST /_tasks/<id>/_cancel`` for each task listed until the server accepted
+    it (idempotent; a refusal or a lost answer is logged and the cancel sent again with the
+    next listing). A listing is complete when it did not fail and names no
+    ``node_failures`` / ``task_failures`` (a node that did not answer may be running a
+    pass). Raises :class:`IndexConfigurationError` when, after ``wait`` seconds, a pass
+    still runs or no listing was complete (nothing was deleted or reused). A server whose
+    tasks this client cannot read (:func:`~esmapper._server_tasks.has_tasks`: noida-db, a
+    user without the ``monitor`` privilege) has nothing that could be listed: nothing is
+    sent."""
+    if not has_tasks(client):
         return 0
-    if not running:
-        return 0
-    for task in running:
-        log.warning("%s: cancelling the reindex task %s a killed run left running", index, task)
-        cancel_task(client, task, f"the interrupted reindex into {index}")
     deadline = monotonic() + wait
-    while still := _passes_into(client, index):
+    cancelled: list[str] = []  # listed, cancel accepted or not
+    accepted: set[str] = set()
+    while True:
+        failed: ApiError | TransportError | None = None
+        try:
+            running, unanswered = _passes_into(client, index)
+        except (ApiError, TransportError) as exc:
+            running, unanswered, failed = [], [], exc
+        new = [task for task in running if task not in cancelled]
+        for task in running:
+            if task in accepted:
+                continue
+            if task in new:
+                log.warning("%s: cancelling the reindex task %s a killed run left", index, task)
+                cancelled.append(task)
+            if cancel_task(client, task, f"the interrupted reindex into {index}"):
+                accepted.add(task)
+        if not (running or unanswered or failed):
+            return len(cancelled)
+        if new:
+            continue  # listed again at once: a task may end with its cancel
         if monotonic() >= deadline:
+            if running:
+                why = (
+                    f"the reindex task(s) {', '.join(running)} of an interrupted run still "
+                    "write into it after being cancelled"
+                )
+            elif failed is not None:
+                why = (
+                    f"the running reindex tasks could not be listed ({failed}): one a killed "
+                    "run left may still write into it"
+                )
+            else:
+                why = (
+                    f"nodes did not answer the listing of the running reindex tasks "
+                    f"({'; '.join(unanswered)}): a pass a killed run left may still write into "
+                    "it there"
+                )
             raise IndexConfigurationError(
-                f"{index}: the reindex task(s) {', '.join(still)} of an interrupted run still "
-                f"write into it after being cancelled {wait:.0f}s ago; run the reindex again "
-                "once they ended",
+                f"{index}: {why} (waited {wait:.0f}s); run the reindex again once it ended",
                 index=index,
             )
         sleep(0.5)
-    return len(running)

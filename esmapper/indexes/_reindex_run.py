@@ -32,6 +32,7 @@ from esmapper.indexes._reindex_fence import (
     swap_conditions,
 )
 from esmapper.indexes._reindex_pass import (
+    CANCELLED,
     PassOutcome,
     PassStalled,
     Throttle,
@@ -51,7 +52,13 @@ from esmapper.indexes._reindex_resume import (
     read_record,
     source_uuid,
 )
-from esmapper.indexes._reindex_stale import floor_of, recreate_ids, stale_ids
+from esmapper.indexes._reindex_stale import (
+    floor_of,
+    recreate_ids,
+    seq_no_query,
+    stale_ids,
+    written_ids,
+)
 from esmapper.indexes.blocks import block_writes, unblock_own, write_blocked
 from esmapper.indexes.errors import ReindexError
 from esmapper.indexes.leftovers import mark_replaced
@@ -307,7 +314,8 @@ class Run:
         """One ``_reindex`` pass from ``old`` to ``new`` (``query``: only those documents)
         with external versions, or with ``op_type: create`` when ``create`` (only documents
         missing from ``new`` are written); a stalled pass raises :class:`ReindexError`
-        naming the task and how far it got. Documents the pass could not copy are recorded
+        naming the task and how far it got, and so does a pass whose task someone else
+        cancelled (it copied an unknown part). Documents the pass could not copy are recorded
         in the error index (:mod:`esmapper.indexes._reindex_errors`) before the caller fails
         the run."""
         source: dict[str, Any] = {"index": self.old}
@@ -343,6 +351,13 @@ class Run:
             )
             if name is not None:
                 self.update(error_index=name, error_count=self.result.error_count + written)
+        cancelled = [f for f in outcome.failures if f.get("type") == CANCELLED]
+        if cancelled:  # part of the documents copied, and no failure says which
+            raise self.fail(
+                f"the {phase} pass was stopped: {cancelled[0]['reason']} (by another process: "
+                "an operator, or a rerun that took over this run's lapsed lock)",
+                outcome.failures,
+            )
         self.report(
             phase,
             outcome.total,
@@ -375,7 +390,8 @@ class Run:
         first catch-up could not see yet, is in its window, and it follows a refresh).
         Compares the documents of the old index written since the copy began (none when
         no shard's ``max_seq_no`` moved; else ``_seq_no`` above the lowest of
-        :attr:`seq_nos`; ``HasDates`` models: also ``updated_utc`` >= ``started``)
+        :attr:`seq_nos`; ``HasDates`` models: also ``updated_utc`` >= ``started``, except
+        in a resumed run, whose window spans the time between two runs)
         with their copies, deletes the stale copies and copies them again with
         ``op_type: create``; returns how many were created. A failing pass raises
         :class:`ReindexError`."""
@@ -388,7 +404,9 @@ class Run:
             self.new,
             spec=self.spec,
             floor=floor_of(self.seq_nos),
-            since=self.since(started),
+            # a resumed run's window spans the time between two runs: a document added
+            # again there may carry any updated date (an import): by ``_seq_no`` alone
+            since=None if self.resume is not None else self.since(started),
             scripted=self.script is not None,
         )
         if not stale:
@@ -409,6 +427,46 @@ class Run:
                 raise self.fail("copying documents added again failed", outcome.failures)
             created += outcome.created
         return created
+
+    def copy_since(self, start: _dt.datetime) -> PassOutcome:
+        """The first pass of a run resumed after a completed copy (its outcome, the sum of
+        its passes): the documents changed since ``start`` (:meth:`since`) *or* written
+        since that copy began by their ``_seq_no`` (above the lowest of :attr:`seq_nos`,
+        the recorded ``max_seq_no``: every write since has a higher one, whatever updated
+        date it carries). Between two runs lie minutes or days, not a copy's duration: an
+        import or restore that keeps its documents' own dates, a patch whose caller gave
+        one, or a clock far behind would otherwise go unseen. One pass with both in a
+        ``bool`` ``should`` where the server answers a ``_seq_no`` range
+        (:func:`~esmapper.indexes._reindex_stale.seq_no_query`: two counts of ``old``),
+        else the date pass and then passes of the ``ids`` listed by their ``_seq_no``
+        (:func:`~esmapper.indexes._reindex_stale.written_ids`); an unknown floor reads
+        every document. A superset of the delta (with several shards the lowest floor
+        takes in some older documents of the others): what is already copied is skipped
+        by its version. Stops at the first pass with failures."""
+        dated, floor = self.since(start), floor_of(self.seq_nos)
+        if dated is None or floor < 0:
+            return self.copy("copy", None)
+        written = seq_no_query(self.client, self.old, floor)
+        if written is not None:
+            return self.copy(
+                "copy", {"bool": {"should": [dated, written], "minimum_should_match": 1}}
+            )
+        outcome = self.copy("copy", dated)
+        for batch in written_ids(self.client, self.old, floor):
+            for begin in range(0, len(batch), _IDS_PER_PASS):
+                if outcome.failures:
+                    return outcome
+                ids = [str.__str__(i) for i in batch[begin : begin + _IDS_PER_PASS]]
+                more = self.copy("copy", {"ids": {"values": ids}})
+                outcome = PassOutcome(
+                    total=outcome.total + more.total,
+                    created=outcome.created + more.created,
+                    updated=outcome.updated + more.updated,
+                    version_conflicts=outcome.version_conflicts + more.version_conflicts,
+                    failures=outcome.failures + more.failures,
+                    exact=outcome.exact and more.exact,
+                )
+        return outcome
 
     def since(self, start: _dt.datetime) -> dict[str, Any] | None:
         """The catch-up query: changed since ``start`` (``None``: every document)."""
@@ -509,14 +567,16 @@ def run_phases(
             # what the interrupted run copied stays: its record's floors are this run's
             # (documents written, removed or added again since its copy began); no proof
             # that nothing was written spans two runs, and ``new`` was not empty
-            record, started = resume.record, resume.started
+            # its floor allows for the writers' clocks as this run's catch-up passes do
+            # (the record's start carries the margin of the run that wrote it, maybe less)
+            record, started = resume.record, resume.started - margin
             run.marks = WriteMarks(run.marks.uuid if run.marks else None, record.seq_nos, None)
             run.counted = False
-            run.update(resumed_from=started)
+            run.update(resumed_from=resume.started)
             message = f"Resuming {old} -> {new} from {resume.describe()}"
             log.warning("%s", message)
             run.report("copy", message=message)
-            first = run.copy("copy", run.since(started) if resume.mode == "since" else None)
+            first = run.copy_since(started) if resume.mode == "since" else run.copy("copy", None)
         if first.failures:
             raise run.fail("the copy reported failures; the old index still serves", first.failures)
         run.record(attrs.evolve(record, completed=True))  # a rerun copies only what changed

@@ -44,7 +44,7 @@ from esmapper.indexes._reindex_pass import count, delete_ids
 if TYPE_CHECKING:
     from esmapper.indexes.spec import IndexSpec
 
-__all__ = ["floor_of", "recreate_ids", "stale_ids"]
+__all__ = ["floor_of", "recreate_ids", "seq_no_query", "stale_ids", "written_ids"]
 
 log = logging.getLogger("esmapper.indexes")
 
@@ -57,10 +57,11 @@ def floor_of(seq_nos: dict[str, int] | None) -> int:
     return min(seq_nos.values()) if seq_nos else -1
 
 
-def _seq_no_query(client: Elasticsearch, index: str, floor: int) -> dict[str, Any] | None:
+def seq_no_query(client: Elasticsearch, index: str, floor: int) -> dict[str, Any] | None:
     """``range _seq_no > floor`` when the server answers such a query (Elasticsearch does;
     checked with a count of ``_seq_no >= 0`` against the index's count), else ``None``
-    (the hits are then filtered on their ``_seq_no``)."""
+    (the hits are then filtered on their ``_seq_no``; ``floor`` < 0, unknown: ``None``).
+    Sends the two counts."""
     if floor < 0:
         return None
     total = count(client, index)
@@ -98,6 +99,16 @@ def _written_since(
         }
         if batch:
             yield batch
+
+
+def written_ids(client: Elasticsearch, index: str, floor: int) -> Iterator[list[str]]:
+    """The ids of the documents of ``index`` whose ``_seq_no`` is above ``floor``, a batch
+    at a time: a scroll of every document (no ``_source``) filtered on each hit's
+    ``_seq_no``, for servers that answer no ``_seq_no`` range (:func:`seq_no_query`);
+    every page answered by every shard, else
+    :class:`~esmapper.errors.PartialResultsError`."""
+    for batch in _written_since(client, index, None, floor, None):
+        yield list(batch)
 
 
 def _above(hit: dict[str, Any], floor: int) -> bool:
@@ -143,7 +154,7 @@ def stale_ids(
     when whole sources are compared, ``POST /<old>/_mget``, each entry with the request
     parameters of ``spec``'s model (a routing); an entry answered with an error raises
     :class:`~esmapper.errors.IndexConfigurationError` (never taken for a missing copy)."""
-    query = since if since is not None else _seq_no_query(client, old, floor)
+    query = since if since is not None else seq_no_query(client, old, floor)
     dates_field = spec.info.updated_field  # every write sets it (esmapper._dates)
     has_dates = dates_field is not None
     by_source = not has_dates and not scripted

@@ -29,11 +29,12 @@ within 90 s, at once for a rerun on the same machine: :mod:`esmapper.locks`), th
 2. **copy**: the run's record (the old index's ``uuid``, the fingerprint, the copy's start
    and ``max_seq_no``) is written into ``-vN``'s ``_meta`` through the run's marker alias,
    and again, marked completed, after the pass. A resumed run's pass copies only the
-   documents changed since the recorded start (a completed copy of a model with an
-   updated date), else reads every document and writes only those missing or changed
-   (external versions skip the rest); the rest of the run is a normal run's, always with
-   the catch-up and final passes, the stale-copy comparison from the recorded
-   ``max_seq_no`` and the id reconciliation by counts (deletes between the runs).
+   documents changed since the recorded start less ``catch_up_margin`` (a completed copy
+   of a model with an updated date), else reads every document and writes only those
+   missing or changed (external versions skip the rest); the rest of the run is a normal
+   run's, always with the catch-up and final passes, the stale-copy comparison from the
+   recorded ``max_seq_no`` and the id reconciliation by counts (deletes between the
+   runs).
    ``POST /_reindex`` from ``-vK`` to ``-vN`` with the model's reindex scripts
    (the scripts of the versions K < v <= N: one is sent as is, several are wrapped into
    ``void f000(def ctx) {...}`` functions called in order). How a pass runs (a polled task,

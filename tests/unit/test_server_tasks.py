@@ -22,6 +22,7 @@ from esmapper._server_tasks import (
     has_tasks,
     run_task,
 )
+from esmapper.errors import LockError
 from tests.unit.tasks_api import answer_tasks_request
 
 TASK = "node:7"
@@ -484,3 +485,18 @@ def test_outside_interruptible_the_default_wait_is_time_sleep(
     run_task(es, "update_by_query", {"index": "x"}, what="patch", jitter=lambda s: s)
 
     assert slept == [0.1]
+
+
+def test_a_caller_that_stops_following_cancels_the_task() -> None:
+    """The progress callback raises (a reindex whose heartbeat found its lock lost: another
+    run took over): the task would go on writing unseen, into an index the new holder now
+    builds, so it is cancelled and its end read, as for Ctrl-C."""
+    client = FakeClient()
+
+    def progress(done: int, total: int) -> None:
+        raise LockError("the lock reindex:items was lost")
+
+    with pytest.raises(LockError):
+        run(client, progress=progress)
+    assert client.sent("cancel") == [TASK]
+    assert client.sent("delete") == [(".tasks", TASK)]  # its end was read after the cancel

@@ -17,6 +17,7 @@ from elasticsearch import Elasticsearch
 import esmapper as em
 from esmapper.indexes import ReindexProgress, ReindexResult, reindex
 from esmapper.indexes._reindex_resume import read_record
+from esmapper.model.dates import format_datetime
 from esmapper.testing.cluster import ClusterProxy
 from tests.integration.conftest import MakeMapper
 from tests.integration.pausing import Child, children, linux_only
@@ -28,6 +29,7 @@ pytestmark = linux_only
 
 WORKER = "tests.integration.indexes.reindex_resume_worker"
 NO_MARGIN = dt.timedelta(0)
+FIVE_MINUTES = dt.timedelta(minutes=5)
 
 
 def _seed(make_mapper: MakeMapper, model: type[Any], count: int) -> em.Mapper:
@@ -384,3 +386,88 @@ def test_a_killed_runs_task_is_stopped_before_a_full_copy_too(
     assert cluster.tasks.cancels == 1 and cluster.tasks.running == 0
     assert (result.resumed_from, result.copied) == (None, 39)
     _settled(es_client, v2, {f"d{i:04}": i for i in range(40) if i != 7})
+
+
+def test_the_resumed_pass_takes_the_reruns_catch_up_margin(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """The killed run recorded its copy's start with its own margin (0 here); the rerun's
+    margin (the default minute) is what its catch-up passes allow for writers' clocks
+    behind the reindexer's: the resumed pass, the first catch-up of the rerun, allows it
+    too. A write stamped 30 s before the copy began and applied after it would otherwise
+    be lost (a normal run with the same margin catches it up)."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    old = _seed(make_mapper, ItemV1, 30)
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")  # margin 0
+    record = read_record(es_client, v2)
+    assert record is not None and record.completed
+    # an application server whose clock is 30 s behind writes after the copy
+    stamp = format_datetime(record.started - dt.timedelta(seconds=30))
+    doc = {"name": "late", "n": 99, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="skewed", document=doc, refresh=True)
+    expected = _stored(es_client, v1)
+    assert "skewed" in expected and old is not None
+
+    # the rerun comes 5 minutes later (its own catch-up passes start after the write)
+    later = make_mapper(ItemV2, clock=lambda: dt.datetime.now(dt.timezone.utc) + FIVE_MINUTES)
+    result = reindex(later, ItemV2)  # the default catch-up margin
+
+    assert result.resumed_from == record.started
+    _settled(es_client, v2, expected)
+
+
+def test_a_document_written_between_the_runs_with_an_old_updated_date_is_copied(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """Between the runs (minutes, days: longer than any copy) an import writes documents
+    that keep their own updated date (a restore, a migration from another store, a patch
+    whose caller gave one). The resumed pass selects by date *or* by ``_seq_no`` above the
+    recorded ``max_seq_no`` (every write since the copy began has one), so neither such a
+    date nor a clock far behind loses a document the interrupted copy never saw."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    _seed(make_mapper, ItemV1, 30)
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")
+    stamp = "2020-01-01T00:00:00Z"
+    imported = {"name": "imported", "n": 7, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="imported", document=imported, refresh=True)
+    changed = es_client.get(index=v1, id="d0003")["_source"] | {"n": 3003}
+    es_client.index(index=v1, id="d0003", document=changed, refresh=True)  # date kept too
+    expected = _stored(es_client, v1)
+
+    result, messages = _rerun(make_mapper(ItemV2), ItemV2)
+
+    assert result.resumed_from is not None
+    assert "copy: Total: 2 Copied: 2 VersionConflicts: 0 Failures: 0" in messages
+    _settled(es_client, v2, expected)
+
+
+def test_a_document_removed_and_imported_again_between_the_runs_replaces_its_copy(
+    tmp_path: Path, make_mapper: MakeMapper, es_url: str, es_client: Elasticsearch,
+    index_prefix: str,
+) -> None:  # fmt: skip
+    """Removed and written again under its id between the runs, by an import that keeps an
+    old updated date: it restarts at ``_version`` 1 (below its copy's), so the passes skip
+    it, and the stale-copy comparison must find it by its ``_seq_no`` alone, not narrowed
+    to recent dates as within one run."""
+    v1, v2 = f"{index_prefix}items-v1", f"{index_prefix}items-v2"
+    old = _seed(make_mapper, ItemV1, 20)
+    repo = old.repository(ItemV1)
+    for n in (105, 205):  # the copy will carry _version 3
+        doc = repo.get("d0005")
+        assert doc is not None
+        doc.n = n
+        repo.save(doc, consistency="immediate")
+    _killed(tmp_path, es_url, index_prefix, "ItemV2", "copied")
+    es_client.delete(index=v1, id="d0005", refresh=True)
+    stamp = "2020-01-01T00:00:00Z"
+    imported = {"name": "imported", "n": 5005, "created_utc": stamp, "updated_utc": stamp}
+    es_client.index(index=v1, id="d0005", document=imported, refresh=True)
+    assert es_client.get(index=v1, id="d0005")["_version"] == 1  # (no tombstone kept)
+    expected = _stored(es_client, v1)
+
+    result, _ = _rerun(make_mapper(ItemV2), ItemV2)
+
+    assert result.resumed_from is not None
+    _settled(es_client, v2, expected)

@@ -107,7 +107,8 @@ def test_a_reindex_killed_in_its_final_pass_is_unblocked_by_the_rerun_not_before
     assert lines[0].startswith("reindex Employee")  # the progress bar's label
     assert lines[1].startswith("lifted the write block a killed reindex left (on for ")
     # the killed run's copy had completed and nothing changed since: nothing copied again
-    assert lines[2].startswith("resumed the interrupted reindex: copied only what changed")
+    assert lines[2].startswith("resumed the interrupted reindex (its copy began ")
+    assert lines[2].endswith("): copied only the documents it lacked or that changed since")
     assert lines[3].startswith(f"reindexed Employee: {v1} -> {v2}, 0 copied, ")
     assert ", old index deleted, writes blocked " in lines[3]
     assert not refused(es_client, app.alias)  # ...until the rerun

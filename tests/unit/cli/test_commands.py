@@ -295,8 +295,8 @@ def test_reindex_says_when_it_resumed_an_interrupted_run(
     done = invoke("--app", f"{app}:mapper", "reindex", "Employee")
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[-2] == (
-        "resumed the interrupted reindex: copied only what changed since its copy began "
-        "(2026-12-05T03:00:00Z)"
+        "resumed the interrupted reindex (its copy began 2026-12-05T03:00:00Z): copied only "
+        "the documents it lacked or that changed since"
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from elastic_transport import ConnectionError, ConnectionTimeout
 
 import esmapper as em
 from esmapper.errors import IndexConfigurationError
@@ -159,6 +160,8 @@ class _Tasks:
         self.cancelled: list[str] = []
 
     def list(self, **params: Any) -> Any:
+        if params.get("detailed") is False:  # the client's probe: the server keeps tasks
+            return _Body({"nodes": {}})
         assert params == {"actions": "indices:data/write/reindex", "detailed": True}
         self.listings += 1
         running = not self.cancelled or self.stops_after is None or self.stops_after > 0
@@ -198,6 +201,9 @@ class _Client:
         task = unquote(path.removeprefix("/_tasks/").removesuffix("/_cancel"))
         return self.tasks.cancel(task_id=task)
 
+    def info(self) -> Any:
+        return _Body({"version": {"number": "8.19.0", "build_hash": "8b0b1f2"}})
+
 
 def test_a_killed_runs_pass_is_cancelled_and_waited_for() -> None:
     tasks, naps = _Tasks(stops_after=2), list[float]()
@@ -222,3 +228,83 @@ def test_nothing_to_stop_sends_only_the_listing() -> None:
     tasks = _Tasks(stops_after=0)
     assert stop_leftover_passes(_Client(tasks), "p-nothing-v2") == 0  # type: ignore[arg-type]
     assert (tasks.listings, tasks.cancelled) == (1, [])
+
+
+class _Partial(_Tasks):
+    """A cluster where the node running the killed run's pass does not answer the listing
+    (status 200 with ``node_failures``: Elasticsearch lists the nodes that answered) for
+    ``silent`` listings, or the listing fails outright (``error``)."""
+
+    def __init__(self, silent: int, error: Exception | None = None) -> None:
+        super().__init__(stops_after=0)
+        self.silent, self.error = silent, error
+
+    def list(self, **params: Any) -> Any:
+        if params.get("detailed") is False:
+            return super().list(**params)
+        if self.error is not None:
+            self.listings += 1
+            raise self.error
+        if self.silent > 0:
+            self.silent -= 1
+            self.listings += 1
+            failure = {"type": "failed_node_exception", "reason": "Failed node [n]"}
+            return _Body({"node_failures": [failure], "nodes": {}})
+        return super().list(**params)
+
+
+def test_a_listing_a_node_did_not_answer_proves_nothing() -> None:
+    """The killed run's pass may run on the node that did not answer: not "nothing runs"."""
+    tasks, naps = _Partial(silent=2), list[float]()
+    found = stop_leftover_passes(_Client(tasks), "p-items-v2", sleep=naps.append)  # type: ignore[arg-type]
+    assert (found, tasks.cancelled) == (1, ["n:7"])  # seen once the node answered
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(IndexConfigurationError, match=r"did not answer"):
+        stop_leftover_passes(
+            _Client(_Partial(silent=1000)),  # type: ignore[arg-type]
+            "p-items-v2",
+            wait=60,
+            sleep=lambda _: None,
+            monotonic=lambda: float(next(clock)),
+        )
+
+
+def test_a_listing_that_fails_refuses_the_run() -> None:
+    """A server that keeps tasks and cannot list them now (a timeout, 503): a killed run's
+    pass may be writing, the run must not go on as if none were."""
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(IndexConfigurationError, match=r"could not be listed"):
+        stop_leftover_passes(
+            _Client(_Partial(0, error=ConnectionTimeout("timed out"))),  # type: ignore[arg-type]
+            "p-items-v2",
+            wait=60,
+            sleep=lambda _: None,
+            monotonic=lambda: float(next(clock)),
+        )
+
+
+class _LostCancel(_Tasks):
+    """The first cancel's answer is lost before it reached the server: the task runs on."""
+
+    def __init__(self) -> None:
+        super().__init__(stops_after=0)
+        self.lost = 1
+
+    def cancel(self, *, task_id: str) -> Any:
+        if self.lost:
+            self.lost -= 1
+            raise ConnectionError("connection reset")
+        return super().cancel(task_id=task_id)
+
+
+def test_a_cancel_that_did_not_go_through_is_sent_again() -> None:
+    """Cancelling is idempotent: a task still listed whose cancel was not accepted (a
+    dropped connection, ``node_failures``) is cancelled again rather than waited on."""
+    tasks, clock = _LostCancel(), iter(range(0, 1000, 10))
+    found = stop_leftover_passes(
+        _Client(tasks),  # type: ignore[arg-type]
+        "p-items-v2",
+        sleep=lambda _: None,
+        monotonic=lambda: float(next(clock)),
+    )
+    assert (found, tasks.cancelled) == (1, ["n:7"])
