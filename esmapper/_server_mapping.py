@@ -9,8 +9,11 @@ dynamic template. A search widens the model's catalog with the fields the server
 - only when a name the catalog does not declare comes up (a search whose names are all
   declared sends nothing more);
 - ``GET /<alias>/_mapping`` at most once per minute per model and mapper (:data:`REFRESH`,
-  timed by the mapper's ``clock``), the mappings of every index behind the alias merged (the
-  index named last wins on a path two map differently);
+  timed by the mapper's ``clock``), the mappings of every index behind the alias merged;
+  a path two of them map as different types (a reindex in flight that changes a type,
+  time-series partitions mapped apart; ``nested`` in one and ``object`` in the other) is
+  refused with a :class:`~esmapper.errors.QueryValidationError` naming each index's type
+  (:class:`ServerCatalog`), as is a field under such a path: no one query is right for both;
 - a server that refuses the read (403), or a missing index: no server fields until the
   next read a minute later (declared names only); a read that failed otherwise (a dropped
   connection, a 5xx): no server fields for this search, read again next time.
@@ -27,18 +30,19 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from elasticsearch import ApiError, AuthorizationException, NotFoundError, TransportError
 
-from esmapper.model.catalog import FieldCatalog
+from esmapper.errors import QueryValidationError
+from esmapper.model.catalog import FieldCatalog, FieldInfo
 
 if TYPE_CHECKING:
     from esmapper._context import Context
     from esmapper.model.info import ModelInfo
 
-__all__ = ["REFRESH", "ServerMappings", "forget", "server_fields"]
+__all__ = ["REFRESH", "ServerCatalog", "ServerMappings", "forget", "server_fields"]
 
 log = logging.getLogger("esmapper.query")
 
@@ -92,11 +96,71 @@ def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:
         log.warning("%s: could not read the mapping of %s: %s", info.name, alias, exc)
         raise _Unavailable from exc
     properties: dict[str, Any] = {}
+    kinds: dict[str, dict[str, list[str]]] = {}  # path -> what it is -> the indexes saying so
     for index in sorted(body, reverse=True):  # the last name first (usually the newest)
         mapping = (body[index] or {}).get("mappings") or {}
         _merge(properties, mapping.get("properties") or {})
+        _kinds(kinds, mapping.get("properties") or {}, "", index)
     aliases = dict(info.index.aliases) if info.index is not None else {}
-    return FieldCatalog({"properties": properties}, aliases=aliases)
+    conflicts = {
+        path: ", ".join(
+            f"{kind} ({', '.join(sorted(indexes))})" for kind, indexes in sorted(found.items())
+        )
+        for path, found in kinds.items()
+        if len(found) > 1
+    }
+    return ServerCatalog(
+        {"properties": properties}, aliases=aliases, alias=alias, conflicts=conflicts
+    )
+
+
+class ServerCatalog(FieldCatalog):
+    """The fields the indexes behind an alias map, merged; a path they map differently
+    (``text`` on one, ``keyword`` on another; ``nested`` and ``object``) is refused by
+    name: no one query, sort or aggregation is right on both."""
+
+    __slots__ = ("_alias", "_conflicts")
+
+    def __init__(
+        self,
+        mapping: Mapping[str, Any],
+        *,
+        aliases: Mapping[str, str],
+        alias: str,
+        conflicts: Mapping[str, str],
+    ) -> None:
+        super().__init__(mapping, aliases=aliases)
+        self._alias = alias
+        self._conflicts = dict(conflicts)
+
+    def declared(self, name: str) -> FieldInfo:
+        """The server field called ``name``; :class:`~esmapper.errors.QueryValidationError`
+        when the indexes behind the alias map it, or an object or nested path enclosing
+        it, differently (``KeyError``: not mapped)."""
+        path = self._aliases.get(name, name)
+        parts = path.split(".")
+        for end in range(1, len(parts) + 1):  # the field, or an object enclosing it
+            prefix = ".".join(parts[:end])
+            conflict = self._conflicts.get(prefix)
+            if conflict is not None:
+                raise QueryValidationError(
+                    f"field {prefix!r} is mapped differently by the indexes behind "
+                    f"{self._alias}: {conflict}; declare it in the model or query one index",
+                    field=name,
+                )
+        return super().declared(name)
+
+
+def _kinds(
+    kinds: dict[str, dict[str, list[str]]], properties: Mapping[str, Any], prefix: str, index: str
+) -> None:
+    """Record under ``kinds`` what ``index`` maps each path of ``properties`` as."""
+    for name, spec in properties.items():
+        path = f"{prefix}{name}"
+        kind = str(spec.get("type", "object"))
+        kinds.setdefault(path, {}).setdefault(kind, []).append(index)
+        if "properties" in spec:
+            _kinds(kinds, spec["properties"], f"{path}.", index)
 
 
 def _merge(into: dict[str, Any], properties: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -136,3 +137,51 @@ def test_a_server_refusing_get_mapping_leaves_the_declared_fields(
     assert proxy.count(MAPPING_PATH, method="GET") == 1  # the refusal is kept for the minute
     assert "refused" in caplog.text
     assert [d.id for d in repo.find("name:lamp").documents] == ["g1"]
+
+
+def _index_behind(
+    es_client: Elasticsearch, alias: str, name: str, properties: dict[str, Any]
+) -> None:
+    """Create ``name`` mapping ``properties`` and put it behind ``alias`` (a reindex in
+    flight, or a time-series partition)."""
+    es_client.indices.create(index=name, mappings={"properties": properties})
+    es_client.indices.update_aliases(actions=[{"add": {"index": name, "alias": alias}}])
+
+
+def test_a_field_the_indexes_behind_the_alias_map_differently_is_refused(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    # an old index maps ``code`` as text, the new one as keyword: no one query is right for
+    # both (a term query misses the old index's analysed values), so the name is refused,
+    # naming what each index maps, rather than resolved as one of them
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    alias = repo.spec.alias
+    _index_behind(
+        es_client, alias, f"{alias}-v9", {"code": {"type": "text"}, "tag": {"type": "keyword"}}
+    )
+    _index_behind(
+        es_client, alias, f"{alias}-v10", {"code": {"type": "keyword"}, "tag": {"type": "keyword"}}
+    )
+    message = (
+        rf"field 'code' is mapped differently by the indexes behind {alias}: "
+        rf"keyword \({alias}-v10\), text \({alias}-v9\)"
+    )
+    with pytest.raises(em.QueryValidationError, match=message) as caught:
+        repo.search("code:x")
+    assert caught.value.field == "code"
+    with pytest.raises(em.QueryValidationError, match=message):
+        repo.search(sort="code")
+    assert "term" in str(repo.search("tag:x").body())  # one type everywhere: resolved
+
+
+def test_a_nested_path_one_index_maps_as_an_object_is_refused(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    # a nested query on an index that maps the path as an object fails on its shards
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    alias = repo.spec.alias
+    sku = {"sku": {"type": "keyword"}}
+    _index_behind(es_client, alias, f"{alias}-v2", {"parts": {"type": "nested", "properties": sku}})
+    _index_behind(es_client, alias, f"{alias}-v3", {"parts": {"properties": sku}})
+    with pytest.raises(em.QueryValidationError, match=r"nested \(.*-v2\), object \(.*-v3\)"):
+        repo.search("parts.sku:x")
