@@ -14,6 +14,8 @@ dynamic template. A search widens the model's catalog with the fields the server
   time-series partitions mapped apart; ``nested`` in one and ``object`` in the other) is
   refused with a :class:`~esmapper.errors.QueryValidationError` naming each index's type
   (:class:`ServerCatalog`), as is a field under such a path: no one query is right for both;
+- a field alias (``type: alias``) resolves as its target (type, subfields, nested path),
+  a runtime field (``mappings.runtime``) as a field of its type;
 - a server that refuses the read (403), or a missing index: no server fields until the
   next read a minute later (declared names only); a read that failed otherwise (a dropped
   connection, a 5xx): no server fields for this search, read again next time.
@@ -99,9 +101,17 @@ def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:
     kinds: dict[str, dict[str, list[str]]] = {}  # path -> what it is -> the indexes saying so
     for index in sorted(body, reverse=True):  # the last name first (usually the newest)
         mapping = (body[index] or {}).get("mappings") or {}
-        _merge(properties, mapping.get("properties") or {})
-        _kinds(kinds, mapping.get("properties") or {}, "", index)
-    aliases = dict(info.index.aliases) if info.index is not None else {}
+        # a runtime field is searched like a mapped field of its type (and shadows one)
+        runtime = {
+            name: {"type": spec.get("type", "keyword")}
+            for name, spec in (mapping.get("runtime") or {}).items()
+        }
+        mapped = {**(mapping.get("properties") or {}), **runtime}
+        _merge(properties, mapped)
+        _kinds(kinds, mapped, "", index)
+    # a field alias (``type: alias``) is its target's field: type, subfields, nested path
+    aliases = _field_aliases(properties, "")
+    aliases.update(info.index.aliases if info.index is not None else {})
     conflicts = {
         path: ", ".join(
             f"{kind} ({', '.join(sorted(indexes))})" for kind, indexes in sorted(found.items())
@@ -151,6 +161,18 @@ class ServerCatalog(FieldCatalog):
         return super().declared(name)
 
 
+def _field_aliases(properties: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    """``alias path -> target path`` of the field aliases among ``properties``."""
+    found: dict[str, str] = {}
+    for name, spec in properties.items():
+        path = f"{prefix}{name}"
+        if spec.get("type") == "alias" and isinstance(spec.get("path"), str):
+            found[path] = spec["path"]
+        if "properties" in spec:
+            found.update(_field_aliases(spec["properties"], f"{path}."))
+    return found
+
+
 def _kinds(
     kinds: dict[str, dict[str, list[str]]], properties: Mapping[str, Any], prefix: str, index: str
 ) -> None:
@@ -158,6 +180,8 @@ def _kinds(
     for name, spec in properties.items():
         path = f"{prefix}{name}"
         kind = str(spec.get("type", "object"))
+        if kind == "alias":  # two aliases of one name differ by their target
+            kind = f"alias of {spec.get('path')}"
         kinds.setdefault(path, {}).setdefault(kind, []).append(index)
         if "properties" in spec:
             _kinds(kinds, spec["properties"], f"{path}.", index)

@@ -185,3 +185,21 @@ def test_a_nested_path_one_index_maps_as_an_object_is_refused(
     _index_behind(es_client, alias, f"{alias}-v3", {"parts": {"properties": sku}})
     with pytest.raises(em.QueryValidationError, match=r"nested \(.*-v2\), object \(.*-v3\)"):
         repo.search("parts.sku:x")
+
+
+def test_field_aliases_and_runtime_fields_the_server_maps_resolve(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    # a field alias is its target's field (type, subfields); a runtime field is a field of
+    # its type (both are searched by their own name on the server)
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    put_color(es_client, repo)
+    es_client.indices.put_mapping(
+        index=repo.spec.alias,
+        properties={"hue": {"type": "alias", "path": "color"}},
+        runtime={"shade": {"type": "keyword", "script": {"source": "emit('red')"}}},
+    )
+    found = repo.find("hue:red")
+    assert [doc.id for doc in found.documents] == ["g1"]
+    assert [d.id for d in repo.find(sort="-hue").documents] == ["g1", "g2"]
+    assert repo.search("shade:red").body()["query"] == {"term": {"shade": "red"}}
