@@ -183,6 +183,9 @@ def _kinds(
         if kind == "alias":  # two aliases of one name differ by their target
             kind = f"alias of {spec.get('path')}"
         kinds.setdefault(path, {}).setdefault(kind, []).append(index)
+        for sub_name, sub in (spec.get("fields") or {}).items():  # multi-fields: name.raw
+            sub_kind = str(sub.get("type", "keyword"))
+            kinds.setdefault(f"{path}.{sub_name}", {}).setdefault(sub_kind, []).append(index)
         if "properties" in spec:
             _kinds(kinds, spec["properties"], f"{path}.", index)
 

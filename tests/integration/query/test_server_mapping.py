@@ -174,6 +174,20 @@ def test_a_field_the_indexes_behind_the_alias_map_differently_is_refused(
     assert "term" in str(repo.search("tag:x").body())  # one type everywhere: resolved
 
 
+def test_a_sub_field_the_indexes_behind_the_alias_map_differently_is_refused(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    # ``title.raw`` a keyword in one index and analysed text in the other
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    alias = repo.spec.alias
+    for version, raw in (("v2", "keyword"), ("v3", "text")):
+        title = {"type": "text", "fields": {"raw": {"type": raw}}}
+        _index_behind(es_client, alias, f"{alias}-{version}", {"title": title})
+    with pytest.raises(em.QueryValidationError, match=r"field 'title.raw' is mapped differently"):
+        repo.search("title.raw:x")
+    assert "match" in str(repo.search("title:x").body())  # text in both: resolved
+
+
 def test_a_nested_path_one_index_maps_as_an_object_is_refused(
     make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
 ) -> None:
