@@ -18,7 +18,9 @@ dynamic template. A search widens the model's catalog with the fields the server
   a runtime field (``mappings.runtime``) as a field of its type;
 - a server that refuses the read (403), or a missing index: no server fields until the
   next read a minute later (declared names only); a read that failed otherwise (a dropped
-  connection, a 5xx): no server fields for this search, read again next time.
+  connection, a 5xx) raises the client's error from the search naming the field, kept
+  for nothing (the next such search reads again): it says nothing about the field, and
+  an "Unknown field" error would blame the query for the server's trouble.
 
 :func:`forget` (``repo.refresh_mapping()``) drops what was read, so the next name not
 declared reads the mapping again at once. The dynamic setting of the index does not
@@ -35,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from elasticsearch import ApiError, AuthorizationException, NotFoundError, TransportError
+from elasticsearch import AuthorizationException, NotFoundError
 
 from esmapper.errors import QueryValidationError
 from esmapper.model.catalog import FieldCatalog, FieldInfo
@@ -63,26 +65,21 @@ class ServerMappings:
     def catalog(self, ctx: Context, info: ModelInfo) -> FieldCatalog | None:
         """The fields the server maps for ``info``'s alias (``None``: none known), read when
         the last read is :data:`REFRESH` old or was never made (one ``GET
-        /<alias>/_mapping``; several threads wait for one read)."""
+        /<alias>/_mapping``; several threads wait for one read). Raises the client's
+        error of a read that failed otherwise than 403/404 (nothing is kept: the next
+        name not declared reads again)."""
         with self._lock:
             now = ctx.clock()
             found = self._read.get(info.cls)
             if found is not None and now - found[0] < REFRESH:
                 return found[1]
-            try:
-                catalog = _read(ctx, info)
-            except _Unavailable:
-                return None
+            catalog = _read(ctx, info)  # raises what a failed read raised (nothing kept)
             self._read[info.cls] = (now, catalog)
             return catalog
 
     def forget(self, model: type) -> None:
         with self._lock:
             self._read.pop(model, None)
-
-
-class _Unavailable(Exception):
-    """The read failed in a way a next search should retry."""
 
 
 def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:
@@ -94,9 +91,6 @@ def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:
         return None
     except NotFoundError:
         return None
-    except (ApiError, TransportError) as exc:
-        log.warning("%s: could not read the mapping of %s: %s", info.name, alias, exc)
-        raise _Unavailable from exc
     properties: dict[str, Any] = {}
     kinds: dict[str, dict[str, list[str]]] = {}  # path -> what it is -> the indexes saying so
     for index in sorted(body, reverse=True):  # the last name first (usually the newest)

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from elasticsearch import Elasticsearch
+from elasticsearch import ApiError, Elasticsearch
 
 import esmapper as em
 from esmapper.testing.faults import FaultProxy
@@ -217,3 +217,23 @@ def test_field_aliases_and_runtime_fields_the_server_maps_resolve(
     assert [doc.id for doc in found.documents] == ["g1"]
     assert [d.id for d in repo.find(sort="-hue").documents] == ["g1", "g2"]
     assert repo.search("shade:red").body()["query"] == {"term": {"shade": "red"}}
+
+
+def test_a_mapping_read_that_failed_is_not_reported_as_an_unknown_field(
+    make_mapper: MakeMapper,
+    es_client: Elasticsearch,
+    proxy: FaultProxy,
+    clock: FakeClock,
+) -> None:
+    # a 500 (or a dropped connection) says nothing about the field: answering "Unknown
+    # field 'color'" would blame the query (a 400 to whoever typed it) for the server's
+    # trouble; the client's error is raised, and the next search reads the mapping again
+    repo = make_mapper(Gadget, url=proxy.url, configure=True, clock=clock).repository(Gadget)
+    put_color(es_client, repo)
+    proxy.reply_status(500, times=1, method="GET", path=MAPPING_PATH)
+    with pytest.raises(ApiError) as caught:
+        repo.find("color:red")
+    assert not isinstance(caught.value, em.QueryValidationError)
+    proxy.clear_faults()
+    assert [doc.id for doc in repo.find("color:red").documents] == ["g1"]
+    assert [d.id for d in repo.find("name:lamp").documents] == ["g1"]  # declared: no read
