@@ -55,31 +55,62 @@ REFRESH = _dt.timedelta(seconds=60)
 _KEY = "esmapper.server-mapping"
 
 
-class ServerMappings:
-    """A mapper's reads of its models' server mappings: ``model -> (read at, catalog)``."""
+class _Model:
+    """One model's reads: the last one kept, and what threads waiting for a read share."""
 
     def __init__(self) -> None:
-        self._read: dict[type, tuple[_dt.datetime, FieldCatalog | None]] = {}
+        self.lock = threading.Lock()  # held while this model's mapping is read
+        self.read: tuple[_dt.datetime, FieldCatalog | None] | None = None
+        self.tickets = 0  # threads that asked so far (taken under ServerMappings._lock)
+        self.failed: tuple[int, BaseException] | None = None  # (tickets then, the error)
+
+
+class ServerMappings:
+    """A mapper's reads of its models' server mappings: per model, ``(read at,
+    catalog)``. A model's read holds only that model's lock (a slow or failing read of
+    one model's mapping never holds up another's searches); threads that asked while a
+    read was under way share its failure instead of each reading again in turn (N
+    waiting threads would otherwise wait up to N timeouts)."""
+
+    def __init__(self) -> None:
+        self._models: dict[type, _Model] = {}
         self._lock = threading.Lock()
 
     def catalog(self, ctx: Context, info: ModelInfo) -> FieldCatalog | None:
         """The fields the server maps for ``info``'s alias (``None``: none known), read when
         the last read is :data:`REFRESH` old or was never made (one ``GET
         /<alias>/_mapping``; several threads wait for one read). Raises the client's
-        error of a read that failed otherwise than 403/404 (nothing is kept: the next
-        name not declared reads again)."""
+        error of a read that failed otherwise than 403/404, in the thread that read and
+        in those that asked while it was under way (nothing is kept: the next name not
+        declared reads again)."""
         with self._lock:
+            model = self._models.setdefault(info.cls, _Model())
+            model.tickets += 1
+            ticket = model.tickets
+        with model.lock:
             now = ctx.clock()
-            found = self._read.get(info.cls)
+            found = model.read
             if found is not None and now - found[0] < REFRESH:
                 return found[1]
-            catalog = _read(ctx, info)  # raises what a failed read raised (nothing kept)
-            self._read[info.cls] = (now, catalog)
+            failed = model.failed
+            if failed is not None and failed[0] >= ticket:  # failed while this one waited
+                raise failed[1]
+            try:
+                catalog = _read(ctx, info)  # raises what a failed read raised
+            except Exception as exc:
+                with self._lock:
+                    model.failed = (model.tickets, exc)
+                raise
+            model.read, model.failed = (now, catalog), None
             return catalog
 
     def forget(self, model: type) -> None:
+        """Drop ``model``'s read (after a read under way: what it read is dropped too)."""
         with self._lock:
-            self._read.pop(model, None)
+            found = self._models.get(model)
+        if found is not None:
+            with found.lock:
+                found.read = None
 
 
 def _read(ctx: Context, info: ModelInfo) -> FieldCatalog | None:

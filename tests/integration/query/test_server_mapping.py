@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -237,3 +238,46 @@ def test_a_mapping_read_that_failed_is_not_reported_as_an_unknown_field(
     proxy.clear_faults()
     assert [doc.id for doc in repo.find("color:red").documents] == ["g1"]
     assert [d.id for d in repo.find("name:lamp").documents] == ["g1"]  # declared: no read
+
+
+class Widget(em.Document):
+    class Index:
+        name = "widgets"
+
+    name: str = ""
+
+
+def test_a_slow_mapping_read_of_one_model_does_not_hold_up_another_model(
+    make_mapper: MakeMapper, proxy: FaultProxy, clock: FakeClock
+) -> None:
+    mapper = make_mapper(Gadget, Widget, url=proxy.url, configure=True, clock=clock)
+    gadgets, widgets = mapper.repository(Gadget), mapper.repository(Widget)
+    held = proxy.hold(method="GET", path=rf".*{gadgets.spec.alias}.*/_mapping")
+
+    gadget_outcome: list[BaseException] = []
+
+    def search_gadgets() -> None:
+        try:
+            gadgets.search("color:red")
+        except Exception as exc:
+            gadget_outcome.append(exc)
+
+    gadget_search = threading.Thread(target=search_gadgets, daemon=True)
+    gadget_search.start()
+    try:
+        assert held.wait_arrived(60)
+        widget_done = threading.Event()
+
+        def search_widgets() -> None:
+            with pytest.raises(em.QueryValidationError, match="Unknown field 'colour'"):
+                widgets.search("colour:red")  # reads the widgets' mapping meanwhile
+            widget_done.set()
+
+        threading.Thread(target=search_widgets, daemon=True).start()
+        assert widget_done.wait(60)
+        assert gadget_outcome == []  # the gadgets' read is still held meanwhile
+    finally:
+        held.forward()
+        gadget_search.join(60)
+    # once let through, the gadgets' read answers its search (no timeout meanwhile)
+    assert [type(e) for e in gadget_outcome] == [em.QueryValidationError]
