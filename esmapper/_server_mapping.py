@@ -13,13 +13,14 @@ dynamic template. A search widens the model's catalog with the fields the server
   a path two of them map as different types (a reindex in flight that changes a type,
   time-series partitions mapped apart; ``nested`` in one and ``object`` in the other) is
   refused with a :class:`~esmapper.errors.QueryValidationError` naming each index's type
-  (:class:`ServerCatalog`), as is a field under such a path: no one query is right for both;
+  (:class:`ServerCatalog`), as is a field under such a path: no one query is right for both
+  (``includes=``/``excludes=`` still select it: source filtering is the same for any type);
 - a field alias (``type: alias``) resolves as its target (type, subfields, nested path),
   a runtime field (``mappings.runtime``) as a field of its type;
 - a server that refuses the read (403), or a missing index: no server fields until the
   next read a minute later (declared names only); a read that failed otherwise (a dropped
-  connection, a 5xx) raises the client's error from the search naming the field, kept
-  for nothing (the next such search reads again): it says nothing about the field, and
+  connection, a 5xx) raises the client's error from the search naming the field and
+  is not kept (the next such search reads again): it says nothing about the field, and
   an "Unknown field" error would blame the query for the server's trouble.
 
 :func:`forget` (``repo.refresh_mapping()``) drops what was read, so the next name not

@@ -189,6 +189,21 @@ def test_a_sub_field_the_indexes_behind_the_alias_map_differently_is_refused(
     assert "match" in str(repo.search("title:x").body())  # text in both: resolved
 
 
+def test_a_field_mapped_differently_may_still_be_selected(
+    make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
+) -> None:
+    # source filtering does not depend on the type: includes/excludes of such a field work
+    repo = make_mapper(Gadget, configure=True, clock=clock).repository(Gadget)
+    alias = repo.spec.alias
+    _index_behind(es_client, alias, f"{alias}-v2", {"code": {"type": "text"}})
+    _index_behind(es_client, alias, f"{alias}-v3", {"code": {"type": "keyword"}})
+    es_client.index(index=f"{alias}-v3", id="g9", document={"id": "g9", "code": "A"}, refresh=True)
+    request = repo.search("id:g9", includes=["name", "code"])
+    assert request.body()["_source"] == {"includes": ["name", "code", "id"]}
+    assert repo.search("id:g9", excludes=["code"]).body()["_source"] == {"excludes": ["code"]}
+    assert [d.id for d in repo.find("id:g9", includes=["name", "code"]).documents] == ["g9"]
+
+
 def test_a_nested_path_one_index_maps_as_an_object_is_refused(
     make_mapper: MakeMapper, es_client: Elasticsearch, clock: FakeClock
 ) -> None:
