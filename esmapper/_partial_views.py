@@ -11,8 +11,11 @@ the originals' read is; nothing sent when no document of the batch was loaded in
 with the changes merged in. A versioned save stays guarded by the version its document
 was read at, so a document changed in between is refused by the write rather than stored
 with a verdict on another copy.
-A document no longer stored (or a missing index) is validated as loaded, changes merged
-into what was loaded (the save then fails as it would have).
+A document no longer stored (or a missing index) has no view (``None``): its save is a
+partial update, which stores nothing when there is nothing to update (the server answers
+``document_missing_exception``), so there is nothing to judge; given the defaults of what
+the read did not load, the validator would refuse the save with errors about fields the
+caller never touched instead of the save failing as the document's deletion makes it.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ if TYPE_CHECKING:
 __all__ = ["as_stored"]
 
 
-def as_stored(ctx: Context, pendings: Sequence[PendingWrite]) -> dict[int, Any]:
+def as_stored(ctx: Context, pendings: Sequence[PendingWrite]) -> dict[int, Any | None]:
     """For the saves among ``pendings`` (one model) of partly loaded documents: the
-    document as the save leaves it stored, by position in ``pendings``. Others are left out
-    (their document is whole). Raises the client's error of a failed read and
+    document as the save leaves it stored, by position in ``pendings`` (``None``: no
+    longer stored, the save stores nothing). Others are left out (their document is
+    whole). Raises the client's error of a failed read and
     :class:`~esmapper.errors.DocumentError` of a change that cannot be written partially
     (as the save would, before anything is sent)."""
     partial: list[tuple[int, PendingWrite, dict[str, Any]]] = []
@@ -65,10 +69,13 @@ def as_stored(ctx: Context, pendings: Sequence[PendingWrite]) -> dict[int, Any]:
             raise
         hits = []
     stored = {str(h["_id"]): h.get("_source") for h in hits}
-    views: dict[int, Any] = {}
+    views: dict[int, Any | None] = {}
     for position, pending, changes in partial:
         doc = pending.doc
         source = stored.get(str(doc.id))
-        base = source if isinstance(source, dict) else pending.original_source or {}
-        views[position] = info.from_source(merged(base, changes), doc.id, doc.version)
+        views[position] = (
+            info.from_source(merged(source, changes), doc.id, doc.version)
+            if isinstance(source, dict)
+            else None
+        )
     return views

@@ -404,10 +404,13 @@ def _before_write(
                     pending.doc.validate()
             index = group[0].info.index
             if index is not None and index.validator is not None:
-                # a partly loaded document: as its save leaves it stored (_partial_views)
+                # a partly loaded document: as its save leaves it stored (_partial_views);
+                # one no longer stored is not judged (its partial update stores nothing)
                 stored = as_stored(ctx, group)
                 for position, pending in enumerate(group):
-                    _check_validator(index, stored.get(position, pending.doc), pending.doc.id)
+                    view = stored.get(position, pending.doc)
+                    if view is not None:
+                        _check_validator(index, view, pending.doc.id)
     if not call.inherited_tenant:  # tenant= given for a model that has no tenants...
         for info in {group[0].info.cls: group[0].info for group in groups.values()}.values():
             check_call_options(info, options)

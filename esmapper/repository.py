@@ -24,6 +24,7 @@ from esmapper._cache_hooks import invalidate_query, key_entries, sees_writes, st
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import current as current_limits
 from esmapper._limits import limited
+from esmapper._originals import read_id_of
 from esmapper._pending import WriteKind
 from esmapper._reading import Reading
 from esmapper._searching import _defaults
@@ -120,8 +121,9 @@ class Repository(Reading[T]):
         have receivers, when the repository's ``invalidate_cache_for`` needs the content,
         or with ``tenant=``; such an id is then deleted at the version loaded, so the
         receivers see the content that is deleted: one changed meanwhile (a conflict) is
-        loaded again (not from the cache) and deleted at its new version, the "-ing"
-        receivers called again with it, up to 5 rounds (the call's ``retries=``), then
+        loaded again (not from the cache; in real time, a child by the routing its first
+        load found) and deleted at its new version, the "-ing" receivers called again with
+        it, up to 5 rounds (the call's ``retries=``), then
         :class:`VersionConflictError` names the ids that kept changing (not deleted). With
         ``tenant=``: an id of another tenant's document is a no-op (not there for it), and
         a document stored under another tenant (whatever the object says) raises
@@ -170,14 +172,19 @@ class Repository(Reading[T]):
         for _round in range(current_limits().retry_rounds(_REMOVE_ROUNDS)):
             if not conflicted:
                 return
-            again = self._load_for_removal(conflicted, opts, cached=False)
-            retry = [self._guarded_removal(again[id]) for id in conflicted if id in again]
+            # read again by the id the delete was routed by (a child's with its parent's
+            # routing): a real-time read, never the near-real-time search a plain id needs,
+            # which would show the same stale copy until the next refresh
+            reread = [read_id_of(p) for p in conflicted]
+            again = self._load_for_removal(reread, opts, cached=False)
+            retry = [self._guarded_removal(again[id]) for id in reread if id in again]
             conflicted = self._remove_loaded(retry, opts, set(again)) if retry else []
         if conflicted:
+            ids = [str(p.doc.id) for p in conflicted]
             raise VersionConflictError(
-                f"remove on {self.info.name}: {len(conflicted)} document(s) kept changing "
+                f"remove on {self.info.name}: {len(ids)} document(s) kept changing "
                 "concurrently and were not removed",
-                ids=conflicted,
+                ids=ids,
                 index=self.spec.alias,
                 error_type="version_conflict_engine_exception",
             )
@@ -197,9 +204,10 @@ class Repository(Reading[T]):
 
     def _remove_loaded(
         self, pendings: list[PendingWrite], opts: Options, guarded: set[str]
-    ) -> list[str]:
-        """Write ``pendings``; the ids among ``guarded`` (deleted at the version loaded)
-        that got a version conflict. Any other failure raises as the write raised it."""
+    ) -> list[PendingWrite]:
+        """Write ``pendings``; those of the ids among ``guarded`` (deleted at the version
+        loaded) that got a version conflict. Any other failure raises as the write raised
+        it."""
         if not pendings:
             return []
         try:
@@ -210,7 +218,7 @@ class Repository(Reading[T]):
                 raise
             if not set(conflicts) <= guarded:
                 raise
-            return conflicts
+            return [p for p in pendings if str(p.doc.id) in set(conflicts)]
         return []
 
     def _write(

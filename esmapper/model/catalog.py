@@ -160,7 +160,7 @@ class FieldCatalog:
 
     def server_allows(self, path: str) -> bool:
         """Whether a server field at ``path`` may be resolved (a subclass keeps a subtree
-        it owns to itself)."""
+        it owns to itself); asked of the name and, for a server field alias, its target."""
         return True
 
     def resolve(self, name: str) -> FieldInfo:
@@ -179,7 +179,9 @@ class FieldCatalog:
         if self._server is None or not self.server_allows(name):
             return None
         server = self._server()
-        return None if server is None else server.get(name)
+        found = None if server is None else server.get(name)
+        # a server field alias is its target: one aiming at a subtree kept apart is refused
+        return found if found is not None and self.server_allows(found.path) else None
 
     def get(self, name: str) -> FieldInfo | None:
         try:
@@ -214,5 +216,9 @@ class FieldCatalog:
         server = self._server()
         if server is None:
             return declared
-        extra = [n for n in server.declared_names() if self.server_allows(n)]
+        extra = [
+            n
+            for n in server.declared_names()
+            if self.server_allows(n) and self.server_allows(server._aliases.get(n, n))
+        ]
         return sorted({*declared, *extra})

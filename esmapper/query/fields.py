@@ -188,7 +188,7 @@ def validate_source_fields(fields: FieldSelection, catalog: FieldCatalog) -> lis
                     position=position,
                     expression=mask,
                 )
-        elif catalog.get(path) is None:
+        elif not _is_field(path, catalog):
             raise QueryValidationError(
                 unknown_field_message(path, catalog),
                 field=path,
@@ -196,6 +196,17 @@ def validate_source_fields(fields: FieldSelection, catalog: FieldCatalog) -> lis
                 expression=mask,
             )
     return _dedupe(path for path, _, _ in entries)
+
+
+def _is_field(path: str, catalog: FieldCatalog) -> bool:
+    """Whether ``path`` is a field, whatever its type: one the indexes behind the alias
+    map as different types (refused by a query, sort or aggregation: see
+    :class:`esmapper._server_mapping.ServerCatalog`) is a field to select all the same,
+    source filtering being the same for every type."""
+    try:
+        return catalog.get(path) is not None
+    except QueryValidationError:  # mapped, differently by two indexes
+        return True
 
 
 def _hides(exclude: str, field: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from elasticsearch import Elasticsearch
 
 import esmapper as em
 from esmapper.patches import Patch
@@ -135,3 +136,18 @@ def test_a_partly_loaded_document_is_validated_as_it_will_be_stored(
         doc = s.find(Contact, "id:c1", includes=["age"]).documents[0]
         doc.age = 50
     assert contacts.get("c1", cache=False).age == 50  # type: ignore[union-attr]
+
+
+def test_a_partly_loaded_document_deleted_meanwhile_fails_its_save_as_deleted(
+    contacts: em.Repository[Contact], es_client: Elasticsearch
+) -> None:
+    # no stored copy to judge: the validator is not given the defaults of what the read
+    # did not load (they would not be stored: the partial update finds nothing to update)
+    contacts.add(Contact(id="c1", name="Ann", email="ann@example.com", age=30), consistency="wait")
+    doc = contacts.find("id:c1", includes=["age"]).documents[0]
+    es_client.delete(index=contacts.spec.alias, id="c1", refresh=True)
+    doc.age = 31
+    # the version guard's 409 (a real cluster may answer document_missing_exception)
+    with pytest.raises((em.VersionConflictError, em.DocumentNotFoundError)):
+        contacts.save(doc)
+    assert contacts.get("c1", cache=False) is None  # nothing was stored
