@@ -24,8 +24,7 @@ from esmapper._cache_hooks import invalidate_query, key_entries, sees_writes, st
 from esmapper._keywords import OptionKeywords
 from esmapper._limits import current as current_limits
 from esmapper._limits import limited
-from esmapper._originals import read_id_of
-from esmapper._pending import WriteKind
+from esmapper._pending import WriteKind, routed_id
 from esmapper._reading import Reading
 from esmapper._searching import _defaults
 from esmapper._writes import PendingWrite, composed_id, write_documents
@@ -175,7 +174,7 @@ class Repository(Reading[T]):
             # read again by the id the delete was routed by (a child's with its parent's
             # routing): a real-time read, never the near-real-time search a plain id needs,
             # which would show the same stale copy until the next refresh
-            reread = [read_id_of(p) for p in conflicted]
+            reread = [routed_id(p) for p in conflicted]
             again = self._load_for_removal(reread, opts, cached=False)
             retry = [self._guarded_removal(again[id]) for id in reread if id in again]
             conflicted = self._remove_loaded(retry, opts, set(again)) if retry else []
