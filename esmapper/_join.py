@@ -128,13 +128,26 @@ _log = logging.getLogger("esmapper.join")
 _JOIN = "join_field"
 _PARENT = "parent"
 _PARENT_FIELD = "parent_field"
+_RELATION = "relation"
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def relation_name(info: ModelInfo) -> str:
-    """The relation name of ``info``'s model in the join: its class name in
-    ``snake_case`` (``EmployeeReview`` -> ``employee_review``)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+    """The relation name of ``info``'s model in the join: its ``Index.relation`` when it
+    sets one, else its class name in ``snake_case`` (``EmployeeReview`` ->
+    ``employee_review``). Stored in every document's join value and in the index mapping,
+    it must stay the same across a version bump (a class renamed for the new version sets
+    ``relation`` to the old name). Raises IndexConfigurationError for a ``relation`` that
+    is not a name (letters, digits and ``_``: the filter language's ``<relation>:(...)``)."""
+    index = info.index
+    given = None if index is None else index.extras.get(_RELATION)
+    if given is None:
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+    if not isinstance(given, str) or not _FIELD_NAME.match(given):
+        raise IndexConfigurationError(
+            f"{info.name}.Index.{_RELATION} must be a name (letters, digits and _), not {given!r}"
+        )
+    return given
 
 
 def join_of(model: Any) -> ParentJoin | ChildJoin | None:
@@ -153,7 +166,7 @@ class ParentJoin(Feature):
     """A parent model: ``class Index: join_field = "<name>"``."""
 
     name = "join_parent"
-    index_options = (_JOIN,)
+    index_options = (_JOIN, _RELATION)
     __slots__ = ("children", "field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, field: str) -> None:
@@ -308,7 +321,7 @@ class ChildJoin(Feature):
     """A child model: ``class Index: parent = <parent model>; parent_field = "<attr>"``."""
 
     name = "join_child"
-    index_options = (_PARENT, _PARENT_FIELD)
+    index_options = (_PARENT, _PARENT_FIELD, _RELATION)
     __slots__ = ("parent", "parent_field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
@@ -323,6 +336,11 @@ class ChildJoin(Feature):
     def attach(cls, info: ModelInfo) -> ChildJoin | None:
         index = info.index
         if index is None or (_PARENT not in index.extras and _PARENT_FIELD not in index.extras):
+            if index is not None and _RELATION in index.extras and _JOIN not in index.extras:
+                raise IndexConfigurationError(
+                    f"{info.name}.Index.{_RELATION} names the model's relation in a "
+                    f"parent/child join: set {_JOIN} (a parent) or {_PARENT} (a child) too"
+                )
             return None
         where = f"{info.name}.Index"
         model, field = index.extras.get(_PARENT), index.extras.get(_PARENT_FIELD)

@@ -333,6 +333,7 @@ class PortV2(em.Document):
         version = 2
         settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
         join_field = "relation"
+        relation = "port"  # the stored relation names stay (the class is renamed)
 
     name: str = em.field(em.Keyword(), default="")
 
@@ -346,6 +347,7 @@ class BerthV2(em.Document):
         settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
         parent = PortV2
         parent_field = "port_id"
+        relation = "berth"
 
     port_id: str | None = em.field(em.Keyword(), default=None)
     code: int = em.field(em.Long(), default=0)
