@@ -334,3 +334,29 @@ def test_a_rekey_of_children_keeps_each_on_its_parents_shard(
     assert sorted(b.code for b in books.get_many(moved)) == [f"b{n}" for n in range(6)]
     assert books.count(consistency="immediate") == 6  # the legacy copies are gone
     assert es_client.count(index=physical)["count"] == 8  # and nothing stayed behind
+
+
+def test_deleting_a_parent_and_its_children_deletes_their_index(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    """The index is kept while a model not deleted shares it (the child alone: its
+    parents live there too), and deleted with the last of them (every model, or both)."""
+    mapper = make_mapper(Club, Member, configure=True)
+    index = mapper.spec(Club).physical_name()
+    alone = mapper.delete_indexes([Member])
+    assert alone[0].empty and es_client.indices.exists(index=index)
+    both = mapper.delete_indexes()
+    assert [r.model for r in both if not r.empty] == ["Club"]
+    assert not es_client.indices.exists(index=index)
+    make_mapper(Club, Member, configure=True)
+    told: list[Any] = []
+
+    def on_changed(sender: Any, message: em.EntityChanged, **_: Any) -> None:
+        told.append((sender, message.change_type))
+
+    with em.signals.entity_changed.connected_to(on_changed):
+        deleted = mapper.delete_indexes([Member, Club])
+    assert [r.indexes for r in deleted if not r.empty] == [(index,)]
+    assert not es_client.indices.exists(index=index)
+    removed = em.ChangeType.REMOVED
+    assert sorted((m.__name__, c) for m, c in told) == [("Club", removed), ("Member", removed)]
