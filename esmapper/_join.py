@@ -93,6 +93,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Bool, MatchAll, Query
 
 from esmapper._features import Feature, Visibility, register
+from esmapper._join_moves import delete_old_copies, prepare_moves, shape_moves
 from esmapper._join_recent import RecentRoutings
 from esmapper._pending import source_value
 from esmapper._soft_deletes import recently_deleted
@@ -100,7 +101,6 @@ from esmapper.errors import DocumentValidationError, IndexConfigurationError, Qu
 from esmapper.ids import Id, routing_of
 from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of
-from esmapper.options import refresh_param
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -506,82 +506,42 @@ class ChildJoin(Feature):
         return stored, (seq_no, primary_term, state.index)
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
-        """The saves that move a stored child to another parent, with where its old copy
-        is (its routing, version and index, known before anything is written):
-        ``{id(pending): (old parent id, seq_no, primary_term, index)}``, for
-        :meth:`finish`; ``None`` when there is none."""
-        moves: dict[int, tuple[str, int, int, str | None]] = {}
+        """The saves that move a stored child to another parent (:mod:`esmapper._join_moves`:
+        where its old copy is, whether the new routing lands on its shard; two real-time
+        ``_mget`` when a batch moves one), for :meth:`shape` and :meth:`finish`; ``None``
+        when there is none. Raises VersionConflictError before anything is sent when the
+        old copy of a ``Versioned`` save changed since it was loaded."""
+        found = []
         for pending in pendings:
             move = self._move(pending) if pending.kind == "save" else None
             if move is not None and move[1] is not None:
-                moves[id(pending)] = (move[0], *move[1])
-        return moves or None
+                found.append((pending, move[0], move[1]))
+        if not found:
+            return None
+        return prepare_moves(call, call.ctx.spec(self.info.cls), found, self.routing) or None
 
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
-        """Delete the old copy of every child moved to another parent, once its new copy
-        is stored (confirmed): one ``_bulk`` of ``delete`` actions routed by the old parent
-        id, conditioned on the version the old copy was read at (``if_seq_no``/
-        ``if_primary_term``; where the old and the new routing land on one shard the new
-        copy replaced the old one, and the condition makes the delete a harmless 409),
-        then their cache entries dropped again (a read of the old copy may have cached it
+        """Delete the old copy of every child moved to another shard once its new copy is
+        stored (:func:`~esmapper._join_moves.delete_old_copies`: routed by the old parent
+        id, conditioned on the old copy's version; a refusal logged, never raised), then
+        drop their cache entries again (a read of the old copy may have cached it
         meanwhile). The new copy first: a process killed between the two leaves both
         copies (nothing is lost; the old one is then found by a search by id, beside the
-        new). A delete refused otherwise is logged."""
+        new)."""
         if not state:
             return
-        ctx = call.ctx
-        spec = ctx.spec(self.info.cls)
-        operations: list[dict[str, Any]] = []
-        ids: list[str] = []
-        for pending in confirmed:
-            move = state.get(id(pending))
-            if move is None or self.routing(pending) == move[0]:
-                continue
-            old, seq_no, primary_term, index = move
-            target = spec.conditioned_target(spec.write_name(index), index)
-            doc_id = str.__str__(pending.doc.id)
-            ids.append(doc_id)
-            operations.append(
-                {
-                    "delete": {
-                        "_index": target,
-                        "_id": doc_id,
-                        "routing": old,
-                        "if_seq_no": seq_no,
-                        "if_primary_term": primary_term,
-                    }
-                }
-            )
-        if not operations:
-            return
-        refresh = refresh_param(call.options.consistency)
-        try:
-            params: dict[str, Any] = {} if refresh is None else {"refresh": refresh}
-            answer = ctx.client.bulk(operations=operations, **params).body
-            for item in answer.get("items") or ():
-                result: dict[str, Any] = next(iter(item.values()), {})
-                gone = result.get("status") in (200, 409) or result.get("result") == "not_found"
-                if not gone:
-                    _log.warning(
-                        "the old copy of %s %r was not deleted after its move: %s",
-                        self.info.name,
-                        result.get("_id"),
-                        result.get("error"),
-                    )
-        except Exception as exc:  # (the write is stored: its caller must not see a failure)
-            _log.warning(
-                "the old copies of %s %s were not deleted after their move: %s",
-                self.info.name,
-                ids,
-                exc,
-            )
-        finally:
-            ctx.invalidate_ids(self.info, ids)
+        ids = delete_old_copies(call, call.ctx.spec(self.info.cls), state, confirmed)
+        if ids:
+            call.ctx.invalidate_ids(self.info, ids)
 
     def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        """Every action routed by its parent id, the join value in the sources, and the
+        new copy of a child moved to another shard not conditioned on its old copy's
+        version (:func:`~esmapper._join_moves.shape_moves`)."""
         for action in actions:
             action.routing = self.routing(action.ref)
         _put_join(self, actions)
+        shape_moves(ctx, actions)
 
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         return _expected(self, source)

@@ -5,6 +5,7 @@ against the API specification) with a real cluster's answer played back."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -385,3 +386,24 @@ def test_a_tenant_sessions_join_queries_carry_its_tenant_into_a_model_without_on
     assert queries[2]["has_parent"]["query"] == {"match_all": {}}
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+@pytest.mark.real_es
+def test_a_versioned_child_moves_across_shards(make_mapper: MakeMapper, es_client: Any) -> None:
+    """A Versioned child loaded and saved under each of several parents (on 3 shards
+    most pairs route apart): each move leaves one copy, under the new parent; on a
+    cluster, the new copy conditioned on the old copy's version would be a conflict."""
+    from tests.integration.test_join_features import Clerk, Firm
+
+    mapper = make_mapper(Firm, Clerk, configure=True)
+    firms = mapper.repository(Firm).add([Firm(name=f"f{n}") for n in range(6)])
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=firms[0].id, email="ann@x"))
+    index = mapper.spec(Clerk).write_target
+    for old, new in itertools.pairwise(firms):
+        loaded = clerks.require(em.Id(ann.id, routing=old.id))
+        loaded.firm_id = new.id
+        clerks.save(loaded)
+        es_client.indices.refresh(index=index)
+        hits = es_client.search(index=index, query={"ids": {"values": [ann.id]}})["hits"]["hits"]
+        assert [h["_source"]["firm_id"] for h in hits] == [new.id]
