@@ -474,6 +474,16 @@ class ChildJoin(Feature):
                     field=field,
                 )
             move = self._move(pending)
+            state = None if pending.doc is None else state_of(pending.doc)
+            if move is not None and pending.kind == "save" and state is not None and state.partial:
+                raise DocumentValidationError(
+                    f"{name} {pending.doc.id!r} moves from {field} {move[0]!r} to {routing!r} "
+                    "but was loaded in part (includes=/excludes=): its save would update "
+                    "the fields it changed on the new parent's shard, where no copy is "
+                    f"stored; load it whole (get em.Id({str(pending.doc.id)!r}, "
+                    f"routing={move[0]!r})) and save that",
+                    field=field,
+                )
             if move is not None and (pending.kind != "save" or move[1] is None):
                 how = (
                     "a patch cannot move a child: save the document"

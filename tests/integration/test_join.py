@@ -527,3 +527,21 @@ def test_saving_new_children_not_loaded_sends_no_refresh(
     assert _copies(es_client, index, "w0") == [globex.id]
     got = workers.get(em.Id("w0", routing=globex.id))
     assert got is not None and got.email == "moved"
+
+
+def test_a_child_loaded_in_part_is_not_moved(make_mapper: MakeMapper, proxy: FaultProxy) -> None:
+    """A document loaded with includes= saves as an update of the fields it changed:
+    sent on the new parent's shard, a cluster finds nothing to update there (the local
+    server, one copy per id, would apply it). Refused before anything is sent."""
+    make_mapper(Team, Player, configure=True)
+    mapper = make_mapper(Team, Player, url=proxy.url)
+    reds, _, _ = _league(mapper)
+    blues = mapper.repository(Team).add(Team(name="greens"))
+    players = mapper.repository(Player)
+    (part,) = players.find("name:r1", includes=["name"]).documents
+    assert part.team_id == reds.id  # (always loaded: the routing)
+    part.team_id = blues.id
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="loaded in part"):
+        players.save(part)
+    assert not [r for r in proxy.requests if r.path.endswith("/_bulk")]
