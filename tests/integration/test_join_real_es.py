@@ -407,3 +407,50 @@ def test_a_versioned_child_moves_across_shards(make_mapper: MakeMapper, es_clien
         es_client.indices.refresh(index=index)
         hits = es_client.search(index=index, query={"ids": {"values": [ann.id]}})["hits"]["hits"]
         assert [h["_source"]["firm_id"] for h in hits] == [new.id]
+
+
+class _Kept(Rule):
+    """Keeps the body of every by-query write and search (forwarded as they are)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        if exchange.path.endswith(("/_delete_by_query", "/_update_by_query", "/_search")):
+            self.bodies.append((exchange.path, exchange.json() or {}))
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        return reply
+
+
+def test_by_query_writes_of_a_tenant_carry_its_tenant_into_join_queries(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    """``remove_all``/``patch_all`` of ``has_child`` under ``tenant=``: the inner query is
+    the tenant's children only, so another tenant's children never select a document to
+    delete (the local server refuses has_child: the requests as sent are checked)."""
+    make_mapper(Agency, Agent, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Agency, Agent, url=proxy.url)
+        kept = _Kept()
+        proxy.add_rule(kept)
+        agencies = mapper.repository(Agency)
+        bond = em.has_child(Agent, "name:bond")
+        with pytest.raises(Exception, match="has_child"):
+            agencies.remove_all(bond, tenant="t1")
+        with pytest.raises(Exception, match="has_child"):
+            agencies.patch_all(bond, em.PartialPatch({"name": "x"}), tenant="t1")
+    index = mapper.spec(Agency).alias
+    sent = [
+        body for path, body in kept.bodies if path.startswith(f"/{index}/") or path == "/_search"
+    ]
+    joins = [
+        clause["has_child"]
+        for body in sent
+        for clause in body["query"]["bool"]["must"]
+        if "has_child" in clause
+    ]
+    assert len(joins) == 2
+    for has_child in joins:
+        assert {"term": {"tenant": "t1"}} in has_child["query"]["bool"]["filter"]
