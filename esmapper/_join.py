@@ -93,6 +93,7 @@ from elasticsearch.dsl import Q
 from elasticsearch.dsl.query import Bool, MatchAll, Query
 
 from esmapper._features import Feature, Visibility, register
+from esmapper._join_moves import delete_old_copies, prepare_moves, shape_moves
 from esmapper._join_recent import RecentRoutings
 from esmapper._pending import source_value
 from esmapper._soft_deletes import recently_deleted
@@ -100,7 +101,6 @@ from esmapper.errors import DocumentValidationError, IndexConfigurationError, Qu
 from esmapper.ids import Id, routing_of
 from esmapper.indexes.reads import get_documents
 from esmapper.model.state import state_of
-from esmapper.options import refresh_param
 from esmapper.query.filter import compile_filter
 
 if TYPE_CHECKING:
@@ -128,13 +128,26 @@ _log = logging.getLogger("esmapper.join")
 _JOIN = "join_field"
 _PARENT = "parent"
 _PARENT_FIELD = "parent_field"
+_RELATION = "relation"
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def relation_name(info: ModelInfo) -> str:
-    """The relation name of ``info``'s model in the join: its class name in
-    ``snake_case`` (``EmployeeReview`` -> ``employee_review``)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+    """The relation name of ``info``'s model in the join: its ``Index.relation`` when it
+    sets one, else its class name in ``snake_case`` (``EmployeeReview`` ->
+    ``employee_review``). Stored in every document's join value and in the index mapping,
+    it must stay the same across a version bump (a class renamed for the new version sets
+    ``relation`` to the old name). Raises IndexConfigurationError for a ``relation`` that
+    is not a name (letters, digits and ``_``: the filter language's ``<relation>:(...)``)."""
+    index = info.index
+    given = None if index is None else index.extras.get(_RELATION)
+    if given is None:
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", info.name).lower()
+    if not isinstance(given, str) or not _FIELD_NAME.match(given):
+        raise IndexConfigurationError(
+            f"{info.name}.Index.{_RELATION} must be a name (letters, digits and _), not {given!r}"
+        )
+    return given
 
 
 def join_of(model: Any) -> ParentJoin | ChildJoin | None:
@@ -153,7 +166,7 @@ class ParentJoin(Feature):
     """A parent model: ``class Index: join_field = "<name>"``."""
 
     name = "join_parent"
-    index_options = (_JOIN,)
+    index_options = (_JOIN, _RELATION)
     __slots__ = ("children", "field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, field: str) -> None:
@@ -308,7 +321,7 @@ class ChildJoin(Feature):
     """A child model: ``class Index: parent = <parent model>; parent_field = "<attr>"``."""
 
     name = "join_child"
-    index_options = (_PARENT, _PARENT_FIELD)
+    index_options = (_PARENT, _PARENT_FIELD, _RELATION)
     __slots__ = ("parent", "parent_field", "relation", "rule")
 
     def __init__(self, info: ModelInfo, parent: ParentJoin, parent_field: str) -> None:
@@ -323,6 +336,11 @@ class ChildJoin(Feature):
     def attach(cls, info: ModelInfo) -> ChildJoin | None:
         index = info.index
         if index is None or (_PARENT not in index.extras and _PARENT_FIELD not in index.extras):
+            if index is not None and _RELATION in index.extras and _JOIN not in index.extras:
+                raise IndexConfigurationError(
+                    f"{info.name}.Index.{_RELATION} names the model's relation in a "
+                    f"parent/child join: set {_JOIN} (a parent) or {_PARENT} (a child) too"
+                )
             return None
         where = f"{info.name}.Index"
         model, field = index.extras.get(_PARENT), index.extras.get(_PARENT_FIELD)
@@ -456,6 +474,16 @@ class ChildJoin(Feature):
                     field=field,
                 )
             move = self._move(pending)
+            state = None if pending.doc is None else state_of(pending.doc)
+            if move is not None and pending.kind == "save" and state is not None and state.partial:
+                raise DocumentValidationError(
+                    f"{name} {pending.doc.id!r} moves from {field} {move[0]!r} to {routing!r} "
+                    "but was loaded in part (includes=/excludes=): its save would update "
+                    "the fields it changed on the new parent's shard, where no copy is "
+                    f"stored; load it whole (get em.Id({str(pending.doc.id)!r}, "
+                    f"routing={move[0]!r})) and save that",
+                    field=field,
+                )
             if move is not None and (pending.kind != "save" or move[1] is None):
                 how = (
                     "a patch cannot move a child: save the document"
@@ -488,82 +516,42 @@ class ChildJoin(Feature):
         return stored, (seq_no, primary_term, state.index)
 
     def prepare(self, call: WriteCall, pendings: Sequence[PendingWrite]) -> Any:
-        """The saves that move a stored child to another parent, with where its old copy
-        is (its routing, version and index, known before anything is written):
-        ``{id(pending): (old parent id, seq_no, primary_term, index)}``, for
-        :meth:`finish`; ``None`` when there is none."""
-        moves: dict[int, tuple[str, int, int, str | None]] = {}
+        """The saves that move a stored child to another parent (:mod:`esmapper._join_moves`:
+        where its old copy is, whether the new routing lands on its shard; two real-time
+        ``_mget`` when a batch moves one), for :meth:`shape` and :meth:`finish`; ``None``
+        when there is none. Raises VersionConflictError before anything is sent when the
+        old copy of a ``Versioned`` save changed since it was loaded."""
+        found = []
         for pending in pendings:
             move = self._move(pending) if pending.kind == "save" else None
             if move is not None and move[1] is not None:
-                moves[id(pending)] = (move[0], *move[1])
-        return moves or None
+                found.append((pending, move[0], move[1]))
+        if not found:
+            return None
+        return prepare_moves(call, call.ctx.spec(self.info.cls), found, self.routing) or None
 
     def finish(self, call: WriteCall, state: Any, confirmed: Sequence[PendingWrite]) -> None:
-        """Delete the old copy of every child moved to another parent, once its new copy
-        is stored (confirmed): one ``_bulk`` of ``delete`` actions routed by the old parent
-        id, conditioned on the version the old copy was read at (``if_seq_no``/
-        ``if_primary_term``; where the old and the new routing land on one shard the new
-        copy replaced the old one, and the condition makes the delete a harmless 409),
-        then their cache entries dropped again (a read of the old copy may have cached it
+        """Delete the old copy of every child moved to another shard once its new copy is
+        stored (:func:`~esmapper._join_moves.delete_old_copies`: routed by the old parent
+        id, conditioned on the old copy's version; a refusal logged, never raised), then
+        drop their cache entries again (a read of the old copy may have cached it
         meanwhile). The new copy first: a process killed between the two leaves both
         copies (nothing is lost; the old one is then found by a search by id, beside the
-        new). A delete refused otherwise is logged."""
+        new)."""
         if not state:
             return
-        ctx = call.ctx
-        spec = ctx.spec(self.info.cls)
-        operations: list[dict[str, Any]] = []
-        ids: list[str] = []
-        for pending in confirmed:
-            move = state.get(id(pending))
-            if move is None or self.routing(pending) == move[0]:
-                continue
-            old, seq_no, primary_term, index = move
-            target = spec.conditioned_target(spec.write_name(index), index)
-            doc_id = str.__str__(pending.doc.id)
-            ids.append(doc_id)
-            operations.append(
-                {
-                    "delete": {
-                        "_index": target,
-                        "_id": doc_id,
-                        "routing": old,
-                        "if_seq_no": seq_no,
-                        "if_primary_term": primary_term,
-                    }
-                }
-            )
-        if not operations:
-            return
-        refresh = refresh_param(call.options.consistency)
-        try:
-            params: dict[str, Any] = {} if refresh is None else {"refresh": refresh}
-            answer = ctx.client.bulk(operations=operations, **params).body
-            for item in answer.get("items") or ():
-                result: dict[str, Any] = next(iter(item.values()), {})
-                gone = result.get("status") in (200, 409) or result.get("result") == "not_found"
-                if not gone:
-                    _log.warning(
-                        "the old copy of %s %r was not deleted after its move: %s",
-                        self.info.name,
-                        result.get("_id"),
-                        result.get("error"),
-                    )
-        except Exception as exc:  # (the write is stored: its caller must not see a failure)
-            _log.warning(
-                "the old copies of %s %s were not deleted after their move: %s",
-                self.info.name,
-                ids,
-                exc,
-            )
-        finally:
-            ctx.invalidate_ids(self.info, ids)
+        ids = delete_old_copies(call, call.ctx.spec(self.info.cls), state, confirmed)
+        if ids:
+            call.ctx.invalidate_ids(self.info, ids)
 
     def shape(self, ctx: Context, actions: Sequence[BulkAction]) -> None:
+        """Every action routed by its parent id, the join value in the sources, and the
+        new copy of a child moved to another shard not conditioned on its old copy's
+        version (:func:`~esmapper._join_moves.shape_moves`)."""
         for action in actions:
             action.routing = self.routing(action.ref)
         _put_join(self, actions)
+        shape_moves(ctx, actions)
 
     def expected_source(self, ctx: Context, action: Any, source: Any) -> Any:
         return _expected(self, source)

@@ -462,8 +462,13 @@ class Mapper:
         everyone = [self.spec(m) for m in self.models]
         reports = delete_indexes(self.client, specs, everyone, dry_run=dry_run)
         if not dry_run:
-            for spec, report in zip(specs, reports, strict=True):
-                self._forget(spec, deleted=not report.empty)
+            # a model whose index went with another's report (a parent and its children
+            # share one) is told too
+            gone = {
+                spec.alias for spec, report in zip(specs, reports, strict=True) if not report.empty
+            }
+            for spec in specs:
+                self._forget(spec, deleted=spec.alias in gone)
             ConfigureMarker.of(self.services).clear()  # the next configure_indexes() runs
         return reports
 

@@ -225,13 +225,21 @@ def delete_indexes(
 ) -> list[IndexDeletion]:
     """Delete what each of ``specs`` owns (see the module docstring); one
     :class:`IndexDeletion` per spec, in order. ``others``: every spec of the mapper (names
-    they own too are kept). ``dry_run``: only :func:`find_indexes`. Raises the client's
+    they own too are kept, unless that spec shares the index and is among ``specs``: a
+    parent and its children deleted together delete their index, under the first).
+    ``dry_run``: only :func:`find_indexes`. Raises the client's
     errors (``ApiError`` when Elasticsearch refuses a delete; a transport error when an
     unknown outcome stays unknown after the read back)."""
     chosen = list(specs)
     reports: list[IndexDeletion] = []
     for spec in chosen:
-        rest = [other for other in others if other is not spec]
+        # the models sharing the index that are deleted too (a parent and its children:
+        # one index) do not keep it; one that is not deleted does
+        rest = [
+            other
+            for other in others
+            if other is not spec and not (other.alias == spec.alias and other in chosen)
+        ]
         found = find_indexes(client, spec, rest)
         if dry_run or found.empty:
             reports.append(attrs.evolve(found, dry_run=dry_run))

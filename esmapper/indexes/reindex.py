@@ -200,6 +200,7 @@ from esmapper._server_tasks import interruptible, interruptible_sleep
 from esmapper.errors import IndexConfigurationError
 from esmapper.indexes._configured import clear_marker
 from esmapper.indexes._idx_owed import settle_idx_rebuild
+from esmapper.indexes._join_relations import check_relations_kept
 from esmapper.indexes._reindex_pass import Throttle, alias_target
 from esmapper.indexes._reindex_run import (
     LOCK_TTL,
@@ -354,6 +355,8 @@ def reindex(
             )
         refuse_foreign_block(client, old, spec.info.name, mapper.clock())
         script = compose_reindex_script(spec.options.reindex_scripts, old_version, spec.version)
+        if script is None:  # (a script may rewrite the join values: its author's to know)
+            check_relations_kept(client, spec, old)
         run = Run(mapper, spec, lock, progress, old, new, script, throttle)
         if cleared_for is not None:
             run.update(cleared_block_seconds=cleared_for)

@@ -236,7 +236,7 @@ class SnapshotJob(Job):
         if self.indexes is not None:
             return self.indexes
         mapper = self.services
-        names = [mapper.spec(model).alias for model in mapper.models]
+        names = list(dict.fromkeys(mapper.spec(model).alias for model in mapper.models))
         return [*names, f"{mapper.index_prefix}{STATE_INDEX}"]
 
     def execute(self, ctx: JobContext) -> JobResult:

@@ -38,6 +38,7 @@ from esmapper.indexes.blocks import leftover_block, serving_blocked
 from esmapper.indexes.configure import index_state, is_outdated
 from esmapper.indexes.leftovers import find_leftovers
 from esmapper.indexes.partition_versions import partition_versions
+from esmapper.indexes.spec import index_owners
 from esmapper.locks import LockHolder, LockProvider
 from esmapper.migrations.base import LOCK_NAME, Migration, load_migrations
 from esmapper.migrations.install import (
@@ -304,8 +305,7 @@ def index_steps(mapper: Context) -> tuple[list[PlannedStep], list[PlannedStep], 
     creates: list[PlannedStep] = []
     reindexes: list[PlannedStep] = []
     all_missing = bool(mapper.models)
-    for model in mapper.models:
-        spec = mapper.spec(model)
+    for owners, spec in index_owners(map(mapper.spec, mapper.models)):  # an index once
         view = view_index(mapper.client, spec)
         all_missing = all_missing and view.empty
         expected = spec.physical_name()
@@ -317,11 +317,11 @@ def index_steps(mapper: Context) -> tuple[list[PlannedStep], list[PlannedStep], 
                 )
             )
         if view.outdated:
-            reason = f"the alias points at {view.current}; {model.__name__} is at version "
+            reason = f"the alias points at {view.current}; {owners} is at version "
             if view.current is None:  # time-series
                 reason = (
                     f"partitions at version {view.lowest_version} serve {spec.alias}; "
-                    f"{model.__name__} is at version "
+                    f"{owners} is at version "
                 )
             reindexes.append(
                 PlannedStep(
@@ -358,8 +358,7 @@ def leftover_steps(mapper: Context) -> list[PlannedStep]:
     (:func:`esmapper.indexes.leftovers.find_leftovers`: ``GET /<alias>-v*`` per versioned
     model); changes nothing."""
     steps: list[PlannedStep] = []
-    for model in mapper.models:
-        spec = mapper.spec(model)
+    for _, spec in index_owners(map(mapper.spec, mapper.models)):
         for leftover in find_leftovers(mapper.client, spec):
             if leftover.deletable:
                 steps.append(
@@ -378,7 +377,7 @@ def unblock_steps(mapper: Context) -> list[PlannedStep]:
     time-series model and, per blocked index, its mapping and the lock); read-only."""
     locks = LockProvider(mapper.client, index_prefix=mapper.index_prefix, clock=mapper.clock)
     steps: list[PlannedStep] = []
-    for spec in map(mapper.spec, mapper.models):
+    for _, spec in index_owners(map(mapper.spec, mapper.models)):
         for index in serving_blocked(mapper.client, spec):
             block = leftover_block(locks, index)
             if block is not None:

@@ -457,31 +457,47 @@ def _move_each_way(mapper: em.Mapper, es_client: Elasticsearch) -> list[tuple[Wo
 def test_a_child_saved_under_another_parent_moves_there(
     make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
 ) -> None:
-    """On the local server every copy of an id is one (it keeps no shards apart): the
-    move's conditional delete of the old copy meets the new one and is refused (409),
-    as on a cluster where both routings land on one shard; nothing is lost. The copies
-    on distinct shards of a cluster: test_join_real_es.py."""
+    """The old copy is deleted, routed by the old parent and conditioned on its version,
+    where the two routings land on different shards; on one shard the save replaced it
+    and nothing is deleted. (The local server keeps one copy per id but routes a GET by
+    shard: a GET routed by the old parent finding the moved child tells one shard. The
+    copies on distinct shards of a cluster: test_join_real_es.py.)"""
     make_mapper(Company, Worker, configure=True)
     mapper = make_mapper(Company, Worker, url=proxy.url)
     bulks = _Bulks()
     proxy.add_rule(bulks)
     moved = _move_each_way(mapper, es_client)
     deletes = [action["delete"] for action in bulks.actions if "delete" in action]
-    assert [(d["_id"], d["routing"]) for d in deletes] == [(a.id, old) for a, old, _ in moved]
+    index = mapper.spec(Worker).write_target
+    apart = [
+        (a.id, old)
+        for a, old, _ in moved
+        if not es_client.options(ignore_status=404).get(index=index, id=a.id, routing=old)["found"]
+    ]
+    assert [(d["_id"], d["routing"]) for d in deletes] == apart
     assert all(isinstance(d["if_seq_no"], int) and d["if_primary_term"] for d in deletes)
 
 
 def test_a_move_loses_nothing_when_either_write_fails(
-    make_mapper: MakeMapper, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+    make_mapper: MakeMapper,
+    proxy: FaultProxy,
+    caplog: pytest.LogCaptureFixture,
+    es_client: Elasticsearch,
 ) -> None:
     """The new copy is written first, the old one deleted once the new one is stored:
     the new copy refused, the old one stays (nothing deleted); the delete refused (or the
     process gone before it), both copies stay: never none."""
     make_mapper(Company, Worker, configure=True)
     mapper = make_mapper(Company, Worker, url=proxy.url)
-    acme, globex = mapper.repository(Company).add([Company(name="a"), Company(name="g")])
+    parents = mapper.repository(Company).add([Company(id=f"c{n}", name="c") for n in range(12)])
+    acme = parents[0]
     workers = mapper.repository(Worker)
     ann = workers.add(Worker(company_id=acme.id, email="ann@x"), consistency="immediate")
+    index = mapper.spec(Worker).write_target
+    reach = es_client.options(ignore_status=404)
+    globex = next(  # a parent routed to another shard than acme (a delete follows)
+        c for c in parents if not reach.get(index=index, id=ann.id, routing=c.id)["found"]
+    )
     bulks = _Bulks()
     proxy.add_rule(bulks)
 
@@ -527,3 +543,21 @@ def test_saving_new_children_not_loaded_sends_no_refresh(
     assert _copies(es_client, index, "w0") == [globex.id]
     got = workers.get(em.Id("w0", routing=globex.id))
     assert got is not None and got.email == "moved"
+
+
+def test_a_child_loaded_in_part_is_not_moved(make_mapper: MakeMapper, proxy: FaultProxy) -> None:
+    """A document loaded with includes= saves as an update of the fields it changed:
+    sent on the new parent's shard, a cluster finds nothing to update there (the local
+    server, one copy per id, would apply it). Refused before anything is sent."""
+    make_mapper(Team, Player, configure=True)
+    mapper = make_mapper(Team, Player, url=proxy.url)
+    reds, _, _ = _league(mapper)
+    blues = mapper.repository(Team).add(Team(name="greens"))
+    players = mapper.repository(Player)
+    (part,) = players.find("name:r1", includes=["name"]).documents
+    assert part.team_id == reds.id  # (always loaded: the routing)
+    part.team_id = blues.id
+    proxy.reset_counts()
+    with pytest.raises(em.DocumentValidationError, match="loaded in part"):
+        players.save(part)
+    assert not [r for r in proxy.requests if r.path.endswith("/_bulk")]

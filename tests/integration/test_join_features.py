@@ -358,6 +358,7 @@ class PortV2(em.Document):
         version = 2
         settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
         join_field = "relation"
+        relation = "port"  # the stored relation names stay (the class is renamed)
 
     name: str = em.field(em.Keyword(), default="")
 
@@ -371,6 +372,7 @@ class BerthV2(em.Document):
         settings = {"number_of_shards": 3, "number_of_replicas": 0}  # noqa: RUF012
         parent = PortV2
         parent_field = "port_id"
+        relation = "berth"
 
     port_id: str | None = em.field(em.Keyword(), default=None)
     code: int = em.field(em.Long(), default=0)
@@ -511,3 +513,84 @@ def test_a_write_by_a_plain_child_id_is_refused_on_every_path(
     assert got is not None and got.age == 7
     clerks.remove(routed)
     assert clerks.get(routed) is None
+
+
+# -- a Versioned child moved: its condition is its old copy's, on the old shard only ------
+
+
+def _shards_of(es_client: Elasticsearch, index: str, id: str, parents: list[str]) -> list[bool]:
+    """For each parent id, whether the routing of that parent reaches the shard holding
+    ``id`` now (a real-time GET routed by it finds it)."""
+    return [
+        bool(es_client.options(ignore_status=404).get(index=index, id=id, routing=p).get("found"))
+        for p in parents
+    ]
+
+
+def test_a_versioned_child_moves_to_another_shard_without_its_old_condition(
+    make_mapper: MakeMapper, proxy: FaultProxy, es_client: Elasticsearch
+) -> None:
+    """A Versioned save is conditioned on the version it loaded, but that version is
+    the old copy's, on the old parent's shard: a cluster answers a write conditioned on
+    it on the new parent's shard with a version conflict (no document there). The move
+    reads where each routing lands first: to another shard, the new copy goes without
+    the condition (the old copy's delete carries it); on the same shard, the save
+    replaces the copy in place, conditioned, and nothing is deleted."""
+    from tests.integration.test_join import _Bulks
+
+    make_mapper(Firm, Clerk, configure=True)
+    mapper = make_mapper(Firm, Clerk, url=proxy.url)
+    firms = mapper.repository(Firm).add([Firm(id=f"p{n}", name=f"p{n}") for n in range(12)])
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(id="ann", firm_id="p0", email="ann@x"), consistency="immediate")
+    index = mapper.spec(Clerk).write_target
+    reached = _shards_of(es_client, index, ann.id, [f.id for f in firms])
+    same = next(f.id for f, hit in zip(firms[1:], reached[1:], strict=True) if hit)
+    apart = next(f.id for f, hit in zip(firms[1:], reached[1:], strict=True) if not hit)
+    bulks = _Bulks()
+    proxy.add_rule(bulks)
+
+    loaded = clerks.require(em.Id(ann.id, routing="p0"))
+    loaded.firm_id = apart
+    clerks.save(loaded)
+    (written, deleted) = bulks.actions
+    assert written["index"]["routing"] == apart and "if_seq_no" not in written["index"]
+    assert not written["index"]["_index"].endswith(".fence")
+    assert (deleted["delete"]["routing"], deleted["delete"]["if_seq_no"]) == ("p0", ann_seq(ann))
+
+    bulks.actions.clear()
+    here = clerks.require(em.Id(ann.id, routing=apart))
+    reached = _shards_of(es_client, index, ann.id, [f.id for f in firms])
+    same = next(f.id for f, hit in zip(firms, reached, strict=True) if hit and f.id != apart)
+    here.firm_id = same
+    clerks.save(here)
+    (written,) = bulks.actions  # in place: no delete
+    assert written["index"]["routing"] == same and isinstance(written["index"]["if_seq_no"], int)
+    got = clerks.get(em.Id(ann.id, routing=same))
+    assert got is not None and got.firm_id == same
+
+
+def ann_seq(ann: Clerk) -> int:
+    """The ``_seq_no`` of ``ann`` as added (its ``version``: ``"<term>:<seq_no>"``)."""
+    return int(str(ann.version).split(":")[1])
+
+
+def test_a_stale_versioned_child_is_not_moved(make_mapper: MakeMapper, proxy: FaultProxy) -> None:
+    """The old copy changed since it was loaded: a version conflict before anything is
+    written (the new copy would otherwise be written unconditionally on another shard)."""
+    make_mapper(Firm, Clerk, configure=True)
+    mapper = make_mapper(Firm, Clerk, url=proxy.url)
+    a, b = mapper.repository(Firm).add([Firm(name="a"), Firm(name="b")])
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=a.id, email="ann@x"), consistency="immediate")
+    stale = clerks.require(em.Id(ann.id, routing=a.id))
+    fresh = clerks.require(em.Id(ann.id, routing=a.id))
+    fresh.age = 41
+    clerks.save(fresh)
+    stale.firm_id = b.id
+    proxy.reset_counts()
+    with pytest.raises(em.VersionConflictError, match="changed since it was read"):
+        clerks.save(stale)
+    assert not [r for r in proxy.requests if r.path.endswith("/_bulk")]
+    got = clerks.get(em.Id(ann.id, routing=a.id))
+    assert got is not None and got.age == 41

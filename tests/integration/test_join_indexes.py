@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from elasticsearch import Elasticsearch
 
 import esmapper as em
@@ -54,6 +55,7 @@ class ClubV2(em.Document):
         version = 2
         settings = SETTINGS
         join_field = "relation"
+        relation = "club"  # the class is renamed, the stored relation names stay
 
     name: str = em.field(em.Keyword(), default="")
 
@@ -65,9 +67,72 @@ class MemberV2(em.Document):
         settings = SETTINGS
         parent = ClubV2
         parent_field = "club_id"
+        relation = "member"
 
     club_id: str | None = em.field(em.Keyword(), default=None)
     label: str = em.field(em.Keyword(), default="")
+
+
+class RenamedClub(em.Document):
+    """Version 2 of Club under another class name, its relation name left to default."""
+
+    class Index:
+        name = "join-clubs"
+        version = 2
+        settings = SETTINGS
+        join_field = "relation"
+
+    name: str = em.field(em.Keyword(), default="")
+
+
+class RenamedMember(em.Document):
+    class Index:
+        name = "join-clubs"
+        version = 2
+        settings = SETTINGS
+        parent = RenamedClub
+        parent_field = "club_id"
+        relation = "member"
+
+    club_id: str | None = em.field(em.Keyword(), default=None)
+    label: str = em.field(em.Keyword(), default="")
+
+
+def test_a_version_bump_that_renames_a_relation_is_refused_before_anything_is_copied(
+    make_mapper: MakeMapper, es_client: Elasticsearch, index_prefix: str
+) -> None:
+    """On a cluster every stored document of relation "club" would be refused by a
+    mapping that declares "renamed_club" (unknown join name): refused up front, nothing
+    created, the old index serving."""
+    seeded = make_mapper(Club, Member, configure=True)
+    seeded.repository(Club).add(Club(id="c1", name="one"))
+    mapper = make_mapper(RenamedClub, RenamedMember)
+    with pytest.raises(em.IndexConfigurationError, match=r"club.*Index.relation = "):
+        reindex(mapper, RenamedClub)
+    assert not es_client.indices.exists(index=f"{index_prefix}join-clubs-v2")
+    assert (
+        mapper.spec(RenamedClub).alias
+        in es_client.indices.get_alias(index=f"{index_prefix}join-clubs-v1").body[
+            f"{index_prefix}join-clubs-v1"
+        ]["aliases"]
+    )
+
+
+def test_a_relation_option_must_be_a_name_of_a_join_model() -> None:
+    with pytest.raises(em.IndexConfigurationError, match="must be a name"):
+
+        class BadClub(em.Document):
+            class Index:
+                name = "join-bad"
+                join_field = "relation"
+                relation = "a-b"
+
+    with pytest.raises(em.IndexConfigurationError, match="set join_field"):
+
+        class Loner(em.Document):
+            class Index:
+                name = "join-loner"
+                relation = "loner"
 
 
 class _RoutedHits(Rule):
@@ -269,3 +334,29 @@ def test_a_rekey_of_children_keeps_each_on_its_parents_shard(
     assert sorted(b.code for b in books.get_many(moved)) == [f"b{n}" for n in range(6)]
     assert books.count(consistency="immediate") == 6  # the legacy copies are gone
     assert es_client.count(index=physical)["count"] == 8  # and nothing stayed behind
+
+
+def test_deleting_a_parent_and_its_children_deletes_their_index(
+    make_mapper: MakeMapper, es_client: Elasticsearch
+) -> None:
+    """The index is kept while a model not deleted shares it (the child alone: its
+    parents live there too), and deleted with the last of them (every model, or both)."""
+    mapper = make_mapper(Club, Member, configure=True)
+    index = mapper.spec(Club).physical_name()
+    alone = mapper.delete_indexes([Member])
+    assert alone[0].empty and es_client.indices.exists(index=index)
+    both = mapper.delete_indexes()
+    assert [r.model for r in both if not r.empty] == ["Club"]
+    assert not es_client.indices.exists(index=index)
+    make_mapper(Club, Member, configure=True)
+    told: list[Any] = []
+
+    def on_changed(sender: Any, message: em.EntityChanged, **_: Any) -> None:
+        told.append((sender, message.change_type))
+
+    with em.signals.entity_changed.connected_to(on_changed):
+        deleted = mapper.delete_indexes([Member, Club])
+    assert [r.indexes for r in deleted if not r.empty] == [(index,)]
+    assert not es_client.indices.exists(index=index)
+    removed = em.ChangeType.REMOVED
+    assert sorted((m.__name__, c) for m, c in told) == [("Club", removed), ("Member", removed)]

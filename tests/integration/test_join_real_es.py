@@ -5,6 +5,7 @@ against the API specification) with a real cluster's answer played back."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -385,3 +386,71 @@ def test_a_tenant_sessions_join_queries_carry_its_tenant_into_a_model_without_on
     assert queries[2]["has_parent"]["query"] == {"match_all": {}}
     checker = load_checker(KIT)
     assert checker.check(rule.sent, spec_dir=str(KIT / "es-spec"), branches="8.18,8.19,9.x") == []
+
+
+@pytest.mark.real_es
+def test_a_versioned_child_moves_across_shards(make_mapper: MakeMapper, es_client: Any) -> None:
+    """A Versioned child loaded and saved under each of several parents (on 3 shards
+    most pairs route apart): each move leaves one copy, under the new parent; on a
+    cluster, the new copy conditioned on the old copy's version would be a conflict."""
+    from tests.integration.test_join_features import Clerk, Firm
+
+    mapper = make_mapper(Firm, Clerk, configure=True)
+    firms = mapper.repository(Firm).add([Firm(name=f"f{n}") for n in range(6)])
+    clerks = mapper.repository(Clerk)
+    ann = clerks.add(Clerk(firm_id=firms[0].id, email="ann@x"))
+    index = mapper.spec(Clerk).write_target
+    for old, new in itertools.pairwise(firms):
+        loaded = clerks.require(em.Id(ann.id, routing=old.id))
+        loaded.firm_id = new.id
+        clerks.save(loaded)
+        es_client.indices.refresh(index=index)
+        hits = es_client.search(index=index, query={"ids": {"values": [ann.id]}})["hits"]["hits"]
+        assert [h["_source"]["firm_id"] for h in hits] == [new.id]
+
+
+class _Kept(Rule):
+    """Keeps the body of every by-query write and search (forwarded as they are)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+
+    def before(self, exchange: Exchange) -> Reply | None:
+        if exchange.path.endswith(("/_delete_by_query", "/_update_by_query", "/_search")):
+            self.bodies.append((exchange.path, exchange.json() or {}))
+        return None
+
+    def after(self, exchange: Exchange, reply: Reply) -> Reply:
+        return reply
+
+
+def test_by_query_writes_of_a_tenant_carry_its_tenant_into_join_queries(
+    make_mapper: MakeMapper, es_url: str
+) -> None:
+    """``remove_all``/``patch_all`` of ``has_child`` under ``tenant=``: the inner query is
+    the tenant's children only, so another tenant's children never select a document to
+    delete (the local server refuses has_child: the requests as sent are checked)."""
+    make_mapper(Agency, Agent, configure=True)
+    with FaultProxy(es_url, lifetime=120) as proxy:
+        mapper = make_mapper(Agency, Agent, url=proxy.url)
+        kept = _Kept()
+        proxy.add_rule(kept)
+        agencies = mapper.repository(Agency)
+        bond = em.has_child(Agent, "name:bond")
+        with pytest.raises(Exception, match="has_child"):
+            agencies.remove_all(bond, tenant="t1")
+        with pytest.raises(Exception, match="has_child"):
+            agencies.patch_all(bond, em.PartialPatch({"name": "x"}), tenant="t1")
+    index = mapper.spec(Agency).alias
+    sent = [
+        body for path, body in kept.bodies if path.startswith(f"/{index}/") or path == "/_search"
+    ]
+    joins = [
+        clause["has_child"]
+        for body in sent
+        for clause in body["query"]["bool"]["must"]
+        if "has_child" in clause
+    ]
+    assert len(joins) == 2
+    for has_child in joins:
+        assert {"term": {"tenant": "t1"}} in has_child["query"]["bool"]["filter"]

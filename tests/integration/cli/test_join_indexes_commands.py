@@ -54,3 +54,18 @@ def test_health_checks_a_join_index_once(make_mapper: MakeMapper) -> None:
     report = make_mapper(Company, Worker).health()
     assert [m.model for m in report.models] == ["Company,Worker"]
     assert [(i.model, i.code) for i in report.attention] == [("Company,Worker", "missing")]
+
+
+def test_migrate_plans_and_snapshots_name_a_join_index_once(
+    make_mapper: MakeMapper, index_prefix: str
+) -> None:
+    """``migrate``'s plan (creates, reindexes, leftovers) and a snapshot's indexes list
+    each index once, not once per model sharing it."""
+    from esmapper.jobs.snapshots import SnapshotJob
+    from esmapper.migrations import plan
+
+    mapper = make_mapper(Company, Worker)
+    creates = [s.target for s in plan(mapper) if s.action == "create_index"]
+    assert creates == [mapper.spec(Company).alias]
+    job = SnapshotJob(mapper, repository="backups")
+    assert job.targets().count(mapper.spec(Company).alias) == 1
