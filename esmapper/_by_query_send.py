@@ -4,12 +4,14 @@
 :mod:`esmapper._by_query`. Each is sent once as a task (:func:`~esmapper._server_tasks.run_task`:
 followed to its end, cancelled at the call's ``timeout=`` or on Ctrl-C, never
 resent blindly) and drops the model's cache entries; the failures its answer reports
-raise :class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`."""
+raise :class:`BulkWriteError`, an outcome not known :class:`OutcomeUnknownError`, and so
+does a task someone else cancelled (``error_type`` ``task_cancelled``: it wrote part of
+the matches, which ones is not known; :meth:`ByQuery._cancelled`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from elasticsearch import ApiError, NotFoundError
@@ -20,6 +22,7 @@ from esmapper._patch_actions import announce
 from esmapper._search import is_index_missing, refresh_index
 from esmapper._server_tasks import (
     Kind,
+    TaskCancelled,
     TaskError,
     TaskResult,
     TaskStartUnknown,
@@ -49,6 +52,13 @@ log = logging.getLogger("esmapper.repository")
 
 _DELETE_RETRIES = 9  # remove_all: 10 delete-by-query rounds in all (``retries=`` + 1)
 _MAY_HAVE_DELETED = "some or all matching documents may have been deleted"
+_PATCH_AGAIN = (
+    "running patch_all again runs the script on every match, those it already patched "
+    "too: run it again only if the script gives the same result when applied twice "
+    "(it sets values), else with a filter that leaves the patched documents out"
+)
+_REMOVE_AGAIN = "remove_all is safe to run again: it removes the matches that are left"
+_CANCELLED: Final = "task_cancelled"  # the error_type of a task someone else cancelled
 
 
 @attrs.frozen
@@ -90,6 +100,10 @@ class ByQuery:
             if refused is None:
                 raise
             raise self._ran_on_some(refused) from exc
+        except TaskCancelled as exc:
+            if exc.result.count("updated"):
+                announce(ctx, info, list(notify) if notify else [None], options)
+            raise self._cancelled(exc, _PATCH_AGAIN) from exc
         except TaskError as exc:
             effect = "the script may have run on some or all matches"
             raise self._task_unknown(effect, "updated", exc) from exc
@@ -158,6 +172,9 @@ class ByQuery:
                     )
                     lost = exc
                     continue
+                except TaskCancelled as exc:
+                    total += exc.result.count("deleted")  # gone: published below
+                    raise self._cancelled(exc, _REMOVE_AGAIN) from exc
                 except TaskError as exc:
                     raise self._task_unknown(_MAY_HAVE_DELETED, "deleted", exc) from exc
                 lost = None
@@ -288,6 +305,19 @@ class ByQuery:
             index=self.spec.alias,
             error_type=UNKNOWN,
             reason=str(exc),
+        )
+
+    def _cancelled(self, exc: TaskCancelled, again: str) -> OutcomeUnknownError:
+        """The error of a by-query request whose task someone else cancelled (an operator,
+        another process): it wrote ``exc.done`` of ``exc.total`` matches before it
+        stopped, which ones is not known (``error_type`` ``task_cancelled``); ``again``
+        says whether running the call again is safe. It is not run again here: whoever
+        cancelled it meant it to stop."""
+        return OutcomeUnknownError(
+            f"{exc}. Which matching documents were written is not known; {again}",
+            index=self.spec.alias,
+            error_type=_CANCELLED,
+            reason=f"task cancelled: {exc.reason}",
         )
 
     def _removal_unknown(

@@ -50,10 +50,13 @@ the model's cache entries:
 - Both by-query requests run through :func:`esmapper._server_tasks.run_task` (where the
   server keeps tasks, one followed until it ends, whatever the client's request timeout):
   cancelled when the call's ``timeout=`` passes (:class:`OutcomeUnknownError`, with how
-  far it got) or on Ctrl-C. Never two runs at once: a re-run for conflicts starts after
-  the previous run ended, and a start whose answer was lost is followed when its task is
-  listed as running, else only the delete is run again (nothing of it runs; deleting is
-  idempotent). Sent synchronously (no tasks), a lost answer is :class:`OutcomeUnknownError`.
+  far it got) or on Ctrl-C. A task someone else cancelled is not a complete one
+  (:class:`~esmapper._server_tasks.TaskCancelled`): :class:`OutcomeUnknownError` with
+  ``error_type="task_cancelled"`` and how far it got, never run again by the call.
+  Never two runs at once: a re-run for conflicts starts after the previous run ended,
+  and a start whose answer was lost is followed when its task is listed as running, else
+  only the delete is run again (nothing of it runs; deleting is idempotent). Sent
+  synchronously (no tasks), a lost answer is :class:`OutcomeUnknownError`.
 - The scans (:mod:`esmapper._scan`) keep their point in time alive 5 minutes between two
   pages; one lost anyway is replaced and the scan continues after the last hit (id
   order), at most 10 times, then :class:`SnapshotExpiredError` tells how far it got.

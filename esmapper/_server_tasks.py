@@ -25,6 +25,12 @@ it answers with is followed:
   task is cancelled (``POST /_tasks/<id>/_cancel``), its final state is read (up to 30 s)
   and :class:`TaskTimedOut` / :class:`TaskStalled` is raised, or the
   ``KeyboardInterrupt`` (the callback's exception) re-raised.
+- A task that completed with ``canceled`` in its answer, which this call did not cancel
+  (someone else did: an operator's or another process's ``POST /_tasks/<id>/_cancel``),
+  raises :class:`TaskCancelled` with how far it got: Elasticsearch ends it "completed",
+  with no failure, after processing part of the documents, and taking it for a complete
+  run would report success for a partial write. So does such an answer of a synchronous
+  run. This is the one place that rule lives: every caller gets it.
 - Once the task completed, its result document is deleted from the ``.tasks`` system index
   (``DELETE /.tasks/_doc/<id>``), best effort: a user without access to system indices gets
   403 (or 404): logged at DEBUG, nothing else.
@@ -73,6 +79,7 @@ __all__ = [
     "ACTIONS",
     "Kind",
     "Listing",
+    "TaskCancelled",
     "TaskError",
     "TaskLost",
     "TaskResult",
@@ -161,6 +168,39 @@ class TaskStartUnknown(TaskError):
     def __init__(self, message: str, *, cause: TransportError, listed: bool) -> None:
         super().__init__(message)
         self.cause, self.listed = cause, listed
+
+
+class TaskCancelled(TaskError):
+    """The task was cancelled by someone else: an operator's or another process's ``POST
+    /_tasks/<id>/_cancel`` (a reindex rerun stopping a lapsed run's pass), never this
+    call's own cancels (its timeout, a stall, Ctrl-C raise the other errors). Elasticsearch
+    ends such a task "completed", with ``canceled`` (``reason``) in its answer and no
+    failure, having processed only part of the documents: ``result`` is that answer,
+    ``done`` of ``total`` how far it got (which documents is not known). The rest was
+    not processed: the call must be run again to finish it (its caller says whether that
+    is safe)."""
+
+    def __init__(self, what: str, result: TaskResult, reason: str) -> None:
+        done, total = _done(result.response), result.count("total")
+        counts = ", ".join(f"{k} {result.count(k):,}" for k in _COUNTS if result.count(k))
+        super().__init__(
+            f"{what}: its task {result.task} was cancelled by someone else ({reason}) after "
+            f"{done:,} of {total:,} documents" + (f" ({counts})" if counts else "") + "; the "
+            "rest was not processed",
+            task=result.task,
+        )
+        self.result, self.reason = result, reason
+        self.done, self.total = done, total
+
+
+def _ended(result: TaskResult, what: str) -> TaskResult:
+    """``result``, the end of a task this call did not cancel; one whose answer says
+    ``canceled`` (someone else cancelled it) raises :class:`TaskCancelled`."""
+    reason = result.response.get("canceled")
+    if reason:
+        log.warning("%s: its task %s was cancelled by someone else (%s)", what, result.task, reason)
+        raise TaskCancelled(what, result, str(reason))
+    return result
 
 
 class TaskLost(TaskError):
@@ -357,7 +397,8 @@ def run_task(
     called (inside :func:`interruptible`: a wait that its event interrupts); ``jitter``
     turns each poll's wait into the one slept (default :func:`jittered`, +/-25%). Raises
     the client's ``ApiError`` for a start refused with an error status (not a
-    by-query/reindex answer), and the runner's :class:`TaskError` subclasses."""
+    by-query/reindex answer), and the runner's :class:`TaskError` subclasses
+    (:class:`TaskCancelled` for a task someone else cancelled)."""
     pause = sleep if sleep is not None else interruptible_sleep
     report = progress if progress is not None else (lambda done, total: None)
     started_at = monotonic()
@@ -373,7 +414,7 @@ def run_task(
         body = _start_body(exc)
         if body is None:
             raise
-        return TaskResult(response=body)
+        return _ended(TaskResult(response=body), what)
     except TransportError as exc:
         if not is_unknown_outcome(exc):
             raise
@@ -402,7 +443,7 @@ def run_task(
                 _cancel(client, found, what)
         raise
     if "task" not in answer:  # the server ran it synchronously (noida-db's by-query)
-        return TaskResult(response=dict(answer))
+        return _ended(TaskResult(response=dict(answer)), what)
     poller = _Poller(
         client,
         str(answer["task"]),
@@ -424,7 +465,7 @@ def run_task(
             poller.final()
         raise
     except TaskError:
-        raise  # the poller's own outcomes: it cancelled what it had to
+        raise  # the poller's own outcomes: it cancelled what it had to (or someone else did)
     except Exception as exc:  # the caller's progress callback: it no longer follows
         log.warning("%s: no longer followed (%s); cancelling its task %s", what, exc, poller.task)
         if _cancel(client, poller.task, what):
@@ -463,7 +504,7 @@ def _run_synchronously(
         ) from exc
     result = TaskResult(response=dict(answer))
     report(result.count("total"), result.count("total"))
-    return result
+    return _ended(result, what)
 
 
 def _find(client: Elasticsearch, kind: Kind, opaque: str) -> str | None:
@@ -626,8 +667,8 @@ class _Poller:
             status = (state.get("task") or {}).get("status") or {}
             done, total = _done(status), int(status.get("total") or 0)
             self.report(done, total)
-            if state.get("completed"):
-                return self._completed(state)
+            if state.get("completed"):  # not cancelled by this call: see final()
+                return _ended(self._completed(state), self.what)
             if self.deadline is not None and self.monotonic() >= self.deadline:
                 cancelled = _cancel(self.client, self.task, self.what)
                 result = self.final() if cancelled else None

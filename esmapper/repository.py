@@ -311,7 +311,11 @@ class Repository(Reading[T]):
         checked against the model first (:func:`_checked`). On a cluster the
         update-by-query runs as a task followed to its end: ``timeout=`` cancels it when it
         passes (:class:`OutcomeUnknownError`), so does Ctrl-C; documents it refused raise
-        :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`."""
+        :class:`BulkWriteError`, matches changed meanwhile :class:`VersionConflictError`.
+        A task someone else cancelled (``POST _tasks/<id>/_cancel``) raises
+        :class:`OutcomeUnknownError` with ``error_type="task_cancelled"`` and how many it
+        patched: running it again re-applies the script to those too (safe only for a
+        script that sets values)."""
         opts = self.options(**given(options))
         checked = self._checked(patch, opts)
         try:
@@ -343,7 +347,10 @@ class Repository(Reading[T]):
         more than 10 times raises :class:`SnapshotExpiredError`). On a cluster the
         delete-by-query runs as a task followed to its end, run again for version
         conflicts only once it ended: ``timeout=`` cancels it when it passes
-        (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`)."""
+        (:class:`OutcomeUnknownError`), so does Ctrl-C (see :mod:`esmapper._patching`). A
+        task someone else cancelled (``POST _tasks/<id>/_cancel``) raises
+        :class:`OutcomeUnknownError` with ``error_type="task_cancelled"`` and how many it
+        removed; running the call again removes the rest."""
         opts = self.options(**given(options))
         try:
             return _patching.remove_all(self._listing(), filter, opts)

@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
-from esmapper._server_tasks import TaskLost, TaskStalled, TaskStartUnknown, jittered, run_task
+from esmapper._server_tasks import (
+    TaskCancelled,
+    TaskLost,
+    TaskStalled,
+    TaskStartUnknown,
+    jittered,
+    run_task,
+)
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
@@ -156,20 +163,12 @@ class Throttle:
 PassStalled = TaskStalled
 
 
-#: the failure type of a pass whose task someone cancelled (:func:`_outcome`)
+#: the failure type of a pass whose task someone else cancelled (:func:`run_pass`)
 CANCELLED: Final = "task_cancelled"
 
 
 def _outcome(response: dict[str, Any]) -> PassOutcome:
-    """A pass's answer; a task someone else cancelled (``POST _tasks/<id>/_cancel``: an
-    operator, or the rerun of a reindex that took over this one's lapsed lock) ends
-    "completed" with ``canceled`` and no failure, having copied part of the documents:
-    that is a failure of type :data:`CANCELLED`, never a complete pass."""
     failures = tuple(f for f in response.get("failures") or () if isinstance(f, dict))
-    cancelled = response.get("canceled")
-    if cancelled:
-        reason = f"its task was cancelled ({cancelled}) before it copied every document"
-        failures += ({"status": None, "type": CANCELLED, "reason": reason},)
     return PassOutcome(
         total=int(response.get("total") or 0),
         created=int(response.get("created") or 0),
@@ -177,6 +176,17 @@ def _outcome(response: dict[str, Any]) -> PassOutcome:
         version_conflicts=int(response.get("version_conflicts") or 0),
         failures=failures,
     )
+
+
+def _cancelled(exc: TaskCancelled) -> PassOutcome:
+    """A pass whose task someone else cancelled (an operator, or the rerun of a reindex
+    that took over this one's lapsed lock: :class:`~esmapper._server_tasks.TaskCancelled`):
+    it copied part of the documents, so its outcome carries a failure of type
+    :data:`CANCELLED`, never a complete pass."""
+    outcome = _outcome(exc.result.response)
+    reason = f"its task was cancelled ({exc.reason}) before it copied every document"
+    failure = {"status": None, "type": CANCELLED, "reason": reason}
+    return attrs.evolve(outcome, failures=(*outcome.failures, failure))
 
 
 def _error_failure(error: Any, status: int | None = None) -> dict[str, Any]:
@@ -253,6 +263,8 @@ def run_pass(
             )
         except ApiError as exc:
             return attrs.evolve(_from_api_error(exc), exact=exact)
+        except TaskCancelled as exc:
+            return attrs.evolve(_cancelled(exc), exact=exact)
         except (TaskStartUnknown, TaskLost) as exc:
             if attempt == _ATTEMPTS:
                 if isinstance(exc, TaskStartUnknown):

@@ -15,6 +15,7 @@ from elasticsearch import ApiError, AuthorizationException, BadRequestError, Not
 
 from esmapper import _server_tasks
 from esmapper._server_tasks import (
+    TaskCancelled,
     TaskLost,
     TaskStartUnknown,
     TaskTimedOut,
@@ -311,6 +312,37 @@ def test_the_call_timeout_cancels_the_task_and_reads_how_far_it_got() -> None:
     assert timed_out.cancelled and timed_out.seconds == 5
     assert timed_out.result is not None and timed_out.result.response["canceled"] == "by user"
     assert client.sent("cancel") == [TASK] and client.sent("delete") == [(".tasks", TASK)]
+
+
+def test_a_task_cancelled_by_someone_else_is_not_taken_for_a_complete_one() -> None:
+    """Elasticsearch ends a task another process cancelled (``POST _tasks/<id>/_cancel``)
+    "completed", with ``canceled`` and no failure, after part of the documents."""
+    cut = {"total": 5, "updated": 2, "noops": 1, "failures": [], "canceled": "by user request"}
+    client = FakeClient(states=[completed(**cut)])
+    with pytest.raises(TaskCancelled) as caught:
+        run(client)
+    cancelled = caught.value
+    assert (cancelled.task, cancelled.reason, cancelled.result.response) == (
+        TASK,
+        "by user request",
+        cut,
+    )
+    assert (cancelled.done, cancelled.total) == (3, 5)
+    message = str(cancelled)
+    assert "patch: its task node:7 was cancelled by someone else (by user request)" in message
+    assert "3 of 5 documents (updated 2, noops 1); the rest was not processed" in message
+    assert client.sent("cancel") == [] and client.sent("delete") == [(".tasks", TASK)]
+
+
+def test_an_answer_without_a_task_that_says_canceled_is_a_cancelled_task() -> None:
+    cut = {"total": 4, "deleted": 1, "failures": [], "canceled": "by user request"}
+    with pytest.raises(TaskCancelled, match=r"1 of 4 documents \(deleted 1\)") as synchronous:
+        run(FakeClient(lambda kw: cut))  # answered synchronously
+    assert synchronous.value.task is None
+    client = FakeClient(lambda kw: cut, root=_server_tasks._NOIDA_BUILD)  # keeps no tasks
+    with pytest.raises(TaskCancelled):
+        run(client)
+    assert client.sent("start")[0]["wait_for_completion"] is True
 
 
 def test_a_task_that_cannot_be_cancelled_is_said_to_still_run() -> None:

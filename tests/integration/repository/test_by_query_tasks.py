@@ -195,3 +195,52 @@ def test_by_query_writes_work_on_a_server_without_tasks(
     assert repo.patch_all(None, SCRIPT) == 3
     assert repo.remove_all("n:1", consistency="immediate") == 3
     assert values(raw, repo) == []
+
+
+@pytest.mark.filterwarnings("ignore::elasticsearch.exceptions.GeneralAvailabilityWarning")
+@pytest.mark.parametrize("call", ["patch_all", "remove_all"])
+def test_a_task_cancelled_by_someone_else_is_not_taken_for_a_complete_one(
+    call: str, cluster: ClusterProxy, tallies: em.Repository[Tally], raw: Elasticsearch
+) -> None:
+    """An operator (or another process) cancels the task: Elasticsearch ends it
+    "completed", with ``canceled`` in its answer and no failure, after part of the matches.
+    The call raises instead of reporting success, and does not run it again by itself."""
+    gate = cluster.tasks.hold()  # the task waits at the proxy until it is cancelled
+    outcome: list[BaseException | int] = []
+
+    def run() -> None:
+        try:
+            if call == "patch_all":
+                outcome.append(tallies.patch_all(None, SCRIPT))
+            else:
+                outcome.append(tallies.remove_all())
+        except BaseException as exc:  # reported below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert gate.wait_reached()
+        verb = "update" if call == "patch_all" else "delete"
+        with Elasticsearch(cluster.url, request_timeout=30) as operator:
+            listed = operator.tasks.list(actions=f"indices:data/write/{verb}/byquery")
+            tasks = [t for node in listed["nodes"].values() for t in node["tasks"]]
+            assert len(tasks) == 1
+            operator.tasks.cancel(task_id=tasks[0])
+    finally:
+        thread.join(120)
+    (error,) = outcome
+    assert isinstance(error, em.OutcomeUnknownError), error
+    assert error.error_type == "task_cancelled"
+    assert f"{call} on Tally: its task {tasks[0]} was cancelled by someone else" in str(error)
+    assert "after 0 of 0 documents; the rest was not processed" in str(error)
+    again = "run it again only if" if call == "patch_all" else "safe to run again"
+    assert again in str(error)
+    assert (cluster.tasks.runs, cluster.tasks.cancels, cluster.tasks.stored) == (1, 1, 0)
+    assert values(raw, tallies) == [0] * 5  # nothing written, and nothing run again
+    if call == "patch_all":
+        assert tallies.patch_all(None, SCRIPT) == 5
+        assert values(raw, tallies) == [1] * 5
+    else:
+        assert tallies.remove_all() == 5
+        assert values(raw, tallies) == []

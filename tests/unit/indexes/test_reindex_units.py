@@ -316,3 +316,20 @@ def test_a_slow_pass_that_progresses_is_not_stalled() -> None:
         monotonic=clock,
     )
     assert outcome.copied == 2
+
+
+def test_a_pass_whose_task_someone_else_cancelled_is_a_failed_pass() -> None:
+    """The rule is the task runner's (TaskCancelled); the pass keeps what the task copied
+    and adds a ``task_cancelled`` failure, which fails the run."""
+    cut = {**DONE, "total": 10, "canceled": "by user request"}
+    client = FakeClient([{"completed": True, "task": {"status": cut}, "response": cut}])
+    body = {"source": {"index": "a"}, "dest": {"index": "b"}}
+    outcome = run_pass(client, body, progress=lambda d, t: None, sleep=lambda s: None)  # type: ignore[arg-type]
+    assert (outcome.total, outcome.created, outcome.version_conflicts) == (10, 2, 1)
+    assert outcome.failures == (
+        {
+            "status": None,
+            "type": "task_cancelled",
+            "reason": "its task was cancelled (by user request) before it copied every document",
+        },
+    )
