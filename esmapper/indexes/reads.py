@@ -75,17 +75,20 @@ def search_documents(
     *,
     source_includes: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The stored copies among ``ids``, as they are now (missing ids omitted; several
-    copies of an id, in several partitions, newest partition first).
+    """The stored copies among ``ids`` (missing ids omitted; a time-series model's copies
+    of an id in several partitions: newest partition first).
 
     Sends ``POST /<read alias>/_search`` with ``{"ids": {"values": [...]}}`` and
-    ``seq_no_primary_term=true``, per 1000 ids; then, when it found anything, one real-time
-    ``POST /_mget`` of the hits, each on the index it came from with its ``_routing``
-    (:func:`_confirmed`). A search shows what each shard held at its last refresh: a
-    document deleted since is still a hit, a document replaced since shows its old source
-    and version. The ``_mget`` answers win (not found: left out; found: its source and
-    version). A document written since the last refresh into an index where the search
-    did not see it is not found (nothing tells where to look for it). Raises the client's
+    ``seq_no_primary_term=true``, per 1000 ids. A search shows what each shard held at its
+    last refresh: a document deleted since is still a hit, a document replaced since shows
+    its old source and version. For a time-series model, when the search found anything,
+    one real-time ``POST /_mget`` of the hits follows, each on the partition it came from
+    with its routing (:func:`_confirmed`); its answers win (not found: left out; found: its
+    source and version), so the copies are as stored now. A document written since the
+    last refresh into a partition where the search did not see it is not found (nothing
+    tells where to look for it). Other models (a join child read by a plain id, whose
+    routing only the hit could tell, and a search hit may not carry ``_routing``): the hits
+    as the search shows them, near-real-time. Raises the client's
     ``ApiError`` for an answer other than 200 or 404, and DocumentError for an ``_mget``
     entry answered with an error (its document's state is unknown).
     """
@@ -107,8 +110,10 @@ def search_documents(
         )
         if response.meta.status == 200:
             found = response.body.get("hits", {}).get("hits", [])
-            if found:
+            if found and spec.is_time_series:
                 hits += _confirmed(client, spec, found, extra)
+            else:  # a join child's plain id: no routing to confirm with (documented)
+                hits += found
     return _newest_first(spec, hits)
 
 
@@ -116,7 +121,8 @@ def _confirmed(
     client: Elasticsearch, spec: IndexSpec, hits: Sequence[dict[str, Any]], extra: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The live state of the searched ``hits``: one real-time ``POST /_mget`` with an
-    entry per hit (``_index`` the hit's physical index, ``routing`` its ``_routing``),
+    entry per hit (``_index`` the hit's partition, ``routing`` its ``_routing``, else
+    the id's :func:`sent_params`),
     with the search's ``_source`` parameters ``extra``; the entries found, as the GET
     answers them (``_seq_no``/``_primary_term`` included). An entry answering a missing
     index is not found; any other error raises DocumentError
@@ -127,6 +133,8 @@ def _confirmed(
         routing = hit.get("_routing")
         if isinstance(routing, str) and routing:
             entry["routing"] = routing
+        else:  # the model's routing of the id (a routing_field), if any
+            entry.update(sent_params(spec, str(hit["_id"])))
         docs.append(entry)
     live: list[dict[str, Any]] = []
     for start in range(0, len(docs), MGET_ENTRIES):
@@ -168,9 +176,10 @@ def get_document(
     :func:`search_documents`; for another id, the real-time lookup on every partition
     (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if there are
     several). With the id's :func:`read_params`; an id whose routing is unknown (a child
-    of a join read by a plain id): :func:`search_documents` (its hits confirmed in real
-    time; a copy written where the last refresh did not show it is not found). A
-    stray's copies in several partitions: the newest partition's. ``source_includes``:
+    of a join read by a plain id): :func:`search_documents` (near-real-time: a write not
+    yet refreshed is not seen). A time-series stray (an ObjectId id missing from its
+    period): :func:`search_documents`, its hits confirmed in real time; of copies in
+    several partitions, the newest partition's. ``source_includes``:
     the ``_source`` fields wanted (``None``: all, empty: none). Raises the client's
     ``ApiError`` for other answers than 200 and 404.
     """
