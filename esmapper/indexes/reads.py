@@ -13,8 +13,10 @@ A model that is not time-series is read through its read alias: ``GET``, ``HEAD`
 umbrella alias once it spans several partitions (Elasticsearch: "alias has more than one
 index associated with it"). These helpers read by id in real time, like a GET: an ObjectId
 id names its period, so its dated alias gets a real-time GET (a miss there falls back to an
-``ids`` search on the umbrella alias, which sees a write after the next refresh: for
-documents stored outside their id's period by other programs); any other id is looked up
+``ids`` search on the umbrella alias, for documents stored outside their id's period by
+other programs: :func:`search_documents`, whose hits are confirmed in real time where
+they were found, so a copy deleted or replaced since the last refresh is never shown as
+it was; a copy written there since is not found yet); any other id is looked up
 with the real-time ``_mget`` on every partition (:mod:`esmapper.indexes._lookup`), so a
 document added a moment ago is found, and a miss means no partition holds it. (The
 reference implementation searches for non-ObjectId ids, near-real-time; esmapper does not,
@@ -36,6 +38,7 @@ from esmapper._raw_answers import RawJson, answer, decode_docs, parse
 from esmapper._shards import search_all
 from esmapper.ids import ObjectId
 from esmapper.indexes._lookup import (
+    MGET_ENTRIES,
     check_entry,
     is_unrouted,
     mget_ids,
@@ -45,6 +48,7 @@ from esmapper.indexes._lookup import (
     unrouted,
 )
 from esmapper.indexes.spec import IndexSpec
+from esmapper.indexes.timeseries import parse_partition
 
 __all__ = [
     "document_exists",
@@ -59,6 +63,9 @@ __all__ = [
 ]
 
 _IDS_PER_SEARCH = 1000
+#: The hits a time-series search by id asks for (Elasticsearch's default
+#: ``index.max_result_window``): up to ten copies per id of a full chunk.
+_COPIES_WINDOW = 10_000
 
 
 def search_documents(
@@ -68,11 +75,22 @@ def search_documents(
     *,
     source_includes: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The stored hits among ``ids``, in no particular order (missing ids omitted).
+    """The stored copies among ``ids`` (missing ids omitted; a time-series model's copies
+    of an id in several partitions: newest partition first).
 
-    Sends ``POST /<umbrella alias>/_search`` with ``{"ids": {"values": [...]}}`` and
-    ``seq_no_primary_term=true``, per 1000 ids. Raises the client's ``ApiError`` for an
-    answer other than 200 or 404.
+    Sends ``POST /<read alias>/_search`` with ``{"ids": {"values": [...]}}`` and
+    ``seq_no_primary_term=true``, per 1000 ids. A search shows what each shard held at its
+    last refresh: a document deleted since is still a hit, a document replaced since shows
+    its old source and version. For a time-series model, when the search found anything,
+    one real-time ``POST /_mget`` of the hits follows, each on the partition it came from
+    with its routing (:func:`_confirmed`); its answers win (not found: left out; found: its
+    source and version), so the copies are as stored now. A document written since the
+    last refresh into a partition where the search did not see it is not found (nothing
+    tells where to look for it). Other models (a join child read by a plain id, whose
+    routing only the hit could tell, and a search hit may not carry ``_routing``): the hits
+    as the search shows them, near-real-time. Raises the client's
+    ``ApiError`` for an answer other than 200 or 404, and DocumentError for an ``_mget``
+    entry answered with an error (its document's state is unknown).
     """
     lenient = client.options(ignore_status=404)
     extra = _source_params(source_includes)
@@ -85,13 +103,63 @@ def search_documents(
             what=f"the search by id of {spec.read_target}",
             index=spec.read_target,
             query={"ids": {"values": chunk}},
-            size=len(chunk),
+            # a time-series id may have a copy in several partitions: room for them all
+            size=_COPIES_WINDOW if spec.is_time_series else len(chunk),
             seq_no_primary_term=True,
             **extra,
         )
         if response.meta.status == 200:
-            hits += response.body.get("hits", {}).get("hits", [])
-    return hits
+            found = response.body.get("hits", {}).get("hits", [])
+            if found and spec.is_time_series:
+                hits += _confirmed(client, spec, found, extra)
+            else:  # a join child's plain id: no routing to confirm with (documented)
+                hits += found
+    return _newest_first(spec, hits)
+
+
+def _confirmed(
+    client: Elasticsearch, spec: IndexSpec, hits: Sequence[dict[str, Any]], extra: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The live state of the searched ``hits``: one real-time ``POST /_mget`` with an
+    entry per hit (``_index`` the hit's partition, ``routing`` its ``_routing``, else
+    the id's :func:`sent_params`),
+    with the search's ``_source`` parameters ``extra``; the entries found, as the GET
+    answers them (``_seq_no``/``_primary_term`` included). An entry answering a missing
+    index is not found; any other error raises DocumentError
+    (:func:`~esmapper.indexes._lookup.check_entry`)."""
+    docs: list[dict[str, Any]] = []
+    for hit in hits:
+        entry: dict[str, Any] = {"_index": hit["_index"], "_id": hit["_id"]}
+        routing = hit.get("_routing")
+        if isinstance(routing, str) and routing:
+            entry["routing"] = routing
+        else:  # the model's routing of the id (a routing_field), if any
+            entry.update(sent_params(spec, str(hit["_id"])))
+        docs.append(entry)
+    live: list[dict[str, Any]] = []
+    for start in range(0, len(docs), MGET_ENTRIES):
+        response = client.mget(docs=docs[start : start + MGET_ENTRIES], **extra)
+        for doc in response.body["docs"]:
+            if doc.get("error") is not None:
+                check_entry(spec, doc, doc["error"])
+            elif doc.get("found"):
+                live.append(dict(doc))
+    return live
+
+
+def _newest_first(spec: IndexSpec, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``hits`` with a time-series model's newest partition (then version) first, as
+    :func:`~esmapper.indexes._lookup.stored_copies` orders copies; others as they are."""
+    if not spec.is_time_series or len(hits) < 2:
+        return hits
+
+    def newest(hit: dict[str, Any]) -> tuple[float, int]:
+        partition = parse_partition(spec, str(hit["_index"]))
+        if partition is None:  # not a partition of the model: last
+            return (float("-inf"), 0)
+        return (partition.start.timestamp(), partition.version)
+
+    return sorted(hits, key=newest, reverse=True)
 
 
 def get_document(
@@ -109,9 +177,11 @@ def get_document(
     (:func:`~esmapper.indexes._lookup.stored_copies`; the newest copy if there are
     several). With the id's :func:`read_params`; an id whose routing is unknown (a child
     of a join read by a plain id): :func:`search_documents` (near-real-time: a write not
-    yet refreshed is not found). ``source_includes``: the ``_source``
-    fields wanted (``None``: all, empty: none). Raises the client's ``ApiError`` for
-    other answers than 200 and 404.
+    yet refreshed is not seen). A time-series stray (an ObjectId id missing from its
+    period): :func:`search_documents`, its hits confirmed in real time; of copies in
+    several partitions, the newest partition's. ``source_includes``:
+    the ``_source`` fields wanted (``None``: all, empty: none). Raises the client's
+    ``ApiError`` for other answers than 200 and 404.
     """
     params = {**read_params(spec, id), **_source_params(source_includes)}
     if is_unrouted(params):  # the shard is not known: every shard is searched
@@ -146,7 +216,8 @@ def get_documents(
     with an error (it cannot tell whether that document is stored). Time-series, real-time:
     :func:`~esmapper.indexes._lookup.stored_copies` (ObjectId ids on their dated alias,
     other ids on every partition); ObjectId ids missing there are then searched on the
-    umbrella alias (:func:`search_documents`), as :func:`get_document` does.
+    umbrella alias (:func:`search_documents`, confirmed in real time: one more ``_mget``
+    per search that found anything), as :func:`get_document` does.
     """
     if not spec.is_time_series:
         searched = unrouted(spec, ids)
@@ -167,8 +238,9 @@ def get_documents(
     copies = stored_copies(client, spec, ids, source=True)
     hits = [found[0] for found in copies.values()]
     strays = [id for id in dict.fromkeys(ids) if id not in copies and ObjectId.is_valid(id)]
-    if strays:
-        hits += search_documents(client, spec, strays)
+    if strays:  # one copy per id: the newest partition's (the first)
+        newest_last = reversed(search_documents(client, spec, strays))
+        hits += {str(h["_id"]): h for h in newest_last}.values()
     return hits
 
 
