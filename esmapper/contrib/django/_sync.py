@@ -19,13 +19,19 @@ row again, in a loop guarded by Elasticsearch's optimistic concurrency:
    the one read in 1 (a create when there was none: create-only; no row, or ``convert``
    returning ``None``: a delete, conditioned the same way); nothing is sent when the
    document already holds that content;
-4. on a conflict (someone wrote the document since 1), start again at 1.
+4. on a conflict (someone wrote the document since 1), start again at 1;
+5. after a create, start again at 1 too (it ends at once when the document holds the row):
+   a delete whose write found neither the document nor the row sent nothing, so nothing
+   fences a create that read the row before that delete; the check after the create does.
 
 Why no update is lost: let *C* be the last commit of the row. The write that *C* triggers
 reads the document after *C* (step 1 follows the commit), so its database read (step 2)
 sees *C*'s row. Any write that succeeds after it was conditioned on a version read after
 it, so it too read the row after *C*; any write conditioned on an older version fails and
-starts again. So once the writes end, the document holds the row as of its last commit.
+starts again. A write that finds neither document nor row sends nothing, so nothing fences a
+create by a writer that read the row before *C* (a delete): that writer reads the document
+and the row again after its create (step 5), after *C*, and deletes what it created. So once
+the writes end, the document holds the row as of its last commit.
 The limits: the database read must see committed data (autocommit or READ COMMITTED, the
 default of every Django backend but MySQL's REPEATABLE READ inside a transaction; the
 write runs outside the request's transaction); the target model must be ``em.Versioned``
@@ -165,9 +171,13 @@ class Sync(Generic[D]):
                     _copy(wanted, stored)
                 try:
                     session.commit()  # 3. conditioned on the version of 1
-                    return
                 except (VersionConflictError, DuplicateDocumentError, DocumentNotFoundError):
                     session.rollback()  # 4. someone wrote it since 1: again
+                    continue
+                if stored is not None or wanted is None:
+                    return
+                # 5. a create: once more, to check it (the row may be gone since 2, and the
+                # delete's own write, finding no document, had nothing to condition on)
         raise VersionConflictError(
             f"{self.to.__name__} {id!r}: the write from {self.model._meta.label} met a "
             f"conflict {MAX_ATTEMPTS} times in a row",

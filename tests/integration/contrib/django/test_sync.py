@@ -189,7 +189,8 @@ def test_a_second_sync_of_a_pair_replaces_the_first(
     replacing = sync(Row, to=RowDoc, convert=again)
     try:
         row = Row.objects.create(title="once")
-        assert converter.calls == [] and again.calls == ["once"]  # written once, by the new one
+        # by the new one only: its create, and the check after it
+        assert converter.calls == [] and again.calls == ["once", "once"]
         assert es(esmapper_django_mapper, row.pk).title == "once"
     finally:
         replacing.disconnect()
@@ -205,3 +206,30 @@ def test_backfill_writes_rows_saved_without_signals(
         d.id: d.title for d in esmapper_django_mapper.repository(RowDoc).get_many(["11", "12"])
     }
     assert titles == {"11": "bulk 11", "12": "bulk 12"}
+
+
+def test_a_delete_racing_a_stale_create_leaves_no_document(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper, converter: Converter
+) -> None:
+    """A finds no document and reads the row; the row is deleted and B's write finds no
+    document and no row, so it sends nothing; then A creates the document of a deleted row.
+    A's create is checked after it lands, so the document does not outlive the row."""
+    Row.objects.bulk_create([Row(pk=21, title="stale")])  # no signal: no document yet
+    reached, release = threading.Event(), threading.Event()
+    converter.hold["stale"] = (reached, release)
+
+    def writer_a() -> None:
+        try:
+            synced.write([21])
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(1) as pool:
+        a = pool.submit(writer_a)
+        assert reached.wait(60)  # A read "no document", then the row
+        Row.objects.get(pk=21).delete()  # B: committed, written (nothing to delete)
+        assert es(esmapper_django_mapper, 21) is None
+        release.set()
+        a.result(60)
+    assert not Row.objects.filter(pk=21).exists()
+    assert es(esmapper_django_mapper, 21) is None  # not resurrected
