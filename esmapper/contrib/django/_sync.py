@@ -2,7 +2,8 @@
 use), written so that two requests saving one row never leave Elasticsearch stale.
 
 ``sync(Article, to=ArticleDoc, convert=article_doc)`` connects ``post_save`` and
-``post_delete`` of the Django model ``Article``. A save or delete records the row's primary
+``post_delete`` of the Django model ``Article`` (and of its proxies and multi-table
+children, which Django sends under their own class). A save or delete records the row's primary
 key when its database transaction **commits** (``transaction.on_commit``: a rolled-back
 transaction writes nothing). Inside a request served by
 :class:`~esmapper.contrib.django.middleware.EsmapperMiddleware` the recorded rows are
@@ -97,19 +98,28 @@ class Sync(Generic[D]):
         uid = f"esmapper.sync.{model._meta.label}.{to.__module__}.{to.__qualname__}"
         self._uid = uid
         self.disconnect()  # an earlier sync() of the same pair: this one replaces it
-        post_save.connect(self._saved, sender=model, weak=False, dispatch_uid=uid)
-        post_delete.connect(self._deleted, sender=model, weak=False, dispatch_uid=uid)
+        # every sender: Django sends a save through a proxy or a multi-table child with the
+        # class saved (ProxyArticle, not Article), while the row is the model's
+        post_save.connect(self._saved, weak=False, dispatch_uid=uid)
+        post_delete.connect(self._deleted, weak=False, dispatch_uid=uid)
 
     def disconnect(self) -> None:
         """Stop following the model's saves and deletes."""
-        post_save.disconnect(sender=self.model, dispatch_uid=self._uid)
-        post_delete.disconnect(sender=self.model, dispatch_uid=self._uid)
+        post_save.disconnect(dispatch_uid=self._uid)
+        post_delete.disconnect(dispatch_uid=self._uid)
+
+    def _follows(self, sender: Any) -> bool:
+        """Whether a save or delete sent by ``sender`` is of a row of the model: the model,
+        its proxies and its multi-table children (whose primary key is the parent's)."""
+        return isinstance(sender, type) and issubclass(sender, self.model)
 
     def _saved(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
-        self._on_commit(instance.pk, using)
+        if self._follows(sender):
+            self._on_commit(instance.pk, using)
 
     def _deleted(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
-        self._on_commit(instance.pk, using)
+        if self._follows(sender):
+            self._on_commit(instance.pk, using)
 
     def _on_commit(self, pk: Any, using: str) -> None:
         transaction.on_commit(lambda: self._committed(pk, using), using=using)

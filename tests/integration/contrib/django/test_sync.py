@@ -18,7 +18,7 @@ import esmapper as em
 from esmapper.contrib.django import Sync, sync
 
 from .documents import Note, RowDoc
-from .rows.models import JITTER, Row
+from .rows.models import JITTER, ProxyRow, Row, SpecialRow
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits; threads
 
@@ -233,3 +233,19 @@ def test_a_delete_racing_a_stale_create_leaves_no_document(
         a.result(60)
     assert not Row.objects.filter(pk=21).exists()
     assert es(esmapper_django_mapper, 21) is None  # not resurrected
+
+
+def test_saves_through_a_proxy_or_a_child_model_are_mirrored(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper
+) -> None:
+    proxied = ProxyRow.objects.create(title="through a proxy")
+    assert es(esmapper_django_mapper, proxied.pk).title == "through a proxy"
+    proxied.title = "changed through a proxy"
+    proxied.save()
+    assert es(esmapper_django_mapper, proxied.pk).title == "changed through a proxy"
+    child = SpecialRow.objects.create(title="a child's row", note="x")
+    assert es(esmapper_django_mapper, child.pk).title == "a child's row"
+    pks = (proxied.pk, child.pk)
+    proxied.delete()
+    child.delete()
+    assert [es(esmapper_django_mapper, pk) for pk in pks] == [None, None]
