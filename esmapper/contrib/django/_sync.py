@@ -38,12 +38,14 @@ default of every Django backend but MySQL's REPEATABLE READ inside a transaction
 write runs outside the request's transaction); the target model must be ``em.Versioned``
 (checked); saves that send no signal (``QuerySet.update``, ``bulk_create``, raw SQL) are
 not seen: call :meth:`Sync.write` with their keys, or :meth:`Sync.backfill`; and a write
-that fails (Elasticsearch down) raises after the database committed, leaving the document
-behind until the row's next save or a backfill.
+that fails (Elasticsearch down, ``convert`` raising) after the database committed is logged
+(:meth:`Sync.write_committed`), not raised, leaving the document behind until the row's
+next save, a :meth:`Sync.write` of its key or a backfill.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -64,6 +66,8 @@ from esmapper.model.document import HasDates, SoftDeletes, Versioned
 __all__ = ["Sync", "sync"]
 
 D = TypeVar("D")
+
+log = logging.getLogger("esmapper.contrib.django.sync")
 
 #: How many times one row's write starts again after a conflict before giving up.
 MAX_ATTEMPTS = 50
@@ -129,7 +133,26 @@ class Sync(Generic[D]):
         if state is not None and not state.ended:
             state.record(self, using, pk)  # written when the request's session ends
         else:
-            self.write([pk], using=using)
+            self.write_committed([pk], using)
+
+    def write_committed(self, pks: list[Any], using: str) -> None:
+        """:meth:`write` for rows a database commit changed (what the signals call): an
+        error is logged (``esmapper.contrib.django.sync``, with the keys to write again),
+        never raised, since the database committed: the code that saved, the transaction's
+        other ``on_commit`` callbacks and the request's response go on."""
+        try:
+            self.write(pks, using=using)
+        except Exception:
+            log.exception(
+                "sync of %s to %s: the write of the rows %r (database %r) failed after their "
+                "database commit; their documents stay behind until the rows are saved "
+                "again, or written with Sync.write(%r) or Sync.backfill()",
+                self.model._meta.label,
+                self.to.__name__,
+                pks,
+                using,
+                pks,
+            )
 
     def write(self, pks: Iterable[Any], *, using: str | None = None) -> None:
         """Write the rows of ``pks`` (as the database holds them now) to Elasticsearch, one

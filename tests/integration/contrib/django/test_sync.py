@@ -5,6 +5,7 @@ conflict."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,8 @@ class Converter:
             reached, release = held
             reached.set()
             assert release.wait(60)
+        if row.title.startswith("boom"):
+            raise ValueError(f"cannot convert {row.title!r}")
         if row.hidden:
             return None
         return RowDoc(title=row.title, counter=row.counter)
@@ -249,3 +252,34 @@ def test_saves_through_a_proxy_or_a_child_model_are_mirrored(
     proxied.delete()
     child.delete()
     assert [es(esmapper_django_mapper, pk) for pk in pks] == [None, None]
+
+
+def test_a_failing_write_after_the_commit_is_logged_not_raised(
+    synced: Sync[RowDoc],
+    esmapper_django_mapper: em.Mapper,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database committed: a failing mirror write (``convert`` raising, Elasticsearch
+    down) neither fails the code that saved nor drops the transaction's other on_commit
+    callbacks; it is logged with the keys to write again."""
+    others: list[str] = []
+    with caplog.at_level(logging.ERROR, logger="esmapper.contrib.django"):
+        with transaction.atomic():
+            row = Row.objects.create(title="boom outside")
+            transaction.on_commit(lambda: others.append("ran"))
+        assert others == ["ran"]
+        assert Row.objects.filter(pk=row.pk).exists()
+        assert es(esmapper_django_mapper, row.pk) is None
+        client = Client(raise_request_exception=False)
+        assert client.get("/rows/31?title=boom+inside").status_code == 200  # all committed
+    assert Row.objects.get(pk=31).title == "boom inside"
+    failures = [r for r in caplog.records if r.name.startswith("esmapper.contrib.django")]
+    assert len(failures) == 2, caplog.text
+    assert f"[{row.pk}]" in failures[0].getMessage() and "[31]" in failures[1].getMessage()
+    assert "rows.Row" in failures[0].getMessage()
+    assert all(r.exc_info and r.exc_info[0] is ValueError for r in failures)
+    Row.objects.filter(pk=row.pk).update(title="fine now")
+    synced.write([row.pk])  # the recovery the log names; a direct write raises its errors
+    assert es(esmapper_django_mapper, row.pk).title == "fine now"
+    with pytest.raises(ValueError, match="boom"):
+        synced.write([31])
