@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 import attrs
-from django.db import models, transaction
+from django.db import models, router, transaction
 from django.db.models.signals import post_delete, post_save
 
 from esmapper.contrib import _request
@@ -155,7 +155,8 @@ class Sync(Generic[D]):
             )
 
     def write(self, pks: Iterable[Any], *, using: str | None = None) -> None:
-        """Write the rows of ``pks`` (as the database holds them now) to Elasticsearch, one
+        """Write the rows of ``pks`` (as the database ``using`` holds them now; default:
+        the one the model is written to, ``router.db_for_write``) to Elasticsearch, one
         by one, by the loop of the module docstring: the document of a missing row is
         deleted. Raises ``VersionConflictError`` when one row's write met a conflict
         ``MAX_ATTEMPTS`` times in a row, and what the writes raise (its other rows are
@@ -170,11 +171,14 @@ class Sync(Generic[D]):
             raise error
 
     def backfill(self, queryset: Iterable[Any] | None = None) -> int:
-        """Write every row of ``queryset`` (default: every row of the model) through
-        :meth:`write`; returns how many."""
-        rows = self.model._base_manager.all() if queryset is None else queryset
-        pks = [row.pk for row in rows]
-        self.write(pks)
+        """Write every row of ``queryset`` (default: every row of the model, in the
+        database it is written to) through :meth:`write`, reading each row again from the
+        queryset's database when it names one (``.using(alias)``); returns how many."""
+        if queryset is None:
+            queryset = self.model._base_manager.using(router.db_for_write(self.model))
+        alias = getattr(queryset, "_db", None)  # set by .using(): None lets write() route
+        pks = [row.pk for row in queryset]
+        self.write(pks, using=alias)
         return len(pks)
 
     def _options(self) -> dict[str, Any]:
@@ -185,8 +189,8 @@ class Sync(Generic[D]):
         reads: dict[str, Any] = {"cache": False}
         if issubclass(self.to, SoftDeletes):
             reads["soft_deletes"] = "all"
-        manager = self.model._base_manager
-        rows = manager.using(using) if using else manager.all()
+        # the database the row is written to: a read replica may not have the commit yet
+        rows = self.model._base_manager.using(using or router.db_for_write(self.model))
         for _ in range(MAX_ATTEMPTS):
             with get_mapper().session(**self._options()) as session:
                 stored: Any = session.get(self.to, id, **reads)  # 1. the version

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from django.db import connections, transaction
-from django.test import Client
+from django.test import Client, override_settings
 
 import esmapper as em
 from esmapper.contrib.django import Sync, sync
@@ -283,3 +283,29 @@ def test_a_failing_write_after_the_commit_is_logged_not_raised(
     assert es(esmapper_django_mapper, row.pk).title == "fine now"
     with pytest.raises(ValueError, match="boom"):
         synced.write([31])
+
+
+class ReadsFromOther:
+    """A router sending reads to a replica (``other``) and writes to ``default``."""
+
+    def db_for_read(self, model: type, **hints: Any) -> str:
+        return "other"
+
+    def db_for_write(self, model: type, **hints: Any) -> str:
+        return "default"
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_writes_read_the_rows_from_their_own_database(
+    synced: Sync[RowDoc], esmapper_django_mapper: em.Mapper
+) -> None:
+    """``backfill`` of another database's queryset reads its rows there, and ``write``
+    without ``using`` reads where the model is written (a read replica may lag behind the
+    commit the write follows), never where a router sends reads."""
+    Row.objects.using("other").bulk_create([Row(pk=41, title="in other")])
+    assert synced.backfill(Row.objects.using("other")) == 1
+    assert es(esmapper_django_mapper, 41).title == "in other"
+    Row.objects.bulk_create([Row(pk=42, title="on the primary")])
+    with override_settings(DATABASE_ROUTERS=[ReadsFromOther()]):
+        synced.write([42])
+    assert es(esmapper_django_mapper, 42).title == "on the primary"
