@@ -57,3 +57,33 @@ def test_call_command_runs_the_cli_with_the_process_mapper(
     with pytest.raises(CommandError) as raised:
         call_command("esmapper", "reindex", "Nothing")
     assert "unknown model 'Nothing'" in str(raised.value)
+
+
+def test_django_admin_options_are_django_s(es_url: str, index_prefix: str, tmp_path: Path) -> None:
+    """``django-admin esmapper status --settings=... --pythonpath=...``: Django's own options
+    choose the project (applied before the command runs), and are not passed to the CLI."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        "ESMAPPER_URL": es_url,
+        "ESMAPPER_INDEX_PREFIX": index_prefix,
+    }
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "django",
+            "esmapper",
+            "status",
+            "--settings=tests.integration.contrib.django.settings",
+            "--pythonpath",
+            str(ROOT),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "django_notes" in done.stdout
