@@ -70,6 +70,20 @@ def save_row(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse("saved")
 
 
+def save_row_and_edit_note(request: HttpRequest, pk: int, id: str) -> HttpResponse:
+    """Under ATOMIC_REQUESTS: save the row and edit the note with ``title`` (``Hooks.between``
+    in between); ``flush`` flushes the session in the view, inside the transaction."""
+    Row.objects.update_or_create(pk=pk, defaults={"title": request.GET["title"]})
+    note = session(request).get(Note, id, cache=False)
+    if note is None:
+        raise em.DocumentNotFoundError(id)
+    note.text = request.GET["title"]
+    Hooks.between()
+    if request.GET.get("flush"):
+        session(request).flush()
+    return HttpResponse("saved")
+
+
 urlpatterns = [
     path("notes/<str:id>", create),
     path("notes/<str:id>/then-fail", create_then_fail),
@@ -77,4 +91,5 @@ urlpatterns = [
     path("notes/<str:id>/edit", edit),
     path("search", search),
     path("rows/<int:pk>", save_row),
+    path("rows/<int:pk>/notes/<str:id>", save_row_and_edit_note),
 ]
