@@ -36,6 +36,10 @@ GOOD: dict[str, Any] = {"url": "http://127.0.0.1:9200", "models": [Note]}
         ({**GOOD, "session": {"colour": 1}}, r"\['session'\] is wrong: .*colour"),
         ({**GOOD, "mapper": {"models": []}}, r"\['mapper'\]\['models'\] belongs in"),
         ({**GOOD, "redis": 5}, r"\['redis'\] must be a Redis URL"),
+        # checked by building a mapper (nothing sent), not first on a request
+        ({**GOOD, "mapper": {"bulk_chunk_size": "many"}}, r"\['mapper'\] is wrong: "),
+        ({**GOOD, "mapper": {"colour": 1}}, r"\['mapper'\] is wrong: .*colour"),
+        ({**GOOD, "index_prefix": "Upper-"}, r"ESMAPPER is wrong: index_prefix .* lowercase"),
         ([GOOD], r"settings.ESMAPPER must be a dict"),
     ],
 )
