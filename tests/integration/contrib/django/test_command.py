@@ -87,3 +87,17 @@ def test_django_admin_options_are_django_s(es_url: str, index_prefix: str, tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert "django_notes" in done.stdout
+
+
+def test_call_command_passes_the_cli_s_options_through(
+    esmapper_django_mapper: em.Mapper, es_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every argument of ``call_command("esmapper", ...)`` is the CLI's, as after
+    ``manage.py esmapper``: its options (``--url`` before the command, ``--dry-run`` after
+    it) and its ``--help``, not Django's parser's."""
+    call_command("esmapper", "--url", es_url, "migrate", "--dry-run")
+    call_command("esmapper", "status", "--help")
+    out = capsys.readouterr().out
+    assert "Usage: esmapper status" in out
+    with pytest.raises(CommandError, match="No such option"):
+        call_command("esmapper", "status", "--colour")

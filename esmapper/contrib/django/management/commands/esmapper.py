@@ -32,6 +32,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("arguments", nargs="*", help="the esmapper command and its options")
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        """Django's parser (its help, ``call_command``'s keyword options), but the
+        positional arguments of ``call_command("esmapper", ...)`` all go to the CLI
+        untouched: Django's parser would take ``--url`` or ``--help`` as its own."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        django_parse = parser.parse_args
+
+        def parse_args(args: Any = None, namespace: Any = None) -> argparse.Namespace:
+            parsed: argparse.Namespace = django_parse([], namespace)
+            parsed.arguments = [str(arg) for arg in args or ()]
+            return parsed
+
+        parser.parse_args = parse_args
+        return parser
+
     def run_from_argv(self, argv: list[str]) -> None:
         """``manage.py esmapper ...``: everything after ``esmapper`` goes to the click CLI
         as is (its ``--help``, its one-line errors and exit codes), but Django's own
