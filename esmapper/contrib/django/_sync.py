@@ -51,7 +51,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 from django.db import models, router, transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import class_prepared, post_delete, post_save
 
 from esmapper.contrib import _request
 from esmapper.contrib.django._mapper import get_config, get_mapper
@@ -101,29 +101,46 @@ class Sync(Generic[D]):
         self.session_options = _request.checked_options(session_options)
         uid = f"esmapper.sync.{model._meta.label}.{to.__module__}.{to.__qualname__}"
         self._uid = uid
-        self.disconnect()  # an earlier sync() of the same pair: this one replaces it
-        # every sender: Django sends a save through a proxy or a multi-table child with the
-        # class saved (ProxyArticle, not Article), while the row is the model's
-        post_save.connect(self._saved, weak=False, dispatch_uid=uid)
-        post_delete.connect(self._deleted, weak=False, dispatch_uid=uid)
+        _replace(uid)  # an earlier sync() of the same pair: this one replaces it
+        _links[uid] = self
+        self._senders: list[type[models.Model]] = []
+        # Django sends a save through a proxy or a multi-table child with the class saved
+        # (ProxyArticle, not Article), while the row is the model's: each is a sender, the
+        # ones defined later too (class_prepared). Not every sender: a receiver for all
+        # would make every model's QuerySet.delete() fetch its rows to signal them.
+        pending = [model]
+        while pending:
+            sender = pending.pop()
+            self._follow(sender)
+            pending.extend(sender.__subclasses__())
+        class_prepared.connect(self._prepared, weak=False, dispatch_uid=uid)
+
+    def _follow(self, sender: type[models.Model]) -> None:
+        if sender in self._senders:
+            return
+        self._senders.append(sender)
+        post_save.connect(self._saved, sender=sender, weak=False, dispatch_uid=self._uid)
+        post_delete.connect(self._deleted, sender=sender, weak=False, dispatch_uid=self._uid)
+
+    def _prepared(self, sender: Any, **kwargs: Any) -> None:
+        if issubclass(sender, self.model):  # a proxy or child defined after sync()
+            self._follow(sender)
 
     def disconnect(self) -> None:
         """Stop following the model's saves and deletes."""
-        post_save.disconnect(dispatch_uid=self._uid)
-        post_delete.disconnect(dispatch_uid=self._uid)
-
-    def _follows(self, sender: Any) -> bool:
-        """Whether a save or delete sent by ``sender`` is of a row of the model: the model,
-        its proxies and its multi-table children (whose primary key is the parent's)."""
-        return isinstance(sender, type) and issubclass(sender, self.model)
+        class_prepared.disconnect(dispatch_uid=self._uid)
+        for sender in self._senders:
+            post_save.disconnect(sender=sender, dispatch_uid=self._uid)
+            post_delete.disconnect(sender=sender, dispatch_uid=self._uid)
+        self._senders = []
+        if _links.get(self._uid) is self:
+            del _links[self._uid]
 
     def _saved(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
-        if self._follows(sender):
-            self._on_commit(instance.pk, using)
+        self._on_commit(instance.pk, using)
 
     def _deleted(self, sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
-        if self._follows(sender):
-            self._on_commit(instance.pk, using)
+        self._on_commit(instance.pk, using)
 
     def _on_commit(self, pk: Any, using: str) -> None:
         transaction.on_commit(lambda: self._committed(pk, using), using=using)
@@ -220,6 +237,16 @@ class Sync(Generic[D]):
             f"conflict {MAX_ATTEMPTS} times in a row",
             ids=[id],
         )
+
+
+#: The live links by their ``dispatch_uid``: a second sync() of a pair disconnects the first.
+_links: dict[str, Sync[Any]] = {}
+
+
+def _replace(uid: str) -> None:
+    earlier = _links.get(uid)
+    if earlier is not None:
+        earlier.disconnect()
 
 
 def _copy(source: Any, target: Any) -> None:

@@ -17,13 +17,16 @@ from typing import Any
 
 import pytest
 from django.db import connections, transaction
+from django.db.models.deletion import Collector
+from django.db.models.signals import post_delete, post_save
 from django.test import Client, override_settings
+from django.test.utils import isolate_apps
 
 import esmapper as em
 from esmapper.contrib.django import Sync, sync
 
 from .documents import Note, RowDoc
-from .rows.models import JITTER, ProxyRow, Row, SpecialRow
+from .rows.models import JITTER, ProxyRow, Row, SpecialRow, Unrelated
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -354,3 +357,21 @@ def test_two_processes_saving_and_deleting_one_row_leave_its_document_current(
         if (None if doc is None else (doc.title, doc.counter)) != wanted:
             stale.append((round, doc, wanted))
     assert stale == []
+
+
+def test_other_models_keep_their_fast_deletes(synced: Sync[RowDoc]) -> None:
+    """sync(Row) listens to Row and its subclasses only: a receiver for every sender would
+    make every model's QuerySet.delete() fetch its rows to send signals to it."""
+    assert post_delete.has_listeners(Row) and post_delete.has_listeners(ProxyRow)
+    assert not post_delete.has_listeners(Unrelated)
+    assert not post_save.has_listeners(Unrelated)
+    assert Collector(using="default").can_fast_delete(Unrelated.objects.all())
+
+    with isolate_apps("tests.integration.contrib.django.rows"):
+
+        class LaterRow(Row):  # a subclass defined after sync(): followed too
+            class Meta:
+                app_label = "rows"
+                proxy = True
+
+        assert post_save.has_listeners(LaterRow)

@@ -52,3 +52,12 @@ class SpecialRow(Row):
 
     class Meta:
         app_label = "rows"
+
+
+class Unrelated(models.Model):
+    """A model no sync follows: its deletes stay fast (no signal receiver)."""
+
+    name = models.CharField(max_length=100, default="")
+
+    class Meta:
+        app_label = "rows"
