@@ -3,7 +3,8 @@
 One per process: built on first use (:func:`get_mapper`, thread-safe: two threads asking at
 once get the same one), closed at exit. A process forked after the mapper was built (a
 pre-forking server loading the app first) builds its own on first use instead of sharing the
-parent's connections. A change of ``settings.ESMAPPER`` (``override_settings`` in a test)
+parent's connections (nor its lock, which a thread of the parent may have held at the
+fork). A change of ``settings.ESMAPPER`` (``override_settings`` in a test)
 closes it: the next use builds one from the new settings. :func:`use_mapper` makes another
 mapper the process's for a while (the test helpers' way to point the app at a test index
 prefix).
@@ -27,6 +28,16 @@ from esmapper.mapper import Mapper
 __all__ = ["close_mapper", "get_config", "get_mapper", "use_mapper"]
 
 _lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets a new lock: the parent's may have been held by a thread (one
+    building the mapper) that the child does not have, which would hold it forever."""
+    global _lock  # noqa: PLW0603 (the module's lock, replaced once per fork)
+    _lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _State:

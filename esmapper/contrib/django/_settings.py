@@ -136,7 +136,7 @@ def read_config(value: object = None) -> Config:
     taken = sorted(set(mapper) & {"models", "migrations", "index_prefix", "redis"})
     if taken:
         raise _bad(f"['mapper'][{taken[0]!r}]", f"belongs in settings.ESMAPPER[{taken[0]!r}]")
-    return Config(
+    config = Config(
         url=_url(value["url"]),
         models=_classes(value.get("models", ()), "models"),
         migrations=_classes(value.get("migrations", ()), "migrations"),
@@ -145,3 +145,26 @@ def read_config(value: object = None) -> Config:
         session_options=session,
         mapper_options=mapper,
     )
+    _check_mapper(config)
+    return config
+
+
+def _check_mapper(config: Config) -> None:
+    """Build (without Redis, not even ``$ESMAPPER_REDIS_URL``'s, which ``redis=""`` turns
+    off: nothing is sent, no thread started) and close the mapper of
+    ``config``, so that a value only ``Mapper(...)`` checks (``ESMAPPER["mapper"]``'s, the
+    prefix) is refused at start-up rather than on the first request."""
+    try:
+        attrs.evolve(config, redis="").build_mapper().close()
+    except (TypeError, ValueError) as exc:
+        error = exc
+    else:
+        return
+    if config.mapper_options:
+        try:
+            attrs.evolve(config, redis="", mapper_options={}).build_mapper().close()
+        except (TypeError, ValueError):
+            pass
+        else:
+            raise _bad("['mapper']", f"is wrong: {error}") from error
+    raise _bad("", f"is wrong: {error}") from error

@@ -26,7 +26,7 @@ What happens in each request:
 3. An exception out of the view that reaches this middleware rolls back; the session is
    closed in every case. Then the rows the sync helpers recorded during the request (see
    :func:`esmapper.contrib.django.sync`) are written, whatever the response: the database
-   committed them.
+   committed them (a failing write is logged; it does not change the response).
 
 Errors (:func:`error_status`): ``DocumentNotFoundError`` raised by a view, or by the
 commit, is a 404, ``VersionConflictError`` and ``DuplicateDocumentError`` 409,
@@ -111,17 +111,12 @@ class RequestState:
         self.synced.setdefault((sync, alias), {})[pk] = None
 
     def write_synced(self) -> None:
-        """Write the recorded rows (each sync's in one pass); the first error is raised
-        after every sync was tried."""
-        error: BaseException | None = None
+        """Write the recorded rows (each sync's in one pass, by
+        :meth:`~esmapper.contrib.django.Sync.write_committed`: a failure is logged, the
+        response stands, since the database committed them)."""
         while self.synced:
             (sync, alias), pks = self.synced.popitem()
-            try:
-                sync.write(list(pks), using=alias)
-            except Exception as exc:
-                error = error or exc
-        if error is not None:
-            raise error
+            sync.write_committed(list(pks), alias)
 
 
 def current_request_state() -> RequestState | None:
@@ -242,7 +237,8 @@ class EsmapperMiddleware:
     @staticmethod
     def _end(state: RequestState, error: BaseException | None) -> None:
         """Close the session (rolled back if unsettled with ``error``), then write the
-        recorded rows; an error of the close is raised after the writes."""
+        recorded rows (their failures are logged); an error of the close is raised after
+        the writes."""
         if state.ended:
             return
         state.ended = True

@@ -51,9 +51,10 @@ __all__ = [
 
 
 def mapper_for_tests(url: str, index_prefix: str) -> Mapper:
-    """The mapper of ``settings.ESMAPPER`` at ``url`` with ``index_prefix``, without Redis
-    (nothing is sent)."""
-    config = attrs.evolve(get_config(), url=url, index_prefix=index_prefix, redis=None)
+    """The mapper of ``settings.ESMAPPER`` at ``url`` with ``index_prefix``, without Redis,
+    not even ``$ESMAPPER_REDIS_URL``'s (``redis=""``; ``None`` would take it): nothing is
+    sent."""
+    config = attrs.evolve(get_config(), url=url, index_prefix=index_prefix, redis="")
     return config.build_mapper()
 
 

@@ -25,7 +25,14 @@ DATABASES = {
         "TEST": {"NAME": _DB},
         "OPTIONS": {"timeout": 60, "transaction_mode": "IMMEDIATE"},  # writers queue
         "ATOMIC_REQUESTS": True,
-    }
+    },
+    # a second database (the sync tests' multi-database cases)
+    "other": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": _DB.replace(".sqlite3", "-other.sqlite3"),
+        "TEST": {"NAME": _DB.replace(".sqlite3", "-other.sqlite3")},
+        "OPTIONS": {"timeout": 60},
+    },
 }
 ESMAPPER = {
     "url": os.environ.get("ESMAPPER_URL", "http://127.0.0.1:9200"),

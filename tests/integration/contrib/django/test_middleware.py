@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.test import Client
 
 import esmapper as em
-from esmapper.contrib.django import get_mapper, session
+from esmapper.contrib.django import _mapper, close_mapper, get_mapper, session
 
 from .documents import Note
 from .urls import Hooks
@@ -131,3 +131,20 @@ def test_the_session_needs_the_middleware_and_refuses_async_code() -> None:
     request._esmapper = RequestState()  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="would block the event loop"):
         asyncio.run(in_a_view(request))
+
+
+def test_a_stream_is_committed_before_its_body_and_a_redirect_commits(
+    client: Client, mapper: em.Mapper
+) -> None:
+    streamed = client.get("/notes/s1/then-stream")
+    assert streamed.status_code == 200
+    assert b"".join(streamed.streaming_content) == b"committed"
+    assert client.post("/notes/s2/then-redirect").status_code == 302
+    assert stored(mapper, "s2").text == "redirected"
+
+
+def test_a_request_that_asks_for_no_session_builds_no_mapper() -> None:
+    close_mapper()  # no test mapper either: the settings' would be built on use
+    client = Client(raise_request_exception=False)
+    assert client.get("/plain").status_code == 200
+    assert _mapper._State.mapper is None

@@ -3,6 +3,8 @@ ImproperlyConfigured naming the key; a change of the setting gives a new mapper.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -12,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 import esmapper as em
-from esmapper.contrib.django import get_mapper
+from esmapper.contrib.django import _mapper, get_mapper
 from esmapper.contrib.django._settings import read_config
 
 from .documents import Note
@@ -36,6 +38,10 @@ GOOD: dict[str, Any] = {"url": "http://127.0.0.1:9200", "models": [Note]}
         ({**GOOD, "session": {"colour": 1}}, r"\['session'\] is wrong: .*colour"),
         ({**GOOD, "mapper": {"models": []}}, r"\['mapper'\]\['models'\] belongs in"),
         ({**GOOD, "redis": 5}, r"\['redis'\] must be a Redis URL"),
+        # checked by building a mapper (nothing sent), not first on a request
+        ({**GOOD, "mapper": {"bulk_chunk_size": "many"}}, r"\['mapper'\] is wrong: "),
+        ({**GOOD, "mapper": {"colour": 1}}, r"\['mapper'\] is wrong: .*colour"),
+        ({**GOOD, "index_prefix": "Upper-"}, r"ESMAPPER is wrong: index_prefix .* lowercase"),
         ([GOOD], r"settings.ESMAPPER must be a dict"),
     ],
 )
@@ -77,3 +83,35 @@ def test_threads_asking_at_once_share_one_mapper_closed_with_the_setting() -> No
         assert len({id(m) for m in mappers}) == 1
     with override_settings(ESMAPPER={**GOOD, "index_prefix": "threads-"}):
         assert get_mapper() is not mappers[0]  # the setting changed twice: built again
+
+
+def test_a_forked_child_builds_its_own_mapper_even_while_the_parent_builds() -> None:
+    """A pre-forking server loading the app first: the child does not share the parent's
+    mapper (its connections), and a fork taken while another thread of the parent held the
+    mapper's lock (building it) does not leave the child's lock held forever."""
+    with override_settings(ESMAPPER={**GOOD, "index_prefix": "fork-"}):
+        parent = get_mapper()
+        holding, release = threading.Event(), threading.Event()
+
+        def hold_the_lock() -> None:
+            with _mapper._lock:
+                holding.set()
+                release.wait(60)
+
+        holder = threading.Thread(target=hold_the_lock)
+        holder.start()
+        assert holding.wait(60)
+        try:
+            pid = os.fork()
+            if pid == 0:  # the child: 0 when it built its own, 3 when it met the parent's
+                signal.alarm(30)  # a lock held forever: killed, not hung
+                try:
+                    mine = get_mapper()
+                    os._exit(0 if mine is not parent and mine.index_prefix == "fork-" else 3)
+                finally:
+                    os._exit(4)
+        finally:
+            release.set()
+            holder.join(60)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0

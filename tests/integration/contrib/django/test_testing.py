@@ -3,11 +3,12 @@ the test server under a prefix of the test's own, as the process's mapper."""
 
 from __future__ import annotations
 
+import pytest
 from django.test import SimpleTestCase
 
 import esmapper as em
 from esmapper.contrib.django import get_mapper
-from esmapper.contrib.django.testing import EsmapperTestMixin
+from esmapper.contrib.django.testing import EsmapperTestMixin, mapper_for_tests
 
 from .documents import Note, RowDoc
 
@@ -28,3 +29,13 @@ class MixinTests(EsmapperTestMixin, SimpleTestCase):
         assert self.esmapper_mapper.index_prefix.startswith("t-")
         self.esmapper_mapper.repository(Note).add(Note(id="b"), consistency="wait")
         assert self.esmapper_mapper.repository(Note).count() == 1
+
+
+def test_the_test_mapper_has_no_redis_even_with_the_environment_s(
+    es_url: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A developer's ``ESMAPPER_REDIS_URL`` (the Mapper's fallback for ``redis=None``) does
+    not make the tests' mappers share a cache through Redis."""
+    monkeypatch.setenv("ESMAPPER_REDIS_URL", redis_url)
+    with mapper_for_tests(es_url, "t-noredis-") as mapper:
+        assert mapper._redis is None  # no shared cache, no notification listener

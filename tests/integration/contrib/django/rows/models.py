@@ -35,3 +35,29 @@ class Row(models.Model):
     class Meta:
         app_label = "rows"
         base_manager_name = "jittery"  # what sync reads rows with
+
+
+class ProxyRow(Row):
+    """A proxy of :class:`Row`: its saves and deletes are ``Row``'s rows."""
+
+    class Meta:
+        app_label = "rows"
+        proxy = True
+
+
+class SpecialRow(Row):
+    """A multi-table child of :class:`Row`: saving one saves a ``Row`` row too."""
+
+    note = models.CharField(max_length=100, default="")
+
+    class Meta:
+        app_label = "rows"
+
+
+class Unrelated(models.Model):
+    """A model no sync follows: its deletes stay fast (no signal receiver)."""
+
+    name = models.CharField(max_length=100, default="")
+
+    class Meta:
+        app_label = "rows"
