@@ -1,6 +1,8 @@
 """Worker processes of an example web app behind one port, shared by the Flask directory
-(:mod:`examples.webapp.workers`) and the FastAPI contacts API
-(:mod:`examples.contacts_api.workers`).
+(:mod:`examples.webapp.workers`), the FastAPI contacts API
+(:mod:`examples.contacts_api.workers`) and the Django contacts site
+(:mod:`examples.django_contacts.workers`); :func:`serve_contacts` is the ``main`` of the
+last two.
 
 Each worker is its own Python process (``python -m <module> HOST PORT PRIVATE_PORT``) with
 its own mapper; the mappers share the by-id cache and the change notifications through
@@ -12,6 +14,7 @@ one worker on purpose. A worker prints ``serving <pid>`` once it serves.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import socket
@@ -19,7 +22,7 @@ import socketserver
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -31,7 +34,7 @@ from esmapper.testing.server import free_port
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
 
-__all__ = ["ROOT", "Workers", "listening_socket", "serve_wsgi"]
+__all__ = ["ROOT", "Workers", "listening_socket", "serve_contacts", "serve_wsgi"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -163,3 +166,55 @@ class Workers:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the embedded servers are stopped too
+
+
+def serve_contacts(
+    argv: Sequence[str] | None,
+    *,
+    prog: str,
+    description: str | None,
+    workers: type[Workers],
+    banner: Callable[[str, int], str],
+) -> int:
+    """The ``main`` of the two contacts examples (the FastAPI API and the Django site, one
+    model): the cluster at ``ESMAPPER_URL`` or the embedded local server, the index
+    configured, then ``--workers`` processes of ``workers`` on ``--host``/``--port``
+    sharing Redis (``ESMAPPER_REDIS_URL``, else an embedded one) until Ctrl-C or SIGTERM;
+    ``banner(url, workers)`` is printed once they serve. Returns the exit code."""
+    from esmapper.testing import LocalServer, ServerStartError, redis_url
+    from examples.contacts_api.models import build_mapper
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    url = os.environ.get("ESMAPPER_URL", "").strip()
+    local = None
+    try:
+        if not url:
+            print("ESMAPPER_URL is not set: starting the embedded local server", flush=True)
+            local = LocalServer().start()
+            url = local.url
+        prefix = os.environ.get("ESMAPPER_INDEX_PREFIX", "")
+        with build_mapper(url, index_prefix=prefix) as mapper:
+            mapper.configure_indexes()
+        redis = os.environ.get("ESMAPPER_REDIS_URL") or redis_url()
+        env = {"ESMAPPER_URL": url, "ESMAPPER_INDEX_PREFIX": prefix, "ESMAPPER_REDIS_URL": redis}
+        with workers(args.workers, args.host, args.port, env) as running:
+            print(banner(running.url, args.workers), flush=True)
+            running.wait()
+    except ServerStartError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nstopped", flush=True)
+    finally:
+        if local is not None:
+            local.stop()
+    return 0

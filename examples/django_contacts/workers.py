@@ -48,13 +48,19 @@ class Workers(_Workers):
 
 
 def _stop(signum: int, frame: object) -> None:
+    # once: the parent's SIGTERM and the end of stdin both stop the worker, and a second
+    # KeyboardInterrupt would land in the middle of the servers' shutdown
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
 def _exit_with_parent() -> None:
     """SIGTERM this worker when stdin reaches its end (its :class:`Workers` closed it, or
-    exited without stopping it: no orphan keeps serving)."""
-    sys.stdin.buffer.read()
+    exited without stopping it: no orphan keeps serving). Read from the file descriptor,
+    not ``sys.stdin``'s buffer: a daemon thread holding that buffer's lock at interpreter
+    shutdown is a fatal error."""
+    while os.read(sys.stdin.fileno(), 65536):
+        pass
     os.kill(os.getpid(), signal.SIGTERM)
 
 
