@@ -82,6 +82,7 @@ The queries across the join (:func:`has_child`, :func:`has_parent`, :func:`paren
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -96,10 +97,12 @@ from esmapper._features import Feature, Visibility, register
 from esmapper._join_moves import delete_old_copies, prepare_moves, shape_moves
 from esmapper._join_recent import RecentRoutings
 from esmapper._pending import source_value
+from esmapper._server_mapping import server_fields
 from esmapper._soft_deletes import recently_deleted
 from esmapper.errors import DocumentValidationError, IndexConfigurationError, QueryValidationError
 from esmapper.ids import Id, routing_of
 from esmapper.indexes.reads import get_documents
+from esmapper.model.catalog import FieldCatalog
 from esmapper.model.state import state_of
 from esmapper.query.filter import compile_filter
 
@@ -297,7 +300,7 @@ class ParentJoin(Feature):
         """``<child relation>:(expr)`` in the filter language: :func:`has_child` of ``expr``
         in that child model's language."""
         for relation, child in self.children.items():
-            request.subqueries[relation] = partial(has_child, child.info.cls)
+            request.subqueries[relation] = partial(_sub_query, ctx, child, request.options.tenant)
 
     def compile_search(self, ctx: Context, request: Any) -> None:
         """The ``has_child`` queries of the search carry their model's default clauses
@@ -611,7 +614,9 @@ class ChildJoin(Feature):
     def search_catalog(self, ctx: Context, request: Any) -> None:
         """``<parent relation>:(expr)`` in the filter language: :func:`has_parent` of
         ``expr`` in the parent model's language."""
-        request.subqueries[self.parent.relation] = partial(has_parent, self.parent.info.cls)
+        request.subqueries[self.parent.relation] = partial(
+            _sub_query, ctx, self.parent, request.options.tenant
+        )
 
     def compile_search(self, ctx: Context, request: Any) -> None:
         """The ``has_parent`` queries of the search carry the parent model's default
@@ -809,8 +814,49 @@ def _join(model: Any, kind: type[Any], query: str, what: str) -> Any:
     return join
 
 
-def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) -> Query:
-    """``filter`` compiled against the model of ``join`` with its soft-delete clause."""
+def _sub_query(ctx: Context, join: ParentJoin | ChildJoin, tenant: Any, text: str) -> Query:
+    """``<relation>:(text)`` of the filter language: :func:`has_child` / :func:`has_parent`
+    of ``text`` compiled as the outer search compiles its names, with the fields the
+    server maps for ``join``'s model (:mod:`esmapper._server_mapping`: read only for a name
+    the model does not declare). Under ``tenant`` (the search's), a model with custom
+    fields resolves no server field under ``idx`` (another tenant's slots), as the outer
+    search's tenant catalog does not."""
+    server = server_fields(ctx, join.info)
+    if tenant is not None and join.info.points.feature("custom_fields") is not None:
+        catalog = _NoSlots.of(join.info.catalog).with_server(server)
+    else:
+        catalog = join.info.catalog.with_server(server)
+    query = _inner(join, text, "active", catalog)
+    if isinstance(join, ChildJoin):
+        return Q("has_child", type=join.relation, query=query)
+    return Q("has_parent", parent_type=join.relation, query=query)
+
+
+class _NoSlots(FieldCatalog):
+    """A model's catalog that resolves no server field under ``idx`` (custom-field slots,
+    as :class:`~esmapper.custom_fields.catalog.TenantCatalog` under ``tenant=``)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, catalog: FieldCatalog) -> FieldCatalog:
+        found = copy.copy(catalog)
+        if type(found) is FieldCatalog:
+            found.__class__ = cls
+        return found
+
+    def server_allows(self, path: str) -> bool:
+        return path.split(".", 1)[0] != "idx"
+
+
+def _inner(
+    join: ParentJoin | ChildJoin,
+    filter: str | Query | None,
+    mode: str,
+    catalog: FieldCatalog | None = None,
+) -> Query:
+    """``filter`` compiled against the model of ``join`` (``catalog``: its fields, default
+    the declared ones) with its soft-delete clause."""
     if mode not in _MODES:
         raise ValueError(f"soft_deletes must be one of {', '.join(_MODES)}, not {mode!r}")
     info = join.info
@@ -821,7 +867,9 @@ def _inner(join: ParentJoin | ChildJoin, filter: str | Query | None, mode: str) 
             field="soft_deletes",
         )
     default_fields = info.index.default_search_fields if info.index is not None else None
-    compiled = compile_filter(filter, info.catalog, default_fields=default_fields)
+    compiled = compile_filter(
+        filter, catalog if catalog is not None else info.catalog, default_fields=default_fields
+    )
     if info.soft_deletes and mode == "active" and "is_deleted" in compiled.fields:
         raise QueryValidationError(
             "the filter names is_deleted while soft_deletes='active' hides deleted "
