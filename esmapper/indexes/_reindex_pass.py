@@ -52,6 +52,7 @@ from esmapper._server_tasks import (
 from esmapper._shards import count_all, scroll_all
 from esmapper._transport import is_unknown_outcome, once, send_or_read_back
 from esmapper.errors import IndexConfigurationError, LockError
+from esmapper.ids import routing_of
 from esmapper.indexes._lookup import listed_id, stored_params
 from esmapper.indexes._reindex_fence import delete_unclaimed, serving_aliases
 from esmapper.indexes._reindex_resume import stop_leftover_passes
@@ -300,18 +301,21 @@ def delete_extras(
     through: str | None = None,
 ) -> int:
     """Delete from ``new`` every document ``old`` no longer has (deleted from it after it
-    was copied); returns how many. Scrolls the ids of both indexes (``POST _search`` with
-    ``scroll``) and sends ``_bulk`` requests of deletes (1000 per request, ``refresh=true``,
-    each sent once, with the request parameters of ``spec``'s model: :func:`delete_ids`)
-    through ``through`` (the run's marker alias on ``new``: fenced, see
-    :func:`delete_ids`; default ``new``). A bulk whose outcome is unknown is settled by
-    listing the ids again and deleting what is still there, once more; a bulk item failing
-    with anything but 404 raises :class:`IndexConfigurationError`. A listing that some shards
-    did not answer raises :class:`~esmapper.errors.PartialResultsError` before anything is
-    deleted."""
+    was copied), and a second copy of an id under a routing ``old`` has not (a join child
+    moved across shards during the run: :func:`_extras`); returns how many. Scrolls the
+    ids of both indexes (``POST _search`` with ``scroll``) and sends ``_bulk`` requests of
+    deletes (1000 per request, ``refresh=true``, each sent once, with the request
+    parameters of ``spec``'s model: :func:`delete_ids`) through ``through`` (the run's
+    marker alias on ``new``: fenced, see :func:`delete_ids`; default ``new``). A bulk whose
+    outcome is unknown is settled by listing the ids again and deleting what is still
+    there, once more; a bulk item failing with anything but 404 raises
+    :class:`IndexConfigurationError`. A listing that some shards did not answer raises
+    :class:`~esmapper.errors.PartialResultsError` before anything is deleted."""
     target = through or new
-    kept = set(_ids(client, old))
-    extra = [i for i in _ids(client, new) if i not in kept]
+    kept: dict[str, set[str | None]] = {}  # id -> the routings of its copies in ``old``
+    for i in _ids(client, old):
+        kept.setdefault(str.__str__(i), set()).add(routing_of(i))
+    extra = _extras(kept, _ids(client, new))
     removed = len(extra)
     for attempt in range(1, _ATTEMPTS + 1):
         try:
@@ -322,8 +326,31 @@ def delete_extras(
                 raise
             log.warning("deleting extras from %s had an unknown outcome (%s); re-reading", new, exc)
             client.indices.refresh(index=new)
-            extra = [i for i in _ids(client, new) if i not in kept]
+            extra = _extras(kept, _ids(client, new))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _extras(kept: dict[str, set[str | None]], listed: Iterator[str]) -> list[str]:
+    """The copies among ``listed`` (a new index's ids with their hits' routings) that the
+    old index, ``kept`` (id -> its copies' routings), does not have: every copy of an id
+    it lacks, and a copy under a routing none of its copies has when another copy of the
+    id matches one (a join child moved to a parent on another shard during the copy: the
+    first pass's copy on the old parent's shard beside the catch-up's; Elasticsearch
+    keeps ids unique per shard only). An id's only copy is never taken for another's (a
+    script may route its copies anew; a hit without ``_routing`` tells nothing)."""
+    extra: list[str] = []
+    mismatched: list[str] = []
+    matched: set[str] = set()
+    for i in listed:
+        key = str.__str__(i)
+        routings = kept.get(key)
+        if routings is None:
+            extra.append(i)
+        elif routing_of(i) in routings:
+            matched.add(key)
+        else:
+            mismatched.append(i)
+    return extra + [i for i in mismatched if str.__str__(i) in matched]
 
 
 def delete_ids(
