@@ -74,7 +74,7 @@ from esmapper.indexes.reindex import (
     check_lock_options,
     reindex,
 )
-from esmapper.indexes.spec import IndexSpec
+from esmapper.indexes.spec import IndexSpec, index_owners
 from esmapper.jobs._work_items import ReindexWorkItem
 from esmapper.jobs._work_queue import DEFAULT_LEASE, Lease, WorkQueue
 from esmapper.jobs.base import JobResult, JobStatus, describe_error
@@ -154,7 +154,9 @@ def enqueue_outdated(
     Elasticsearch; one ``enqueue`` per outdated model. ``IndexConfigurationError`` when
     one is outdated and ``queue`` is ``None``."""
     ctx = context_of(mapper)
-    by_alias = {ctx.spec(m).alias: ctx.spec(m) for m in ctx.models}
+    # one index, one model: the first registered of those sharing it (a join's parent and
+    # children), the one a worker checks the item against (_model_of) and plans take
+    by_alias = {spec.alias: spec for _, spec in index_owners(map(ctx.spec, ctx.models))}
     outdated = [s for s in states if s.action == "outdated" and s.current_index is not None]
     if outdated and queue is None:
         names = ", ".join(f"{s.alias} ({s.current_index} -> {s.expected_index})" for s in outdated)
