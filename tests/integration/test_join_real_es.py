@@ -454,3 +454,37 @@ def test_by_query_writes_of_a_tenant_carry_its_tenant_into_join_queries(
     assert len(joins) == 2
     for has_child in joins:
         assert {"term": {"tenant": "t1"}} in has_child["query"]["bool"]["filter"]
+
+
+@pytest.mark.real_es
+def test_a_child_moved_across_shards_during_a_bump_has_one_copy_after_it(
+    make_mapper: MakeMapper, es_client: Any
+) -> None:
+    """Moved to parents on other shards after the copy wrote it: the catch-up copies it
+    under each new parent, and the id reconciliation deletes the copy on the first
+    parent's shard (``_reindex_pass._extras``): one copy, under the last parent, and the
+    bump's counts agree."""
+    from esmapper.indexes import ReindexProgress, reindex
+    from tests.integration.test_join_indexes import Club, ClubV2, Member, MemberV2
+
+    seeded = make_mapper(Club, Member, configure=True)
+    clubs = seeded.repository(Club).add([Club(id=f"c{n}", name=f"c{n}") for n in range(6)])
+    seeded.repository(Member).add(Member(id="m0", club_id="c0"), consistency="immediate")
+    mapper = make_mapper(ClubV2, MemberV2)
+    members = mapper.repository(MemberV2)
+    moves: list[str] = []
+
+    def during(report: ReindexProgress) -> None:
+        if report.phase == "copy" and report.message and not moves:
+            for old, new in itertools.pairwise(clubs):
+                loaded = members.require(em.Id("m0", routing=old.id))
+                loaded.club_id = new.id
+                members.save(loaded, consistency="immediate")
+                moves.append(str(new.id))
+
+    result = reindex(mapper, ClubV2, progress=during)
+    assert result.status == "reindexed" and result.old_count == result.new_count == 7
+    index = mapper.spec(MemberV2).write_target
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, query={"ids": {"values": ["m0"]}})["hits"]["hits"]
+    assert [h["_source"]["club_id"] for h in hits] == [moves[-1]]
