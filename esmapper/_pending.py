@@ -161,6 +161,8 @@ class PendingWrite:
         original = self._original
         if original is None:  # the one read for a save of a document not loaded, if any
             return None if self.read_original is None else self.read_original.get(key)
+        if type(original) is dict:  # (hot: every save of a loaded soft-delete document)
+            return original.get(key)
         return source_value(original, key)
 
 
@@ -170,7 +172,7 @@ def source_value(source: Mapping[str, Any] | bytes | None, key: str) -> Any:
     no source."""
     if source is None:
         return None
-    if isinstance(source, Mapping):
+    if type(source) is dict or isinstance(source, Mapping):  # (the exact type first: cheap)
         return source.get(key)
     try:
         return _one_key(key).decode(source).value
